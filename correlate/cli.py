@@ -1,0 +1,74 @@
+"""The ``correlate`` command: an explicit list of subcommands, one module each.
+
+``correlate RUN_DIR`` is short for ``correlate run RUN_DIR``. Every user error is raised as a
+``CorrelateError`` somewhere below and printed here as one line; ``--debug`` re-raises it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from correlate import __version__
+from correlate.errors import CorrelateError
+
+#: name -> (module under correlate.commands, one-line help). Each module has
+#: ``add_arguments(parser)`` and ``run(args) -> int``.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "correlate a run folder (ours or imported) and write tables and reports"),
+    "darshan": ("darshan", "decode Darshan logs (every DXT layout) into a parquet table"),
+}
+DEFAULT_COMMAND = "run"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="correlate",
+        description="Per-task CPU, I/O, functions and waiting for Dask runs.",
+        epilog="`correlate RUN_DIR` is short for `correlate run RUN_DIR`.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+        _command_module(module).add_arguments(p)
+    return parser
+
+
+def _command_module(module: str):  # type: ignore[no-untyped-def]
+    return importlib.import_module(f"correlate.commands.{module}")
+
+
+def _with_default_command(argv: list[str]) -> list[str]:
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first in COMMANDS:
+        return argv
+    return [DEFAULT_COMMAND, *argv]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(_with_default_command(args_list))
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(_command_module(COMMANDS[args.command][0]).run(args) or 0)
+    except CorrelateError as err:
+        if args.debug:
+            raise
+        from correlate.console import error_line
+
+        error_line(str(err))
+        return err.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

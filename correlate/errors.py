@@ -1,0 +1,31 @@
+"""One exception family for user-facing problems; ``cli.main`` is the only catch site.
+
+Record-level problems are not exceptions: they become rows of the ``rejects`` table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class CorrelateError(Exception):
+    """A problem with an input or option that the user can fix; printed as one line."""
+
+    exit_code = 1
+
+    def __init__(self, path: str | Path | None, problem: str) -> None:
+        self.path = str(path) if path is not None else None
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}" if self.path else problem)
+
+
+class InputError(CorrelateError):
+    """A file or folder that cannot be read as what it claims to be."""
+
+
+class SchemaError(CorrelateError):
+    """A table whose columns or types do not match ``correlate.schema``."""
+
+
+class UnsupportedVersionError(CorrelateError):
+    """A run folder written by a newer collector than this correlate understands."""

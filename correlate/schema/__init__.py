@@ -1,0 +1,183 @@
+"""Every table of the project, defined once.
+
+The run folder written by ``collectors/`` and every frame that flows through ``correlate`` is a
+table declared here. A table is a name, an ordered tuple of columns and a doc line; each column
+has a dtype, a unit in its name (``_ns``, ``_s``, ``_bytes``, ``_count``) and a doc string.
+
+Importing this package is stdlib-only, so that the collectors (which run inside the user's Dask
+processes) can use it without importing polars; ``polars_schema``/``arrow_schema`` import their
+library lazily.
+
+Submodules group the tables by who writes them:
+
+- ``schema.run``      — raw capture tables in the run folder (``procs/<proc>/<table>/part-*.parquet``)
+- ``schema.darshan``  — canonical tables decoded from Darshan logs
+- ``schema.canonical``— the frames every source adapter produces for the engine
+- ``schema.outputs``  — what ``correlate`` writes (tasks.parquet, task_files.parquet, …)
+
+``TABLES`` is the registry of all of them, keyed by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+    import pyarrow as pa
+
+#: Version of the run-folder format written by ``collectors`` (manifest.json, proc.json).
+RUN_FORMAT_VERSION = 1
+#: Version of the tables written by ``correlate`` into its output folder.
+OUTPUT_FORMAT_VERSION = 1
+
+_SIMPLE = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+           "Float32", "Float64", "String", "Boolean", "Categorical", "Binary")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: ``dtype`` is a polars dtype name, ``Enum:a,b,c`` or ``List:<dtype>``."""
+
+    name: str
+    dtype: str
+    doc: str
+    nullable: bool = True
+
+    def __post_init__(self) -> None:
+        base = self.dtype.split(":", 1)[0]
+        if base not in (*_SIMPLE, "Enum", "List"):
+            raise ValueError(f"column {self.name}: unknown dtype {self.dtype!r}")
+
+    @property
+    def enum_values(self) -> tuple[str, ...]:
+        if not self.dtype.startswith("Enum:"):
+            return ()
+        return tuple(self.dtype.split(":", 1)[1].split(","))
+
+    def polars_dtype(self) -> Any:
+        import polars as pl
+
+        if self.dtype.startswith("Enum:"):
+            return pl.Enum(list(self.enum_values))
+        if self.dtype.startswith("List:"):
+            inner = Column(self.name, self.dtype.split(":", 1)[1], self.doc)
+            return pl.List(inner.polars_dtype())
+        return getattr(pl, self.dtype)
+
+    def arrow_type(self) -> Any:
+        import pyarrow as pa
+
+        if self.dtype.startswith("Enum:") or self.dtype == "Categorical":
+            return pa.string()
+        if self.dtype.startswith("List:"):
+            inner = Column(self.name, self.dtype.split(":", 1)[1], self.doc)
+            return pa.list_(inner.arrow_type())
+        return {
+            "Int8": pa.int8(), "Int16": pa.int16(), "Int32": pa.int32(), "Int64": pa.int64(),
+            "UInt8": pa.uint8(), "UInt16": pa.uint16(), "UInt32": pa.uint32(),
+            "UInt64": pa.uint64(), "Float32": pa.float32(), "Float64": pa.float64(),
+            "String": pa.string(), "Boolean": pa.bool_(), "Binary": pa.binary(),
+        }[self.dtype]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A named, ordered set of columns with a one-line description."""
+
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    #: columns that identify a row; used to sort before writing (determinism)
+    sort_by: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"table {self.name}: duplicate column names")
+        missing = [s for s in self.sort_by if s not in names]
+        if missing:
+            raise ValueError(f"table {self.name}: sort_by names unknown columns {missing}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"table {self.name} has no column {name!r}")
+
+    def polars_schema(self) -> pl.Schema:
+        import polars as pl
+
+        return pl.Schema({c.name: c.polars_dtype() for c in self.columns})
+
+    def arrow_schema(self) -> pa.Schema:
+        import pyarrow as pa
+
+        return pa.schema([pa.field(c.name, c.arrow_type(), nullable=c.nullable)
+                          for c in self.columns])
+
+    def empty(self) -> pl.DataFrame:
+        import polars as pl
+
+        return pl.DataFrame(schema=self.polars_schema())
+
+
+TABLES: dict[str, Table] = {}
+
+
+def register(*tables: Table) -> None:
+    """Add tables to the registry (each submodule calls this once at import)."""
+    for t in tables:
+        if t.name in TABLES and TABLES[t.name] is not t:
+            raise ValueError(f"table {t.name!r} defined twice")
+        TABLES[t.name] = t
+
+
+def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop") -> Any:
+    """Return ``df`` (polars DataFrame or LazyFrame) with exactly ``table``'s columns, in order,
+    cast to the declared dtypes.
+
+    Missing nullable columns are added as nulls; a missing non-nullable column raises
+    ``SchemaError(path, ...)``. ``extra="drop"`` drops undeclared columns, ``extra="keep"`` keeps
+    them after the declared ones (importers keep unknown CSV columns this way).
+    """
+    import polars as pl
+
+    from correlate.errors import SchemaError
+
+    have = df.collect_schema().names() if isinstance(df, pl.LazyFrame) else df.columns
+    exprs = []
+    for c in table.columns:
+        if c.name in have:
+            exprs.append(pl.col(c.name).cast(c.polars_dtype(), strict=False))
+        elif c.nullable:
+            exprs.append(pl.lit(None, dtype=c.polars_dtype()).alias(c.name))
+        else:
+            raise SchemaError(path, f"column {c.name!r} missing (table {table.name})")
+    if extra == "keep":
+        exprs.extend(pl.col(n) for n in have if n not in table.names)
+    return df.select(exprs)
+
+
+def sorted_for_output(df: Any, table: Table) -> Any:
+    """Sort by the table's identifying columns so output is deterministic."""
+    keys = [k for k in table.sort_by if k in df.columns]
+    return df.sort(keys, nulls_last=True, maintain_order=True) if keys else df
+
+
+def describe(tables: Iterable[Table] | None = None) -> str:
+    """Markdown documentation of tables (used to keep docs/run-folder.md in sync)."""
+    out: list[str] = []
+    for t in tables if tables is not None else TABLES.values():
+        out.append(f"### `{t.name}`\n\n{t.doc}\n\n| column | dtype | doc |\n|---|---|---|")
+        for c in t.columns:
+            null = "" if c.nullable else " (not null)"
+            out.append(f"| `{c.name}` | {c.dtype}{null} | {c.doc} |")
+        out.append("")
+    return "\n".join(out)
