@@ -1,0 +1,59 @@
+"""``RunFrames``: the canonical frames of one run, as every source adapter returns them.
+
+Adapters (``run_folder``, ``mofka_csv``, ``miniapp``) each expose
+``load(path: Path) -> RunFrames``. Every field is a polars DataFrame conforming to the table of
+the same name in ``correlate.schema`` (empty when the source has no such data); ``facts`` holds
+run-level facts for reports (command, versions, hosts, …) and ``warnings`` the data-quality
+messages found while reading. Records an adapter could not use are rows of ``rejects``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import polars as pl
+
+from correlate.schema import TABLES, conform
+
+
+def _empty(name: str) -> Any:
+    return field(default_factory=lambda: TABLES[name].empty())
+
+
+@dataclass(frozen=True)
+class RunFrames:
+    processes: pl.DataFrame = _empty("processes")
+    executions: pl.DataFrame = _empty("executions")
+    transitions: pl.DataFrame = _empty("transitions")
+    startstops: pl.DataFrame = _empty("startstops")
+    transfers: pl.DataFrame = _empty("transfers")
+    transfer_keys: pl.DataFrame = _empty("transfer_keys")
+    dependencies: pl.DataFrame = _empty("dependencies")
+    func_stats: pl.DataFrame = _empty("func_stats")
+    clock_samples: pl.DataFrame = _empty("clock_samples")
+    clock_markers: pl.DataFrame = _empty("clock_markers")
+    io_segments: pl.DataFrame = _empty("io_segments")
+    io_file_counters: pl.DataFrame = _empty("io_file_counters")
+    darshan_logs: pl.DataFrame = _empty("darshan_logs")
+    rejects: pl.DataFrame = _empty("rejects")
+    #: source format name, e.g. "run-folder", "mofka-csv", "miniapp"
+    source_format: str = "unknown"
+    facts: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def table_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls) if f.name in TABLES)
+
+    def conformed(self, *, path: str = "<frames>") -> RunFrames:
+        """Every table cast to its declared schema (missing nullable columns added)."""
+        return replace(self, **{n: conform(getattr(self, n), TABLES[n], path=f"{path}:{n}")
+                                for n in self.table_names()})
+
+
+def make_rejects(rows: list[tuple[str, str | None, str, int]]) -> pl.DataFrame:
+    """Rejects frame from (source, file, reason, count) tuples; zero counts are left out."""
+    kept = [r for r in rows if r[3]]
+    return conform(pl.DataFrame(kept, schema=["source", "file", "reason", "count"], orient="row"),
+                   TABLES["rejects"]) if kept else TABLES["rejects"].empty()
