@@ -1,0 +1,43 @@
+"""``correlate RUN_DIR``: read a run folder (ours, Mofka-Dask CSVs or MiniApp outputs), correlate,
+write the output tables into ``RUN_DIR/correlated/`` (or ``-o``) and print a short summary."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from correlate.errors import InputError
+
+FORMATS = ("auto", "run-folder", "mofka-csv", "miniapp")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", type=Path, help="run folder written by `collect`, or an imported one")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="output folder (default: RUN_DIR/correlated)")
+    p.add_argument("--format", choices=FORMATS, default="auto",
+                   help="input format (default: detected from the files present)")
+    p.add_argument("--top", type=int, default=10, help="rows in the terminal summary tables")
+
+
+def run(args: argparse.Namespace) -> int:
+    from correlate.console import console
+    from correlate.engine import correlate_frames, write_outputs
+    from correlate.lifecycles import write_lifecycles
+    from correlate.sources.detect import load
+    from correlate.terminal import print_summary
+
+    run_dir: Path = args.run_dir
+    if not run_dir.exists():
+        raise InputError(run_dir, "no such file or directory")
+    out = args.out or (run_dir / "correlated")
+    with console().status(f"reading {run_dir}") as status:
+        frames = load(run_dir, None if args.format == "auto" else args.format)
+        status.update(f"correlating {frames.executions.height:,} executions, "
+                      f"{frames.io_segments.height:,} I/O segments")
+        result = correlate_frames(frames)
+        status.update(f"writing {out}")
+        write_outputs(result, out)
+        write_lifecycles(frames, out / "task_lifecycles.jsonl")
+    print_summary(result.summary, result.tables, out=out, top=args.top)
+    return 0

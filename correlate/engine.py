@@ -1,0 +1,117 @@
+"""The correlation pipeline: canonical ``RunFrames`` in, output tables + summary out.
+
+``correlate_frames`` is a pure function; ``write_outputs`` persists its result. Order:
+conform → execution ids → clocks (align) → I/O attribution → CPU and functions → waits →
+tables → summary.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from dask.utils import key_split
+
+import correlate.schema.canonical  # noqa: F401  (registers tables)
+import correlate.schema.darshan  # noqa: F401
+import correlate.schema.outputs  # noqa: F401
+from correlate import align, attribute, waits
+from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, sorted_for_output
+from correlate.sources.frames import RunFrames
+from correlate.summary import build_summary
+
+OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks")
+
+
+@dataclass(frozen=True)
+class Correlated:
+    tables: dict[str, pl.DataFrame]
+    summary: dict[str, Any]
+    extra: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+
+def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
+    """Deterministic ``execution_id`` (0..n−1) and prefix/group filled from the key."""
+    ex = executions.sort("host", "pid", "local_start_ns", "key", "thread_id", nulls_last=True,
+                         maintain_order=True)
+    ex = ex.with_row_index("execution_id").with_columns(pl.col("execution_id").cast(pl.Int64))
+    prefix = pl.col("key").map_elements(key_split, return_dtype=pl.String)
+    return ex.with_columns(prefix=pl.coalesce("prefix", prefix),
+                           group=pl.coalesce("group", "prefix"))
+
+
+def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFrame,
+                 frames: RunFrames) -> pl.DataFrame:
+    key_waits = waits.scheduler_waits(frames.transitions)
+    ext = waits.external_waits(frames.transitions, frames.dependencies, key_waits)
+    inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
+                                   frames.dependencies)
+    t = (ex.join(io_totals, on="execution_id", how="left")
+         .join(methods, on="execution_id", how="left")
+         .join(key_waits.drop("t_wait"), on="key", how="left")
+         .join(ext, on="key", how="left")
+         .join(inputs, on=["key", "worker"], how="left", nulls_equal=True))
+    io_cols = ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"]
+    measured = [pl.when(pl.col("attribution").is_not_null()).then(pl.col(c).fill_null(0.0))
+                .otherwise(pl.col(c)).alias(c) for c in io_cols]
+    return t.with_columns(
+        *measured,
+        duration_s=(pl.col("local_stop_ns") - pl.col("local_start_ns")) * 1e-9,
+        attribution=pl.col("attribution").fill_null("none"),
+        window_source=pl.col("window_source").cast(pl.String),
+    )
+
+
+def _execution_methods(att: attribute.IOAttribution, ex: pl.DataFrame) -> pl.DataFrame:
+    """Per execution: the attribution method its process's segments allowed."""
+    per_proc = (att.segments.group_by("host", "pid")
+                .agg(attribution=pl.when((pl.col("attribution") == "exact-thread").any())
+                     .then(pl.lit("exact-thread"))
+                     .when((pl.col("attribution") == "window-split").any())
+                     .then(pl.lit("window-split")).otherwise(pl.lit("none"))))
+    m = ex.join(per_proc, on=["host", "pid"], how="inner", nulls_equal=True)
+    m = m.with_columns(attribution=pl.when((pl.col("attribution") == "exact-thread")
+                                           & pl.col("thread_id").is_null())
+                       .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
+    return m.select("execution_id", "attribution")
+
+
+def correlate_frames(frames: RunFrames) -> Correlated:
+    frames = frames.conformed()
+    ex = number_executions(frames.executions)
+    clocks = align.estimate(frames.clock_samples, frames.io_segments, frames.clock_markers)
+    ex = align.align_executions(ex, clocks)
+    segments = align.align_segments(
+        frames.io_segments.with_row_index("seg_id").with_columns(
+            pl.col("op").cast(pl.String)), clocks)
+    att = attribute.io_to_executions(segments, ex)
+    files = attribute.task_files(att, ex)
+    marker_paths = frames.clock_markers.get_column("path").unique().to_list()
+    unattributed = attribute.unattributed_io(att, ex, frames.processes, marker_paths)
+    functions = attribute.functions_per_execution(frames.func_stats, ex)
+    tasks = _tasks_table(ex, attribute.task_io_totals(files), _execution_methods(att, ex),
+                         frames)
+    tables = {name: sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
+              for name, df in (("tasks", tasks), ("task_files", files),
+                               ("task_functions", functions), ("unattributed", unattributed),
+                               ("clocks", clocks))}
+    summary = build_summary(frames, tables, att)
+    return Correlated(tables=tables, summary=summary)
+
+
+def write_outputs(result: Correlated, out_dir: Path) -> list[Path]:
+    """Write every output table as parquet and summary.json; return the written paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, df in result.tables.items():
+        path = out_dir / f"{name}.parquet"
+        df.write_parquet(path, statistics=False)
+        written.append(path)
+    summary = {"output_format_version": OUTPUT_FORMAT_VERSION, **result.summary}
+    path = out_dir / "summary.json"
+    path.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    written.append(path)
+    return written

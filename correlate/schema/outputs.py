@@ -1,0 +1,128 @@
+"""What ``correlate`` writes into its output folder (``RUN_DIR/correlated/`` by default).
+
+Reports read only these tables (plus ``summary.json``), never the raw sources.
+
+Attribution methods (column ``attribution``):
+
+- ``exact-thread``: the segment's pthread id equals the execution's thread id, same host and
+  process, and the segment's midpoint lies inside the execution window. One segment → one task.
+- ``window-split``: no thread ids on one side; the segment is split across the executions of the
+  same process that overlap it in time, in proportion to the overlap (bytes and ops may then be
+  fractional). The part outside every window stays unattributed.
+- ``none``: the execution has no I/O attributed (or no I/O data exists for its process).
+"""
+
+from __future__ import annotations
+
+from correlate.schema import Column, Table, register
+
+ATTRIBUTION = "Enum:exact-thread,window-split,none"
+
+TASKS = Table(
+    "tasks",
+    "One row per task execution with its CPU, I/O, waiting and transfers.",
+    (
+        Column("execution_id", "Int64", "unique per run (deterministic order)", nullable=False),
+        Column("key", "String", "Dask key", nullable=False),
+        Column("prefix", "String", "task prefix"),
+        Column("group", "String", "task group"),
+        Column("worker", "String", "worker address"),
+        Column("host", "String", "worker host"),
+        Column("pid", "Int64", "worker process id"),
+        Column("thread_id", "UInt64", "executing thread"),
+        Column("start_ns", "Int64", "start on the aligned run timeline (scheduler clock)"),
+        Column("stop_ns", "Int64", "stop on the aligned run timeline"),
+        Column("local_start_ns", "Int64", "start, worker clock"),
+        Column("local_stop_ns", "Int64", "stop, worker clock"),
+        Column("duration_s", "Float64", "stop − start"),
+        Column("cpu_s", "Float64", "thread CPU seconds of the execution (null: not measured)"),
+        Column("read_bytes", "Float64", "bytes read (fractional only for window-split)"),
+        Column("write_bytes", "Float64", "bytes written"),
+        Column("read_ops", "Float64", "read operations"),
+        Column("write_ops", "Float64", "write operations"),
+        Column("io_time_s", "Float64", "time inside I/O calls"),
+        Column("attribution", ATTRIBUTION, "how the I/O of this row was attributed"),
+        Column("wait_dependencies_s", "Float64", "scheduler: waiting → processing/queued"),
+        Column("wait_queued_s", "Float64", "scheduler: queued → processing"),
+        Column("wait_thread_s", "Float64", "worker: ready → executing (no free thread)"),
+        Column("wait_external_s", "Float64", "waiting for data from outside Dask "
+               "(scattered or external-state dependencies)"),
+        Column("transfer_s", "Float64", "time of incoming transfers for this task's inputs"),
+        Column("transfer_bytes", "Int64", "bytes of this task's inputs fetched from peers"),
+        Column("transfer_sources", "String", "peer workers the inputs came from (comma list)"),
+        Column("status", "String", "execution status"),
+        Column("window_source", "String", "where the execution window came from"),
+    ),
+    sort_by=("execution_id",),
+)
+
+TASK_FILES = Table(
+    "task_files",
+    "I/O per execution × file × operation.",
+    (
+        Column("execution_id", "Int64", "→ tasks.execution_id", nullable=False),
+        Column("key", "String", "Dask key", nullable=False),
+        Column("path", "String", "file"),
+        Column("op", "Enum:read,write", "operation", nullable=False),
+        Column("bytes", "Float64", "bytes"),
+        Column("ops", "Float64", "operations"),
+        Column("io_time_s", "Float64", "time inside the calls"),
+        Column("attribution", ATTRIBUTION, "method"),
+    ),
+    sort_by=("execution_id", "path", "op"),
+)
+
+TASK_FUNCTIONS = Table(
+    "task_functions",
+    "Profile per execution × function.",
+    (
+        Column("execution_id", "Int64", "→ tasks.execution_id", nullable=False),
+        Column("key", "String", "Dask key", nullable=False),
+        Column("module", "String", "module"),
+        Column("name", "String", "function", nullable=False),
+        Column("file", "String", "source file"),
+        Column("line", "Int64", "line"),
+        Column("ncall", "Int64", "calls"),
+        Column("tsub_s", "Float64", "exclusive time"),
+        Column("ttot_s", "Float64", "inclusive time"),
+        Column("clock", "Enum:wall,cpu", "clock"),
+    ),
+    sort_by=("execution_id", "tsub_s", "file", "line", "name"),
+)
+
+UNATTRIBUTED = Table(
+    "unattributed",
+    "I/O that no task execution explains, grouped by why.",
+    (
+        Column("host", "String", "host"),
+        Column("pid", "Int64", "process"),
+        Column("role", "String", "role of the process (worker, nanny, client, other, unknown)"),
+        Column("thread_kind", "String", "event-loop, executor-outside-task, other-thread, "
+               "no-thread-id"),
+        Column("reason", "String", "why it is not attributed", nullable=False),
+        Column("path", "String", "file"),
+        Column("op", "Enum:read,write", "operation"),
+        Column("bytes", "Float64", "bytes"),
+        Column("ops", "Float64", "operations"),
+        Column("io_time_s", "Float64", "time inside the calls"),
+    ),
+    sort_by=("host", "pid", "reason", "thread_kind", "path", "op"),
+)
+
+CLOCKS = Table(
+    "clocks",
+    "Offset of each process clock onto the run timeline, with uncertainty.",
+    (
+        Column("host", "String", "host", nullable=False),
+        Column("pid", "Int64", "process"),
+        Column("domain", "Enum:worker,darshan", "which clock", nullable=False),
+        Column("offset_ns", "Int64", "add to local times to get the aligned / corrected time",
+               nullable=False),
+        Column("uncertainty_ns", "Int64", "half-width of the uncertainty (null: unknown)"),
+        Column("method", "String", "how it was estimated", nullable=False),
+        Column("samples", "Int64", "number of observations used"),
+    ),
+    sort_by=("host", "pid", "domain"),
+)
+
+register(TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS)

@@ -1,0 +1,113 @@
+"""``summary.json``: totals and shares of I/O and CPU, clocks, matched processes, warnings and
+rejected records. Built from the output tables only (plus the run facts), so it is consistent
+with them by construction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from correlate.attribute import IOAttribution
+from correlate.sources.frames import RunFrames
+
+
+def _round(x: float | None, nd: int = 6) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+def _io_totals(att: IOAttribution, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    seg = att.segments
+    dur_s = (pl.col("host_stop_ns") - pl.col("host_start_ns")).cast(pl.Float64) / 1e9
+    total = seg.select(bytes=pl.col("length").sum(), ops=pl.len(), io_time_s=dur_s.sum()).row(
+        0, named=True)
+    files, un = tables["task_files"], tables["unattributed"]
+    attributed = {"bytes": files["bytes"].sum(), "ops": files["ops"].sum(),
+                  "io_time_s": files["io_time_s"].sum()}
+    unattr = {"bytes": un["bytes"].sum(), "ops": un["ops"].sum(),
+              "io_time_s": un["io_time_s"].sum()}
+    methods = (seg.group_by("attribution").agg(segments=pl.len()).sort("attribution")
+               .rows_by_key("attribution", unique=True))
+    share = (attributed["bytes"] / total["bytes"]) if total["bytes"] else None
+    reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
+               .sort("bytes", descending=True))
+    return {
+        "total": {k: _round(v) for k, v in total.items()},
+        "attributed": {k: _round(v) for k, v in attributed.items()},
+        "unattributed": {k: _round(v) for k, v in unattr.items()},
+        "attributed_bytes_share": _round(share, 4),
+        "segments_by_method": {k: v[0] for k, v in methods.items()},
+        "unattributed_by_reason": [
+            {"reason": r, "bytes": _round(b), "ops": _round(o)} for r, b, o in reasons.rows()],
+    }
+
+
+def _cpu(tasks: pl.DataFrame) -> dict[str, Any]:
+    measured = tasks.filter(pl.col("cpu_s").is_not_null())
+    return {
+        "executions_with_cpu": measured.height,
+        "executions": tasks.height,
+        "task_cpu_s": _round(measured["cpu_s"].sum()),
+        "task_wall_s": _round(tasks["duration_s"].sum()),
+    }
+
+
+def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
+    agg = tasks.group_by("prefix").agg(
+        executions=pl.len(), wall_s=pl.col("duration_s").sum(), cpu_s=pl.col("cpu_s").sum(),
+        read_bytes=pl.col("read_bytes").sum(), write_bytes=pl.col("write_bytes").sum(),
+        io_time_s=pl.col("io_time_s").sum())
+    rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)
+    return [{k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()}
+            for r in rows.iter_rows(named=True)]
+
+
+def _clocks(clocks: pl.DataFrame) -> list[dict[str, Any]]:
+    return [dict(r) for r in clocks.iter_rows(named=True)]
+
+
+def _rejects(rejects: pl.DataFrame) -> list[dict[str, Any]]:
+    return [dict(r) for r in rejects.sort("source", "file", "reason").iter_rows(named=True)]
+
+
+def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
+    cols = ["host", "pid", "role", "worker", "match", "closed_cleanly"]
+    p = processes.select(cols).with_columns(pl.col("role").cast(pl.String))
+    return [dict(r) for r in p.sort("host", "pid", "worker", nulls_last=True).iter_rows(
+        named=True)]
+
+
+def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
+                  att: IOAttribution) -> dict[str, Any]:
+    tasks = tables["tasks"]
+    warnings = list(frames.warnings)
+    clocks = tables["clocks"]
+    workers = tasks.select("host", "pid").unique().drop_nulls()
+    aligned = clocks.filter(pl.col("domain") == "worker").select("host", "pid")
+    missing = workers.join(aligned, on=["host", "pid"], how="anti").height
+    if missing:
+        warnings.append(f"{missing} worker process(es) without clock samples: their times are "
+                        "placed on the run timeline unshifted (uncertainty unknown)")
+    if not frames.io_segments.is_empty():
+        dxt_procs = frames.io_segments.select("host", "pid").unique()
+        dclock = clocks.filter(pl.col("domain") == "darshan").select("host", "pid")
+        n = dxt_procs.join(workers, on=["host", "pid"]).join(dclock, on=["host", "pid"],
+                                                               how="anti").height
+        if n:
+            warnings.append(f"{n} worker process(es) with DXT but no clock markers: Darshan "
+                            "times use the log header clock (typically a few ms off)")
+    return {
+        "source_format": frames.source_format,
+        "facts": frames.facts,
+        "executions": tasks.height,
+        "tasks": tasks["key"].n_unique(),
+        "io": _io_totals(att, tables),
+        "cpu": _cpu(tasks),
+        "top_prefixes_by_wall": _top(tasks, "wall_s"),
+        "top_prefixes_by_io": _top(tasks, "io_time_s"),
+        "clocks": _clocks(clocks),
+        "processes": _processes(frames.processes),
+        "rejects": _rejects(frames.rejects),
+        "warnings": warnings,
+    }

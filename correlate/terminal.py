@@ -1,0 +1,88 @@
+"""The short summary ``correlate`` prints: heaviest prefixes, tasks and files, attributed
+shares of I/O and CPU, clock uncertainty and data-quality warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from rich.table import Table
+from rich.text import Text
+
+from correlate.console import console
+
+
+def _bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right", overflow="fold")
+    for r in rows:
+        t.add_row(*[Text(str(v)) for v in r])
+    return t
+
+
+def _prefix_rows(tasks: pl.DataFrame, top: int) -> list[list[Any]]:
+    agg = (tasks.group_by("prefix").agg(n=pl.len(), wall=pl.col("duration_s").sum(),
+                                        cpu=pl.col("cpu_s").sum(),
+                                        rd=pl.col("read_bytes").sum(),
+                                        wr=pl.col("write_bytes").sum(),
+                                        io=pl.col("io_time_s").sum())
+           .sort("wall", "prefix", descending=[True, False]).head(top))
+    return [[r["prefix"], r["n"], f"{r['wall']:.3f}", f"{r['cpu']:.3f}", _bytes(r["rd"]),
+             _bytes(r["wr"]), f"{r['io']:.3f}"] for r in agg.iter_rows(named=True)]
+
+
+def _file_rows(files: pl.DataFrame, top: int) -> list[list[Any]]:
+    agg = (files.group_by("path").agg(b=pl.col("bytes").sum(), ops=pl.col("ops").sum(),
+                                      t=pl.col("io_time_s").sum(),
+                                      tasks=pl.col("key").n_unique())
+           .sort("b", "path", descending=[True, False]).head(top))
+    return [[r["path"], _bytes(r["b"]), f"{r['ops']:,.0f}", f"{r['t']:.3f}", r["tasks"]]
+            for r in agg.iter_rows(named=True)]
+
+
+def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, out: Path,
+                  top: int = 10) -> None:
+    c = console()
+    tasks, files = tables["tasks"], tables["task_files"]
+    io, cpu = summary["io"], summary["cpu"]
+    c.print(f"[bold]{summary['executions']:,}[/] executions of {summary['tasks']:,} tasks "
+            f"({summary['source_format']})")
+    share = io["attributed_bytes_share"]
+    c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
+            f"attributed to tasks: "
+            + (f"{share:.1%}" if share is not None else "n/a (no DXT segments)")
+            + f"  methods: {io['segments_by_method'] or '-'}")
+    c.print(f"CPU: {cpu['task_cpu_s'] or 0:.3f} s in tasks (measured for "
+            f"{cpu['executions_with_cpu']:,}/{cpu['executions']:,} executions), task wall "
+            f"{cpu['task_wall_s'] or 0:.3f} s")
+    if tasks.height:
+        c.print(_table("Heaviest task prefixes (by wall time)",
+                       ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],
+                       _prefix_rows(tasks, top)))
+    if files.height:
+        c.print(_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
+                       _file_rows(files, top)))
+    for r in io["unattributed_by_reason"][:top]:
+        c.print(Text(f"unattributed: {_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
+    unc = [r["uncertainty_ns"] for r in summary["clocks"] if r["uncertainty_ns"] is not None]
+    if unc:
+        c.print(f"clocks: {len(summary['clocks'])} offsets, worst uncertainty "
+                f"{max(unc) / 1e6:.3f} ms")
+    for w in summary["warnings"]:
+        c.print(Text(f"warning: {w}", style="yellow"))
+    for r in summary["rejects"]:
+        c.print(Text(f"rejected: {r['count']:,} from {r['source']} {r['file'] or ''}: "
+                     f"{r['reason']}", style="yellow"))
+    c.print(f"tables written to {out}")

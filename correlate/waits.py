@@ -1,0 +1,83 @@
+"""Where the rest of a task's time went: waiting for dependencies, a queue slot, a thread,
+data from outside Dask, and input transfers. Pure functions over canonical frames.
+
+Times come from the transitions (scheduler clock for the scheduler side, worker clock for the
+worker side; each difference is taken within one clock, so no alignment is needed) and from the
+``transfer`` startstops Dask attaches to the task that needed the data.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+SCHEDULER_STATES = {"released", "waiting", "queued", "processing", "memory", "erred",
+                    "forgotten", "no-worker"}
+WORKER_STATES = {"released", "waiting", "ready", "constrained", "executing", "long-running",
+                 "memory", "fetch", "flight", "missing", "error", "cancelled", "resumed",
+                 "forgotten", "rescheduled"}
+
+
+def _first(side: str, finish: str, name: str) -> pl.Expr:
+    return (pl.col("local_time_ns").filter((pl.col("side") == side)
+                                           & (pl.col("finish") == finish)).min().alias(name))
+
+
+def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
+    """Per key: wait_dependencies_s and wait_queued_s (scheduler side), wait_thread_s (worker)."""
+    t = transitions.with_columns(pl.col("side").cast(pl.String))
+    firsts = t.group_by("key").agg(
+        _first("scheduler", "waiting", "t_wait"), _first("scheduler", "queued", "t_queued"),
+        _first("scheduler", "processing", "t_proc"), _first("worker", "ready", "t_ready"),
+        _first("worker", "executing", "t_exec"))
+    s = 1e-9
+    return firsts.select(
+        "key",
+        wait_dependencies_s=(pl.coalesce("t_queued", "t_proc") - pl.col("t_wait")) * s,
+        wait_queued_s=(pl.col("t_proc") - pl.col("t_queued")) * s,
+        wait_thread_s=(pl.col("t_exec") - pl.col("t_ready")) * s,
+        t_wait=pl.col("t_wait"),
+    )
+
+
+def external_arrivals(transitions: pl.DataFrame) -> pl.DataFrame:
+    """Keys that went through a state Dask does not define (e.g. seed 003's ``deisa`` external
+    tasks): key and the time (scheduler clock) they reached memory."""
+    sched = transitions.filter(pl.col("side").cast(pl.String) == "scheduler")
+    unknown = sched.filter(~pl.col("start").is_in(list(SCHEDULER_STATES))
+                           | ~pl.col("finish").is_in(list(SCHEDULER_STATES)))
+    keys = unknown.select("key").unique()
+    arrived = sched.filter(pl.col("finish") == "memory").group_by("key").agg(
+        t_arrival=pl.col("local_time_ns").min())
+    return keys.join(arrived, on="key", how="left")
+
+
+def external_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame,
+                   waits: pl.DataFrame) -> pl.DataFrame:
+    """Per key: how long it waited (after entering ``waiting``) for external dependencies."""
+    ext = external_arrivals(transitions)
+    if ext.is_empty() or dependencies.is_empty():
+        return pl.DataFrame(schema={"key": pl.String, "wait_external_s": pl.Float64})
+    deps = dependencies.join(ext, left_on="depends_on", right_on="key").join(
+        waits.select("key", "t_wait"), on="key")
+    return deps.group_by("key").agg(
+        wait_external_s=((pl.col("t_arrival") - pl.col("t_wait")).max() * 1e-9).clip(0.0))
+
+
+def transfer_inputs(startstops: pl.DataFrame, transfers: pl.DataFrame,
+                    transfer_keys: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
+    """Per (key, worker): time in incoming transfers Dask attached to the task, and bytes and
+    source workers of its dependencies fetched into that worker."""
+    t_time = (startstops.filter(pl.col("action") == "transfer").group_by("key", "worker")
+              .agg(transfer_s=((pl.col("reported_stop_ns") - pl.col("reported_start_ns"))
+                               .sum() * 1e-9)))
+    incoming = (transfers.filter(pl.col("direction").cast(pl.String) == "incoming")
+                .select("transfer_id", "worker", "peer")
+                .join(transfer_keys, on="transfer_id"))
+    fetched = (dependencies.select("key", "depends_on")
+               .join(incoming, left_on="depends_on", right_on="key")
+               .group_by("key", "worker")
+               .agg(transfer_bytes=pl.col("nbytes").sum(),
+                    transfer_sources=pl.col("peer").drop_nulls().unique().sort()
+                    .str.join(",")))
+    return t_time.join(fetched, on=["key", "worker"], how="full", coalesce=True,
+                       nulls_equal=True)

@@ -1,0 +1,118 @@
+"""Attribution over literal frames: exact-thread, window-split, conservation."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from correlate import attribute
+
+MS = 1_000_000
+
+
+def segments(rows):
+    """rows: (host, pid, thread_id, start_ms, stop_ms, length, op, path)."""
+    df = pl.DataFrame(rows, schema={"host": pl.String, "pid": pl.Int64, "thread_id": pl.UInt64,
+                                    "s": pl.Int64, "e": pl.Int64, "length": pl.Int64,
+                                    "op": pl.String, "path": pl.String}, orient="row")
+    return df.with_row_index("seg_id").select(
+        "seg_id", "host", "pid", "thread_id", "length", "op", "path",
+        host_start_ns=pl.col("s") * MS, host_stop_ns=pl.col("e") * MS)
+
+
+def executions(rows):
+    """rows: (execution_id, key, host, pid, thread_id, start_ms, stop_ms)."""
+    df = pl.DataFrame(rows, schema={"execution_id": pl.Int64, "key": pl.String,
+                                    "host": pl.String, "pid": pl.Int64,
+                                    "thread_id": pl.UInt64, "s": pl.Int64, "e": pl.Int64},
+                      orient="row")
+    return df.select("execution_id", "key", "host", "pid", "thread_id",
+                     local_start_ns=pl.col("s") * MS, local_stop_ns=pl.col("e") * MS)
+
+
+PROCS = pl.DataFrame({"host": ["h"], "pid": [1], "role": ["worker"],
+                      "main_thread_id": pl.Series([99], dtype=pl.UInt64),
+                      "local_directory": ["/scratch/w1"]})
+
+
+def conservation(att, ex):
+    files = attribute.task_files(att, ex)
+    un = attribute.unattributed_io(att, ex, PROCS, [])
+    total = att.segments["length"].sum()
+    assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(total)
+    assert files["ops"].sum() + un["ops"].sum() == pytest.approx(att.segments.height)
+    return files, un
+
+
+def test_exact_thread_separates_concurrent_tasks_on_one_process():
+    # GIVEN two tasks running at the same time on two threads of one process
+    ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 1, 12, 0, 100)])
+    seg = segments([("h", 1, 11, 10, 20, 100, "read", "/d/a"),
+                    ("h", 1, 12, 10, 20, 7, "write", "/d/b"),
+                    ("h", 1, 12, 30, 31, 3, "write", "/d/b")])
+    # WHEN attributed
+    att = attribute.io_to_executions(seg, ex)
+    files, un = conservation(att, ex)
+    # THEN each segment goes to its own thread's task, whole
+    got = {(r["key"], r["path"], r["op"]): r["bytes"] for r in files.iter_rows(named=True)}
+    assert got == {("a", "/d/a", "read"): 100.0, ("b", "/d/b", "write"): 10.0}
+    assert set(att.shares["attribution"]) == {"exact-thread"}
+    assert un.is_empty()
+
+
+def test_exact_thread_outside_window_is_classified_by_thread_kind():
+    ex = executions([(0, "a", "h", 1, 11, 100, 200)])
+    seg = segments([("h", 1, 11, 10, 20, 5, "read", "/d/x"),      # executor, before task
+                    ("h", 1, 99, 150, 151, 6, "write", "/d/y"),   # event loop during task
+                    ("h", 1, 42, 150, 151, 8, "write", "/scratch/w1/spill/k"),  # spill
+                    ("h", 2, 7, 150, 151, 9, "read", "/d/z")])    # unknown process
+    att = attribute.io_to_executions(seg, ex)
+    files, un = conservation(att, ex)
+    assert files.is_empty()
+    kinds = {r["path"]: (r["thread_kind"], r["reason"]) for r in un.iter_rows(named=True)}
+    assert kinds["/d/x"] == ("executor-outside-task", "outside any task execution")
+    assert kinds["/d/y"] == ("event-loop", "outside any task execution")
+    assert kinds["/scratch/w1/spill/k"][1] == "worker local directory (spill)"
+    assert kinds["/d/z"][1] == "process is not a known Dask process"
+
+
+def test_a_segment_goes_to_at_most_one_execution_when_a_task_runs_twice():
+    ex = executions([(0, "a", "h", 1, 11, 0, 50), (1, "a", "h", 1, 11, 60, 100)])
+    seg = segments([("h", 1, 11, 10, 20, 4, "read", "/f"), ("h", 1, 11, 70, 80, 6, "read", "/f")])
+    att = attribute.io_to_executions(seg, ex)
+    assert att.shares.group_by("seg_id").len()["len"].max() == 1
+    files, _ = conservation(att, ex)
+    assert dict(files.select("execution_id", "bytes").iter_rows()) == {0: 4.0, 1: 6.0}
+
+
+def test_window_split_without_thread_ids_splits_by_overlap_and_conserves():
+    # GIVEN DXT without thread ids (v1) and two overlapping executions
+    ex = executions([(0, "a", "h", 1, 11, 0, 10), (1, "b", "h", 1, 12, 5, 20)])
+    seg = segments([("h", 1, None, 0, 10, 100, "read", "/f"),   # a fully, b half → normalised
+                    ("h", 1, None, 15, 25, 10, "write", "/g"),  # b half, rest outside
+                    ("h", 1, None, 30, 30, 1, "read", "/h")])   # zero-length, outside
+    att = attribute.io_to_executions(seg, ex)
+    files, un = conservation(att, ex)
+    assert set(att.shares["attribution"]) == {"window-split"}
+    by = {(r["key"], r["path"]): r["bytes"] for r in files.iter_rows(named=True)}
+    assert by[("a", "/f")] == pytest.approx(100 * 1.0 / 1.5)
+    assert by[("b", "/f")] == pytest.approx(100 * 0.5 / 1.5)
+    assert by[("b", "/g")] == pytest.approx(5.0)
+    assert un.filter(pl.col("path") == "/g")["bytes"].sum() == pytest.approx(5.0)
+    assert un.filter(pl.col("path") == "/h")["thread_kind"].to_list() == ["no-thread-id"]
+
+
+def test_zero_length_segment_inside_two_windows_is_shared_equally():
+    ex = executions([(0, "a", "h", 1, None, 0, 10), (1, "b", "h", 1, None, 0, 10)])
+    seg = segments([("h", 1, None, 5, 5, 0, "read", "/eof")])
+    att = attribute.io_to_executions(seg, ex)
+    assert sorted(att.shares["weight"].to_list()) == [0.5, 0.5]
+    conservation(att, ex)
+
+
+def test_process_without_executions_is_unattributed_with_method_none():
+    ex = executions([(0, "a", "h", 1, 11, 0, 10)])
+    seg = segments([("h", 5, 3, 0, 1, 10, "read", "/f")])
+    att = attribute.io_to_executions(seg, ex)
+    assert att.segments["attribution"].to_list() == ["none"]
+    conservation(att, ex)
