@@ -23,7 +23,8 @@ from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, sorted_for_
 from correlate.sources.frames import RunFrames
 from correlate.summary import build_summary
 
-OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks")
+OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
+                 "events")
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,23 @@ def _execution_methods(att: attribute.IOAttribution, ex: pl.DataFrame) -> pl.Dat
     return m.select("execution_id", "attribution")
 
 
+def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:
+    main = (att.shares.sort("weight", "execution_id", descending=[True, False])
+            .unique("seg_id", keep="first").select("seg_id", "execution_id"))
+    return att.segments.join(main, on="seg_id", how="left")
+
+
+def _events_table(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
+    """Transitions on the run timeline: the scheduler's clock is the timeline; worker-side
+    times get their process's offset."""
+    tr = frames.transitions.with_columns(pl.col("side").cast(pl.String))
+    shifted = align.align_executions(
+        tr.with_columns(local_start_ns="local_time_ns", local_stop_ns="local_time_ns"), clocks)
+    return shifted.with_columns(
+        time_ns=pl.when(pl.col("side") == "scheduler").then(pl.col("local_time_ns"))
+        .otherwise(pl.col("start_ns")))
+
+
 def correlate_frames(frames: RunFrames) -> Correlated:
     frames = frames.conformed()
     ex = number_executions(frames.executions)
@@ -94,10 +112,11 @@ def correlate_frames(frames: RunFrames) -> Correlated:
     functions = attribute.functions_per_execution(frames.func_stats, ex)
     tasks = _tasks_table(ex, attribute.task_io_totals(files), _execution_methods(att, ex),
                          frames)
+    produced = {"tasks": tasks, "task_files": files, "task_functions": functions,
+                "unattributed": unattributed, "clocks": clocks,
+                "segments": _segments_table(att), "events": _events_table(frames, clocks)}
     tables = {name: sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
-              for name, df in (("tasks", tasks), ("task_files", files),
-                               ("task_functions", functions), ("unattributed", unattributed),
-                               ("clocks", clocks))}
+              for name, df in produced.items()}
     summary = build_summary(frames, tables, att)
     return Correlated(tables=tables, summary=summary)
 

@@ -125,4 +125,43 @@ CLOCKS = Table(
     sort_by=("host", "pid", "domain"),
 )
 
-register(TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS)
+SEGMENTS = Table(
+    "segments",
+    "Every DXT segment on the run timeline with the execution that holds (most of) it; what the "
+    "timeline views and the trace draw.",
+    (
+        Column("seg_id", "Int64", "row of the input segment table", nullable=False),
+        Column("host", "String", "host"),
+        Column("pid", "Int64", "process"),
+        Column("thread_id", "UInt64", "issuing thread (null: layout without thread ids)"),
+        Column("path", "String", "file"),
+        Column("op", "Enum:read,write", "operation"),
+        Column("offset", "Int64", "file offset"),
+        Column("length", "Int64", "bytes"),
+        Column("start_ns", "Int64", "start on the run timeline"),
+        Column("stop_ns", "Int64", "end on the run timeline"),
+        Column("execution_id", "Int64", "execution holding the largest share (null: none)"),
+        Column("attributed_weight", "Float64", "share of the segment attributed to executions"),
+        Column("attribution", ATTRIBUTION, "method its process allowed"),
+    ),
+    sort_by=("host", "pid", "thread_id", "start_ns", "seg_id"),
+)
+
+EVENTS = Table(
+    "events",
+    "Task transitions (scheduler and worker side) on the run timeline.",
+    (
+        Column("time_ns", "Int64", "run timeline", nullable=False),
+        Column("side", "Enum:scheduler,worker", "who recorded it", nullable=False),
+        Column("key", "String", "Dask key", nullable=False),
+        Column("worker", "String", "worker address"),
+        Column("host", "String", "host of the recording process"),
+        Column("pid", "Int64", "recording process"),
+        Column("start", "String", "state before", nullable=False),
+        Column("finish", "String", "state after", nullable=False),
+        Column("stimulus_id", "String", "Dask stimulus id"),
+    ),
+    sort_by=("time_ns", "side", "key", "start", "finish"),
+)
+
+register(TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS)
