@@ -1,0 +1,66 @@
+"""``correlate compare BEFORE AFTER``: what got slower, where, and why.
+
+Each argument is a run folder (ours or imported; correlated first when it has no
+``correlated/`` output yet) or an output folder written by ``correlate``. Writes
+``compare_<dimension>.parquet`` for prefix, file and function, ``compare.md`` and
+``figures/compare.png`` into ``-o`` (default ``AFTER/compare``), and prints the top changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from correlate.errors import InputError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("before", type=Path, help="the reference run (folder or its output folder)")
+    p.add_argument("after", type=Path, help="the run to explain")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="output folder (default: AFTER/compare)")
+    p.add_argument("--by", choices=("prefix", "file", "function"), default="prefix",
+                   help="dimension shown first (all three are written)")
+    p.add_argument("--top", type=int, default=10, help="rows in the printed table")
+
+
+def _output_dir(path: Path) -> Path:
+    """The correlate output folder of ``path``, correlating the run first when needed."""
+    if not path.exists():
+        raise InputError(path, "no such file or directory")
+    if (path / "tasks.parquet").exists():
+        return path
+    out = path / "correlated"
+    if not (out / "tasks.parquet").exists():
+        from correlate.engine import correlate_frames, write_outputs
+        from correlate.sources.detect import load
+
+        write_outputs(correlate_frames(load(path, None)), out)
+    return out
+
+
+def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
+    tables = {n: pl.read_parquet(out / f"{n}.parquet")
+              for n in ("tasks", "task_files", "task_functions")}
+    return tables, json.loads((out / "summary.json").read_text())
+
+
+def run(args: argparse.Namespace) -> int:
+    from correlate import compare
+    from correlate.compare_report import print_comparison, write_comparison
+
+    (tb, sb), (ta, sa) = (read_outputs(_output_dir(p)) for p in (args.before, args.after))
+    total = max(float(tb["tasks"]["duration_s"].sum()), float(ta["tasks"]["duration_s"].sum()))
+    diffs = {by: compare.diff(compare.profile(tb, by), compare.profile(ta, by),
+                              total_wall_s=total) for by in compare.DIMENSIONS}
+    setup = compare.setup_differences(sb, sa)
+    lines = compare.explain(diffs[args.by], args.by)
+    out = args.out or (args.after / "compare")
+    write_comparison(out, diffs, setup=setup, lines=lines, by=args.by,
+                     names=(str(args.before), str(args.after)))
+    print_comparison(diffs[args.by], setup=setup, lines=lines, top=args.top, out=out)
+    return 0
