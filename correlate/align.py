@@ -16,9 +16,18 @@ Two corrections, both expressed as rows of the ``clocks`` table (``offset_ns`` t
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from correlate.schema import TABLES, conform
+
+#: containment search: ± range, coarse and fine steps, segments sampled per process
+SEARCH_NS = 250_000_000
+COARSE_NS = 500_000
+FINE_NS = 20_000
+SAMPLE = 4000
+#: below this share of contained segments the estimate is not used
+MIN_CONTAINED = 0.5
 
 
 def worker_offsets(clock_samples: pl.DataFrame) -> pl.DataFrame:
@@ -64,11 +73,82 @@ def darshan_offsets(io_segments: pl.DataFrame, clock_markers: pl.DataFrame) -> p
     return conform(out, TABLES["clocks"])
 
 
+def _contained(mids: np.ndarray, threads: np.ndarray, windows: dict[int, tuple[np.ndarray,
+               np.ndarray]], deltas: np.ndarray) -> np.ndarray:
+    """For each delta: how many ``mids + delta`` fall inside a window of their own thread."""
+    counts = np.zeros(len(deltas), dtype=np.int64)
+    for tid, (starts, stops) in windows.items():
+        m = mids[threads == tid]
+        if not len(m):
+            continue
+        shifted = m[None, :] + deltas[:, None]
+        pos = np.searchsorted(starts, shifted, side="right") - 1
+        inside = (pos >= 0) & (shifted <= stops[np.clip(pos, 0, None)])
+        counts += inside.sum(axis=1)
+    return counts
+
+
+def _plateau(deltas: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
+    best = deltas[counts == counts.max()]
+    return int(best.min()), int(best.max())
+
+
+def _containment_offset(seg: pl.DataFrame, ex: pl.DataFrame) -> tuple[int, int, int] | None:
+    """(offset, uncertainty, samples) that best puts thread segments inside their windows."""
+    windows = {}
+    for (tid,), w in ex.sort("local_start_ns").group_by("thread_id", maintain_order=True):
+        windows[int(tid)] = (w["local_start_ns"].to_numpy(), w["local_stop_ns"].to_numpy())
+    seg = seg.filter(pl.col("thread_id").is_in(list(windows))).sort("local_start_ns")
+    if seg.is_empty():
+        return None
+    step = max(1, seg.height // SAMPLE)
+    seg = seg.gather_every(step)
+    mids = ((seg["local_start_ns"] + seg["local_stop_ns"]) // 2).to_numpy()
+    threads = seg["thread_id"].to_numpy().astype(np.int64)
+    coarse = np.arange(-SEARCH_NS, SEARCH_NS + 1, COARSE_NS, dtype=np.int64)
+    counts = _contained(mids, threads, windows, coarse)
+    lo, hi = _plateau(coarse, counts)
+    fine = np.arange(lo - COARSE_NS, hi + COARSE_NS + 1, FINE_NS, dtype=np.int64)
+    counts = _contained(mids, threads, windows, fine)
+    if counts.max() < MIN_CONTAINED * len(mids):
+        return None
+    lo, hi = _plateau(fine, counts)
+    return (lo + hi) // 2, (hi - lo) // 2 + FINE_NS, len(mids)
+
+
+def containment_offsets(io_segments: pl.DataFrame, executions: pl.DataFrame,
+                        skip: pl.DataFrame) -> pl.DataFrame:
+    """``clocks`` rows (domain darshan) for processes without markers: the shift of the DXT
+    times that puts the most executor-thread segments inside their own thread's execution
+    windows (the middle of the best plateau; uncertainty = half its width). Needs thread ids
+    on both sides; processes in ``skip`` (host, pid) already have an offset."""
+    ex = executions.filter(pl.col("thread_id").is_not_null())
+    seg = io_segments.filter(pl.col("thread_id").is_not_null()).join(
+        skip.select("host", "pid"), on=["host", "pid"], how="anti", nulls_equal=True)
+    procs = seg.select("host", "pid").unique().join(ex.select("host", "pid").unique(),
+                                                    on=["host", "pid"], nulls_equal=True)
+    rows = []
+    for host, pid in procs.sort("host", "pid").iter_rows():
+        key = (pl.col("host") == host) & (pl.col("pid") == pid)
+        found = _containment_offset(seg.filter(key), ex.filter(key))
+        if found:
+            rows.append({"host": host, "pid": pid, "offset_ns": found[0],
+                         "uncertainty_ns": found[1], "samples": found[2]})
+    if not rows:
+        return TABLES["clocks"].empty()
+    out = pl.DataFrame(rows).with_columns(
+        domain=pl.lit("darshan"),
+        method=pl.lit("estimated: shift that puts DXT thread segments inside their task "
+                      "windows (no markers)"))
+    return conform(out, TABLES["clocks"])
+
+
 def estimate(clock_samples: pl.DataFrame, io_segments: pl.DataFrame,
-             clock_markers: pl.DataFrame) -> pl.DataFrame:
+             clock_markers: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     """All clock offsets of a run, sorted (the ``clocks`` output table)."""
-    clocks = pl.concat([worker_offsets(clock_samples),
-                        darshan_offsets(io_segments, clock_markers)])
+    marked = darshan_offsets(io_segments, clock_markers)
+    clocks = pl.concat([worker_offsets(clock_samples), marked,
+                        containment_offsets(io_segments, executions, marked)])
     return clocks.sort("host", "pid", "domain", nulls_last=True)
 
 

@@ -100,7 +100,7 @@ def _events_table(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
 def correlate_frames(frames: RunFrames) -> Correlated:
     frames = frames.conformed()
     ex = number_executions(frames.executions)
-    clocks = align.estimate(frames.clock_samples, frames.io_segments, frames.clock_markers)
+    clocks = align.estimate(frames.clock_samples, frames.io_segments, frames.clock_markers, ex)
     ex = align.align_executions(ex, clocks)
     segments = align.align_segments(
         frames.io_segments.with_row_index("seg_id").with_columns(

@@ -1,0 +1,236 @@
+"""Darshan logs → ``darshan_logs``, ``io_segments`` and ``io_file_counters`` frames.
+
+Reads every region itself (zlib, bzip2 or uncompressed) and decodes DXT segments with numpy over
+the raw module buffer — never one Python object per segment — in each of the layouts in
+``dxt_layouts``. PyDarshan is not used for reading: its DXT reader assumes 32-byte segments.
+
+Damage is reported, never fatal for the rest: a module that fails to decompress or decode is
+listed in ``modules_failed`` and the rest of the log is used; a file that is not a Darshan log
+at all is reported as one problem for that file. ``load`` reads many logs and never raises for
+one bad log; ``read_log`` raises ``InputError`` for a log it cannot read at all.
+"""
+
+from __future__ import annotations
+
+import bz2
+import re
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from correlate.errors import InputError
+from correlate.schema import conform
+from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
+from correlate.sources import dxt_layouts as L
+
+_PID_IN_NAME = re.compile(r"_id(\d+)-(\d+)_")
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class DarshanFrames:
+    darshan_logs: pl.DataFrame
+    io_segments: pl.DataFrame
+    io_file_counters: pl.DataFrame
+    #: (file, problem) for logs that could not be read at all or only in part
+    problems: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(f"{f}: {p}" for f, p in self.problems)
+
+
+def _inflate(raw: bytes, comp_type: int) -> bytes:
+    if comp_type == L.COMP_NONE:
+        return raw
+    if comp_type == L.COMP_BZIP2:
+        return bz2.decompress(raw)
+    if comp_type != L.COMP_ZLIB:
+        raise ValueError(f"unknown compression type {comp_type}")
+    out, data = [], raw
+    while data:
+        d = zlib.decompressobj()
+        out.append(d.decompress(data))
+        if not d.eof:
+            raise ValueError("compressed data is truncated")
+        data = d.unused_data
+    return b"".join(out)
+
+
+def _region(buf: bytes, off: int, length: int, comp_type: int) -> bytes:
+    if off + length > len(buf):
+        raise ValueError(f"region extends past the end of the file ({off + length} > "
+                         f"{len(buf)} bytes): truncated log")
+    try:
+        return _inflate(buf[off:off + length], comp_type)
+    except (zlib.error, OSError, EOFError) as err:
+        raise ValueError(f"unable to inflate: {err}") from None
+
+
+def _pid_from_name(path: Path, jobid: int) -> int:
+    m = _PID_IN_NAME.search(path.name)
+    return int(m.group(2)) if m else jobid
+
+
+@dataclass
+class _Log:
+    """Everything decoded from one log (internal)."""
+
+    row: dict
+    segments: pl.DataFrame | None = None
+    counters: list[pl.DataFrame] = field(default_factory=list)
+
+
+def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
+               start_ns: int, log: str) -> pl.DataFrame:
+    seg = recs.segments
+    counts = np.column_stack([recs.write_count, recs.read_count]).ravel()
+    rec_index = np.repeat(np.arange(len(recs.record_id)), recs.write_count + recs.read_count)
+    is_write = np.repeat(np.tile(np.array([True, False]), len(recs.record_id)), counts)
+    block_start = np.repeat(np.cumsum(counts) - counts, counts)
+    seg_index = np.arange(len(seg), dtype=np.int64) - block_start
+    if recs.layout == "v2-40":
+        thread = pl.Series("thread_id", seg["pthread_id"], dtype=pl.UInt64)
+    elif recs.layout == "modified-96":
+        t = L.pthread_from_text(seg)
+        thread = pl.Series("thread_id", t, dtype=pl.UInt64).replace(0, None)
+    else:
+        thread = pl.Series("thread_id", [None] * len(seg), dtype=pl.UInt64)
+    hosts = pl.Series(recs.hostname, dtype=pl.String)
+    rec_paths = pl.Series([names.get(int(r)) for r in recs.record_id], dtype=pl.String)
+    idx = pl.Series(rec_index, dtype=pl.UInt32)
+    return pl.DataFrame({
+        "host": hosts.gather(idx),
+        "pid": pl.Series([pid], dtype=pl.Int64).gather(pl.zeros(len(seg), pl.UInt32, eager=True)),
+        "rank": pl.Series(recs.rank, dtype=pl.Int64).gather(idx),
+        "record_id": pl.Series(recs.record_id, dtype=pl.UInt64).gather(idx),
+        "path": rec_paths.gather(idx),
+        "module": pl.Series([module], dtype=pl.String).gather(
+            pl.zeros(len(seg), pl.UInt32, eager=True)),
+        "op": pl.Series(np.where(is_write, "write", "read"), dtype=pl.String),
+        "offset": seg["offset"],
+        "length": seg["length"],
+        "local_start_ns": start_ns + np.rint(seg["start"] * NS).astype(np.int64),
+        "local_stop_ns": start_ns + np.rint(seg["end"] * NS).astype(np.int64),
+        "thread_id": thread,
+        "segment_index": seg_index,
+    }).with_columns(log=pl.lit(log))
+
+
+def _counter_frame(buf: bytes, module: str, version: int, names: dict[int, str], pid: int,
+                   log: str) -> pl.DataFrame:
+    sizes = (L.POSIX_SIZES if module == "POSIX" else L.STDIO_SIZES).get(version)
+    if sizes is None:
+        raise ValueError(f"unsupported {module} module version {version}")
+    recs = L.counter_records(buf, sizes)
+    fields, ffields = ((L.POSIX_FIELDS, L.POSIX_FFIELDS) if module == "POSIX"
+                       else (L.STDIO_FIELDS, L.STDIO_FFIELDS))
+    data = {"pid": np.full(len(recs), pid), "rank": recs["rank"], "record_id": recs["id"],
+            "path": [names.get(int(r)) for r in recs["id"]], "module": [module] * len(recs)}
+    data.update({k: recs["c"][:, i] for k, i in fields.items()})
+    data.update({k: recs["f"][:, i] for k, i in ffields.items()})
+    return pl.DataFrame(data).with_columns(log=pl.lit(log))
+
+
+def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
+                    start_ns: int, log: str) -> None:
+    failed, present, segments = [], [], []
+    for mod_id, (off, length) in enumerate(hdr.mod_map):
+        if not length:
+            continue
+        name = L.MODULE_NAMES[mod_id] if mod_id < len(L.MODULE_NAMES) else f"module-{mod_id}"
+        present.append(name)
+        if name not in ("DXT_POSIX", "DXT_MPIIO", "POSIX", "STDIO"):
+            continue
+        try:
+            region = _region(buf, off, length, hdr.comp_type)
+            if name.startswith("DXT_"):
+                recs = L.split_dxt(region, hdr.mod_ver[mod_id])
+                out.row["dxt_layout"] = recs.layout
+                segments.append(_dxt_frame(recs, name, names, pid, start_ns, log))
+            else:
+                out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id], names,
+                                                   pid, log))
+        except ValueError as err:
+            failed.append(f"{name}: {err}")
+    out.row.update(modules=present, modules_failed=failed)
+    if segments:
+        out.segments = pl.concat(segments)
+
+
+def read_log(path: Path) -> _Log:
+    """Decode one log; raises InputError when it is not a readable Darshan log at all."""
+    try:
+        buf = path.read_bytes()
+    except OSError as err:
+        raise InputError(path, f"cannot read: {err.strerror}") from None
+    try:
+        hdr = L.parse_header(buf)
+        job, exe, _mounts = L.parse_job(_region(buf, L.HEADER_SIZE, hdr.name_map[0]
+                                                - L.HEADER_SIZE, hdr.comp_type))
+    except (ValueError, L.struct.error) as err:
+        raise InputError(path, str(err)) from None
+    log = str(path)
+    pid = _pid_from_name(path, int(job["jobid"]))
+    lib_ver = re.search(r"lib_ver=([^\s]+)", str(job["metadata"]))
+    out = _Log(row={"log": log, "exe": exe, "pid": pid, "jobid": job["jobid"],
+                    "uid": job["uid"], "nprocs": job["nprocs"], "start_ns": job["start_ns"],
+                    "end_ns": job["end_ns"], "darshan_version": lib_ver.group(1) if lib_ver
+                    else None, "log_format_version": hdr.version, "dxt_layout": None,
+                    "partial": bool(path.name.endswith("_partial"))})
+    try:
+        names = L.parse_names(_region(buf, *hdr.name_map, hdr.comp_type))
+    except ValueError as err:
+        names = {}
+        out.row["modules_failed"] = [f"name records: {err}"]
+    _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log)
+    if hdr.name_map[1] and not names:
+        out.row["modules_failed"] = ["name records: none decoded",
+                                     *out.row.get("modules_failed", [])]
+    present = {L.MODULE_IDS.get(m, -1) for m in out.row["modules"]}
+    out.row["partial"] |= any(hdr.partial_flag & (1 << i) for i in present if i >= 0)
+    out.row["segment_count"] = 0 if out.segments is None else out.segments.height
+    hosts = [] if out.segments is None else out.segments["host"].drop_nulls().unique().to_list()
+    out.row["host"] = hosts[0] if len(hosts) == 1 else None
+    return out
+
+
+def expand_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files as given; folders are searched (recursively) for *.darshan and *.darshan_partial."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*") if q.is_file() and q.name.endswith(
+                (".darshan", ".darshan_partial")))
+        else:
+            out.append(p)
+    return out
+
+
+def load(paths: Iterable[Path | str]) -> DarshanFrames:
+    """Read many logs (files or folders); one bad log is a problem entry, never an exception."""
+    rows, segs, counters, problems = [], [], [], []
+    for path in expand_paths(Path(p) for p in paths):
+        try:
+            got = read_log(path)
+        except InputError as err:
+            problems.append((str(path), err.problem))
+            continue
+        rows.append(got.row)
+        problems += [(str(path), f"module {m}") for m in got.row.get("modules_failed", [])]
+        if got.segments is not None:
+            host = got.row["host"]
+            segs.append(got.segments)
+            counters += [c.with_columns(host=pl.lit(host, pl.String)) for c in got.counters]
+        else:
+            counters += [c.with_columns(host=pl.lit(None, pl.String)) for c in got.counters]
+    logs = (conform(pl.DataFrame(rows, infer_schema_length=None), DARSHAN_LOGS) if rows
+            else DARSHAN_LOGS.empty())
+    seg = conform(pl.concat(segs), IO_SEGMENTS) if segs else IO_SEGMENTS.empty()
+    cnt = (conform(pl.concat(counters, how="diagonal"), IO_FILE_COUNTERS) if counters
+           else IO_FILE_COUNTERS.empty())
+    return DarshanFrames(logs, seg, cnt, tuple(problems))
