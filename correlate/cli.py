@@ -20,7 +20,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "correlate a run folder (ours or imported) and write tables and reports"),
     "darshan": ("darshan", "decode Darshan logs (every DXT layout) into a parquet table"),
     "compare": ("compare", "compare two runs: what got slower, where, and why"),
-    "story": ("story", "print one task's life: scheduler and worker events, transfers, I/O"),
 }
 DEFAULT_COMMAND = "run"
 

@@ -162,6 +162,12 @@ def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log,
         out.segments = pl.concat(segments)
 
 
+def _job_region_end(hdr: L.Header, buf: bytes) -> int:
+    """The job region runs from the header to the first other region (or the file's end)."""
+    starts = [off for off, length in (hdr.name_map, *hdr.mod_map) if length]
+    return min(starts) if starts else len(buf)
+
+
 def read_log(path: Path) -> _Log:
     """Decode one log; raises InputError when it is not a readable Darshan log at all."""
     try:
@@ -170,7 +176,7 @@ def read_log(path: Path) -> _Log:
         raise InputError(path, f"cannot read: {err.strerror}") from None
     try:
         hdr = L.parse_header(buf)
-        job, exe, _mounts = L.parse_job(_region(buf, L.HEADER_SIZE, hdr.name_map[0]
+        job, exe, _mounts = L.parse_job(_region(buf, L.HEADER_SIZE, _job_region_end(hdr, buf)
                                                 - L.HEADER_SIZE, hdr.comp_type))
     except (ValueError, L.struct.error) as err:
         raise InputError(path, str(err)) from None

@@ -1,0 +1,201 @@
+"""Write genuine ``.darshan`` logs with known content through ``libdarshan-util``'s own writing
+calls (``darshan_log_create``, ``put_job``, ``put_exe``, ``put_mounts``, ``put_namehash``,
+``put_mod``, ``close``), the library PyDarshan bundles.
+
+Used by tests (logs whose every segment is known) and by the synthetic-run generator for
+benchmarks, so segment buffers are built with numpy, never one Python object per segment.
+
+API::
+
+    write_log(path, segments, *, host="node0", pid=1234, start_ns=..., end_ns=..., exe="python",
+              layout="v2-40", posix=True, partial=False) -> Path
+
+``segments`` is a polars DataFrame with columns ``path`` (str), ``op`` ("read"/"write"),
+``offset``, ``length`` (int), ``start_s``/``end_s`` (float seconds since ``start_ns``) and
+``thread_id`` (u64; ignored by layout ``v1-32``). Each path becomes one DXT_POSIX record (writes
+first, then reads, each in the given order) and, with ``posix=True``, one POSIX record whose
+counters agree with the segments.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from correlate.sources import dxt_layouts as L
+
+DARSHAN_EXE_LEN = 4096 - L.JOB_STRUCT.size - 1
+LAYOUT_VERSIONS = {"v1-32": 1, "v2-40": 2, "modified-96": 1}
+
+
+class _Job(ctypes.Structure):
+    _fields_ = [("uid", ctypes.c_int64), ("start_time_sec", ctypes.c_int64),
+                ("start_time_nsec", ctypes.c_int64), ("end_time_sec", ctypes.c_int64),
+                ("end_time_nsec", ctypes.c_int64), ("nprocs", ctypes.c_int64),
+                ("jobid", ctypes.c_int64), ("metadata", ctypes.c_char * 1024)]
+
+
+class _Mount(ctypes.Structure):
+    _fields_ = [("mnt_type", ctypes.c_char * DARSHAN_EXE_LEN),
+                ("mnt_path", ctypes.c_char * DARSHAN_EXE_LEN)]
+
+
+class _NameRef(ctypes.Structure):
+    """``darshan_name_record_ref``: a name record pointer + uthash's UT_hash_handle; the
+    writer only follows ``hlink.next`` (HASH_ITER)."""
+
+    _fields_ = [("name_record", ctypes.c_void_p), ("tbl", ctypes.c_void_p),
+                ("prev", ctypes.c_void_p), ("next", ctypes.c_void_p),
+                ("hh_prev", ctypes.c_void_p), ("hh_next", ctypes.c_void_p),
+                ("key", ctypes.c_void_p), ("keylen", ctypes.c_uint), ("hashv", ctypes.c_uint)]
+
+
+@lru_cache(maxsize=1)
+def libdarshan_util() -> ctypes.CDLL:
+    """The libdarshan-util shared library bundled with PyDarshan (or a system one)."""
+    import darshan
+
+    site = Path(darshan.__file__).resolve().parent.parent
+    found = sorted((site / "darshan.libs").glob("libdarshan-util*.so*")) if (
+        site / "darshan.libs").exists() else []
+    name = str(found[0]) if found else ctypes.util.find_library("darshan-util")
+    if not name:
+        raise OSError("libdarshan-util not found (install the 'darshan' package)")
+    lib = ctypes.CDLL(name)
+    vp, i = ctypes.c_void_p, ctypes.c_int
+    lib.darshan_log_create.restype = vp
+    lib.darshan_log_create.argtypes = [ctypes.c_char_p, i, i]
+    lib.darshan_log_put_job.argtypes = [vp, ctypes.POINTER(_Job)]
+    lib.darshan_log_put_exe.argtypes = [vp, ctypes.c_char_p]
+    lib.darshan_log_put_mounts.argtypes = [vp, ctypes.POINTER(_Mount), i]
+    lib.darshan_log_put_namehash.argtypes = [vp, ctypes.POINTER(_NameRef)]
+    lib.darshan_log_put_mod.argtypes = [vp, i, ctypes.c_char_p, i, i]
+    lib.darshan_log_close.argtypes = [vp]
+    return lib
+
+
+def record_id(path: str) -> int:
+    """A stable 64-bit record id for a path (Darshan uses its own hash; any u64 works)."""
+    return int.from_bytes(hashlib.blake2b(path.encode(), digest_size=8).digest(), "little")
+
+
+def _segment_array(seg: pl.DataFrame, layout: str) -> np.ndarray:
+    dtype = L.SEGMENT_LAYOUTS[layout]
+    out = np.zeros(seg.height, dtype=dtype)
+    out["offset"], out["length"] = seg["offset"].to_numpy(), seg["length"].to_numpy()
+    out["start"], out["end"] = seg["start_s"].to_numpy(), seg["end_s"].to_numpy()
+    if layout == "v2-40":
+        out["pthread_id"] = seg["thread_id"].fill_null(0).to_numpy()
+    elif layout == "modified-96":
+        text = (pl.lit("pthread_id=") + seg["thread_id"].cast(pl.String)).alias("t")
+        raw = seg.select(text)["t"].cast(pl.Binary).to_list()
+        out["extra"] = np.array(raw, dtype="S64").view("V64")
+    return out
+
+
+def _dxt_buffer(seg: pl.DataFrame, host: str, layout: str) -> tuple[bytes, list[str]]:
+    seg = seg.with_row_index("_i").sort("path", pl.col("op") != "write", "_i",
+                                        maintain_order=True)
+    arr = _segment_array(seg, layout)
+    parts: list[bytes] = []
+    paths: list[str] = []
+    hostname = host.encode()[:63]
+    pos = 0
+    for (path,), group in seg.group_by("path", maintain_order=True):
+        n = group.height
+        wc = int((group["op"] == "write").sum())
+        parts.append(L.DXT_HEADER.pack(record_id(path), 0, 0, hostname, wc, n - wc))
+        parts.append(arr[pos:pos + n].tobytes())
+        paths.append(path)
+        pos += n
+    return b"".join(parts), paths
+
+
+def _posix_buffer(seg: pl.DataFrame) -> bytes:
+    n_c, n_f = L.POSIX_SIZES[4]
+    agg = seg.group_by("path", maintain_order=True).agg(
+        reads=(pl.col("op") == "read").sum(), writes=(pl.col("op") == "write").sum(),
+        rbytes=pl.col("length").filter(pl.col("op") == "read").sum(),
+        wbytes=pl.col("length").filter(pl.col("op") == "write").sum(),
+        rtime=(pl.col("end_s") - pl.col("start_s")).filter(pl.col("op") == "read").sum(),
+        wtime=(pl.col("end_s") - pl.col("start_s")).filter(pl.col("op") == "write").sum())
+    dtype = np.dtype([("id", "<u8"), ("rank", "<i8"), ("c", "<i8", (n_c,)),
+                      ("f", "<f8", (n_f,))])
+    rec = np.zeros(agg.height, dtype=dtype)
+    rec["id"] = [record_id(p) for p in agg["path"]]
+    c, f = L.POSIX_FIELDS, L.POSIX_FFIELDS
+    rec["c"][:, c["opens"]] = 1
+    rec["c"][:, c["read_ops"]] = agg["reads"].to_numpy()
+    rec["c"][:, c["write_ops"]] = agg["writes"].to_numpy()
+    rec["c"][:, c["read_bytes"]] = agg["rbytes"].to_numpy()
+    rec["c"][:, c["write_bytes"]] = agg["wbytes"].to_numpy()
+    rec["f"][:, f["read_time_s"]] = agg["rtime"].to_numpy()
+    rec["f"][:, f["write_time_s"]] = agg["wtime"].to_numpy()
+    return rec.tobytes()
+
+
+def _name_refs(paths: list[str]) -> tuple[ctypes.Array, list[ctypes.Array]]:
+    records = [ctypes.create_string_buffer(record_id(p).to_bytes(8, "little") + p.encode() + b"\0")
+               for p in paths]
+    refs = (_NameRef * max(len(paths), 1))()
+    for i, rec in enumerate(records):
+        refs[i].name_record = ctypes.addressof(rec)
+        refs[i].next = ctypes.addressof(refs[i + 1]) if i + 1 < len(paths) else None
+    return refs, records  # records must stay alive until the hash is written
+
+
+def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", pid: int = 1234,
+              start_ns: int = 1_700_000_000_000_000_000, end_ns: int | None = None,
+              exe: str = "python job.py", uid: int = 1000, layout: str = "v2-40",
+              posix: bool = True, partial: bool = False,
+              metadata: str = "lib_ver=3.5.0") -> Path:
+    """Write one non-MPI log (jobid = pid) with the given DXT_POSIX segments."""
+    path = Path(path)
+    if path.exists():
+        path.unlink()
+    lib = libdarshan_util()
+    end_ns = end_ns if end_ns is not None else start_ns + 10 * 1_000_000_000
+    fd = lib.darshan_log_create(str(path).encode(), L.COMP_ZLIB, int(partial))
+    if not fd:
+        raise OSError(f"darshan_log_create failed for {path}")
+    try:
+        job = _Job(uid, start_ns // 10**9, start_ns % 10**9, end_ns // 10**9, end_ns % 10**9, 1,
+                   pid, metadata.encode()[:1023])
+        _check(lib.darshan_log_put_job(fd, ctypes.byref(job)), "put_job")
+        _check(lib.darshan_log_put_exe(fd, exe.encode()[:DARSHAN_EXE_LEN - 1]), "put_exe")
+        mounts = (_Mount * 1)(_Mount(b"ext4", b"/"))
+        _check(lib.darshan_log_put_mounts(fd, mounts, 1), "put_mounts")
+        paths = segments["path"].unique(maintain_order=True).sort().to_list()
+        refs, _keep = _name_refs(paths)
+        _check(lib.darshan_log_put_namehash(fd, refs if paths else None), "put_namehash")
+        if posix and segments.height:
+            buf = _posix_buffer(segments)
+            _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["POSIX"], buf, len(buf), 4),
+                   "put_mod POSIX")
+        if segments.height:
+            buf, _ = _dxt_buffer(segments, host, layout)
+            _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["DXT_POSIX"], buf, len(buf),
+                                           LAYOUT_VERSIONS[layout]), "put_mod DXT_POSIX")
+    finally:
+        lib.darshan_log_close(fd)
+    return path
+
+
+def _check(ret: int, what: str) -> None:
+    if ret < 0:
+        raise OSError(f"libdarshan-util {what} failed")
+
+
+def default_log_name(user: str, exe: str, pid: int, start_ns: int) -> str:
+    """The non-MPI log name pattern: ``<user>_<exe>_id<jobid>-<pid>_<m>-<d>-<secs>-<hash>_1``."""
+    import time
+
+    t = time.gmtime(start_ns // 10**9)
+    secs = t.tm_hour * 3600 + t.tm_min * 60 + t.tm_sec
+    return f"{user}_{exe}_id{pid}-{pid}_{t.tm_mon}-{t.tm_mday}-{secs}-{pid * 7919}_1.darshan"

@@ -1,0 +1,207 @@
+"""Darshan reader: genuine logs written through libdarshan-util, the real fixture logs, and
+damaged input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+from conftest import fixture_path
+
+from correlate.cli import main
+from correlate.darshan_writer import write_log
+from correlate.errors import InputError
+from correlate.sources import darshan_logs
+from correlate.sources.darshan_logs import read_log
+
+START_NS = 1_790_000_000_123_456_789
+
+
+def known_segments(n_paths=3, per_path=50, threads=(11, 22, 33), seed=1):
+    rng = np.random.default_rng(seed)
+    n = n_paths * per_path
+    start = np.sort(rng.uniform(0.0, 5.0, n))
+    return pl.DataFrame({
+        "path": [f"/data/file-{i % n_paths}.bin" for i in range(n)],
+        "op": rng.choice(["read", "write"], n).tolist(),
+        "offset": rng.integers(0, 1 << 40, n),
+        "length": rng.integers(0, 1 << 20, n),
+        "start_s": start,
+        "end_s": start + rng.uniform(0, 0.01, n),
+        "thread_id": pl.Series(rng.choice(np.array(threads, dtype=np.uint64), n),
+                               dtype=pl.UInt64),
+    })
+
+
+def roundtrip(tmp_path, layout, seg):
+    path = write_log(tmp_path / f"x_id{99}-{4242}_1.darshan", seg, host="nid001", pid=4242,
+                     start_ns=START_NS, layout=layout)
+    frames = darshan_logs.load([path])
+    assert frames.problems == ()
+    return frames
+
+
+def expected_rows(seg, with_threads):
+    exp = seg.with_row_index("i").sort("path", pl.col("op") != "write", "i")
+    exp = exp.with_columns(segment_index=pl.int_range(pl.len()).over("path", "op"))
+    exp = exp.select("path", "op", "offset", "length",
+                     local_start_ns=START_NS + (pl.col("start_s") * 1e9).round().cast(pl.Int64),
+                     local_stop_ns=START_NS + (pl.col("end_s") * 1e9).round().cast(pl.Int64),
+                     thread_id=pl.col("thread_id") if with_threads
+                     else pl.lit(None, pl.UInt64), segment_index="segment_index")
+    return sorted(exp.rows())
+
+
+@pytest.mark.parametrize("layout", ["v1-32", "v2-40", "modified-96"])
+def test_every_segment_reads_back_exactly(tmp_path, layout):
+    # GIVEN a genuine log with 150 known segments over 3 files and 3 threads
+    seg = known_segments()
+    # WHEN read back
+    frames = roundtrip(tmp_path, layout, seg)
+    got = frames.io_segments
+    # THEN offsets, lengths, times (ns), threads and indices are exactly the written ones
+    cols = ["path", "op", "offset", "length", "local_start_ns", "local_stop_ns", "thread_id",
+            "segment_index"]
+    assert sorted(got.select(pl.col(cols).exclude("op"), op=pl.col("op").cast(pl.String))
+                  .select(cols).rows()) == expected_rows(seg, layout != "v1-32")
+    assert set(got["host"]) == {"nid001"} and set(got["pid"]) == {4242}
+    log = frames.darshan_logs.row(0, named=True)
+    assert log["dxt_layout"] == layout and log["segment_count"] == 150
+    assert log["start_ns"] == START_NS and log["modules_failed"] == []
+    assert not log["partial"]
+
+
+def test_posix_counters_agree_with_the_segments(tmp_path):
+    seg = known_segments()
+    frames = roundtrip(tmp_path, "v2-40", seg)
+    exp = seg.group_by("path").agg(
+        read_bytes=pl.col("length").filter(pl.col("op") == "read").sum(),
+        write_ops=(pl.col("op") == "write").sum().cast(pl.Int64)).sort("path")
+    got = frames.io_file_counters.sort("path").select("path", "read_bytes", "write_ops")
+    assert got.rows() == exp.rows()
+
+
+def test_log_without_segments_has_no_dxt(tmp_path):
+    empty = known_segments().head(0)
+    frames = roundtrip(tmp_path, "v2-40", empty)
+    assert frames.io_segments.is_empty()
+    assert frames.darshan_logs["dxt_layout"].to_list() == [None]
+
+
+def test_a_damaged_module_is_reported_and_the_rest_is_used(tmp_path):
+    path = write_log(tmp_path / "d.darshan", known_segments(), layout="v2-40")
+    buf = bytearray(path.read_bytes())
+    from correlate.sources import dxt_layouts as L
+    hdr = L.parse_header(bytes(buf))
+    off, length = hdr.mod_map[L.MODULE_IDS["DXT_POSIX"]]
+    buf[off + length // 2: off + length // 2 + 16] = b"\xff" * 16  # corrupt DXT only
+    path.chmod(0o600)
+    path.write_bytes(bytes(buf))
+    frames = darshan_logs.load([path])
+    log = frames.darshan_logs.row(0, named=True)
+    assert log["modules_failed"] and log["modules_failed"][0].startswith("DXT_POSIX:")
+    assert frames.io_file_counters.height == 3  # POSIX still read
+    assert any("DXT_POSIX" in p for _, p in frames.problems)
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "too short"),
+    (b"\x00" * 4000, "not a Darshan log"),
+    (bytes(np.random.default_rng(3).integers(0, 256, 5000, dtype=np.uint8)), "not a Darshan"),
+])
+def test_non_darshan_files_give_one_clear_problem(tmp_path, content, problem):
+    path = tmp_path / "bad.darshan"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as err:
+        read_log(path)
+    assert str(path) in str(err.value) and problem in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_truncated_log_is_read_as_far_as_possible(tmp_path):
+    path = write_log(tmp_path / "t.darshan", known_segments(), layout="v2-40")
+    data = path.read_bytes()
+    cut = tmp_path / "cut.darshan"
+    cut.write_bytes(data[:len(data) - 200])
+    frames = darshan_logs.load([cut])
+    log = frames.darshan_logs.row(0, named=True)
+    assert any("truncated" in m for m in log["modules_failed"])
+    assert frames.io_file_counters.height == 3
+
+
+def test_cli_exports_segments_and_summarises(tmp_path, capsys):
+    path = write_log(tmp_path / "a.darshan", known_segments(), layout="v2-40")
+    bad = tmp_path / "b.darshan"
+    bad.write_bytes(b"junk")
+    out = tmp_path / "seg.parquet"
+    assert main(["darshan", str(path), str(bad), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "1 log(s), 150 DXT segments" in err and "1 warning(s)" in err
+    assert pl.read_parquet(out).height == 150
+
+
+def test_cli_on_only_bad_input_is_one_line_without_traceback(tmp_path):
+    bad = tmp_path / "junk.darshan"
+    bad.write_bytes(b"x" * 3000)
+    proc = subprocess.run([sys.executable, "-m", "correlate.cli", "darshan", str(bad), "-o",
+                           str(tmp_path / "o.parquet")], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "junk.darshan" in proc.stderr and "not a Darshan log" in proc.stderr
+
+
+# ---- the real logs in ../shared/fixtures -------------------------------------------------------
+
+def _sane(frames):
+    seg = frames.io_segments.join(frames.darshan_logs.select("log", "start_ns", "end_ns"),
+                                  on="log")
+    assert seg.filter((pl.col("offset") < 0) | (pl.col("length") < 0)).is_empty()
+    assert seg.filter(pl.col("local_stop_ns") < pl.col("local_start_ns")).is_empty()
+    assert seg.filter((pl.col("local_start_ns") < pl.col("start_ns"))
+                      | (pl.col("local_stop_ns") > pl.col("end_ns") + 2 * 10**9)).is_empty()
+    assert seg.filter(pl.col("length") > 1 << 40).is_empty()
+
+
+def test_groundtruth_v2_logs_carry_the_known_bytes_and_threads():
+    folder = fixture_path("dask-dxt-v2-groundtruth")
+    frames = darshan_logs.load([folder / "darshan"])
+    truth = pl.read_parquet(folder / "truth.parquet")
+    _sane(frames)
+    assert frames.problems == ()
+    assert set(frames.darshan_logs["dxt_layout"].drop_nulls()) == {"v2-40"}
+    task_io = frames.io_segments.filter(pl.col("path").str.contains("/files/io-"))
+    assert task_io["length"].sum() == 34_111_488
+    assert (truth["write_bytes"].sum() + truth["read_bytes"].sum()) == 34_111_488
+    executors = set(truth.filter(pl.col("kind") == "io")["thread"].cast(pl.UInt64))
+    assert set(task_io["thread_id"]) == executors and len(executors) == 8
+
+
+@pytest.mark.parametrize("name", ["xpdamoda-pmda-r1", "xpdamoda-imageprocessing-r4"])
+def test_polaris_modified_layout_logs_decode_with_thread_ids(name):
+    frames = darshan_logs.load([fixture_path(name)])
+    _sane(frames)
+    logs = frames.darshan_logs
+    assert set(logs["dxt_layout"].drop_nulls()) == {"modified-96"}
+    assert logs.filter(pl.col("modules_failed").list.len() > 0).is_empty()
+    # LUSTRE and HEATMAP follow DXT in these logs: present, not failures
+    assert logs.filter(pl.col("modules").list.contains("LUSTRE")).height > 0
+    assert frames.io_segments["thread_id"].null_count() == 0
+
+
+def test_pmda_thread_is_the_one_the_fixture_notes_describe():
+    frames = darshan_logs.load([fixture_path("xpdamoda-pmda-r1")])
+    seg = frames.io_segments.filter(pl.col("thread_id") == 22515807322112)
+    assert set(seg["pid"]) == {32541}
+    assert seg.filter(pl.col("op") == "read").height == 521
+    assert seg["path"].str.ends_with("NhaA_non_water.gro").any()
+
+
+def test_stock_logs_without_dxt_give_posix_and_stdio_counters():
+    frames = darshan_logs.load([fixture_path("recup-miniapp-20240215")])
+    assert frames.io_segments.is_empty()
+    assert set(frames.io_file_counters["module"].cast(pl.String)) == {"POSIX", "STDIO"}
+    assert frames.io_file_counters["read_bytes"].min() >= 0
+    assert set(frames.darshan_logs["pid"]) == {9185, 9207}
