@@ -13,6 +13,7 @@ one bad log; ``read_log`` raises ``InputError`` for a log it cannot read at all.
 from __future__ import annotations
 
 import bz2
+import mmap
 import re
 import zlib
 from collections.abc import Iterable
@@ -27,7 +28,14 @@ from correlate.schema import conform
 from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
 from correlate.sources import dxt_layouts as L
 
+try:  # ISA-L inflates DXT regions ~1.5× faster than zlib; same streams, same results
+    from isal import isal_zlib as _zlib
+except ImportError:  # pragma: no cover
+    _zlib = zlib  # type: ignore[no-redef]
+
 _PID_IN_NAME = re.compile(r"_id(\d+)-(\d+)_")
+_OPS = pl.Series(["read", "write"], dtype=IO_SEGMENTS.column("op").polars_dtype())
+_MODULES = pl.Series(["DXT_POSIX", "DXT_MPIIO"], dtype=IO_SEGMENTS.column("module").polars_dtype())
 NS = 1_000_000_000
 
 
@@ -53,7 +61,7 @@ def _inflate(raw: bytes, comp_type: int) -> bytes:
         raise ValueError(f"unknown compression type {comp_type}")
     out, data = [], raw
     while data:
-        d = zlib.decompressobj()
+        d = _zlib.decompressobj()
         out.append(d.decompress(data))
         if not d.eof:
             raise ValueError("compressed data is truncated")
@@ -67,7 +75,7 @@ def _region(buf: bytes, off: int, length: int, comp_type: int) -> bytes:
                          f"{len(buf)} bytes): truncated log")
     try:
         return _inflate(buf[off:off + length], comp_type)
-    except (zlib.error, OSError, EOFError) as err:
+    except (zlib.error, _zlib.error, OSError, EOFError) as err:
         raise ValueError(f"unable to inflate: {err}") from None
 
 
@@ -109,9 +117,9 @@ def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
         "rank": pl.Series(recs.rank, dtype=pl.Int64).gather(idx),
         "record_id": pl.Series(recs.record_id, dtype=pl.UInt64).gather(idx),
         "path": rec_paths.gather(idx),
-        "module": pl.Series([module], dtype=pl.String).gather(
-            pl.zeros(len(seg), pl.UInt32, eager=True)),
-        "op": pl.Series(np.where(is_write, "write", "read"), dtype=pl.String),
+        "module": _MODULES.gather(pl.Series(np.full(len(seg), _MODULES.to_list().index(module),
+                                                    dtype=np.uint32))),
+        "op": _OPS.gather(pl.Series(is_write.view(np.uint8))),
         "offset": seg["offset"],
         "length": seg["length"],
         "local_start_ns": start_ns + np.rint(seg["start"] * NS).astype(np.int64),
@@ -150,6 +158,7 @@ def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log,
             region = _region(buf, off, length, hdr.comp_type)
             if name.startswith("DXT_"):
                 recs = L.split_dxt(region, hdr.mod_ver[mod_id])
+                del region  # the segments are a copy without record headers
                 out.row["dxt_layout"] = recs.layout
                 segments.append(_dxt_frame(recs, name, names, pid, start_ns, log))
             else:
@@ -171,7 +180,9 @@ def _job_region_end(hdr: L.Header, buf: bytes) -> int:
 def read_log(path: Path) -> _Log:
     """Decode one log; raises InputError when it is not a readable Darshan log at all."""
     try:
-        buf = path.read_bytes()
+        with path.open("rb") as fh:
+            buf = (mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if path.stat().st_size
+                   else b"")
     except OSError as err:
         raise InputError(path, f"cannot read: {err.strerror}") from None
     try:

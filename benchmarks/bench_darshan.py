@@ -1,0 +1,161 @@
+"""Benchmark: DXT decoding speed and peak memory, our reader vs PyDarshan vs darshan-dxt-parser.
+
+Writes a 1M-segment DXT v2 log (8 threads, 64 files) and the same segments as a v1 log through
+libdarshan-util, then runs each reader in its own subprocess (so peak RSS is its own) and prints
+segments/s, peak RSS, and ratios. PyDarshan is measured on the v1 log, the only layout it reads
+correctly. ``darshan-dxt-parser`` is used when found on PATH or in $DARSHAN_UTIL_BIN.
+
+    python benchmarks/bench_darshan.py [--segments 1000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+#: peak RSS of this process: VmHWM is reset by exec (ru_maxrss is not, so it would report the
+#: parent's peak)
+HWM = """
+def hwm_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+"""
+OURS = HWM + """
+import sys, time, json
+from correlate.sources.darshan_logs import load
+t = time.perf_counter(); f = load([sys.argv[1]]); dt = time.perf_counter() - t
+seg = f.io_segments
+peak = hwm_mb()
+n, nbytes, table_mb = seg.height, int(seg["length"].sum()), seg.estimated_size() / 2**20
+del f, seg
+t = time.perf_counter(); load([sys.argv[1]]); warm = time.perf_counter() - t
+print(json.dumps({"seconds": dt, "warm_seconds": warm, "segments": n, "bytes": nbytes,
+                  "table_mb": table_mb, "rss_mb": peak}))
+"""
+BASELINE_RSS = HWM + """
+import json
+import polars, numpy, correlate.sources.darshan_logs  # same imports, no work
+print(json.dumps({"rss_mb": hwm_mb()}))
+"""
+PYDARSHAN = HWM + """
+import sys, time, json
+import darshan
+t = time.perf_counter()
+r = darshan.DarshanReport(sys.argv[1], read_all=False)
+r.mod_read_all_dxt_records("DXT_POSIX", dtype="dict")
+recs = r.data["records"]["DXT_POSIX"]  # one dict per record, one dict per segment
+n = sum(len(x["write_segments"]) + len(x["read_segments"]) for x in recs)
+b = sum(s["length"] for x in recs for s in x["write_segments"] + x["read_segments"])
+dt = time.perf_counter() - t
+print(json.dumps({"seconds": dt, "segments": n, "bytes": b, "rss_mb": hwm_mb()}))
+"""
+
+
+def make_segments(n: int, seed: int = 0) -> pl.DataFrame:
+    """A trace shaped like real DXT: 64 files, each read or written sequentially in a few
+    request sizes by one of 8 threads, with increasing times."""
+    rng = np.random.default_rng(seed)
+    file = rng.integers(0, 64, n)
+    length = rng.choice(np.array([4096, 65536, 1 << 20, 0]), n, p=[0.5, 0.3, 0.15, 0.05])
+    order = np.lexsort((np.arange(n), file))
+    offset = np.empty(n, dtype=np.int64)
+    cum = np.cumsum(length[order]) - length[order]
+    first = np.searchsorted(file[order], np.arange(64))
+    offset[order] = cum - np.repeat(cum[first], np.bincount(file, minlength=64))
+    start = np.cumsum(rng.exponential(600 / n, n))
+    paths = pl.Series([f"/scratch/data/part-{i}.bin" for i in range(64)])
+    return pl.DataFrame({
+        "path": paths.gather(pl.Series(file)),
+        "op": pl.Series(["read", "write"]).gather(pl.Series((file % 2).astype(np.uint32))),
+        "offset": offset, "length": length,
+        "start_s": start, "end_s": start + rng.exponential(2e-5, n),
+        "thread_id": pl.Series(file % 8 * 0x201000 + 0x7F0000000000, dtype=pl.UInt64),
+    })
+
+
+def run_py(code: str, *args: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def dxt_parser(log: Path) -> dict | None:
+    exe = shutil.which("darshan-dxt-parser") or (
+        os.path.join(os.environ["DARSHAN_UTIL_BIN"], "darshan-dxt-parser")
+        if "DARSHAN_UTIL_BIN" in os.environ else None)
+    if not exe or not os.path.exists(exe):
+        return None
+    t = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", exe, str(log)], capture_output=True,
+                          text=True)
+    dt = time.perf_counter() - t
+    rows = [ln.split() for ln in proc.stdout.splitlines()
+            if ln.strip().startswith(("X_POSIX", "X_MPIIO"))]
+    return {"seconds": dt, "segments": len(rows), "bytes": sum(int(r[5]) for r in rows),
+            "rss_mb": int(proc.stderr.strip().splitlines()[-1]) / 1024}
+
+
+def median_of(runs: list[dict]) -> dict:
+    best = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+    return {**best, "rss_mb": max(r["rss_mb"] for r in runs)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--segments", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    from correlate.darshan_writer import write_log
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-darshan-"))
+    seg = make_segments(args.segments)
+    t = time.perf_counter()
+    v2 = write_log(tmp / "v2.darshan", seg, layout="v2-40", posix=False)
+    v1 = write_log(tmp / "v1.darshan", seg, layout="v1-32", posix=False)
+    print(f"wrote 2 logs of {args.segments:,} segments in {time.perf_counter() - t:.1f} s "
+          f"({v2.stat().st_size / 2**20:.1f} MiB v2, {v1.stat().st_size / 2**20:.1f} MiB v1)")
+    base = run_py(BASELINE_RSS)["rss_mb"]
+    results = {
+        "ours v2": median_of([run_py(OURS, str(v2)) for _ in range(args.repeat)]),
+        "ours v1": median_of([run_py(OURS, str(v1)) for _ in range(args.repeat)]),
+        "pydarshan v1": median_of([run_py(PYDARSHAN, str(v1)) for _ in range(1)]),
+    }
+    parser = dxt_parser(v2)
+    if parser:
+        results["darshan-dxt-parser v2"] = parser
+    print(f"\n{'reader':<24}{'seconds':>9}{'M seg/s':>9}{'peak RSS MB':>13}{'segments':>11}"
+          f"{'bytes match':>13}")
+    truth = int(seg["length"].sum())
+    for name, r in results.items():
+        print(f"{name:<24}{r['seconds']:>9.3f}{r['segments'] / r['seconds'] / 1e6:>9.2f}"
+              f"{r['rss_mb']:>13.0f}{r['segments']:>11,}{str(r['bytes'] == truth):>13}")
+    if not parser:
+        print("darshan-dxt-parser: not found (set DARSHAN_UTIL_BIN or put it on PATH)")
+    ours, pyd = results["ours v1"], results["pydarshan v1"]
+    v2r = results["ours v2"]
+    print(f"\nspeed-up vs PyDarshan (v1): {pyd['seconds'] / ours['seconds']:.0f}×  "
+          f"(target ≥ 30×)")
+    print(f"ours v2: {v2r['segments'] / v2r['seconds'] / 1e6:.2f} M segments/s end-to-end in a "
+          f"fresh process, {v2r['segments'] / v2r['warm_seconds'] / 1e6:.2f} M/s warm "
+          f"(target ≥ 5)")
+    print(f"ours v2 memory above interpreter+imports: {v2r['rss_mb'] - base:.0f} MB for a "
+          f"{v2r['table_mb']:.0f} MB decoded table = "
+          f"{(v2r['rss_mb'] - base) / v2r['table_mb']:.2f}× (target ≤ 2×)")
+    if parser:
+        print(f"speed-up vs darshan-dxt-parser: {parser['seconds'] / v2r['seconds']:.1f}×")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
