@@ -1,0 +1,17 @@
+"""Collectors: run inside the user's Dask processes and write the run folder.
+
+Importing this package imports nothing heavy (no polars, pyarrow or yappi); the plugins import
+pyarrow/yappi lazily at setup. Public API: ``collectors.record`` (see ``collectors.api``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["record"]
+
+
+def __getattr__(name: str):  # lazy, so `import collectors` stays cheap
+    if name == "record":
+        from collectors.api import record
+
+        return record
+    raise AttributeError(name)

@@ -1,0 +1,50 @@
+"""``never_raise``: hook bodies never raise into Dask; errors are counted per kind and the
+first of each kind is logged to ``hook_errors.log`` in the process folder."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: kind ("<function>: <ExceptionType>") -> count, for this process
+ERRORS: Counter[str] = Counter()
+_LOG: list[Path] = []
+_lock = threading.Lock()
+
+
+def set_log_dir(path: Path) -> None:
+    _LOG[:] = [path / "hook_errors.log"]
+
+
+def _record(where: str, err: BaseException) -> None:
+    kind = f"{where}: {type(err).__name__}"
+    with _lock:
+        ERRORS[kind] += 1
+        first = ERRORS[kind] == 1
+    if first and _LOG:
+        try:
+            with _LOG[0].open("a") as fh:
+                fh.write(f"== {kind}\n{traceback.format_exc()}\n")
+        except OSError:
+            pass
+
+
+def never_raise(fn: F) -> F:
+    """Run ``fn``; on any exception count it, log the first of its kind, return None."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - the point of the guard
+            _record(fn.__qualname__, err)
+            return None
+
+    return wrapper  # type: ignore[return-value]

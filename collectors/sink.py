@@ -1,0 +1,143 @@
+"""Crash-tolerant, append-only writer of one process's tables.
+
+The hot path is ``sink.append(table, row)``: a ``list.append`` of a tuple. A background thread
+swaps each buffer out every ``interval`` seconds and writes it as
+``<proc_dir>/<table>/part-NNNNNN.parquet`` (temp name + ``os.replace``, so every part on disk is
+complete). A killed process loses at most one interval. Buffers are bounded: rows beyond
+``max_rows`` per table between flushes are counted as dropped, never silently lost.
+``close()`` flushes and writes ``closed.json`` (row counts, drops, hook errors).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from collectors.guard import ERRORS, never_raise
+
+
+def drain(buf: deque) -> Iterator[Any]:
+    """Pop items until empty: safe against appends from other threads (deque ops are atomic),
+    so nothing appended during a flush is lost."""
+    while True:
+        try:
+            yield buf.popleft()
+        except IndexError:
+            return
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+class ProcessSink:
+    def __init__(self, proc_dir: Path, tables: dict[str, Any], *, interval: float = 5.0,
+                 max_rows: int = 2_000_000) -> None:
+        self.proc_dir = proc_dir
+        self.tables = tables  # name -> correlate.schema.Table
+        self.interval = interval
+        self.max_rows = max_rows
+        self.buffers: dict[str, deque[tuple]] = {name: deque() for name in tables}
+        self.written: dict[str, int] = dict.fromkeys(tables, 0)
+        self.dropped: dict[str, int] = dict.fromkeys(tables, 0)
+        self.parts = 0
+        self.before_flush: list[Callable[[], None]] = []
+        self._stop = threading.Event()
+        self._lock = threading.RLock()
+        self._thread = threading.Thread(target=self._run, name="dask-correlate-flush",
+                                        daemon=True)
+        proc_dir.mkdir(parents=True, exist_ok=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def append(self, table: str, row: tuple) -> None:
+        buf = self.buffers[table]
+        if len(buf) < self.max_rows:
+            buf.append(row)
+        else:
+            self.dropped[table] += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.flush()
+
+    @never_raise
+    def flush(self) -> None:
+        with self._lock:
+            for hook in self.before_flush:
+                never_raise(hook)()
+            for name in self.tables:
+                rows = list(drain(self.buffers[name]))
+                if rows:
+                    self._write(name, rows)
+
+    def _write(self, name: str, rows: list[tuple], *, snapshot: bool = False) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = self.tables[name]
+        columns = list(zip(*rows, strict=True))
+        arrays = [pa.array(col, type=c.arrow_type()) for col, c in zip(columns, table.columns,
+                                                                        strict=True)]
+        data = pa.Table.from_arrays(arrays, schema=table.arrow_schema())
+        folder = self.proc_dir / name
+        folder.mkdir(exist_ok=True)
+        if snapshot:
+            final = folder / "snapshot.parquet"
+        else:
+            self.parts += 1
+            final = folder / f"part-{self.parts:06d}.parquet"
+        tmp = folder / f".{final.name}.tmp"
+        pq.write_table(data, tmp, compression="zstd")
+        os.replace(tmp, final)
+        self.written[name] += len(rows) if not snapshot else 0
+
+    @never_raise
+    def write_snapshot(self, name: str, rows: list[tuple]) -> None:
+        """Replace the table's snapshot (for cumulative data such as profiles)."""
+        with self._lock:
+            if rows:
+                self._write(name, rows, snapshot=True)
+                self.written[name] = len(rows)
+
+    def close(self, extra: dict[str, Any] | None = None) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+        self.flush()
+        write_json_atomic(self.proc_dir / "closed.json", {
+            "closed_ns": time.time_ns(), "rows": self.written, "dropped": self.dropped,
+            "hook_errors": dict(ERRORS), **(extra or {})})
+
+
+def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:
+    return run_dir / "procs" / f"{role}-{host}-{pid}"
+
+
+def hostname() -> str:
+    """Short host name, as Darshan records it."""
+    import socket
+
+    return socket.gethostname().split(".", 1)[0]
+
+
+def proc_json(path: Path, **fields: Any) -> None:
+    from correlate.schema import RUN_FORMAT_VERSION
+
+    write_json_atomic(path / "proc.json", {
+        "format_version": RUN_FORMAT_VERSION, "pid": os.getpid(), "host": hostname(),
+        "started_ns": time.time_ns(), "anchor_time_ns": time.time_ns(),
+        "anchor_perf_counter_ns": time.perf_counter_ns(), **fields})
+
+
+def env_flag(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)

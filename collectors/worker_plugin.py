@@ -1,0 +1,232 @@
+"""Worker plugin: one row per task execution timed on the executing thread, worker-side
+transitions, transfers, clock and CPU samples, Darshan clock markers, function profiles.
+
+How executions are timed: the plugin wraps this worker instance's ``execute`` so the task key
+sits in a context variable while Dask submits the task, and wraps each thread-pool executor's
+``submit`` (called in that context) so the task function runs inside ``_timed`` on the
+executing thread: ``threading.get_ident()``, ``time_ns()`` and ``thread_time_ns()`` are read
+there, around exactly the call Dask makes. Tasks Dask runs elsewhere (coroutines, process
+pools) are counted in ``closed.json`` as ``executions_not_timed``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import os
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from collectors.guard import never_raise, set_log_dir
+from collectors.profiling import TaskTags, make_profiler
+from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
+from correlate.keys import key_str
+
+_CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correlate_key")
+MARKER_BYTES = b"dask-correlate-clock-marker\n"
+
+
+class CorrelateWorkerPlugin(WorkerPlugin):
+    name = "dask-correlate-worker"
+    idempotent = True
+
+    def __init__(self, run_dir: str, profile: str = "sample", flush_interval: float = 5.0,
+                 markers: bool = False) -> None:
+        self.run_dir = run_dir
+        self.profile = profile
+        self.flush_interval = flush_interval
+        self.markers = markers
+        self.sink: ProcessSink | None = None
+
+    # ---- setup / teardown ------------------------------------------------------------------
+
+    def setup(self, worker: Any) -> None:
+        self._setup(worker)
+
+    @never_raise
+    def _setup(self, worker: Any) -> None:
+        from correlate.schema import run as schema
+
+        self.worker = worker
+        self.pid = os.getpid()
+        pdir = process_dir(Path(self.run_dir), "worker", hostname(), self.pid)
+        set_log_dir(pdir)
+        tables = {t.name: t for t in (
+            schema.EXECUTIONS_RAW, schema.WORKER_TRANSITIONS, schema.TRANSFERS_RAW,
+            schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
+            schema.FUNC_STATS_RAW)}
+        self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
+        self.transitions: deque = deque()
+        self.seq = itertools.count(1)
+        self.tags = TaskTags()
+        self.cursor = {"incoming": 0, "outgoing": 0}
+        self.transfer_seq = itertools.count(1)
+        self.lost_transfers = {"incoming": 0, "outgoing": 0}
+        self.executing_transitions = 0
+        self.marker_path = Path(self.run_dir) / "darshan" / "markers" / f"{hostname()}-{self.pid}"
+        self.marker_offset = 0
+        self._patch(worker)
+        self.profiler = make_profiler(self.profile, self.tags)
+        if self.profiler is not None:
+            self.profiler.start()
+        proc_json(pdir, role="worker", address=worker.address, name=str(worker.name),
+                  nthreads=worker.state.nthreads, memory_limit=worker.memory_manager.memory_limit,
+                  local_directory=worker.local_directory, main_thread_id=threading.get_ident(),
+                  profile=self.profile)
+        self.sink.before_flush.append(self._flush_rows)
+        self._sample()
+        self._callback = self._start_periodic(worker)
+        self.sink.start()
+
+    def _start_periodic(self, worker: Any) -> Any:
+        from tornado.ioloop import PeriodicCallback
+
+        pc = PeriodicCallback(self._on_loop, self.flush_interval * 1000 / 2)
+        worker.periodic_callbacks["dask-correlate"] = pc
+        pc.start()
+        return pc
+
+    def teardown(self, worker: Any) -> None:
+        self._teardown(worker)
+
+    @never_raise
+    def _teardown(self, worker: Any) -> None:
+        if self.sink is None:
+            return
+        self._callback.stop()
+        worker.periodic_callbacks.pop("dask-correlate", None)
+        self._on_loop()
+        if self.profiler is not None:
+            self.profiler.stop()
+        self._unpatch(worker)
+        timed = self.sink.written["task_executions"] + len(self.sink.buffers["task_executions"])
+        self.sink.close({"executions_not_timed": max(0, self.executing_transitions - timed),
+                         "transfers_lost_to_dask_log_limit": self.lost_transfers})
+        self.sink = None
+
+    # ---- executions ------------------------------------------------------------------------
+
+    def _patch(self, worker: Any) -> None:
+        self._orig_execute = worker.execute
+
+        async def execute(key: Any, *args: Any, **kwargs: Any) -> Any:
+            token = _CURRENT_KEY.set(key)
+            try:
+                return await self._orig_execute(key, *args, **kwargs)
+            finally:
+                _CURRENT_KEY.reset(token)
+
+        worker.execute = execute
+        self._orig_submits = {}
+        for name, executor in worker.executors.items():
+            if "ThreadPoolExecutor" in type(executor).__name__:
+                self._orig_submits[name] = executor.submit
+                executor.submit = self._make_submit(executor.submit)
+
+    def _unpatch(self, worker: Any) -> None:
+        worker.execute = self._orig_execute
+        for name, submit in self._orig_submits.items():
+            worker.executors[name].submit = submit
+
+    def _make_submit(self, submit: Any) -> Any:
+        def wrapped(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            key = _CURRENT_KEY.get(None)
+            if key is None:
+                return submit(fn, *args, **kwargs)
+            return submit(self._timed, key, fn, *args, **kwargs)
+
+        return wrapped
+
+    def _timed(self, key: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Runs on the executing thread: times the task function, tags the thread."""
+        seq = next(self.seq)
+        tid = threading.get_ident()
+        tags = self.tags
+        tags.current[tid] = seq
+        tags.local.seq = seq
+        status = "error"
+        c0, t0 = time.thread_time_ns(), time.time_ns()
+        try:
+            result = fn(*args, **kwargs)
+            status = "ok" if not isinstance(result, dict) or result.get(
+                "op") != "task-erred" else "error"
+            return result
+        finally:
+            t1, c1 = time.time_ns(), time.thread_time_ns()
+            tags.local.seq = 0
+            tags.current.pop(tid, None)
+            sink = self.sink
+            if sink is not None:
+                sink.append("task_executions", (seq, key_str(key), tid,
+                                                threading.get_native_id(), t0, t1, c1 - c0,
+                                                status))
+
+    # ---- transitions -----------------------------------------------------------------------
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        self.transitions.append((time.time_ns(), key, start, finish, kwargs.get("stimulus_id")))
+
+    # ---- periodic (event loop): transfers, clock samples, markers --------------------------
+
+    @never_raise
+    def _on_loop(self) -> None:
+        self._read_transfers("incoming", self.worker.transfer_incoming_log,
+                             self.worker.state.transfer_incoming_count_total)
+        self._read_transfers("outgoing", self.worker.transfer_outgoing_log,
+                             self.worker.transfer_outgoing_count_total)
+        self._sample()
+
+    def _read_transfers(self, direction: str, log: deque, total: int) -> None:
+        new = total - self.cursor[direction]
+        if new <= 0:
+            return
+        entries = list(log)[-new:] if new <= len(log) else list(log)
+        self.lost_transfers[direction] += max(0, new - len(log))
+        self.cursor[direction] = total
+        for e in entries:
+            seq = next(self.transfer_seq)
+            keys = e.get("keys") or {}
+            self.sink.append("worker_transfers", (
+                seq, direction, e.get("who"), e.get("total"), e.get("compressed"),
+                int(e["start"] * 1e9) if "start" in e else None,
+                int(e["stop"] * 1e9) if "stop" in e else None, len(keys)))
+            for k, nbytes in keys.items():
+                self.sink.append("worker_transfer_keys", (seq, key_str(k), nbytes))
+
+    def _sample(self) -> None:
+        t = os.times()
+        now = time.time_ns()
+        self.sink.append("worker_clock_samples", (
+            now, time.perf_counter_ns(), getattr(self.worker, "scheduler_delay", None),
+            getattr(self.worker, "latency", None), t.user + t.system))
+        if self.markers:
+            self._write_marker()
+
+    def _write_marker(self) -> None:
+        self.marker_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.marker_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            t = time.time_ns()
+            os.pwrite(fd, MARKER_BYTES, self.marker_offset)
+        finally:
+            os.close(fd)
+        self.sink.append("worker_clock_markers", (t, str(self.marker_path), self.marker_offset,
+                                                  len(MARKER_BYTES)))
+        self.marker_offset += len(MARKER_BYTES)
+
+    # ---- flush (background thread) ---------------------------------------------------------
+
+    @never_raise
+    def _flush_rows(self) -> None:
+        sink = self.sink
+        for t_ns, key, start, finish, stim in drain(self.transitions):
+            if finish == "executing":
+                self.executing_transitions += 1
+            sink.append("worker_transitions", (t_ns, key_str(key), start, finish, stim))
+        if self.profiler is not None:
+            sink.write_snapshot("worker_func_stats", self.profiler.rows())

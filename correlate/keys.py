@@ -1,0 +1,28 @@
+"""The single rendering of Dask keys shared by every source: ``str(key)`` for tuple keys
+(exactly what the Mofka CSVs hold, e.g. ``('array-6aa3…', 0, 0)``), the string itself for
+string keys. Stdlib only (the collectors import it inside workers)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+
+def key_str(key: Any) -> str:
+    if isinstance(key, bytes):
+        key = key.decode("utf-8", "replace")
+    return key if isinstance(key, str) else str(key)
+
+
+def parse_key_text(text: str) -> str:
+    """Normalise key text read from a file: tuple literals are parsed safely
+    (``ast.literal_eval``, never ``eval``) and re-rendered; anything else is kept as text."""
+    t = text.strip()
+    if t.startswith("(") and t.endswith(")"):
+        try:
+            value = ast.literal_eval(t)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return text
+        if isinstance(value, tuple):
+            return key_str(value)
+    return text

@@ -1,0 +1,138 @@
+"""Raw capture tables of the run folder (``procs/<role>-<host>-<pid>/<table>/part-*.parquet``),
+written by ``collectors`` and read by ``correlate.sources.run_folder``.
+
+Clocks: ``local_*_ns`` = the recording process's ``time.time_ns()``; ``reported_*_ns`` = what
+Dask reported in ``startstops`` (worker clock + ``scheduler_delay`` for compute and transfer,
+raw worker clock for disk-read/disk-write).
+"""
+
+from __future__ import annotations
+
+from correlate.schema import Column, Table, register
+
+_T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
+_KEY = Column("key", "String", "Dask key (correlate.keys.key_str)", nullable=False)
+
+SCHEDULER_TRANSITIONS = Table(
+    "scheduler_transitions", "Every task transition seen by the scheduler.",
+    (_T, _KEY,
+     Column("prefix", "String", "task prefix name"),
+     Column("group", "String", "task group name"),
+     Column("start", "String", "state before", nullable=False),
+     Column("finish", "String", "state after", nullable=False),
+     Column("stimulus_id", "String", "Dask stimulus id"),
+     Column("worker", "String", "worker address (processing->memory)"),
+     Column("thread_id", "UInt64", "executing thread (processing->memory)"),
+     Column("nbytes", "Int64", "result size (processing->memory)"),
+     Column("type", "String", "result type name (processing->memory)")),
+    sort_by=("local_time_ns", "key"))
+
+TASK_STARTSTOPS = Table(
+    "task_startstops", "One row per startstops entry Dask reported with a transition.",
+    (_T, _KEY,
+     Column("worker", "String", "reporting worker"),
+     Column("thread_id", "UInt64", "executing thread"),
+     Column("action", "String", "compute, transfer, disk-read, disk-write, …", nullable=False),
+     Column("reported_start_ns", "Int64", "see module doc", nullable=False),
+     Column("reported_stop_ns", "Int64", "see module doc", nullable=False),
+     Column("source", "String", "peer worker of a transfer")),
+    sort_by=("local_time_ns", "key", "action"))
+
+TASK_DEPENDENCIES = Table(
+    "task_dependencies", "Graph edges from update_graph (key depends on depends_on).",
+    (_T, _KEY,
+     Column("depends_on", "String", "dependency key"),
+     Column("client", "String", "submitting client")),
+    sort_by=("local_time_ns", "key", "depends_on"))
+
+CLUSTER_EVENTS = Table(
+    "cluster_events", "Workers and clients joining and leaving (scheduler side).",
+    (_T,
+     Column("event", "Enum:add_worker,remove_worker,add_client,remove_client",
+            "what happened", nullable=False),
+     Column("address", "String", "worker address or client id", nullable=False),
+     Column("name", "String", "worker name"),
+     Column("host", "String", "worker host (from its address)"),
+     Column("pid", "Int64", "worker process id"),
+     Column("nthreads", "Int64", "worker threads"),
+     Column("memory_limit", "Int64", "worker memory limit, bytes")),
+    sort_by=("local_time_ns", "event", "address"))
+
+EXECUTIONS_RAW = Table(
+    "task_executions", "One row per task execution, timed on the executing thread itself.",
+    (Column("execution_seq", "Int64", "per process; also the profile tag", nullable=False),
+     _KEY,
+     Column("thread_id", "UInt64", "threading.get_ident() == pthread_self()", nullable=False),
+     Column("native_thread_id", "Int64", "threading.get_native_id() (Linux tid)"),
+     Column("local_start_ns", "Int64", "time.time_ns() before the task function",
+            nullable=False),
+     Column("local_stop_ns", "Int64", "time.time_ns() after it", nullable=False),
+     Column("thread_cpu_ns", "Int64", "time.thread_time_ns() delta across the call"),
+     Column("status", "String", "ok, error")),
+    sort_by=("execution_seq",))
+
+WORKER_TRANSITIONS = Table(
+    "worker_transitions", "Every task transition seen by a worker, worker clock.",
+    (_T, _KEY,
+     Column("start", "String", "state before", nullable=False),
+     Column("finish", "String", "state after", nullable=False),
+     Column("stimulus_id", "String", "Dask stimulus id")),
+    sort_by=("local_time_ns", "key"))
+
+TRANSFERS_RAW = Table(
+    "worker_transfers", "Incoming and outgoing transfers from Dask's transfer logs, read through "
+    "its monotonic counters (entries lost to the bounded logs are counted in closed.json).",
+    (Column("transfer_seq", "Int64", "per process", nullable=False),
+     Column("direction", "Enum:incoming,outgoing", "as seen by this worker", nullable=False),
+     Column("peer", "String", "other worker (null: a client)"),
+     Column("total_bytes", "Int64", "bytes of the keys"),
+     Column("compressed_bytes", "Int64", "bytes on the wire (outgoing)"),
+     Column("reported_start_ns", "Int64", "worker clock + scheduler_delay"),
+     Column("reported_stop_ns", "Int64", "worker clock + scheduler_delay"),
+     Column("nkeys", "Int64", "keys in the transfer")),
+    sort_by=("transfer_seq",))
+
+TRANSFER_KEYS_RAW = Table(
+    "worker_transfer_keys", "Keys carried by each transfer.",
+    (Column("transfer_seq", "Int64", "→ worker_transfers", nullable=False), _KEY,
+     Column("nbytes", "Int64", "size of the key")),
+    sort_by=("transfer_seq", "key"))
+
+CLOCK_SAMPLES_RAW = Table(
+    "worker_clock_samples", "Clock and CPU samples of a worker process (every flush).",
+    (_T,
+     Column("perf_counter_ns", "Int64", "time.perf_counter_ns() at the same instant"),
+     Column("scheduler_delay_s", "Float64", "Dask's scheduler clock − worker clock estimate"),
+     Column("latency_s", "Float64", "round trip to the scheduler"),
+     Column("process_cpu_s", "Float64", "user+system CPU of the whole process so far")),
+    sort_by=("local_time_ns",))
+
+CLOCK_MARKERS_RAW = Table(
+    "worker_clock_markers", "Marker writes at known times, for aligning Darshan's clock.",
+    (_T,
+     Column("path", "String", "marker file", nullable=False),
+     Column("offset", "Int64", "file offset written", nullable=False),
+     Column("length", "Int64", "bytes written", nullable=False)),
+    sort_by=("offset",))
+
+FUNC_STATS_RAW = Table(
+    "worker_func_stats", "Function profile per (thread, execution, function); a full snapshot "
+    "(each new part replaces the previous one).",
+    (Column("profiler", "Enum:yappi,sample", "yappi (deterministic) or the stack sampler",
+            nullable=False),
+     Column("clock", "Enum:wall,cpu", "clock of ttot/tsub", nullable=False),
+     Column("thread_id", "UInt64", "thread"),
+     Column("execution_seq", "Int64", "execution (0: outside any task)"),
+     Column("module", "String", "module"),
+     Column("name", "String", "function name", nullable=False),
+     Column("file", "String", "source file"),
+     Column("line", "Int64", "first line"),
+     Column("ncall", "Int64", "calls (yappi) or samples (sampler)"),
+     Column("ttot_s", "Float64", "inclusive time"),
+     Column("tsub_s", "Float64", "exclusive time")),
+    sort_by=("thread_id", "execution_seq", "file", "line", "name"))
+
+RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, CLUSTER_EVENTS,
+              EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
+              CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW)
+register(*RUN_TABLES)
