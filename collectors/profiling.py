@@ -69,20 +69,27 @@ class StackSampler:
         running = dict(self.tags.current)
         if not running:
             return
+        # Frame objects keep their function's locals alive for as long as we hold them (e.g.
+        # memoryviews in the event loop's comm code), so: keep only the task threads' frames,
+        # reduce them to code objects at once, and drop every frame reference.
         frames = sys._current_frames()
-        for tid, seq in running.items():
-            frame = frames.get(tid)
-            if frame is None:
+        tops = [(tid, seq, frames.get(tid)) for tid, seq in running.items()]
+        del frames
+        stacks = []
+        for tid, seq, frame in tops:
+            codes = []
+            while frame is not None:
+                codes.append(frame.f_code)
+                frame = frame.f_back
+            stacks.append((tid, seq, codes))
+        del tops, frame
+        for tid, seq, codes in stacks:
+            if not codes:
                 continue
             self.samples += 1
-            self.self_counts[(tid, seq, frame.f_code)] += 1
-            seen = set()
-            while frame is not None:
-                code = frame.f_code
-                if code not in seen:
-                    seen.add(code)
-                    self.total_counts[(tid, seq, code)] += 1
-                frame = frame.f_back
+            self.self_counts[(tid, seq, codes[0])] += 1
+            for code in set(codes):
+                self.total_counts[(tid, seq, code)] += 1
 
     def rows(self) -> list[tuple]:
         dt = self.interval

@@ -64,9 +64,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.transitions: deque = deque()
         self.seq = itertools.count(1)
         self.tags = TaskTags()
-        self.cursor = {"incoming": 0, "outgoing": 0}
+        self.last_transfer: dict[str, Any] = {"incoming": None, "outgoing": None}
+        self.seen_transfers = {"incoming": 0, "outgoing": 0}
         self.transfer_seq = itertools.count(1)
-        self.lost_transfers = {"incoming": 0, "outgoing": 0}
         self.executing_transitions = 0
         self.marker_path = Path(self.run_dir) / "darshan" / "markers" / f"{hostname()}-{self.pid}"
         self.marker_offset = 0
@@ -105,8 +105,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.profiler.stop()
         self._unpatch(worker)
         timed = self.sink.written["task_executions"] + len(self.sink.buffers["task_executions"])
-        self.sink.close({"executions_not_timed": max(0, self.executing_transitions - timed),
-                         "transfers_lost_to_dask_log_limit": self.lost_transfers})
+        totals = {"incoming": worker.state.transfer_incoming_count_total,
+                  "outgoing": worker.transfer_outgoing_count_total}
+        self.sink.close({
+            "executions_not_timed": max(0, self.executing_transitions - timed),
+            "transfers_lost_to_dask_log_limit": {
+                d: max(0, totals[d] - self.seen_transfers[d]) for d in totals}})
         self.sink = None
 
     # ---- executions ------------------------------------------------------------------------
@@ -175,20 +179,25 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
     @never_raise
     def _on_loop(self) -> None:
-        self._read_transfers("incoming", self.worker.transfer_incoming_log,
-                             self.worker.state.transfer_incoming_count_total)
-        self._read_transfers("outgoing", self.worker.transfer_outgoing_log,
-                             self.worker.transfer_outgoing_count_total)
+        self._read_transfers("incoming", self.worker.transfer_incoming_log)
+        self._read_transfers("outgoing", self.worker.transfer_outgoing_log)
         self._sample()
 
-    def _read_transfers(self, direction: str, log: deque, total: int) -> None:
-        new = total - self.cursor[direction]
-        if new <= 0:
+    def _read_transfers(self, direction: str, log: deque) -> None:
+        """New entries of Dask's bounded transfer log since the last one seen (by identity).
+        Dask's counters count transfers when they start, so they only give the loss at the
+        end (teardown), when nothing is in flight."""
+        entries = list(log)
+        last, start = self.last_transfer[direction], 0
+        if last is not None:
+            start = next((i + 1 for i in range(len(entries) - 1, -1, -1)
+                          if entries[i] is last), 0)
+        new = entries[start:]
+        if not new:
             return
-        entries = list(log)[-new:] if new <= len(log) else list(log)
-        self.lost_transfers[direction] += max(0, new - len(log))
-        self.cursor[direction] = total
-        for e in entries:
+        self.last_transfer[direction] = new[-1]
+        self.seen_transfers[direction] += len(new)
+        for e in new:
             seq = next(self.transfer_seq)
             keys = e.get("keys") or {}
             self.sink.append("worker_transfers", (

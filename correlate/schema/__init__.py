@@ -152,6 +152,8 @@ def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop"
     from correlate.errors import SchemaError
 
     have = df.collect_schema().names() if isinstance(df, pl.LazyFrame) else df.columns
+    if isinstance(df, pl.DataFrame) and df.height == 0 and extra == "drop":
+        return table.empty()
     exprs = []
     for c in table.columns:
         if c.name in have:

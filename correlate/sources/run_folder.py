@@ -1,0 +1,220 @@
+"""Our run folder (written by ``collect``) → canonical ``RunFrames``.
+
+Layout: ``manifest.json``; ``procs/<role>-<host>-<pid>/{proc.json, closed.json,
+<table>/part-*.parquet}`` (tables in ``correlate.schema.run``); ``darshan/*.darshan``.
+A newer format version is refused with one sentence; a process without ``closed.json`` did not
+shut down cleanly (its earlier parts are still used, and it is reported).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import correlate.schema.run as raw
+from correlate.errors import InputError, UnsupportedVersionError
+from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
+from correlate.sources import darshan_logs
+from correlate.sources.frames import RunFrames, make_rejects
+
+
+def looks_like(path: Path) -> bool:
+    return (path / "manifest.json").is_file() and (path / "procs").is_dir()
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(path, f"unreadable JSON: {err}") from None
+
+
+class _Reader:
+    """Collects tables across process folders, with rejects for unreadable parts."""
+
+    def __init__(self) -> None:
+        self.rejects: list[tuple[str, str | None, str, int]] = []
+        self.warnings: list[str] = []
+
+    def table(self, proc_dir: Path, name: str) -> pl.DataFrame:
+        parts = sorted((proc_dir / name).glob("*.parquet")) if (proc_dir / name).is_dir() else []
+        frames = []
+        for part in parts:
+            try:
+                frames.append(pl.read_parquet(part))
+            except Exception as err:  # noqa: BLE001 - any unreadable part is a reject
+                self.rejects.append(("run-folder", str(part), f"unreadable part: {err}", 1))
+        if not frames:
+            return TABLES[name].empty()
+        return conform(pl.concat(frames, how="diagonal_relaxed"), TABLES[name], path=str(proc_dir))
+
+
+def _procs(run_dir: Path) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
+    out = []
+    for d in sorted((run_dir / "procs").iterdir()):
+        if not d.is_dir() or not (d / "proc.json").exists():
+            continue
+        closed = _json(d / "closed.json") if (d / "closed.json").exists() else None
+        out.append((d, _json(d / "proc.json"), closed))
+    return out
+
+
+def _with_proc(df: pl.DataFrame, info: dict[str, Any]) -> pl.DataFrame:
+    """Add the recording process; worker tables also get its address as ``worker``."""
+    df = df.with_columns(host=pl.lit(info["host"]), pid=pl.lit(info["pid"], pl.Int64))
+    if info["role"] == "worker":
+        df = df.with_columns(worker=pl.lit(info.get("address")))
+    return df
+
+
+def _check_version(manifest: dict[str, Any], path: Path) -> None:
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > RUN_FORMAT_VERSION:
+        raise UnsupportedVersionError(path, f"run folder format {version!r} is newer than this "
+                                      f"correlate understands ({RUN_FORMAT_VERSION}); upgrade")
+
+
+def load(run_dir: Path) -> RunFrames:
+    manifest = _json(run_dir / "manifest.json")
+    _check_version(manifest, run_dir / "manifest.json")
+    reader = _Reader()
+    per_table: dict[str, list[pl.DataFrame]] = {t.name: [] for t in raw.RUN_TABLES}
+    processes = []
+    for d, info, closed in _procs(run_dir):
+        processes.append({"host": info["host"], "pid": info["pid"], "role": info["role"],
+                          "worker": info.get("address") if info["role"] == "worker" else None,
+                          "name": info.get("name"), "nthreads": info.get("nthreads"),
+                          "main_thread_id": info.get("main_thread_id"),
+                          "local_directory": info.get("local_directory"),
+                          "closed_cleanly": closed is not None, "match": "pid"})
+        _quality(d, info, closed, reader)
+        for t in raw.RUN_TABLES:
+            df = reader.table(d, t.name)
+            if df.height:
+                per_table[t.name].append(_with_proc(df, info))
+    tables = {n: pl.concat(v, how="diagonal_relaxed") if v else None
+              for n, v in per_table.items()}
+    io = darshan_logs.load([run_dir / "darshan"]) if (run_dir / "darshan").is_dir() else None
+    frames = _canonical(tables, processes, io, reader)
+    facts = _facts(manifest, processes)
+    return RunFrames(**frames, source_format="run-folder", facts=facts,
+                     warnings=tuple(reader.warnings + list(io.warnings if io else ())),
+                     rejects=make_rejects(reader.rejects))
+
+
+def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
+             reader: _Reader) -> None:
+    name = d.name
+    if closed is None:
+        reader.warnings.append(f"{name} did not close cleanly (killed or crashed): data up to "
+                               "its last flush is used")
+        return
+    for table, n in (closed.get("dropped") or {}).items():
+        reader.rejects.append(("collector", name, f"{table}: rows dropped (buffer full)", n))
+    errors = sum((closed.get("hook_errors") or {}).values())
+    if errors:
+        reader.warnings.append(f"{name}: {errors} collector hook error(s), see "
+                               f"{d / 'hook_errors.log'}")
+    untimed = closed.get("executions_not_timed") or 0
+    if untimed:
+        reader.warnings.append(f"{name}: {untimed} execution(s) not timed on their thread "
+                               "(coroutine or non-thread executors)")
+    lost = sum((closed.get("transfers_lost_to_dask_log_limit") or {}).values())
+    if lost:
+        reader.rejects.append(("collector", name, "transfers lost to Dask's bounded log", lost))
+
+
+def _empty_or(df: pl.DataFrame | None, name: str) -> pl.DataFrame:
+    return TABLES[name].empty() if df is None else df
+
+
+def _canonical(t: dict[str, pl.DataFrame | None], processes: list[dict[str, Any]],
+               io: darshan_logs.DarshanFrames | None, reader: _Reader) -> dict[str, pl.DataFrame]:
+    sched = _empty_or(t["scheduler_transitions"], "scheduler_transitions")
+    names = (sched.filter(pl.col("prefix").is_not_null()).group_by("key")
+             .agg(pl.col("prefix").first(), pl.col("group").first()))
+    ex = _empty_or(t["task_executions"], "task_executions")
+    if "worker" not in ex.columns:
+        ex = ex.with_columns(host=pl.lit(None, pl.String), pid=pl.lit(None, pl.Int64),
+                             worker=pl.lit(None, pl.String))
+    executions = ex.join(names, on="key", how="left").with_columns(
+        cpu_s=pl.col("thread_cpu_ns") / 1e9, window_source=pl.lit("executor-hook"))
+    transitions = _transitions(sched, t["worker_transitions"])
+    transfers, transfer_keys = _transfers(t["worker_transfers"], t["worker_transfer_keys"])
+    deps = _empty_or(t["task_dependencies"], "task_dependencies")
+    deps = deps.filter(pl.col("depends_on").is_not_null()).unique(["key", "depends_on"])
+    funcs = (t["worker_func_stats"] if t["worker_func_stats"] is not None
+             else TABLES["worker_func_stats"].empty())
+    funcs = funcs.with_columns(execution_seq=pl.when(pl.col("execution_seq") > 0)
+                               .then(pl.col("execution_seq")))
+    if "host" not in funcs.columns:
+        funcs = funcs.with_columns(host=pl.lit(None, pl.String), pid=pl.lit(None, pl.Int64))
+    out = {
+        "processes": _processes(processes, io),
+        "executions": executions,
+        "transitions": transitions,
+        "startstops": _empty_or(t["task_startstops"], "task_startstops"),
+        "transfers": transfers, "transfer_keys": transfer_keys,
+        "dependencies": deps,
+        "func_stats": funcs,
+        "clock_samples": _empty_or(t["worker_clock_samples"], "worker_clock_samples"),
+        "clock_markers": _empty_or(t["worker_clock_markers"], "worker_clock_markers"),
+    }
+    if io is not None:
+        out.update(io_segments=io.io_segments, io_file_counters=io.io_file_counters,
+                   darshan_logs=io.darshan_logs)
+    return {name: conform(df, TABLES[name], path=name) for name, df in out.items()}
+
+
+def _transitions(sched: pl.DataFrame, worker: pl.DataFrame | None) -> pl.DataFrame:
+    s = sched.with_columns(side=pl.lit("scheduler"))
+    parts = [conform(s, TABLES["transitions"])]
+    if worker is not None:
+        parts.append(conform(worker.with_columns(side=pl.lit("worker")), TABLES["transitions"]))
+    return pl.concat(parts)
+
+
+def _transfers(tr: pl.DataFrame | None, keys: pl.DataFrame | None
+               ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    if tr is None:
+        return TABLES["transfers"].empty(), TABLES["transfer_keys"].empty()
+    tr = tr.sort("host", "pid", "transfer_seq").with_row_index("transfer_id").with_columns(
+        pl.col("transfer_id").cast(pl.Int64))
+    ids = tr.select("host", "pid", "transfer_seq", "transfer_id")
+    k = (keys.join(ids, on=["host", "pid", "transfer_seq"]) if keys is not None
+         else TABLES["transfer_keys"].empty())
+    return tr, k
+
+
+def _processes(procs: list[dict[str, Any]], io: darshan_logs.DarshanFrames | None
+               ) -> pl.DataFrame:
+    known = conform(pl.DataFrame(procs, infer_schema_length=None), TABLES["processes"]) if (
+        procs) else TABLES["processes"].empty()
+    if io is None or io.darshan_logs.is_empty():
+        return known
+    logs = io.darshan_logs.filter(pl.col("host").is_not_null()).select(
+        "host", "pid", name="exe")
+    others = logs.join(known.select("host", "pid"), on=["host", "pid"], how="anti").with_columns(
+        role=pl.lit("other"), match=pl.lit("darshan log only"))
+    return pl.concat([known, conform(others, TABLES["processes"])], how="vertical_relaxed")
+
+
+def _facts(manifest: dict[str, Any], processes: list[dict[str, Any]]) -> dict[str, Any]:
+    workers = [p for p in processes if p["role"] == "worker"]
+    return {
+        "command": " ".join(manifest.get("command") or []),
+        "cwd": manifest.get("cwd"),
+        "started_ns": manifest.get("started_ns"), "ended_ns": manifest.get("ended_ns"),
+        "exit_code": manifest.get("exit_code"),
+        "hosts": sorted({p["host"] for p in processes}),
+        "workers": len(workers),
+        "nthreads": sorted({p.get("nthreads") for p in workers if p.get("nthreads")}),
+        "versions": manifest.get("versions"),
+        "collector_options": manifest.get("collector_options"),
+        "darshan": (manifest.get("darshan") or {}).get("runtime"),
+        "job_environment": manifest.get("job_environment"),
+        "run_id": manifest.get("run_id"),
+    }
