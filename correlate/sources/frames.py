@@ -14,6 +14,10 @@ from typing import Any
 
 import polars as pl
 
+import correlate.schema.canonical
+import correlate.schema.darshan
+import correlate.schema.outputs
+import correlate.schema.run  # noqa: F401  (the imports register every table)
 from correlate.schema import TABLES, conform
 
 

@@ -1,0 +1,87 @@
+"""Dask jobs run under `collect` by the collector tests. Each task reports what it observed
+itself (thread id, its own time.time() and thread_time() readings); the job writes that truth
+to JSON next to the run folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+
+def _observed(key: str, **extra):
+    return {"key": key, "thread": threading.get_ident(), "pid": os.getpid(), **extra}
+
+
+def distinctive_cpu_burner(seconds: float) -> int:
+    t0 = time.thread_time()
+    x = 0
+    while time.thread_time() - t0 < seconds:
+        x += 1
+    return x
+
+
+def burn(key: str, seconds: float):
+    w0, c0 = time.time(), time.thread_time()
+    distinctive_cpu_burner(seconds)
+    c1, w1 = time.thread_time(), time.time()
+    return _observed(key, wall=(w0, w1), cpu=c1 - c0)
+
+
+def nap(key: str, seconds: float):
+    w0, c0 = time.time(), time.thread_time()
+    time.sleep(seconds)
+    c1, w1 = time.thread_time(), time.time()
+    return _observed(key, wall=(w0, w1), cpu=c1 - c0)
+
+
+def make_block(key: str, nbytes: int):
+    return b"x" * nbytes
+
+
+def consume(key: str, block: bytes):
+    return _observed(key, wall=(time.time(), time.time()), cpu=0.0, got=len(block))
+
+
+def cluster_job(truth_path: str) -> None:
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        workers = sorted(client.scheduler_info()["workers"])
+        futures = [client.submit(burn, f"burn-{i}", 0.2 + 0.05 * i, key=f"burn-{i}")
+                   for i in range(4)]
+        futures += [client.submit(nap, f"nap-{i}", 0.15, key=f"nap-{i}") for i in range(4)]
+        block = client.submit(make_block, "block-0", 3_000_000, key="block-0",
+                              workers=[workers[0]])
+        futures.append(client.submit(consume, "consume-0", block, key="consume-0",
+                                     workers=[workers[1]]))
+        results = client.gather(futures)
+    Path(truth_path).write_text(json.dumps(results))
+
+
+def die_once(marker: str) -> int:
+    if not os.path.exists(marker):
+        Path(marker).write_text("killed")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return 1
+
+
+def kill_job(marker: str) -> None:
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=4, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        done = client.gather([client.submit(nap, f"early-{i}", 0.05, key=f"early-{i}")
+                              for i in range(6)])
+        assert len(done) == 6
+        time.sleep(1.5)  # > 2 flush intervals: the early tasks are on disk
+        client.submit(die_once, marker, key="die-once").result()
+
+
+if __name__ == "__main__":
+    {"cluster": cluster_job, "kill": kill_job}[sys.argv[1]](sys.argv[2])

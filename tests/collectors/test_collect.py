@@ -1,0 +1,142 @@
+"""`collect` on a real LocalCluster (2 worker processes × 4 threads): every layer recorded, each
+execution timed on its own thread, CPU exact, transfers with bytes, profiles per task, no hook
+errors; and a SIGKILLed worker leaves readable data."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from correlate.sources.run_folder import load
+
+HERE = Path(__file__).parent
+pytestmark = pytest.mark.cluster
+
+
+def collect(out: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--darshan", "off",
+           "--flush-interval", "0.5", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=HERE)
+
+
+def parts(run: Path, table: str) -> pl.DataFrame:
+    files = sorted(run.glob(f"procs/*/{table}/*.parquet"))
+    return pl.concat([pl.read_parquet(f).with_columns(proc=pl.lit(f.parts[-3]))
+                      for f in files]) if files else pl.DataFrame()
+
+
+@pytest.fixture(scope="module", params=["sample", "yappi"])
+def recorded(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"collect-{request.param}")
+    truth = tmp / "truth.json"
+    proc = collect(tmp / "run", "--profile", request.param, "--", sys.executable, "jobs.py",
+                   "cluster", str(truth))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return request.param, tmp / "run", {r["key"]: r for r in json.loads(truth.read_text())}
+
+
+def test_every_task_is_recorded_once_on_the_thread_that_ran_it(recorded):
+    _mode, run, truth = recorded
+    ex = parts(run, "task_executions")
+    for key, obs in truth.items():
+        rows = ex.filter(pl.col("key") == key)
+        assert rows.height == 1, key
+        row = rows.row(0, named=True)
+        assert row["thread_id"] == obs["thread"]
+        assert row["local_start_ns"] <= int(obs["wall"][0] * 1e9)
+        assert row["local_stop_ns"] >= int(obs["wall"][1] * 1e9) - 1000  # µs float rounding
+        assert row["status"] == "ok"
+
+
+def test_thread_cpu_is_exact_for_burning_and_zero_for_sleeping(recorded):
+    _mode, run, truth = recorded
+    ex = parts(run, "task_executions")
+    for key, obs in truth.items():
+        cpu = ex.filter(pl.col("key") == key)["thread_cpu_ns"][0] / 1e9
+        if key.startswith("burn"):
+            assert cpu == pytest.approx(obs["cpu"], rel=0.10), key
+        if key.startswith("nap"):
+            assert cpu < 0.01, key
+
+
+def test_transfer_between_workers_is_recorded_with_bytes(recorded):
+    _mode, run, _truth = recorded
+    keys = parts(run, "worker_transfer_keys")
+    transfers = parts(run, "worker_transfers")
+    moved = keys.filter(pl.col("key") == "block-0").join(transfers, on=["transfer_seq", "proc"])
+    assert set(moved["direction"]) == {"incoming", "outgoing"}
+    assert (moved["nbytes"] >= 3_000_000).all()
+    starts = parts(run, "task_startstops").filter(pl.col("key") == "consume-0")
+    assert {"compute", "transfer"} <= set(starts["action"])
+
+
+def test_scheduler_side_graph_and_cluster_events(recorded):
+    _mode, run, truth = recorded
+    tr = parts(run, "scheduler_transitions")
+    done = tr.filter((pl.col("start") == "processing") & (pl.col("finish") == "memory"))
+    assert set(truth) <= set(done["key"])
+    assert done.filter(pl.col("key") == "burn-0")["thread_id"][0] == truth["burn-0"]["thread"]
+    deps = parts(run, "task_dependencies")
+    assert deps.filter((pl.col("key") == "consume-0") & (pl.col("depends_on") == "block-0")
+                       ).height == 1
+    ev = parts(run, "cluster_events")
+    assert ev.filter(pl.col("event") == "add_worker").height == 2
+
+
+def test_profiles_split_per_task_execution(recorded):
+    mode, run, _truth = recorded
+    ex = parts(run, "task_executions").filter(pl.col("key") == "burn-3")
+    stats = parts(run, "worker_func_stats").filter(pl.col("name").str.contains(
+        "distinctive_cpu_burner"))
+    mine = stats.join(ex.select("proc", "execution_seq"), on=["proc", "execution_seq"])
+    assert mine.height >= 1 and set(mine["profiler"]) == {"yappi" if "yappi" in mode
+                                                          else "sample"}
+    assert mine["ttot_s"].sum() > 0.1  # burn-3 burns 0.35 s in that function
+
+
+def test_clean_close_no_hook_errors_and_manifest(recorded):
+    _mode, run, _truth = recorded
+    closed = [json.loads(p.read_text()) for p in run.glob("procs/*/closed.json")]
+    assert len(closed) == 3  # scheduler + 2 workers
+    assert all(c["hook_errors"] == {} for c in closed)
+    assert all(sum(c["dropped"].values()) == 0 for c in closed)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["exit_code"] == 0 and manifest["processes_not_closed"] == []
+    assert manifest["darshan"]["runtime"] is None and "darshan" in manifest["unknown"]
+
+
+def test_run_folder_loads_into_canonical_frames(recorded):
+    _mode, run, truth = recorded
+    frames = load(run)
+    assert set(truth) <= set(frames.executions["key"])
+    assert frames.executions["cpu_s"].null_count() == 0
+    assert frames.clock_samples.height >= 2
+
+
+def test_sigkilled_worker_leaves_readable_rows(tmp_path):
+    marker = tmp_path / "killed"
+    proc = collect(tmp_path / "run", "--profile", "off", "--", sys.executable, "jobs.py",
+                   "kill", str(marker))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "run"
+    manifest = json.loads((run / "manifest.json").read_text())
+    killed = [p for p in manifest["processes_not_closed"] if p.startswith("worker-")]
+    assert len(killed) == 1
+    ex = pl.concat([pl.read_parquet(p) for p in (run / "procs" / killed[0]).glob(
+        "task_executions/*.parquet")])
+    assert {f"early-{i}" for i in range(6)} <= set(ex["key"])
+    frames = load(run)
+    assert any("did not close cleanly" in w for w in frames.warnings)
+
+
+def test_importing_the_collectors_does_not_import_analysis_modules():
+    code = ("import sys, collectors, collectors.worker_plugin, collectors.scheduler_plugin, "
+            "collectors.preload; bad = [m for m in ('polars', 'pyarrow', 'yappi', 'pandas') "
+            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
