@@ -13,8 +13,7 @@ from pathlib import Path
 
 #: searched in order after --darshan PATH and $DARSHAN_RUNTIME
 COMMON_LIBS = ("/usr/lib/libdarshan.so", "/usr/lib64/libdarshan.so", "/usr/local/lib/libdarshan.so",
-               "/usr/lib/x86_64-linux-gnu/libdarshan.so", "/opt/darshan*/lib/libdarshan.so",
-               "/tmp/darshan-install/lib/libdarshan.so")
+               "/usr/lib/x86_64-linux-gnu/libdarshan.so", "/opt/darshan*/lib/libdarshan.so")
 
 #: modules NAME_EXCLUDE applies to (the runtime ignores a NAME_EXCLUDE line without this list)
 EXCLUDE_MODULES = "POSIX,STDIO,DXT_POSIX,MPI-IO,DXT_MPIIO"

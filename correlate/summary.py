@@ -13,7 +13,7 @@ from correlate.attribute import IOAttribution
 from correlate.sources.frames import RunFrames
 
 
-def _round(x: float | None, nd: int = 6) -> float | None:
+def _round(x: float | None, nd: int = 9) -> float | None:
     return None if x is None else round(float(x), nd)
 
 

@@ -64,6 +64,49 @@ def cluster_job(truth_path: str) -> None:
     Path(truth_path).write_text(json.dumps(results))
 
 
+def io_task(key: str, folder: str, chunks: list[int]):
+    """Write a file in known chunks, read it back in 8 KiB preads until EOF; record every call
+    (what a DXT trace must show)."""
+    ops, path = [], os.path.join(folder, f"{key}.bin")
+    c0 = time.thread_time()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    offset = 0
+    for n in chunks:
+        t0 = time.time()
+        os.write(fd, b"w" * n)
+        ops.append(("write", offset, n, t0, time.time()))
+        offset += n
+        time.sleep(0.001)
+    os.close(fd)
+    fd = os.open(path, os.O_RDONLY)
+    offset = 0
+    while True:
+        t0 = time.time()
+        data = os.pread(fd, 8192, offset)
+        ops.append(("read", offset, len(data), t0, time.time()))
+        offset += len(data)
+        if not data:
+            break
+    os.close(fd)
+    return _observed(key, path=path, ops=ops, cpu=time.thread_time() - c0)
+
+
+def io_job(args: str) -> None:
+    truth_path, folder = args.split(",")
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        fs = [client.submit(io_task, f"io-{i}", folder,
+                            [16384 + 4096 * ((i * 7 + j) % 7) for j in range(10 + i % 5)],
+                            key=f"io-{i}", pure=False) for i in range(16)]
+        fs += [client.submit(burn, f"burn-{i}", 0.05 + 0.02 * i, key=f"burn-{i}")
+               for i in range(6)]
+        fs += [client.submit(nap, f"nap-{i}", 0.1, key=f"nap-{i}") for i in range(6)]
+        results = client.gather(fs)
+    Path(truth_path).write_text(json.dumps(results))
+
+
 def die_once(marker: str) -> int:
     if not os.path.exists(marker):
         Path(marker).write_text("killed")
@@ -84,4 +127,4 @@ def kill_job(marker: str) -> None:
 
 
 if __name__ == "__main__":
-    {"cluster": cluster_job, "kill": kill_job}[sys.argv[1]](sys.argv[2])
+    {"cluster": cluster_job, "kill": kill_job, "io": io_job}[sys.argv[1]](sys.argv[2])

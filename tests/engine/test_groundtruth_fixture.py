@@ -63,7 +63,7 @@ def test_io_is_conserved_and_task_bytes_are_the_known_total(result):
     res, _ = result
     io = res.summary["io"]
     assert io["attributed"]["bytes"] + io["unattributed"]["bytes"] == pytest.approx(
-        io["total"]["bytes"])
+        io["total"]["bytes"], abs=1e-6)
     assert io["attributed"]["ops"] + io["unattributed"]["ops"] == pytest.approx(
-        io["total"]["ops"])
+        io["total"]["ops"], abs=1e-6)
     assert res.tables["task_files"]["bytes"].sum() == 34_111_488
