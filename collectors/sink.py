@@ -67,8 +67,14 @@ class ProcessSink:
             self.dropped[table] += 1
 
     def _run(self) -> None:
+        self._warm()
         while not self._stop.wait(self.interval):
             self.flush()
+
+    @never_raise
+    def _warm(self) -> None:
+        """Import the writer on this thread while the job runs, not at shutdown."""
+        import pyarrow.parquet  # noqa: F401
 
     @never_raise
     def flush(self) -> None:

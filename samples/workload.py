@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +66,7 @@ def main() -> None:
     with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         folder, size = str(args.out), args.size
+        t0 = time.perf_counter()
         paths = client.gather(client.map(write_image, range(args.images), size=size,
                                          folder=folder, key=[f"write_image-{i}"
                                                              for i in range(args.images)]))
@@ -75,6 +77,7 @@ def main() -> None:
         saved = [dask.delayed(save_mask)(masks[i], folder, i) for i in range(args.images)]
         counts = dask.compute(*saved)
         print(f"foreground pixels: {sum(counts):,} in {args.images} images")
+        print(f"compute_seconds={time.perf_counter() - t0:.4f}")
 
 
 if __name__ == "__main__":
