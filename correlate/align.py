@@ -113,14 +113,16 @@ def _containment_offset(seg: pl.DataFrame, ex: pl.DataFrame) -> tuple[int, int, 
     if counts.max() < MIN_CONTAINED * len(mids):
         return None
     lo, hi = _plateau(fine, counts)
-    return (lo + hi) // 2, (hi - lo) // 2 + FINE_NS, len(mids)
+    # the smallest correction consistent with the data: Darshan's header clock is usually
+    # only milliseconds off, and a wide plateau (long tasks, sparse I/O) says nothing more
+    return min(max(0, lo), hi), (hi - lo) // 2 + FINE_NS, len(mids)
 
 
 def containment_offsets(io_segments: pl.DataFrame, executions: pl.DataFrame,
                         skip: pl.DataFrame) -> pl.DataFrame:
     """``clocks`` rows (domain darshan) for processes without markers: the shift of the DXT
     times that puts the most executor-thread segments inside their own thread's execution
-    windows (the middle of the best plateau; uncertainty = half its width). Needs thread ids
+    windows (of the best plateau, the point nearest zero; uncertainty = half its width). Needs thread ids
     on both sides; processes in ``skip`` (host, pid) already have an offset."""
     ex = executions.filter(pl.col("thread_id").is_not_null())
     seg = io_segments.filter(pl.col("thread_id").is_not_null()).join(

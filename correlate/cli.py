@@ -19,6 +19,7 @@ from correlate.errors import CorrelateError
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "correlate a run folder (ours or imported) and write tables and reports"),
     "darshan": ("darshan", "decode Darshan logs (every DXT layout) into a parquet table"),
+    "story": ("story", "print one task's life: transitions, executions, transfers"),
     "compare": ("compare", "compare two runs: what got slower, where, and why"),
 }
 DEFAULT_COMMAND = "run"
@@ -69,6 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as err:  # a bug, not a user error: one line, traceback with --debug
+        if args.debug:
+            raise
+        from correlate.console import error_line
+
+        error_line(f"internal error: {type(err).__name__}: {err} (rerun with --debug for the "
+                   "traceback and report it)")
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

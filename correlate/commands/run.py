@@ -8,7 +8,7 @@ from pathlib import Path
 
 from correlate.errors import InputError
 
-FORMATS = ("auto", "run-folder", "mofka-csv", "miniapp")
+FORMATS = ("auto", "run-folder", "mofka-csv", "miniapp", "task-stream")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -18,6 +18,8 @@ FORMATS: dict[str, tuple[str, str]] = {
     "mofka-csv": ("correlate.sources.mofka_csv",
                   "scheduler_transition.csv or worker_transition.csv (Mofka-Dask)"),
     "miniapp": ("correlate.sources.miniapp", "task_stream.yaml (Recup MiniApp Reports/)"),
+    "task-stream": ("correlate.sources.task_stream",
+                    "task_stream.parquet (+ workers.json, darshan/) from Dask's task stream"),
 }
 
 

@@ -3,47 +3,19 @@ against what every task measured itself (../shared/fixtures/dask-dxt-v2-groundtr
 
 from __future__ import annotations
 
-import json
-
 import polars as pl
 import pytest
 from conftest import fixture_path
 
 from correlate.engine import correlate_frames
-from correlate.schema import TABLES, conform
-from correlate.sources import darshan_logs
-from correlate.sources.frames import RunFrames
-
-
-def frames_from_groundtruth(folder) -> RunFrames:
-    workers = json.loads((folder / "workers.json").read_text())
-    wdf = pl.DataFrame([{"worker": w, **v} for w, v in workers.items()])
-    stream = pl.read_parquet(folder / "task_stream.parquet").join(wdf, on="worker")
-    # task-stream times are worker clock + scheduler_delay: undo the shift
-    executions = stream.filter(pl.col("action") == "compute").select(
-        "key", "worker", "host", "pid",
-        thread_id=pl.col("thread").cast(pl.UInt64),
-        local_start_ns=((pl.col("start") - pl.col("scheduler_delay")) * 1e9).round()
-        .cast(pl.Int64),
-        local_stop_ns=((pl.col("stop") - pl.col("scheduler_delay")) * 1e9).round()
-        .cast(pl.Int64),
-        window_source=pl.lit("task-stream"))
-    processes = wdf.select("host", "pid", "worker", role=pl.lit("worker"))
-    clock_samples = wdf.select("host", "pid", local_time_ns=pl.lit(0, pl.Int64),
-                               scheduler_delay_s="scheduler_delay")
-    io = darshan_logs.load(sorted((folder / "darshan").glob("*.darshan")))
-    return RunFrames(
-        executions=conform(executions, TABLES["executions"]),
-        processes=conform(processes, TABLES["processes"]),
-        clock_samples=conform(clock_samples, TABLES["clock_samples"]),
-        io_segments=io.io_segments, darshan_logs=io.darshan_logs, source_format="test")
+from correlate.sources import task_stream
 
 
 @pytest.fixture(scope="module")
 def result():
     folder = fixture_path("dask-dxt-v2-groundtruth")
     truth = pl.read_parquet(folder / "truth.parquet")
-    return correlate_frames(frames_from_groundtruth(folder)), truth
+    return correlate_frames(task_stream.load(folder)), truth
 
 
 def test_every_task_gets_exactly_its_own_bytes_and_ops(result):

@@ -1,0 +1,55 @@
+"""``correlate story RUN KEY``: one task's life — scheduler and worker transitions, executions
+(thread, window, CPU) and transfers, in time order (the seed-004 object view). A KEY that is not
+exact is matched as a substring; several matches are listed."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from correlate.errors import InputError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", type=Path, help="run folder (ours or imported)")
+    p.add_argument("key", help="task key, or a unique part of it")
+    p.add_argument("--format", default=None, help="input format (default: detected)")
+
+
+def _pick(keys: list[str], wanted: str) -> str:
+    if wanted in keys:
+        return wanted
+    hits = sorted(k for k in keys if wanted in k)
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise InputError(None, f"no task key contains {wanted!r}")
+    shown = "; ".join(hits[:10]) + (f"; … ({len(hits)} in all)" if len(hits) > 10 else "")
+    raise InputError(None, f"{len(hits)} task keys contain {wanted!r}: {shown}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from correlate.lifecycles import lifecycles
+    from correlate.sources.detect import load
+
+    if not args.run_dir.exists():
+        raise InputError(args.run_dir, "no such file or directory")
+    frames = load(args.run_dir, args.format)
+    stories = {s["key"]: s for s in lifecycles(frames)}
+    story = stories[_pick(list(stories), args.key)]
+    t0 = min(e["time_ns"] for e in story["events"] if e["time_ns"] is not None)
+    table = Table(title=Text(f"{story['key']}  (prefix {story['prefix']})"),
+                  title_justify="left", show_edge=False)
+    for col in ("t+ s", "what", "details"):
+        table.add_column(col, justify="right" if col == "t+ s" else "left", overflow="fold")
+    for e in story["events"]:
+        t = "" if e["time_ns"] is None else f"{(e['time_ns'] - t0) / 1e9:.4f}"
+        details = ", ".join(f"{k}={v}" for k, v in e.items()
+                            if k not in ("time_ns", "kind") and v is not None)
+        table.add_row(t, e["kind"], Text(details))
+    Console(soft_wrap=True).print(table)  # the story is the command's output: stdout
+    return 0
