@@ -1,21 +1,37 @@
 """Mofka-Dask coupler CSV folders → canonical ``RunFrames`` (formats: ../shared/fixtures/README).
 
+Contract (every record is used or counted in ``rejects`` with a reason):
+
 - Keys are Python ``str()`` of tuples: parsed with ``ast.literal_eval`` (never ``eval``) and
-  re-rendered by ``keys.key_str``; unparseable text stays plain text.
-- Executions: ``worker_transition.csv`` windows (``*->executing`` … the next transition out of
-  executing/long-running, worker clock); thread ids from the scheduler's processing->memory row.
-  Workers without worker transitions fall back to the scheduler's ``begins``/``ends`` (the
-  *first* startstops entry, shifted by scheduler_delay, possibly a transfer) — flagged.
-- Workers ↔ Darshan logs: by thread id (exact), else by how well a process's DXT thread
-  segments fall inside one worker's windows; the method is in ``processes.match``.
+  re-rendered by ``keys.key_str``; unparseable text stays plain text. Unknown task states and
+  unknown CSV columns are kept (extra transition columns ride along after the canonical ones).
+- ``executions``: ``worker_transition.csv`` windows (``*->executing`` … the next transition out
+  of executing/long-running for the same key and worker, worker clock; a task that ran twice
+  gives two rows), thread ids from the scheduler's ``processing->memory`` row. Workers without
+  worker transitions fall back to the scheduler's ``begins``/``ends`` (the *first* startstops
+  entry, shifted by scheduler_delay, possibly a transfer) with ``window_source="startstops"``
+  and a warning.
+- Workers ↔ Darshan logs (``processes.match`` says how, per worker), in this order:
+  ``thread-id`` (a scheduler thread id is a DXT pthread id of exactly one process), ``worker.e
+  local directory`` (an unambiguous ``Start worker at``/``Local Directory`` pair in the
+  distributed log + the ``worker-<id>/…`` name records of the process), ``elimination`` (the
+  last unmatched worker and worker process of one host), ``time-overlap`` (DXT segments of a
+  process inside one worker's windows, accepted only when clearly best), else ``host only`` or
+  ``unmatched``. Worker IPs get a host name from matched siblings or a single-host run.
+- ``clock_samples``: no scheduler_delay is recorded, so one row per matched worker carries an
+  *estimate* of scheduler clock − worker clock bounded NTP-style by the two message directions:
+  ``max(sched send − worker receive) ≤ offset ≤ min(sched processing->memory − worker
+  executing->memory)``; ``scheduler_delay_s`` is the midpoint, ``latency_s`` the bound width
+  (estimates with bounds wider than 100 ms are dropped).
 - ``worker_transfer.csv`` rows re-sent by the plugin bug are dropped and counted as rejects.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -27,11 +43,23 @@ from correlate.sources.frames import RunFrames, make_rejects
 FILES = ("scheduler_transition.csv", "worker_transition.csv", "worker_transfer.csv",
          "worker.csv", "workers.csv", "client.csv", "graph.csv")
 SOURCE = "mofka-csv"
+#: distributed logs that may pair worker addresses with local directories
+WORKER_LOGS = ("worker.e", "worker.err", "worker.log")
+_LOCAL_DIR = r"^(.*/worker-[^/]+)/.+"
+#: clock estimates whose bounds are wider than this are not used (worker clock kept as is)
+MAX_CLOCK_BOUND_NS = 100_000_000
+_LITERAL_ERRORS = (ValueError, SyntaxError, TypeError, MemoryError, RecursionError)
+
+
+class Match(NamedTuple):
+    host: str | None
+    pid: int | None
+    how: str
 
 
 def looks_like(path: Path) -> bool:
     return any((path / f).is_file() for f in ("scheduler_transition.csv",
-                                              "worker_transition.csv"))
+                                              "worker_transition.csv", "graph.csv"))
 
 
 class _Reader:
@@ -64,224 +92,129 @@ def _ns(col: str) -> pl.Expr:
     return (pl.col(col).cast(pl.Float64, strict=False) * 1e9).round().cast(pl.Int64)
 
 
+def _col(df: pl.DataFrame, name: str) -> pl.Expr:
+    """A column that may be missing from older plugin generations (null then)."""
+    return pl.col(name) if name in df.columns else pl.lit(None, pl.String).alias(name)
+
+
 def _keys(df: pl.DataFrame, col: str = "key") -> pl.DataFrame:
+    if col not in df.columns:
+        return df.with_columns(pl.lit(None, pl.String).alias(col))
     mapping = {k: parse_key_text(k) for k in df[col].unique().drop_nulls().to_list()}
     return df.with_columns(pl.col(col).replace_strict(mapping, default=None,
                                                       return_dtype=pl.String))
 
 
-def _valid_times(df: pl.DataFrame, reader: _Reader, file: str) -> pl.DataFrame:
-    df = df.with_columns(local_time_ns=_ns("time"))
-    bad = df.filter(pl.col("local_time_ns").is_null() | pl.col("key").is_null())
-    if bad.height:
-        reader.reject(file, "row without a key or a parseable time (truncated file?)",
-                      bad.height)
-    return df.filter(pl.col("local_time_ns").is_not_null() & pl.col("key").is_not_null())
+def _valid_rows(df: pl.DataFrame, reader: _Reader, file: str,
+                needed: tuple[str, ...]) -> pl.DataFrame:
+    """Rows with a key, a parseable time and the needed columns; the rest become rejects."""
+    df = df.with_columns(local_time_ns=_ns("time") if "time" in df.columns
+                         else pl.lit(None, pl.Int64))
+    for c in needed:
+        if c not in df.columns:
+            df = df.with_columns(pl.lit(None, pl.String).alias(c))
+    ok = pl.all_horizontal(pl.col("key", "local_time_ns", *needed).is_not_null())
+    bad = df.filter(~ok).height
+    if bad:
+        reader.reject(file, "row without a key, a state or a parseable time (truncated file?)",
+                      bad)
+    return df.filter(ok)
+
+
+def _thread(col: str = "thread") -> pl.Expr:
+    return pl.col(col).cast(pl.Float64, strict=False).cast(pl.UInt64, strict=False)
+
+
+# ---------------------------------------------------------------- transitions and executions
+
+_SCHED_KNOWN = ("key", "thread", "worker", "prefix", "group", "start", "finish", "stimulus_id",
+                "called_from", "begins", "ends", "duration", "size", "time", "local_time_ns")
 
 
 def _transitions(sched: pl.DataFrame | None, work: pl.DataFrame | None) -> pl.DataFrame:
+    """Both sides; the scheduler side keeps begins/ends, the source address and any unknown
+    CSV column (after the canonical columns) for the lifecycle view."""
     parts = []
     if sched is not None:
-        parts.append(sched.select(
-            "key", "start", "finish", "stimulus_id", "worker", "local_time_ns",
-            side=pl.lit("scheduler"),
-            thread_id=pl.col("thread").cast(pl.Float64, strict=False).cast(pl.UInt64),
-            nbytes=pl.col("size").cast(pl.Float64, strict=False).cast(pl.Int64)))
+        extra = [c for c in sched.columns if c not in _SCHED_KNOWN]
+        s = sched.select(
+            "key", "start", "finish", "stimulus_id", "worker", "local_time_ns", *extra,
+            side=pl.lit("scheduler"), thread_id=_thread(),
+            nbytes=_col(sched, "size").cast(pl.Float64, strict=False).cast(pl.Int64),
+            begins_ns=_ns("begins") if "begins" in sched.columns else pl.lit(None, pl.Int64),
+            ends_ns=_ns("ends") if "ends" in sched.columns else pl.lit(None, pl.Int64),
+            source=_col(sched, "called_from"), prefix=_col(sched, "prefix"),
+            group=_col(sched, "group"))
+        parts.append(conform(s, TABLES["transitions"], extra="keep"))
     if work is not None:
-        parts.append(work.select("key", "start", "finish", "local_time_ns",
-                                 side=pl.lit("worker"), worker="called_from"))
-    frames = [conform(p, TABLES["transitions"]) for p in parts]
-    return pl.concat(frames) if frames else TABLES["transitions"].empty()
+        extra = [c for c in work.columns
+                 if c not in ("key", "start", "finish", "called_from", "time", "local_time_ns")]
+        w = work.select("key", "start", "finish", "local_time_ns", *extra,
+                        side=pl.lit("worker"), worker="called_from")
+        parts.append(conform(w, TABLES["transitions"], extra="keep"))
+    if not parts:
+        return TABLES["transitions"].empty()
+    return pl.concat(parts, how="diagonal_relaxed")
 
 
 def _worker_windows(work: pl.DataFrame) -> pl.DataFrame:
-    """(key, worker, local_start_ns, local_stop_ns) from worker transitions."""
+    """(key, worker, local_start_ns, local_stop_ns, status) from worker transitions."""
     w = work.select("key", worker="called_from", t="local_time_ns", start="start",
-                    finish="finish").sort("t")
+                    finish="finish")
     starts = w.filter(pl.col("finish") == "executing").select("key", "worker", s="t")
     ends = w.filter(pl.col("start").is_in(["executing", "long-running"])
-                    & (pl.col("finish") != "long-running")).select("key", "worker", e="t")
+                    & (pl.col("finish") != "long-running")).select(
+        "key", "worker", e="t", end_state="finish")
+    status = (pl.when(pl.col("end_state") == "memory").then(pl.lit("ok"))
+              .otherwise(pl.col("end_state")))
     return (starts.sort("s").join_asof(ends.sort("e"), left_on="s", right_on="e",
                                        by=["key", "worker"], strategy="forward",
                                        check_sortedness=False)
             .filter(pl.col("e").is_not_null())
-            .select("key", "worker", local_start_ns="s", local_stop_ns="e",
+            .select("key", "worker", local_start_ns="s", local_stop_ns="e", status=status,
                     window_source=pl.lit("worker-transitions")))
 
 
 def _executions(sched: pl.DataFrame | None, work: pl.DataFrame | None,
                 reader: _Reader) -> pl.DataFrame:
-    done = (sched.filter((pl.col("start") == "processing") & (pl.col("finish") == "memory"))
+    done = (sched.filter((pl.col("start") == "processing") & (pl.col("finish") == "memory")
+                         & pl.col("worker").is_not_null())
             if sched is not None else None)
-    threads = (done.select("key", "worker", thread_id=pl.col("thread").cast(
-        pl.Float64, strict=False).cast(pl.UInt64), prefix="prefix", group="group")
-        .unique(["key", "worker"]) if done is not None else None)
+    threads = (done.select("key", "worker", thread_id=_thread(), prefix=_col(done, "prefix"),
+                           group=_col(done, "group")).unique(["key", "worker"], keep="last")
+               if done is not None else None)
     windows = _worker_windows(work) if work is not None else None
-    covered = set(windows["worker"].unique().to_list()) if windows is not None else set()
+    covered = windows["worker"].unique().to_list() if windows is not None else []
     parts = []
     if windows is not None:
         parts.append(windows.join(threads, on=["key", "worker"], how="left")
                      if threads is not None else windows)
     if done is not None:
-        fallback = done.filter(~pl.col("worker").is_in(list(covered))).select(
-            "key", "worker", "prefix", "group",
-            thread_id=pl.col("thread").cast(pl.Float64, strict=False).cast(pl.UInt64),
-            local_start_ns=_ns("begins"), local_stop_ns=_ns("ends"),
-            window_source=pl.lit("startstops"))
-        if fallback.height:
+        fallback = done.filter(~pl.col("worker").is_in(covered)).select(
+            "key", "worker", prefix=_col(done, "prefix"), group=_col(done, "group"),
+            thread_id=_thread(), local_start_ns=_ns("begins"), local_stop_ns=_ns("ends"),
+            status=pl.lit("ok"), window_source=pl.lit("startstops"))
+        bad = fallback.filter(pl.col("local_start_ns").is_null()
+                              | pl.col("local_stop_ns").is_null()).height
+        if bad:
+            reader.reject("scheduler_transition.csv",
+                          "processing->memory row without begins/ends (no execution window)",
+                          bad)
+        if fallback.height - bad:
             reader.warnings.append(
                 f"{fallback['worker'].n_unique()} worker(s) have no worker transitions: their "
-                f"{fallback.height} execution windows come from the scheduler's begins/ends "
-                "(the first startstops entry, shifted by scheduler_delay; may be a transfer)")
+                f"{fallback.height - bad} execution windows come from the scheduler's "
+                "begins/ends (the first startstops entry, shifted by scheduler_delay; may be a "
+                "transfer)")
             parts.append(fallback)
     frames = [conform(p, TABLES["executions"]) for p in parts]
     ex = pl.concat(frames) if frames else TABLES["executions"].empty()
-    return ex.filter(pl.col("local_start_ns").is_not_null())
-
-
-def _transfers(df: pl.DataFrame | None, reader: _Reader) -> tuple[pl.DataFrame, pl.DataFrame]:
-    if df is None:
-        return TABLES["transfers"].empty(), TABLES["transfer_keys"].empty()
-    ident = ["type", "called_from", "who", "start", "stop", "keys"]
-    unique = df.unique(ident, keep="first", maintain_order=True)
-    if df.height - unique.height:
-        reader.reject("worker_transfer.csv", "duplicate row (Mofka plugin re-send bug)",
-                      df.height - unique.height)
-    t = unique.with_row_index("transfer_id").with_columns(pl.col("transfer_id").cast(pl.Int64))
-    transfers = t.select(
-        "transfer_id", worker="called_from", peer="who",
-        direction=pl.col("type").str.replace("_transfer", ""),
-        total_bytes=pl.col("total").cast(pl.Float64, strict=False).cast(pl.Int64),
-        compressed_bytes=pl.col("compressed").cast(pl.Float64, strict=False).cast(pl.Int64),
-        reported_start_ns=_ns("start"), reported_stop_ns=_ns("stop"))
-    rows, bad = [], 0
-    for tid, text in t.select("transfer_id", "keys").iter_rows():
-        try:
-            parsed = ast.literal_eval(text) if text else {}
-        except (ValueError, SyntaxError):
-            bad += 1
-            continue
-        rows += [(tid, key_str(k), int(v)) for k, v in parsed.items()]
-    if bad:
-        reader.reject("worker_transfer.csv", "unparseable keys literal", bad)
-    keys = pl.DataFrame(rows, schema=["transfer_id", "key", "nbytes"], orient="row")
-    return conform(transfers, TABLES["transfers"]), conform(keys, TABLES["transfer_keys"])
-
-
-def _dependencies(df: pl.DataFrame | None, reader: _Reader) -> pl.DataFrame:
-    if df is None:
-        return TABLES["dependencies"].empty()
-    rows, bad = [], 0
-    for client, deps, t in df.select("client", "dependencies", "time").iter_rows():
-        try:
-            parsed: dict[Any, Any] = ast.literal_eval(deps) if deps else {}
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            bad += 1
-            continue
-        t_ns = int(float(t) * 1e9) if t else None
-        rows += [(key_str(k), key_str(d), client, t_ns) for k, ds in parsed.items() for d in ds]
-    if bad:
-        reader.reject("graph.csv", "unparseable dependencies literal", bad)
-    out = pl.DataFrame(rows, schema=["key", "depends_on", "client", "local_time_ns"],
-                       orient="row")
-    return conform(out, TABLES["dependencies"]).unique(["key", "depends_on"])
-
-
-def _match_workers(ex: pl.DataFrame, io: pl.DataFrame, workers: list[str]
-                   ) -> dict[str, tuple[str, int, str]]:
-    """worker address -> (host, pid, how matched)."""
-    out: dict[str, tuple[str, int, str]] = {}
-    if io.is_empty():
-        return out
-    threads = io.select("host", "pid", "thread_id").unique().drop_nulls()
-    by_thread = (ex.filter(pl.col("thread_id").is_not_null()).select("worker", "thread_id")
-                 .unique().join(threads, on="thread_id"))
-    for (worker,), g in by_thread.group_by("worker"):
-        procs = g.select("host", "pid").unique()
-        if procs.height == 1:
-            out[worker] = (procs["host"][0], int(procs["pid"][0]), "thread-id")
-    rest = [w for w in workers if w not in out]
-    if rest:
-        out.update(_match_by_overlap(ex.filter(pl.col("worker").is_in(rest)), io,
-                                     taken={(h, p) for h, p, _ in out.values()}))
-    return out
-
-
-def _match_by_overlap(ex: pl.DataFrame, io: pl.DataFrame, taken: set[tuple[str, int]]
-                      ) -> dict[str, tuple[str, int, str]]:
-    """Share of each process's DXT segments whose midpoint falls inside a worker's windows;
-    accept a pairing only when clearly best for both (≥ 90 % and 20 points ahead)."""
-    seg = io.select("host", "pid", mid=(pl.col("local_start_ns") + pl.col("local_stop_ns")) // 2)
-    seg = seg.filter(~pl.struct("host", "pid").is_in([{"host": h, "pid": p} for h, p in taken]))
-    if seg.is_empty() or ex.is_empty():
-        return {}
-    win = ex.select("worker", s="local_start_ns", e="local_stop_ns")
-    inside = seg.join(win, how="cross").filter(
-        (pl.col("mid") >= pl.col("s")) & (pl.col("mid") <= pl.col("e")))
-    score = (inside.unique(["host", "pid", "mid", "worker"]).group_by("host", "pid", "worker")
-             .len().join(seg.group_by("host", "pid").len(), on=["host", "pid"], suffix="_all")
-             .with_columns(share=pl.col("len") / pl.col("len_all")))
-    out = {}
-    for (worker,), g in score.group_by("worker"):
-        g = g.sort("share", descending=True)
-        second = g["share"][1] if g.height > 1 else 0.0
-        if g["share"][0] >= 0.9 and g["share"][0] - second >= 0.2:
-            out[worker] = (g["host"][0], int(g["pid"][0]),
-                           f"time-overlap ({g['share'][0]:.0%} of DXT inside its windows)")
-    return out
-
-
-def load(folder: Path) -> RunFrames:
-    reader = _Reader(folder)
-    sched = reader.csv("scheduler_transition.csv")
-    work = reader.csv("worker_transition.csv")
-    sched = _valid_times(_keys(sched), reader, "scheduler_transition.csv") if sched is not None \
-        else None
-    work = _valid_times(_keys(work), reader, "worker_transition.csv") if work is not None \
-        else None
-    if sched is None:
-        reader.warnings.append("scheduler_transition.csv missing or empty: no thread ids, so "
-                               "I/O can only be split by time window")
-    worker_csv = reader.csv("worker.csv")
-    worker_csv = worker_csv if worker_csv is not None else reader.csv("workers.csv")
-    workers = sorted(set(worker_csv["worker"].drop_nulls()) if worker_csv is not None else set())
-    ex = _executions(sched, work, reader)
-    workers = sorted(set(workers) | set(ex["worker"].drop_nulls()))
-    io = darshan_logs.load([folder]) if any(folder.glob("*.darshan*")) else None
-    segs = io.io_segments if io is not None else TABLES["io_segments"].empty()
-    matches = _match_workers(ex, segs, workers)
-    ex = _attach_processes(ex, matches)
-    transfers, transfer_keys = _transfers(reader.csv("worker_transfer.csv"), reader)
-    frames = RunFrames(
-        processes=_processes(workers, matches, io), executions=ex,
-        transitions=_transitions(sched, work),
-        startstops=_startstops(sched), transfers=transfers, transfer_keys=transfer_keys,
-        dependencies=_dependencies(reader.csv("graph.csv"), reader),
-        io_segments=segs,
-        io_file_counters=io.io_file_counters if io else TABLES["io_file_counters"].empty(),
-        darshan_logs=io.darshan_logs if io else TABLES["darshan_logs"].empty(),
-        rejects=make_rejects(reader.rejects), source_format=SOURCE,
-        facts={"workers": len(workers), "hosts": sorted({m[0] for m in matches.values()}),
-               "matched_workers": {w: m[2] for w, m in sorted(matches.items())},
-               "unmatched_workers": [w for w in workers if w not in matches]},
-        warnings=tuple(reader.warnings + list(io.warnings if io else ())
-                       + _match_warnings(workers, matches, io)))
-    return frames
-
-
-def _attach_processes(ex: pl.DataFrame, matches: dict[str, tuple[str, int, str]]
-                      ) -> pl.DataFrame:
-    if not matches:
-        return ex
-    m = pl.DataFrame([(w, h, p) for w, (h, p, _) in matches.items()],
-                     schema=["worker", "m_host", "m_pid"], orient="row")
-    return ex.join(m, on="worker", how="left").with_columns(
-        host=pl.coalesce("host", "m_host"), pid=pl.coalesce("pid", "m_pid")).drop("m_host",
-                                                                                  "m_pid")
+    return ex.filter(pl.col("local_start_ns").is_not_null()
+                     & pl.col("local_stop_ns").is_not_null())
 
 
 def _startstops(sched: pl.DataFrame | None) -> pl.DataFrame:
-    if sched is None:
+    if sched is None or "begins" not in sched.columns:
         return TABLES["startstops"].empty()
     s = sched.filter(pl.col("begins").is_not_null() & (pl.col("finish") == "memory"))
     return conform(s.select("key", "worker", action=pl.lit("first-entry (action not recorded)"),
@@ -289,24 +222,421 @@ def _startstops(sched: pl.DataFrame | None) -> pl.DataFrame:
                    TABLES["startstops"])
 
 
-def _processes(workers: list[str], matches: dict[str, tuple[str, int, str]],
-               io: darshan_logs.DarshanFrames | None) -> pl.DataFrame:
-    rows = [{"worker": w, "role": "worker", "host": matches.get(w, ("?",))[0],
-             "pid": matches[w][1] if w in matches else None,
-             "match": matches[w][2] if w in matches else "unmatched"} for w in workers]
-    known = {(m[0], m[1]) for m in matches.values()}
-    if io is not None:
-        for log in io.darshan_logs.iter_rows(named=True):
-            if (log["host"], log["pid"]) not in known:
-                rows.append({"host": log["host"] or "?", "pid": log["pid"], "role": "other",
-                             "name": (log["exe"] or "").split(" ")[0], "match": "darshan log"})
-    return conform(pl.DataFrame(rows, infer_schema_length=None), TABLES["processes"])
+# ---------------------------------------------------------------- transfers and graph
+
+def _literal(text: str | None) -> Any:
+    """``ast.literal_eval`` of CSV literal text (never ``eval``); ``set()`` is allowed."""
+    if not text:
+        return None
+    if text.strip() == "set()":
+        return set()
+    return ast.literal_eval(text)
 
 
-def _match_warnings(workers: list[str], matches: dict[str, Any],
-                    io: darshan_logs.DarshanFrames | None) -> list[str]:
+def _transfers(df: pl.DataFrame | None, reader: _Reader) -> tuple[pl.DataFrame, pl.DataFrame]:
+    if df is None:
+        return TABLES["transfers"].empty(), TABLES["transfer_keys"].empty()
+    ident = [c for c in ("type", "called_from", "who", "start", "stop", "keys")
+             if c in df.columns]
+    unique = df.unique(ident, keep="first", maintain_order=True)
+    if df.height - unique.height:
+        reader.reject("worker_transfer.csv", "duplicate row (Mofka plugin re-send bug)",
+                      df.height - unique.height)
+    t = unique.with_row_index("transfer_id").with_columns(pl.col("transfer_id").cast(pl.Int64))
+    transfers = t.select(
+        "transfer_id", worker=_col(t, "called_from"), peer=_col(t, "who"),
+        direction=_col(t, "type").str.replace("_transfer", ""),
+        total_bytes=_col(t, "total").cast(pl.Float64, strict=False).cast(pl.Int64),
+        compressed_bytes=_col(t, "compressed").cast(pl.Float64, strict=False).cast(pl.Int64),
+        reported_start_ns=_ns("start"), reported_stop_ns=_ns("stop"))
+    bad_dir = transfers.filter(pl.col("direction").is_null()
+                               | ~pl.col("direction").is_in(["incoming", "outgoing"]))
+    if bad_dir.height:
+        reader.reject("worker_transfer.csv", "transfer without a known type (truncated row?)",
+                      bad_dir.height)
+        transfers = transfers.filter(pl.col("direction").is_in(["incoming", "outgoing"]))
+    rows, bad = [], 0
+    for tid, text in t.select("transfer_id", _col(t, "keys")).iter_rows():
+        try:
+            parsed = _literal(text) or {}
+            rows += [(tid, key_str(k), int(v)) for k, v in parsed.items()]
+        except (*_LITERAL_ERRORS, AttributeError):
+            bad += 1
+    if bad:
+        reader.reject("worker_transfer.csv", "unparseable keys literal", bad)
+    keys = pl.DataFrame(rows, schema=["transfer_id", "key", "nbytes"], orient="row")
+    return conform(transfers, TABLES["transfers"]), conform(keys, TABLES["transfer_keys"])
+
+
+def _graph(df: pl.DataFrame | None, reader: _Reader) -> tuple[pl.DataFrame, set[str], int]:
+    """Dependency edges, every task key of every update_graph, and the number of entries
+    summed over update_graph calls (a key resubmitted in a later call counts again)."""
+    if df is None:
+        return TABLES["dependencies"].empty(), set(), 0
+    rows, bad, keys, entries = [], 0, set(), 0
+    for client, deps, t in df.select(_col(df, "client"), _col(df, "dependencies"),
+                                     _col(df, "time")).iter_rows():
+        try:
+            parsed: dict[Any, Any] = _literal(deps) or {}
+            edges = [(key_str(k), key_str(d)) for k, ds in parsed.items() for d in ds]
+        except (*_LITERAL_ERRORS, AttributeError):
+            bad += 1
+            continue
+        t_ns = round(float(t) * 1e9) if t else None
+        keys.update(key_str(k) for k in parsed)
+        entries += len(parsed)
+        rows += [(k, d, client, t_ns) for k, d in edges]
+    if bad:
+        reader.reject("graph.csv", "unparseable dependencies literal", bad)
+    out = pl.DataFrame(rows, schema=["key", "depends_on", "client", "local_time_ns"],
+                       orient="row")
+    deps = conform(out, TABLES["dependencies"]).unique(["key", "depends_on"], keep="first",
+                                                       maintain_order=True)
+    return deps, keys, entries
+
+
+# ---------------------------------------------------------------- Darshan processes
+
+def _log_processes(io: darshan_logs.DarshanFrames) -> pl.DataFrame:
+    """One row per Darshan log: host, pid, role, name, local_directory, main_thread_id."""
+    logs = io.darshan_logs.select("host", "pid", exe=pl.col("exe").fill_null(""))
+    local = (io.io_file_counters.select("host", "pid", d=pl.col("path").str.extract(_LOCAL_DIR))
+             .drop_nulls("d").unique().group_by("pid")
+             .agg(local_directory=pl.col("d").first(), n=pl.len())
+             .filter(pl.col("n") == 1).drop("n"))
+    first_thread = (io.io_segments.drop_nulls("thread_id").sort("local_start_ns")
+                    .group_by("pid").agg(main_thread_id=pl.col("thread_id").first()))
+    hosts = io.darshan_logs["host"].drop_nulls().unique()
+    first = pl.col("exe").str.extract(r"^(\S+)").str.extract(r"([^/]+)$")
+    name = (pl.when(pl.col("exe").str.contains("resource_tracker")).then(pl.lit("resource_tracker"))
+            .when(pl.col("exe").str.contains("multiprocessing.spawn"))
+            .then(pl.lit("multiprocessing spawn"))
+            .when(first.str.starts_with("python") & pl.col("exe").str.contains(r"dask[ -]worker"))
+            .then(pl.lit("dask worker")).otherwise(first))
+    role = (pl.when(pl.col("local_directory").is_not_null()).then(pl.lit("worker"))
+            .when(pl.col("name") == "dask worker").then(pl.lit("nanny"))
+            .otherwise(pl.lit("other")))
+    out = (logs.join(local, on="pid", how="left").join(first_thread, on="pid", how="left")
+           .with_columns(name=name)
+           .with_columns(role=role,
+                         host=pl.col("host").fill_null(pl.lit(hosts[0] if hosts.len() == 1 else None,
+                                                               pl.String))))
+    return out.with_columns(main_thread_id=pl.when(pl.col("role") == "worker")
+                            .then(pl.col("main_thread_id")))
+
+
+def _log_pairs(folder: Path) -> dict[str, str]:
+    """worker address → local directory, from the distributed log, only where a single
+    ``Start worker at`` line is followed by a single ``Local Directory`` line (8 workers write
+    the same file interleaved, so longer runs are ambiguous)."""
+    runs: list[tuple[str, list[str]]] = []
+    for name in WORKER_LOGS:
+        path = folder / name
+        if not path.is_file():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            m = re.search(r"Start worker at:\s+(\S+)|Local Directory:\s+(\S+)", line)
+            if not m:
+                continue
+            kind, value = ("start", m.group(1)) if m.group(1) else ("dir", m.group(2))
+            if runs and runs[-1][0] == kind:
+                runs[-1][1].append(value)
+            else:
+                runs.append((kind, [value]))
+    return {a[1][0]: b[1][0] for a, b in zip(runs, runs[1:], strict=False)
+            if a[0] == "start" and b[0] == "dir" and len(a[1]) == 1 and len(b[1]) == 1}
+
+
+def _ip(worker: str) -> str:
+    m = re.match(r"^\w+://\[?([^\]/]+?)\]?:\d+$", worker or "")
+    return m.group(1) if m else worker
+
+
+def _match_workers(ex: pl.DataFrame, io: darshan_logs.DarshanFrames | None, procs: pl.DataFrame,
+                   workers: list[str], folder: Path) -> dict[str, Match]:
+    if io is None:
+        return {}
+    out = _by_thread(ex, io.io_segments)
+    candidates = procs.filter(pl.col("role") == "worker")
+    by_dir = {d: (h, p) for h, p, d in candidates.select("host", "pid", "local_directory")
+              .iter_rows()}
+    for worker, d in _log_pairs(folder).items():
+        if worker in workers and worker not in out and d in by_dir:
+            out[worker] = Match(*by_dir[d], "worker.e local directory")
+    ip_host = _ip_hosts(out, procs)
+    out.update(_by_elimination(workers, out, candidates, ip_host))
+    rest = [w for w in workers if w not in out]
+    taken = {(m.host, m.pid) for m in out.values()}
+    free = candidates.filter(~pl.struct("host", "pid").is_in(
+        [{"host": h, "pid": p} for h, p in taken]))
+    if rest and free.height:
+        segs = io.io_segments.join(free.select("host", "pid"), on=["host", "pid"])
+        out.update(_by_overlap(ex.filter(pl.col("worker").is_in(rest)), segs, ip_host))
+    for w in workers:
+        if w not in out:
+            host = ip_host.get(_ip(w))
+            out[w] = Match(host, None, "host only (process not identified)" if host
+                           else "unmatched")
+    return out
+
+
+def _by_thread(ex: pl.DataFrame, segs: pl.DataFrame) -> dict[str, Match]:
+    threads = segs.select("host", "pid", "thread_id").unique().drop_nulls()
+    by_thread = (ex.filter(pl.col("thread_id").is_not_null()).select("worker", "thread_id")
+                 .unique().join(threads, on="thread_id"))
+    out = {}
+    for (worker,), g in by_thread.group_by("worker"):
+        procs = g.select("host", "pid").unique()
+        if procs.height == 1:
+            out[worker] = Match(procs["host"][0], int(procs["pid"][0]), "thread-id")
+    return out
+
+
+def _ip_hosts(matched: dict[str, Match], procs: pl.DataFrame) -> dict[str, str]:
+    """Worker IP → Darshan host name, from matched workers, or the only host there is."""
+    seen: dict[str, set[str]] = {}
+    for w, m in matched.items():
+        if m.host:
+            seen.setdefault(_ip(w), set()).add(m.host)
+    out = {ip: next(iter(h)) for ip, h in seen.items() if len(h) == 1}
+    hosts = procs.filter(pl.col("role") == "worker")["host"].drop_nulls().unique()
+    if hosts.len() == 1:
+        out.setdefault("*", hosts[0])
+    return out
+
+
+def _host_of(worker: str, ip_host: dict[str, str]) -> str | None:
+    return ip_host.get(_ip(worker), ip_host.get("*"))
+
+
+def _by_elimination(workers: list[str], matched: dict[str, Match], candidates: pl.DataFrame,
+                    ip_host: dict[str, str]) -> dict[str, Match]:
+    taken = {(m.host, m.pid) for m in matched.values()}
+    out = {}
+    for host in candidates["host"].drop_nulls().unique().to_list():
+        left_w = [w for w in workers if w not in matched and _host_of(w, ip_host) == host]
+        all_w = [w for w in workers if _host_of(w, ip_host) == host]
+        left_p = [p for h, p in candidates.select("host", "pid").iter_rows()
+                  if h == host and (h, p) not in taken]
+        n_procs = candidates.filter(pl.col("host") == host).height
+        if len(left_w) == 1 and len(left_p) == 1 and len(all_w) == n_procs:
+            out[left_w[0]] = Match(host, left_p[0], "elimination (last worker process on host)")
+    return out
+
+
+def _by_overlap(ex: pl.DataFrame, segs: pl.DataFrame, ip_host: dict[str, str]
+                ) -> dict[str, Match]:
+    """Share of each process's DXT segments whose midpoint falls inside a worker's windows;
+    accepted only when clearly best for that worker (≥ 90 % and 20 points ahead)."""
+    seg = segs.select("host", "pid", mid=(pl.col("local_start_ns") + pl.col("local_stop_ns"))
+                      // 2)
+    if seg.is_empty() or ex.is_empty():
+        return {}
+    seg = seg.sort("mid")
+    parts = [seg.join_asof(iv, left_on="mid", right_on="s", strategy="backward")
+             .filter(pl.col("mid") <= pl.col("e")).select("host", "pid", worker=pl.lit(w))
+             for w, iv in _merged_windows(ex).items()]
+    if not parts:
+        return {}
+    score = (pl.concat(parts).group_by("host", "pid", "worker").len()
+             .join(seg.group_by("host", "pid").len(), on=["host", "pid"], suffix="_all")
+             .with_columns(share=pl.col("len") / pl.col("len_all")))
+    out = {}
+    for (worker,), g in score.group_by("worker"):
+        host = _host_of(worker, ip_host)
+        g = g.filter(pl.col("host") == host) if host else g
+        g = g.sort("share", descending=True)
+        if g.is_empty():
+            continue
+        second = g["share"][1] if g.height > 1 else 0.0
+        if g["share"][0] >= 0.9 and g["share"][0] - second >= 0.2:
+            out[worker] = Match(g["host"][0], int(g["pid"][0]),
+                                f"time-overlap ({g['share'][0]:.0%} of DXT inside its windows)")
+    return out
+
+
+def _merged_windows(ex: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Per worker, the union of its execution windows as sorted disjoint (s, e) intervals
+    (concurrent tasks overlap, so an as-of join on raw windows would miss containment)."""
+    out = {}
+    for (w,), g in ex.select("worker", s="local_start_ns", e="local_stop_ns").group_by("worker"):
+        g = g.sort("s").with_columns(reach=pl.col("e").cum_max())
+        g = g.with_columns(block=(pl.col("s") > pl.col("reach").shift(1)).fill_null(True)
+                           .cum_sum())
+        out[w] = g.group_by("block").agg(pl.col("s").min(), e=pl.col("e").max()).sort("s").drop(
+            "block")
+    return out
+
+
+def _processes(workers: list[str], matches: dict[str, Match], procs: pl.DataFrame
+               ) -> pl.DataFrame:
+    rows = [{"worker": w, "role": "worker", "host": m.host or "?", "pid": m.pid,
+             "match": m.how} for w, m in ((w, matches.get(w, Match(None, None, "unmatched")))
+                                          for w in workers)]
+    wdf = pl.DataFrame(rows, schema={"worker": pl.String, "role": pl.String, "host": pl.String,
+                                     "pid": pl.Int64, "match": pl.String})
+    wdf = wdf.join(procs.select("host", "pid", "name", "local_directory", "main_thread_id"),
+                   on=["host", "pid"], how="left")
+    matched = {(m.host, m.pid) for m in matches.values() if m.pid is not None}
+    others = procs.filter(~pl.struct("host", "pid").is_in(
+        [{"host": h, "pid": p} for h, p in matched])).with_columns(
+        host=pl.col("host").fill_null("?"),
+        match=pl.when(pl.col("role") == "worker")
+        .then(pl.lit("worker process not matched to an address")).otherwise(pl.lit("darshan log")))
+    return pl.concat([conform(wdf, TABLES["processes"]),
+                      conform(others, TABLES["processes"])])
+
+
+def _attach(df: pl.DataFrame, matches: dict[str, Match], worker_col: str = "worker"
+            ) -> pl.DataFrame:
+    """Fill host/pid of rows recorded by a worker from its match."""
+    if not matches or df.is_empty():
+        return df
+    m = pl.DataFrame([(w, x.host, x.pid) for w, x in matches.items()],
+                     schema={worker_col: pl.String, "m_host": pl.String, "m_pid": pl.Int64},
+                     orient="row")
+    return df.join(m, on=worker_col, how="left").with_columns(
+        host=pl.coalesce("host", "m_host"), pid=pl.coalesce("pid", "m_pid")).drop("m_host",
+                                                                                  "m_pid")
+
+
+# ---------------------------------------------------------------- clocks
+
+def _clock_estimates(transitions: pl.DataFrame, matches: dict[str, Match]) -> pl.DataFrame:
+    """scheduler clock − worker clock per matched worker, bounded by both message directions
+    (see the module doc). Workers whose bounds cross or are wider than MAX_CLOCK_BOUND_NS are
+    left out: their clock is used as is (Polaris node clocks agree to about 1 ms)."""
+    sched = transitions.filter(pl.col("side") == "scheduler")
+    work = transitions.filter(pl.col("side") == "worker")
+    if sched.is_empty() or work.is_empty():
+        return TABLES["clock_samples"].empty()
+    done_s = sched.filter((pl.col("start") == "processing") & (pl.col("finish") == "memory")
+                          ).select("key", "worker", s_done="local_time_ns")
+    send_s = (sched.filter(pl.col("finish") == "processing").group_by("key")
+              .agg(s_send=pl.col("local_time_ns").max()))
+    done_w = (work.filter(pl.col("start").is_in(["executing", "long-running"])
+                          & (pl.col("finish") == "memory"))
+              .group_by("key", "worker").agg(w_done=pl.col("local_time_ns").max()))
+    recv_w = work.group_by("key", "worker").agg(w_recv=pl.col("local_time_ns").min())
+    pairs = (done_s.join(done_w, on=["key", "worker"]).join(send_s, on="key")
+             .join(recv_w, on=["key", "worker"]))
+    bounds = pairs.group_by("worker").agg(
+        upper=(pl.col("s_done") - pl.col("w_done")).min(),
+        lower=(pl.col("s_send") - pl.col("w_recv")).max(),
+        time=pl.col("w_done").min()).filter(
+        (pl.col("lower") <= pl.col("upper"))
+        & (pl.col("upper") - pl.col("lower") <= MAX_CLOCK_BOUND_NS))
+    rows = [(m.host, m.pid, t, (lo + up) / 2e9, (up - lo) / 1e9)
+            for w, lo, up, t in bounds.select("worker", "lower", "upper", "time").iter_rows()
+            if (m := matches.get(w)) is not None and m.host and m.pid is not None]
+    df = pl.DataFrame(rows, schema=["host", "pid", "local_time_ns", "scheduler_delay_s",
+                                    "latency_s"], orient="row")
+    return conform(df, TABLES["clock_samples"])
+
+
+# ---------------------------------------------------------------- load
+
+def _read_transitions(reader: _Reader) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    sched = reader.csv("scheduler_transition.csv")
+    work = reader.csv("worker_transition.csv")
+    if sched is not None:
+        sched = _valid_rows(_keys(sched), reader, "scheduler_transition.csv",
+                            ("start", "finish"))
+    if work is not None:
+        work = _valid_rows(_keys(work), reader, "worker_transition.csv",
+                           ("start", "finish", "called_from"))
+    if sched is None:
+        reader.warnings.append("scheduler_transition.csv missing or empty: no thread ids, so "
+                               "I/O can only be split by time window")
+    if work is None:
+        reader.warnings.append("worker_transition.csv missing or empty: execution windows "
+                               "come from the scheduler's begins/ends")
+    return sched, work
+
+
+def _workers(reader: _Reader, ex: pl.DataFrame, work: pl.DataFrame | None) -> list[str]:
+    csv = reader.csv("worker.csv")
+    csv = csv if csv is not None else reader.csv("workers.csv")
+    listed = set(csv["worker"].drop_nulls()) if csv is not None and "worker" in csv.columns \
+        else set()
+    seen = set(ex["worker"].drop_nulls())
+    if work is not None:
+        seen |= set(work["called_from"].drop_nulls())
+    return sorted(listed | seen)
+
+
+def load(folder: Path) -> RunFrames:
+    reader = _Reader(folder)
+    sched, work = _read_transitions(reader)
+    ex = _executions(sched, work, reader)
+    workers = _workers(reader, ex, work)
+    io = darshan_logs.load([folder]) if any(folder.glob("*.darshan*")) else None
+    procs = _log_processes(io) if io is not None else pl.DataFrame(
+        schema={"host": pl.String, "pid": pl.Int64, "role": pl.String, "name": pl.String,
+                "local_directory": pl.String, "main_thread_id": pl.UInt64})
+    matches = _match_workers(ex, io, procs, workers, folder)
+    transitions = _attach(_transitions(sched, work), matches).with_columns(
+        host=pl.when(pl.col("side") == "worker").then(pl.col("host")),
+        pid=pl.when(pl.col("side") == "worker").then(pl.col("pid")))
+    transfers, transfer_keys = _transfers(reader.csv("worker_transfer.csv"), reader)
+    deps, graph_keys, graph_entries = _graph(reader.csv("graph.csv"), reader)
+    ex = _attach(ex, matches)
+    clock = _clock_estimates(transitions, matches)
+    warnings = reader.warnings + _coverage_warnings(workers, ex, work, graph_keys)
+    return RunFrames(
+        processes=_processes(workers, matches, procs), executions=ex, transitions=transitions,
+        startstops=_startstops(sched), transfers=_attach(transfers, matches),
+        transfer_keys=transfer_keys, dependencies=deps, clock_samples=clock,
+        io_segments=io.io_segments if io else TABLES["io_segments"].empty(),
+        io_file_counters=io.io_file_counters if io else TABLES["io_file_counters"].empty(),
+        darshan_logs=io.darshan_logs if io else TABLES["darshan_logs"].empty(),
+        rejects=make_rejects(reader.rejects), source_format=SOURCE,
+        facts={**_facts(workers, matches, graph_keys, clock), "graph_entries": graph_entries},
+        warnings=tuple(warnings + list(io.warnings if io else ())
+                       + _match_warnings(workers, matches, io, clock)))
+
+
+def _facts(workers: list[str], matches: dict[str, Match], graph_keys: set[str],
+           clock: pl.DataFrame) -> dict[str, Any]:
+    return {
+        "workers": len(workers),
+        "graph_tasks": len(graph_keys),
+        "hosts": sorted({m.host for m in matches.values() if m.host}),
+        "matched_workers": {w: m.how for w, m in sorted(matches.items())},
+        "unmatched_workers": [w for w in workers if matches.get(w, Match(None, None, "")).pid
+                              is None],
+        "clock_method": ("worker clock → scheduler clock estimated from message bounds "
+                         "(mofka_csv._clock_estimates)" if clock.height else
+                         "none (no scheduler_delay in the CSVs; worker clocks used as is)"),
+    }
+
+
+def _coverage_warnings(workers: list[str], ex: pl.DataFrame, work: pl.DataFrame | None,
+                       graph_keys: set[str]) -> list[str]:
+    out = []
+    silent = sorted(set(workers) - set(ex["worker"].drop_nulls()))
+    if silent:
+        out.append(f"{len(silent)} of {len(workers)} worker(s) have no execution record "
+                   f"(no worker transitions, no scheduler completion): {', '.join(silent)}")
+    if graph_keys:
+        missing = len(graph_keys - set(ex["key"]))
+        if missing:
+            out.append(f"{missing:,} of {len(graph_keys):,} task(s) in graph.csv have no "
+                       "execution window (ran on a worker that reported nothing, or never ran)")
+    return out
+
+
+def _match_warnings(workers: list[str], matches: dict[str, Match],
+                    io: darshan_logs.DarshanFrames | None, clock: pl.DataFrame) -> list[str]:
     if io is None:
         return ["no Darshan logs in the folder: no I/O attribution"]
-    missing = [w for w in workers if w not in matches]
-    return ([f"{len(missing)} of {len(workers)} worker(s) not matched to a Darshan log: their "
-             "I/O cannot be attributed"] if missing else [])
+    out = []
+    missing = [w for w in workers if matches.get(w, Match(None, None, "")).pid is None]
+    if missing:
+        out.append(f"{len(missing)} of {len(workers)} worker(s) not matched to a Darshan "
+                   f"process: their I/O cannot be attributed per task ({', '.join(missing)})")
+    if clock.height:
+        out.append(f"worker clocks: no scheduler_delay recorded; {clock.height} worker "
+                   "offset(s) estimated from transition message bounds (latency_s = bound "
+                   "width)")
+    return out
