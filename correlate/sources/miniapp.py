@@ -7,8 +7,16 @@ they lack: the Yappi stats were taken in one process over all threads, without t
 tags, so they cannot be split per task; the stock Darshan logs have no DXT, so I/O is known per
 file and process only.
 
-YAML is read with a safe loader; the Polaris variant's ``!!python/tuple`` tag is accepted as a
-plain tuple (no arbitrary object construction).
+YAML is read with a safe loader (C when available); the Polaris variant's ``!!python/tuple`` tag
+is accepted as a plain tuple (no arbitrary object construction). The folder may be ``Reports/``
+itself or the run folder holding it.
+
+Mapping: each ``compute`` startstops entry → one ``executions`` row (``window_source
+"task-stream"``; times are Dask's reported ones = worker clock + scheduler_delay, ≈ the worker
+clock for an in-process LocalCluster); every entry → ``startstops``; the pid comes from the
+``inproc://IP/pid/n`` worker address (host: the Darshan log of that pid, else the IP). Entries
+without a key, or startstops without start/stop, are rejected with a reason. No transitions, no
+graph and no transfers exist in these outputs: the summary says so.
 """
 
 from __future__ import annotations
@@ -38,8 +46,12 @@ _TupleLoader.add_constructor("tag:yaml.org,2002:python/tuple",
                              lambda loader, node: tuple(loader.construct_sequence(node)))
 
 
+def _reports(path: Path) -> Path:
+    return path / "Reports" if (path / "Reports" / "task_stream.yaml").is_file() else path
+
+
 def looks_like(path: Path) -> bool:
-    return (path / "task_stream.yaml").is_file()
+    return (_reports(path) / "task_stream.yaml").is_file()
 
 
 def _key(k: Any) -> str:
@@ -51,25 +63,39 @@ def _pid_of(worker: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _task_stream(path: Path) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+def _ip_of(worker: str | None) -> str | None:
+    m = re.match(r"\w+://\[?([^/\]]+?)\]?(?::\d+)?(?:/|$)", worker or "")
+    return m.group(1) if m else None
+
+
+def _ns(value: Any) -> int | None:
+    return round(float(value) * 1e9) if isinstance(value, int | float) else None
+
+
+def _task_stream(path: Path) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
     with path.open("rb") as fh:
         msgs = yaml.load(fh, Loader=_TupleLoader) or []
-    ex, ss, bad = [], [], 0
-    for m in msgs:
+    ex, ss = [], []
+    bad = {"entry without a key": 0, "startstops entry without start/stop": 0}
+    for m in msgs if isinstance(msgs, list | tuple) else [msgs]:
         if not isinstance(m, dict) or "key" not in m:
-            bad += 1
+            bad["entry without a key"] += 1
             continue
         key, worker = _key(m["key"]), m.get("worker")
         for s in m.get("startstops") or ():
+            start, stop = (_ns(s.get("start")), _ns(s.get("stop"))) if isinstance(s, dict) \
+                else (None, None)
+            if start is None or stop is None:
+                bad["startstops entry without start/stop"] += 1
+                continue
             row = {"key": key, "worker": worker, "action": s.get("action"),
-                   "source": s.get("source"), "reported_start_ns": int(s["start"] * 1e9),
-                   "reported_stop_ns": int(s["stop"] * 1e9)}
+                   "source": s.get("source"), "reported_start_ns": start,
+                   "reported_stop_ns": stop}
             ss.append(row)
             if s.get("action") == "compute":
                 ex.append({"key": key, "worker": worker, "pid": _pid_of(worker),
                            "thread_id": m.get("thread"), "status": m.get("status"),
-                           "local_start_ns": row["reported_start_ns"],
-                           "local_stop_ns": row["reported_stop_ns"],
+                           "local_start_ns": start, "local_stop_ns": stop,
                            "window_source": "task-stream"})
     executions = pl.DataFrame(ex, infer_schema_length=None) if ex else TABLES[
         "executions"].empty()
@@ -92,14 +118,18 @@ def _callgrind_header(path: Path) -> dict[str, str]:
     return head
 
 
-def _yappi(folder: Path, warnings: list[str]) -> pl.DataFrame:
+def _yappi(folder: Path, warnings: list[str]) -> tuple[pl.DataFrame, int | None]:
     path = folder / "yappi_pstat.prof"
     if not path.is_file():
-        return TABLES["func_stats"].empty()
+        return TABLES["func_stats"].empty(), None
     head = _callgrind_header(folder / "yappi_callgrind.prof")
     pid = int(head["pid"]) if head.get("pid", "").isdigit() else None
     clock = "cpu" if "--yappi=cpu" in head.get("cmd", "") else "wall"
-    stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
+    try:
+        stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
+    except Exception as err:  # marshal/pstats raise many types on a damaged file
+        warnings.append(f"{path}: unreadable pstats file ({type(err).__name__}); skipped")
+        return TABLES["func_stats"].empty(), pid
     rows = [{"pid": pid, "file": file, "line": line, "name": func,
              "module": Path(file).stem if file else None, "ncall": nc, "tsub_s": tt,
              "ttot_s": ct, "clock": clock}
@@ -107,34 +137,81 @@ def _yappi(folder: Path, warnings: list[str]) -> pl.DataFrame:
     warnings.append(f"Yappi stats ({len(rows):,} functions, {clock} clock) come from process "
                     f"{pid} aggregated over all threads without task tags: they cannot be split "
                     "per task (shown per run only)")
-    return conform(pl.DataFrame(rows, infer_schema_length=None), TABLES["func_stats"])
+    return conform(pl.DataFrame(rows, infer_schema_length=None), TABLES["func_stats"]), pid
+
+
+def _hosts(executions: pl.DataFrame, io: darshan_logs.DarshanFrames | None) -> dict[int, str]:
+    """pid → host: the Darshan host name when a DXT record gave one, else the worker IP."""
+    out = {p: ip for p, w in executions.select("pid", "worker").unique().drop_nulls().iter_rows()
+           if (ip := _ip_of(w))}
+    if io is not None:
+        out.update(dict(io.darshan_logs.select("pid", "host").drop_nulls().iter_rows()))
+    return out
+
+
+def _with_host(df: pl.DataFrame, hosts: dict[int, str]) -> pl.DataFrame:
+    return df.with_columns(host=pl.coalesce(
+        pl.col("host"), pl.col("pid").replace_strict(hosts, default=None,
+                                                     return_dtype=pl.String)))
+
+
+def _lacks(executions: pl.DataFrame, io: darshan_logs.DarshanFrames | None,
+           yappi_pid: int | None) -> list[str]:
+    out = ["MiniApp outputs carry no transitions, task graph or transfer log: waits, "
+           "dependencies and transfers are unknown; lifecycles hold executions and startstops"]
+    if io is None:
+        out.append("no Darshan logs in the folder: no I/O data")
+    elif io.io_segments.is_empty():
+        out.append("the Darshan logs have no DXT traces: I/O is known per file and process "
+                   "only, not per task")
+    if yappi_pid is not None and yappi_pid not in set(executions["pid"].drop_nulls()):
+        out.append(f"Yappi ran in process {yappi_pid}, which ran no task (the client): its "
+                   "profile says nothing about task code")
+    return out
 
 
 def load(folder: Path) -> RunFrames:
+    folder = _reports(folder)
     warnings: list[str] = []
     executions, startstops, bad = _task_stream(folder / "task_stream.yaml")
     io = darshan_logs.load([folder]) if any(folder.glob("*.darshan*")) else None
-    if io is not None and io.io_segments.is_empty():
-        warnings.append("the Darshan logs have no DXT traces: I/O is known per file and "
-                        "process only, not per task")
-    workers = executions.select("worker", "pid").unique().drop_nulls("worker")
-    hosts = {}
-    if io is not None:
-        hosts = dict(io.darshan_logs.select("pid", "host").drop_nulls().iter_rows())
-    processes = workers.with_columns(role=pl.lit("worker"), host=pl.col("pid").replace_strict(
-        hosts, default="?", return_dtype=pl.String), match=pl.lit("pid in inproc address"))
-    executions = executions.with_columns(host=pl.col("pid").replace_strict(
-        hosts, default="?", return_dtype=pl.String))
+    func_stats, yappi_pid = _yappi(folder, warnings)
+    hosts = _hosts(executions, io)
+    executions = _with_host(executions, hosts)
+    workers = executions.select("worker", "pid", "host").unique().drop_nulls("worker")
+    processes = workers.with_columns(role=pl.lit("worker"), match=pl.lit("pid in inproc address"))
+    procs = set(workers["pid"].drop_nulls())
+    extra = [{"pid": p, "host": hosts.get(p, "?"), "role": "client" if p == yappi_pid else "other",
+              "name": (exe or "").split(" ")[0], "match": "darshan log"}
+             for p, exe in (io.darshan_logs.select("pid", "exe").iter_rows() if io else [])
+             if p not in procs]
+    if yappi_pid is not None and yappi_pid not in procs and yappi_pid not in hosts:
+        extra.append({"pid": yappi_pid, "host": "?", "role": "client", "match": "yappi"})
+    if extra:
+        processes = pl.concat([conform(processes, TABLES["processes"]),
+                               conform(pl.DataFrame(extra), TABLES["processes"])])
+    func_stats = _with_host(func_stats, hosts)
     config = folder / "distributed.yaml"
-    dask_config = (yaml.load(config.read_text(), Loader=_TupleLoader)
-                   if config.is_file() else None)
+    try:
+        dask_config = (yaml.load(config.read_text(), Loader=_TupleLoader)
+                       if config.is_file() else None)
+    except yaml.YAMLError as err:
+        warnings.append(f"{config}: unreadable YAML ({err.__class__.__name__}); ignored")
+        dask_config = None
+    file = str(folder / "task_stream.yaml")
     return RunFrames(
-        processes=conform(processes, TABLES["processes"]), executions=executions,
-        startstops=startstops, func_stats=_yappi(folder, warnings),
-        io_segments=io.io_segments if io else TABLES["io_segments"].empty(),
-        io_file_counters=io.io_file_counters if io else TABLES["io_file_counters"].empty(),
-        darshan_logs=io.darshan_logs if io else TABLES["darshan_logs"].empty(),
-        rejects=make_rejects([(SOURCE, str(folder / "task_stream.yaml"),
-                               "entry without a key", bad)]),
-        source_format=SOURCE, warnings=tuple(warnings + list(io.warnings if io else ())),
-        facts={"workers": workers.height, "dask_config": dask_config})
+        processes=conform(processes, TABLES["processes"]).with_columns(
+            pl.col("host").fill_null("?")),
+        executions=executions, startstops=startstops, func_stats=func_stats,
+        io_segments=_with_host(io.io_segments, hosts) if io else TABLES["io_segments"].empty(),
+        io_file_counters=(_with_host(io.io_file_counters, hosts) if io
+                          else TABLES["io_file_counters"].empty()),
+        darshan_logs=_with_host(io.darshan_logs, hosts) if io else TABLES["darshan_logs"].empty(),
+        rejects=make_rejects([(SOURCE, file, reason, n) for reason, n in bad.items()]),
+        source_format=SOURCE,
+        warnings=tuple(warnings + _lacks(executions, io, yappi_pid)
+                       + list(io.warnings if io else ())),
+        facts={"workers": workers.height, "tasks": executions["key"].n_unique(),
+               "yappi_pid": yappi_pid, "dask_config": dask_config,
+               "matched_workers": {w: "pid in inproc address"
+                                   for w in workers["worker"].to_list()}})
