@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from correlate.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, help="run folder (ours or imported)")
     p.add_argument("key", help="task key, or a unique part of it")
-    p.add_argument("--format", default=None, help="input format (default: detected)")
+    p.add_argument("--format", default=None,
+                   choices=("run-folder", "mofka-csv", "miniapp", "task-stream"),
+                   help="input format (default: detected)")
 
 
 def _pick(keys: list[str], wanted: str) -> str:
@@ -30,8 +36,6 @@ def _pick(keys: list[str], wanted: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
     from correlate.lifecycles import lifecycles
     from correlate.sources.detect import load
@@ -41,15 +45,29 @@ def run(args: argparse.Namespace) -> int:
     frames = load(args.run_dir, args.format)
     stories = {s["key"]: s for s in lifecycles(frames)}
     story = stories[_pick(list(stories), args.key)]
-    t0 = min(e["time_ns"] for e in story["events"] if e["time_ns"] is not None)
-    table = Table(title=Text(f"{story['key']}  (prefix {story['prefix']})"),
-                  title_justify="left", show_edge=False)
-    for col in ("t+ s", "what", "details"):
+    Console(soft_wrap=True).print(_table(story))  # the story is the command's output: stdout
+    return 0
+
+
+def _table(story: dict[str, Any]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    times = [e["time_ns"] for e in story["events"] if e["time_ns"] is not None]
+    t0 = min(times) if times else 0
+    deps = ", ".join(story["depends_on"][:5]) or "none"
+    more = f" (+{len(story['depends_on']) - 5})" if len(story["depends_on"]) > 5 else ""
+    title = Text(f"{story['key']}\nprefix {story['prefix']} · {story['executions']} "
+                 f"execution(s) · depends on {deps}{more} · "
+                 f"{len(story['dependents'])} dependent(s)")
+    table = Table(title=title, title_justify="left", show_edge=False)
+    for col in ("t+ s", "what", "clock", "details"):
         table.add_column(col, justify="right" if col == "t+ s" else "left", overflow="fold")
     for e in story["events"]:
         t = "" if e["time_ns"] is None else f"{(e['time_ns'] - t0) / 1e9:.4f}"
         details = ", ".join(f"{k}={v}" for k, v in e.items()
-                            if k not in ("time_ns", "kind") and v is not None)
-        table.add_row(t, e["kind"], Text(details))
-    Console(soft_wrap=True).print(table)  # the story is the command's output: stdout
-    return 0
+                            if k not in ("time_ns", "kind", "clock") and v is not None)
+        table.add_row(t, e["kind"], e.get("clock", ""), Text(details))
+    if not story["events"]:
+        table.add_row("", "graph only", "", Text("no transition, execution or transfer recorded"))
+    return table

@@ -29,6 +29,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from correlate.errors import InputError
 from correlate.keys import key_str, parse_key_text
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
@@ -73,8 +74,11 @@ def _ns(value: Any) -> int | None:
 
 
 def _task_stream(path: Path) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]]:
-    with path.open("rb") as fh:
-        msgs = yaml.load(fh, Loader=_TupleLoader) or []
+    try:
+        with path.open("rb") as fh:
+            msgs = yaml.load(fh, Loader=_TupleLoader) or []
+    except yaml.YAMLError as err:  # includes tags a safe loader refuses to construct
+        raise InputError(path, f"not readable as a task stream: {err}".splitlines()[0]) from None
     ex, ss = [], []
     bad = {"entry without a key": 0, "startstops entry without start/stop": 0}
     for m in msgs if isinstance(msgs, list | tuple) else [msgs]:
