@@ -355,7 +355,7 @@ def _ip(worker: str) -> str:
 def _match_workers(ex: pl.DataFrame, io: darshan_logs.DarshanFrames | None, procs: pl.DataFrame,
                    workers: list[str], folder: Path) -> dict[str, Match]:
     if io is None:
-        return {}
+        return {w: Match(None, None, "unmatched (no Darshan logs)") for w in workers}
     out = _by_thread(ex, io.io_segments)
     candidates = procs.filter(pl.col("role") == "worker")
     by_dir = {d: (h, p) for h, p, d in candidates.select("host", "pid", "local_directory")
