@@ -1,0 +1,83 @@
+"""The per-task lifecycle view (seed 004) on hand-made frames and on real fixtures."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from conftest import fixture_path
+
+from correlate.lifecycles import lifecycles, write_lifecycles
+from correlate.schema import TABLES, conform
+from correlate.sources.detect import load
+from correlate.sources.frames import RunFrames
+
+
+def frames() -> RunFrames:
+    tr = pl.DataFrame({
+        "key": ["a", "a", "a"], "side": ["scheduler", "worker", "scheduler"],
+        "worker": [None, "w1", "w1"], "start": ["released", "ready", "processing"],
+        "finish": ["waiting", "executing", "memory"], "stimulus_id": ["s1", None, "s2"],
+        "local_time_ns": [30, 10, 20], "source": ["sched:1", None, "sched:1"]})
+    ex = pl.DataFrame({"key": ["a", "a"], "worker": ["w1", "w1"], "thread_id": [7, 7],
+                       "local_start_ns": [10, 40], "local_stop_ns": [15, 50],
+                       "window_source": ["worker-transitions", "worker-transitions"]})
+    deps = pl.DataFrame({"key": ["a"], "depends_on": ["b"], "client": ["C"],
+                         "local_time_ns": [1]})
+    return RunFrames(
+        transitions=conform(tr, TABLES["transitions"], extra="keep"),
+        executions=conform(ex, TABLES["executions"]),
+        dependencies=conform(deps, TABLES["dependencies"]))
+
+
+def test_one_object_per_key_in_time_order_with_clocks():
+    out = {s["key"]: s for s in lifecycles(frames())}
+    assert sorted(out) == ["a", "b"]  # b is known from the graph only
+    a = out["a"]
+    assert a["executions"] == 2 and a["depends_on"] == ["b"] and a["client"] == "C"
+    assert [e["time_ns"] for e in a["events"]] == [10, 10, 20, 30, 40]
+    assert [e["kind"] for e in a["events"][:2]] == ["execution", "worker-transition"]
+    first_sched = next(e for e in a["events"] if e["kind"] == "scheduler-transition")
+    assert (first_sched["clock"], first_sched["source"], first_sched["stimulus_id"]) == (
+        "scheduler", "sched:1", "s2")
+    assert "stimulus_id" not in a["events"][1]  # nulls are left out
+    assert out["b"]["events"] == [] and out["b"]["dependents"] == ["a"]
+
+
+def test_written_jsonl_is_one_line_per_task(tmp_path):
+    path = tmp_path / "sub" / "task_lifecycles.jsonl"
+    assert write_lifecycles(frames(), path) == 2
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [x["key"] for x in lines] == ["a", "b"]
+
+
+def test_empty_frames_give_no_lifecycles():
+    assert list(lifecycles(RunFrames())) == []
+
+
+@pytest.mark.fixtures
+def test_pmda_r1_lifecycle_of_a_known_task():
+    stories = {s["key"]: s for s in lifecycles(load(fixture_path("xpdamoda-pmda-r1")))}
+    assert len(stories) == 9
+    helper = next(s for k, s in stories.items() if k.startswith("_dask_helper-9cc0ab9e"))
+    kinds = [e["kind"] for e in helper["events"]]
+    assert kinds.count("execution") == 1 and "startstop" in kinds
+    ex = next(e for e in helper["events"] if e["kind"] == "execution")
+    assert (ex["thread_id"], ex["pid"], ex["worker"]) == (22515807322112, 32541,
+                                                          "tcp://10.201.1.175:33783")
+    done = next(e for e in helper["events"] if e["kind"] == "scheduler-transition"
+                and e["finish"] == "memory")
+    assert done["begins_ns"] < done["ends_ns"] and done["thread_id"] == 22515807322112
+    times = [e["time_ns"] for e in helper["events"]]
+    assert times == sorted(times)
+    assert helper["dependents"] == ["list-8606d556-c6f4-465b-933b-4f2338e69364"]
+
+
+@pytest.mark.fixtures
+def test_imageprocessing_r4_lifecycles_cover_the_graph():
+    stories = list(lifecycles(load(fixture_path("xpdamoda-imageprocessing-r4"))))
+    assert len(stories) == 5440
+    assert sum(s["executions"] for s in stories) == 4094
+    transfers = sum(e["kind"] == "transfer" for s in stories for e in s["events"])
+    assert transfers == 2176
