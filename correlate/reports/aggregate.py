@@ -1,0 +1,227 @@
+"""Derived views of the output tables, shared by every report writer.
+
+Pure functions: frames in, new frames (or plain dicts) out; inputs are never modified. Every
+result is sorted with explicit tie-breakers so reports built from it are deterministic.
+
+Lanes: one per (host, pid, thread_id) that executed tasks, numbered 0.. in sorted order; the
+timeline figure, the HTML timeline and the trace all use the same numbering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+LANE_KEYS = ("host", "pid", "thread_id")
+
+
+def run_window(tasks: pl.DataFrame) -> tuple[int, int] | None:
+    """First task start and last task stop on the run timeline (None: no timed task)."""
+    timed = tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
+    if timed.is_empty():
+        return None
+    return int(timed["start_ns"].min()), int(timed["stop_ns"].max())  # type: ignore[arg-type]
+
+
+def worker_label() -> pl.Expr:
+    """Worker address, or ``host:pid`` when the address is unknown."""
+    return pl.coalesce(pl.col("worker"),
+                       pl.format("{}:{}", pl.col("host").fill_null("?"),
+                                 pl.col("pid").cast(pl.String).fill_null("?")))
+
+
+def lanes(tasks: pl.DataFrame) -> pl.DataFrame:
+    """One row per executing thread: host, pid, thread_id, worker, lane (0..), label."""
+    t = tasks.with_columns(worker=worker_label())
+    lane = (t.group_by(*LANE_KEYS).agg(pl.col("worker").min())
+            .sort(*LANE_KEYS, nulls_last=True)
+            .with_row_index("lane").with_columns(pl.col("lane").cast(pl.Int64)))
+    thread = pl.col("thread_id").cast(pl.String).fill_null("?")
+    return lane.with_columns(label=pl.format("{} · thread {}", pl.col("worker"), thread))
+
+
+def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per worker: thread-seconds over the run window split into compute, I/O and idle, plus
+    the task-seconds spent waiting for a thread and receiving inputs (those overlap idle)."""
+    window = run_window(tasks)
+    span_s = 0.0 if window is None else (window[1] - window[0]) / 1e9
+    t = tasks.with_columns(worker=worker_label())
+    agg = t.group_by("worker").agg(
+        threads=pl.col("thread_id").n_unique(),
+        executions=pl.len(),
+        busy_s=pl.col("duration_s").sum(),
+        io_s=pl.col("io_time_s").fill_null(0.0).sum(),
+        cpu_s=pl.col("cpu_s").sum(),
+        transfer_s=pl.col("transfer_s").fill_null(0.0).sum(),
+        waiting_s=pl.col("wait_thread_s").fill_null(0.0).sum(),
+    )
+    return agg.with_columns(
+        thread_s=pl.col("threads") * span_s,
+        compute_s=(pl.col("busy_s") - pl.col("io_s")).clip(lower_bound=0.0),
+    ).with_columns(
+        idle_s=(pl.col("thread_s") - pl.col("busy_s")).clip(lower_bound=0.0),
+        busy_share=pl.when(pl.col("thread_s") > 0)
+        .then(pl.col("busy_s") / pl.col("thread_s")).otherwise(None),
+    ).sort("worker")
+
+
+def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per task prefix: executions, wall, CPU, I/O time and bytes; sorted by wall time."""
+    agg = tasks.group_by("prefix").agg(
+        executions=pl.len(),
+        wall_s=pl.col("duration_s").sum(),
+        cpu_s=pl.col("cpu_s").sum(),
+        io_s=pl.col("io_time_s").fill_null(0.0).sum(),
+        read_bytes=pl.col("read_bytes").fill_null(0.0).sum(),
+        write_bytes=pl.col("write_bytes").fill_null(0.0).sum(),
+        max_s=pl.col("duration_s").max(),
+    )
+    return agg.with_columns(
+        mean_s=pl.col("wall_s") / pl.col("executions"),
+        io_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
+    ).sort("wall_s", "prefix", descending=[True, False], nulls_last=True)
+
+
+def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
+    """The ``n`` executions with the largest ``by`` (``cpu_s``, ``io_bytes``, ``duration_s``…);
+    rows where it is null or zero are left out."""
+    t = tasks.with_columns(
+        io_bytes=pl.col("read_bytes").fill_null(0.0) + pl.col("write_bytes").fill_null(0.0),
+        worker=worker_label())
+    t = t.filter(pl.col(by).is_not_null() & (pl.col(by) > 0))
+    return t.sort(by, "execution_id", descending=[True, False]).head(n)
+
+
+def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
+    """Per file: bytes read/written by tasks and outside tasks, ops, I/O time, task count;
+    sorted by total bytes."""
+    def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
+        return df.select(
+            "path", "op", "bytes", "ops", "io_time_s",
+            tasks=(pl.col("execution_id") if attributed else pl.lit(None, pl.Int64)),
+            attributed=pl.lit(attributed))
+
+    both = pl.concat([per_path(task_files, True), per_path(unattributed, False)])
+    agg = both.group_by("path").agg(
+        read_bytes=pl.col("bytes").filter(pl.col("op") == "read").sum(),
+        write_bytes=pl.col("bytes").filter(pl.col("op") == "write").sum(),
+        outside_bytes=pl.col("bytes").filter(~pl.col("attributed")).sum(),
+        ops=pl.col("ops").sum(),
+        io_s=pl.col("io_time_s").sum(),
+        tasks=pl.col("tasks").drop_nulls().n_unique(),
+    )
+    return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes")).sort(
+        "total_bytes", "path", descending=[True, False], nulls_last=True)
+
+
+def top_functions(task_functions: pl.DataFrame, tasks: pl.DataFrame, prefix_names: list[str],
+                  n: int) -> pl.DataFrame:
+    """Per prefix in ``prefix_names``: the ``n`` functions with most exclusive time summed over
+    its executions (and their inclusive time and calls)."""
+    f = task_functions.join(tasks.select("execution_id", "prefix"), on="execution_id",
+                            how="inner").filter(pl.col("prefix").is_in(prefix_names))
+    agg = f.group_by("prefix", "module", "name", "file", "line", "clock").agg(
+        tsub_s=pl.col("tsub_s").sum(), ttot_s=pl.col("ttot_s").sum(),
+        ncall=pl.col("ncall").sum(), executions=pl.col("execution_id").n_unique())
+    ranked = agg.sort("prefix", "tsub_s", "ttot_s", "name", "file", "line",
+                      descending=[False, True, True, False, False, False], nulls_last=True)
+    return ranked.group_by("prefix", maintain_order=True).head(n)
+
+
+def unattributed_io(unattributed: pl.DataFrame) -> pl.DataFrame:
+    """I/O outside every task, per reason × role × thread kind; sorted by bytes."""
+    agg = unattributed.group_by("reason", "role", "thread_kind").agg(
+        bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum(),
+        io_s=pl.col("io_time_s").sum(), files=pl.col("path").n_unique(),
+        processes=pl.struct("host", "pid").n_unique())
+    return agg.sort("bytes", "reason", "role", "thread_kind",
+                    descending=[True, False, False, False], nulls_last=True)
+
+
+def cpu_coverage(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per worker: executions with and without a CPU measurement and their wall time."""
+    t = tasks.with_columns(worker=worker_label(), measured=pl.col("cpu_s").is_not_null())
+    return t.group_by("worker").agg(
+        executions=pl.len(),
+        unmeasured=(~pl.col("measured")).sum(),
+        unmeasured_wall_s=pl.col("duration_s").filter(~pl.col("measured")).sum(),
+        cpu_s=pl.col("cpu_s").sum(),
+        wall_s=pl.col("duration_s").sum(),
+    ).sort("worker")
+
+
+def statuses(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Executions per status (``ok`` and anything else)."""
+    return (tasks.group_by(pl.col("status").fill_null("unknown")).agg(executions=pl.len())
+            .sort("executions", "status", descending=[True, False]))
+
+
+def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
+            missing: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Data-quality facts: clock offsets and their uncertainty, warnings, rejected records,
+    processes that did not close cleanly, attribution methods, missing tables."""
+    procs = summary.get("processes") or []
+    return {
+        "clocks": clocks.sort("host", "pid", "domain", nulls_last=True),
+        "worst_uncertainty_ns": clocks["uncertainty_ns"].max() if clocks.height else None,
+        "unknown_uncertainty": clocks.filter(pl.col("uncertainty_ns").is_null()).height,
+        "warnings": [str(w) for w in summary.get("warnings") or []],
+        "rejects": list(summary.get("rejects") or []),
+        "not_closed": [p for p in procs if p.get("closed_cleanly") is False],
+        "segments_by_method": dict(sorted((summary.get("io") or {})
+                                          .get("segments_by_method", {}).items())),
+        "attribution": (tasks.group_by("attribution").agg(executions=pl.len())
+                        .with_columns(pl.col("attribution").cast(pl.String))
+                        .sort("attribution")),
+        "statuses": statuses(tasks),
+        "missing_tables": list(missing),
+    }
+
+
+def _fmt_ns(ns: Any) -> str | None:
+    if not isinstance(ns, int):
+        return None
+    import datetime as dt
+
+    when = dt.datetime.fromtimestamp(ns / 1e9, tz=dt.timezone.utc)
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _threads_text(workers: Any, nthreads: Any) -> str | None:
+    if isinstance(nthreads, list):
+        nthreads = "/".join(str(x) for x in sorted(set(nthreads)))
+    if workers is None and nthreads in (None, ""):
+        return None
+    return f"{workers if workers is not None else '?'} × {nthreads if nthreads else '?'} threads"
+
+
+def run_facts(summary: dict[str, Any], tasks: pl.DataFrame) -> list[tuple[str, str]]:
+    """(label, value) pairs describing the run; every summary fact is optional."""
+    facts = summary.get("facts") or {}
+    window = run_window(tasks)
+    started, ended = facts.get("started_ns"), facts.get("ended_ns")
+    hosts = facts.get("hosts")
+    rows: list[tuple[str, str | None]] = [
+        ("command", facts.get("command")),
+        ("working directory", facts.get("cwd")),
+        ("source format", summary.get("source_format")),
+        ("hosts", ", ".join(map(str, hosts)) if isinstance(hosts, list) else hosts),
+        ("workers × threads", _threads_text(facts.get("workers"), facts.get("nthreads"))),
+        ("started", _fmt_ns(started)),
+        ("duration (whole command)", f"{(ended - started) / 1e9:.3f} s"
+         if isinstance(started, int) and isinstance(ended, int) else None),
+        ("task window (first start → last stop)",
+         f"{(window[1] - window[0]) / 1e9:.3f} s" if window else None),
+        ("executions / distinct tasks",
+         f"{tasks.height:,} / {tasks['key'].n_unique():,}"),
+        ("exit code", None if facts.get("exit_code") is None else str(facts["exit_code"])),
+    ]
+    versions = facts.get("versions")
+    if isinstance(versions, dict) and versions:
+        rows.append(("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))))
+    options = facts.get("collector_options")
+    if isinstance(options, dict) and options:
+        rows.append(("collector options",
+                     ", ".join(f"{k}={v}" for k, v in sorted(options.items()))))
+    return [(k, str(v)) for k, v in rows if v not in (None, "")]

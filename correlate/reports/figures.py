@@ -1,0 +1,139 @@
+"""PNG figures for ``report.md``: a per-thread timeline with I/O overlaid and bar charts per
+task prefix.
+
+Rendering is deterministic: the Agg canvas is used directly (no pyplot state), sizes, dpi and
+fonts are fixed, every input is sorted, and the PNG carries no "Software" or time metadata, so
+the same output tables give byte-identical files. Text from the run (prefixes, keys) is shown
+literally: ``$`` is escaped so it never turns into mathtext.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib import rc_context  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from correlate.reports.timeline import IO_COLOURS, OTHER_COLOUR  # noqa: E402
+
+DPI = 100
+WIDTH_IN = 12.0
+MAX_LANES = 48
+MAX_PREFIX_BARS = 15
+RC = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "dask-correlate",
+      "path.simplify": False, "axes.spines.top": False, "axes.spines.right": False}
+
+
+def plain(text: object) -> str:
+    """Text for matplotlib that is never parsed as mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    FigureCanvasAgg(fig)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, format="png", metadata={"Software": None})
+    return path
+
+
+def _rects(start_s: np.ndarray, stop_s: np.ndarray, y0: np.ndarray, h: float) -> np.ndarray:
+    """(n, 4, 2) polygon vertices of rectangles."""
+    x0, x1, y1 = start_s, np.maximum(stop_s, start_s), y0 + h
+    return np.stack([np.stack([x0, y0], 1), np.stack([x1, y0], 1), np.stack([x1, y1], 1),
+                     np.stack([x0, y1], 1)], 1)
+
+
+def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
+             colours: dict[str, str], path: Path, *, note: str = "") -> Path:
+    """Lanes (worker · thread) top to bottom, tasks coloured by prefix, I/O as thin strips
+    along the bottom of each lane (dark: read, magenta: write)."""
+    shown = min(len(lane_labels), MAX_LANES)
+    bars = bars.filter(pl.col("lane") < shown)
+    io = io.filter(pl.col("lane") < shown)
+    height = 1.6 + 0.32 * max(shown, 1)
+    with rc_context(RC):
+        fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
+        ax = fig.add_subplot()
+        _draw_tasks(ax, bars, colours)
+        _draw_io(ax, io)
+        ax.set_yticks(np.arange(shown) + 0.4, [plain(x) for x in lane_labels[:shown]])
+        ax.set_ylim(shown, -0.2)
+        ax.set_xlabel("seconds since the first task started")
+        end = float(bars["stop"].max() or 0) / 1e9 if bars.height else 1.0
+        ax.set_xlim(0, max(end, 1e-6) * 1.01)
+        title = "Task executions per worker thread, I/O overlaid"
+        if len(lane_labels) > shown:
+            title += f" (first {shown} of {len(lane_labels)} threads)"
+        ax.set_title(plain(title + (f"\n{note}" if note else "")), loc="left")
+        _legend(ax, colours)
+        return _save(fig, path)
+
+
+def _draw_tasks(ax: object, bars: pl.DataFrame, colours: dict[str, str]) -> None:
+    if bars.is_empty():
+        return
+    verts = _rects(bars["start"].to_numpy() / 1e9, bars["stop"].to_numpy() / 1e9,
+                   bars["lane"].to_numpy().astype(float), 0.8)
+    faces = [colours.get(p, OTHER_COLOUR) for p in bars["prefix"].to_list()]
+    ax.add_collection(PolyCollection(verts, facecolors=faces, edgecolors="white",  # type: ignore[attr-defined]
+                                     linewidths=0.3))
+
+
+def _draw_io(ax: object, io: pl.DataFrame) -> None:
+    for op, colour in sorted(IO_COLOURS.items()):
+        part = io.filter(pl.col("op") == op)
+        if part.is_empty():
+            continue
+        y = part["lane"].to_numpy().astype(float) + (0.6 if op == "read" else 0.7)
+        verts = _rects(part["start"].to_numpy() / 1e9, part["stop"].to_numpy() / 1e9, y, 0.1)
+        ax.add_collection(PolyCollection(verts, facecolors=colour, edgecolors=colour,  # type: ignore[attr-defined]
+                                         linewidths=0.6))
+
+
+def _legend(ax: object, colours: dict[str, str]) -> None:
+    handles = [Patch(color=c, label=plain(p)) for p, c in list(colours.items())[:12]]
+    if len(colours) > 12:
+        handles.append(Patch(color=OTHER_COLOUR, label="other prefixes"))
+    handles += [Patch(color=c, label=f"I/O {op}") for op, c in sorted(IO_COLOURS.items())]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0),  # type: ignore[attr-defined]
+              fontsize=8, frameon=False)
+
+
+def prefix_bars(prefixes: pl.DataFrame, colours: dict[str, str], path: Path) -> Path:
+    """Per prefix (heaviest by wall time first): wall, CPU and I/O seconds; MiB read and
+    written."""
+    p = prefixes.head(MAX_PREFIX_BARS)
+    names = [plain(x) for x in p["prefix"].fill_null("?").to_list()]
+    y = np.arange(len(names))
+    with rc_context(RC):
+        fig = Figure(figsize=(WIDTH_IN, 1.4 + 0.36 * max(len(names), 1)), dpi=DPI,
+                     layout="constrained")
+        left, right = fig.subplots(1, 2, sharey=True)
+        _grouped(left, y, [("wall", p["wall_s"], "#4e79a7"), ("CPU", p["cpu_s"], "#f28e2b"),
+                           ("I/O", p["io_s"], "#1b1b1b")])
+        left.set_xlabel("seconds (sum over executions)")
+        _grouped(right, y, [("read", p["read_bytes"] / 2**20, IO_COLOURS["read"]),
+                            ("written", p["write_bytes"] / 2**20, IO_COLOURS["write"])])
+        right.set_xlabel("MiB")
+        left.set_yticks(y, names)
+        left.set_ylim(len(names) - 0.5, -0.5)
+        left.set_title("Time per task prefix", loc="left")
+        right.set_title("Bytes per task prefix", loc="left")
+        return _save(fig, path)
+
+
+def _grouped(ax: object, y: np.ndarray, series: list[tuple[str, pl.Series, str]]) -> None:
+    h = 0.8 / len(series)
+    for i, (label, values, colour) in enumerate(series):
+        ax.barh(y - 0.4 + h * (i + 0.5), values.fill_null(0.0).to_numpy(), height=h,  # type: ignore[attr-defined]
+                color=colour, label=label)
+    ax.legend(loc="lower right", fontsize=8, frameon=False)  # type: ignore[attr-defined]

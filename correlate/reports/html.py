@@ -1,0 +1,187 @@
+"""``report.html``: one self-contained interactive page (inline CSS and JS, no network).
+
+``build_data(outputs) -> dict`` gathers everything the page shows (from
+``correlate.reports.aggregate`` and ``correlate.reports.timeline``); ``render_html`` embeds it as
+JSON in a ``<script type="application/json">`` block with ``<``, ``>``, ``&``, U+2028 and U+2029
+escaped as ``\\uXXXX``, so no run-provided string (key, path, function) can close the script or
+inject markup; the page's JS inserts every such string with ``textContent``, never as HTML.
+
+Large runs stay small: at most ``TASK_LIMIT`` task rectangles (the longest half plus a uniform
+sample) and ``IO_LIMIT`` I/O rectangles (else merged into time bins) are embedded, and the page
+says so. Output is deterministic (sorted rows, ``sort_keys`` JSON, no "now").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from correlate.reports import aggregate as agg
+from correlate.reports.load import Outputs
+from correlate.reports.timeline import IO_COLOURS, io_bars, prefix_colours, sample_bars, task_bars
+
+TASK_LIMIT = 20_000
+IO_LIMIT = 20_000
+TOP_TASKS = 100
+TOP_FILES = 200
+TOP_FUNCTION_PREFIXES = 10
+TOP_FUNCTIONS = 15
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf → None, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def embed_json(data: Any) -> str:
+    """JSON for an inline ``<script>``: sorted keys, markup characters escaped."""
+    text = json.dumps(_clean(data), sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(ch, esc)
+    return text
+
+
+def _rows(df: pl.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
+    """Small frames only (top-N tables)."""
+    return [dict(r) for r in df.select(cols).iter_rows(named=True)]
+
+
+def _columns(df: pl.DataFrame, spec: dict[str, pl.Expr]) -> dict[str, list[Any]]:
+    """Columnar lists (compact JSON for the timeline)."""
+    sel = df.select(**spec)
+    return {name: sel[name].to_list() for name in sel.columns}
+
+
+def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
+    tasks = out["tasks"]
+    window = agg.run_window(tasks)
+    lanes = agg.lanes(tasks)
+    if window is None:
+        return {"lanes": [], "tasks": {}, "io": {}, "notes": [], "span_ms": 0}
+    bars = task_bars(tasks, lanes, window[0])
+    shown = sample_bars(bars, TASK_LIMIT)
+    io = io_bars(out["segments"], lanes, bars, window[0], window[1], IO_LIMIT)
+    names = list(colours)
+    ms = 1e6
+    task_cols = _columns(shown.frame.with_columns(
+        p=pl.col("prefix").replace_strict(names, list(range(len(names))), default=0)), {
+        "lane": pl.col("lane"), "start": (pl.col("start") / ms).round(4),
+        "dur": ((pl.col("stop") - pl.col("start")) / ms).round(4), "prefix": pl.col("p"),
+        "key": pl.col("key"), "cpu": pl.col("cpu_s").round(6),
+        "rb": pl.col("read_bytes").round(1), "wb": pl.col("write_bytes").round(1),
+        "io": pl.col("io_s").round(6), "id": pl.col("execution_id")})
+    paths = sorted(set(io.frame["path"].drop_nulls().to_list()))
+    io_cols = _columns(io.frame.with_columns(
+        pi=pl.col("path").replace_strict(paths, list(range(len(paths))), default=None,
+                                         return_dtype=pl.Int64)), {
+        "lane": pl.col("lane"), "start": (pl.col("start") / ms).round(4),
+        "dur": ((pl.col("stop") - pl.col("start")) / ms).round(4),
+        "op": (pl.col("op") == "write").cast(pl.Int8), "bytes": pl.col("bytes").round(1),
+        "ops": pl.col("ops"), "path": pl.col("pi")})
+    return {"lanes": lanes["label"].to_list(), "tasks": task_cols, "io": io_cols,
+            "paths": paths, "span_ms": round((window[1] - window[0]) / ms, 4),
+            "task_total": shown.total, "io_total": io.total,
+            "notes": [n for n in (shown.note, io.note) if n]}
+
+
+def _top_tasks(tasks: pl.DataFrame) -> list[dict[str, Any]]:
+    ids: set[int] = set()
+    for by in ("duration_s", "cpu_s", "io_bytes"):
+        ids |= set(agg.top_tasks(tasks, by, TOP_TASKS)["execution_id"].to_list())
+    top = agg.top_tasks(tasks, "duration_s", tasks.height).filter(
+        pl.col("execution_id").is_in(sorted(ids)))
+    return _rows(top, ["execution_id", "key", "prefix", "worker", "thread_id", "duration_s",
+                       "cpu_s", "io_time_s", "read_bytes", "write_bytes", "io_bytes",
+                       "attribution", "status"])
+
+
+def _functions(out: Outputs) -> list[dict[str, Any]]:
+    names = agg.prefixes(out["tasks"]).head(TOP_FUNCTION_PREFIXES)["prefix"].to_list()
+    f = agg.top_functions(out["task_functions"], out["tasks"], names, TOP_FUNCTIONS)
+    return _rows(f.with_columns(pl.col("clock").cast(pl.String)),
+                 ["prefix", "module", "name", "file", "line", "tsub_s", "ttot_s", "ncall",
+                  "executions", "clock"])
+
+
+def _quality(out: Outputs) -> dict[str, Any]:
+    q = agg.quality(out.summary, out["clocks"], out["tasks"], out.missing)
+    clocks = q["clocks"].with_columns(pl.col("domain").cast(pl.String))
+    return {"clocks": _rows(clocks, clocks.columns), "warnings": q["warnings"],
+            "rejects": q["rejects"], "not_closed": q["not_closed"],
+            "segments_by_method": q["segments_by_method"],
+            "statuses": _rows(q["statuses"], ["status", "executions"]),
+            "missing_tables": q["missing_tables"],
+            "worst_uncertainty_ns": q["worst_uncertainty_ns"]}
+
+
+def build_data(out: Outputs) -> dict[str, Any]:
+    """Everything the page shows, as plain JSON-able values."""
+    tasks = out["tasks"]
+    pre = agg.prefixes(tasks)
+    colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
+    s = out.summary
+    prefixes = _rows(pre.with_columns(pl.col("prefix").fill_null("?")),
+                     ["prefix", "executions", "wall_s", "mean_s", "max_s", "cpu_s", "io_s",
+                      "read_bytes", "write_bytes"])
+    for row in prefixes:
+        row["colour"] = colours[row["prefix"]]
+    return {
+        "facts": [list(f) for f in agg.run_facts(s, tasks)],
+        "headline": {"executions": tasks.height, "tasks": tasks["key"].n_unique(),
+                     "source_format": s.get("source_format"), "io": s.get("io") or {},
+                     "cpu": s.get("cpu") or {}},
+        "timeline": _timeline(out, colours),
+        "io_colours": IO_COLOURS,
+        "prefixes": prefixes,
+        "workers": _rows(agg.worker_budget(tasks), ["worker", "threads", "executions",
+                                                    "thread_s", "compute_s", "io_s",
+                                                    "idle_s", "busy_share", "waiting_s",
+                                                    "transfer_s", "cpu_s"]),
+        "top_tasks": _top_tasks(tasks),
+        "files": _rows(agg.files(out["task_files"], out["unattributed"]).head(TOP_FILES),
+                       ["path", "read_bytes", "write_bytes", "outside_bytes", "ops", "io_s",
+                        "tasks"]),
+        "file_total": agg.files(out["task_files"], out["unattributed"]).height,
+        "functions": _functions(out),
+        "unattributed": _rows(agg.unattributed_io(out["unattributed"]),
+                              ["reason", "role", "thread_kind", "bytes", "ops", "io_s",
+                               "files", "processes"]),
+        "cpu_coverage": _rows(agg.cpu_coverage(tasks), ["worker", "executions", "unmeasured",
+                                                        "unmeasured_wall_s", "cpu_s",
+                                                        "wall_s"]),
+        "quality": _quality(out),
+    }
+
+
+def render_html(out: Outputs) -> str:
+    """The whole page as a string."""
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
+                      keep_trailing_newline=True)
+    template = env.get_template("report.html")
+    return template.render(
+        title="Dask run report",
+        data_json=embed_json(build_data(out)),
+        script=(TEMPLATES / "report.js").read_text(encoding="utf-8"),
+        style=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
+    )
+
+
+def write_html(out: Outputs, out_dir: Path) -> list[Path]:
+    """Write ``report.html``; return its path."""
+    path = Path(out_dir) / "report.html"
+    path.write_text(render_html(out), encoding="utf-8")
+    return [path]

@@ -1,0 +1,257 @@
+"""``report.md`` (+ ``figures/*.png``): a page to paste into a performance ticket.
+
+``render_markdown(outputs, figures=...) -> str`` is pure; ``write_markdown(outputs, out_dir)``
+draws the figures and writes the page. Everything comes from ``correlate.reports.aggregate``
+over the output tables and summary, so the page is deterministic for the same output folder.
+Run-provided strings (keys, paths, functions) are emitted as code spans with ``|`` escaped, and
+free text (warnings) with ``<``, ``>``, ``&`` as entities, so nothing in a key can inject
+Markdown or HTML into the ticket.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from correlate.reports import aggregate as agg
+from correlate.reports.fmt import count, human_bytes, seconds, share
+from correlate.reports.load import Outputs
+
+TOP = 10
+TOP_PREFIXES_FOR_FUNCTIONS = 3
+TOP_FUNCTIONS = 5
+
+
+def code(value: object) -> str:
+    """A Markdown code span holding ``value`` literally (safe inside a table cell)."""
+    s = str(value).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    runs = [len(r) for r in re.findall("`+", s)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def text(value: object) -> str:
+    """Free text with HTML and Markdown metacharacters neutralised."""
+    s = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = re.sub(r"([\\`*_\[\]#|])", r"\\\1", s)
+    return s.replace("\r", " ").replace("\n", " ")
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> list[str]:
+    """GitHub table; ``align`` has one char per column (``l``/``r``), default first left."""
+    align = align or "l" + "r" * (len(header) - 1)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines + [""]
+
+
+def _facts(out: Outputs) -> list[str]:
+    rows = [(k, code(v) if k in ("command", "working directory") else text(v))
+            for k, v in agg.run_facts(out.summary, out["tasks"])]
+    return ["## Run", "", *table(["fact", "value"], rows, "ll")]
+
+
+def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
+    b = agg.worker_budget(out["tasks"])
+    lines = ["## Where time went", ""]
+    if b.is_empty():
+        return [*lines, "No task executions were recorded.", ""]
+    rows = [[code(r["worker"]), str(r["threads"]), count(r["executions"]),
+             seconds(r["thread_s"]), seconds(r["compute_s"]), seconds(r["io_s"]),
+             seconds(r["idle_s"]), share(r["busy_share"]), seconds(r["waiting_s"]),
+             seconds(r["transfer_s"])] for r in b.iter_rows(named=True)]
+    lines += table(["worker", "threads", "executions", "thread time", "compute", "I/O",
+                    "idle", "busy", "waiting for a thread¹", "receiving inputs¹"], rows)
+    lines += ["Thread time = threads seen × task window. Compute = task wall time minus time "
+              "inside attributed I/O calls; idle = thread time not spent in tasks. "
+              "¹ Task-seconds spent before a task ran (ready with no free thread; fetching "
+              "its inputs from peers); they overlap idle time and are not part of the "
+              "thread-time sum.", ""]
+    if "timeline" in figures:
+        lines += [f"![Task timeline per worker thread]({figures['timeline']})", ""]
+    return lines
+
+
+def _prefixes(out: Outputs, figures: dict[str, str]) -> list[str]:
+    p = agg.prefixes(out["tasks"])
+    if p.is_empty():
+        return []
+    rows = [[code(r["prefix"]), count(r["executions"]), seconds(r["wall_s"]),
+             seconds(r["mean_s"]), seconds(r["max_s"]), seconds(r["cpu_s"]), seconds(r["io_s"]),
+             human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"])]
+            for r in p.head(TOP).iter_rows(named=True)]
+    lines = [f"## Heaviest task prefixes (top {TOP} by wall time of {p.height})", ""]
+    lines += table(["prefix", "runs", "wall", "mean", "max", "CPU", "I/O time", "read",
+                    "written"], rows)
+    if "prefixes" in figures:
+        lines += [f"![Time and bytes per task prefix]({figures['prefixes']})", ""]
+    return lines
+
+
+def _task_rows(t: pl.DataFrame) -> list[list[str]]:
+    return [[code(r["key"]), code(r["prefix"]), code(r["worker"]), seconds(r["duration_s"]),
+             seconds(r["cpu_s"]), seconds(r["io_time_s"]), human_bytes(r["read_bytes"]),
+             human_bytes(r["write_bytes"])] for r in t.iter_rows(named=True)]
+
+
+def _tasks(out: Outputs) -> list[str]:
+    header = ["key", "prefix", "worker", "wall", "CPU", "I/O time", "read", "written"]
+    lines = ["## Heaviest task executions", ""]
+    for title, by in (("By CPU", "cpu_s"), ("By I/O bytes", "io_bytes")):
+        t = agg.top_tasks(out["tasks"], by, TOP)
+        lines += [f"### {title} (top {TOP})", ""]
+        lines += table(header, _task_rows(t), "lllrrrrr") if t.height else ["None recorded.", ""]
+    return lines
+
+
+def _files(out: Outputs) -> list[str]:
+    f = agg.files(out["task_files"], out["unattributed"])
+    if f.is_empty():
+        return ["## Busiest files", "", "No file I/O was recorded (no DXT segments).", ""]
+    rows = [[code(r["path"]), human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
+             human_bytes(r["outside_bytes"]), count(r["ops"]), seconds(r["io_s"]),
+             count(r["tasks"])] for r in f.head(TOP).iter_rows(named=True)]
+    lines = [f"## Busiest files (top {TOP} by bytes of {f.height})", ""]
+    return lines + table(["path", "read", "written", "outside tasks", "ops", "I/O time",
+                          "tasks"], rows)
+
+
+def _functions(out: Outputs) -> list[str]:
+    names = agg.prefixes(out["tasks"]).head(TOP_PREFIXES_FOR_FUNCTIONS)["prefix"].to_list()
+    f = agg.top_functions(out["task_functions"], out["tasks"], names, TOP_FUNCTIONS)
+    lines = ["## Top functions per heavy prefix", ""]
+    if f.is_empty():
+        return [*lines, "No function profiles were recorded for these prefixes.", ""]
+    for prefix in names:
+        part = f.filter(pl.col("prefix") == prefix)
+        if part.is_empty():
+            continue
+        clock = "/".join(sorted({str(c) for c in part["clock"].to_list() if c}))
+        rows = [[code(f"{r['module']}.{r['name']}" if r["module"] else r["name"]),
+                 code(f"{r['file']}:{r['line']}"), seconds(r["tsub_s"]), seconds(r["ttot_s"]),
+                 count(r["ncall"])] for r in part.iter_rows(named=True)]
+        lines += [f"### {code(prefix)} ({clock or 'unknown'} clock)", ""]
+        lines += table(["function", "where", "exclusive", "inclusive", "calls"], rows, "llrrr")
+    return lines
+
+
+def _unattributed(out: Outputs) -> list[str]:
+    io = out.summary.get("io") or {}
+    total, attributed = io.get("total") or {}, io.get("attributed") or {}
+    lines = ["## Unattributed I/O and CPU", ""]
+    if total:
+        lines += [f"I/O in DXT: {human_bytes(total.get('bytes'))} in "
+                  f"{count(total.get('ops'))} operations; attributed to task executions: "
+                  f"{human_bytes(attributed.get('bytes'))} "
+                  f"({share(io.get('attributed_bytes_share'))} of bytes).", ""]
+    u = agg.unattributed_io(out["unattributed"])
+    if u.height:
+        rows = [[text(r["reason"]), text(r["role"] or "-"), text(r["thread_kind"] or "-"),
+                 human_bytes(r["bytes"]), count(r["ops"]), seconds(r["io_s"]),
+                 count(r["files"]), count(r["processes"])] for r in u.iter_rows(named=True)]
+        lines += table(["reason", "process role", "thread", "bytes", "ops", "I/O time",
+                        "files", "processes"], rows, "lllrrrrr")
+    else:
+        lines += ["No I/O outside task executions.", ""]
+    return lines + _cpu(out)
+
+
+def _cpu(out: Outputs) -> list[str]:
+    c = agg.cpu_coverage(out["tasks"])
+    cpu = out.summary.get("cpu") or {}
+    lines = [f"CPU: {seconds(cpu.get('task_cpu_s'))} of thread CPU inside task executions "
+             f"(task wall time {seconds(cpu.get('task_wall_s'))}). CPU spent outside task "
+             "executions (event loop, communication, spilling) is not in the output tables.", ""]
+    missing = c.filter(pl.col("unmeasured") > 0)
+    if missing.height:
+        rows = [[code(r["worker"]), count(r["unmeasured"]), count(r["executions"]),
+                 seconds(r["unmeasured_wall_s"])] for r in missing.iter_rows(named=True)]
+        lines += ["Executions without a CPU measurement (no per-thread CPU sample or profile "
+                  "covered them):", ""]
+        lines += table(["worker", "unmeasured", "executions", "their wall time"], rows)
+    return lines
+
+
+def _clock_rows(clocks: pl.DataFrame) -> list[list[str]]:
+    def unc(v: Any) -> str:
+        return "unknown" if v is None else seconds(v / 1e9)
+
+    return [[text(r["host"]), text(r["pid"]), text(r["domain"]), seconds(r["offset_ns"] / 1e9),
+             unc(r["uncertainty_ns"]), text(r["method"]), count(r["samples"])]
+            for r in clocks.iter_rows(named=True)]
+
+
+def _quality(out: Outputs) -> list[str]:
+    q = agg.quality(out.summary, out["clocks"], out["tasks"], out.missing)
+    lines = ["## Data quality", ""]
+    if q["clocks"].height:
+        lines += ["Clock offsets onto the run timeline (± uncertainty):", ""]
+        lines += table(["host", "pid", "clock", "offset", "± uncertainty", "method", "samples"],
+                       _clock_rows(q["clocks"]), "lrlrrlr")
+    methods = ", ".join(f"{text(k)}: {count(v)}" for k, v in q["segments_by_method"].items())
+    lines += [f"- DXT segments by attribution method: {methods or 'none'}"]
+    bad = q["statuses"].filter(pl.col("status") != "ok")
+    lines += [f"- executions with status {code(r['status'])}: {count(r['executions'])}"
+              for r in bad.iter_rows(named=True)]
+    lines += [f"- warning: {text(w)}" for w in q["warnings"]]
+    lines += [f"- rejected {count(r.get('count'))} record(s) from {text(r.get('source'))} "
+              f"{code(r['file']) if r.get('file') else ''}: {text(r.get('reason'))}"
+              for r in q["rejects"]]
+    lines += [f"- process {text(p.get('role'))} {text(p.get('host'))}:{text(p.get('pid'))} did "
+              "not close cleanly (its last rows may be missing)" for p in q["not_closed"]]
+    lines += [f"- table {code(t)} missing from the output folder" for t in q["missing_tables"]]
+    if not (q["warnings"] or q["rejects"] or q["not_closed"] or bad.height):
+        lines += ["- no warnings, no rejected records, every process closed cleanly"]
+    return [*lines, ""]
+
+
+def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> str:
+    """The whole page; ``figures`` maps ``timeline``/``prefixes`` to relative PNG paths."""
+    figs = figures or {}
+    s = out.summary
+    head = ["# Dask run report", "",
+            f"{count(s.get('executions', out['tasks'].height))} task executions of "
+            f"{count(s.get('tasks', out['tasks']['key'].n_unique()))} tasks "
+            f"({text(s.get('source_format', 'unknown'))}).", ""]
+    parts = [head, _facts(out), _budget(out, figs), _prefixes(out, figs), _tasks(out),
+             _files(out), _functions(out), _unattributed(out), _quality(out),
+             ["---", "", "Generated by dask-correlate from the output tables in this folder "
+              "(`correlate report OUT_DIR` regenerates it)."]]
+    return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
+
+
+def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
+    """Draw the PNGs into ``out_dir/figures``; return name → path relative to ``out_dir``."""
+    from correlate.reports import figures
+    from correlate.reports.timeline import io_bars, prefix_colours, sample_bars, task_bars
+
+    tasks = out["tasks"]
+    window = agg.run_window(tasks)
+    if window is None:
+        return {}
+    pre = agg.prefixes(tasks)
+    colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
+    lanes = agg.lanes(tasks)
+    bars = task_bars(tasks, lanes, window[0])
+    io = io_bars(out["segments"], lanes, bars, window[0], window[1], 50_000)
+    shown = sample_bars(bars, 50_000)
+    note = "; ".join(n for n in (shown.note, io.note) if n)
+    fig_dir = out_dir / "figures"
+    figures.timeline(shown.frame, io.frame, lanes["label"].to_list(), colours,
+                     fig_dir / "timeline.png", note=note)
+    figures.prefix_bars(pre, colours, fig_dir / "prefixes.png")
+    return {"timeline": "figures/timeline.png", "prefixes": "figures/prefixes.png"}
+
+
+def write_markdown(out: Outputs, out_dir: Path) -> list[Path]:
+    """Write ``report.md`` and its figures; return the written paths."""
+    figs = write_figures(out, out_dir)
+    path = out_dir / "report.md"
+    path.write_text(render_markdown(out, figures=figs), encoding="utf-8")
+    return [path, *(out_dir / p for p in figs.values())]

@@ -1,0 +1,288 @@
+"""``trace.json``: the run as a Chrome trace-event file (loads in ui.perfetto.dev and
+chrome://tracing).
+
+Layout: one process per (host, pid) that ran tasks or did I/O, plus the scheduler; one thread
+track per executing thread. Each task execution is an ``X`` slice named by its key; its I/O
+operations are ``X`` slices nested inside it (merged per execution × file × operation when the
+run has more than ``segment_limit`` segments, which ``otherData.notes`` then says). I/O of a
+process outside every task goes on an "I/O outside tasks" track next to the thread that
+issued it (or on the thread's own track when that thread ran no task). ``C`` counters carry
+cumulative bytes read/written and task CPU seconds per process; scheduler transitions are
+``i`` instant events (thread scope) on the scheduler's "transitions" track.
+
+Timestamps are µs since ``otherData.t0_ns`` (ns since the epoch on the run timeline). Slices on
+one track never partly overlap (a slice starting before its predecessor ends is clipped), so
+viewers nest them correctly. Events are built as polars columns (``struct.json_encode``), sorted
+by (metadata first, pid, tid, ts, longer first) and written deterministically.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from correlate.reports.aggregate import worker_label
+from correlate.reports.load import Outputs
+
+SEGMENT_LIMIT = 200_000
+EVENT_LIMIT = 100_000
+COUNTER_BINS = 500
+#: tid offset of the "I/O outside tasks" track of a thread
+OUTSIDE_TID = 100_000
+#: tid of the "I/O without thread id" track of a process
+NO_THREAD_TID = 99_999
+TRANSITIONS_TID = 1
+
+
+def _t0(out: Outputs) -> int:
+    starts = [out["tasks"]["start_ns"].min(), out["segments"]["start_ns"].min(),
+              out["events"]["time_ns"].min()]
+    known = [int(s) for s in starts if s is not None]  # type: ignore[call-overload]
+    return min(known) if known else 0
+
+
+def _us(col: str | pl.Expr, t0: int) -> pl.Expr:
+    e = pl.col(col) if isinstance(col, str) else col
+    return ((e - t0).cast(pl.Float64) / 1000.0).round(3)
+
+
+def processes(out: Outputs) -> pl.DataFrame:
+    """(host, pid) → trace pid 1.., with a name and role."""
+    t = out["tasks"].select("host", "pid", worker=worker_label(), role=pl.lit("worker"))
+    s = out["segments"].select("host", "pid", worker=pl.lit(None, pl.String),
+                               role=pl.lit(None, pl.String))
+    u = out["unattributed"].select("host", "pid", worker=pl.lit(None, pl.String), role="role")
+    e = out["events"].filter(pl.col("side") == "scheduler").select(
+        "host", "pid", worker=pl.lit(None, pl.String), role=pl.lit("scheduler"))
+    allp = pl.concat([t, s, u, e]).group_by("host", "pid").agg(
+        pl.col("worker").drop_nulls().min(), pl.col("role").drop_nulls().min())
+    allp = allp.sort("host", "pid", nulls_last=True).with_row_index("tpid", offset=1)
+    where = pl.format("{} pid {}", pl.col("host").fill_null("?"),
+                      pl.col("pid").cast(pl.String).fill_null("?"))
+    name = (pl.when(pl.col("worker").is_not_null())
+            .then(pl.format("worker {} ({})", pl.col("worker"), where))
+            .otherwise(pl.format("{} ({})", pl.col("role").fill_null("process"), where)))
+    return allp.with_columns(pl.col("tpid").cast(pl.Int64), name=name)
+
+
+def threads(out: Outputs, procs: pl.DataFrame) -> pl.DataFrame:
+    """(host, pid, thread_id) of executing and I/O threads → tid 1.. within its process."""
+    keys = ["host", "pid", "thread_id"]
+    both = pl.concat([out["tasks"].select(keys), out["segments"].select(keys)]).drop_nulls(
+        "thread_id").unique().sort(keys)
+    both = both.join(procs.select("host", "pid", "tpid"), on=["host", "pid"],
+                     nulls_equal=True)
+    ran = out["tasks"].select(keys).drop_nulls("thread_id").unique().with_columns(
+        has_tasks=pl.lit(True))
+    both = both.join(ran, on=keys, how="left").with_columns(pl.col("has_tasks").fill_null(False))
+    return both.with_columns(
+        tid=(pl.int_range(pl.len()).over("tpid") + 2).cast(pl.Int64))
+
+
+def _encode(df: pl.DataFrame, order: int, **fields: pl.Expr) -> pl.DataFrame:
+    """One row per event: sort columns + the event as a JSON string."""
+    return df.select(
+        pid=pl.col("pid_t"), tid=pl.col("tid_t"), ts=pl.col("ts_t"),
+        dur=pl.col("dur_t"), order=pl.lit(order, pl.Int32),
+        json=pl.struct(**fields).struct.json_encode())
+
+
+def _meta(procs: pl.DataFrame, thr: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
+    """process_name / thread_name / sort index metadata events."""
+    p = procs.select(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), name="name")
+    t = pl.concat([thr.select(pid_t="tpid", tid_t="tid",
+                              name=pl.format("thread {}", pl.col("thread_id").cast(pl.String))),
+                   extra])
+    zero = {"ts_t": pl.lit(0.0), "dur_t": pl.lit(0.0)}
+    pname = _encode(p.with_columns(**zero), 0, name=pl.lit("process_name"), ph=pl.lit("M"),
+                    pid="pid_t", tid="tid_t", args=pl.struct(name="name"))
+    psort = _encode(p.with_columns(**zero), 0, name=pl.lit("process_sort_index"),
+                    ph=pl.lit("M"), pid="pid_t", tid="tid_t",
+                    args=pl.struct(sort_index="pid_t"))
+    tname = _encode(t.with_columns(**zero), 0, name=pl.lit("thread_name"), ph=pl.lit("M"),
+                    pid="pid_t", tid="tid_t", args=pl.struct(name="name"))
+    tsort = _encode(t.with_columns(**zero), 0, name=pl.lit("thread_sort_index"),
+                    ph=pl.lit("M"), pid="pid_t", tid="tid_t",
+                    args=pl.struct(sort_index="tid_t"))
+    return pl.concat([pname, psort, tname, tsort])
+
+
+def _no_overlap(df: pl.DataFrame, track: list[str]) -> pl.DataFrame:
+    """Clip ``s``/``e`` (ns) so that slices of one track never partly overlap."""
+    df = df.sort(*track, "s", "e")
+    prev = pl.col("e").cum_max().shift(1).over(track)
+    df = df.with_columns(s=pl.max_horizontal("s", prev.fill_null(pl.col("s"))))
+    return df.with_columns(e=pl.max_horizontal("e", "s"))
+
+
+def _task_rows(out: Outputs, thr: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
+    t = out["tasks"].filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
+    t = t.join(procs.select("host", "pid", "tpid"), on=["host", "pid"], how="left",
+               nulls_equal=True)
+    t = t.join(thr.select("host", "pid", "thread_id", "tid"), on=["host", "pid", "thread_id"],
+               how="left", nulls_equal=True).with_columns(tid=pl.col("tid").fill_null(1))
+    t = t.with_columns(s=pl.col("start_ns"), e=pl.max_horizontal("stop_ns", "start_ns"))
+    return _no_overlap(t, ["tpid", "tid"])
+
+
+def _tasks(rows: pl.DataFrame, t0: int) -> pl.DataFrame:
+    df = rows.with_columns(pid_t="tpid", tid_t="tid", ts_t=_us("s", t0),
+                           dur_t=((pl.col("e") - pl.col("s")) / 1000.0).round(3))
+    args = pl.struct(
+        key="key", prefix="prefix", execution_id="execution_id", worker=worker_label(),
+        thread_id=pl.col("thread_id").cast(pl.String), cpu_s="cpu_s",
+        read_bytes="read_bytes", write_bytes="write_bytes", io_time_s="io_time_s",
+        attribution=pl.col("attribution").cast(pl.String), status="status")
+    return _encode(df, 1, name="key", cat=pl.col("prefix").fill_null("task"), ph=pl.lit("X"),
+                   ts="ts_t", dur="dur_t", pid="pid_t", tid="tid_t", args=args)
+
+
+def _segment_rows(out: Outputs, tasks: pl.DataFrame, procs: pl.DataFrame,
+                  thr: pl.DataFrame) -> pl.DataFrame:
+    """Segments with their track: nested in their execution when it ran on the same thread,
+    else on the process's outside-task track of that thread (or the no-thread-id track)."""
+    seg = out["segments"].join(procs.select("host", "pid", "tpid"), on=["host", "pid"],
+                               how="left", nulls_equal=True)
+    seg = seg.join(thr.select("host", "pid", "thread_id", "tid", "has_tasks"),
+                   on=["host", "pid", "thread_id"], how="left")
+    owner = tasks.select("execution_id", ptpid="tpid", ptid="tid", ps="s", pe="e")
+    seg = seg.join(owner, on="execution_id", how="left")
+    nested = (pl.col("ptid") == pl.col("tid")) & (pl.col("ptpid") == pl.col("tpid"))
+    seg = seg.with_columns(nested=nested.fill_null(False))
+    return seg.with_columns(
+        track_tid=pl.when("nested").then(pl.col("tid"))
+        .when(pl.col("tid").is_null()).then(pl.lit(NO_THREAD_TID))
+        .when(pl.col("has_tasks")).then(pl.col("tid") + OUTSIDE_TID)
+        .otherwise(pl.col("tid")).cast(pl.Int64),
+        s=pl.col("start_ns"), e=pl.max_horizontal("stop_ns", "start_ns"),
+        n=pl.lit(1, pl.Int64), bytes=pl.col("length"))
+
+
+def _aggregate_segments(seg: pl.DataFrame) -> pl.DataFrame:
+    """Merge nested segments per (execution, file, op), others per 100 ms bin."""
+    seg = seg.with_columns(
+        group=pl.when("nested").then(pl.col("execution_id"))
+        .otherwise(pl.col("start_ns") // 100_000_000))
+    return seg.group_by("tpid", "track_tid", "nested", "group", "path", "op").agg(
+        s=pl.col("s").min(), e=pl.col("e").max(), n=pl.len().cast(pl.Int64),
+        bytes=pl.col("bytes").sum(), execution_id=pl.col("execution_id").first(),
+        ps=pl.col("ps").first(), pe=pl.col("pe").first(),
+        attribution=pl.col("attribution").first())
+
+
+def _segments(seg: pl.DataFrame, t0: int) -> pl.DataFrame:
+    clip_s = pl.when("nested").then(pl.max_horizontal("s", "ps")).otherwise(pl.col("s"))
+    clip_e = pl.when("nested").then(pl.min_horizontal("e", "pe")).otherwise(pl.col("e"))
+    seg = seg.with_columns(s=clip_s, e=clip_e).with_columns(e=pl.max_horizontal("e", "s"))
+    seg = _no_overlap(seg, ["tpid", "track_tid"])
+    df = seg.with_columns(pid_t="tpid", tid_t="track_tid", ts_t=_us("s", t0),
+                          dur_t=((pl.col("e") - pl.col("s")) / 1000.0).round(3))
+    name = pl.format("{} {}", pl.col("op").cast(pl.String), pl.col("path").fill_null("?"))
+    args = pl.struct(path="path", op=pl.col("op").cast(pl.String), bytes="bytes", ops="n",
+                     execution_id="execution_id",
+                     attribution=pl.col("attribution").cast(pl.String))
+    return _encode(df, 2, name=name, cat=pl.lit("io"), ph=pl.lit("X"), ts="ts_t", dur="dur_t",
+                   pid="pid_t", tid="tid_t", args=args)
+
+
+def _extra_tracks(seg: pl.DataFrame, thr: pl.DataFrame) -> pl.DataFrame:
+    """thread_name rows for outside-task and no-thread-id tracks that hold segments."""
+    used = seg.filter(~pl.col("nested") & ((pl.col("track_tid") >= OUTSIDE_TID)
+                                           | (pl.col("track_tid") == NO_THREAD_TID)))
+    used = used.select("tpid", "track_tid").unique()
+    names = thr.select("tpid", track_tid=pl.col("tid") + OUTSIDE_TID, thread_id="thread_id")
+    used = used.join(names, on=["tpid", "track_tid"], how="left")
+    label = pl.when(pl.col("track_tid") == NO_THREAD_TID).then(pl.lit("I/O without thread id"))
+    label = label.otherwise(pl.format("I/O outside tasks · thread {}",
+                                      pl.col("thread_id").cast(pl.String)))
+    return used.select(pid_t="tpid", tid_t="track_tid", name=label)
+
+
+def _counter_bins(df: pl.DataFrame, t0: int, width: int, **sums: pl.Expr) -> pl.DataFrame:
+    binned = df.with_columns(bin=(pl.col("t") - t0) // width + 1)
+    per = binned.group_by("tpid", "bin").agg(**sums).sort("tpid", "bin")
+    return per.with_columns(pl.col(k).cum_sum().over("tpid") for k in sums).with_columns(
+        t=pl.col("bin") * width + t0)
+
+
+def _counters(seg: pl.DataFrame, tasks: pl.DataFrame, t0: int, t1: int) -> pl.DataFrame:
+    width = max(1, -(-(t1 - t0) // COUNTER_BINS))
+    io = seg.select("tpid", t=pl.col("e"),
+                    read=pl.when(pl.col("op") == "read").then("bytes").otherwise(0),
+                    written=pl.when(pl.col("op") == "write").then("bytes").otherwise(0))
+    io = _counter_bins(io, t0, width, read=pl.col("read").sum(),
+                       written=pl.col("written").sum())
+    cpu = _counter_bins(tasks.select("tpid", t=pl.col("e"), cpu=pl.col("cpu_s").fill_null(0.0)),
+                        t0, width, cpu_s=pl.col("cpu").sum())
+    events = []
+    for frame, name, args in ((io, "I/O bytes (cumulative)", pl.struct("read", "written")),
+                              (cpu, "task CPU s (cumulative)", pl.struct("cpu_s"))):
+        df = frame.with_columns(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), ts_t=_us("t", t0),
+                                dur_t=pl.lit(0.0))
+        events.append(_encode(df, 3, name=pl.lit(name), ph=pl.lit("C"), ts="ts_t",
+                              pid="pid_t", tid="tid_t", args=args))
+    return pl.concat(events)
+
+
+def _instants(out: Outputs, procs: pl.DataFrame, t0: int) -> tuple[pl.DataFrame, str]:
+    ev = out["events"].filter(pl.col("side") == "scheduler").join(
+        procs.select("host", "pid", "tpid"), on=["host", "pid"], how="left", nulls_equal=True)
+    ev = ev.sort("time_ns", "key", "start", "finish")
+    note = ""
+    if ev.height > EVENT_LIMIT:
+        step = -(-ev.height // EVENT_LIMIT)
+        note = (f"scheduler transitions: every {step}th of {ev.height:,} kept "
+                f"({-(-ev.height // step):,})")
+        ev = ev.gather_every(step)
+    df = ev.with_columns(pid_t="tpid", tid_t=pl.lit(TRANSITIONS_TID, pl.Int64),
+                         ts_t=_us("time_ns", t0), dur_t=pl.lit(0.0))
+    name = pl.format("{} → {}", pl.col("start"), pl.col("finish"))
+    args = pl.struct(key="key", start="start", finish="finish", worker="worker",
+                     stimulus_id="stimulus_id")
+    return _encode(df, 4, name=name, cat=pl.lit("scheduler"), ph=pl.lit("i"),
+                   s=pl.lit("t"), ts="ts_t", pid="pid_t", tid="tid_t", args=args), note
+
+
+def build_events(out: Outputs) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """All trace events as sorted JSON strings (column ``json``) and ``otherData``."""
+    t0 = _t0(out)
+    procs = processes(out)
+    thr = threads(out, procs)
+    task_rows = _task_rows(out, thr, procs)
+    seg = _segment_rows(out, task_rows, procs, thr)
+    notes = []
+    if seg.height > SEGMENT_LIMIT:
+        notes.append(f"{seg.height:,} I/O segments: nested slices merged per execution × "
+                     "file × operation, outside-task I/O per 100 ms × file × operation "
+                     "(args.ops says how many were merged)")
+        seg = _aggregate_segments(seg)
+    ends = [t0, *(int(x) for x in (task_rows["e"].max(), seg["e"].max()) if x is not None)]
+    instants, note = _instants(out, procs, t0)
+    notes += [note] if note else []
+    sched = procs.filter(pl.col("role") == "scheduler").select(
+        pid_t="tpid", tid_t=pl.lit(TRANSITIONS_TID, pl.Int64), name=pl.lit("transitions"))
+    meta = _meta(procs, thr, pl.concat([_extra_tracks(seg, thr), sched]))
+    parts = [meta, _tasks(task_rows, t0), _segments(seg, t0),
+             _counters(seg, task_rows, t0, max(ends)), instants]
+    events = pl.concat(parts).with_columns(meta=pl.col("order") != 0).sort(
+        "meta", "pid", "tid", "ts", "dur", "order", "json",
+        descending=[False, False, False, False, True, False, False])
+    other = {"generator": "dask-correlate", "format": "chrome-trace-events",
+             "t0_ns": t0, "time_unit": "µs since t0_ns on the run timeline",
+             "executions": int(task_rows.height), "segments_in_run": int(out["segments"].height),
+             "notes": notes}
+    return events, other
+
+
+def write_trace(out: Outputs, out_dir: Path) -> list[Path]:
+    """Write ``trace.json``; return its path."""
+    events, other = build_events(out)
+    head = ('{"displayTimeUnit":"ms","otherData":'
+            + json.dumps(other, sort_keys=True, ensure_ascii=False) + ',"traceEvents":[\n')
+    body = ",\n".join(events["json"].to_list())
+    path = Path(out_dir) / "trace.json"
+    path.write_text(head + body + "\n]}\n", encoding="utf-8")
+    return [path]

@@ -1,0 +1,113 @@
+"""Timeline geometry shared by the PNG figure, the HTML page and (lanes only) the trace.
+
+``task_bars`` places every execution on its lane with times relative to ``t0``;
+``sample_bars`` keeps at most ``limit`` of them (the longest half, then a uniform stride over
+the rest, so the picture keeps its shape) and says how many it dropped; ``io_bars`` places DXT
+segments on the lane of their thread, exactly when there are few, otherwise merged into runs of
+fixed-width time bins per lane and operation (``aggregated=True``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from correlate.reports.aggregate import LANE_KEYS
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """A frame that may have been reduced, and how."""
+
+    frame: pl.DataFrame
+    total: int
+    #: how the frame was reduced ("" when it holds every row)
+    note: str = ""
+
+
+def task_bars(tasks: pl.DataFrame, lanes: pl.DataFrame, t0: int) -> pl.DataFrame:
+    """Timed executions with their lane and ns offsets from ``t0``."""
+    t = tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
+    t = t.join(lanes.select(*LANE_KEYS, "lane"), on=list(LANE_KEYS), how="left",
+               nulls_equal=True)
+    return t.select(
+        "execution_id", "lane", "key", pl.col("prefix").fill_null("?"),
+        start=pl.col("start_ns") - t0, stop=pl.max_horizontal("stop_ns", "start_ns") - t0,
+        cpu_s="cpu_s", read_bytes="read_bytes", write_bytes="write_bytes",
+        io_s="io_time_s", status="status",
+    ).sort("lane", "start", "execution_id")
+
+
+def sample_bars(bars: pl.DataFrame, limit: int) -> Sampled:
+    """At most ``limit`` bars: the longest ``limit // 2``, then every k-th of the rest."""
+    n = bars.height
+    if n <= limit:
+        return Sampled(bars, n)
+    longest = bars.with_columns(d=pl.col("stop") - pl.col("start")).sort(
+        "d", "execution_id", descending=[True, False]).head(limit // 2).drop("d")
+    rest = bars.join(longest.select("execution_id"), on="execution_id", how="anti")
+    step = max(1, -(-rest.height // (limit - longest.height)))
+    sample = rest.sort("execution_id").gather_every(step)
+    kept = pl.concat([longest, sample]).sort("lane", "start", "execution_id")
+    note = (f"showing {kept.height:,} of {n:,} task executions (the {longest.height:,} "
+            f"longest plus every {step}th of the others)")
+    return Sampled(kept, n, note)
+
+
+def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0: int,
+            t1: int, limit: int) -> Sampled:
+    """DXT segments on task lanes (threads that ran no task are left out; segments without a
+    thread id go to the lane of the execution holding them), as
+    ``lane, op, start, stop, bytes, ops, path`` relative to ``t0``; merged per time bin when
+    there are more than ``limit``."""
+    s = segments.join(lanes.select(*LANE_KEYS, "lane"), on=list(LANE_KEYS), how="left")
+    by_exec = bars.select("execution_id", exec_lane="lane")
+    s = s.join(by_exec, on="execution_id", how="left").with_columns(
+        lane=pl.when(pl.col("thread_id").is_null()).then(pl.col("exec_lane"))
+        .otherwise(pl.col("lane"))).filter(pl.col("lane").is_not_null())
+    s = s.filter((pl.col("stop_ns") >= t0) & (pl.col("start_ns") <= t1)).select(
+        "lane", pl.col("op").cast(pl.String), start=pl.col("start_ns") - t0,
+        stop=pl.col("stop_ns") - t0, bytes=pl.col("length").cast(pl.Float64),
+        ops=pl.lit(1, pl.Int64), path="path", execution_id="execution_id")
+    s = s.sort("lane", "start", "op", "path", nulls_last=True)
+    if s.height <= limit:
+        return Sampled(s, s.height)
+    nlanes = max(1, lanes.height)
+    nbins = max(100, min(4000, limit // (2 * nlanes)))
+    return _binned(s, max(1, -(-(t1 - t0) // nbins)), nbins)
+
+
+def _binned(s: pl.DataFrame, width: int, nbins: int) -> Sampled:
+    b0 = (pl.col("start") // width).clip(0, nbins - 1)
+    b1 = (pl.col("stop") // width).clip(0, nbins - 1)
+    exploded = s.with_columns(bin=pl.int_ranges(b0, b1 + 1)).explode("bin")
+    per_bin = exploded.group_by("lane", "op", "bin").agg(
+        bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum()).sort("lane", "op", "bin")
+    new_run = ((pl.col("bin") != pl.col("bin").shift(1) + 1) | (pl.col("lane") != pl.col("lane")
+               .shift(1)) | (pl.col("op") != pl.col("op").shift(1))).fill_null(True)
+    runs = per_bin.with_columns(run=new_run.cum_sum()).group_by("run").agg(
+        pl.col("lane").first(), pl.col("op").first(), start=pl.col("bin").min() * width,
+        stop=(pl.col("bin").max() + 1) * width, bytes=pl.col("bytes").sum(),
+        ops=pl.col("ops").sum())
+    frame = runs.drop("run").with_columns(path=pl.lit(None, pl.String),
+                                          execution_id=pl.lit(None, pl.Int64))
+    frame = frame.sort("lane", "start", "op")
+    note = (f"{s.height:,} I/O segments merged into {frame.height:,} runs of "
+            f"{width / 1e6:.3g} ms bins per thread and operation")
+    return Sampled(frame, s.height, note)
+
+
+#: colours for prefixes in order of wall time (tab20-like, colour-blind-friendlier first)
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295", "#8cd17d", "#b6992d",
+           "#a0cbe8", "#ffbe7d", "#499894", "#f1ce63", "#d4a6c8", "#fabfd2")
+OTHER_COLOUR = "#c8c8c8"
+IO_COLOURS = {"read": "#1b1b1b", "write": "#c2185b"}
+
+
+def prefix_colours(prefix_names: list[str]) -> dict[str, str]:
+    """Colour per prefix: the first ``len(PALETTE)`` (heaviest first) get their own colour,
+    the rest share ``OTHER_COLOUR``."""
+    return {p: (PALETTE[i] if i < len(PALETTE) else OTHER_COLOUR)
+            for i, p in enumerate(prefix_names)}
