@@ -81,7 +81,11 @@ def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0:
 def _binned(s: pl.DataFrame, width: int, nbins: int) -> Sampled:
     b0 = (pl.col("start") // width).clip(0, nbins - 1)
     b1 = (pl.col("stop") // width).clip(0, nbins - 1)
-    exploded = s.with_columns(bin=pl.int_ranges(b0, b1 + 1)).explode("bin")
+    exploded = s.with_columns(first=b0, bin=pl.int_ranges(b0, b1 + 1)).explode("bin")
+    # a segment covers every bin it spans but counts its bytes and op once, in its first bin
+    first = pl.col("bin") == pl.col("first")
+    exploded = exploded.with_columns(bytes=pl.when(first).then("bytes").otherwise(0.0),
+                                     ops=pl.when(first).then("ops").otherwise(0))
     per_bin = exploded.group_by("lane", "op", "bin").agg(
         bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum()).sort("lane", "op", "bin")
     new_run = ((pl.col("bin") != pl.col("bin").shift(1) + 1) | (pl.col("lane") != pl.col("lane")

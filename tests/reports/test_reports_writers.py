@@ -1,0 +1,115 @@
+"""Every report writer over the literal run and the empty run: files, determinism, escaping,
+sampling of large timelines."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import HOSTILE_KEYS, XSS_IMG, literal_frames, write_run
+
+from correlate.errors import InputError
+from correlate.reports import KINDS, load_outputs, write_reports
+from correlate.reports.html import build_data, embed_json
+from correlate.reports.timeline import io_bars, sample_bars, task_bars
+from correlate.sources.frames import RunFrames
+
+EXPECTED = {"markdown": ["report.md", "figures/timeline.png", "figures/prefixes.png"],
+            "html": ["report.html"], "trace": ["trace.json"]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_writes_its_files(literal_out: Path, tmp_path: Path, kind: str) -> None:
+    out = shutil.copytree(literal_out, tmp_path / "out")
+    written = write_reports(out, kinds=[kind])
+    assert sorted(p.relative_to(out).as_posix() for p in written) == sorted(EXPECTED[kind])
+    assert all(p.stat().st_size > 0 for p in written)
+
+
+def test_empty_run_renders_every_kind(tmp_path: Path) -> None:
+    # GIVEN a run with no executions and no I/O
+    out = write_run(RunFrames(), tmp_path / "out")
+    # WHEN every report is written THEN nothing fails and the page says so
+    written = write_reports(out)
+    assert {p.name for p in written} == {"report.md", "report.html", "trace.json"}
+    assert "No task executions were recorded." in (out / "report.md").read_text()
+    assert json.loads((out / "trace.json").read_text())["traceEvents"] == []
+
+
+def test_reports_are_byte_identical_when_regenerated(literal_reports: Path,
+                                                     tmp_path: Path) -> None:
+    again = write_run(literal_frames(), tmp_path / "again")
+    write_reports(again)
+    for rel in ("report.md", "report.html", "trace.json", "figures/timeline.png",
+                "figures/prefixes.png"):
+        assert (again / rel).read_bytes() == (literal_reports / rel).read_bytes(), rel
+
+
+def test_not_an_output_folder_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not a correlate output folder"):
+        write_reports(tmp_path)
+
+
+def test_markdown_shows_hostile_keys_only_inside_code_spans(literal_reports: Path) -> None:
+    md = (literal_reports / "report.md").read_text()
+    assert f"`{HOSTILE_KEYS[0]}`" in md and f"`{HOSTILE_KEYS[1]}`" in md
+    outside_code = re.sub(r"`+[^`]*`+", "", md)
+    assert "<" not in outside_code.replace("<br>", "")
+    assert "worker clock &lt;unknown&gt; for one process" in md
+    assert "rejected 2 record(s) from darshan" in md
+    assert "did not close cleanly" in md
+
+
+def test_markdown_has_every_section(literal_reports: Path) -> None:
+    md = (literal_reports / "report.md").read_text()
+    for heading in ("## Run", "## Where time went", "## Heaviest task prefixes",
+                    "### By CPU", "### By I/O bytes", "## Busiest files",
+                    "## Top functions per heavy prefix", "## Unattributed I/O and CPU",
+                    "## Data quality"):
+        assert heading in md, heading
+    assert "![Task timeline per worker thread](figures/timeline.png)" in md
+    assert "| `/tmp/event-loop.log` |" in md
+
+
+def test_html_embeds_data_without_markup_characters(literal_reports: Path) -> None:
+    page = (literal_reports / "report.html").read_text()
+    block = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page,
+                      re.S)
+    assert block is not None
+    raw = block.group(1)
+    assert not set("<>&") & set(raw)
+    # the page has exactly its own two script elements; no key closed one
+    assert page.count("</script>") == 2 and XSS_IMG not in page
+    data = json.loads(raw)
+    assert data == json.loads(embed_json(build_data(load_outputs(literal_reports))))
+    assert set(HOSTILE_KEYS) <= set(data["timeline"]["tasks"]["key"])
+    assert "http://" not in page and "https://" not in page  # nothing loaded from a network
+
+
+def test_sample_bars_keeps_longest_and_says_so() -> None:
+    n = 1000
+    bars = pl.DataFrame({"execution_id": range(n), "lane": [i % 4 for i in range(n)],
+                         "start": [i * 10 for i in range(n)],
+                         "stop": [i * 10 + (500 if i == 777 else 5) for i in range(n)]})
+    s = sample_bars(bars, 100)
+    assert s.frame.height <= 100 and s.total == n
+    assert 777 in s.frame["execution_id"].to_list()
+    assert "showing" in s.note and "of 1,000" in s.note
+
+
+def test_io_bars_merge_into_bins_above_the_limit(literal_out: Path) -> None:
+    out = load_outputs(literal_out)
+    from correlate.reports.aggregate import lanes, run_window
+
+    t0, t1 = run_window(out["tasks"])
+    ln = lanes(out["tasks"])
+    bars = task_bars(out["tasks"], ln, t0)
+    exact = io_bars(out["segments"], ln, bars, t0, t1, 1000)
+    merged = io_bars(out["segments"], ln, bars, t0, t1, 2)
+    assert exact.note == "" and merged.note.startswith(f"{exact.total} I/O segments merged")
+    assert merged.frame["bytes"].sum() == pytest.approx(exact.frame["bytes"].sum())
+    assert merged.frame["ops"].sum() == exact.frame["ops"].sum()
