@@ -9,6 +9,7 @@ literally: ``$`` is escaped so it never turns into mathtext.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -73,7 +74,8 @@ def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
         title = "Task executions per worker thread, I/O overlaid"
         if len(lane_labels) > shown:
             title += f" (first {shown} of {len(lane_labels)} threads)"
-        ax.set_title(plain(title + (f"\n{note}" if note else "")), loc="left")
+        wrapped = "\n".join(textwrap.wrap(note, 110)) if note else ""
+        ax.set_title(plain(title + (f"\n{wrapped}" if wrapped else "")), loc="left")
         _legend(ax, colours)
         return _save(fig, path)
 
@@ -84,7 +86,9 @@ def _draw_tasks(ax: object, bars: pl.DataFrame, colours: dict[str, str]) -> None
     verts = _rects(bars["start"].to_numpy() / 1e9, bars["stop"].to_numpy() / 1e9,
                    bars["lane"].to_numpy().astype(float), 0.8)
     faces = [colours.get(p, OTHER_COLOUR) for p in bars["prefix"].to_list()]
-    ax.add_collection(PolyCollection(verts, facecolors=faces, edgecolors="white",  # type: ignore[attr-defined]
+    # white separators help few bars; with thousands they would wash the colours out
+    edges = "white" if bars.height <= 2000 else "face"
+    ax.add_collection(PolyCollection(verts, facecolors=faces, edgecolors=edges,  # type: ignore[attr-defined]
                                      linewidths=0.3))
 
 

@@ -3,8 +3,8 @@
 ``task_bars`` places every execution on its lane with times relative to ``t0``;
 ``sample_bars`` keeps at most ``limit`` of them (the longest half, then a uniform stride over
 the rest, so the picture keeps its shape) and says how many it dropped; ``io_bars`` places DXT
-segments on the lane of their thread, exactly when there are few, otherwise merged into runs of
-fixed-width time bins per lane and operation (``aggregated=True``).
+segments on the lane of their thread, exactly when there are few, otherwise merged into
+fixed-width time bins per lane and operation (the note says so).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def sample_bars(bars: pl.DataFrame, limit: int) -> Sampled:
     sample = rest.sort("execution_id").gather_every(step)
     kept = pl.concat([longest, sample]).sort("lane", "start", "execution_id")
     note = (f"showing {kept.height:,} of {n:,} task executions (the {longest.height:,} "
-            f"longest plus every {step}th of the others)")
+            f"longest plus one in {step} of the others)")
     return Sampled(kept, n, note)
 
 
@@ -79,26 +79,20 @@ def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0:
 
 
 def _binned(s: pl.DataFrame, width: int, nbins: int) -> Sampled:
-    b0 = (pl.col("start") // width).clip(0, nbins - 1)
-    b1 = (pl.col("stop") // width).clip(0, nbins - 1)
-    exploded = s.with_columns(first=b0, bin=pl.int_ranges(b0, b1 + 1)).explode("bin")
-    # a segment covers every bin it spans but counts its bytes and op once, in its first bin
-    first = pl.col("bin") == pl.col("first")
-    exploded = exploded.with_columns(bytes=pl.when(first).then("bytes").otherwise(0.0),
-                                     ops=pl.when(first).then("ops").otherwise(0))
-    per_bin = exploded.group_by("lane", "op", "bin").agg(
-        bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum()).sort("lane", "op", "bin")
-    new_run = ((pl.col("bin") != pl.col("bin").shift(1) + 1) | (pl.col("lane") != pl.col("lane")
-               .shift(1)) | (pl.col("op") != pl.col("op").shift(1))).fill_null(True)
-    runs = per_bin.with_columns(run=new_run.cum_sum()).group_by("run").agg(
-        pl.col("lane").first(), pl.col("op").first(), start=pl.col("bin").min() * width,
-        stop=(pl.col("bin").max() + 1) * width, bytes=pl.col("bytes").sum(),
-        ops=pl.col("ops").sum())
-    frame = runs.drop("run").with_columns(path=pl.lit(None, pl.String),
-                                          execution_id=pl.lit(None, pl.Int64))
+    """Per lane × operation × time bin: bytes, ops and time inside I/O calls; drawn as a bar
+    at the bin's start whose width is that I/O time (at most the bin width), so the picture
+    keeps how much of each stretch went to I/O. A segment counts in the bin it starts in."""
+    binned = s.with_columns(bin=(pl.col("start") // width).clip(0, nbins - 1),
+                            busy=pl.col("stop") - pl.col("start"))
+    per_bin = binned.group_by("lane", "op", "bin").agg(
+        bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum(), busy=pl.col("busy").sum())
+    frame = per_bin.select(
+        "lane", "op", start=pl.col("bin") * width,
+        stop=pl.col("bin") * width + pl.col("busy").clip(1, width), bytes="bytes", ops="ops",
+        path=pl.lit(None, pl.String), execution_id=pl.lit(None, pl.Int64))
     frame = frame.sort("lane", "start", "op")
-    note = (f"{s.height:,} I/O segments merged into {frame.height:,} runs of "
-            f"{width / 1e6:.3g} ms bins per thread and operation")
+    note = (f"{s.height:,} I/O segments merged into {frame.height:,} bins of "
+            f"{width / 1e6:.3g} ms per thread and operation (bar width = time in I/O)")
     return Sampled(frame, s.height, note)
 
 
