@@ -126,9 +126,12 @@ def literal_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def literal_reports(literal_out: Path) -> Path:
-    """The literal run's output folder with every report written."""
+def literal_reports(literal_out: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the literal run's output folder with every report written."""
+    import shutil
+
     from correlate.reports import write_reports
 
-    write_reports(literal_out)
-    return literal_out
+    out = shutil.copytree(literal_out, tmp_path_factory.mktemp("literal-reports") / "out")
+    write_reports(out)
+    return out

@@ -113,3 +113,17 @@ def test_io_bars_merge_into_bins_above_the_limit(literal_out: Path) -> None:
     assert exact.note == "" and merged.note.startswith(f"{exact.total} I/O segments merged")
     assert merged.frame["bytes"].sum() == pytest.approx(exact.frame["bytes"].sum())
     assert merged.frame["ops"].sum() == exact.frame["ops"].sum()
+
+
+def test_report_command_regenerates_from_an_output_folder(literal_out: Path,
+                                                           tmp_path: Path) -> None:
+    import argparse
+
+    from correlate.commands import report
+
+    out = shutil.copytree(literal_out, tmp_path / "out")
+    parser = argparse.ArgumentParser()
+    report.add_arguments(parser)
+    assert report.run(parser.parse_args([str(out), "--kinds", "html", "trace"])) == 0
+    assert (out / "report.html").exists() and (out / "trace.json").exists()
+    assert not (out / "report.md").exists()
