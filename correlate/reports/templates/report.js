@@ -315,13 +315,14 @@
     ["worker", "worker", "text"], ["duration_s", "wall", "s"], ["cpu_s", "CPU", "s"],
     ["io_time_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"],
     ["attribution", "attribution", "text"], ["status", "status", "text"]], DATA.top_tasks, "duration_s");
-  $("files-note").textContent = `The busiest ${DATA.files.length} of ${fmtN(DATA.file_total)} files by bytes; "outside tasks" is I/O no task explains.`;
+  $("files-note").textContent = `The busiest ${DATA.files.length} of ${fmtN(DATA.file_total)} files by bytes read + written; "outside tasks" is I/O no task explains; click a column to sort.`;
   sortableTable($("files"), [["path", "path", "text"], ["read_bytes", "read", "bytes"],
     ["write_bytes", "written", "bytes"], ["outside_bytes", "outside tasks", "bytes"], ["ops", "ops", "n"],
-    ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"]], DATA.files, "read_bytes");
+    ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"]], DATA.files, null);
 
   const fsel = $("function-prefix");
-  const fprefixes = [...new Set(DATA.functions.map((f) => f.prefix))];
+  const withFunctions = new Set(DATA.functions.map((f) => f.prefix));
+  const fprefixes = prefixes.map((p) => p.prefix).filter((p) => withFunctions.has(p));
   fprefixes.forEach((p) => { const o = el("option", p); o.value = p; fsel.appendChild(o); });
   function drawFunctions() {
     const rows = DATA.functions.filter((f) => f.prefix === fsel.value).map((f) => (
