@@ -130,7 +130,7 @@ def _task_rows(out: Outputs, thr: pl.DataFrame, procs: pl.DataFrame) -> pl.DataF
 
 def _tasks(rows: pl.DataFrame, t0: int) -> pl.DataFrame:
     df = rows.with_columns(pid_t="tpid", tid_t="tid", ts_t=_us("s", t0),
-                           dur_t=((pl.col("e") - pl.col("s")) / 1000.0).round(3))
+                           dur_t=(_us("e", t0) - _us("s", t0)).round(3))
     args = pl.struct(
         key="key", prefix="prefix", execution_id="execution_id", worker=worker_label(),
         thread_id=pl.col("thread_id").cast(pl.String), cpu_s="cpu_s",
@@ -179,7 +179,7 @@ def _segments(seg: pl.DataFrame, t0: int) -> pl.DataFrame:
     seg = seg.with_columns(s=clip_s, e=clip_e).with_columns(e=pl.max_horizontal("e", "s"))
     seg = _no_overlap(seg, ["tpid", "track_tid"])
     df = seg.with_columns(pid_t="tpid", tid_t="track_tid", ts_t=_us("s", t0),
-                          dur_t=((pl.col("e") - pl.col("s")) / 1000.0).round(3))
+                          dur_t=(_us("e", t0) - _us("s", t0)).round(3))
     name = pl.format("{} {}", pl.col("op").cast(pl.String), pl.col("path").fill_null("?"))
     args = pl.struct(path="path", op=pl.col("op").cast(pl.String), bytes="bytes", ops="n",
                      execution_id="execution_id",

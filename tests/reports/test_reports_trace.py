@@ -44,10 +44,10 @@ def validate(trace: dict, tasks: pl.DataFrame) -> list[dict]:
     stacks: dict[tuple, list[float]] = defaultdict(list)
     for ev in (e for e in events if e["ph"] == "X"):
         stack = stacks[(ev["pid"], ev["tid"])]
-        while stack and stack[-1] <= ev["ts"]:
+        while stack and stack[-1] <= ev["ts"] + 1e-6:  # µs with ns resolution
             stack.pop()
-        end = ev["ts"] + ev["dur"]
-        assert not stack or end <= stack[-1] + 1e-3, ev
+        end = round(ev["ts"] + ev["dur"], 3)
+        assert not stack or end <= stack[-1] + 1e-6, ev
         stack.append(end)
     slices = [e for e in events if e["ph"] == "X" and "key" in e["args"]]
     assert sorted(e["args"]["execution_id"] for e in slices) == sorted(
@@ -72,7 +72,7 @@ def test_trace_of_the_literal_run_is_valid(literal_reports: Path) -> None:
         parent = task_by_id[seg["args"]["execution_id"]]
         if (parent["pid"], parent["tid"]) == (seg["pid"], seg["tid"]):
             assert parent["ts"] <= seg["ts"] <= seg["ts"] + seg["dur"] <= (
-                parent["ts"] + parent["dur"] + 1e-3)
+                parent["ts"] + parent["dur"] + 1e-6)
     assert {e["name"] for e in events if e["ph"] == "C"} == {
         "I/O bytes (cumulative)", "task CPU s (cumulative)"}
     assert trace["otherData"]["notes"] == []
