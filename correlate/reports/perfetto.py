@@ -234,7 +234,7 @@ def _instants(out: Outputs, procs: pl.DataFrame, t0: int) -> tuple[pl.DataFrame,
     note = ""
     if ev.height > EVENT_LIMIT:
         step = -(-ev.height // EVENT_LIMIT)
-        note = (f"scheduler transitions: every {step}th of {ev.height:,} kept "
+        note = (f"scheduler transitions: one in {step} of {ev.height:,} kept "
                 f"({-(-ev.height // step):,})")
         ev = ev.gather_every(step)
     df = ev.with_columns(pid_t="tpid", tid_t=pl.lit(TRANSITIONS_TID, pl.Int64),

@@ -88,7 +88,7 @@ def test_many_segments_are_aggregated_per_execution_and_file(
     events = validate(trace, pl.read_parquet(out / "tasks.parquet"))
     notes = " ".join(trace["otherData"]["notes"])
     assert "merged per execution × file × operation" in notes
-    assert "scheduler transitions: every" in notes
+    assert "scheduler transitions: one in" in notes
     io = [e for e in events if e["ph"] == "X" and e["cat"] == "io"]
     segs = pl.read_parquet(out / "segments.parquet")
     assert sum(e["args"]["ops"] for e in io) == segs.height
