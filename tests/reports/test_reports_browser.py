@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cdp import CHROMIUM, Browser
-from conftest import HOSTILE_KEYS
+
+from .cdp import CHROMIUM, Browser
+from .literal_run import HOSTILE_KEYS
 
 pytestmark = [
     pytest.mark.browser,

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import HOSTILE_KEYS, XSS_IMG, literal_frames, write_run
 
 from correlate.errors import InputError
 from correlate.reports import KINDS, load_outputs, write_reports
 from correlate.reports.html import build_data, embed_json
 from correlate.reports.timeline import io_bars, sample_bars, task_bars
 from correlate.sources.frames import RunFrames
+
+from .literal_run import HOSTILE_KEYS, XSS_IMG, literal_frames, write_run
 
 EXPECTED = {"markdown": ["report.md", "figures/timeline.png", "figures/prefixes.png"],
             "html": ["report.html"], "trace": ["trace.json"]}
