@@ -211,9 +211,25 @@ def read_log(path: Path) -> _Log:
     present = {L.MODULE_IDS.get(m, -1) for m in out.row["modules"]}
     out.row["partial"] |= any(hdr.partial_flag & (1 << i) for i in present if i >= 0)
     out.row["segment_count"] = 0 if out.segments is None else out.segments.height
+    out.row["dxt_untraced_ops"] = _untraced_ops(out)
     hosts = [] if out.segments is None else out.segments["host"].drop_nulls().unique().to_list()
     out.row["host"] = hosts[0] if len(hosts) == 1 else None
     return out
+
+
+def _untraced_ops(out: _Log) -> int | None:
+    """POSIX read+write calls per file minus the DXT_POSIX segments of that file (DXT stops
+    recording silently when its trace memory is full)."""
+    posix = [c for c in out.counters if c["module"][0] == "POSIX"] if out.counters else []
+    if out.segments is None or not posix:
+        return None
+    dxt = (out.segments.filter(pl.col("module") == "DXT_POSIX").group_by("record_id")
+           .agg(traced=pl.len()))
+    ops = pl.concat(posix).group_by("record_id").agg(
+        ops=(pl.col("read_ops") + pl.col("write_ops")).sum())
+    missing = ops.join(dxt, on="record_id", how="left").select(
+        (pl.col("ops") - pl.col("traced").fill_null(0)).clip(0).sum()).item()
+    return int(missing)
 
 
 def expand_paths(paths: Iterable[Path]) -> list[Path]:
@@ -239,6 +255,10 @@ def load(paths: Iterable[Path | str]) -> DarshanFrames:
             continue
         rows.append(got.row)
         problems += [(str(path), f"module {m}") for m in got.row.get("modules_failed", [])]
+        if got.row.get("dxt_untraced_ops"):
+            problems.append((str(path), f"DXT trace incomplete: {got.row['dxt_untraced_ops']:,} "
+                             "POSIX read/write calls were not traced (Darshan's DXT memory was "
+                             "full; build darshan-runtime --with-mod-mem=MiB)"))
         if got.segments is not None:
             host = got.row["host"]
             segs.append(got.segments)

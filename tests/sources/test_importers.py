@@ -95,7 +95,10 @@ def test_pmda_r1_matches_workers_by_thread_and_attributes_exactly(tmp_path):
     assert (helper["pid"], helper["thread_id"], helper["read_ops"]) == (32541, 22515807322112,
                                                                       521)
     assert helper["attribution"] == "exact-thread"
-    assert set(summary["facts"]["matched_workers"].values()) == {"thread-id"}
+    matched = summary["facts"]["matched_workers"]
+    # every worker that ran a task is matched by its threads; the two idle ones by elimination
+    assert {matched[w] for w in tasks["worker"].unique()} == {"thread-id"}
+    assert sorted(matched.values()).count("thread-id") == 6 and len(matched) == 8
     assert any(r["reason"].startswith("duplicate row") for r in summary["rejects"])
     lines = (out / "task_lifecycles.jsonl").read_text().splitlines()
     assert len(lines) == 9
