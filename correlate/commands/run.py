@@ -1,5 +1,6 @@
 """``correlate RUN_DIR``: read a run folder (ours, Mofka-Dask CSVs or MiniApp outputs), correlate,
-write the output tables into ``RUN_DIR/correlated/`` (or ``-o``) and print a short summary."""
+write the output tables and reports into ``RUN_DIR/correlated/`` (or ``-o``) and print a short
+summary."""
 
 from __future__ import annotations
 
@@ -18,12 +19,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="auto",
                    help="input format (default: detected from the files present)")
     p.add_argument("--top", type=int, default=10, help="rows in the terminal summary tables")
+    p.add_argument("--no-reports", action="store_true",
+                   help="write only the tables, not report.md/report.html/trace.json "
+                        "(`correlate report OUT` renders them later)")
 
 
 def run(args: argparse.Namespace) -> int:
     from correlate.console import console
     from correlate.engine import correlate_frames, write_outputs
     from correlate.lifecycles import write_lifecycles
+    from correlate.reports import write_reports
     from correlate.sources.detect import load
     from correlate.terminal import print_summary
 
@@ -39,5 +44,12 @@ def run(args: argparse.Namespace) -> int:
         status.update(f"writing {out}")
         write_outputs(result, out)
         write_lifecycles(frames, out / "task_lifecycles.jsonl")
+        reports = []
+        if not args.no_reports:
+            status.update(f"writing reports into {out}")
+            reports = write_reports(out)
     print_summary(result.summary, result.tables, out=out, top=args.top)
+    if reports:
+        console().print("reports: " + ", ".join(sorted({p.name if p.parent == out else
+                                                       p.parent.name + "/" for p in reports})))
     return 0

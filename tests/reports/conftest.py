@@ -16,11 +16,6 @@ from correlate.reports import write_reports
 from .literal_run import literal_frames, write_run
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: renders report.html in headless Chromium "
-                            "(skipped when /usr/bin/chromium is absent)")
-
-
 @pytest.fixture(scope="session")
 def literal_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Output folder of the literal run (tables + summary, no reports yet)."""

@@ -26,9 +26,20 @@ def sample_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not SAMPLE.exists():
         pytest.skip("samples/run-v1 is absent")
     out = tmp_path_factory.mktemp("sample") / "correlated"
-    assert main(["run", str(SAMPLE), "-o", str(out)]) == 0
-    write_reports(out, kinds=["markdown"])
+    assert main(["run", str(SAMPLE), "-o", str(out)]) == 0  # writes the reports too
     return out
+
+
+def test_run_writes_every_report_unless_told_not_to(sample_out: Path, tmp_path: Path) -> None:
+    for name in ("report.md", "report.html", "trace.json", "figures/timeline.png",
+                 "figures/prefixes.png"):
+        assert (sample_out / name).stat().st_size > 0, name
+    bare = tmp_path / "bare"
+    assert main(["run", str(SAMPLE), "-o", str(bare), "--no-reports"]) == 0
+    assert (bare / "tasks.parquet").exists()
+    assert not list(bare.glob("report*")) and not (bare / "trace.json").exists()
+    assert main(["report", str(bare), "--kinds", "markdown"]) == 0
+    assert (bare / "report.md").read_text() == (sample_out / "report.md").read_text()
 
 
 def test_sample_report_matches_golden(sample_out: Path) -> None:
