@@ -1,11 +1,14 @@
 """Benchmark: DXT decoding speed and peak memory, our reader vs PyDarshan vs darshan-dxt-parser.
 
-Writes a 1M-segment DXT v2 log (8 threads, 64 files) and the same segments as a v1 log through
+Writes a 1M-segment DXT v2 log (8 threads, 4096 files) and the same segments as a v1 log through
 libdarshan-util, then runs each reader in its own subprocess (so peak RSS is its own) and prints
 segments/s, peak RSS, and ratios. PyDarshan is measured on the v1 log, the only layout it reads
 correctly. ``darshan-dxt-parser`` is used when found on PATH or in $DARSHAN_UTIL_BIN.
 
-    python benchmarks/bench_darshan.py [--segments 1000000] [--repeat 3]
+    python benchmarks/bench_darshan.py [--segments 1000000] [--repeat 3] [--log REAL.darshan ...]
+
+``--log`` adds real logs (e.g. written by darshan-runtime under LD_PRELOAD): each is read by our
+reader and by ``darshan-dxt-parser``, and segment counts and byte sums must agree.
 """
 
 from __future__ import annotations
@@ -53,28 +56,32 @@ import sys, time, json
 import darshan
 t = time.perf_counter()
 r = darshan.DarshanReport(sys.argv[1], read_all=False)
-r.mod_read_all_dxt_records("DXT_POSIX", dtype="dict")
-recs = r.data["records"]["DXT_POSIX"]  # one dict per record, one dict per segment
+r.mod_read_all_dxt_records("DXT_POSIX", dtype=sys.argv[2])
+recs = r.data["records"]["DXT_POSIX"]  # per record: segments as dicts (default) or a DataFrame
 n = sum(len(x["write_segments"]) + len(x["read_segments"]) for x in recs)
-b = sum(s["length"] for x in recs for s in x["write_segments"] + x["read_segments"])
+def nbytes(segs):
+    if hasattr(segs, "columns"):
+        return int(segs["length"].sum()) if len(segs) else 0
+    return sum(s["length"] for s in segs)
+b = sum(nbytes(x["write_segments"]) + nbytes(x["read_segments"]) for x in recs)
 dt = time.perf_counter() - t
 print(json.dumps({"seconds": dt, "segments": n, "bytes": b, "rss_mb": hwm_mb()}))
 """
 
 
-def make_segments(n: int, seed: int = 0) -> pl.DataFrame:
-    """A trace shaped like real DXT: 64 files, each read or written sequentially in a few
+def make_segments(n: int, files: int = 64, seed: int = 0) -> pl.DataFrame:
+    """A trace shaped like real DXT: ``files`` files, each read or written sequentially in a few
     request sizes by one of 8 threads, with increasing times."""
     rng = np.random.default_rng(seed)
-    file = rng.integers(0, 64, n)
+    file = rng.integers(0, files, n)
     length = rng.choice(np.array([4096, 65536, 1 << 20, 0]), n, p=[0.5, 0.3, 0.15, 0.05])
     order = np.lexsort((np.arange(n), file))
     offset = np.empty(n, dtype=np.int64)
     cum = np.cumsum(length[order]) - length[order]
-    first = np.searchsorted(file[order], np.arange(64))
-    offset[order] = cum - np.repeat(cum[first], np.bincount(file, minlength=64))
+    first = np.searchsorted(file[order], np.arange(files))
+    offset[order] = cum - np.repeat(cum[first], np.bincount(file, minlength=files))
     start = np.cumsum(rng.exponential(600 / n, n))
-    paths = pl.Series([f"/scratch/data/part-{i}.bin" for i in range(64)])
+    paths = pl.Series([f"/scratch/data/part-{i}.bin" for i in range(files)])
     return pl.DataFrame({
         "path": paths.gather(pl.Series(file)),
         "op": pl.Series(["read", "write"]).gather(pl.Series((file % 2).astype(np.uint32))),
@@ -85,8 +92,9 @@ def make_segments(n: int, seed: int = 0) -> pl.DataFrame:
 
 
 def run_py(code: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"benchmark subprocess failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -115,11 +123,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--segments", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--files", type=int, default=4096,
+                    help="files in the trace (PyDarshan's cost grows with records)")
+    ap.add_argument("--log", type=Path, nargs="*", default=[],
+                    help="real .darshan logs to read with ours and darshan-dxt-parser too")
     args = ap.parse_args()
     from correlate.darshan_writer import write_log
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-darshan-"))
-    seg = make_segments(args.segments)
+    seg = make_segments(args.segments, args.files)
     t = time.perf_counter()
     v2 = write_log(tmp / "v2.darshan", seg, layout="v2-40", posix=False)
     v1 = write_log(tmp / "v1.darshan", seg, layout="v1-32", posix=False)
@@ -129,7 +141,8 @@ def main() -> None:
     results = {
         "ours v2": median_of([run_py(OURS, str(v2)) for _ in range(args.repeat)]),
         "ours v1": median_of([run_py(OURS, str(v1)) for _ in range(args.repeat)]),
-        "pydarshan v1": median_of([run_py(PYDARSHAN, str(v1)) for _ in range(1)]),
+        "pydarshan v1": run_py(PYDARSHAN, str(v1), "numpy"),
+        "pydarshan v1 pandas": run_py(PYDARSHAN, str(v1), "pandas"),
     }
     parser = dxt_parser(v2)
     if parser:
@@ -142,10 +155,11 @@ def main() -> None:
               f"{r['rss_mb']:>13.0f}{r['segments']:>11,}{str(r['bytes'] == truth):>13}")
     if not parser:
         print("darshan-dxt-parser: not found (set DARSHAN_UTIL_BIN or put it on PATH)")
-    ours, pyd = results["ours v1"], results["pydarshan v1"]
-    v2r = results["ours v2"]
-    print(f"\nspeed-up vs PyDarshan (v1): {pyd['seconds'] / ours['seconds']:.0f}×  "
-          f"(target ≥ 30×)")
+    ours, v2r = results["ours v1"], results["ours v2"]
+    for kind in ("pydarshan v1", "pydarshan v1 pandas"):
+        print(f"\nspeed-up vs {kind}: {results[kind]['seconds'] / ours['seconds']:.0f}×  "
+              f"(target ≥ 30×)", end="")
+    print()
     print(f"ours v2: {v2r['segments'] / v2r['seconds'] / 1e6:.2f} M segments/s end-to-end in a "
           f"fresh process, {v2r['segments'] / v2r['warm_seconds'] / 1e6:.2f} M/s warm "
           f"(target ≥ 5)")
@@ -154,6 +168,17 @@ def main() -> None:
           f"{(v2r['rss_mb'] - base) / v2r['table_mb']:.2f}× (target ≤ 2×)")
     if parser:
         print(f"speed-up vs darshan-dxt-parser: {parser['seconds'] / v2r['seconds']:.1f}×")
+    for log in args.log:
+        mine = median_of([run_py(OURS, str(log)) for _ in range(args.repeat)])
+        theirs = dxt_parser(log)
+        line = (f"\n{log.name}: ours {mine['segments']:,} segments, {mine['bytes']:,} bytes in "
+                f"{mine['seconds']:.3f} s ({mine['segments'] / mine['seconds'] / 1e6:.2f} M/s, "
+                f"{mine['rss_mb']:.0f} MB peak)")
+        if theirs:
+            same = (mine["segments"], mine["bytes"]) == (theirs["segments"], theirs["bytes"])
+            line += (f"; darshan-dxt-parser {theirs['segments']:,} segments, {theirs['bytes']:,} "
+                     f"bytes in {theirs['seconds']:.3f} s; identical counts and bytes: {same}")
+        print(line)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
