@@ -19,6 +19,7 @@ import correlate.schema.canonical  # noqa: F401  (registers tables)
 import correlate.schema.darshan  # noqa: F401
 import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, waits
+from correlate.partitions import Mapper, attribute_all, local_map
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, sorted_for_output
 from correlate.sources.frames import RunFrames
 from correlate.summary import build_summary
@@ -66,26 +67,6 @@ def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFram
     )
 
 
-def _execution_methods(att: attribute.IOAttribution, ex: pl.DataFrame) -> pl.DataFrame:
-    """Per execution: the attribution method its process's segments allowed."""
-    per_proc = (att.segments.group_by("host", "pid")
-                .agg(attribution=pl.when((pl.col("attribution") == "exact-thread").any())
-                     .then(pl.lit("exact-thread"))
-                     .when((pl.col("attribution") == "window-split").any())
-                     .then(pl.lit("window-split")).otherwise(pl.lit("none"))))
-    m = ex.join(per_proc, on=["host", "pid"], how="inner", nulls_equal=True)
-    m = m.with_columns(attribution=pl.when((pl.col("attribution") == "exact-thread")
-                                           & pl.col("thread_id").is_null())
-                       .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    return m.select("execution_id", "attribution")
-
-
-def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:
-    main = (att.shares.sort("weight", "execution_id", descending=[True, False])
-            .unique("seg_id", keep="first").select("seg_id", "execution_id"))
-    return att.segments.join(main, on="seg_id", how="left")
-
-
 def _events_table(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
     """Transitions on the run timeline: the scheduler's clock is the timeline; worker-side
     times get their process's offset."""
@@ -97,7 +78,9 @@ def _events_table(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("start_ns")))
 
 
-def correlate_frames(frames: RunFrames) -> Correlated:
+def correlate_frames(frames: RunFrames, mapper: Mapper = local_map) -> Correlated:
+    """Correlate one run; ``mapper`` runs the per-process attribution partitions (in this
+    process by default, or on a Dask cluster — the result is the same)."""
     frames = frames.conformed()
     ex = number_executions(frames.executions)
     clocks = align.estimate(frames.clock_samples, frames.io_segments, frames.clock_markers, ex)
@@ -105,19 +88,21 @@ def correlate_frames(frames: RunFrames) -> Correlated:
     segments = align.align_segments(
         frames.io_segments.with_row_index("seg_id").with_columns(
             pl.col("op").cast(pl.String)), clocks)
-    att = attribute.io_to_executions(segments, ex)
-    files = attribute.task_files(att, ex)
     marker_paths = frames.clock_markers.get_column("path").unique().to_list()
-    unattributed = attribute.unattributed_io(att, ex, frames.processes, marker_paths)
+    parts = attribute_all(segments, ex, frames.processes, marker_paths, mapper)
+    del segments
+    methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
+    methods = methods.select("execution_id", attribution=pl.when(
+        (pl.col("attribution") == "exact-thread") & pl.col("thread_id").is_null())
+        .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
     functions = attribute.functions_per_execution(frames.func_stats, ex)
-    tasks = _tasks_table(ex, attribute.task_io_totals(files), _execution_methods(att, ex),
-                         frames)
-    produced = {"tasks": tasks, "task_files": files, "task_functions": functions,
-                "unattributed": unattributed, "clocks": clocks,
-                "segments": _segments_table(att), "events": _events_table(frames, clocks)}
+    tasks = _tasks_table(ex, attribute.task_io_totals(parts["task_files"]), methods, frames)
+    produced = {"tasks": tasks, "task_files": parts["task_files"], "task_functions": functions,
+                "unattributed": parts["unattributed"], "clocks": clocks,
+                "segments": parts["segments"], "events": _events_table(frames, clocks)}
     tables = {name: sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
               for name, df in produced.items()}
-    summary = build_summary(frames, tables, att)
+    summary = build_summary(frames, tables)
     return Correlated(tables=tables, summary=summary)
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import polars as pl
 
-from correlate.attribute import IOAttribution
 from correlate.sources.frames import RunFrames
 
 
@@ -17,9 +16,9 @@ def _round(x: float | None, nd: int = 9) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
-def _io_totals(att: IOAttribution, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
-    seg = att.segments
-    dur_s = (pl.col("host_stop_ns") - pl.col("host_start_ns")).cast(pl.Float64) / 1e9
+def _io_totals(tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    seg = tables["segments"]
+    dur_s = (pl.col("stop_ns") - pl.col("start_ns")).cast(pl.Float64) / 1e9
     total = seg.select(bytes=pl.col("length").sum(), ops=pl.len(), io_time_s=dur_s.sum()).row(
         0, named=True)
     files, un = tables["task_files"], tables["unattributed"]
@@ -27,7 +26,8 @@ def _io_totals(att: IOAttribution, tables: dict[str, pl.DataFrame]) -> dict[str,
                   "io_time_s": files["io_time_s"].sum()}
     unattr = {"bytes": un["bytes"].sum(), "ops": un["ops"].sum(),
               "io_time_s": un["io_time_s"].sum()}
-    methods = (seg.group_by("attribution").agg(segments=pl.len()).sort("attribution")
+    methods = (seg.group_by(pl.col("attribution").cast(pl.String)).agg(segments=pl.len())
+               .sort("attribution")
                .rows_by_key("attribution", unique=True))
     share = (attributed["bytes"] / total["bytes"]) if total["bytes"] else None
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
@@ -78,8 +78,7 @@ def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
         named=True)]
 
 
-def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
-                  att: IOAttribution) -> dict[str, Any]:
+def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
     tasks = tables["tasks"]
     warnings = list(frames.warnings)
     clocks = tables["clocks"]
@@ -102,7 +101,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "facts": frames.facts,
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
-        "io": _io_totals(att, tables),
+        "io": _io_totals(tables),
         "cpu": _cpu(tasks),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
         "top_prefixes_by_io": _top(tasks, "io_time_s"),

@@ -19,12 +19,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="auto",
                    help="input format (default: detected from the files present)")
     p.add_argument("--top", type=int, default=10, help="rows in the terminal summary tables")
+    p.add_argument("--cluster", metavar="ADDRESS", default=None,
+                   help="read the Darshan logs and attribute each process's I/O as tasks on this "
+                        "Dask scheduler (tcp://host:8786), or on a LocalCluster started for the "
+                        "run: `local` (2 worker processes) or `local:N`; same output as without")
     p.add_argument("--no-reports", action="store_true",
                    help="write only the tables, not report.md/report.html/trace.json "
                         "(`correlate report OUT` renders them later)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from correlate.cluster import mapper_for
     from correlate.console import console
     from correlate.engine import correlate_frames, write_outputs
     from correlate.lifecycles import write_lifecycles
@@ -36,11 +41,11 @@ def run(args: argparse.Namespace) -> int:
     if not run_dir.exists():
         raise InputError(run_dir, "no such file or directory")
     out = args.out or (run_dir / "correlated")
-    with console().status(f"reading {run_dir}") as status:
-        frames = load(run_dir, None if args.format == "auto" else args.format)
+    with console().status(f"reading {run_dir}") as status, mapper_for(args.cluster) as mapper:
+        frames = load(run_dir, None if args.format == "auto" else args.format, mapper)
         status.update(f"correlating {frames.executions.height:,} executions, "
                       f"{frames.io_segments.height:,} I/O segments")
-        result = correlate_frames(frames)
+        result = correlate_frames(frames, mapper)
         status.update(f"writing {out}")
         write_outputs(result, out)
         write_lifecycles(frames, out / "task_lifecycles.jsonl")

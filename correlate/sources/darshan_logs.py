@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from correlate.errors import InputError
+from correlate.partitions import Mapper, local_map
 from correlate.schema import conform
 from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
 from correlate.sources import dxt_layouts as L
@@ -244,15 +245,22 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def load(paths: Iterable[Path | str]) -> DarshanFrames:
-    """Read many logs (files or folders); one bad log is a problem entry, never an exception."""
+def _read_or_problem(path: Path) -> _Log | tuple[str, str]:
+    try:
+        return read_log(path)
+    except InputError as err:
+        return (str(path), err.problem)
+
+
+def load(paths: Iterable[Path | str], mapper: Mapper = local_map) -> DarshanFrames:
+    """Read many logs (files or folders), each through ``mapper`` (in this process, or as Dask
+    tasks); one bad log is a problem entry, never an exception."""
     rows, segs, counters, problems = [], [], [], []
-    for path in expand_paths(Path(p) for p in paths):
-        try:
-            got = read_log(path)
-        except InputError as err:
-            problems.append((str(path), err.problem))
+    for got in mapper(_read_or_problem, expand_paths(Path(p) for p in paths)):
+        if isinstance(got, tuple):
+            problems.append(got)
             continue
+        path = got.row["log"]
         rows.append(got.row)
         problems += [(str(path), f"module {m}") for m in got.row.get("modules_failed", [])]
         if got.row.get("dxt_untraced_ops"):

@@ -10,6 +10,7 @@ import importlib
 from pathlib import Path
 
 from correlate.errors import InputError
+from correlate.partitions import Mapper, local_map
 from correlate.sources.frames import RunFrames
 
 #: format name -> (adapter module, what the folder must hold)
@@ -42,8 +43,9 @@ def detect(path: Path) -> str:
                      f"{expected}")
 
 
-def load(path: Path, fmt: str | None = None) -> RunFrames:
+def load(path: Path, fmt: str | None = None, mapper: Mapper = local_map) -> RunFrames:
+    """Frames of the folder; ``mapper`` reads its Darshan logs (one task per log)."""
     fmt = fmt or detect(path)
     if fmt not in FORMATS:
         raise InputError(path, f"unknown format {fmt!r}; expected one of {sorted(FORMATS)}")
-    return _adapter(fmt).load(path)
+    return _adapter(fmt).load(path, mapper=mapper)

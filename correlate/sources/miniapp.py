@@ -31,6 +31,7 @@ import yaml
 
 from correlate.errors import InputError
 from correlate.keys import key_str, parse_key_text
+from correlate.partitions import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames, make_rejects
@@ -174,11 +175,11 @@ def _lacks(executions: pl.DataFrame, io: darshan_logs.DarshanFrames | None,
     return out
 
 
-def load(folder: Path) -> RunFrames:
+def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
     folder = _reports(folder)
     warnings: list[str] = []
     executions, startstops, bad = _task_stream(folder / "task_stream.yaml")
-    io = darshan_logs.load([folder]) if any(folder.glob("*.darshan*")) else None
+    io = darshan_logs.load([folder], mapper) if any(folder.glob("*.darshan*")) else None
     func_stats, yappi_pid = _yappi(folder, warnings)
     hosts = _hosts(executions, io)
     executions = _with_host(executions, hosts)

@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from correlate.keys import key_str, parse_key_text
+from correlate.partitions import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames, make_rejects
@@ -565,12 +566,12 @@ def _workers(reader: _Reader, ex: pl.DataFrame, work: pl.DataFrame | None) -> li
     return sorted(listed | seen)
 
 
-def load(folder: Path) -> RunFrames:
+def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
     reader = _Reader(folder)
     sched, work = _read_transitions(reader)
     ex = _executions(sched, work, reader)
     workers = _workers(reader, ex, work)
-    io = darshan_logs.load([folder]) if any(folder.glob("*.darshan*")) else None
+    io = darshan_logs.load([folder], mapper) if any(folder.glob("*.darshan*")) else None
     procs = _log_processes(io) if io is not None else pl.DataFrame(
         schema={"host": pl.String, "pid": pl.Int64, "role": pl.String, "name": pl.String,
                 "local_directory": pl.String, "main_thread_id": pl.UInt64})

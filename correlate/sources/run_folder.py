@@ -16,6 +16,7 @@ import polars as pl
 
 import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError
+from correlate.partitions import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames, make_rejects
@@ -77,7 +78,7 @@ def _check_version(manifest: dict[str, Any], path: Path) -> None:
                                       f"correlate understands ({RUN_FORMAT_VERSION}); upgrade")
 
 
-def load(run_dir: Path) -> RunFrames:
+def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     manifest = _json(run_dir / "manifest.json")
     _check_version(manifest, run_dir / "manifest.json")
     reader = _Reader()
@@ -97,7 +98,7 @@ def load(run_dir: Path) -> RunFrames:
                 per_table[t.name].append(_with_proc(df, info))
     tables = {n: pl.concat(v, how="diagonal_relaxed") if v else None
               for n, v in per_table.items()}
-    io = darshan_logs.load([run_dir / "darshan"]) if (run_dir / "darshan").is_dir() else None
+    io = darshan_logs.load([run_dir / "darshan"], mapper) if (run_dir / "darshan").is_dir() else None
     frames = _canonical(tables, processes, io, reader)
     facts = _facts(manifest, processes)
     return RunFrames(**frames, source_format="run-folder", facts=facts,

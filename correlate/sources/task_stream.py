@@ -15,6 +15,7 @@ import polars as pl
 
 from correlate.errors import InputError
 from correlate.keys import parse_key_text
+from correlate.partitions import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames
@@ -37,7 +38,7 @@ def _workers(path: Path) -> pl.DataFrame:
     return pl.DataFrame([{"worker": w, **v} for w, v in data.items()], infer_schema_length=None)
 
 
-def load(folder: Path) -> RunFrames:
+def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
     workers = _workers(folder / "workers.json")
     stream = pl.read_parquet(folder / "task_stream.parquet").join(workers, on="worker",
                                                                    how="left")
@@ -54,7 +55,7 @@ def load(folder: Path) -> RunFrames:
                                match=pl.lit("workers.json"))
     clock = workers.select("host", "pid", local_time_ns=pl.lit(0, pl.Int64),
                            scheduler_delay_s="scheduler_delay")
-    io = darshan_logs.load([folder / "darshan"]) if (folder / "darshan").is_dir() else None
+    io = darshan_logs.load([folder / "darshan"], mapper) if (folder / "darshan").is_dir() else None
     warnings = [] if workers.height else ["no workers.json: worker processes unknown, so I/O "
                                           "cannot be matched to tasks"]
     return RunFrames(
