@@ -98,11 +98,10 @@ def _containment_offset(seg: pl.DataFrame, ex: pl.DataFrame) -> tuple[int, int, 
     windows = {}
     for (tid,), w in ex.sort("local_start_ns").group_by("thread_id", maintain_order=True):
         windows[int(tid)] = (w["local_start_ns"].to_numpy(), w["local_stop_ns"].to_numpy())
-    seg = seg.filter(pl.col("thread_id").is_in(list(windows))).sort("local_start_ns")
+    seg = seg.filter(pl.col("thread_id").is_in(list(windows)))
     if seg.is_empty():
         return None
-    step = max(1, seg.height // SAMPLE)
-    seg = seg.gather_every(step)
+    seg = seg.gather_every(max(1, seg.height // SAMPLE)).sort("local_start_ns")
     mids = ((seg["local_start_ns"] + seg["local_stop_ns"]) // 2).to_numpy()
     threads = seg["thread_id"].to_numpy().astype(np.int64)
     coarse = np.arange(-SEARCH_NS, SEARCH_NS + 1, COARSE_NS, dtype=np.int64)

@@ -40,9 +40,12 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
     ex = executions.sort("host", "pid", "local_start_ns", "key", "thread_id", nulls_last=True,
                          maintain_order=True)
     ex = ex.with_row_index("execution_id").with_columns(pl.col("execution_id").cast(pl.Int64))
-    prefix = pl.col("key").map_elements(key_split, return_dtype=pl.String)
-    return ex.with_columns(prefix=pl.coalesce("prefix", prefix),
-                           group=pl.coalesce("group", "prefix"))
+    keys = ex.filter(pl.col("prefix").is_null()).get_column("key").unique()
+    split = pl.DataFrame({"key": keys, "split": [key_split(k) for k in keys.to_list()]},
+                         schema={"key": pl.String, "split": pl.String})
+    ex = ex.join(split, on="key", how="left", maintain_order="left")
+    return ex.with_columns(prefix=pl.coalesce("prefix", "split"),
+                           group=pl.coalesce("group", "prefix")).drop("split")
 
 
 def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFrame,
@@ -83,14 +86,12 @@ def correlate_frames(frames: RunFrames, mapper: Mapper = local_map) -> Correlate
     process by default, or on a Dask cluster — the result is the same)."""
     frames = frames.conformed()
     ex = number_executions(frames.executions)
-    clocks = align.estimate(frames.clock_samples, frames.io_segments, frames.clock_markers, ex)
+    worker_clocks = align.worker_offsets(frames.clock_samples)
+    parts = attribute_all(frames.io_segments, ex, frames.clock_markers, worker_clocks,
+                          frames.processes, mapper)
+    clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
+        "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(ex, clocks)
-    segments = align.align_segments(
-        frames.io_segments.with_row_index("seg_id").with_columns(
-            pl.col("op").cast(pl.String)), clocks)
-    marker_paths = frames.clock_markers.get_column("path").unique().to_list()
-    parts = attribute_all(segments, ex, frames.processes, marker_paths, mapper)
-    del segments
     methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
     methods = methods.select("execution_id", attribution=pl.when(
         (pl.col("attribution") == "exact-thread") & pl.col("thread_id").is_null())
@@ -100,7 +101,8 @@ def correlate_frames(frames: RunFrames, mapper: Mapper = local_map) -> Correlate
     produced = {"tasks": tasks, "task_files": parts["task_files"], "task_functions": functions,
                 "unattributed": parts["unattributed"], "clocks": clocks,
                 "segments": parts["segments"], "events": _events_table(frames, clocks)}
-    tables = {name: sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
+    tables = {name: df if name == "segments"  # conformed and sorted per partition
+              else sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
               for name, df in produced.items()}
     summary = build_summary(frames, tables)
     return Correlated(tables=tables, summary=summary)

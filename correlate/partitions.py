@@ -1,9 +1,10 @@
 """Per-process partitions of the I/O attribution, run one after another or as Dask tasks.
 
-A DXT segment can only belong to an execution of its own (host, pid), so attribution never needs
-data from two processes at once: the run is cut into one partition per process that issued I/O
-(its aligned segments + its executions), each partition is attributed on its own, and the
-partial tables are concatenated. ``seg_id`` and ``execution_id`` are numbered before the cut, and
+A DXT segment can only belong to an execution of its own (host, pid), and Darshan's clock is
+corrected per process, so neither alignment of the I/O nor attribution needs data from two
+processes at once: the run is cut into one partition per process that issued I/O (its segments,
+executions and clock markers), each partition is aligned and attributed on its own, and the
+partial tables are concatenated in (host, pid) order. ``seg_id`` and ``execution_id`` are numbered before the cut, and
 every output table is sorted afterwards, so the result is identical row for row whichever way the
 partitions run.
 
@@ -21,10 +22,12 @@ from typing import Any
 
 import polars as pl
 
-from correlate import attribute
+from correlate import align, attribute
+from correlate.schema import conform, sorted_for_output
+from correlate.schema.outputs import SEGMENTS
 
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
-PARTIAL_TABLES = ("task_files", "unattributed", "segments", "methods")
+PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "segments", "methods")
 
 
 def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
@@ -33,28 +36,61 @@ def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
 
 @dataclass(frozen=True)
 class Partition:
-    """One process's aligned segments (with ``seg_id``) and executions."""
+    """One process's raw DXT segments (with ``seg_id``), its executions (with ``execution_id``,
+    on the process's local clock) and its clock markers."""
 
     host: str | None
     pid: int | None
     segments: pl.DataFrame
     executions: pl.DataFrame
+    markers: pl.DataFrame
 
 
-def split(segments: pl.DataFrame, executions: pl.DataFrame) -> list[Partition]:
-    """One partition per (host, pid) that has segments, largest first (better packing on a
-    cluster), with the executions of that process."""
-    ex_by_proc = executions.partition_by("host", "pid", as_dict=True)
-    parts = [Partition(host, pid, seg, ex_by_proc.get((host, pid), executions.clear()))
-             for (host, pid), seg in segments.partition_by("host", "pid", as_dict=True).items()]
-    return sorted(parts, key=lambda p: (-p.segments.height, str(p.host), p.pid or -1))
+def _runs(df: pl.DataFrame) -> list[tuple[tuple[Any, Any], int, int]] | None:
+    """((host, pid), offset, length) of each run of equal (host, pid) when every process's rows
+    are contiguous (the Darshan reader appends one log at a time), else None."""
+    if df.is_empty():
+        return []
+    runs = (df.select("host", "pid").with_row_index("i")
+            .with_columns(run=pl.struct("host", "pid").rle_id())
+            .group_by("run", maintain_order=True)
+            .agg(pl.col("host").first(), pl.col("pid").first(), offset=pl.col("i").first(),
+                 length=pl.len()))
+    if runs.select("host", "pid").n_unique() != runs.height:
+        return None
+    return [((h, p), o, n) for h, p, o, n in runs.select("host", "pid", "offset", "length")
+            .iter_rows()]
+
+
+def _by_process(df: pl.DataFrame) -> dict[tuple[Any, Any], pl.DataFrame]:
+    runs = _runs(df)
+    if runs is None:
+        return df.partition_by("host", "pid", as_dict=True)
+    return {k: df.slice(o, n) for k, o, n in runs}  # zero-copy slices
+
+
+def split(segments: pl.DataFrame, executions: pl.DataFrame,
+          markers: pl.DataFrame) -> list[Partition]:
+    """One partition per (host, pid) that has segments, in (host, pid) order, with the
+    executions and clock markers of that process."""
+    ex = executions.partition_by("host", "pid", as_dict=True)
+    mk = markers.partition_by("host", "pid", as_dict=True)
+    parts = [Partition(h, p, seg, ex.get((h, p), executions.clear()), mk.get((h, p),
+                                                                          markers.clear()))
+             for (h, p), seg in _by_process(segments).items()]
+    return sorted(parts, key=lambda q: (q.host is None, q.host or "", q.pid is None, q.pid or 0))
 
 
 def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:
-    """Every segment with the execution holding its largest share."""
-    main = (att.shares.sort("weight", "execution_id", descending=[True, False])
-            .unique("seg_id", keep="first").select("seg_id", "execution_id"))
-    return att.segments.join(main, on="seg_id", how="left")
+    """Every segment with the execution holding its largest share, sorted for output."""
+    exact = att.shares.filter(pl.col("attribution") == "exact-thread")  # one per segment
+    split = (att.shares.filter(pl.col("attribution") != "exact-thread")
+             .sort("weight", "execution_id", descending=[True, False])
+             .unique("seg_id", keep="first"))
+    main = pl.concat([exact.select("seg_id", "execution_id"),
+                      split.select("seg_id", "execution_id")])
+    seg = att.segments.join(main, on="seg_id", how="left")
+    return sorted_for_output(conform(seg, SEGMENTS, path="segments"), SEGMENTS)
 
 
 def _process_method(att: attribute.IOAttribution) -> pl.DataFrame:
@@ -66,26 +102,40 @@ def _process_method(att: attribute.IOAttribution) -> pl.DataFrame:
         .then(pl.lit("window-split")).otherwise(pl.lit("none")))
 
 
-def attribute_partition(part: Partition, *, processes: pl.DataFrame,
-                        marker_paths: list[str]) -> dict[str, pl.DataFrame]:
-    """The partial output tables of one process."""
-    att = attribute.io_to_executions(part.segments, part.executions)
+def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
+                        processes: pl.DataFrame, marker_paths: list[str]
+                        ) -> dict[str, pl.DataFrame]:
+    """Align one process's Darshan clock (markers, else containment) and attribute its
+    segments; the partial output tables of that process."""
+    darshan = align.darshan_offsets(part.segments, part.markers)
+    if darshan.is_empty():
+        darshan = align.containment_offsets(part.segments, part.executions, darshan)
+    segments = align.align_segments(part.segments.with_columns(pl.col("op").cast(pl.String)),
+                                    pl.concat([worker_clocks, darshan]))
+    ex = align.align_executions(part.executions, worker_clocks)
+    att = attribute.io_to_executions(segments, ex)
     return {
-        "task_files": attribute.task_files(att, part.executions),
-        "unattributed": attribute.unattributed_io(att, part.executions, processes, marker_paths),
+        "darshan_clocks": darshan,
+        "task_files": attribute.task_files(att, ex),
+        "unattributed": attribute.unattributed_io(att, ex, processes, marker_paths),
         "segments": _segments_table(att),
         "methods": _process_method(att),
     }
 
 
-def attribute_all(segments: pl.DataFrame, executions: pl.DataFrame, processes: pl.DataFrame,
-                  marker_paths: list[str], mapper: Mapper = local_map) -> dict[str, pl.DataFrame]:
-    """Attribute every partition through ``mapper`` and concatenate the partial tables (empty
-    frames of the right columns when there is no I/O at all)."""
-    parts = split(segments, executions)
+def attribute_all(segments: pl.DataFrame, executions: pl.DataFrame, markers: pl.DataFrame,
+                  worker_clocks: pl.DataFrame, processes: pl.DataFrame,
+                  mapper: Mapper = local_map) -> dict[str, pl.DataFrame]:
+    """Attribute every partition through ``mapper`` and concatenate the partial tables in
+    (host, pid) order (so ``segments`` stays sorted)."""
+    parts = split(segments.with_row_index("seg_id").with_columns(pl.col("seg_id")
+                                                                 .cast(pl.Int64)),
+                  executions, markers)
     if not parts:
-        parts = [Partition(None, None, segments, executions)]
-    fn = partial(attribute_partition, processes=processes, marker_paths=marker_paths)
+        parts = [Partition(None, None, segments.with_row_index("seg_id"), executions, markers)]
+    marker_paths = markers.get_column("path").unique().to_list()
+    fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
+                 marker_paths=marker_paths)
     results = mapper(fn, parts)
     return {name: pl.concat([r[name] for r in results], how="diagonal_relaxed")
             for name in PARTIAL_TABLES}
