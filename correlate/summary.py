@@ -43,13 +43,30 @@ def _io_totals(tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
     }
 
 
-def _cpu(tasks: pl.DataFrame) -> dict[str, Any]:
+def _cpu_per_worker(tasks: pl.DataFrame, samples: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per worker process: its whole CPU (last sample), CPU inside task executions and the
+    rest (event loop, communication, start-up, profiler and other threads)."""
+    proc = (samples.filter(pl.col("process_cpu_s").is_not_null())
+            .group_by("host", "pid").agg(process_cpu_s=pl.col("process_cpu_s").max()))
+    if proc.is_empty():
+        return []
+    in_tasks = tasks.group_by("host", "pid").agg(
+        worker=pl.col("worker").drop_nulls().first(), task_cpu_s=pl.col("cpu_s").sum())
+    rows = proc.join(in_tasks, on=["host", "pid"], how="left").with_columns(
+        pl.col("task_cpu_s").fill_null(0.0)).with_columns(
+        outside_tasks_cpu_s=pl.col("process_cpu_s") - pl.col("task_cpu_s"))
+    return [{k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()}
+            for r in rows.sort("host", "pid").iter_rows(named=True)]
+
+
+def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
     measured = tasks.filter(pl.col("cpu_s").is_not_null())
     return {
         "executions_with_cpu": measured.height,
         "executions": tasks.height,
         "task_cpu_s": _round(measured["cpu_s"].sum()),
         "task_wall_s": _round(tasks["duration_s"].sum()),
+        "per_worker": _cpu_per_worker(tasks, samples),
     }
 
 
@@ -102,7 +119,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame]) -> dict[st
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
         "io": _io_totals(tables),
-        "cpu": _cpu(tasks),
+        "cpu": _cpu(tasks, frames.clock_samples),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
         "top_prefixes_by_io": _top(tasks, "io_time_s"),
         "clocks": _clocks(clocks),

@@ -67,6 +67,11 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     c.print(f"CPU: {cpu['task_cpu_s'] or 0:.3f} s in tasks (measured for "
             f"{cpu['executions_with_cpu']:,}/{cpu['executions']:,} executions), task wall "
             f"{cpu['task_wall_s'] or 0:.3f} s")
+    outside = [w for w in cpu.get("per_worker", []) if w["process_cpu_s"]]
+    if outside:
+        c.print("CPU outside tasks (event loop, comms, start-up, other threads): " + ", ".join(
+            f"{w['worker'] or w['pid']} {w['outside_tasks_cpu_s']:.2f} of "
+            f"{w['process_cpu_s']:.2f} s" for w in outside[:top]))
     if tasks.height:
         c.print(_table("Heaviest task prefixes (by wall time)",
                        ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],

@@ -166,6 +166,7 @@ CLOCK_SAMPLES = Table(
         Column("local_time_ns", "Int64", "worker clock", nullable=False),
         Column("scheduler_delay_s", "Float64", "Dask's estimate of scheduler clock − worker clock"),
         Column("latency_s", "Float64", "round-trip latency to the scheduler (uncertainty)"),
+        Column("process_cpu_s", "Float64", "user+system CPU of the whole process so far"),
     ),
     sort_by=("host", "pid", "local_time_ns"),
 )
