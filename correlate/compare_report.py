@@ -1,18 +1,47 @@
 """Writing a comparison: ``compare_<dim>.parquet``, ``compare.md`` with a PNG of the per-prefix
-changes, and the terminal view. Deterministic (sorted rows, fixed figure metadata)."""
+changes, ``compare.html`` (one self-contained page, styled like ``report.html``) and the terminal
+view. Deterministic (sorted rows, fixed figure metadata, ``sort_keys`` JSON, no "now").
+
+Run-provided strings (prefixes, paths, functions) go into Markdown as code spans
+(``correlate.reports.markdown.code``) and into the page as JSON escaped by
+``correlate.reports.html.embed_json``, inserted by the page's script with ``textContent`` only.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from rich.table import Table
 from rich.text import Text
 
 from correlate.console import console
+from correlate.reports.fmt import human_bytes
+from correlate.reports.markdown import code, table, text
+
+HTML_ROWS = 500
+TOP_FIGURE = 15
 
 
-def _figure(d: pl.DataFrame, path: Path, top: int = 15) -> None:
+@dataclass(frozen=True)
+class Comparison:
+    """Everything a comparison writer shows. ``explained`` holds ``(item, why)`` pairs for the
+    ``by`` dimension; ``noise_floor_s`` is the absolute part of the noise rule."""
+
+    diffs: dict[str, pl.DataFrame]
+    names: tuple[str, str]
+    by: str = "prefix"
+    setup: list[str] = field(default_factory=list)
+    explained: list[tuple[str, str]] = field(default_factory=list)
+    totals: str = ""
+    noise_floor_s: float = 0.0
+    rel_noise: float = 0.10
+
+
+def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,53 +61,206 @@ def _figure(d: pl.DataFrame, path: Path, top: int = 15) -> None:
     plt.close(fig)
 
 
-def _md_table(d: pl.DataFrame, top: int) -> list[str]:
-    out = ["| rank | item | runs before → after | wall s before → after | Δ wall s | "
-           "Δ cpu s | Δ io s | Δ bytes | significant |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in d.head(top).iter_rows(named=True):
-        dbytes = r.get("read_bytes_delta", 0) + r.get("write_bytes_delta", 0)
-        item = str(r["item"]).replace("|", "\\|").replace("<", "&lt;")
-        out.append(
-            f"| {r['rank']} | `{item}` | {r['executions_before']} → {r['executions_after']} | "
-            f"{r['wall_s_before']:.3f} → {r['wall_s_after']:.3f} | {r['wall_s_delta']:+.3f} | "
-            f"{r.get('cpu_s_delta', 0.0):+.3f} | {r.get('io_time_s_delta', 0.0):+.3f} | "
-            f"{dbytes:+,.0f} | {'yes' if r['significant'] else 'no'} |")
-    return out
+# ---------- Markdown ----------
+
+def _s(x: float) -> str:
+    return f"{x:.3f}"
 
 
-def write_comparison(out: Path, diffs: dict[str, pl.DataFrame], *, setup: list[str],
-                     lines: list[str], by: str, names: tuple[str, str], top: int = 20) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for dim, d in diffs.items():
-        d.write_parquet(out / f"compare_{dim}.parquet", statistics=False)
-    _figure(diffs["prefix"], out / "figures" / "compare.png")
-    md = [f"# Comparison: `{names[0]}` → `{names[1]}`", ""]
+def _ds(x: float) -> str:
+    """Signed seconds with 3 decimals; a change that rounds to zero is ``0.000``, unsigned."""
+    return f"{x:+.3f}" if round(x, 3) else "0.000"
+
+
+def _dbytes(x: float) -> str:
+    return "0" if not x else ("+" if x > 0 else "−") + human_bytes(abs(x))
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.1f}"
+
+
+def _both(r: dict[str, Any], m: str, fmt: Callable[[float], str] = _s) -> str:
+    return f"{fmt(r[f'{m}_before'])} → {fmt(r[f'{m}_after'])}"
+
+
+def _yes(r: dict[str, Any]) -> str:
+    return "**yes**" if r["significant"] else "no"
+
+
+MD_TABLES = {
+    "prefix": (["rank", "prefix", "runs", "wall s before → after", "Δ wall s", "Δ CPU s",
+                "Δ I/O time s", "Δ bytes read + written", "Δ waiting s¹", "significant"],
+               lambda r: [str(r["rank"]), code(r["item"]), _both(r, "executions", _n),
+                          _both(r, "wall_s"), _ds(r["wall_s_delta"]), _ds(r["cpu_s_delta"]),
+                          _ds(r["io_time_s_delta"]),
+                          _dbytes(r["read_bytes_delta"] + r["write_bytes_delta"]),
+                          _ds(r["wait_s_delta"]), _yes(r)]),
+    "file": (["rank", "path", "tasks", "I/O time s before → after", "Δ I/O time s", "Δ read",
+              "Δ written", "significant"],
+             lambda r: [str(r["rank"]), code(r["item"]), _both(r, "executions", _n),
+                        _both(r, "io_time_s"), _ds(r["io_time_s_delta"]),
+                        _dbytes(r["read_bytes_delta"]), _dbytes(r["write_bytes_delta"]),
+                        _yes(r)]),
+    "function": (["rank", "function", "executions", "exclusive s before → after",
+                  "Δ exclusive s", "Δ inclusive s", "Δ calls", "significant"],
+                 lambda r: [str(r["rank"]), code(r["item"]), _both(r, "executions", _n),
+                            _both(r, "wall_s"), _ds(r["wall_s_delta"]), _ds(r["ttot_s_delta"]),
+                            f"{r['ncall_delta']:+,.0f}", _yes(r)]),
+}
+MD_NOTES = {
+    "prefix": "Wall = summed execution time (start to stop on a thread). ¹ Waiting (for "
+              "dependencies, the queue, a thread, external data) happens before an execution "
+              "starts and is not part of wall.",
+    "file": "I/O time = time inside the calls on the file, summed over attributed task "
+            "executions; tasks = executions that touched it.",
+    "function": "Exclusive = time in the function itself, inclusive = with its callees, "
+                "from the function profiles (statistical with `--profile sample`, whose "
+                "calls are stack samples).",
+}
+
+
+NOISE_OF = {"prefix": "the total task wall time", "file": "all I/O time",
+            "function": "all profiled exclusive time"}
+
+
+def _noise_text(c: Comparison) -> str:
+    return (f"no change beyond noise: no {c.by} changed by more than "
+            f"{c.rel_noise:.0%} of its own time and more than {c.noise_floor_s:.3f} s "
+            f"(3% of {NOISE_OF[c.by]})")
+
+
+def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) -> str:
+    md = [f"# Comparison: {code(c.names[0])} → {code(c.names[1])}", ""]
     md += ["## Setup differences", ""]
-    md += [f"- {s}" for s in setup] or ["- none: same workers, threads, versions and collectors"]
+    md += [f"- {text(s)}" for s in c.setup] or [
+        "- none: same workers, threads, versions and collectors"]
     md += ["", "## What changed", ""]
-    md += [f"- {line}" for line in lines] or ["- no change beyond noise (±10% and 3% of the "
-                                              "total wall time)"]
-    md += ["", "![per-prefix change](figures/compare.png)", ""]
-    for dim, d in diffs.items():
-        md += [f"## By {dim}", "", *_md_table(d, top), ""]
-    (out / "compare.md").write_text("\n".join(md))
+    if c.totals:
+        md += [text(c.totals), ""]
+    md += [f"- {code(item)}: {text(why)}" for item, why in c.explained] or [
+        f"- {_noise_text(c)}"]
+    md += [""]
+    if figure:
+        md += [f"![per-prefix change]({figure})", ""]
+    for dim, d in c.diffs.items():
+        header, row = MD_TABLES[dim]
+        shown = f"top {top} of {d.height}" if d.height > top else f"{d.height}"
+        md += [f"## By {dim} ({shown}, by |Δ|)", ""]
+        if d.is_empty():
+            md += ["Nothing recorded in either run.", ""]
+            continue
+        md += table(header, [row(r) for r in d.head(top).iter_rows(named=True)],
+                    "rl" + "r" * (len(header) - 3) + "l")
+        md += [MD_NOTES[dim], ""]
+    return "\n".join(md)
 
 
-def print_comparison(d: pl.DataFrame, *, setup: list[str], lines: list[str], top: int,
-                     out: Path) -> None:
-    c = console()
-    for s in setup:
-        c.print(Text(f"setup differs: {s}", style="yellow"))
-    if not lines:
-        c.print("no change beyond noise")
-    for line in lines:
-        c.print(Text(line))
+# ---------- HTML ----------
+
+#: (column, label, kind) per dimension; kinds are formatters in compare.js.
+HTML_COLUMNS = {
+    "prefix": [("rank", "rank", "n"), ("item", "prefix", "text"),
+               ("executions_before", "runs before", "n"), ("executions_after", "runs after", "n"),
+               ("wall_s_before", "wall before", "s"), ("wall_s_after", "wall after", "s"),
+               ("wall_s_delta", "Δ wall", "ds"), ("wall_s_rel", "Δ wall %", "dpct"),
+               ("cpu_s_delta", "Δ CPU", "ds"), ("io_time_s_delta", "Δ I/O time", "ds"),
+               ("read_bytes_delta", "Δ read", "dbytes"),
+               ("write_bytes_delta", "Δ written", "dbytes"),
+               ("wait_s_delta", "Δ waiting", "ds"),
+               ("transfer_bytes_delta", "Δ input transfers", "dbytes"),
+               ("significant", "significant", "bool")],
+    "file": [("rank", "rank", "n"), ("item", "path", "text"),
+             ("executions_before", "tasks before", "n"), ("executions_after", "tasks after", "n"),
+             ("io_time_s_before", "I/O time before", "s"),
+             ("io_time_s_after", "I/O time after", "s"),
+             ("io_time_s_delta", "Δ I/O time", "ds"), ("io_time_s_rel", "Δ I/O time %", "dpct"),
+             ("read_bytes_delta", "Δ read", "dbytes"),
+             ("write_bytes_delta", "Δ written", "dbytes"),
+             ("significant", "significant", "bool")],
+    "function": [("rank", "rank", "n"), ("item", "function", "text"),
+                 ("executions_before", "executions before", "n"),
+                 ("executions_after", "executions after", "n"),
+                 ("wall_s_before", "exclusive before", "s"),
+                 ("wall_s_after", "exclusive after", "s"),
+                 ("wall_s_delta", "Δ exclusive", "ds"), ("wall_s_rel", "Δ exclusive %", "dpct"),
+                 ("ttot_s_delta", "Δ inclusive", "ds"), ("ncall_delta", "Δ calls", "n"),
+                 ("significant", "significant", "bool")],
+}
+
+
+def build_html_data(c: Comparison, *, rows: int = HTML_ROWS) -> dict[str, Any]:
+    """Everything compare.html shows, as plain JSON-able values."""
+    dims = {}
+    for dim, d in c.diffs.items():
+        cols = HTML_COLUMNS[dim]
+        shown = d.head(rows).select([k for k, _, _ in cols]).with_columns(
+            pl.col("item").cast(pl.String))
+        dims[dim] = {"columns": [list(col) for col in cols],
+                     "rows": [dict(r) for r in shown.iter_rows(named=True)],
+                     "total": d.height}
+    prefix = c.diffs["prefix"].head(TOP_FIGURE)
+    return {
+        "names": list(c.names), "by": c.by, "setup": list(c.setup), "totals": c.totals,
+        "explained": [{"item": item, "why": why} for item, why in c.explained],
+        "noise": _noise_text(c),
+        "chart": {"labels": prefix["item"].cast(pl.String).to_list(),
+                  "values": prefix["wall_s_delta"].to_list()},
+        "dimensions": dims, "notes": {dim: MD_NOTES[dim].replace("`", "").replace("¹ ", "")
+                                     for dim in dims},
+    }
+
+
+def render_html(c: Comparison) -> str:
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from correlate.reports.html import TEMPLATES, embed_json
+
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
+                      keep_trailing_newline=True)
+    return env.get_template("compare.html").render(
+        title="Dask run comparison",
+        data_json=embed_json(build_html_data(c)),
+        script=(TEMPLATES / "compare.js").read_text(encoding="utf-8"),
+        style=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
+    )
+
+
+# ---------- files and terminal ----------
+
+def write_comparison(out: Path, c: Comparison, *, top: int = 20) -> list[Path]:
+    """Write every comparison output into ``out``; return the written paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for dim, d in c.diffs.items():
+        path = out / f"compare_{dim}.parquet"
+        d.write_parquet(path, statistics=False)
+        written.append(path)
+    png = out / "figures" / "compare.png"
+    _figure(c.diffs["prefix"], png)
+    md, html = out / "compare.md", out / "compare.html"
+    md.write_text(render_markdown(c, top=top, figure="figures/compare.png"), encoding="utf-8")
+    html.write_text(render_html(c), encoding="utf-8")
+    return [*written, png, md, html]
+
+
+def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
+    cons = console()
+    for s in c.setup:
+        cons.print(Text(f"setup differs: {s}", style="yellow"))
+    if c.totals:
+        cons.print(Text(c.totals))
+    if not c.explained:
+        cons.print(Text(_noise_text(c)))
+    for item, why in c.explained:
+        cons.print(Text.assemble((item, "bold"), f": {why}"))
+    d = c.diffs[c.by]
     t = Table(show_edge=False, pad_edge=False)
-    for col in ("item", "runs", "wall before", "wall after", "Δ wall s"):
+    for col in ("item", "runs", "before s", "after s", "Δ s"):
         t.add_column(col, justify="left" if col == "item" else "right", overflow="fold")
     for r in d.head(top).iter_rows(named=True):
         t.add_row(Text(str(r["item"])), f"{r['executions_before']}→{r['executions_after']}",
                   f"{r['wall_s_before']:.3f}", f"{r['wall_s_after']:.3f}",
-                  f"{r['wall_s_delta']:+.3f}")
-    c.print(t)
-    c.print(f"comparison written to {out}")
+                  _ds(r["wall_s_delta"]))
+    cons.print(t)
+    cons.print(f"comparison written to {out} (compare.md, compare.html, compare_*.parquet)")

@@ -2,8 +2,9 @@
 
 Each argument is a run folder (ours or imported; correlated first when it has no
 ``correlated/`` output yet) or an output folder written by ``correlate``. Writes
-``compare_<dimension>.parquet`` for prefix, file and function, ``compare.md`` and
-``figures/compare.png`` into ``-o`` (default ``AFTER/compare``), and prints the top changes.
+``compare_<dimension>.parquet`` for prefix, file and function, ``compare.md`` with
+``figures/compare.png``, and ``compare.html`` (self-contained, styled like ``report.html``) into
+``-o`` (default ``AFTER/compare``), and prints the top changes.
 """
 
 from __future__ import annotations
@@ -51,16 +52,21 @@ def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     from correlate import compare
-    from correlate.compare_report import print_comparison, write_comparison
+    from correlate.compare_report import Comparison, print_comparison, write_comparison
 
     (tb, sb), (ta, sa) = (read_outputs(_output_dir(p)) for p in (args.before, args.after))
-    total = max(float(tb["tasks"]["duration_s"].sum()), float(ta["tasks"]["duration_s"].sum()))
-    diffs = {by: compare.diff(compare.profile(tb, by), compare.profile(ta, by),
-                              total_wall_s=total) for by in compare.DIMENSIONS}
-    setup = compare.setup_differences(sb, sa)
-    lines = compare.explain(diffs[args.by], args.by)
+    profiles = {by: (compare.profile(tb, by), compare.profile(ta, by))
+                for by in compare.DIMENSIONS}
+    diffs = {by: compare.diff(b, a) for by, (b, a) in profiles.items()}
+    c = Comparison(diffs=diffs, names=(str(args.before), str(args.after)), by=args.by,
+                   setup=compare.setup_differences(sb, sa),
+                   explained=compare.explanations(
+                       diffs[args.by], args.by,
+                       call_counts=compare.exact_call_counts(sb) and compare.exact_call_counts(sa)),
+                   totals=compare.totals_line(*profiles["prefix"], diffs["prefix"]),
+                   noise_floor_s=compare.ABS_NOISE_SHARE * compare.dimension_total(
+                       *profiles[args.by]), rel_noise=compare.REL_NOISE)
     out = args.out or (args.after / "compare")
-    write_comparison(out, diffs, setup=setup, lines=lines, by=args.by,
-                     names=(str(args.before), str(args.after)))
-    print_comparison(diffs[args.by], setup=setup, lines=lines, top=args.top, out=out)
+    write_comparison(out, c)
+    print_comparison(c, top=args.top, out=out)
     return 0
