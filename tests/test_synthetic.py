@@ -1,0 +1,153 @@
+"""The synthetic run generator: its run folder has the recorded sample's structure, and
+``correlate`` finds exactly the totals it promises (per-execution bytes/ops, unattributed I/O by
+reason, clocks, CPU, profile rows)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from correlate.cli import main as correlate_main
+from correlate.synthetic import main as synthetic_main
+from correlate.synthetic import write_run
+
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "run-v1"
+IO_COLS = ("read_bytes", "write_bytes", "read_ops", "write_ops")
+
+
+@pytest.fixture(scope="module")
+def correlated(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("synthetic")
+    run, out = tmp / "run", tmp / "out"
+    exp = write_run(run, workers=2, threads=3, executions=300, segments=3000)
+    assert correlate_main([str(run), "-o", str(out), "--no-reports"]) == 0
+    return exp, run, out, json.loads((out / "summary.json").read_text())
+
+
+def test_every_execution_has_exactly_its_bytes_and_ops(correlated):
+    exp, _run, out, summary = correlated
+    tasks = pl.read_parquet(out / "tasks.parquet")
+    assert tasks.height == exp.executions == 300
+    assert tasks["key"].n_unique() == 300 and summary["tasks"] == 300
+    assert set(tasks["attribution"].cast(pl.String)) == {"exact-thread"}
+    both = exp.per_execution.join(tasks, on="key", how="left", suffix="_got")
+    assert both.height == 300
+    for col in (*IO_COLS, "host", "pid", "thread_id", "prefix"):
+        bad = both.filter(pl.col(col) != pl.col(f"{col}_got"))
+        assert bad.is_empty(), bad.select("key", col, f"{col}_got")
+    for col in ("io_time_s", "cpu_s"):
+        assert (both[col] - both[f"{col}_got"]).abs().max() < 1e-9
+    assert exp.executions_with_io == tasks.filter(pl.col("read_ops") + pl.col("write_ops") > 0
+                                                  ).height
+    per_prefix = tasks.group_by("prefix").agg(pl.len(), *[pl.col(c).sum() for c in IO_COLS])
+    for row in per_prefix.iter_rows(named=True):
+        want = exp.per_prefix[row["prefix"]]
+        assert row["len"] == want["executions"]
+        assert all(row[c] == want[c] for c in IO_COLS)
+
+
+def test_io_totals_and_unattributed_remainder_are_exact(correlated):
+    exp, _run, out, summary = correlated
+    io = summary["io"]
+    for part in ("total", "attributed", "unattributed"):
+        assert io[part]["bytes"] == getattr(exp, part)["bytes"]
+        assert io[part]["ops"] == getattr(exp, part)["ops"]
+        assert io[part]["io_time_s"] == pytest.approx(getattr(exp, part)["io_time_s"], abs=1e-9)
+    assert io["segments_by_method"] == {"exact-thread": exp.segments - 3, "none": 3}
+    assert {r["reason"]: (r["bytes"], r["ops"]) for r in io["unattributed_by_reason"]} == {
+        k: (v["bytes"], v["ops"]) for k, v in exp.unattributed_by_reason.items()}
+    assert set(exp.unattributed_by_reason) == {
+        "collector clock marker", "outside any task execution",
+        "worker local directory (spill)", "scheduler process"}
+    un = pl.read_parquet(out / "unattributed.parquet").group_by("thread_kind").agg(
+        pl.col("bytes").sum(), pl.col("ops").sum())
+    assert {k: (b, o) for k, b, o in un.iter_rows()} == {
+        k: (v["bytes"], v["ops"]) for k, v in exp.unattributed_by_thread_kind.items()}
+    seg = pl.read_parquet(out / "segments.parquet")
+    assert seg.height == exp.segments
+    assert seg.filter(pl.col("execution_id").is_not_null()).height == exp.task_segments
+
+
+def test_clocks_cpu_and_profile(correlated):
+    exp, _run, out, summary = correlated
+    got = {(c["host"], c["pid"], c["domain"]): c for c in summary["clocks"]}
+    assert len(got) == len(exp.clocks) == 4
+    for c in exp.clocks:
+        g = got[(c["host"], c["pid"], c["domain"])]
+        assert g["offset_ns"] == c["offset_ns"]
+        if c["domain"] == "darshan":
+            assert g["uncertainty_ns"] == 0 and "marker" in g["method"]
+    cpu = summary["cpu"]
+    assert cpu["task_cpu_s"] == pytest.approx(exp.cpu["task_cpu_s"], abs=1e-6)
+    assert cpu["task_wall_s"] == pytest.approx(exp.cpu["task_wall_s"], abs=1e-6)
+    workers = {(w["host"], w["pid"]): w for w in cpu["per_worker"]}
+    for w in exp.cpu["per_worker"]:
+        g = workers[(w["host"], w["pid"])]
+        assert g["process_cpu_s"] == w["process_cpu_s"]
+        assert g["outside_tasks_cpu_s"] == pytest.approx(w["outside_tasks_cpu_s"], abs=1e-6)
+    funcs = pl.read_parquet(out / "task_functions.parquet")
+    assert funcs.height == exp.profile["task_rows"] == 5 * exp.executions
+    assert funcs["ncall"].sum() == exp.profile["task_ncall"]
+    assert summary["warnings"] == [] and summary["rejects"] == []
+    events = pl.read_parquet(out / "events.parquet")
+    assert events.height == exp.rows["scheduler_transitions"] + exp.rows["worker_transitions"]
+
+
+def _tables(run: Path) -> dict[tuple[str, str], Path]:
+    out: dict[tuple[str, str], Path] = {}
+    for f in sorted(run.glob("procs/*/*/*.parquet")):
+        out.setdefault((f.parts[-3].split("-")[0], f.parts[-2]), f)
+    return out
+
+
+def test_run_folder_is_structurally_the_recorded_sample(correlated):
+    exp, run, _out, _summary = correlated
+    want, got = _tables(SAMPLE), _tables(run)
+    assert set(want) == set(got)
+    for k, path in want.items():
+        assert pq.read_schema(got[k]).equals(pq.read_schema(path), check_metadata=True), k
+    for role in ("scheduler", "worker"):
+        for name in ("proc.json", "closed.json"):
+            a = json.loads(next(SAMPLE.glob(f"procs/{role}-*/{name}")).read_text())
+            b = json.loads(next(run.glob(f"procs/{role}-*/{name}")).read_text())
+            assert set(a) == set(b), (role, name)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert set(json.loads((SAMPLE / "manifest.json").read_text())) == set(manifest) - {
+        "synthetic"}
+    assert manifest["processes"] == sorted(p.name for p in (run / "procs").iterdir())
+    assert len(list((run / "darshan").glob("*.darshan"))) == exp.workers + 2
+    from collectors.worker_plugin import MARKER_BYTES
+    from correlate import synthetic
+    assert synthetic.MARKER_BYTES == MARKER_BYTES
+
+
+def test_darshan_clock_offset_hosts_and_entry_point(tmp_path, capsys):
+    run, out = tmp_path / "run", tmp_path / "out"
+    assert synthetic_main([str(run), "--executions", "120", "--segments", "1500", "--workers",
+                           "3", "--threads", "2", "--hosts", "2", "--seed", "7",
+                           "--darshan-offset-ns", "2500000", "--flush-interval", "0.05"]) == 0
+    exp = json.loads(capsys.readouterr().out)
+    assert exp["executions"] == 120 and exp["segments"] == 1500 and exp["hosts"] == 2
+    # flush every 50 ms: the collector's parts, numbered across tables per process
+    parts = sorted(p.name for p in run.glob("procs/worker-*/task_executions/*.parquet"))
+    assert len(parts) > 3
+    assert correlate_main([str(run), "-o", str(out), "--no-reports"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    darshan = [c for c in summary["clocks"] if c["domain"] == "darshan"]
+    assert len(darshan) == 3 and {c["offset_ns"] for c in darshan} == {2_500_000}
+    assert {c["host"] for c in darshan} == {"node0", "node1"}
+    io = summary["io"]
+    assert io["attributed"]["bytes"] == exp["attributed"]["bytes"]
+    assert io["unattributed"]["bytes"] == exp["unattributed"]["bytes"]
+    tasks = pl.read_parquet(out / "tasks.parquet")
+    assert set(tasks["attribution"].cast(pl.String)) == {"exact-thread"}
+    assert tasks["read_bytes"].sum() == exp["attributed"]["read_bytes"]
+
+
+def test_too_few_segments_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="segments"):
+        write_run(tmp_path / "r", workers=4, threads=2, executions=10, segments=5)
