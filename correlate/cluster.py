@@ -2,7 +2,7 @@
 
 ``--cluster tcp://host:8786`` connects to a running scheduler; ``--cluster local`` or
 ``local:N`` starts a LocalCluster of N single-threaded worker processes (default 2) for this run
-only. Items and results travel as pickled polars frames; the work is the same functions that run
+only. Connecting waits Dask's ``distributed.comm.timeouts.connect`` (30 s by default). Items and results travel as pickled polars frames; the work is the same functions that run
 in-process, so the outputs are identical.
 """
 
@@ -40,7 +40,9 @@ def mapper_for(spec: str | None) -> Iterator[Mapper]:
                                    dashboard_address=None)
             client = Client(cluster)
         else:
-            client = Client(spec, timeout="10s")
+            import dask
+
+            client = Client(spec, timeout=dask.config.get("distributed.comm.timeouts.connect"))
     except OSError as err:
         if cluster is not None:
             cluster.close()
