@@ -65,6 +65,8 @@ class Column:
         if self.dtype.startswith("List:"):
             inner = Column(self.name, self.dtype.split(":", 1)[1], self.doc)
             return pl.List(inner.polars_dtype())
+        if self.dtype == "Categorical":
+            return pl.Categorical()
         return getattr(pl, self.dtype)
 
     def arrow_type(self) -> Any:

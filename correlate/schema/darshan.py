@@ -16,7 +16,7 @@ DARSHAN_LOGS = Table(
     "darshan_logs",
     "One row per Darshan log read (or attempted).",
     (
-        Column("log", "String", "log file path", nullable=False),
+        Column("log", "Categorical", "log file path", nullable=False),
         Column("exe", "String", "command line recorded by Darshan"),
         Column("host", "String", "host name from the DXT records (null: log has no DXT)"),
         Column("pid", "Int64", "process id (from the file name; jobid in non-MPI logs)"),
@@ -56,7 +56,7 @@ IO_SEGMENTS = Table(
         Column("local_stop_ns", "Int64", "absolute end, log host clock", nullable=False),
         Column("thread_id", "UInt64", "pthread_self() of the caller (null: layout v1)"),
         Column("segment_index", "Int64", "index within the record and op"),
-        Column("log", "String", "log file path"),
+        Column("log", "Categorical", "log file path (one per log: stored once)"),
     ),
     sort_by=("host", "pid", "local_start_ns", "record_id", "op", "segment_index"),
 )
@@ -79,7 +79,7 @@ IO_FILE_COUNTERS = Table(
         Column("read_time_s", "Float64", "cumulative time in reads"),
         Column("write_time_s", "Float64", "cumulative time in writes"),
         Column("meta_time_s", "Float64", "cumulative time in metadata calls"),
-        Column("log", "String", "log file path"),
+        Column("log", "Categorical", "log file path"),
     ),
     sort_by=("log", "module", "record_id", "rank"),
 )
