@@ -11,7 +11,8 @@ source (scheduler) address, worker, thread, begins/ends and any unknown CSV colu
 
 Times stay on their recording clock (this view is the raw story; the aligned timeline is
 ``events.parquet``), so events of different clocks may interleave by a few ms. Pure:
-``lifecycles(frames)`` yields dicts; ``write_lifecycles`` writes them.
+``lifecycle_lines(frames)`` builds each task's JSON line in polars (no Python per event);
+``lifecycles`` parses them, ``write_lifecycles`` writes them.
 """
 
 from __future__ import annotations
@@ -25,16 +26,29 @@ import polars as pl
 
 from correlate.sources.frames import RunFrames
 
-_EVENT_SCHEMA = {"key": pl.String, "time_ns": pl.Int64, "kind": pl.String, "clock": pl.String,
-                 "detail": pl.String}
 _TRANSITION_SKIP = ("key", "side", "local_time_ns", "prefix", "group")
 
 
-def _detail(df: pl.DataFrame, cols: list[str]) -> pl.Expr:
-    """The non-key columns as one JSON string (nulls dropped later)."""
-    exprs = [pl.col(c).cast(pl.String) if df.schema[c] == pl.Categorical
-             or isinstance(df.schema[c], pl.Enum) else pl.col(c) for c in cols]
-    return pl.struct(exprs).struct.json_encode().alias("detail")
+def _json_object(df: pl.DataFrame, cols: list[str]) -> pl.Expr:
+    """``{"col": value, ...}`` per row over ``cols`` in name order, null fields left out;
+    values JSON-encoded by polars (strings escaped), no Python per row."""
+    frags = []
+    for c in sorted(cols):
+        col = pl.col(c)
+        if df.schema[c] == pl.Categorical or isinstance(df.schema[c], pl.Enum):
+            col = col.cast(pl.String)
+        enc = pl.struct(col.alias(c)).struct.json_encode()
+        frags.append(pl.when(pl.col(c).is_not_null())
+                     .then(enc.str.strip_prefix("{").str.strip_suffix("}")))
+    return pl.concat_str([pl.lit("{"), pl.concat_str(frags, separator=",", ignore_nulls=True),
+                          pl.lit("}")])
+
+
+def _event_part(df: pl.DataFrame, time: str, kind: str, clock: pl.Expr,
+                cols: list[str]) -> pl.DataFrame:
+    df = df.with_columns(time_ns=pl.col(time), kind=pl.lit(kind), clock=clock)
+    return df.select("key", "time_ns", "kind",
+                     event=_json_object(df, [*cols, "time_ns", "kind", "clock"]))
 
 
 def _transition_events(tr: pl.DataFrame) -> list[pl.DataFrame]:
@@ -45,95 +59,100 @@ def _transition_events(tr: pl.DataFrame) -> list[pl.DataFrame]:
             continue
         cols = [c for c in part.columns if c not in _TRANSITION_SKIP
                 and part[c].null_count() < part.height]
-        out.append(part.select("key", time_ns="local_time_ns", kind=pl.lit(f"{side}-transition"),
-                               clock=pl.lit(side), detail=_detail(part, cols)))
+        out.append(_event_part(part, "local_time_ns", f"{side}-transition", pl.lit(side), cols))
     return out
 
 
 def _events(frames: RunFrames) -> pl.DataFrame:
+    """key, time_ns, kind, event (one JSON object per event), sorted by key and time."""
     parts = _transition_events(frames.transitions)
     ex = frames.executions
     if ex.height:
         cols = ["worker", "host", "pid", "thread_id", "local_start_ns", "local_stop_ns",
                 "cpu_s", "status", "window_source"]
-        clock = pl.when(pl.col("window_source").cast(pl.String).is_in(["startstops",
-                                                                        "task-stream"]))
-        parts.append(ex.select("key", time_ns="local_start_ns", kind=pl.lit("execution"),
-                               clock=clock.then(pl.lit("worker+scheduler_delay"))
-                               .otherwise(pl.lit("worker")),
-                               detail=_detail(ex, cols)))
+        clock = (pl.when(pl.col("window_source").cast(pl.String).is_in(["startstops",
+                                                                         "task-stream"]))
+                 .then(pl.lit("worker+scheduler_delay")).otherwise(pl.lit("worker")))
+        parts.append(_event_part(ex, "local_start_ns", "execution", clock, cols))
     ss = frames.startstops
     if ss.height:
-        parts.append(ss.select("key", time_ns="reported_start_ns", kind=pl.lit("startstop"),
-                               clock=pl.lit("worker+scheduler_delay"),
-                               detail=_detail(ss, ["action", "worker", "source",
-                                                   "reported_start_ns", "reported_stop_ns"])))
+        parts.append(_event_part(ss, "reported_start_ns", "startstop",
+                                 pl.lit("worker+scheduler_delay"),
+                                 ["action", "worker", "source", "reported_start_ns",
+                                  "reported_stop_ns"]))
     tk = frames.transfer_keys.join(frames.transfers, on="transfer_id")
     if tk.height:
-        parts.append(tk.select("key", time_ns="reported_start_ns", kind=pl.lit("transfer"),
-                               clock=pl.lit("worker+scheduler_delay"),
-                               detail=_detail(tk, ["transfer_id", "direction", "worker", "peer",
-                                                   "nbytes", "total_bytes", "reported_start_ns",
-                                                   "reported_stop_ns"])))
+        parts.append(_event_part(tk, "reported_start_ns", "transfer",
+                                 pl.lit("worker+scheduler_delay"),
+                                 ["transfer_id", "direction", "worker", "peer", "nbytes",
+                                  "total_bytes", "reported_start_ns", "reported_stop_ns"]))
+    schema = {"key": pl.String, "time_ns": pl.Int64, "kind": pl.String, "event": pl.String}
     if not parts:
-        return pl.DataFrame(schema=_EVENT_SCHEMA)
-    return pl.concat([p.cast(_EVENT_SCHEMA) for p in parts]).sort(
+        return pl.DataFrame(schema=schema)
+    return pl.concat([p.cast(schema) for p in parts]).sort(
         "key", "time_ns", "kind", nulls_last=True, maintain_order=True)
 
 
-def _graph(frames: RunFrames) -> dict[str, dict[str, Any]]:
+def _graph(frames: RunFrames) -> pl.DataFrame:
+    """key → depends_on, client, submitted_ns; and dependents."""
     deps = frames.dependencies
-    info: dict[str, dict[str, Any]] = {}
-    if deps.is_empty():
-        return info
-    for key, on, client, t in (deps.group_by("key").agg(
-            pl.col("depends_on").unique().sort(), pl.col("client").first(),
-            pl.col("local_time_ns").min()).iter_rows()):
-        info[key] = {"depends_on": on, "client": client, "submitted_ns": t}
-    for key, users in deps.group_by("depends_on").agg(pl.col("key").unique().sort()).iter_rows():
-        info.setdefault(key, {})["dependents"] = users
-    return info
+    on = deps.group_by("key").agg(pl.col("depends_on").unique().sort(),
+                                  pl.col("client").first(),
+                                  submitted_ns=pl.col("local_time_ns").min())
+    users = (deps.group_by("depends_on").agg(dependents=pl.col("key").unique().sort())
+             .rename({"depends_on": "key"}))
+    return on.join(users, on="key", how="full", coalesce=True)
 
 
-def _names(frames: RunFrames) -> dict[str, tuple[str | None, str | None]]:
+def _names(frames: RunFrames) -> pl.DataFrame:
     named = [df.select("key", "prefix", "group") for df in (frames.executions, frames.transitions)
              if {"prefix", "group"} <= set(df.columns) and df.height]
-    out: dict[str, tuple[str | None, str | None]] = {}
-    if named:
-        for key, prefix, group in (pl.concat(named, how="vertical_relaxed").drop_nulls("prefix")
-                                   .unique("key", keep="first", maintain_order=True)
-                                   .iter_rows()):
-            out[key] = (prefix, group)
-    return out
+    if not named:
+        return pl.DataFrame(schema={"key": pl.String, "prefix": pl.String, "group": pl.String})
+    return (pl.concat(named, how="vertical_relaxed").drop_nulls("prefix")
+            .unique("key", keep="first", maintain_order=True))
 
 
-def lifecycles(frames: RunFrames) -> Iterator[dict[str, Any]]:
-    """One dict per key (every key seen in any table, graph-only keys included), sorted."""
+def lifecycle_lines(frames: RunFrames) -> pl.DataFrame:
+    """key, line: one JSON object per key (every key seen in any table, graph-only keys
+    included), sorted by key."""
     from dask.utils import key_split
 
     events = _events(frames)
+    per_key = events.group_by("key", maintain_order=True).agg(
+        events=pl.col("event").str.join(","),
+        executions=(pl.col("kind") == "execution").sum().cast(pl.Int64))
     graph = _graph(frames)
-    names = _names(frames)
-    by_key: dict[str, list[dict[str, Any]]] = {}
-    for key, t, kind, clock, detail in events.iter_rows():
-        fields = {k: v for k, v in json.loads(detail).items() if v is not None}
-        by_key.setdefault(key, []).append({"time_ns": t, "kind": kind, "clock": clock, **fields})
-    for key in sorted(set(by_key) | set(graph)):
-        evs = by_key.get(key, [])
-        prefix, group = names.get(key, (None, None))
-        g = graph.get(key, {})
-        yield {"key": key, "prefix": prefix or key_split(key), "group": group,
-               "depends_on": g.get("depends_on", []), "dependents": g.get("dependents", []),
-               "client": g.get("client"), "submitted_ns": g.get("submitted_ns"),
-               "executions": sum(e["kind"] == "execution" for e in evs), "events": evs}
+    keys = pl.concat([events.select("key"), graph.select("key")]).unique()
+    t = (keys.join(per_key, on="key", how="left").join(graph, on="key", how="left")
+         .join(_names(frames), on="key", how="left").sort("key"))
+    missing = t.filter(pl.col("prefix").is_null())["key"].to_list()
+    split = pl.DataFrame({"key": missing, "split": [key_split(k) for k in missing]},
+                         schema={"key": pl.String, "split": pl.String})
+    t = t.join(split, on="key", how="left", maintain_order="left").with_columns(
+        prefix=pl.coalesce("prefix", "split"),
+        depends_on=pl.col("depends_on").fill_null([]),
+        dependents=pl.col("dependents").fill_null([]),
+        executions=pl.col("executions").fill_null(0),
+        events=pl.col("events").fill_null(""))
+    head = pl.struct("client", "depends_on", "dependents").struct.json_encode()
+    tail = pl.struct("executions", "group", "key", "prefix", "submitted_ns").struct.json_encode()
+    line = pl.concat_str([head.str.strip_suffix("}"), pl.lit(',"events":['), pl.col("events"),
+                          pl.lit("],"), tail.str.strip_prefix("{")])
+    return t.select("key", line=line)
+
+
+def lifecycles(frames: RunFrames) -> Iterator[dict[str, Any]]:
+    """One dict per key, sorted by key (see ``lifecycle_lines``)."""
+    for line in lifecycle_lines(frames)["line"]:
+        yield json.loads(line)
 
 
 def write_lifecycles(frames: RunFrames, path: Path) -> int:
     """Write ``task_lifecycles.jsonl``; returns the number of tasks written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
+    lines = lifecycle_lines(frames)
     with path.open("w") as fh:
-        for obj in lifecycles(frames):
-            fh.write(json.dumps(obj, sort_keys=True, default=str) + "\n")
-            n += 1
-    return n
+        for chunk in lines["line"].to_frame().iter_slices(100_000):
+            fh.write("\n".join(chunk["line"].to_list()) + "\n")
+    return lines.height
