@@ -152,7 +152,6 @@ def write_lifecycles(frames: RunFrames, path: Path) -> int:
     """Write ``task_lifecycles.jsonl``; returns the number of tasks written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = lifecycle_lines(frames)
-    with path.open("w") as fh:
-        for chunk in lines["line"].to_frame().iter_slices(100_000):
-            fh.write("\n".join(chunk["line"].to_list()) + "\n")
+    # one column, never quoted: each row is written as its JSON text
+    lines.select("line").write_csv(path, include_header=False, quote_style="never")
     return lines.height
