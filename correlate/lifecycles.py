@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -148,10 +149,40 @@ def lifecycles(frames: RunFrames) -> Iterator[dict[str, Any]]:
         yield json.loads(line)
 
 
-def write_lifecycles(frames: RunFrames, path: Path) -> int:
-    """Write ``task_lifecycles.jsonl``; returns the number of tasks written."""
+def _key_ranges(frames: RunFrames, keys_per_chunk: int) -> list[tuple[str, str]]:
+    """Consecutive (first, last) ranges of all keys, ``keys_per_chunk`` keys each."""
+    keys = pl.concat([frames.transitions.select("key"), frames.executions.select("key"),
+                      frames.startstops.select("key"), frames.transfer_keys.select("key"),
+                      frames.dependencies.select("key"),
+                      frames.dependencies.select(key="depends_on")]).unique().sort("key")["key"]
+    return [(keys[i], keys[min(i + keys_per_chunk, keys.len()) - 1])
+            for i in range(0, keys.len(), keys_per_chunk)]
+
+
+def _key_slice(frames: RunFrames, lo: str, hi: str) -> RunFrames:
+    """The rows about keys ``lo <= key <= hi`` (dependency edges from or to them)."""
+    def inside(col: str) -> pl.Expr:
+        return pl.col(col).is_between(pl.lit(lo), pl.lit(hi))
+
+    return replace(frames, transitions=frames.transitions.filter(inside("key")),
+                   executions=frames.executions.filter(inside("key")),
+                   startstops=frames.startstops.filter(inside("key")),
+                   transfer_keys=frames.transfer_keys.filter(inside("key")),
+                   dependencies=frames.dependencies.filter(inside("key") | inside("depends_on")))
+
+
+def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = 200_000) -> int:
+    """Write ``task_lifecycles.jsonl`` (a chunk of keys at a time, so memory stays bounded on
+    runs with millions of tasks); returns the number of tasks written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = lifecycle_lines(frames)
-    # one column, never quoted: each row is written as its JSON text
-    lines.select("line").write_csv(path, include_header=False, quote_style="never")
-    return lines.height
+    ranges = _key_ranges(frames, keys_per_chunk)
+    written = 0
+    with path.open("wb") as fh:
+        for lo, hi in ranges:
+            part = frames if len(ranges) == 1 else _key_slice(frames, lo, hi)
+            # edges list neighbours from other chunks: keep this chunk's keys only
+            lines = lifecycle_lines(part).filter(pl.col("key").is_between(pl.lit(lo), pl.lit(hi)))
+            # one column, never quoted: each row is written as its JSON text
+            lines.select("line").write_csv(fh, include_header=False, quote_style="never")
+            written += lines.height
+    return written

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -81,3 +82,16 @@ def test_imageprocessing_r4_lifecycles_cover_the_graph():
     assert sum(s["executions"] for s in stories) == 4094
     transfers = sum(e["kind"] == "transfer" for s in stories for e in s["events"])
     assert transfers == 2176
+
+
+def test_chunked_writing_gives_the_same_file(tmp_path):
+    from correlate.sources.detect import load as load_run
+
+    run = load_run(Path(__file__).resolve().parents[1] / "samples" / "run-v1")
+    whole, chunked = tmp_path / "whole.jsonl", tmp_path / "chunked.jsonl"
+    assert write_lifecycles(run, whole) == 64
+    assert write_lifecycles(run, chunked, keys_per_chunk=7) == 64
+    assert chunked.read_bytes() == whole.read_bytes()
+    stories = [json.loads(x) for x in whole.read_text().splitlines()]
+    assert sum(len(s["depends_on"]) for s in stories) == sum(len(s["dependents"])
+                                                              for s in stories) > 0
