@@ -32,17 +32,18 @@ _TRANSITION_SKIP = ("key", "side", "local_time_ns", "prefix", "group")
 
 def _json_object(df: pl.DataFrame, cols: list[str]) -> pl.Expr:
     """``{"col": value, ...}`` per row over ``cols`` in name order, null fields left out;
-    values JSON-encoded by polars (strings escaped), no Python per row."""
-    frags = []
+    values JSON-encoded by polars (strings escaped), no Python per row. A null field is
+    ``"name":null`` right after ``{`` or ``,`` — inside an encoded string a quote is always
+    preceded by a backslash, so removing that pattern never touches a value."""
+    exprs = []
     for c in sorted(cols):
         col = pl.col(c)
         if df.schema[c] == pl.Categorical or isinstance(df.schema[c], pl.Enum):
             col = col.cast(pl.String)
-        enc = pl.struct(col.alias(c)).struct.json_encode()
-        frags.append(pl.when(pl.col(c).is_not_null())
-                     .then(enc.str.strip_prefix("{").str.strip_suffix("}")))
-    return pl.concat_str([pl.lit("{"), pl.concat_str(frags, separator=",", ignore_nulls=True),
-                          pl.lit("}")])
+        exprs.append(col.alias(c))
+    enc = pl.struct(exprs).struct.json_encode()
+    return (enc.str.replace_all(r',"[^"\\]+":null', "")
+            .str.replace(r'^\{"[^"\\]+":null,?', "{"))
 
 
 def _event_part(df: pl.DataFrame, time: str, kind: str, clock: pl.Expr,

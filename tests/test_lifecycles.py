@@ -95,3 +95,15 @@ def test_chunked_writing_gives_the_same_file(tmp_path):
     stories = [json.loads(x) for x in whole.read_text().splitlines()]
     assert sum(len(s["depends_on"]) for s in stories) == sum(len(s["dependents"])
                                                               for s in stories) > 0
+
+
+def test_values_that_look_like_json_survive_and_only_null_fields_go():
+    hostile = ['{"begins":null,', ',"x":null}', 'a"b\\", "c":null', "<script>\n"]
+    tr = pl.DataFrame({"key": ["k"] * 4, "side": ["scheduler"] * 4, "start": ["released"] * 4,
+                       "finish": ["waiting"] * 4, "stimulus_id": hostile,
+                       "odd column": [None, "v", None, None], "local_time_ns": [1, 2, 3, 4]})
+    frames = RunFrames(transitions=conform(tr, TABLES["transitions"], extra="keep"))
+    (story,) = list(lifecycles(frames))
+    assert [e["stimulus_id"] for e in story["events"]] == hostile
+    assert [("odd column" in e) for e in story["events"]] == [False, True, False, False]
+    assert all("worker" not in e for e in story["events"])
