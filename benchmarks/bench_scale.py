@@ -1,0 +1,166 @@
+"""Benchmark: correlate at 10k, 100k and 1M task executions with 10× as many DXT segments.
+
+In one run, on synthetic but schema-exact run folders (``correlate.synthetic``, genuine
+``.darshan`` logs written through libdarshan-util):
+
+1. ``correlate RUN --no-reports`` in a fresh process per size: wall time and peak RSS, and the
+   cost per execution (linear growth keeps it flat). Targets: 1M + 10M in ≤ 20 s, ≤ 4 GB.
+2. The attribution join (exact-thread: segment → execution on the same host/pid/thread whose
+   window holds it) in polars vs a plain pandas ``merge_asof`` of the same data: segments/s and
+   the ratio, with the per-execution bytes checked equal.
+3. ``--cluster local:2`` (2 worker processes) vs single-process on the largest run: speed-up,
+   and the output tables compared row for row.
+
+    python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--workers 8 --threads 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments", "events")
+
+
+def correlate_cli(run: Path, out: Path, *extra: str) -> tuple[float, float]:
+    """(seconds, peak RSS MB) of ``correlate RUN -o OUT --no-reports`` in its own process (RSS
+    of the whole process tree: the largest of the parent and, with --cluster, its workers)."""
+    cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "correlate.cli", "run", str(run),
+           "-o", str(out), "--no-reports", *extra]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    if proc.returncode:
+        raise SystemExit(f"correlate failed on {run}:\n{proc.stderr[-3000:]}")
+    return dt, int(proc.stderr.strip().splitlines()[-1]) / 1024
+
+
+def attribution_inputs(run: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Segments and executions of a run on one clock, as the attribution sees them."""
+    from correlate import align
+    from correlate.engine import number_executions
+    from correlate.sources.detect import load
+
+    frames = load(run).conformed()
+    ex = number_executions(frames.executions)
+    seg = frames.io_segments.with_row_index("seg_id").with_columns(
+        pl.col("op").cast(pl.String))
+    clocks = pl.concat([align.worker_offsets(frames.clock_samples),
+                        align.darshan_offsets(frames.io_segments, frames.clock_markers)])
+    return align.align_segments(seg, clocks), ex
+
+
+def polars_join(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
+    from correlate import attribute
+
+    att = attribute.io_to_executions(seg, ex)
+    return attribute.task_io_totals(attribute.task_files(att, ex)).select(
+        "execution_id", "read_bytes", "write_bytes")
+
+
+def pandas_merge_asof(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
+    """The same exact-thread attribution, written the usual pandas way."""
+    import pandas as pd
+
+    s = seg.select("host", "pid", "thread_id", "op", "length", "host_start_ns",
+                   "host_stop_ns").to_pandas()
+    e = ex.filter(pl.col("thread_id").is_not_null()).select(
+        "host", "pid", "thread_id", "execution_id", "local_start_ns", "local_stop_ns").to_pandas()
+    s["mid"] = (s["host_start_ns"] + s["host_stop_ns"]) // 2
+    s = s.sort_values("mid")
+    e = e.sort_values("local_start_ns")
+    m = pd.merge_asof(s, e, left_on="mid", right_on="local_start_ns",
+                      by=["host", "pid", "thread_id"], direction="backward")
+    m = m[m["mid"] <= m["local_stop_ns"]]
+    m["read_bytes"] = m["length"].where(m["op"] == "read", 0).astype("float64")
+    m["write_bytes"] = m["length"].where(m["op"] == "write", 0).astype("float64")
+    out = m.groupby("execution_id", as_index=False)[["read_bytes", "write_bytes"]].sum()
+    out["execution_id"] = out["execution_id"].astype("int64")
+    return pl.from_pandas(out)
+
+
+def timed(fn, *args):  # type: ignore[no-untyped-def]
+    t = time.perf_counter()
+    out = fn(*args)
+    return time.perf_counter() - t, out
+
+
+def same_outputs(a: Path, b: Path) -> bool:
+    return all(pl.read_parquet(a / f"{t}.parquet").equals(pl.read_parquet(b / f"{t}.parquet"))
+               for t in TABLES)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--cluster-size", type=int, default=100_000,
+                    help="size of the run correlated with --cluster local:2 too (must be one of "
+                         "--sizes; the cluster holds a second copy of the data)")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="keep the generated runs here (and reuse runs already there)")
+    args = ap.parse_args()
+    from correlate.synthetic import write_run
+
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    rows = []
+    for n in args.sizes:
+        run = root / f"run-{n}"
+        if not (run / "manifest.json").exists():
+            t = time.perf_counter()
+            write_run(run, workers=args.workers, threads=args.threads, executions=n,
+                      segments=10 * n)
+            gen = time.perf_counter() - t
+        else:
+            gen = float("nan")
+        dt, rss = correlate_cli(run, root / f"out-{n}")
+        rows.append((n, 10 * n, gen, dt, rss))
+        print(f"  {n:>9,} executions: generated in {gen:.1f} s, correlated in {dt:.1f} s, "
+              f"{rss:,.0f} MB peak", flush=True)
+
+    print(f"\n{'executions':>11}{'segments':>12}{'correlate s':>13}{'peak RSS MB':>13}"
+          f"{'µs/execution':>14}")
+    for n, s, _gen, dt, rss in rows:
+        print(f"{n:>11,}{s:>12,}{dt:>13.2f}{rss:>13,.0f}{dt / n * 1e6:>14.1f}")
+    n, s, _g, dt, rss = rows[-1]
+    print(f"largest: {dt:.1f} s (target ≤ 20 s for 1M + 10M), {rss / 1024:.2f} GB (target ≤ 4)")
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        print(f"growth {first[0]:,} → {last[0]:,} executions ({last[0] / first[0]:.0f}×): time "
+              f"×{last[3] / first[3]:.1f}, per-execution cost ×"
+              f"{(last[3] / last[0]) / (first[3] / first[0]):.2f} (1.0 = linear)")
+
+    big = root / f"run-{args.sizes[-1]}"
+    seg, ex = attribution_inputs(big)
+    t_pl, got_pl = timed(polars_join, seg, ex)
+    t_pd, got_pd = timed(pandas_merge_asof, seg, ex)
+    equal = got_pl.sort("execution_id").equals(got_pd.sort("execution_id").select(
+        got_pl.columns).cast(got_pl.schema))
+    print(f"\nattribution join on {seg.height:,} segments × {ex.height:,} executions: polars "
+          f"{t_pl:.2f} s ({seg.height / t_pl / 1e6:.2f} M seg/s), pandas merge_asof "
+          f"{t_pd:.2f} s ({seg.height / t_pd / 1e6:.2f} M seg/s): polars ×{t_pd / t_pl:.1f}; "
+          f"per-execution bytes identical: {equal}")
+    del seg, ex
+
+    size = args.cluster_size if args.cluster_size in args.sizes else args.sizes[0]
+    dt_c, rss_c = correlate_cli(root / f"run-{size}", root / "out-cluster", "--cluster",
+                                "local:2")
+    single = next(r[3] for r in rows if r[0] == size)
+    print(f"--cluster local:2 on {size:,} executions: {dt_c:.1f} s vs single-process "
+          f"{single:.1f} s: speed-up ×{single / dt_c:.2f} (includes starting the cluster); "
+          f"outputs identical row for row: "
+          f"{same_outputs(root / f'out-{size}', root / 'out-cluster')}")
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
