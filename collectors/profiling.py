@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -42,19 +43,27 @@ def _identity(code: Any) -> tuple[str, str, str, int]:
 
 
 class StackSampler:
-    """Samples task threads; aggregates (thread, seq, code) → [self, total] sample counts."""
+    """Samples task threads; aggregates (thread, seq, code) → samples and seconds.
+
+    Each sample stands for the time since the previous one (not the nominal interval): the
+    sampler needs the GIL to run, so under contention it wakes late, and counting samples ×
+    interval would under-state busy tasks."""
 
     def __init__(self, tags: TaskTags, interval: float = 0.005) -> None:
         self.tags = tags
         self.interval = interval
-        self.self_counts: Counter[tuple[int, int, Any]] = Counter()
+        self.max_gap = 20 * interval
+        self.self_s: dict[tuple[int, int, Any], float] = {}
+        self.total_s: dict[tuple[int, int, Any], float] = {}
         self.total_counts: Counter[tuple[int, int, Any]] = Counter()
         self.samples = 0
+        self._last = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dask-correlate-sampler",
                                         daemon=True)
 
     def start(self) -> None:
+        self._last = time.perf_counter()
         self._thread.start()
 
     def stop(self) -> None:
@@ -66,6 +75,8 @@ class StackSampler:
             self.sample_once()
 
     def sample_once(self) -> None:
+        now = time.perf_counter()
+        dt, self._last = min(now - self._last, self.max_gap), now
         running = dict(self.tags.current)
         if not running:
             return
@@ -87,18 +98,20 @@ class StackSampler:
             if not codes:
                 continue
             self.samples += 1
-            self.self_counts[(tid, seq, codes[0])] += 1
+            top = (tid, seq, codes[0])
+            self.self_s[top] = self.self_s.get(top, 0.0) + dt
             for code in set(codes):
-                self.total_counts[(tid, seq, code)] += 1
+                key = (tid, seq, code)
+                self.total_s[key] = self.total_s.get(key, 0.0) + dt
+                self.total_counts[key] += 1
 
     def rows(self) -> list[tuple]:
-        dt = self.interval
         out = []
-        for (tid, seq, code), total in list(self.total_counts.items()):
+        for key, total in list(self.total_s.items()):
+            tid, seq, code = key
             module, name, file, line = _identity(code)
-            own = self.self_counts.get((tid, seq, code), 0)
-            out.append(("sample", "wall", tid, seq, module, name, file, line, total,
-                        total * dt, own * dt))
+            out.append(("sample", "wall", tid, seq, module, name, file, line,
+                        self.total_counts[key], total, self.self_s.get(key, 0.0)))
         return out
 
 
@@ -124,14 +137,25 @@ class YappiProfile:
         yappi.stop()
 
     def rows(self) -> list[tuple]:
+        """One row per (function, thread, tag). ``yappi.get_func_stats()`` merges the entries
+        of one function across threads and tags, so the C extension's own enumeration is
+        read instead."""
+        import _yappi
         import yappi
 
         idents = {t.id: t.tid for t in yappi.get_thread_stats()}
         out = []
-        for f in yappi.get_func_stats():
-            module = (f.module or "").rsplit("/", 1)[-1].removesuffix(".py")
-            out.append(("yappi", self.clock, idents.get(f.ctx_id), f.tag, module, f.name,
-                        f.module, f.lineno, f.ncall, f.ttot, f.tsub))
+
+        def take(entry: tuple) -> None:
+            name, path, line, ncall, _nactual, _builtin, ttot, tsub = entry[:8]
+            ctx_id, tag = entry[10], entry[12]
+            module = (path or "").rsplit("/", 1)[-1].removesuffix(".py")
+            if module in ("yappi", "_yappi"):
+                return
+            out.append(("yappi", self.clock, idents.get(ctx_id), tag, module, name, path, line,
+                        ncall, ttot, tsub))
+
+        _yappi.enum_func_stats(take, {})
         return out
 
 

@@ -97,6 +97,17 @@ def test_profiles_split_per_task_execution(recorded):
     assert mine.height >= 1 and set(mine["profiler"]) == {"yappi" if "yappi" in mode
                                                           else "sample"}
     assert mine["ttot_s"].sum() > 0.1  # burn-3 burns 0.35 s in that function
+    # every burn-i execution has its own stats: nearly all of its wall time is in the burner
+    # (wall, not CPU: 8 threads share 2 cores here), and a call count
+    ex = parts(run, "task_executions").filter(pl.col("key").str.starts_with("burn-"))
+    per = (stats.join(ex.select("proc", "execution_seq", "key", wall_s=(
+        pl.col("local_stop_ns") - pl.col("local_start_ns")) / 1e9), on=["proc", "execution_seq"])
+           .group_by("key").agg(pl.col("ttot_s").sum(), pl.col("ncall").sum(),
+                                pl.col("wall_s").first()).sort("key"))
+    assert per["key"].to_list() == [f"burn-{i}" for i in range(4)]
+    for key, ttot, ncall, wall in per.select("key", "ttot_s", "ncall", "wall_s").iter_rows():
+        assert 0.8 * wall - 0.02 < ttot < wall + 0.02, (key, ttot, wall)
+        assert ncall >= 1, key  # Yappi counts this one call twice in Dask's executor threads
 
 
 def test_clean_close_no_hook_errors_and_manifest(recorded):
