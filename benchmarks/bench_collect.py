@@ -4,8 +4,8 @@ of the compute phase (cluster start-up excluded) and of the whole command.
 
     python benchmarks/bench_collect.py [--repeat 5] [--images 24]
 
-Modes: off (transitions + per-task CPU), sample (default), yappi, yappi-cpu, and + Darshan DXT
-when a runtime is found (DARSHAN_RUNTIME, darshan-config, common paths).
+Modes: off (transitions + per-task CPU), sample (default), yappi, yappi-all, yappi-cpu, and
++ Darshan DXT when a runtime is found (DARSHAN_RUNTIME, darshan-config, common paths).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main() -> None:
     from collectors.darshan_env import find_runtime
 
     lib, how = find_runtime("auto")
-    modes: list[str | None] = [None, "off", "sample", "yappi", "yappi-cpu"]
+    modes: list[str | None] = [None, "off", "sample", "yappi", "yappi-all", "yappi-cpu"]
     if lib:
         modes.append("darshan")
     results: dict[str | None, list[tuple[float, float]]] = {m: [] for m in modes}

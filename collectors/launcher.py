@@ -20,11 +20,16 @@ from collectors import darshan_env, manifest
 from collectors.profiling import PROFILE_MODES
 
 PROFILE_HELP = """function profiles per task execution (default: sample).
-Measured overhead on samples/workload.py (2 workers x 2 threads), see README:
-  off        no function profiles (transitions + per-task CPU only)
-  sample     stack sampler on task threads every 5 ms: per-task functions, statistical
-  yappi      Yappi wall clock, all threads incl. event-loop coroutines, exact call counts
-  yappi-cpu  Yappi CPU clock (most expensive)"""
+Overhead on the compute phase of samples/workload.py (2 workers x 2 threads, numpy-heavy;
+benchmarks/bench_collect.py, medians of 5, +-5%% noise on 2 cores); Python-call-heavy tasks
+pay Yappi far more (benchmarks/bench_yappi.py: ~9x on pure-Python calls):
+  off        ~0%%   no function profiles (transitions + per-task CPU only)
+  sample     +18%%  stacks of task threads sampled every 5 ms: per-task functions,
+                   statistical, no per-call hook
+  yappi      +13%%  Yappi wall clock on every thread but the event loop: exact call
+                   counts per task
+  yappi-all  +64%%  the same including the event loop's coroutines (Dask's own work)
+  yappi-cpu  +28%%  yappi on Yappi's CPU clock"""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,13 +1,15 @@
-"""Function profiles per task execution, in one of three modes (``--profile``):
+"""Function profiles per task execution, in one of these modes (``--profile``; ``off``: none):
 
 - ``sample`` (default): a background thread samples the stacks of threads that are running a
   task every ``interval`` seconds (``sys._current_frames``) and attributes each sample to that
   execution: per-task inclusive/exclusive time per function, statistically, at ~0 cost to the
   task threads (no per-call hook at all).
-- ``yappi``: Yappi, wall clock, all threads, coroutine-aware; a tag callback returns the
-  execution running on the calling thread, so stats split per execution exactly (deterministic,
-  with call counts) — and cost per Python call.
-- ``yappi-cpu``: the same with Yappi's CPU clock (the most expensive; see the README).
+- ``yappi``: Yappi, wall clock, every thread except the worker's event loop; a tag callback
+  returns the execution running on the calling thread, so stats split per execution exactly
+  (deterministic, with call counts) — and cost per Python call.
+- ``yappi-all``: the same including the event loop's coroutines (coroutine-aware): shows the
+  worker's own Python work (comms, transitions, plugins) as tag 0, at about twice the cost.
+- ``yappi-cpu``: ``yappi`` on Yappi's CPU clock (the most expensive; see the README).
 
 ``TaskTags`` is the shared state: ``current[thread_id] = execution_seq`` while a task runs.
 Every mode produces rows of ``worker_func_stats``.
@@ -15,13 +17,22 @@ Every mode produces rows of ``worker_func_stats``.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
 from collections import Counter
 from typing import Any
 
-PROFILE_MODES = ("off", "sample", "yappi", "yappi-cpu")
+PROFILE_MODES = ("off", "sample", "yappi", "yappi-all", "yappi-cpu")
+
+
+class _ExecutionOnThread(threading.local):
+    """The execution_seq running on the calling thread; the class default (0) is what
+    threads that never ran a task see, without an AttributeError raised and swallowed per
+    lookup (measured: that exception tripled the tag's cost on the event loop)."""
+
+    seq = 0
 
 
 class TaskTags:
@@ -29,11 +40,10 @@ class TaskTags:
 
     def __init__(self) -> None:
         self.current: dict[int, int] = {}
-        self.local = threading.local()
-
-    def tag(self) -> int:
-        """Yappi tag callback: the execution running on the calling thread, or 0."""
-        return getattr(self.local, "seq", 0)
+        self.local = _ExecutionOnThread()
+        # Yappi tag callback, called on every profiled function entry: a C-level callable
+        # (no Python frame per call) returning the calling thread's execution, or 0.
+        self.tag = functools.partial(getattr, self.local, "seq")
 
 
 def _identity(code: Any) -> tuple[str, str, str, int]:
@@ -116,11 +126,16 @@ class StackSampler:
 
 
 class YappiProfile:
-    """Yappi over all threads with the execution tag; rows per (ctx thread, tag, function)."""
+    """Yappi with the execution tag; rows per (ctx thread, tag, function).
 
-    def __init__(self, tags: TaskTags, clock: str) -> None:
+    ``start`` runs on the worker's event loop thread; unless ``event_loop`` it then takes
+    that thread's profile hook off again (``sys.setprofile(None)`` acts on the calling thread
+    only), so the comms and transitions no longer pay Yappi's per-call cost."""
+
+    def __init__(self, tags: TaskTags, clock: str, event_loop: bool = False) -> None:
         self.tags = tags
         self.clock = clock
+        self.event_loop = event_loop
 
     def start(self) -> None:
         import yappi
@@ -130,6 +145,8 @@ class YappiProfile:
         yappi.set_clock_type(self.clock)
         yappi.set_tag_callback(self.tags.tag)
         yappi.start(builtins=False, profile_threads=True)
+        if not self.event_loop:
+            sys.setprofile(None)
 
     def stop(self) -> None:
         import yappi
@@ -139,23 +156,30 @@ class YappiProfile:
     def rows(self) -> list[tuple]:
         """One row per (function, thread, tag). ``yappi.get_func_stats()`` merges the entries
         of one function across threads and tags, so the C extension's own enumeration is
-        read instead."""
+        read, paused as Yappi itself does (a profiled callback must not grow the tables being
+        enumerated). Resuming puts the profile hook back on every thread: unless the event
+        loop is profiled, call this on the event loop so its hook comes off again at once."""
         import _yappi
-        import yappi
 
-        idents = {t.id: t.tid for t in yappi.get_thread_stats()}
+        idents: dict[int, int] = {}
+        entries: list[tuple] = []
+        _yappi._pause()
+        try:
+            _yappi.enum_context_stats(lambda t: idents.__setitem__(t[1], t[2]))
+            _yappi.enum_func_stats(entries.append, {})
+        finally:
+            _yappi._resume()
+            if not self.event_loop:
+                sys.setprofile(None)
         out = []
-
-        def take(entry: tuple) -> None:
+        for entry in entries:
             name, path, line, ncall, _nactual, _builtin, ttot, tsub = entry[:8]
             ctx_id, tag = entry[10], entry[12]
             module = (path or "").rsplit("/", 1)[-1].removesuffix(".py")
             if module in ("yappi", "_yappi"):
-                return
+                continue
             out.append(("yappi", self.clock, idents.get(ctx_id), tag, module, name, path, line,
                         ncall, ttot, tsub))
-
-        _yappi.enum_func_stats(take, {})
         return out
 
 
@@ -164,6 +188,7 @@ def make_profiler(mode: str, tags: TaskTags) -> StackSampler | YappiProfile | No
         return None
     if mode == "sample":
         return StackSampler(tags)
-    if mode in ("yappi", "yappi-cpu"):
-        return YappiProfile(tags, "cpu" if mode == "yappi-cpu" else "wall")
+    if mode in ("yappi", "yappi-all", "yappi-cpu"):
+        return YappiProfile(tags, "cpu" if mode == "yappi-cpu" else "wall",
+                            event_loop=mode == "yappi-all")
     raise ValueError(f"unknown profile mode {mode!r}; expected one of {PROFILE_MODES}")

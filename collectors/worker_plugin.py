@@ -72,6 +72,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.marker_offset = 0
         self._patch(worker)
         self.profiler = make_profiler(self.profile, self.tags)
+        self.profile_rows: list[tuple] | None = None
         if self.profiler is not None:
             self.profiler.start()
         proc_json(pdir, role="worker", address=worker.address, name=str(worker.name),
@@ -103,6 +104,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._on_loop()
         if self.profiler is not None:
             self.profiler.stop()
+            self._snapshot_profile()
         self._unpatch(worker)
         timed = self.sink.written["task_executions"] + len(self.sink.buffers["task_executions"])
         totals = {"incoming": worker.state.transfer_incoming_count_total,
@@ -182,6 +184,13 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._read_transfers("incoming", self.worker.transfer_incoming_log)
         self._read_transfers("outgoing", self.worker.transfer_outgoing_log)
         self._sample()
+        self._snapshot_profile()
+
+    def _snapshot_profile(self) -> None:
+        """Profile rows are read here, on the event loop (see ``YappiProfile.rows``), and
+        written by the flush thread."""
+        if self.profiler is not None:
+            self.profile_rows = self.profiler.rows()
 
     def _read_transfers(self, direction: str, log: deque) -> None:
         """New entries of Dask's bounded transfer log since the last one seen (by identity).
@@ -237,5 +246,6 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             if finish == "executing":
                 self.executing_transitions += 1
             sink.append("worker_transitions", (t_ns, key_str(key), start, finish, stim))
-        if self.profiler is not None:
-            sink.write_snapshot("worker_func_stats", self.profiler.rows())
+        rows, self.profile_rows = self.profile_rows, None
+        if rows is not None:
+            sink.write_snapshot("worker_func_stats", rows)

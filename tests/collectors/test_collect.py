@@ -5,6 +5,7 @@ errors; and a SIGKILLed worker leaves readable data."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ def parts(run: Path, table: str) -> pl.DataFrame:
                       for f in files]) if files else pl.DataFrame()
 
 
-@pytest.fixture(scope="module", params=["sample", "yappi"])
+@pytest.fixture(scope="module", params=["sample", "yappi", "yappi-all"])
 def recorded(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"collect-{request.param}")
     truth = tmp / "truth.json"
@@ -110,6 +111,23 @@ def test_profiles_split_per_task_execution(recorded):
         assert ncall >= 1, key  # Yappi counts this one call twice in Dask's executor threads
 
 
+def test_yappi_profiles_the_event_loop_only_when_asked(recorded):
+    mode, run, _truth = recorded
+    if not mode.startswith("yappi"):
+        pytest.skip("Yappi modes only")
+    stats = parts(run, "worker_func_stats")
+    for proc_json in run.glob("procs/worker-*/proc.json"):
+        info = json.loads(proc_json.read_text())
+        mine = stats.filter(pl.col("proc") == proc_json.parent.name)
+        on_loop = mine.filter(pl.col("thread_id") == info["main_thread_id"])
+        assert mine.filter(pl.col("execution_seq") > 0).height > 0  # task threads profiled
+        if mode == "yappi":
+            # nothing the event loop ran after start-up (its coroutines, the plugin's flushes)
+            assert on_loop.height == 0
+        else:
+            assert on_loop.filter(pl.col("name").str.ends_with("_on_loop")).height == 1
+
+
 def test_clean_close_no_hook_errors_and_manifest(recorded):
     _mode, run, _truth = recorded
     closed = [json.loads(p.read_text()) for p in run.glob("procs/*/closed.json")]
@@ -151,3 +169,13 @@ def test_importing_the_collectors_does_not_import_analysis_modules():
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_help_lists_every_profile_mode_with_its_cost():
+    from collectors.profiling import PROFILE_MODES
+
+    proc = subprocess.run([sys.executable, "-m", "collectors.launcher", "--help"],
+                          capture_output=True, text=True, cwd=HERE)
+    assert proc.returncode == 0, proc.stderr
+    for mode in PROFILE_MODES:
+        assert re.search(rf"^\s+{re.escape(mode)}\s+(~|\+)\d+%", proc.stdout, re.M), mode

@@ -1,0 +1,182 @@
+"""Benchmark: where Yappi's cost comes from inside a Dask worker, one factor at a time.
+
+The two kinds of thread a worker has, each measured alone (so GIL hand-offs between them do
+not blur the figures): 4 "executor" threads running pure-Python task code (many small calls
+and a builtin per iteration), and an event-loop thread processing small coroutines (like the
+worker's comms and transitions). Interleaved configurations, median of ``--repeat``:
+
+- no profiler (baseline);
+- Yappi wall clock over all threads, without a tag callback;
+- + the tag callback as a Python function;
+- + the tag callback as a C-level callable (``functools.partial(getattr, local, "seq", 0)``:
+  no Python frame per profiled call);
+- + the same on a ``threading.local`` subclass with a class-level default, so threads that
+  never ran a task (the event loop) raise no AttributeError per profiled call;
+- CPU clock instead of wall; builtins profiled too.
+
+Checks first that the C-level tag splits stats per execution.
+
+    python benchmarks/bench_yappi.py [--repeat 5] [--calls 150000] [--rounds 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import statistics
+import threading
+import time
+
+import yappi
+
+
+def leaf(x: int) -> int:
+    return x * 2 + 1
+
+
+def middle(x: int) -> int:
+    return leaf(x) + leaf(x + 1)
+
+
+def task_work(calls: int, local: threading.local, seq: int) -> int:
+    local.seq = seq
+    total = 0
+    for i in range(calls // 3):
+        total += middle(i) & 0xFF
+        total += len(str(i))  # a builtin call per iteration
+    local.seq = 0
+    return total
+
+
+def run_tasks(calls: int, local: threading.local) -> float:
+    """Four task threads at once (GIL-bound, like a worker's executor threads)."""
+    threads = [threading.Thread(target=task_work, args=(calls, local, n + 1))
+               for n in range(4)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return time.perf_counter() - t
+
+
+async def _tick(i: int) -> int:
+    await asyncio.sleep(0)
+    return i + 1
+
+
+async def _event_loop_work(rounds: int) -> None:
+    for _ in range(rounds):
+        await asyncio.gather(*(_tick(i) for i in range(50)))
+
+
+def run_event_loop(rounds: int) -> float:
+    """An event loop thread processing small coroutines (like a worker's comms)."""
+    th = threading.Thread(target=lambda: asyncio.run(_event_loop_work(rounds)))
+    t = time.perf_counter()
+    th.start()
+    th.join()
+    return time.perf_counter() - t
+
+
+class TagLocal(threading.local):
+    """A class-level default: threads that never ran a task find ``seq`` without the
+    AttributeError that ``getattr(local, "seq", 0)`` raises and swallows on every call."""
+
+    seq = 0
+
+
+def python_tag(local: threading.local):  # type: ignore[no-untyped-def]
+    def tag() -> int:
+        return getattr(local, "seq", 0)
+    return tag
+
+
+def c_tag(local: threading.local):  # type: ignore[no-untyped-def]
+    return functools.partial(getattr, local, "seq", 0)
+
+
+CONFIGS = {
+    # name: (yappi clock or None, tag factory or None, builtins, TagLocal (class default) or
+    # a plain threading.local)
+    "no profiler (baseline)": (None, None, False, False),
+    "yappi wall, no tag": ("wall", None, False, False),
+    "yappi wall, Python tag callback": ("wall", python_tag, False, False),
+    "yappi wall, C-level tag callback": ("wall", c_tag, False, False),
+    "yappi wall, C tag, class default": ("wall", c_tag, False, True),
+    "yappi cpu, C tag, class default": ("cpu", c_tag, False, True),
+    "yappi wall, C tag, default, builtins": ("wall", c_tag, True, True),
+}
+
+
+def measure(name: str, work) -> float:  # type: ignore[no-untyped-def]
+    clock, tag, builtins, class_default = CONFIGS[name]
+    local = TagLocal() if class_default else threading.local()
+    if clock:
+        yappi.clear_stats()
+        yappi.set_clock_type(clock)
+        yappi.set_tag_callback(tag(local) if tag else None)
+        yappi.start(builtins=builtins, profile_threads=True)
+    try:
+        return work(local)
+    finally:
+        if clock:
+            yappi.stop()
+            yappi.set_tag_callback(None)
+            yappi.clear_stats()
+
+
+def check_tags_split_executions(local: threading.local) -> None:
+    """The C-level tag must split stats per execution exactly as the Python one does."""
+    import _yappi
+
+    yappi.clear_stats()
+    yappi.set_tag_callback(functools.partial(getattr, local, "seq"))
+    yappi.start(profile_threads=True)
+    run_tasks(3000, local)
+    yappi.stop()
+    tags: set[int] = set()
+    _yappi.enum_func_stats(lambda e: tags.add(e[12]) if e[0] == "leaf" else None, {})
+    yappi.set_tag_callback(None)
+    yappi.clear_stats()
+    assert tags == {1, 2, 3, 4}, f"tags seen on leaf(): {tags}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=150_000, help="Python calls per task thread")
+    ap.add_argument("--rounds", type=int, default=2_000,
+                    help="event-loop rounds of 50 coroutines")
+    args = ap.parse_args()
+    check_tags_split_executions(TagLocal())
+    parts = {"task threads": lambda local: run_tasks(args.calls, local),
+             "event loop": lambda local: run_event_loop(args.rounds)}
+    times = {(part, name): [] for part in parts for name in CONFIGS}
+    for _ in range(args.repeat):
+        for part, work in parts.items():
+            for name in CONFIGS:  # interleaved, so drift hits every configuration alike
+                times[part, name].append(measure(name, work))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"task threads: 4 × {args.calls:,} Python calls; event loop: {args.rounds:,} "
+          f"rounds of 50 coroutines; each measured alone, median of {args.repeat}\n")
+    print(f"{'configuration':<36}{'task threads':>14}{'':>8}{'event loop':>12}{'':>8}")
+    for name in CONFIGS:
+        cells = []
+        for part in parts:
+            base = med[part, "no profiler (baseline)"]
+            cells.append(f"{med[part, name]:>12.3f} s{med[part, name] / base:>7.1f}×")
+        print(f"{name:<36}" + "  ".join(cells))
+    for part in parts:
+        base = med[part, "no profiler (baseline)"]
+        no_tag = med[part, "yappi wall, no tag"]
+        print(f"\n{part}: tag callback adds {(med[part, 'yappi wall, Python tag callback'] - no_tag) / base:+.0%} "
+              f"of baseline as a Python function, "
+              f"{(med[part, 'yappi wall, C-level tag callback'] - no_tag) / base:+.0%} as a C-level callable, "
+              f"{(med[part, 'yappi wall, C tag, class default'] - no_tag) / base:+.0%} as a C-level "
+              "callable on a threading.local with a class default")
+
+
+if __name__ == "__main__":
+    main()
