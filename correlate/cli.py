@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "correlate a run folder (ours or imported) and write tables and reports"),
     "darshan": ("darshan", "decode Darshan logs (every DXT layout) into a parquet table"),
     "story": ("story", "print one task's life: transitions, executions, transfers"),
+    "lifecycles": ("lifecycles", "write task_lifecycles.jsonl (one JSON object per task) for a "
+                   "run of any size"),
     "report": ("report", "re-render report.md, report.html and trace.json from an output folder"),
     "compare": ("compare", "compare two runs: what got slower, where, and why"),
 }

@@ -150,12 +150,16 @@ def lifecycles(frames: RunFrames) -> Iterator[dict[str, Any]]:
         yield json.loads(line)
 
 
-def _key_ranges(frames: RunFrames, keys_per_chunk: int) -> list[tuple[str, str]]:
-    """Consecutive (first, last) ranges of all keys, ``keys_per_chunk`` keys each."""
-    keys = pl.concat([frames.transitions.select("key"), frames.executions.select("key"),
+def all_keys(frames: RunFrames) -> pl.Series:
+    """Every task key any table mentions, sorted."""
+    return pl.concat([frames.transitions.select("key"), frames.executions.select("key"),
                       frames.startstops.select("key"), frames.transfer_keys.select("key"),
                       frames.dependencies.select("key"),
                       frames.dependencies.select(key="depends_on")]).unique().sort("key")["key"]
+
+
+def _key_ranges(keys: pl.Series, keys_per_chunk: int) -> list[tuple[str, str]]:
+    """Consecutive (first, last) ranges of the sorted ``keys``, ``keys_per_chunk`` each."""
     return [(keys[i], keys[min(i + keys_per_chunk, keys.len()) - 1])
             for i in range(0, keys.len(), keys_per_chunk)]
 
@@ -172,11 +176,17 @@ def _key_slice(frames: RunFrames, lo: str, hi: str) -> RunFrames:
                    dependencies=frames.dependencies.filter(inside("key") | inside("depends_on")))
 
 
+def story(frames: RunFrames, key: str) -> dict[str, Any]:
+    """One task's lifecycle object, built from that key's rows only (any run size)."""
+    lines = lifecycle_lines(_key_slice(frames, key, key)).filter(pl.col("key") == key)
+    return json.loads(lines["line"][0])
+
+
 def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = 200_000) -> int:
     """Write ``task_lifecycles.jsonl`` (a chunk of keys at a time, so memory stays bounded on
     runs with millions of tasks); returns the number of tasks written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    ranges = _key_ranges(frames, keys_per_chunk)
+    ranges = _key_ranges(all_keys(frames), keys_per_chunk)
     written = 0
     with path.open("wb") as fh:
         for lo, hi in ranges:

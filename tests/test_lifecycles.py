@@ -107,3 +107,31 @@ def test_values_that_look_like_json_survive_and_only_null_fields_go():
     assert [e["stimulus_id"] for e in story["events"]] == hostile
     assert [("odd column" in e) for e in story["events"]] == [False, True, False, False]
     assert all("worker" not in e for e in story["events"])
+
+
+def test_one_task_story_equals_its_object_in_the_whole_view():
+    from correlate.lifecycles import all_keys, story
+    from correlate.sources.detect import load as load_run
+
+    run = load_run(Path(__file__).resolve().parents[1] / "samples" / "run-v1")
+    whole = {s["key"]: s for s in lifecycles(run)}
+    assert all_keys(run).to_list() == sorted(whole)
+    for key in list(whole)[::9]:
+        assert story(run, key) == whole[key], key
+
+
+def test_run_writes_lifecycles_up_to_the_limit_and_the_command_writes_them_beyond(
+        tmp_path, monkeypatch, capsys):
+    from correlate.cli import main
+    from correlate.commands import lifecycles as command
+
+    sample = Path(__file__).resolve().parents[1] / "samples" / "run-v1"
+    assert main(["run", str(sample), "-o", str(tmp_path / "small"), "--no-reports"]) == 0
+    assert (tmp_path / "small" / "task_lifecycles.jsonl").exists()
+    monkeypatch.setattr(command, "LIFECYCLES_MAX_TASKS", 10)
+    assert main(["run", str(sample), "-o", str(tmp_path / "big"), "--no-reports"]) == 0
+    assert not (tmp_path / "big" / "task_lifecycles.jsonl").exists()
+    assert "correlate lifecycles" in capsys.readouterr().err
+    out = tmp_path / "big" / "task_lifecycles.jsonl"
+    assert main(["lifecycles", str(sample), "-o", str(out)]) == 0
+    assert out.read_bytes() == (tmp_path / "small" / "task_lifecycles.jsonl").read_bytes()

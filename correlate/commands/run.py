@@ -30,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from correlate.cluster import mapper_for
+    from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
     from correlate.console import console
     from correlate.engine import correlate_frames, write_outputs
     from correlate.lifecycles import write_lifecycles
@@ -48,12 +49,18 @@ def run(args: argparse.Namespace) -> int:
         result = correlate_frames(frames, mapper)
         status.update(f"writing {out}")
         write_outputs(result, out)
-        write_lifecycles(frames, out / "task_lifecycles.jsonl")
+        tasks = result.tables["tasks"]["key"].n_unique()
+        if tasks <= LIFECYCLES_MAX_TASKS:
+            write_lifecycles(frames, out / "task_lifecycles.jsonl")
         reports = []
         if not args.no_reports:
             status.update(f"writing reports into {out}")
             reports = write_reports(out)
     print_summary(result.summary, result.tables, out=out, top=args.top)
+    if tasks > LIFECYCLES_MAX_TASKS:
+        console().print(f"task_lifecycles.jsonl not written: {tasks:,} tasks (about 3 KB each; "
+                        f"written up to {LIFECYCLES_MAX_TASKS:,}). `correlate lifecycles "
+                        f"{run_dir}` writes it; `correlate story {run_dir} KEY` shows one task.")
     if reports:
         console().print("reports: " + ", ".join(sorted({p.name if p.parent == out else
                                                        p.parent.name + "/" for p in reports})))

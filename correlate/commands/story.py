@@ -37,15 +37,14 @@ def _pick(keys: list[str], wanted: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from correlate.lifecycles import lifecycles
+    from correlate.lifecycles import all_keys, story
     from correlate.sources.detect import load
 
     if not args.run_dir.exists():
         raise InputError(args.run_dir, "no such file or directory")
     frames = load(args.run_dir, args.format)
-    stories = {s["key"]: s for s in lifecycles(frames)}
-    story = stories[_pick(list(stories), args.key)]
-    Console(soft_wrap=True).print(_table(story))  # the story is the command's output: stdout
+    key = _pick(all_keys(frames).to_list(), args.key)
+    Console(soft_wrap=True).print(_table(story(frames, key)))  # the story is the command's output: stdout
     return 0
 
 

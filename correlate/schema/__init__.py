@@ -170,9 +170,28 @@ def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop"
 
 
 def sorted_for_output(df: Any, table: Table) -> Any:
-    """Sort by the table's identifying columns so output is deterministic."""
+    """Sort by the table's identifying columns so output is deterministic.
+
+    Same order as ``df.sort(keys)``, faster: multi-column sorts that include strings are slow
+    (11M events: 15 s), so rows are sorted by the leading numeric keys, and the string keys
+    only break ties among the rows whose numeric keys are duplicated (usually few)."""
+    import polars as pl
+
     keys = [k for k in table.sort_by if k in df.columns]
-    return df.sort(keys, nulls_last=True, maintain_order=True) if keys else df
+    if not keys:
+        return df
+    lead = []
+    for k in keys:
+        if not (df.schema[k].is_numeric() or df.schema[k].is_temporal()):
+            break
+        lead.append(k)
+    if not lead or len(lead) == len(keys):
+        return df.sort(keys, nulls_last=True, maintain_order=True)
+    tied = pl.struct(lead).is_duplicated() if len(lead) > 1 else pl.col(lead[0]).is_duplicated()
+    flags = df.select(tied).to_series()
+    ties = df.filter(flags).sort(keys, nulls_last=True, maintain_order=True)
+    # rows outside `ties` have a unique lead, so a stable sort on it keeps the ties' order
+    return pl.concat([df.filter(~flags), ties]).sort(lead, nulls_last=True, maintain_order=True)
 
 
 def describe(tables: Iterable[Table] | None = None) -> str:

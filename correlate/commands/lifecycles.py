@@ -1,0 +1,38 @@
+"""``correlate lifecycles RUN_DIR``: write the per-task lifecycle view (``task_lifecycles.jsonl``)
+of a run of any size. ``correlate RUN`` writes it itself up to ``LIFECYCLES_MAX_TASKS`` tasks;
+beyond that the file is large (about 3 KB per task) and slow to build, so it is on demand."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from correlate.errors import InputError
+
+#: ``correlate RUN`` writes task_lifecycles.jsonl itself for runs with at most this many tasks
+LIFECYCLES_MAX_TASKS = 200_000
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", type=Path, help="run folder (ours or imported)")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="file to write (default: RUN_DIR/correlated/task_lifecycles.jsonl)")
+    p.add_argument("--format", default=None,
+                   choices=("run-folder", "mofka-csv", "miniapp", "task-stream"),
+                   help="input format (default: detected)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from correlate.console import console
+    from correlate.lifecycles import write_lifecycles
+    from correlate.sources.detect import load
+
+    if not args.run_dir.exists():
+        raise InputError(args.run_dir, "no such file or directory")
+    out = args.out or (args.run_dir / "correlated" / "task_lifecycles.jsonl")
+    with console().status(f"reading {args.run_dir}") as status:
+        frames = load(args.run_dir, args.format)
+        status.update(f"writing {out}")
+        n = write_lifecycles(frames, out)
+    console().print(f"{out}: {n:,} tasks")
+    return 0
