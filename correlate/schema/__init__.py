@@ -173,25 +173,43 @@ def sorted_for_output(df: Any, table: Table) -> Any:
     """Sort by the table's identifying columns so output is deterministic.
 
     Same order as ``df.sort(keys)``, faster: multi-column sorts that include strings are slow
-    (11M events: 15 s), so rows are sorted by the leading numeric keys, and the string keys
-    only break ties among the rows whose numeric keys are duplicated (usually few)."""
+    (11M events: 15 s), so string keys with a single value are left out, rows are sorted by the
+    leading numeric keys, and the string keys only break ties among the rows whose numeric keys
+    are duplicated (usually few)."""
     import polars as pl
 
     keys = [k for k in table.sort_by if k in df.columns]
+    def numeric(k: str) -> bool:
+        return df.schema[k].is_numeric() or df.schema[k].is_temporal()
+
+    # a leading string key with one value (host in a per-process part) orders nothing
+    while keys and not numeric(keys[0]) and df.select(
+            (pl.col(keys[0]).min() == pl.col(keys[0]).max()).fill_null(True)
+            & (pl.col(keys[0]).null_count().is_in([0, df.height]))).item():
+        keys = keys[1:]
     if not keys:
         return df
     lead = []
     for k in keys:
-        if not (df.schema[k].is_numeric() or df.schema[k].is_temporal()):
+        if not numeric(k):
             break
         lead.append(k)
+    def sort(frame: Any, by: list[str]) -> Any:  # nulls_last costs 2x when there is no null
+        nulls = any(frame[k].null_count() for k in by)
+        return frame.sort(by, nulls_last=nulls, maintain_order=True)
+
     if not lead or len(lead) == len(keys):
-        return df.sort(keys, nulls_last=True, maintain_order=True)
+        return sort(df, keys)
     tied = pl.struct(lead).is_duplicated() if len(lead) > 1 else pl.col(lead[0]).is_duplicated()
-    flags = df.select(tied).to_series()
-    ties = df.filter(flags).sort(keys, nulls_last=True, maintain_order=True)
-    # rows outside `ties` have a unique lead, so a stable sort on it keeps the ties' order
-    return pl.concat([df.filter(~flags), ties]).sort(lead, nulls_last=True, maintain_order=True)
+    rows = df.select(*lead, tied=tied).with_row_index("row")
+    if not rows["tied"].any():
+        return sort(df, lead)
+    ties = (df.select(keys).with_row_index("row").filter(rows["tied"])
+            .pipe(sort, keys).select("row", *lead))
+    # rows outside `ties` have a unique lead, so a stable sort on it keeps the ties' order;
+    # the rows are then gathered once
+    order = sort(pl.concat([rows.filter(~pl.col("tied")).drop("tied"), ties]), lead)["row"]
+    return df[order]
 
 
 def describe(tables: Iterable[Table] | None = None) -> str:

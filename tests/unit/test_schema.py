@@ -21,5 +21,12 @@ def test_sorted_for_output_equals_a_full_sort_with_ties_broken_by_strings():
         "finish": [rng.choice(["p", "q", None]) for _ in range(n)],
         "row": range(n)})
     keys = list(TABLES["events"].sort_by)
-    expected = df.sort(keys, nulls_last=True, maintain_order=True)
-    assert sorted_for_output(df, TABLES["events"]).equals(expected)
+    for frame in (df, df.drop_nulls(), df.with_columns(side=pl.lit("worker"))):
+        expected = frame.sort(keys, nulls_last=True, maintain_order=True)
+        assert sorted_for_output(frame, TABLES["events"]).equals(expected)
+    segments = pl.DataFrame({"host": ["h"] * n, "pid": [rng.randrange(3) for _ in range(n)],
+                             "thread_id": [rng.randrange(4) for _ in range(n)],
+                             "start_ns": [rng.randrange(100) for _ in range(n)],
+                             "seg_id": range(n)})
+    expected = segments.sort(TABLES["segments"].sort_by, maintain_order=True)
+    assert sorted_for_output(segments, TABLES["segments"]).equals(expected)
