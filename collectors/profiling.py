@@ -18,6 +18,7 @@ Every mode produces rows of ``worker_func_stats``.
 from __future__ import annotations
 
 import functools
+import gc
 import sys
 import threading
 import time
@@ -130,7 +131,8 @@ class YappiProfile:
 
     ``start`` runs on the worker's event loop thread; unless ``event_loop`` it then takes
     that thread's profile hook off again (``sys.setprofile(None)`` acts on the calling thread
-    only), so the comms and transitions no longer pay Yappi's per-call cost."""
+    only), so the comms and transitions no longer pay Yappi's per-call cost. Nothing resumes
+    Yappi later (``rows`` does not pause), so the hook stays off."""
 
     def __init__(self, tags: TaskTags, clock: str, event_loop: bool = False) -> None:
         self.tags = tags
@@ -156,21 +158,25 @@ class YappiProfile:
     def rows(self) -> list[tuple]:
         """One row per (function, thread, tag). ``yappi.get_func_stats()`` merges the entries
         of one function across threads and tags, so the C extension's own enumeration is
-        read, paused as Yappi itself does (a profiled callback must not grow the tables being
-        enumerated). Resuming puts the profile hook back on every thread: unless the event
-        loop is profiled, call this on the event loop so its hook comes off again at once."""
+        read. Not paused as ``yappi.get_*_stats`` do: pausing and resuming loses the time of
+        every call in flight (a running task's function came back with ttot 0). Instead the
+        enumeration runs no Python code that Yappi could record while its tables are walked:
+        the callbacks are C (``list.append``), builtins are not profiled, and the garbage
+        collector (which could run finalizers) is off meanwhile; the GIL keeps other threads
+        out."""
         import _yappi
 
-        idents: dict[int, int] = {}
+        contexts: list[tuple] = []
         entries: list[tuple] = []
-        _yappi._pause()
+        collecting = gc.isenabled()
+        gc.disable()
         try:
-            _yappi.enum_context_stats(lambda t: idents.__setitem__(t[1], t[2]))
+            _yappi.enum_context_stats(contexts.append)
             _yappi.enum_func_stats(entries.append, {})
         finally:
-            _yappi._resume()
-            if not self.event_loop:
-                sys.setprofile(None)
+            if collecting:
+                gc.enable()
+        idents = {c[1]: c[2] for c in contexts}
         out = []
         for entry in entries:
             name, path, line, ncall, _nactual, _builtin, ttot, tsub = entry[:8]

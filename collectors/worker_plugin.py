@@ -187,8 +187,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._snapshot_profile()
 
     def _snapshot_profile(self) -> None:
-        """Profile rows are read here, on the event loop (see ``YappiProfile.rows``), and
-        written by the flush thread."""
+        """Profile rows are read here, on the event loop, and written by the flush thread."""
         if self.profiler is not None:
             self.profile_rows = self.profiler.rows()
 
