@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from correlate.commands.run import FORMATS
 from correlate.errors import InputError
 
 #: ``correlate RUN`` writes task_lifecycles.jsonl itself for runs with at most this many tasks
@@ -18,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="file to write (default: RUN_DIR/correlated/task_lifecycles.jsonl)")
     p.add_argument("--format", default=None,
-                   choices=("run-folder", "mofka-csv", "miniapp", "task-stream"),
+                   choices=FORMATS[1:],
                    help="input format (default: detected)")
 
 

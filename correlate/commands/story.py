@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from correlate.commands.run import FORMATS
 from correlate.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -18,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, help="run folder (ours or imported)")
     p.add_argument("key", help="task key, or a unique part of it")
     p.add_argument("--format", default=None,
-                   choices=("run-folder", "mofka-csv", "miniapp", "task-stream"),
+                   choices=FORMATS[1:],
                    help="input format (default: detected)")
 
 
