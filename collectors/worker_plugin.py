@@ -104,7 +104,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._on_loop()
         if self.profiler is not None:
             self.profiler.stop()
-            self._snapshot_profile()
+            self._snapshot_profile(final=True)
         self._unpatch(worker)
         timed = self.sink.written["task_executions"] + len(self.sink.buffers["task_executions"])
         totals = {"incoming": worker.state.transfer_incoming_count_total,
@@ -186,9 +186,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._sample()
         self._snapshot_profile()
 
-    def _snapshot_profile(self) -> None:
-        """Profile rows are read here, on the event loop, and written by the flush thread."""
-        if self.profiler is not None:
+    def _snapshot_profile(self, final: bool = False) -> None:
+        """Profile rows are read here, on the event loop, and written by the flush thread: a
+        new snapshot once the flush took the previous one (the cost grows with the run)."""
+        if self.profiler is not None and (final or self.profile_rows is None):
             self.profile_rows = self.profiler.rows()
 
     def _read_transfers(self, direction: str, log: deque) -> None:
