@@ -42,6 +42,12 @@ class _Reader:
 
     def table(self, proc_dir: Path, name: str) -> pl.DataFrame:
         parts = sorted((proc_dir / name).glob("*.parquet")) if (proc_dir / name).is_dir() else []
+        if len(parts) > 1:
+            try:  # all parts at once (read in parallel); part by part when any is unreadable
+                whole = pl.read_parquet(parts, missing_columns="insert")
+                return conform(whole, TABLES[name], path=str(proc_dir))
+            except Exception:  # noqa: BLE001 - the loop below names the part and rejects it
+                pass
         frames = []
         for part in parts:
             try:

@@ -1,0 +1,48 @@
+"""A table written in several parts reads as the one table; an unreadable part is rejected by
+name and the other parts are still used."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+
+from correlate.sources.detect import load
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "run-v1"
+
+
+def split_parts(run: Path) -> Path:
+    """Rewrite one worker's task_executions as two parts; return that table's folder."""
+    folder = next((run / "procs").glob("worker-*")) / "task_executions"
+    (only,) = folder.glob("*.parquet")
+    df = pl.read_parquet(only)
+    only.unlink()
+    half = df.height // 2
+    df.head(half).write_parquet(folder / "part-000001.parquet")
+    df.slice(half).drop("status").write_parquet(folder / "part-000002.parquet")  # older part
+    return folder
+
+
+def test_parts_read_as_one_table(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    split_parts(run)
+    whole, parts = load(SAMPLE), load(run)
+    missing = parts.executions.filter(pl.col("status").is_null()).height
+    assert missing > 0  # the second part's rows came with a null status
+    assert parts.executions.drop("status").equals(whole.executions.drop("status"))
+    assert parts.rejects.is_empty()
+
+
+def test_an_unreadable_part_is_rejected_and_the_others_are_used(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    folder = split_parts(run)
+    (folder / "part-000003.parquet").write_bytes(b"PAR1 not really")
+    whole, parts = load(SAMPLE), load(run)
+    assert parts.executions.height == whole.executions.height
+    (reject,) = parts.rejects.iter_rows(named=True)
+    assert reject["file"].endswith("part-000003.parquet") and reject["count"] == 1
+    assert "unreadable part" in reject["reason"]
