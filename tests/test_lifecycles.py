@@ -129,6 +129,8 @@ def test_run_writes_lifecycles_up_to_the_limit_and_the_command_writes_them_beyon
     assert main(["run", str(sample), "-o", str(tmp_path / "small"), "--no-reports"]) == 0
     assert (tmp_path / "small" / "task_lifecycles.jsonl").exists()
     monkeypatch.setattr(command, "LIFECYCLES_MAX_TASKS", 10)
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "task_lifecycles.jsonl").write_text("from an earlier run\n")
     assert main(["run", str(sample), "-o", str(tmp_path / "big"), "--no-reports"]) == 0
     assert not (tmp_path / "big" / "task_lifecycles.jsonl").exists()
     assert "correlate lifecycles" in capsys.readouterr().err

@@ -50,8 +50,11 @@ def run(args: argparse.Namespace) -> int:
         status.update(f"writing {out}")
         write_outputs(result, out)
         tasks = result.tables["tasks"]["key"].n_unique()
+        lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:
-            write_lifecycles(frames, out / "task_lifecycles.jsonl")
+            write_lifecycles(frames, lifecycles)
+        else:
+            lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
         reports = []
         if not args.no_reports:
             status.update(f"writing reports into {out}")
@@ -60,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if tasks > LIFECYCLES_MAX_TASKS:
         console().print(f"task_lifecycles.jsonl not written: {tasks:,} tasks (about 3 KB each; "
                         f"written up to {LIFECYCLES_MAX_TASKS:,}). `correlate lifecycles "
-                        f"{run_dir}` writes it; `correlate story {run_dir} KEY` shows one task.")
+                        f"{run_dir} -o {lifecycles}` writes it; `correlate story {run_dir} KEY` "
+                        "shows one task.")
     if reports:
         console().print("reports: " + ", ".join(sorted({p.name if p.parent == out else
                                                        p.parent.name + "/" for p in reports})))
