@@ -169,21 +169,28 @@ def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop"
     return df.select(exprs)
 
 
+def _is_numeric(df: Any, column: str) -> bool:
+    return df.schema[column].is_numeric() or df.schema[column].is_temporal()
+
+
+def _stable_sort(df: Any, by: list[str]) -> Any:
+    """Stable sort, nulls last; ``nulls_last`` only when there are nulls (it doubles the time
+    of polars' multi-column sort)."""
+    nulls = any(df[k].null_count() for k in by)
+    return df.sort(by, nulls_last=nulls, maintain_order=True)
+
+
 def sorted_for_output(df: Any, table: Table) -> Any:
     """Sort by the table's identifying columns so output is deterministic.
 
     Same order as ``df.sort(keys)``, faster: multi-column sorts that include strings are slow
-    (11M events: 15 s), so string keys with a single value are left out, rows are sorted by the
-    leading numeric keys, and the string keys only break ties among the rows whose numeric keys
-    are duplicated (usually few)."""
+    (11M events: 15 s), so leading string keys with a single value (host in a per-process
+    part) are left out, rows are sorted by the leading numeric keys, and the string keys only
+    break ties among the rows whose numeric keys are duplicated (usually few)."""
     import polars as pl
 
     keys = [k for k in table.sort_by if k in df.columns]
-    def numeric(k: str) -> bool:
-        return df.schema[k].is_numeric() or df.schema[k].is_temporal()
-
-    # a leading string key with one value (host in a per-process part) orders nothing
-    while keys and not numeric(keys[0]) and df.select(
+    while keys and not _is_numeric(df, keys[0]) and df.select(
             (pl.col(keys[0]).min() == pl.col(keys[0]).max()).fill_null(True)
             & (pl.col(keys[0]).null_count().is_in([0, df.height]))).item():
         keys = keys[1:]
@@ -191,25 +198,21 @@ def sorted_for_output(df: Any, table: Table) -> Any:
         return df
     lead = []
     for k in keys:
-        if not numeric(k):
+        if not _is_numeric(df, k):
             break
         lead.append(k)
-    def sort(frame: Any, by: list[str]) -> Any:  # nulls_last costs 2x when there is no null
-        nulls = any(frame[k].null_count() for k in by)
-        return frame.sort(by, nulls_last=nulls, maintain_order=True)
-
     if not lead or len(lead) == len(keys):
-        return sort(df, keys)
+        return _stable_sort(df, keys)
     tied = pl.struct(lead).is_duplicated() if len(lead) > 1 else pl.col(lead[0]).is_duplicated()
     rows = df.select(*lead, tied=tied).with_row_index("row")
     if not rows["tied"].any():
-        return sort(df, lead)
+        return _stable_sort(df, lead)
     ties = (df.select(keys).with_row_index("row").filter(rows["tied"])
-            .pipe(sort, keys).select("row", *lead))
+            .pipe(_stable_sort, keys).select("row", *lead))
     # rows outside `ties` have a unique lead, so a stable sort on it keeps the ties' order;
     # the rows are then gathered once
-    order = sort(pl.concat([rows.filter(~pl.col("tied")).drop("tied"), ties]), lead)["row"]
-    return df[order]
+    order = _stable_sort(pl.concat([rows.filter(~pl.col("tied")).drop("tied"), ties]), lead)
+    return df[order["row"]]
 
 
 def describe(tables: Iterable[Table] | None = None) -> str:
