@@ -8,7 +8,8 @@
   returns the execution running on the calling thread, so stats split per execution exactly
   (deterministic, with call counts) — and cost per Python call.
 - ``yappi-all``: the same including the event loop's coroutines (coroutine-aware): shows the
-  worker's own Python work (comms, transitions, plugins) as tag 0, at about twice the cost.
+  worker's own Python work (comms, transitions, plugins) as tag 0, at several times the cost
+  (README: +64% vs +13% on the sample workload).
 - ``yappi-cpu``: ``yappi`` on Yappi's CPU clock (the most expensive; see the README).
 
 ``TaskTags`` is the shared state: ``current[thread_id] = execution_seq`` while a task runs.

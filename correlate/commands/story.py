@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(args.run_dir, "no such file or directory")
     frames = load(args.run_dir, args.format)
     key = _pick(all_keys(frames).to_list(), args.key)
-    Console(soft_wrap=True).print(_table(story(frames, key)))  # the story is the command's output: stdout
+    # the story is the command's output: stdout
+    Console(soft_wrap=True).print(_table(story(frames, key)))
     return 0
 
 
