@@ -56,10 +56,14 @@ def mapper_for(spec: str | None) -> Iterator[Mapper]:
 
 
 def _dask_map(client: Any) -> Mapper:
-    def dask_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    def dask_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
         if len(items) <= 1:  # nothing to spread: skip the round trip
-            return local_map(fn, items)
+            yield from local_map(fn, items)
+            return
         futures = client.map(fn, list(items), pure=False)
-        return client.gather(futures)
+        for i, future in enumerate(futures):  # in order; each result leaves the cluster once read
+            yield future.result()
+            futures[i] = None
+            future.release()
 
     return dask_map

@@ -21,6 +21,7 @@ import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, waits
 from correlate.partitions import Mapper, attribute_all, local_map
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, sorted_for_output
+from correlate.sinks import MemorySink, ParquetSink
 from correlate.sources.frames import RunFrames
 from correlate.summary import build_summary
 
@@ -81,43 +82,73 @@ def _events_table(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("start_ns")))
 
 
-def correlate_frames(frames: RunFrames, mapper: Mapper = local_map) -> Correlated:
-    """Correlate one run; ``mapper`` runs the per-process attribution partitions (in this
-    process by default, or on a Dask cluster — the result is the same)."""
+def _correlate(frames: RunFrames, mapper: Mapper, sink: MemorySink | ParquetSink
+               ) -> Correlated:
+    """The pipeline; every output table goes to ``sink`` once final (the big ones as early as
+    possible, so that a sink that writes them lets them go). Returns the summary and the tables
+    it was built from."""
     frames = frames.conformed()
     ex = number_executions(frames.executions)
     worker_clocks = align.worker_offsets(frames.clock_samples)
     parts = attribute_all(frames.io_segments, ex, frames.clock_markers, worker_clocks,
-                          frames.processes, mapper)
+                          frames.processes, sink, mapper)
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(ex, clocks)
+    _put(sink, "task_functions", attribute.functions_per_execution(frames.func_stats, ex))
+    _put(sink, "events", _events_table(frames, clocks))
     methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
     methods = methods.select("execution_id", attribution=pl.when(
         (pl.col("attribution") == "exact-thread") & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    functions = attribute.functions_per_execution(frames.func_stats, ex)
     tasks = _tasks_table(ex, attribute.task_io_totals(parts["task_files"]), methods, frames)
-    produced = {"tasks": tasks, "task_files": parts["task_files"], "task_functions": functions,
-                "unattributed": parts["unattributed"], "clocks": clocks,
-                "segments": parts["segments"], "events": _events_table(frames, clocks)}
-    tables = {name: df if name == "segments"  # conformed and sorted per partition
-              else sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
-              for name, df in produced.items()}
-    summary = build_summary(frames, tables)
-    return Correlated(tables=tables, summary=summary)
+    kept = {"tasks": tasks, "task_files": parts["task_files"],
+            "unattributed": parts["unattributed"], "clocks": clocks}
+    kept = {name: _put(sink, name, df) for name, df in kept.items()}
+    sink.close()
+    return Correlated(tables=kept,
+                      summary=build_summary(frames, kept, parts["segment_totals"]))
+
+
+def _put(sink: MemorySink | ParquetSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
+    """Conform and sort ``df`` as output table ``name`` and hand it to ``sink``."""
+    out = sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
+    sink.write(name, out)
+    return out
+
+
+def correlate_frames(frames: RunFrames, mapper: Mapper = local_map) -> Correlated:
+    """Correlate one run in memory: every output table in ``tables``. ``mapper`` runs the
+    per-process attribution partitions (in this process by default, or on a Dask cluster —
+    the result is the same)."""
+    sink = MemorySink()
+    result = _correlate(frames, mapper, sink)
+    return Correlated(tables={name: sink.tables[name] for name in OUTPUT_TABLES},
+                      summary=result.summary)
+
+
+def correlate_to(frames: RunFrames, out_dir: Path, mapper: Mapper = local_map) -> Correlated:
+    """Correlate one run into ``out_dir`` (every output table and summary.json), writing each
+    table as soon as it is final so that the large ones are never all in memory at once.
+    ``tables`` of the result holds only the small ones: tasks, task_files, unattributed and
+    clocks."""
+    sink = ParquetSink(out_dir)
+    result = _correlate(frames, mapper, sink)
+    _write_summary(result.summary, out_dir)
+    return result
 
 
 def write_outputs(result: Correlated, out_dir: Path) -> list[Path]:
-    """Write every output table as parquet and summary.json; return the written paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    """Write the tables of an in-memory result as parquet and summary.json; return the
+    written paths."""
+    sink = ParquetSink(out_dir)
     for name, df in result.tables.items():
-        path = out_dir / f"{name}.parquet"
-        df.write_parquet(path, statistics=False)
-        written.append(path)
-    summary = {"output_format_version": OUTPUT_FORMAT_VERSION, **result.summary}
+        sink.write(name, df)
+    return [*sink.paths, _write_summary(result.summary, out_dir)]
+
+
+def _write_summary(summary: dict[str, Any], out_dir: Path) -> Path:
     path = out_dir / "summary.json"
-    path.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
-    written.append(path)
-    return written
+    path.write_text(json.dumps({"output_format_version": OUTPUT_FORMAT_VERSION, **summary},
+                               indent=2, sort_keys=True, default=str) + "\n")
+    return path

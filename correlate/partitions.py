@@ -8,17 +8,17 @@ partial tables are concatenated in (host, pid) order. ``seg_id`` and ``execution
 every output table is sorted afterwards, so the result is identical row for row whichever way the
 partitions run.
 
-A *mapper* runs a function over a list of items and returns the results in order:
-``local_map`` in this process (partitions one at a time, so the intermediates of only one are
-alive), or ``correlate.cluster.dask_map`` on a Dask cluster.
+A *mapper* runs a function over a list of items and yields the results in order: ``local_map``
+in this process (one partition at a time, each result handed on before the next starts, so the
+intermediates of only one are alive), or ``correlate.cluster``'s on a Dask cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -26,12 +26,18 @@ from correlate import align, attribute
 from correlate.schema import conform, sorted_for_output
 from correlate.schema.outputs import SEGMENTS
 
-Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
-PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "segments", "methods")
+Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
+PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "methods", "segment_totals")
 
 
-def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-    return [fn(item) for item in items]
+def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
+    return (fn(item) for item in items)
+
+
+class TableSink(Protocol):
+    """Receives an output table in parts (see ``correlate.sinks``)."""
+
+    def append(self, name: str, df: pl.DataFrame) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,14 @@ def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:
     return sorted_for_output(conform(seg, SEGMENTS, path="segments"), SEGMENTS)
 
 
+def _segment_totals(segments: pl.DataFrame) -> pl.DataFrame:
+    """Per (host, pid, attribution): segments, bytes and I/O time (ns, exact) of the output
+    ``segments`` rows — what the summary needs of them, without the table itself."""
+    return segments.group_by("host", "pid", pl.col("attribution").cast(pl.String)).agg(
+        segments=pl.len(), bytes=pl.col("length").sum(),
+        io_time_ns=(pl.col("stop_ns") - pl.col("start_ns")).sum())
+
+
 def _process_method(att: attribute.IOAttribution) -> pl.DataFrame:
     """(host, pid) → the best attribution method its segments allowed."""
     return att.segments.group_by("host", "pid").agg(
@@ -114,20 +128,23 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
                                     pl.concat([worker_clocks, darshan]))
     ex = align.align_executions(part.executions, worker_clocks)
     att = attribute.io_to_executions(segments, ex)
+    out = _segments_table(att)
     return {
         "darshan_clocks": darshan,
         "task_files": attribute.task_files(att, ex),
         "unattributed": attribute.unattributed_io(att, ex, processes, marker_paths),
-        "segments": _segments_table(att),
+        "segments": out,
+        "segment_totals": _segment_totals(out),
         "methods": _process_method(att),
     }
 
 
 def attribute_all(segments: pl.DataFrame, executions: pl.DataFrame, markers: pl.DataFrame,
-                  worker_clocks: pl.DataFrame, processes: pl.DataFrame,
+                  worker_clocks: pl.DataFrame, processes: pl.DataFrame, sink: TableSink,
                   mapper: Mapper = local_map) -> dict[str, pl.DataFrame]:
-    """Attribute every partition through ``mapper`` and concatenate the partial tables in
-    (host, pid) order (so ``segments`` stays sorted)."""
+    """Attribute every partition through ``mapper``: each partition's ``segments`` goes to
+    ``sink`` as it arrives, in (host, pid) order (so the whole stays sorted); the other partial
+    tables are concatenated and returned."""
     parts = split(segments.with_row_index("seg_id").with_columns(pl.col("seg_id")
                                                                  .cast(pl.Int64)),
                   executions, markers)
@@ -136,6 +153,9 @@ def attribute_all(segments: pl.DataFrame, executions: pl.DataFrame, markers: pl.
     marker_paths = markers.get_column("path").unique().to_list()
     fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
                  marker_paths=marker_paths)
-    results = mapper(fn, parts)
-    return {name: pl.concat([r[name] for r in results], how="diagonal_relaxed")
-            for name in PARTIAL_TABLES}
+    pieces: dict[str, list[pl.DataFrame]] = {name: [] for name in PARTIAL_TABLES}
+    for result in mapper(fn, parts):
+        sink.append("segments", result.pop("segments"))
+        for name, df in result.items():
+            pieces[name].append(df)
+    return {name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in pieces.items()}

@@ -16,18 +16,16 @@ def _round(x: float | None, nd: int = 9) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
-def _io_totals(tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
-    seg = tables["segments"]
-    dur_s = (pl.col("stop_ns") - pl.col("start_ns")).cast(pl.Float64) / 1e9
-    total = seg.select(bytes=pl.col("length").sum(), ops=pl.len(), io_time_s=dur_s.sum()).row(
-        0, named=True)
+def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame) -> dict[str, Any]:
+    seg = segment_totals
+    total = {"bytes": seg["bytes"].sum(), "ops": seg["segments"].sum(),
+             "io_time_s": seg["io_time_ns"].sum() / 1e9}
     files, un = tables["task_files"], tables["unattributed"]
     attributed = {"bytes": files["bytes"].sum(), "ops": files["ops"].sum(),
                   "io_time_s": files["io_time_s"].sum()}
     unattr = {"bytes": un["bytes"].sum(), "ops": un["ops"].sum(),
               "io_time_s": un["io_time_s"].sum()}
-    methods = (seg.group_by(pl.col("attribution").cast(pl.String)).agg(segments=pl.len())
-               .sort("attribution")
+    methods = (seg.group_by("attribution").agg(pl.col("segments").sum()).sort("attribution")
                .rows_by_key("attribution", unique=True))
     share = (attributed["bytes"] / total["bytes"]) if total["bytes"] else None
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
@@ -95,7 +93,10 @@ def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
         named=True)]
 
 
-def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
+def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
+                  segment_totals: pl.DataFrame) -> dict[str, Any]:
+    """From the small output tables (tasks, task_files, unattributed, clocks) and the totals
+    of the ``segments`` table per (host, pid, attribution)."""
     tasks = tables["tasks"]
     warnings = list(frames.warnings)
     clocks = tables["clocks"]
@@ -105,8 +106,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame]) -> dict[st
     if missing:
         warnings.append(f"{missing} worker process(es) without clock samples: their times are "
                         "placed on the run timeline unshifted (uncertainty unknown)")
-    if not frames.io_segments.is_empty():
-        dxt_procs = frames.io_segments.select("host", "pid").unique()
+    if not segment_totals.is_empty():
+        dxt_procs = segment_totals.select("host", "pid").unique()
         dclock = clocks.filter(pl.col("domain") == "darshan").select("host", "pid")
         n = dxt_procs.join(workers, on=["host", "pid"]).join(dclock, on=["host", "pid"],
                                                                how="anti").height
@@ -118,7 +119,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame]) -> dict[st
         "facts": frames.facts,
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
-        "io": _io_totals(tables),
+        "io": _io_totals(tables, segment_totals),
         "cpu": _cpu(tasks, frames.clock_samples),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
         "top_prefixes_by_io": _top(tasks, "io_time_s"),

@@ -37,10 +37,10 @@ def _output_dir(path: Path) -> Path:
         return path
     out = path / "correlated"
     if not (out / "tasks.parquet").exists():
-        from correlate.engine import correlate_frames, write_outputs
+        from correlate.engine import correlate_to
         from correlate.sources.detect import load
 
-        write_outputs(correlate_frames(load(path, None)), out)
+        correlate_to(load(path, None), out)
     return out
 
 

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from correlate.cluster import mapper_for
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
     from correlate.console import console
-    from correlate.engine import correlate_frames, write_outputs
+    from correlate.engine import correlate_to
     from correlate.lifecycles import write_lifecycles
     from correlate.reports import write_reports
     from correlate.sources.detect import load
@@ -46,9 +46,7 @@ def run(args: argparse.Namespace) -> int:
         frames = load(run_dir, None if args.format == "auto" else args.format, mapper)
         status.update(f"correlating {frames.executions.height:,} executions, "
                       f"{frames.io_segments.height:,} I/O segments")
-        result = correlate_frames(frames, mapper)
-        status.update(f"writing {out}")
-        write_outputs(result, out)
+        result = correlate_to(frames, out, mapper)
         tasks = result.tables["tasks"]["key"].n_unique()
         lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:

@@ -154,8 +154,11 @@ def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop"
     from correlate.errors import SchemaError
 
     have = df.collect_schema().names() if isinstance(df, pl.LazyFrame) else df.columns
-    if isinstance(df, pl.DataFrame) and df.height == 0 and extra == "drop":
-        return table.empty()
+    if isinstance(df, pl.DataFrame) and extra == "drop":
+        if df.height == 0:
+            return table.empty()
+        if df.schema == table.polars_schema():  # a select would copy scalar/chunked columns
+            return df
     exprs = []
     for c in table.columns:
         if c.name in have:

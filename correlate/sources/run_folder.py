@@ -141,8 +141,8 @@ def _empty_or(df: pl.DataFrame | None, name: str) -> pl.DataFrame:
 def _canonical(t: dict[str, pl.DataFrame | None], processes: list[dict[str, Any]],
                io: darshan_logs.DarshanFrames | None, reader: _Reader) -> dict[str, pl.DataFrame]:
     sched = _empty_or(t["scheduler_transitions"], "scheduler_transitions")
-    names = (sched.filter(pl.col("prefix").is_not_null()).group_by("key")
-             .agg(pl.col("prefix").first(), pl.col("group").first()))
+    names = (sched.select("key", "prefix", "group").filter(pl.col("prefix").is_not_null())
+             .unique("key", keep="first"))
     ex = _empty_or(t["task_executions"], "task_executions")
     if "worker" not in ex.columns:
         ex = ex.with_columns(host=pl.lit(None, pl.String), pid=pl.lit(None, pl.Int64),
