@@ -105,7 +105,6 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: MemorySink | ParquetSink
     kept = {"tasks": tasks, "task_files": parts["task_files"],
             "unattributed": parts["unattributed"], "clocks": clocks}
     kept = {name: _put(sink, name, df) for name, df in kept.items()}
-    sink.close()
     return Correlated(tables=kept,
                       summary=build_summary(frames, kept, parts["segment_totals"]))
 

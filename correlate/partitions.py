@@ -37,7 +37,7 @@ def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
 class TableSink(Protocol):
     """Receives an output table in parts (see ``correlate.sinks``)."""
 
-    def append(self, name: str, df: pl.DataFrame) -> None: ...
+    def write_parts(self, name: str, parts: Iterator[pl.DataFrame]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -154,8 +154,12 @@ def attribute_all(segments: pl.DataFrame, executions: pl.DataFrame, markers: pl.
     fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
                  marker_paths=marker_paths)
     pieces: dict[str, list[pl.DataFrame]] = {name: [] for name in PARTIAL_TABLES}
-    for result in mapper(fn, parts):
-        sink.append("segments", result.pop("segments"))
-        for name, df in result.items():
-            pieces[name].append(df)
+
+    def segments_of_each() -> Iterator[pl.DataFrame]:
+        for result in mapper(fn, parts):
+            for name in PARTIAL_TABLES:
+                pieces[name].append(result[name])
+            yield result["segments"]
+
+    sink.write_parts("segments", segments_of_each())
     return {name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in pieces.items()}
