@@ -32,13 +32,13 @@ from correlate.schema.outputs import TASK_FILES
 
 SEG_COLS = ["seg_id", "host", "pid", "thread_id", "host_start_ns", "host_stop_ns"]
 
-
 @dataclass(frozen=True)
 class IOAttribution:
     #: seg_id, execution_id, weight, attribution
     shares: pl.DataFrame
-    #: segments with an ``attribution`` column: the method their process allows
-    #: (exact-thread / window-split / none) and ``attributed_weight``
+    #: segments with an ``attribution`` column (the method their process allows:
+    #: exact-thread / window-split / none), ``attributed_weight`` and ``execution_id`` (the
+    #: execution holding the largest share; null when none)
     segments: pl.DataFrame
 
 
@@ -49,19 +49,20 @@ def _process_methods(segments: pl.DataFrame, executions: pl.DataFrame) -> pl.Dat
 
 
 def _exact(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+    """``seg`` with ``execution_id``: the execution on its thread whose window holds its
+    midpoint (null when none)."""
     ex = (executions.filter(pl.col("thread_id").is_not_null())
           .select("host", "pid", "thread_id", "execution_id",
                   w_start="local_start_ns", w_stop="local_stop_ns")
           .sort("w_start"))
-    left = (seg.select(SEG_COLS)
-            .with_columns(mid=(pl.col("host_start_ns") + pl.col("host_stop_ns")) // 2)
-            .sort("mid"))
+    left = seg.with_columns(mid=(pl.col("host_start_ns") + pl.col("host_stop_ns")) // 2).sort(
+        "mid")
     joined = left.join_asof(ex, left_on="mid", right_on="w_start",
                             by=["host", "pid", "thread_id"], strategy="backward",
                             check_sortedness=False)
-    return (joined.filter(pl.col("mid") <= pl.col("w_stop"))
-            .select("seg_id", "execution_id", weight=pl.lit(1.0),
-                    attribution=pl.lit("exact-thread")))
+    return joined.with_columns(
+        execution_id=pl.when(pl.col("mid") <= pl.col("w_stop")).then(pl.col("execution_id"))
+    ).drop("mid", "w_start", "w_stop")
 
 
 def _window_split(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
@@ -90,7 +91,9 @@ def _window_split(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
 
 
 def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttribution:
-    """Attribute aligned segments (with ``seg_id``) to executions (with ``execution_id``)."""
+    """Attribute aligned segments (with ``seg_id``) to executions (with ``execution_id``).
+    Exact-thread segments (almost all, at scale) carry their execution as a column and never
+    go through a join back; only window-split shares are grouped per segment."""
     methods = _process_methods(segments, executions)
     seg = segments.join(methods, on=["host", "pid"], how="left", nulls_equal=True).with_columns(
         attribution=pl.when(pl.col("exec_has_threads").is_null()).then(pl.lit("none"))
@@ -98,14 +101,25 @@ def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttr
         .then(pl.lit("exact-thread"))
         .otherwise(pl.lit("window-split"))
     ).drop("exec_has_threads")
+    exact = _exact(seg.filter(pl.col("attribution") == "exact-thread"), executions)
+    others = seg.filter(pl.col("attribution") != "exact-thread")
+    split = _window_split(others.filter(pl.col("attribution") == "window-split"), executions)
+    per_segment = (split.sort("weight", "execution_id", descending=[True, False])
+                   .group_by("seg_id", maintain_order=True)
+                   .agg(attributed_weight=pl.col("weight").sum(),
+                        execution_id=pl.col("execution_id").first()))
+    others = others.join(per_segment, on="seg_id", how="left")
+    exact = exact.with_columns(
+        attributed_weight=pl.col("execution_id").is_not_null().cast(pl.Float64))
     shares = pl.concat([
-        _exact(seg.filter(pl.col("attribution") == "exact-thread"), executions),
-        _window_split(seg.filter(pl.col("attribution") == "window-split"), executions),
+        exact.filter(pl.col("execution_id").is_not_null())
+        .select("seg_id", "execution_id", weight=pl.lit(1.0), attribution=pl.lit("exact-thread")),
+        split,
     ]).with_columns(pl.col("attribution").cast(pl.String))
-    attributed = shares.group_by("seg_id").agg(attributed_weight=pl.col("weight").sum())
-    seg = seg.join(attributed, on="seg_id", how="left").with_columns(
-        pl.col("attributed_weight").fill_null(0.0))
-    return IOAttribution(shares=shares.sort("seg_id", "execution_id"), segments=seg)
+    return IOAttribution(
+        shares=shares,
+        segments=pl.concat([exact, others], how="diagonal_relaxed").with_columns(
+            pl.col("attributed_weight").fill_null(0.0)))
 
 
 def _io_measures(weight: pl.Expr) -> list[pl.Expr]:
@@ -119,11 +133,20 @@ def task_files(att: IOAttribution, executions: pl.DataFrame) -> pl.DataFrame:
     """I/O per execution × path × op (the ``task_files`` table)."""
     if att.shares.is_empty():
         return TASK_FILES.empty()
-    seg = att.segments.select("seg_id", "path", "op", "length", "host_start_ns", "host_stop_ns")
-    joined = att.shares.join(seg, on="seg_id").join(
-        executions.select("execution_id", "key"), on="execution_id")
-    return (joined.group_by("execution_id", "key", "path", "op", "attribution")
-            .agg(_io_measures(pl.col("weight"))))
+    cols = ["path", "op", "length", "host_start_ns", "host_stop_ns"]
+    exact = att.segments.filter((pl.col("attribution") == "exact-thread")
+                                & pl.col("execution_id").is_not_null())
+    split = att.shares.filter(pl.col("attribution") != "exact-thread").join(
+        att.segments.select("seg_id", *cols), on="seg_id")
+    rows = pl.concat([
+        exact.select("execution_id", *cols, weight=pl.lit(1.0),
+                     attribution=pl.col("attribution").cast(pl.String)),
+        split.select("execution_id", *cols, "weight", "attribution"),
+    ])
+    per_file = (rows.group_by("execution_id", "path", "op", "attribution")
+                .agg(_io_measures(pl.col("weight"))))
+    return per_file.join(executions.select("execution_id", "key"), on="execution_id",
+                         how="left")
 
 
 def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
@@ -171,11 +194,14 @@ def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.
 
 
 def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """Profile rows tagged with an execution → ``task_functions`` rows."""
-    tagged = func_stats.filter(pl.col("execution_seq").is_not_null())
+    """Profile rows tagged with an execution → ``task_functions`` rows (the key is joined after
+    grouping: carried through the join it tripled the join's memory)."""
     ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
-        "host", "pid", "execution_seq", "execution_id", "key")
-    joined = tagged.join(ex, on=["host", "pid", "execution_seq"], how="inner", nulls_equal=True)
-    return joined.group_by("execution_id", "key", "module", "name", "file", "line", "clock").agg(
+        "host", "pid", "execution_seq", "execution_id")
+    joined = func_stats.join(ex, on=["host", "pid", "execution_seq"], how="inner",
+                             nulls_equal=True)
+    per_function = joined.group_by("execution_id", "module", "name", "file", "line", "clock").agg(
         ncall=pl.col("ncall").sum(), tsub_s=pl.col("tsub_s").sum(),
         ttot_s=pl.col("ttot_s").sum())
+    return per_function.join(executions.select("execution_id", "key"), on="execution_id",
+                             how="left")

@@ -89,14 +89,7 @@ def split(segments: pl.DataFrame, executions: pl.DataFrame,
 
 def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:
     """Every segment with the execution holding its largest share, sorted for output."""
-    exact = att.shares.filter(pl.col("attribution") == "exact-thread")  # one per segment
-    split = (att.shares.filter(pl.col("attribution") != "exact-thread")
-             .sort("weight", "execution_id", descending=[True, False])
-             .unique("seg_id", keep="first"))
-    main = pl.concat([exact.select("seg_id", "execution_id"),
-                      split.select("seg_id", "execution_id")])
-    seg = att.segments.join(main, on="seg_id", how="left")
-    return sorted_for_output(conform(seg, SEGMENTS, path="segments"), SEGMENTS)
+    return sorted_for_output(conform(att.segments, SEGMENTS, path="segments"), SEGMENTS)
 
 
 def _segment_totals(segments: pl.DataFrame) -> pl.DataFrame:

@@ -23,8 +23,13 @@ def _first(side: str, finish: str, name: str) -> pl.Expr:
 
 
 def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
-    """Per key: wait_dependencies_s and wait_queued_s (scheduler side), wait_thread_s (worker)."""
-    t = transitions.with_columns(pl.col("side").cast(pl.String))
+    """Per key: wait_dependencies_s and wait_queued_s (scheduler side), wait_thread_s (worker).
+    Keys without any of the transitions used are left out (their waits are unknown)."""
+    used = (((pl.col("side") == "scheduler")
+             & pl.col("finish").is_in(["waiting", "queued", "processing"]))
+            | ((pl.col("side") == "worker") & pl.col("finish").is_in(["ready", "executing"])))
+    t = (transitions.select("key", "side", "finish", "local_time_ns").filter(used)
+         .with_columns(pl.col("side").cast(pl.String)))
     firsts = t.group_by("key").agg(
         _first("scheduler", "waiting", "t_wait"), _first("scheduler", "queued", "t_queued"),
         _first("scheduler", "processing", "t_proc"), _first("worker", "ready", "t_ready"),
