@@ -151,3 +151,19 @@ def test_darshan_clock_offset_hosts_and_entry_point(tmp_path, capsys):
 def test_too_few_segments_is_refused(tmp_path):
     with pytest.raises(ValueError, match="segments"):
         write_run(tmp_path / "r", workers=4, threads=2, executions=10, segments=5)
+
+
+def test_tables_written_as_they_are_made_equal_the_in_memory_result(correlated):
+    """``correlate RUN`` writes each table as soon as it is final (``segments`` streamed from
+    the per-process partitions); the files equal ``correlate_frames``' in-memory tables."""
+    from correlate.engine import OUTPUT_TABLES, correlate_frames
+    from correlate.sources.detect import load
+
+    _exp, run, out, summary = correlated
+    result = correlate_frames(load(run))
+    for name in OUTPUT_TABLES:
+        written = pl.read_parquet(out / f"{name}.parquet")
+        assert written.height == result.tables[name].height > 0, name
+        assert written.equals(result.tables[name]), name
+    assert json.loads(json.dumps(result.summary, default=str)) == {
+        k: v for k, v in summary.items() if k != "output_format_version"}

@@ -1,0 +1,49 @@
+"""Output sinks: a table handed over in parts is written whole, in the parts' order, and both
+sinks give the same table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+import correlate.schema.outputs  # noqa: F401  (registers the output tables)
+from correlate.schema import TABLES, conform
+from correlate.sinks import MemorySink, ParquetSink
+
+
+def _parts() -> list[pl.DataFrame]:
+    return [conform(pl.DataFrame({"execution_id": [3 * i + j for j in range(3)],
+                                  "key": [f"k{i}-{j}" for j in range(3)],
+                                  "path": ["/a", "/b", "/c"], "op": ["read"] * 3,
+                                  "attribution": ["exact-thread"] * 3,
+                                  "bytes": [1.0, 2.0, 3.0], "ops": [1.0] * 3,
+                                  "io_time_s": [0.5] * 3}), TABLES["task_files"])
+            for i in (2, 0, 1)]
+
+
+def test_parts_are_written_as_one_table_in_order(tmp_path: Path) -> None:
+    produced: list[int] = []
+
+    def parts():
+        for i, part in enumerate(_parts()):
+            produced.append(i)
+            yield part
+
+    sink = ParquetSink(tmp_path)
+    sink.write_parts("task_files", parts())
+    memory = MemorySink()
+    memory.write_parts("task_files", iter(_parts()))
+    written = pl.read_parquet(tmp_path / "task_files.parquet")
+    assert produced == [0, 1, 2]
+    assert written["execution_id"].to_list() == [6, 7, 8, 0, 1, 2, 3, 4, 5]
+    assert written.equals(memory.tables["task_files"])
+    assert sink.paths == [tmp_path / "task_files.parquet"]
+
+
+def test_no_parts_is_an_empty_table_with_the_schema(tmp_path: Path) -> None:
+    sink = ParquetSink(tmp_path)
+    sink.write_parts("task_files", iter([]))
+    written = pl.read_parquet(tmp_path / "task_files.parquet")
+    assert written.height == 0
+    assert written.schema == TABLES["task_files"].polars_schema()
