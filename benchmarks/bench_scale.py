@@ -5,9 +5,10 @@ In one run, on synthetic but schema-exact run folders (``correlate.synthetic``, 
 
 1. ``correlate RUN --no-reports`` in a fresh process per size: wall time and peak RSS, and the
    cost per execution (linear growth keeps it flat). Targets: 1M + 10M in ≤ 20 s, ≤ 4 GB.
-2. The attribution join (exact-thread: segment → execution on the same host/pid/thread whose
-   window holds it) in polars vs a plain pandas ``merge_asof`` of the same data: segments/s and
-   the ratio, with the per-execution bytes checked equal.
+2. The attribution (exact-thread: segment → execution on the same host/pid/thread whose
+   window holds it, then I/O per execution × file × op and per execution) in polars vs a plain
+   pandas ``merge_asof`` to the same output on the same data: segments/s and the ratio, with
+   the per-execution bytes checked equal.
 3. ``--cluster local:2`` (2 worker processes) vs single-process on the largest run: speed-up,
    and the output tables compared row for row.
 
@@ -66,10 +67,11 @@ def polars_join(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
 
 
 def pandas_merge_asof(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
-    """The same exact-thread attribution, written the usual pandas way."""
+    """The same exact-thread attribution written the usual pandas way, to the same output:
+    I/O per execution × file × op (``task_files``), then the per-execution totals."""
     import pandas as pd
 
-    s = seg.select("host", "pid", "thread_id", "op", "length", "host_start_ns",
+    s = seg.select("host", "pid", "thread_id", "path", "op", "length", "host_start_ns",
                    "host_stop_ns").to_pandas()
     e = ex.filter(pl.col("thread_id").is_not_null()).select(
         "host", "pid", "thread_id", "execution_id", "local_start_ns", "local_stop_ns").to_pandas()
@@ -79,9 +81,13 @@ def pandas_merge_asof(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
     m = pd.merge_asof(s, e, left_on="mid", right_on="local_start_ns",
                       by=["host", "pid", "thread_id"], direction="backward")
     m = m[m["mid"] <= m["local_stop_ns"]]
-    m["read_bytes"] = m["length"].where(m["op"] == "read", 0).astype("float64")
-    m["write_bytes"] = m["length"].where(m["op"] == "write", 0).astype("float64")
-    out = m.groupby("execution_id", as_index=False)[["read_bytes", "write_bytes"]].sum()
+    m["bytes"] = m["length"].astype("float64")
+    m["io_time_s"] = (m["host_stop_ns"] - m["host_start_ns"]) / 1e9
+    files = m.groupby(["execution_id", "path", "op"], as_index=False, observed=True).agg(
+        bytes=("bytes", "sum"), ops=("bytes", "size"), io_time_s=("io_time_s", "sum"))
+    files["read_bytes"] = files["bytes"].where(files["op"] == "read", 0.0)
+    files["write_bytes"] = files["bytes"].where(files["op"] == "write", 0.0)
+    out = files.groupby("execution_id", as_index=False)[["read_bytes", "write_bytes"]].sum()
     out["execution_id"] = out["execution_id"].astype("int64")
     return pl.from_pandas(out)
 

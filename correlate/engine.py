@@ -1,8 +1,11 @@
 """The correlation pipeline: canonical ``RunFrames`` in, output tables + summary out.
 
-``correlate_frames`` is a pure function; ``write_outputs`` persists its result. Order:
-conform → execution ids → clocks (align) → I/O attribution → CPU and functions → waits →
-tables → summary.
+``correlate_frames`` returns every table in memory (a pure function; ``write_outputs`` persists
+its result); ``correlate_to`` runs the same pipeline into an output folder, writing each table as
+soon as it is final so that the large ones (segments, events, task_functions) are never held
+together. Order: conform → execution ids → clocks → I/O attribution per process (segments
+streamed out) → functions → events → waits and tasks → summary (from the small tables and the
+per-process segment totals).
 """
 
 from __future__ import annotations
