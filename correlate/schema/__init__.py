@@ -186,10 +186,11 @@ def _stable_sort(df: Any, by: list[str]) -> Any:
 def sorted_for_output(df: Any, table: Table) -> Any:
     """Sort by the table's identifying columns so output is deterministic.
 
-    Same order as ``df.sort(keys)``, faster: multi-column sorts that include strings are slow
-    (11M events: 15 s), so leading string keys with a single value (host in a per-process
-    part) are left out, rows are sorted by the leading numeric keys, and the string keys only
-    break ties among the rows whose numeric keys are duplicated (usually few)."""
+    Same order as ``df.sort(keys, maintain_order=True)``, faster: multi-column sorts that
+    include strings are slow (11M events: 15 s), so leading string keys with a single value
+    (host in a per-process part) are left out, rows are sorted by the leading numeric keys, and
+    the string keys only break ties among the rows whose numeric keys are duplicated (usually
+    few; found as equal neighbours once sorted, not by hashing)."""
     import polars as pl
 
     keys = [k for k in table.sort_by if k in df.columns]
@@ -206,16 +207,18 @@ def sorted_for_output(df: Any, table: Table) -> Any:
         lead.append(k)
     if not lead or len(lead) == len(keys):
         return _stable_sort(df, keys)
-    tied = pl.struct(lead).is_duplicated() if len(lead) > 1 else pl.col(lead[0]).is_duplicated()
-    rows = df.select(*lead, tied=tied).with_row_index("row")
-    if not rows["tied"].any():
-        return _stable_sort(df, lead)
-    ties = (df.select(keys).with_row_index("row").filter(rows["tied"])
-            .pipe(_stable_sort, keys).select("row", *lead))
-    # rows outside `ties` have a unique lead, so a stable sort on it keeps the ties' order;
-    # the rows are then gathered once
-    order = _stable_sort(pl.concat([rows.filter(~pl.col("tied")).drop("tied"), ties]), lead)
-    return df[order["row"]]
+    order = _stable_sort(df.select(*lead).with_row_index("row"), lead)
+    same_as_previous = pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in lead)
+    tied = order.select(same_as_previous | same_as_previous.shift(-1).fill_null(False)
+                        ).to_series()
+    rows = order["row"]
+    if tied.any():
+        # the tied rows sit in runs of equal lead, runs in lead order: sorting them all by the
+        # full keys and putting them back into the same positions orders each run
+        at = tied.arg_true()
+        ties = _stable_sort(df.select(keys).with_row_index("row")[rows.gather(at)], keys)
+        rows = rows.clone().scatter(at, ties["row"])
+    return df[rows]
 
 
 def describe(tables: Iterable[Table] | None = None) -> str:
