@@ -24,7 +24,7 @@ import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, waits
 from correlate.partitions import Mapper, attribute_all, local_map
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, sorted_for_output
-from correlate.sinks import MemorySink, ParquetSink
+from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sources.frames import RunFrames
 from correlate.summary import build_summary
 
@@ -85,7 +85,7 @@ def _events_table(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("start_ns")))
 
 
-def _correlate(frames: RunFrames, mapper: Mapper, sink: MemorySink | ParquetSink
+def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
                ) -> Correlated:
     """The pipeline; every output table goes to ``sink`` once final (the big ones as early as
     possible, so that a sink that writes them lets them go). Returns the summary and the tables
@@ -112,7 +112,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: MemorySink | ParquetSink
                       summary=build_summary(frames, kept, parts["segment_totals"]))
 
 
-def _put(sink: MemorySink | ParquetSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
+def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
     """Conform and sort ``df`` as output table ``name`` and hand it to ``sink``."""
     out = sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
     sink.write(name, out)

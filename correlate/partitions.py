@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import polars as pl
 
 from correlate import align, attribute
 from correlate.schema import conform, sorted_for_output
 from correlate.schema.outputs import SEGMENTS
+from correlate.sinks import TableSink
 
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "methods", "segment_totals")
@@ -33,11 +34,6 @@ PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "methods", "se
 def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
     return (fn(item) for item in items)
 
-
-class TableSink(Protocol):
-    """Receives an output table in parts (see ``correlate.sinks``)."""
-
-    def write_parts(self, name: str, parts: Iterator[pl.DataFrame]) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import polars as pl
 from polars.io.plugins import register_io_source
@@ -21,6 +22,12 @@ from correlate.schema import TABLES
 #: parquet compression of every output table: LZ4 writes 1.5× faster than zstd for ~20 % more
 #: bytes, and every parquet reader in use (polars, pyarrow, DuckDB, Spark ≥ 3.2) reads it
 COMPRESSION = "lz4"
+
+
+class TableSink(Protocol):
+    def write(self, name: str, df: pl.DataFrame) -> None: ...
+
+    def write_parts(self, name: str, parts: Iterator[pl.DataFrame]) -> None: ...
 
 
 class MemorySink:
