@@ -164,31 +164,42 @@ def _host_offsets(clocks: pl.DataFrame) -> pl.DataFrame:
             .agg(host_offset_ns=pl.col("offset_ns").median().round().cast(pl.Int64)))
 
 
+def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
+    """Per row of ``df`` (same order): ``d_off`` (its process's Darshan offset, 0 if none) and
+    ``w_off`` (its worker offset, else its host's median, else 0). Joined on the (host, pid)
+    columns alone: joining the whole frame would copy every column of it."""
+    off = (df.select("host", "pid")
+           .join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"], how="left",
+                 nulls_equal=True, maintain_order="left")
+           .join(_offsets(clocks, "worker", "w_off"), on=["host", "pid"], how="left",
+                 nulls_equal=True, maintain_order="left")
+           .join(_host_offsets(clocks), on="host", how="left", nulls_equal=True,
+                 maintain_order="left"))
+    return off.select(d_off=pl.col("d_off").fill_null(0),
+                      w_off=pl.coalesce("w_off", "host_offset_ns", pl.lit(0, dtype=pl.Int64)))
+
+
+def worker_shift(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.Series:
+    """Per row of ``df``: what turns its process's local clock into the run timeline."""
+    return _shifts(df, clocks).get_column("w_off")
+
+
 def align_executions(executions: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     """Add ``start_ns``/``stop_ns`` (run timeline) to executions."""
-    off = (executions.join(_offsets(clocks, "worker", "w_off"), on=["host", "pid"], how="left",
-                           nulls_equal=True)
-           .join(_host_offsets(clocks), on="host", how="left", nulls_equal=True))
-    shift = pl.coalesce("w_off", "host_offset_ns", pl.lit(0, dtype=pl.Int64))
-    return off.with_columns(start_ns=pl.col("local_start_ns") + shift,
-                            stop_ns=pl.col("local_stop_ns") + shift).drop("w_off",
-                                                                          "host_offset_ns")
+    shift = worker_shift(executions, clocks)
+    return executions.with_columns(start_ns=pl.col("local_start_ns") + shift,
+                                   stop_ns=pl.col("local_stop_ns") + shift)
 
 
 def align_segments(io_segments: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     """Add ``host_start_ns``/``host_stop_ns`` (Darshan times corrected onto the process's own
     ``time.time()`` clock, used for attribution) and ``start_ns``/``stop_ns`` (run timeline)."""
-    seg = (io_segments.join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"],
-                            how="left", nulls_equal=True)
-           .join(_offsets(clocks, "worker", "w_off"), on=["host", "pid"], how="left",
-                 nulls_equal=True)
-           .join(_host_offsets(clocks), on="host", how="left", nulls_equal=True))
-    d = pl.col("d_off").fill_null(0)
-    w = pl.coalesce("w_off", "host_offset_ns", pl.lit(0, dtype=pl.Int64))
-    return seg.with_columns(
+    off = _shifts(io_segments, clocks)
+    d, w = off.get_column("d_off"), off.get_column("w_off")
+    return io_segments.with_columns(
         host_start_ns=pl.col("local_start_ns") + d,
         host_stop_ns=pl.col("local_stop_ns") + d,
     ).with_columns(
         start_ns=pl.col("host_start_ns") + w,
         stop_ns=pl.col("host_stop_ns") + w,
-    ).drop("d_off", "w_off", "host_offset_ns")
+    )

@@ -11,6 +11,7 @@ per-process segment totals).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,8 @@ import correlate.schema.canonical  # noqa: F401  (registers tables)
 import correlate.schema.darshan  # noqa: F401
 import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, waits
-from correlate.partitions import Mapper, attribute_all, local_map
-from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, sorted_for_output
+from correlate.partitions import Mapper, attribute_all, by_process, local_map, process_order
+from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, output_order, sorted_for_output
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sources.frames import RunFrames
 from correlate.summary import build_summary
@@ -52,16 +53,20 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
                            group=pl.coalesce("group", "prefix")).drop("split")
 
 
+def _key_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
+    """Per key: its scheduler-side and external waits."""
+    key_waits = waits.scheduler_waits(transitions)
+    ext = waits.external_waits(transitions, dependencies, key_waits)
+    return key_waits.drop("t_wait").join(ext, on="key", how="left")
+
+
 def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFrame,
-                 frames: RunFrames) -> pl.DataFrame:
-    key_waits = waits.scheduler_waits(frames.transitions)
-    ext = waits.external_waits(frames.transitions, frames.dependencies, key_waits)
+                 key_waits: pl.DataFrame, frames: RunFrames) -> pl.DataFrame:
     inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
                                    frames.dependencies)
     t = (ex.join(io_totals, on="execution_id", how="left")
          .join(methods, on="execution_id", how="left")
-         .join(key_waits.drop("t_wait"), on="key", how="left")
-         .join(ext, on="key", how="left")
+         .join(key_waits, on="key", how="left")
          .join(inputs, on=["key", "worker"], how="left", nulls_equal=True))
     io_cols = ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"]
     measured = [pl.when(pl.col("attribution").is_not_null()).then(pl.col(c).fill_null(0.0))
@@ -74,15 +79,13 @@ def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFram
     )
 
 
-def _events_table(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
+def _events_table(transitions: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     """Transitions on the run timeline: the scheduler's clock is the timeline; worker-side
     times get their process's offset."""
-    tr = frames.transitions.with_columns(pl.col("side").cast(pl.String))
-    shifted = align.align_executions(
-        tr.with_columns(local_start_ns="local_time_ns", local_stop_ns="local_time_ns"), clocks)
-    return shifted.with_columns(
+    shift = align.worker_shift(transitions, clocks)
+    return transitions.with_columns(
         time_ns=pl.when(pl.col("side") == "scheduler").then(pl.col("local_time_ns"))
-        .otherwise(pl.col("start_ns")))
+        .otherwise(pl.col("local_time_ns") + shift))
 
 
 def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
@@ -98,13 +101,17 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(ex, clocks)
-    _put(sink, "task_functions", attribute.functions_per_execution(frames.func_stats, ex))
-    _put(sink, "events", _events_table(frames, clocks))
+    sink.write_parts("task_functions", _functions_by_process(frames.table("func_stats"), ex))
+    transitions = frames.table("transitions")  # read once, for events and waits, then let go
+    _put_in_parts(sink, "events", _events_table(transitions, clocks))
+    key_waits = _key_waits(transitions, frames.dependencies)
+    del transitions
     methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
     methods = methods.select("execution_id", attribution=pl.when(
         (pl.col("attribution") == "exact-thread") & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    tasks = _tasks_table(ex, attribute.task_io_totals(parts["task_files"]), methods, frames)
+    tasks = _tasks_table(ex, attribute.task_io_totals(parts["task_files"]), methods, key_waits,
+                         frames)
     kept = {"tasks": tasks, "task_files": parts["task_files"],
             "unattributed": parts["unattributed"], "clocks": clocks}
     kept = {name: _put(sink, name, df) for name, df in kept.items()}
@@ -117,6 +124,34 @@ def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
     out = sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
     sink.write(name, out)
     return out
+
+
+#: rows per part when a big table is written in parts (a gather of all 11M events at once
+#: doubles them in memory)
+PART_ROWS = 1_000_000
+
+
+def _put_in_parts(sink: TableSink, name: str, df: pl.DataFrame) -> None:
+    """``_put`` for a big table: sorted, then gathered and written ``PART_ROWS`` at a time."""
+    df = conform(df, TABLES[name], path=name)
+    rows = output_order(df, TABLES[name])
+    take = df.slice if rows is None else (lambda i, n: df[rows.slice(i, n)])
+    sink.write_parts(name, (take(i, PART_ROWS) for i in range(0, df.height, PART_ROWS)))
+
+
+def _functions_by_process(func_stats: pl.DataFrame, ex: pl.DataFrame
+                          ) -> Iterator[pl.DataFrame]:
+    """``task_functions`` one process at a time (the join and group-by of one process's
+    profile rows alive at once), in output order: ``execution_id`` runs over processes in
+    (host, pid) order (``number_executions``)."""
+    executions = ex.partition_by("host", "pid", as_dict=True)
+    table = TABLES["task_functions"]
+    for process, rows in sorted(by_process(func_stats).items(),
+                                key=lambda kv: process_order(kv[0])):
+        own = executions.get(process)
+        if own is not None:
+            yield sorted_for_output(conform(attribute.functions_per_execution(rows, own),
+                                            table, path="task_functions"), table)
 
 
 def correlate_frames(frames: RunFrames, mapper: Mapper = local_map) -> Correlated:

@@ -64,7 +64,15 @@ def _runs(df: pl.DataFrame) -> list[tuple[tuple[Any, Any], int, int]] | None:
             .iter_rows()]
 
 
-def _by_process(df: pl.DataFrame) -> dict[tuple[Any, Any], pl.DataFrame]:
+def process_order(process: tuple[Any, Any]) -> tuple[Any, ...]:
+    """Sort key of a (host, pid): the order ``execution_id`` is numbered in (nulls last)."""
+    host, pid = process
+    return (host is None, host or "", pid is None, pid or 0)
+
+
+def by_process(df: pl.DataFrame) -> dict[tuple[Any, Any], pl.DataFrame]:
+    """``df``'s rows per (host, pid): zero-copy slices when each process's rows are
+    contiguous (as read from a run folder or Darshan logs)."""
     runs = _runs(df)
     if runs is None:
         return df.partition_by("host", "pid", as_dict=True)
@@ -79,8 +87,8 @@ def split(segments: pl.DataFrame, executions: pl.DataFrame,
     mk = markers.partition_by("host", "pid", as_dict=True)
     parts = [Partition(h, p, seg, ex.get((h, p), executions.clear()), mk.get((h, p),
                                                                           markers.clear()))
-             for (h, p), seg in _by_process(segments).items()]
-    return sorted(parts, key=lambda q: (q.host is None, q.host or "", q.pid is None, q.pid or 0))
+             for (h, p), seg in by_process(segments).items()]
+    return sorted(parts, key=lambda q: process_order((q.host, q.pid)))
 
 
 def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:

@@ -40,7 +40,7 @@ def _output_dir(path: Path) -> Path:
         from correlate.engine import correlate_to
         from correlate.sources.detect import load
 
-        correlate_to(load(path, None), out)
+        correlate_to(load(path, None, lazy=True), out)
     return out
 
 

@@ -43,14 +43,15 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(run_dir, "no such file or directory")
     out = args.out or (run_dir / "correlated")
     with console().status(f"reading {run_dir}") as status, mapper_for(args.cluster) as mapper:
-        frames = load(run_dir, None if args.format == "auto" else args.format, mapper)
+        frames = load(run_dir, None if args.format == "auto" else args.format, mapper,
+                      lazy=True)
         status.update(f"correlating {frames.executions.height:,} executions, "
                       f"{frames.io_segments.height:,} I/O segments")
         result = correlate_to(frames, out, mapper)
         tasks = result.tables["tasks"]["key"].n_unique()
         lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:
-            write_lifecycles(frames, lifecycles)
+            write_lifecycles(frames.collected(), lifecycles)
         else:
             lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
         reports = []

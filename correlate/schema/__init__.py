@@ -184,9 +184,14 @@ def _stable_sort(df: Any, by: list[str]) -> Any:
 
 
 def sorted_for_output(df: Any, table: Table) -> Any:
-    """Sort by the table's identifying columns so output is deterministic.
+    """Sort by the table's identifying columns so output is deterministic (``output_order``)."""
+    rows = output_order(df, table)
+    return df if rows is None else df[rows]
 
-    Same order as ``df.sort(keys, maintain_order=True)``, faster: multi-column sorts that
+
+def output_order(df: Any, table: Table) -> Any:
+    """Row numbers of ``df`` in output order (None: already in it), the same order as
+    ``df.sort(keys, maintain_order=True)``, faster: multi-column sorts that
     include strings are slow (11M events: 15 s), so leading string keys with a single value
     (host in a per-process part) are left out, rows are sorted by the leading numeric keys, and
     the string keys only break ties among the rows whose numeric keys are duplicated (usually
@@ -199,15 +204,17 @@ def sorted_for_output(df: Any, table: Table) -> Any:
             & (pl.col(keys[0]).null_count().is_in([0, df.height]))).item():
         keys = keys[1:]
     if not keys:
-        return df
+        return None
     lead = []
     for k in keys:
         if not _is_numeric(df, k):
             break
         lead.append(k)
     if not lead or len(lead) == len(keys):
-        return _stable_sort(df, keys)
+        lead = keys
     order = _stable_sort(df.select(*lead).with_row_index("row"), lead)
+    if lead is keys:
+        return order["row"]
     same_as_previous = pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in lead)
     tied = order.select(same_as_previous | same_as_previous.shift(-1).fill_null(False)
                         ).to_series()
@@ -218,7 +225,7 @@ def sorted_for_output(df: Any, table: Table) -> Any:
         at = tied.arg_true()
         ties = _stable_sort(df.select(keys).with_row_index("row")[rows.gather(at)], keys)
         rows = rows.clone().scatter(at, ties["row"])
-    return df[rows]
+    return rows
 
 
 def describe(tables: Iterable[Table] | None = None) -> str:

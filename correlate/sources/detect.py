@@ -43,9 +43,12 @@ def detect(path: Path) -> str:
                      f"{expected}")
 
 
-def load(path: Path, fmt: str | None = None, mapper: Mapper = local_map) -> RunFrames:
-    """Frames of the folder; ``mapper`` reads its Darshan logs (one task per log)."""
+def load(path: Path, fmt: str | None = None, mapper: Mapper = local_map, *,
+         lazy: bool = False) -> RunFrames:
+    """Frames of the folder; ``mapper`` reads its Darshan logs (one task per log). With
+    ``lazy`` the tables an adapter can leave on disk stay LazyFrames (see ``RunFrames``)."""
     fmt = fmt or detect(path)
     if fmt not in FORMATS:
         raise InputError(path, f"unknown format {fmt!r}; expected one of {sorted(FORMATS)}")
-    return _adapter(fmt).load(path, mapper=mapper)
+    frames = _adapter(fmt).load(path, mapper=mapper)
+    return frames if lazy else frames.collected()

@@ -5,6 +5,11 @@ Adapters (``run_folder``, ``mofka_csv``, ``miniapp``) each expose
 the same name in ``correlate.schema`` (empty when the source has no such data); ``facts`` holds
 run-level facts for reports (command, versions, hosts, …) and ``warnings`` the data-quality
 messages found while reading. Records an adapter could not use are rows of ``rejects``.
+
+The run-folder adapter leaves its two largest tables (``transitions``, ``func_stats``) as
+LazyFrames (scans of the parts on disk, read when needed) so that the engine never holds them
+for the whole run; ``collected()`` (what ``detect.load`` returns unless asked for ``lazy``) makes
+every table a DataFrame, and ``table(name)`` reads one.
 """
 
 from __future__ import annotations
@@ -29,12 +34,12 @@ def _empty(name: str) -> Any:
 class RunFrames:
     processes: pl.DataFrame = _empty("processes")
     executions: pl.DataFrame = _empty("executions")
-    transitions: pl.DataFrame = _empty("transitions")
+    transitions: pl.DataFrame | pl.LazyFrame = _empty("transitions")
     startstops: pl.DataFrame = _empty("startstops")
     transfers: pl.DataFrame = _empty("transfers")
     transfer_keys: pl.DataFrame = _empty("transfer_keys")
     dependencies: pl.DataFrame = _empty("dependencies")
-    func_stats: pl.DataFrame = _empty("func_stats")
+    func_stats: pl.DataFrame | pl.LazyFrame = _empty("func_stats")
     clock_samples: pl.DataFrame = _empty("clock_samples")
     clock_markers: pl.DataFrame = _empty("clock_markers")
     io_segments: pl.DataFrame = _empty("io_segments")
@@ -51,9 +56,21 @@ class RunFrames:
         return tuple(f.name for f in fields(cls) if f.name in TABLES)
 
     def conformed(self, *, path: str = "<frames>") -> RunFrames:
-        """Every table cast to its declared schema (missing nullable columns added)."""
+        """Every table cast to its declared schema (missing nullable columns added); lazy
+        tables stay lazy."""
         return replace(self, **{n: conform(getattr(self, n), TABLES[n], path=f"{path}:{n}")
                                 for n in self.table_names()})
+
+    def table(self, name: str) -> pl.DataFrame:
+        """Table ``name`` as a DataFrame (a lazy one is read now, and not kept)."""
+        df = getattr(self, name)
+        return df.collect() if isinstance(df, pl.LazyFrame) else df
+
+    def collected(self) -> RunFrames:
+        """The same frames with every lazy table read."""
+        lazy = {n: self.table(n) for n in self.table_names()
+                if isinstance(getattr(self, n), pl.LazyFrame)}
+        return replace(self, **lazy) if lazy else self
 
 
 def make_rejects(rows: list[tuple[str, str | None, str, int]]) -> pl.DataFrame:

@@ -4,6 +4,9 @@ Layout: ``manifest.json``; ``procs/<role>-<host>-<pid>/{proc.json, closed.json,
 <table>/part-*.parquet}`` (tables in ``correlate.schema.run``); ``darshan/*.darshan``.
 A newer format version is refused with one sentence; a process without ``closed.json`` did not
 shut down cleanly (its earlier parts are still used, and it is reported).
+
+The transitions and profile rows (``LAZY_TABLES``, the largest by far) are returned as lazy scans
+of their parts: the engine reads them when it needs them and lets them go after.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from correlate.partitions import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames, make_rejects
+
+#: raw tables read lazily (a million executions: 11M transitions, 5M profile rows)
+LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
 
 
 def looks_like(path: Path) -> bool:
@@ -41,7 +47,7 @@ class _Reader:
         self.warnings: list[str] = []
 
     def table(self, proc_dir: Path, name: str) -> pl.DataFrame:
-        parts = sorted((proc_dir / name).glob("*.parquet")) if (proc_dir / name).is_dir() else []
+        parts = _parts(proc_dir, name)
         if len(parts) > 1:
             try:  # all parts at once (read in parallel); part by part when any is unreadable
                 whole = pl.read_parquet(parts, missing_columns="insert")
@@ -57,6 +63,23 @@ class _Reader:
         if not frames:
             return TABLES[name].empty()
         return conform(pl.concat(frames, how="diagonal_relaxed"), TABLES[name], path=str(proc_dir))
+
+    def scan(self, proc_dir: Path, name: str) -> pl.LazyFrame:
+        """The table's parts as one lazy scan; a part whose footer cannot be read is a reject
+        now, not an error when the scan is read."""
+        scans = []
+        for part in _parts(proc_dir, name):
+            try:
+                pl.read_parquet_schema(part)
+            except Exception as err:  # noqa: BLE001 - any unreadable part is a reject
+                self.rejects.append(("run-folder", str(part), f"unreadable part: {err}", 1))
+                continue
+            scans.append(conform(pl.scan_parquet(part), TABLES[name], path=str(part)))
+        return pl.concat(scans) if scans else TABLES[name].empty().lazy()
+
+
+def _parts(proc_dir: Path, name: str) -> list[Path]:
+    return sorted((proc_dir / name).glob("*.parquet")) if (proc_dir / name).is_dir() else []
 
 
 def _procs(run_dir: Path) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
@@ -99,11 +122,15 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "closed_cleanly": closed is not None, "match": "pid"})
         _quality(d, info, closed, reader)
         for t in raw.RUN_TABLES:
+            if t.name in LAZY_TABLES:
+                if _parts(d, t.name):
+                    per_table[t.name].append(_with_proc(reader.scan(d, t.name), info))
+                continue
             df = reader.table(d, t.name)
             if df.height:
                 per_table[t.name].append(_with_proc(df, info))
-    tables = {n: pl.concat(v, how="diagonal_relaxed") if v else None
-              for n, v in per_table.items()}
+    tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None
+                              for n, v in per_table.items()}
     io = darshan_logs.load([run_dir / "darshan"], mapper) if (run_dir / "darshan").is_dir() else None
     frames = _canonical(tables, processes, io, reader)
     facts = _facts(manifest, processes)
@@ -138,11 +165,15 @@ def _empty_or(df: pl.DataFrame | None, name: str) -> pl.DataFrame:
     return TABLES[name].empty() if df is None else df
 
 
-def _canonical(t: dict[str, pl.DataFrame | None], processes: list[dict[str, Any]],
-               io: darshan_logs.DarshanFrames | None, reader: _Reader) -> dict[str, pl.DataFrame]:
-    sched = _empty_or(t["scheduler_transitions"], "scheduler_transitions")
+def _lazy_or(lf: pl.LazyFrame | None, name: str) -> pl.LazyFrame:
+    return TABLES[name].empty().lazy() if lf is None else lf
+
+
+def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
+               io: darshan_logs.DarshanFrames | None, reader: _Reader) -> dict[str, Any]:
+    sched = _lazy_or(t["scheduler_transitions"], "scheduler_transitions")
     names = (sched.select("key", "prefix", "group").filter(pl.col("prefix").is_not_null())
-             .unique("key", keep="first"))
+             .unique("key", keep="first", maintain_order=True).collect())
     ex = _empty_or(t["task_executions"], "task_executions")
     if "worker" not in ex.columns:
         ex = ex.with_columns(host=pl.lit(None, pl.String), pid=pl.lit(None, pl.Int64),
@@ -153,12 +184,9 @@ def _canonical(t: dict[str, pl.DataFrame | None], processes: list[dict[str, Any]
     transfers, transfer_keys = _transfers(t["worker_transfers"], t["worker_transfer_keys"])
     deps = _empty_or(t["task_dependencies"], "task_dependencies")
     deps = deps.filter(pl.col("depends_on").is_not_null()).unique(["key", "depends_on"])
-    funcs = (t["worker_func_stats"] if t["worker_func_stats"] is not None
-             else TABLES["worker_func_stats"].empty())
+    funcs = _lazy_or(t["worker_func_stats"], "worker_func_stats")
     funcs = funcs.with_columns(execution_seq=pl.when(pl.col("execution_seq") > 0)
                                .then(pl.col("execution_seq")))
-    if "host" not in funcs.columns:
-        funcs = funcs.with_columns(host=pl.lit(None, pl.String), pid=pl.lit(None, pl.Int64))
     out = {
         "processes": _processes(processes, io),
         "executions": executions,
@@ -176,7 +204,7 @@ def _canonical(t: dict[str, pl.DataFrame | None], processes: list[dict[str, Any]
     return {name: conform(df, TABLES[name], path=name) for name, df in out.items()}
 
 
-def _transitions(sched: pl.DataFrame, worker: pl.DataFrame | None) -> pl.DataFrame:
+def _transitions(sched: pl.LazyFrame, worker: pl.LazyFrame | None) -> pl.LazyFrame:
     s = sched.with_columns(side=pl.lit("scheduler"))
     parts = [conform(s, TABLES["transitions"])]
     if worker is not None:

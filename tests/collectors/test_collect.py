@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from correlate.sources.run_folder import load
+from correlate.sources.detect import load
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.cluster
