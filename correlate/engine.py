@@ -96,8 +96,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     frames = frames.conformed()
     ex = number_executions(frames.executions)
     worker_clocks = align.worker_offsets(frames.clock_samples)
-    parts = attribute_all(frames.io_segments, ex, frames.clock_markers, worker_clocks,
-                          frames.processes, sink, mapper)
+    parts = attribute_all(frames.io_segments, frames.darshan_logs, ex, frames.clock_markers,
+                          worker_clocks, frames.processes, sink, mapper)
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(ex, clocks)

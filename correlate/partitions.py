@@ -24,6 +24,7 @@ import polars as pl
 
 from correlate import align, attribute
 from correlate.schema import conform, sorted_for_output
+from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
 from correlate.schema.outputs import SEGMENTS
 from correlate.sinks import TableSink
 
@@ -38,14 +39,29 @@ def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
 
 @dataclass(frozen=True)
 class Partition:
-    """One process's raw DXT segments (with ``seg_id``), its executions (with ``execution_id``,
-    on the process's local clock) and its clock markers."""
+    """One process's raw DXT segments (with ``seg_id``), or the Darshan logs to read them from
+    (each with the ``seg_id`` of its first segment), its executions (with ``execution_id``, on
+    the process's local clock) and its clock markers."""
 
     host: str | None
     pid: int | None
-    segments: pl.DataFrame
+    segments: pl.DataFrame | None
     executions: pl.DataFrame
     markers: pl.DataFrame
+    logs: tuple[tuple[str, int], ...] = ()
+
+    def raw_segments(self) -> pl.DataFrame:
+        if self.segments is not None:
+            return self.segments
+        from correlate.sources import darshan_logs  # it imports this module's Mapper
+
+        return pl.concat([_numbered(darshan_logs.read_segments(log), first)
+                          for log, first in self.logs])
+
+
+def _numbered(segments: pl.DataFrame, first: int = 0) -> pl.DataFrame:
+    return segments.with_row_index("seg_id", offset=first).with_columns(
+        pl.col("seg_id").cast(pl.Int64))
 
 
 def _runs(df: pl.DataFrame) -> list[tuple[tuple[Any, Any], int, int]] | None:
@@ -79,16 +95,41 @@ def by_process(df: pl.DataFrame) -> dict[tuple[Any, Any], pl.DataFrame]:
     return {k: df.slice(o, n) for k, o, n in runs}  # zero-copy slices
 
 
-def split(segments: pl.DataFrame, executions: pl.DataFrame,
+def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions: pl.DataFrame,
           markers: pl.DataFrame) -> list[Partition]:
     """One partition per (host, pid) that has segments, in (host, pid) order, with the
-    executions and clock markers of that process."""
+    executions and clock markers of that process. Segments still in their Darshan logs (a
+    LazyFrame) are read inside each partition, from that process's logs."""
     ex = executions.partition_by("host", "pid", as_dict=True)
     mk = markers.partition_by("host", "pid", as_dict=True)
-    parts = [Partition(h, p, seg, ex.get((h, p), executions.clear()), mk.get((h, p),
-                                                                          markers.clear()))
-             for (h, p), seg in by_process(segments).items()]
+    if isinstance(segments, pl.LazyFrame):
+        per_log = _logs_by_process(logs)
+        if per_log is None:
+            segments = segments.collect()
+        else:
+            parts = [Partition(h, p, None, ex.get((h, p), executions.clear()),
+                               mk.get((h, p), markers.clear()), logs=own)
+                     for (h, p), own in per_log.items()]
+    if isinstance(segments, pl.DataFrame):
+        parts = [Partition(h, p, seg, ex.get((h, p), executions.clear()),
+                           mk.get((h, p), markers.clear()))
+                 for (h, p), seg in by_process(_numbered(segments)).items()]
     return sorted(parts, key=lambda q: process_order((q.host, q.pid)))
+
+
+def _logs_by_process(logs: pl.DataFrame) -> dict[tuple[Any, Any], tuple[tuple[str, int], ...]]:
+    """(host, pid) → its logs with segments, each with the ``seg_id`` of its first segment
+    (segments are numbered in log order, as ``darshan_logs.load`` reads them); None when a log
+    with segments has no single host (its segments must be split by their own host column)."""
+    first = pl.col("segment_count").cum_sum() - pl.col("segment_count")
+    rows = (logs.with_columns(first=first).filter(pl.col("segment_count") > 0)
+            .select(pl.col("log").cast(pl.String), "host", "pid", "first"))
+    if rows.get_column("host").null_count():
+        return None
+    out: dict[tuple[Any, Any], tuple[tuple[str, int], ...]] = {}
+    for log, host, pid, at in rows.iter_rows():
+        out[(host, pid)] = (*out.get((host, pid), ()), (log, at))
+    return out
 
 
 def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:
@@ -118,11 +159,13 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
                         ) -> dict[str, pl.DataFrame]:
     """Align one process's Darshan clock (markers, else containment) and attribute its
     segments; the partial output tables of that process."""
-    darshan = align.darshan_offsets(part.segments, part.markers)
+    raw = part.raw_segments()
+    darshan = align.darshan_offsets(raw, part.markers)
     if darshan.is_empty():
-        darshan = align.containment_offsets(part.segments, part.executions, darshan)
-    segments = align.align_segments(part.segments.with_columns(pl.col("op").cast(pl.String)),
+        darshan = align.containment_offsets(raw, part.executions, darshan)
+    segments = align.align_segments(raw.with_columns(pl.col("op").cast(pl.String)),
                                     pl.concat([worker_clocks, darshan]))
+    del raw
     ex = align.align_executions(part.executions, worker_clocks)
     att = attribute.io_to_executions(segments, ex)
     out = _segments_table(att)
@@ -136,17 +179,17 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     }
 
 
-def attribute_all(segments: pl.DataFrame, executions: pl.DataFrame, markers: pl.DataFrame,
-                  worker_clocks: pl.DataFrame, processes: pl.DataFrame, sink: TableSink,
-                  mapper: Mapper = local_map) -> dict[str, pl.DataFrame]:
+def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
+                  executions: pl.DataFrame, markers: pl.DataFrame, worker_clocks: pl.DataFrame,
+                  processes: pl.DataFrame, sink: TableSink, mapper: Mapper = local_map
+                  ) -> dict[str, pl.DataFrame]:
     """Attribute every partition through ``mapper``: each partition's ``segments`` goes to
     ``sink`` as it arrives, in (host, pid) order (so the whole stays sorted); the other partial
-    tables are concatenated and returned."""
-    parts = split(segments.with_row_index("seg_id").with_columns(pl.col("seg_id")
-                                                                 .cast(pl.Int64)),
-                  executions, markers)
+    tables are concatenated and returned. ``logs`` (``darshan_logs``) says where segments
+    still in their logs (a LazyFrame) are read from."""
+    parts = split(segments, logs, executions, markers)
     if not parts:
-        parts = [Partition(None, None, segments.with_row_index("seg_id"), executions, markers)]
+        parts = [Partition(None, None, _numbered(SEGMENTS_IN.empty()), executions, markers)]
     marker_paths = markers.get_column("path").unique().to_list()
     fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
                  marker_paths=marker_paths)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         frames = load(run_dir, None if args.format == "auto" else args.format, mapper,
                       lazy=True)
         status.update(f"correlating {frames.executions.height:,} executions, "
-                      f"{frames.io_segments.height:,} I/O segments")
+                      f"{frames.darshan_logs['segment_count'].sum():,} I/O segments")
         result = correlate_to(frames, out, mapper)
         tasks = result.tables["tasks"]["key"].n_unique()
         lifecycles = out / "task_lifecycles.jsonl"

@@ -18,10 +18,12 @@ import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+from polars.io.plugins import register_io_source
 
 from correlate.errors import InputError
 from correlate.partitions import Mapper, local_map
@@ -43,7 +45,7 @@ NS = 1_000_000_000
 @dataclass(frozen=True)
 class DarshanFrames:
     darshan_logs: pl.DataFrame
-    io_segments: pl.DataFrame
+    io_segments: pl.DataFrame | pl.LazyFrame
     io_file_counters: pl.DataFrame
     #: (file, problem) for logs that could not be read at all or only in part
     problems: tuple[tuple[str, str], ...] = field(default=())
@@ -87,11 +89,13 @@ def _pid_from_name(path: Path, jobid: int) -> int:
 
 @dataclass
 class _Log:
-    """Everything decoded from one log (internal)."""
+    """Everything decoded from one log (internal); ``traced`` has the DXT segments per
+    (module, record_id, host) whether or not the segments themselves were decoded."""
 
     row: dict
     segments: pl.DataFrame | None = None
     counters: list[pl.DataFrame] = field(default_factory=list)
+    traced: list[pl.DataFrame] = field(default_factory=list)
 
 
 def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
@@ -145,8 +149,13 @@ def _counter_frame(buf: bytes, module: str, version: int, names: dict[int, str],
     return pl.DataFrame(data).with_columns(log=pl.lit(log))
 
 
+def _traced(recs: L.DxtRecords, module: str) -> pl.DataFrame:
+    return pl.DataFrame({"module": [module] * len(recs.record_id), "record_id": recs.record_id,
+                         "host": recs.hostname, "traced": recs.write_count + recs.read_count})
+
+
 def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
-                    start_ns: int, log: str) -> None:
+                    start_ns: int, log: str, with_segments: bool) -> None:
     failed, present, segments = [], [], []
     for mod_id, (off, length) in enumerate(hdr.mod_map):
         if not length:
@@ -158,10 +167,12 @@ def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log,
         try:
             region = _region(buf, off, length, hdr.comp_type)
             if name.startswith("DXT_"):
-                recs = L.split_dxt(region, hdr.mod_ver[mod_id])
+                recs = L.split_dxt(region, hdr.mod_ver[mod_id], with_segments)
                 del region  # the segments are a copy without record headers
                 out.row["dxt_layout"] = recs.layout
-                segments.append(_dxt_frame(recs, name, names, pid, start_ns, log))
+                out.traced.append(_traced(recs, name))
+                if with_segments:
+                    segments.append(_dxt_frame(recs, name, names, pid, start_ns, log))
             else:
                 out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id], names,
                                                    pid, log))
@@ -178,8 +189,9 @@ def _job_region_end(hdr: L.Header, buf: bytes) -> int:
     return min(starts) if starts else len(buf)
 
 
-def read_log(path: Path) -> _Log:
-    """Decode one log; raises InputError when it is not a readable Darshan log at all."""
+def read_log(path: Path, segments: bool = True) -> _Log:
+    """Decode one log (without ``segments``, all but the DXT segments themselves); raises
+    InputError when it is not a readable Darshan log at all."""
     try:
         with path.open("rb") as fh:
             buf = (mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if path.stat().st_size
@@ -205,27 +217,28 @@ def read_log(path: Path) -> _Log:
     except ValueError as err:
         names = {}
         out.row["modules_failed"] = [f"name records: {err}"]
-    _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log)
+    _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log, segments)
     if hdr.name_map[1] and not names:
         out.row["modules_failed"] = ["name records: none decoded",
                                      *out.row.get("modules_failed", [])]
     present = {L.MODULE_IDS.get(m, -1) for m in out.row["modules"]}
     out.row["partial"] |= any(hdr.partial_flag & (1 << i) for i in present if i >= 0)
-    out.row["segment_count"] = 0 if out.segments is None else out.segments.height
-    out.row["dxt_untraced_ops"] = _untraced_ops(out)
-    hosts = [] if out.segments is None else out.segments["host"].drop_nulls().unique().to_list()
+    traced = pl.concat(out.traced).filter(pl.col("traced") > 0) if out.traced else None
+    out.row["segment_count"] = 0 if traced is None else int(traced["traced"].sum())
+    out.row["dxt_untraced_ops"] = _untraced_ops(out, traced)
+    hosts = [] if traced is None else traced["host"].unique().to_list()
     out.row["host"] = hosts[0] if len(hosts) == 1 else None
     return out
 
 
-def _untraced_ops(out: _Log) -> int | None:
+def _untraced_ops(out: _Log, traced: pl.DataFrame | None) -> int | None:
     """POSIX read+write calls per file minus the DXT_POSIX segments of that file (DXT stops
     recording silently when its trace memory is full)."""
     posix = [c for c in out.counters if c["module"][0] == "POSIX"] if out.counters else []
-    if out.segments is None or not posix:
+    if traced is None or not posix:
         return None
-    dxt = (out.segments.filter(pl.col("module") == "DXT_POSIX").group_by("record_id")
-           .agg(traced=pl.len()))
+    dxt = (traced.filter(pl.col("module") == "DXT_POSIX").group_by("record_id")
+           .agg(pl.col("traced").sum()))
     ops = pl.concat(posix).group_by("record_id").agg(
         ops=(pl.col("read_ops") + pl.col("write_ops")).sum())
     missing = ops.join(dxt, on="record_id", how="left").select(
@@ -245,18 +258,34 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def _read_or_problem(path: Path) -> _Log | tuple[str, str]:
+def _read_or_problem(path: Path, segments: bool = True) -> _Log | tuple[str, str]:
     try:
-        return read_log(path)
+        return read_log(path, segments)
     except InputError as err:
         return (str(path), err.problem)
 
 
-def load(paths: Iterable[Path | str], mapper: Mapper = local_map) -> DarshanFrames:
+def read_segments(log: str) -> pl.DataFrame:
+    """The DXT segments of one log, as ``load`` returns them."""
+    got = read_log(Path(log)).segments
+    return IO_SEGMENTS.empty() if got is None else conform(got, IO_SEGMENTS)
+
+
+def scan_segments(logs: pl.DataFrame) -> pl.LazyFrame:
+    """``io_segments`` of these ``darshan_logs`` rows as a LazyFrame: read when collected."""
+    paths = logs.filter(pl.col("segment_count") > 0).get_column("log").cast(pl.String).to_list()
+    return register_io_source(lambda *_: (read_segments(p) for p in paths),
+                              schema=IO_SEGMENTS.polars_schema())
+
+
+def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
+         segments: bool = True) -> DarshanFrames:
     """Read many logs (files or folders), each through ``mapper`` (in this process, or as Dask
-    tasks); one bad log is a problem entry, never an exception."""
+    tasks); one bad log is a problem entry, never an exception. Without ``segments`` the DXT
+    segments are left in the logs: ``io_segments`` is then ``scan_segments`` of them."""
     rows, segs, counters, problems = [], [], [], []
-    for got in mapper(_read_or_problem, expand_paths(Path(p) for p in paths)):
+    read = _read_or_problem if segments else partial(_read_or_problem, segments=False)
+    for got in mapper(read, expand_paths(Path(p) for p in paths)):
         if isinstance(got, tuple):
             problems.append(got)
             continue
@@ -268,14 +297,13 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map) -> DarshanFram
                              "POSIX read/write calls were not traced (Darshan's DXT memory was "
                              "full; build darshan-runtime --with-mod-mem=MiB)"))
         if got.segments is not None:
-            host = got.row["host"]
             segs.append(got.segments)
-            counters += [c.with_columns(host=pl.lit(host, pl.String)) for c in got.counters]
-        else:
-            counters += [c.with_columns(host=pl.lit(None, pl.String)) for c in got.counters]
+        host = got.row["host"] if got.traced else None
+        counters += [c.with_columns(host=pl.lit(host, pl.String)) for c in got.counters]
     logs = (conform(pl.DataFrame(rows, infer_schema_length=None), DARSHAN_LOGS) if rows
             else DARSHAN_LOGS.empty())
-    seg = conform(pl.concat(segs), IO_SEGMENTS) if segs else IO_SEGMENTS.empty()
+    seg = (scan_segments(logs) if not segments
+           else conform(pl.concat(segs), IO_SEGMENTS) if segs else IO_SEGMENTS.empty())
     cnt = (conform(pl.concat(counters, how="diagonal"), IO_FILE_COUNTERS) if counters
            else IO_FILE_COUNTERS.empty())
     return DarshanFrames(logs, seg, cnt, tuple(problems))

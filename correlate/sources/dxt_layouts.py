@@ -143,8 +143,9 @@ def _looks_modified(buf: bytes, recs: list[tuple[int, int, int, bytes, int, int]
     return True
 
 
-def split_dxt(buf: bytes, module_version: int) -> DxtRecords:
-    """Find the segment layout by exact consumption and split headers from segments."""
+def split_dxt(buf: bytes, module_version: int, segments: bool = True) -> DxtRecords:
+    """Find the segment layout by exact consumption and split headers from segments (without
+    ``segments``, the record headers only: ``segments`` is then empty)."""
     order = list(SEGMENT_LAYOUTS)
     if module_version <= 1:
         order = ["modified-96", "v1-32", "v2-40"]
@@ -155,7 +156,7 @@ def split_dxt(buf: bytes, module_version: int) -> DxtRecords:
             continue
         mv = memoryview(buf)
         seg_bytes = b"".join(mv[p + DXT_HEADER.size:p + DXT_HEADER.size + (w + r) * dtype.itemsize]
-                             for p, _i, _k, _h, w, r in recs)
+                             for p, _i, _k, _h, w, r in recs) if segments else b""
         return DxtRecords(
             layout=layout,
             record_id=np.array([r[1] for r in recs], dtype=np.uint64),

@@ -6,9 +6,10 @@ the same name in ``correlate.schema`` (empty when the source has no such data); 
 run-level facts for reports (command, versions, hosts, …) and ``warnings`` the data-quality
 messages found while reading. Records an adapter could not use are rows of ``rejects``.
 
-The run-folder adapter leaves its two largest tables (``transitions``, ``func_stats``) as
-LazyFrames (scans of the parts on disk, read when needed) so that the engine never holds them
-for the whole run; ``collected()`` (what ``detect.load`` returns unless asked for ``lazy``) makes
+The run-folder adapter leaves its largest tables as LazyFrames, read when needed: ``transitions``
+and ``func_stats`` (scans of the parts on disk) and ``io_segments`` (read from the Darshan logs,
+each process's inside its attribution partition), so that the engine never holds them for the
+whole run; ``collected()`` (what ``detect.load`` returns unless asked for ``lazy``) makes
 every table a DataFrame, and ``table(name)`` reads one.
 """
 
@@ -42,7 +43,7 @@ class RunFrames:
     func_stats: pl.DataFrame | pl.LazyFrame = _empty("func_stats")
     clock_samples: pl.DataFrame = _empty("clock_samples")
     clock_markers: pl.DataFrame = _empty("clock_markers")
-    io_segments: pl.DataFrame = _empty("io_segments")
+    io_segments: pl.DataFrame | pl.LazyFrame = _empty("io_segments")
     io_file_counters: pl.DataFrame = _empty("io_file_counters")
     darshan_logs: pl.DataFrame = _empty("darshan_logs")
     rejects: pl.DataFrame = _empty("rejects")

@@ -131,7 +131,8 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                 per_table[t.name].append(_with_proc(df, info))
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None
                               for n, v in per_table.items()}
-    io = darshan_logs.load([run_dir / "darshan"], mapper) if (run_dir / "darshan").is_dir() else None
+    io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False)
+          if (run_dir / "darshan").is_dir() else None)
     frames = _canonical(tables, processes, io, reader)
     facts = _facts(manifest, processes)
     return RunFrames(**frames, source_format="run-folder", facts=facts,
