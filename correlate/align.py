@@ -166,17 +166,19 @@ def _host_offsets(clocks: pl.DataFrame) -> pl.DataFrame:
 
 def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     """Per row of ``df`` (same order): ``d_off`` (its process's Darshan offset, 0 if none) and
-    ``w_off`` (its worker offset, else its host's median, else 0). Joined on the (host, pid)
-    columns alone: joining the whole frame would copy every column of it."""
-    off = (df.select("host", "pid")
-           .join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"], how="left",
-                 nulls_equal=True, maintain_order="left")
+    ``w_off`` (its worker offset, else its host's median, else 0). Looked up once per run of
+    rows of one process (rows come grouped by process) and repeated: joining the whole frame
+    would copy every column of it, joining its (host, pid) columns would copy those."""
+    runs = df.select(run=pl.struct("host", "pid").rle()).unnest("run").unnest("value")
+    off = (runs.join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"], how="left",
+                     nulls_equal=True, maintain_order="left")
            .join(_offsets(clocks, "worker", "w_off"), on=["host", "pid"], how="left",
                  nulls_equal=True, maintain_order="left")
            .join(_host_offsets(clocks), on="host", how="left", nulls_equal=True,
                  maintain_order="left"))
-    return off.select(d_off=pl.col("d_off").fill_null(0),
-                      w_off=pl.coalesce("w_off", "host_offset_ns", pl.lit(0, dtype=pl.Int64)))
+    per_run = off.select("len", d_off=pl.col("d_off").fill_null(0),
+                         w_off=pl.coalesce("w_off", "host_offset_ns", pl.lit(0, pl.Int64)))
+    return per_run.select(pl.col("d_off", "w_off").repeat_by("len")).explode("d_off", "w_off")
 
 
 def worker_shift(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.Series:

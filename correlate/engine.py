@@ -33,6 +33,11 @@ OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clock
                  "events")
 
 
+#: what events and waits read of the transitions (read once, let go after both)
+TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "worker", "host", "pid", "start", "finish",
+                      "stimulus_id"]
+
+
 @dataclass(frozen=True)
 class Correlated:
     tables: dict[str, pl.DataFrame]
@@ -102,7 +107,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(ex, clocks)
     sink.write_parts("task_functions", _functions_by_process(frames.table("func_stats"), ex))
-    transitions = frames.table("transitions")  # read once, for events and waits, then let go
+    transitions = frames.table("transitions", TRANSITION_COLUMNS)  # for events and waits
     _put_in_parts(sink, "events", _events_table(transitions, clocks))
     key_waits = _key_waits(transitions, frames.dependencies)
     del transitions

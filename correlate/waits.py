@@ -47,7 +47,8 @@ def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
 def external_arrivals(transitions: pl.DataFrame) -> pl.DataFrame:
     """Keys that went through a state Dask does not define (e.g. seed 003's ``deisa`` external
     tasks): key and the time (scheduler clock) they reached memory."""
-    sched = transitions.filter(pl.col("side").cast(pl.String) == "scheduler")
+    sched = transitions.select("key", "side", "start", "finish", "local_time_ns").filter(
+        pl.col("side").cast(pl.String) == "scheduler")
     unknown = sched.filter(~pl.col("start").is_in(list(SCHEDULER_STATES))
                            | ~pl.col("finish").is_in(list(SCHEDULER_STATES)))
     keys = unknown.select("key").unique()
