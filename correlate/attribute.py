@@ -55,14 +55,16 @@ def _exact(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
           .select("host", "pid", "thread_id", "execution_id",
                   w_start="local_start_ns", w_stop="local_stop_ns")
           .sort("w_start"))
-    left = seg.with_columns(mid=(pl.col("host_start_ns") + pl.col("host_stop_ns")) // 2).sort(
-        "mid")
-    joined = left.join_asof(ex, left_on="mid", right_on="w_start",
-                            by=["host", "pid", "thread_id"], strategy="backward",
-                            check_sortedness=False)
-    return joined.with_columns(
+    # sorted and joined on the key columns alone, then the segments gathered once in that order
+    mids = seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "host", "pid",
+                      "thread_id", mid=(pl.col("host_start_ns") + pl.col("host_stop_ns")) // 2
+                      ).sort("mid")
+    found = mids.join_asof(ex, left_on="mid", right_on="w_start",
+                           by=["host", "pid", "thread_id"], strategy="backward",
+                           check_sortedness=False)
+    return seg[found.get_column("row")].with_columns(found.select(
         execution_id=pl.when(pl.col("mid") <= pl.col("w_stop")).then(pl.col("execution_id"))
-    ).drop("mid", "w_start", "w_stop")
+    ).to_series())
 
 
 def _window_split(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:

@@ -157,8 +157,13 @@ def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop"
     if isinstance(df, pl.DataFrame) and extra == "drop":
         if df.height == 0:
             return table.empty()
-        if df.schema == table.polars_schema():  # a select would copy scalar/chunked columns
+        want = table.polars_schema()
+        if df.schema == want:
             return df
+        if all(df.schema.get(name) == dtype for name, dtype in want.items()):
+            # the columns as they are: a select would rechunk columns chunked differently
+            # (11M transitions read from 500 parts: a 1 GB copy)
+            return pl.DataFrame([df.get_column(name) for name in want])
     exprs = []
     for c in table.columns:
         if c.name in have:
@@ -192,14 +197,14 @@ def sorted_for_output(df: Any, table: Table) -> Any:
 def output_order(df: Any, table: Table) -> Any:
     """Row numbers of ``df`` in output order (None: already in it), the same order as
     ``df.sort(keys, maintain_order=True)``, faster: multi-column sorts that
-    include strings are slow (11M events: 15 s), so leading string keys with a single value
-    (host in a per-process part) are left out, rows are sorted by the leading numeric keys, and
+    include strings are slow (11M events: 15 s), so leading keys with a single value
+    (host and pid in a per-process part) are left out, rows are sorted by the leading numeric keys, and
     the string keys only break ties among the rows whose numeric keys are duplicated (usually
     few; found as equal neighbours once sorted, not by hashing)."""
     import polars as pl
 
     keys = [k for k in table.sort_by if k in df.columns]
-    while keys and not _is_numeric(df, keys[0]) and df.select(
+    while keys and df.select(
             (pl.col(keys[0]).min() == pl.col(keys[0]).max()).fill_null(True)
             & (pl.col(keys[0]).null_count().is_in([0, df.height]))).item():
         keys = keys[1:]
@@ -223,7 +228,9 @@ def output_order(df: Any, table: Table) -> Any:
         # the tied rows sit in runs of equal lead, runs in lead order: sorting them all by the
         # full keys and putting them back into the same positions orders each run
         at = tied.arg_true()
-        ties = _stable_sort(df.select(keys).with_row_index("row")[rows.gather(at)], keys)
+        tied_rows = rows.gather(at)
+        ties = _stable_sort(pl.DataFrame([tied_rows.alias("row"), *(
+            df.get_column(k).gather(tied_rows) for k in keys)]), keys)
         rows = rows.clone().scatter(at, ties["row"])
     return rows
 

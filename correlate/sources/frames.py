@@ -67,13 +67,20 @@ class RunFrames:
         and not kept."""
         df = getattr(self, name)
         df = df if columns is None else df.select(columns)
-        return df.collect() if isinstance(df, pl.LazyFrame) else df
+        return _contiguous(df.collect()) if isinstance(df, pl.LazyFrame) else df
 
     def collected(self) -> RunFrames:
         """The same frames with every lazy table read."""
         lazy = {n: self.table(n) for n in self.table_names()
                 if isinstance(getattr(self, n), pl.LazyFrame)}
         return replace(self, **lazy) if lazy else self
+
+
+def _contiguous(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with every column in one chunk, one column at a time (a frame read from hundreds
+    of parts has as many chunks, and polars copies all of it on the first select or gather
+    that needs them aligned)."""
+    return pl.DataFrame([df.drop_in_place(name).rechunk() for name in list(df.columns)])
 
 
 def make_rejects(rows: list[tuple[str, str | None, str, int]]) -> pl.DataFrame:
