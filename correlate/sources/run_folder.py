@@ -184,7 +184,8 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
     transitions = _transitions(sched, t["worker_transitions"])
     transfers, transfer_keys = _transfers(t["worker_transfers"], t["worker_transfer_keys"])
     deps = _empty_or(t["task_dependencies"], "task_dependencies")
-    deps = deps.filter(pl.col("depends_on").is_not_null()).unique(["key", "depends_on"])
+    deps = deps.filter(pl.col("depends_on").is_not_null()).unique(["key", "depends_on"],
+                                                                maintain_order=True)
     funcs = _lazy_or(t["worker_func_stats"], "worker_func_stats")
     funcs = funcs.with_columns(execution_seq=pl.when(pl.col("execution_seq") > 0)
                                .then(pl.col("execution_seq")))

@@ -205,3 +205,65 @@ def test_stock_logs_without_dxt_give_posix_and_stdio_counters():
     assert set(frames.io_file_counters["module"].cast(pl.String)) == {"POSIX", "STDIO"}
     assert frames.io_file_counters["read_bytes"].min() >= 0
     assert set(frames.darshan_logs["pid"]) == {9185, 9207}
+
+
+def three_logs(tmp_path):
+    """Genuine logs of two processes on one host; pid 100 wrote two logs (a and c)."""
+    for name, pid, seed in (("a", 100, 1), ("b", 200, 2), ("c", 100, 3)):
+        write_log(tmp_path / f"{name}_id{pid}-{pid}_1.darshan", known_segments(seed=seed),
+                  host="n1", pid=pid, start_ns=START_NS)
+    return tmp_path
+
+
+def test_segments_left_in_the_logs_read_back_the_same(tmp_path):
+    # GIVEN three logs read with their segments, and read leaving the segments in the logs
+    eager = darshan_logs.load([three_logs(tmp_path)])
+    lazy = darshan_logs.load([tmp_path], segments=False)
+    # THEN every log row, counter and problem is the same, and so are the segments once read
+    assert isinstance(lazy.io_segments, pl.LazyFrame)
+    assert lazy.darshan_logs.equals(eager.darshan_logs)
+    assert lazy.darshan_logs["segment_count"].to_list() == [150, 150, 150]
+    assert lazy.darshan_logs["host"].to_list() == ["n1"] * 3
+    assert lazy.io_file_counters.equals(eager.io_file_counters)
+    assert lazy.problems == eager.problems == ()
+    assert lazy.io_segments.collect().equals(eager.io_segments)
+
+
+def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp_path):
+    from correlate.engine import number_executions
+    from correlate.partitions import attribute_all, split
+    from correlate.schema import TABLES, conform
+    from correlate.sinks import MemorySink
+
+    # GIVEN the three logs and executions on both processes' threads, half a second each
+    eager = darshan_logs.load([three_logs(tmp_path)])
+    lazy = darshan_logs.load([tmp_path], segments=False)
+    windows = [(pid, tid, START_NS + k * 500_000_000) for pid in (100, 200)
+               for tid in (11, 22, 33) for k in range(10)]
+    ex = number_executions(conform(pl.DataFrame({
+        "key": [f"t-{pid}-{tid}-{s}" for pid, tid, s in windows],
+        "host": ["n1"] * len(windows), "pid": [p for p, _t, _s in windows],
+        "thread_id": pl.Series([t for _p, t, _s in windows], dtype=pl.UInt64),
+        "execution_seq": list(range(len(windows))),
+        "local_start_ns": [s for _p, _t, s in windows],
+        "local_stop_ns": [s + 499_999_999 for _p, _t, s in windows]}), TABLES["executions"]))
+    markers = TABLES["clock_markers"].empty()
+
+    # THEN pid 100's partition holds its two logs, numbered from where each starts in the run
+    parts = {p.pid: p for p in split(lazy.io_segments, lazy.darshan_logs, ex, markers)}
+    logs = [str(tmp_path / f"{n}_id{p}-{p}_1.darshan") for n, p in (("a", 100), ("c", 100))]
+    assert parts[100].logs == ((logs[0], 0), (logs[1], 300))
+    assert parts[100].raw_segments()["seg_id"].to_list() == [
+        *range(0, 150), *range(300, 450)]
+
+    # AND attribution from the logs equals attribution from segments read up front
+    results = []
+    for segments in (eager.io_segments, lazy.io_segments):
+        sink = MemorySink()
+        partial = attribute_all(segments, lazy.darshan_logs, ex, markers,
+                                TABLES["clocks"].empty(), TABLES["processes"].empty(), sink)
+        results.append({**partial, "segments": sink.tables["segments"]})
+    assert results[0]["segments"].height == 450
+    assert results[0]["task_files"]["ops"].sum() > 0
+    for name, df in results[0].items():  # the partial tables come in group-by order
+        assert df.sort(df.columns).equals(results[1][name].sort(df.columns)), name

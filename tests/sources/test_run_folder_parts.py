@@ -46,3 +46,27 @@ def test_an_unreadable_part_is_rejected_and_the_others_are_used(tmp_path):
     (reject,) = parts.rejects.iter_rows(named=True)
     assert reject["file"].endswith("part-000003.parquet") and reject["count"] == 1
     assert "unreadable part" in reject["reason"]
+
+
+def test_lazy_tables_read_the_same_as_loaded_up_front():
+    lazy, eager = load(SAMPLE, lazy=True), load(SAMPLE)
+    for name in ("transitions", "func_stats", "io_segments"):
+        assert isinstance(getattr(lazy, name), pl.LazyFrame), name
+        assert isinstance(getattr(eager, name), pl.DataFrame), name
+    read = lazy.collected()
+    for name in read.table_names():
+        assert getattr(read, name).equals(getattr(eager, name)), name
+    assert eager.transitions.height > 0 and eager.io_segments.height > 0
+    assert read.rejects.is_empty()
+
+
+def test_an_unreadable_part_of_a_lazy_table_is_rejected_when_loading(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    folder = next((run / "procs").glob("worker-*")) / "worker_transitions"
+    (folder / "part-999999.parquet").write_bytes(b"PAR1 not really")
+    whole, frames = load(SAMPLE), load(run, lazy=True)
+    (reject,) = frames.rejects.iter_rows(named=True)  # known before anything is read
+    assert reject["file"].endswith("part-999999.parquet") and reject["count"] == 1
+    assert "unreadable part" in reject["reason"]
+    assert frames.table("transitions").equals(whole.transitions)

@@ -28,8 +28,11 @@ def test_sorted_for_output_equals_a_full_sort_with_ties_broken_by_strings():
                              "thread_id": [rng.randrange(4) for _ in range(n)],
                              "start_ns": [rng.randrange(100) for _ in range(n)],
                              "seg_id": range(n)})
-    expected = segments.sort(TABLES["segments"].sort_by, maintain_order=True)
-    assert sorted_for_output(segments, TABLES["segments"]).equals(expected)
+    one_process = segments.with_columns(pid=pl.lit(7))  # constant leading keys are skipped
+    for frame in (segments, one_process, one_process.with_columns(
+            thread_id=pl.when(pl.col("seg_id") % 5 == 0).then(pl.col("thread_id")))):
+        expected = frame.sort(TABLES["segments"].sort_by, nulls_last=True, maintain_order=True)
+        assert sorted_for_output(frame, TABLES["segments"]).equals(expected)
     functions = pl.DataFrame({  # two numeric keys, then strings; few ties, some at the ends
         "execution_id": [rng.randrange(n) for _ in range(n)],
         "tsub_s": [rng.choice([0.5, 0.25, *[rng.random() for _ in range(5)]]) for _ in range(n)],
@@ -40,3 +43,32 @@ def test_sorted_for_output_equals_a_full_sort_with_ties_broken_by_strings():
     for frame in (functions, functions.head(1), functions.filter(pl.col("tsub_s") < 0.3)):
         expected = frame.sort(keys, nulls_last=True, maintain_order=True)
         assert sorted_for_output(frame, TABLES["task_functions"]).equals(expected)
+
+
+def test_conform_keeps_differently_chunked_columns_as_they_are():
+    """Columns read from many parts can be chunked at different rows; a select then copies
+    each into one chunk (11M transitions: 1 GB), so ``conform`` picks the declared columns of a
+    frame that already has their dtypes without one."""
+    import polars as pl
+
+    import correlate.schema.outputs  # noqa: F401
+    from correlate.schema import TABLES, conform
+
+    def chunked(name, n_parts, rows, value):
+        return pl.concat([pl.Series(name, [value(i)] * rows) for i in range(n_parts)],
+                         rechunk=False)
+
+    side = TABLES["events"].column("side").polars_dtype()
+    n = 12
+    df = pl.DataFrame([  # 12 rows, chunked at different rows
+        chunked("time_ns", 4, 3, int), chunked("key", 3, 4, str), chunked("start", 2, 6, str),
+        chunked("finish", 6, 2, str), chunked("extra", 12, 1, int),
+        pl.Series("side", ["worker"] * n, side), pl.Series("host", ["h"] * n),
+        pl.Series("worker", ["w"] * n), pl.Series("pid", [1] * n, pl.Int64),
+        pl.Series("stimulus_id", ["s"] * n)])
+    assert df.get_column("key").n_chunks() == 3
+    out = conform(df, TABLES["events"])
+    assert out.columns == list(TABLES["events"].names)
+    assert out.equals(df.select(TABLES["events"].names))
+    assert [out.get_column(c).n_chunks() for c in ("time_ns", "key", "start", "finish")] == [
+        4, 3, 2, 6]
