@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from correlate import process_rows
 from correlate.schema import TABLES, conform
 
 #: containment search: ± range, coarse and fine steps, segments sampled per process
@@ -166,19 +167,18 @@ def _host_offsets(clocks: pl.DataFrame) -> pl.DataFrame:
 
 def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     """Per row of ``df`` (same order): ``d_off`` (its process's Darshan offset, 0 if none) and
-    ``w_off`` (its worker offset, else its host's median, else 0). Looked up once per run of
-    rows of one process (rows come grouped by process) and repeated: joining the whole frame
-    would copy every column of it, joining its (host, pid) columns would copy those."""
-    runs = df.select(run=pl.struct("host", "pid").rle()).unnest("run").unnest("value")
-    off = (runs.join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"], how="left",
-                     nulls_equal=True, maintain_order="left")
+    ``w_off`` (its worker offset, else its host's median, else 0), looked up per run of rows of
+    one process (``process_rows``)."""
+    off = (process_rows.runs(df)
+           .join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"], how="left",
+                 nulls_equal=True, maintain_order="left")
            .join(_offsets(clocks, "worker", "w_off"), on=["host", "pid"], how="left",
                  nulls_equal=True, maintain_order="left")
            .join(_host_offsets(clocks), on="host", how="left", nulls_equal=True,
                  maintain_order="left"))
-    per_run = off.select("len", d_off=pl.col("d_off").fill_null(0),
-                         w_off=pl.coalesce("w_off", "host_offset_ns", pl.lit(0, pl.Int64)))
-    return per_run.select(pl.col("d_off", "w_off").repeat_by("len")).explode("d_off", "w_off")
+    per_run = off.with_columns(d_off=pl.col("d_off").fill_null(0),
+                               w_off=pl.coalesce("w_off", "host_offset_ns", pl.lit(0, pl.Int64)))
+    return process_rows.spread(per_run, ["d_off", "w_off"])
 
 
 def worker_shift(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.Series:

@@ -29,6 +29,10 @@ from correlate.schema.outputs import SEGMENTS
 from correlate.sinks import TableSink
 
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
+#: what attribution and the output tables use of a segment once its clock is known (every
+#: column is copied at each step of the attribution, so the others are left behind)
+SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset", "length",
+                   "local_start_ns", "local_stop_ns"]
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "methods", "segment_totals")
 
 
@@ -102,22 +106,21 @@ def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions:
     LazyFrame) are read inside each partition, from that process's logs."""
     ex = executions.partition_by("host", "pid", as_dict=True)
     mk = markers.partition_by("host", "pid", as_dict=True)
-    if isinstance(segments, pl.LazyFrame):
-        per_log = _logs_by_process(logs)
-        if per_log is None:
+    per_log = _logs_by_process(logs) if isinstance(segments, pl.LazyFrame) else None
+    if per_log is not None:
+        sources = {process: (None, own) for process, own in per_log.items()}
+    else:
+        if isinstance(segments, pl.LazyFrame):
             segments = segments.collect()
-        else:
-            parts = [Partition(h, p, None, ex.get((h, p), executions.clear()),
-                               mk.get((h, p), markers.clear()), logs=own)
-                     for (h, p), own in per_log.items()]
-    if isinstance(segments, pl.DataFrame):
-        parts = [Partition(h, p, seg, ex.get((h, p), executions.clear()),
-                           mk.get((h, p), markers.clear()))
-                 for (h, p), seg in by_process(_numbered(segments)).items()]
+        sources = {process: (seg, ()) for process, seg in by_process(_numbered(segments)).items()}
+    parts = [Partition(h, p, seg, ex.get((h, p), executions.clear()),
+                       mk.get((h, p), markers.clear()), logs=own)
+             for (h, p), (seg, own) in sources.items()]
     return sorted(parts, key=lambda q: process_order((q.host, q.pid)))
 
 
-def _logs_by_process(logs: pl.DataFrame) -> dict[tuple[Any, Any], tuple[tuple[str, int], ...]]:
+def _logs_by_process(logs: pl.DataFrame
+                     ) -> dict[tuple[Any, Any], tuple[tuple[str, int], ...]] | None:
     """(host, pid) → its logs with segments, each with the ``seg_id`` of its first segment
     (segments are numbered in log order, as ``darshan_logs.load`` reads them); None when a log
     with segments has no single host (its segments must be split by their own host column)."""
@@ -163,8 +166,8 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     darshan = align.darshan_offsets(raw, part.markers)
     if darshan.is_empty():
         darshan = align.containment_offsets(raw, part.executions, darshan)
-    segments = align.align_segments(raw.with_columns(pl.col("op").cast(pl.String)),
-                                    pl.concat([worker_clocks, darshan]))
+    segments = align.align_segments(raw.select(SEGMENT_COLUMNS).with_columns(
+        pl.col("op").cast(pl.String)), pl.concat([worker_clocks, darshan]))
     del raw
     ex = align.align_executions(part.executions, worker_clocks)
     att = attribute.io_to_executions(segments, ex)

@@ -255,6 +255,11 @@ def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp
     assert parts[100].logs == ((logs[0], 0), (logs[1], 300))
     assert parts[100].raw_segments()["seg_id"].to_list() == [
         *range(0, 150), *range(300, 450)]
+    # (a log whose segments name several hosts is split by the segments' own host column)
+    unsure = lazy.darshan_logs.with_columns(host=pl.when(pl.col("pid") == 200).then(pl.col("host")))
+    read_first = {p.pid: p for p in split(lazy.io_segments, unsure, ex, markers)}
+    assert read_first[100].logs == () and read_first[100].segments is not None
+    assert read_first[100].raw_segments().equals(parts[100].raw_segments())
 
     # AND attribution from the logs equals attribution from segments read up front
     results = []
