@@ -42,7 +42,7 @@ class IOAttribution:
     segments: pl.DataFrame
 
 
-def _process_methods(segments: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+def _process_methods(executions: pl.DataFrame) -> pl.DataFrame:
     """Per (host, pid) of the executions: whether they carry thread ids."""
     return executions.group_by("host", "pid").agg(
         exec_has_threads=pl.col("thread_id").is_not_null().any())
@@ -96,7 +96,7 @@ def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttr
     """Attribute aligned segments (with ``seg_id``) to executions (with ``execution_id``).
     Exact-thread segments (almost all, at scale) carry their execution as a column and never
     go through a join back; only window-split shares are grouped per segment."""
-    methods = _process_methods(segments, executions)
+    methods = _process_methods(executions)
     seg = segments.join(methods, on=["host", "pid"], how="left", nulls_equal=True).with_columns(
         attribution=pl.when(pl.col("exec_has_threads").is_null()).then(pl.lit("none"))
         .when(pl.col("exec_has_threads") & pl.col("thread_id").is_not_null())
