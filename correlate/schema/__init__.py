@@ -196,10 +196,10 @@ def sorted_for_output(df: Any, table: Table) -> Any:
 
 def output_order(df: Any, table: Table) -> Any:
     """Row numbers of ``df`` in output order (None: already in it), the same order as
-    ``df.sort(keys, maintain_order=True)``, faster: multi-column sorts that
-    include strings are slow (11M events: 15 s), so leading keys with a single value
-    (host and pid in a per-process part) are left out, rows are sorted by the leading numeric keys, and
-    the string keys only break ties among the rows whose numeric keys are duplicated (usually
+    ``df.sort(keys, maintain_order=True)``, faster: multi-column sorts that include strings are
+    slow (11M events: 15 s), so leading keys with a single value (host and pid in a
+    per-process part) are left out, rows are sorted by the leading numeric keys, and the
+    string keys only break ties among the rows whose numeric keys are duplicated (usually
     few; found as equal neighbours once sorted, not by hashing)."""
     import polars as pl
 
