@@ -70,6 +70,12 @@ def _read_bytes(truth: list[dict], prefix: str) -> float:
                      for op, _o, n, *_ in t["ops"] if op == "read"))
 
 
+def _read_time(truth: list[dict], prefix: str) -> float:
+    """Seconds the tasks of ``prefix`` spent inside their read calls, as they recorded them."""
+    return sum(b - a for t in truth if t["key"].startswith(prefix + "-")
+               for op, _o, _n, a, b in t["ops"] if op == "read")
+
+
 def _changed(md: str) -> list[str]:
     """The bullet lines of compare.md's "What changed" section."""
     section = md.split("## What changed\n\n", 1)[1].split("\n## ", 1)[0]
@@ -88,11 +94,14 @@ def test_the_two_injected_causes_rank_first_with_the_right_resource(compared):
     assert 0.7 * 8 * job.EXTRA_NAP_S < nap["wall_s_delta"] < 1.5 * 8 * job.EXTRA_NAP_S
     assert abs(nap["cpu_s_delta"]) < 0.05 and nap["io_time_s_delta"] == 0
     assert nap["read_bytes_delta"] == 0 == nap["write_bytes_delta"]
-    # load: exactly twice the bytes read (those the tasks made), about twice the I/O time,
-    # and the I/O time carries the wall change
+    # load: exactly twice the bytes read (those the tasks made), exactly the I/O time the
+    # tasks spent in their reads (about twice as long: throttled storage, but each sleep
+    # overshoots by what the machine's load makes it), and the I/O time carries the wall change
     assert load["read_bytes_before"] == _read_bytes(truth_b, "load") == 8 * job.INPUT_BYTES
     assert load["read_bytes_after"] == _read_bytes(truth_a, "load") == 16 * job.INPUT_BYTES
-    assert 0.6 < load["io_time_s_rel"] < 1.6
+    assert load["io_time_s_before"] == pytest.approx(_read_time(truth_b, "load"), abs=1e-6)
+    assert load["io_time_s_after"] == pytest.approx(_read_time(truth_a, "load"), abs=1e-6)
+    assert load["io_time_s_rel"] > 0.6
     assert load["io_time_s_delta"] > 0.8 * load["wall_s_delta"] > 0
     assert abs(load["cpu_s_delta"]) < 0.2 * load["wall_s_delta"]
     # the plain-language lines: these two first, each blaming its own resource
