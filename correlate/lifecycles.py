@@ -182,9 +182,16 @@ def story(frames: RunFrames, key: str) -> dict[str, Any]:
     return json.loads(lines["line"][0])
 
 
+def with_transitions(frames: RunFrames) -> RunFrames:
+    """``frames`` with its transitions read if they were lazy: the only lazy table lifecycles
+    use (a run folder's DXT segments and profile rows stay unread)."""
+    return replace(frames, transitions=frames.table("transitions"))
+
+
 def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = 200_000) -> int:
     """Write ``task_lifecycles.jsonl`` (a chunk of keys at a time, so memory stays bounded on
     runs with millions of tasks); returns the number of tasks written."""
+    frames = with_transitions(frames)
     path.parent.mkdir(parents=True, exist_ok=True)
     ranges = _key_ranges(all_keys(frames), keys_per_chunk)
     written = 0

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(args.run_dir, "no such file or directory")
     out = args.out or (args.run_dir / "correlated" / "task_lifecycles.jsonl")
     with console().status(f"reading {args.run_dir}") as status:
-        frames = load(args.run_dir, args.format)
+        frames = load(args.run_dir, args.format, lazy=True)
         status.update(f"writing {out}")
         n = write_lifecycles(frames, out)
     console().print(f"{out}: {n:,} tasks")

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         tasks = result.tables["tasks"]["key"].n_unique()
         lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:
-            write_lifecycles(frames.collected(), lifecycles)
+            write_lifecycles(frames, lifecycles)
         else:
             lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
         reports = []

@@ -38,12 +38,12 @@ def _pick(keys: list[str], wanted: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from correlate.lifecycles import all_keys, story
+    from correlate.lifecycles import all_keys, story, with_transitions
     from correlate.sources.detect import load
 
     if not args.run_dir.exists():
         raise InputError(args.run_dir, "no such file or directory")
-    frames = load(args.run_dir, args.format)
+    frames = with_transitions(load(args.run_dir, args.format, lazy=True))
     key = _pick(all_keys(frames).to_list(), args.key)
     # the story is the command's output: stdout
     Console(soft_wrap=True).print(_table(story(frames, key)))
