@@ -1,21 +1,23 @@
-"""Per-process partitions of the I/O attribution, run one after another or as Dask tasks.
+"""Per-process partitions of the I/O attribution, run in this process or as Dask tasks.
 
 A DXT segment can only belong to an execution of its own (host, pid), and Darshan's clock is
 corrected per process, so neither alignment of the I/O nor attribution needs data from two
 processes at once: the run is cut into one partition per process that issued I/O (its segments,
-executions and clock markers), each partition is aligned and attributed on its own, and the
-partial tables are concatenated in (host, pid) order. ``seg_id`` and ``execution_id`` are numbered before the cut, and
-every output table is sorted afterwards, so the result is identical row for row whichever way the
-partitions run.
+or the Darshan logs to read them from, its executions and clock markers), each partition is
+aligned and attributed on its own, and the partial tables are concatenated in (host, pid)
+order. ``seg_id`` (the segment's row in the run's segment table, in log order) and
+``execution_id`` do not depend on the cut, and every output table is sorted afterwards, so the
+result is identical row for row whichever way the partitions run.
 
 A *mapper* runs a function over a list of items and yields the results in order: ``local_map``
-in this process (one partition at a time, each result handed on before the next starts, so the
-intermediates of only one are alive), or ``correlate.cluster``'s on a Dask cluster.
-"""
+in this process (two items at a time, in threads, so that at most three partitions' data are
+alive at once), or ``correlate.cluster``'s on a Dask cluster."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -37,7 +39,17 @@ PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "methods", "se
 
 
 def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
-    return (fn(item) for item in items)
+    """``fn`` over ``items`` in this process, in order, two at a time in threads (decoding a
+    Darshan log holds the GIL only part of the time; zlib and polars release it): at most two
+    results are computed or waiting while the caller uses the one before."""
+    with ThreadPoolExecutor(2) as pool:
+        pending: deque[Future[Any]] = deque()
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) == 2:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 
