@@ -32,6 +32,7 @@ from correlate.schema.outputs import TASK_FILES
 
 SEG_COLS = ["seg_id", "host", "pid", "thread_id", "host_start_ns", "host_stop_ns"]
 
+
 @dataclass(frozen=True)
 class IOAttribution:
     #: seg_id, execution_id, weight, attribution

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from correlate.errors import CorrelateError
-from correlate.partitions import Mapper, local_map
+from correlate.mappers import Mapper, local_map
 
 
 def _parse_local(spec: str) -> int | None:
@@ -61,9 +61,8 @@ def _dask_map(client: Any) -> Mapper:
             yield from local_map(fn, items)
             return
         futures = client.map(fn, list(items), pure=False)
-        for i, future in enumerate(futures):  # in order; each result leaves the cluster once read
+        for future in futures:  # in order; each result leaves the cluster once read
             yield future.result()
-            futures[i] = None
             future.release()
 
     return dask_map

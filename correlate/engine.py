@@ -23,7 +23,8 @@ import correlate.schema.canonical  # noqa: F401  (registers tables)
 import correlate.schema.darshan  # noqa: F401
 import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, waits
-from correlate.partitions import Mapper, attribute_all, by_process, local_map, process_order
+from correlate.mappers import Mapper, local_map
+from correlate.partitions import attribute_all, by_process, process_order
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, output_order, sorted_for_output
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sources.frames import RunFrames

@@ -9,15 +9,13 @@ order. ``seg_id`` (the segment's row in the run's segment table, in log order) a
 ``execution_id`` do not depend on the cut, and every output table is sorted afterwards, so the
 result is identical row for row whichever way the partitions run.
 
-A *mapper* runs a function over a list of items and yields the results in order: ``local_map``
-in this process (two items at a time, in threads, so that at most three partitions' data are
-alive at once), or ``correlate.cluster``'s on a Dask cluster."""
+Partitions run through a *mapper* (``correlate.mappers``): in this process two at a time, so
+that at most three partitions' data are alive at once, or as tasks on a Dask cluster.
+"""
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -25,32 +23,18 @@ from typing import Any
 import polars as pl
 
 from correlate import align, attribute
+from correlate.mappers import Mapper, local_map
 from correlate.schema import conform, sorted_for_output
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
 from correlate.schema.outputs import SEGMENTS
 from correlate.sinks import TableSink
+from correlate.sources import darshan_logs
 
-Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
 #: what attribution and the output tables use of a segment once its clock is known (every
 #: column is copied at each step of the attribution, so the others are left behind)
 SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset", "length",
                    "local_start_ns", "local_stop_ns"]
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "methods", "segment_totals")
-
-
-def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
-    """``fn`` over ``items`` in this process, in order, two at a time in threads (decoding a
-    Darshan log holds the GIL only part of the time; zlib and polars release it): at most two
-    results are computed or waiting while the caller uses the one before."""
-    with ThreadPoolExecutor(2) as pool:
-        pending: deque[Future[Any]] = deque()
-        for item in items:
-            pending.append(pool.submit(fn, item))
-            if len(pending) == 2:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-
 
 
 @dataclass(frozen=True)
@@ -69,8 +53,6 @@ class Partition:
     def raw_segments(self) -> pl.DataFrame:
         if self.segments is not None:
             return self.segments
-        from correlate.sources import darshan_logs  # it imports this module's Mapper
-
         return pl.concat([_numbered(darshan_logs.read_segments(log), first)
                           for log, first in self.logs])
 

@@ -26,7 +26,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 
 from correlate.errors import InputError
-from correlate.partitions import Mapper, local_map
+from correlate.mappers import Mapper, local_map
 from correlate.schema import conform
 from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
 from correlate.sources import dxt_layouts as L

@@ -10,7 +10,7 @@ import importlib
 from pathlib import Path
 
 from correlate.errors import InputError
-from correlate.partitions import Mapper, local_map
+from correlate.mappers import Mapper, local_map
 from correlate.sources.frames import RunFrames
 
 #: format name -> (adapter module, what the folder must hold)

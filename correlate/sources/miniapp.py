@@ -31,7 +31,7 @@ import yaml
 
 from correlate.errors import InputError
 from correlate.keys import key_str, parse_key_text
-from correlate.partitions import Mapper, local_map
+from correlate.mappers import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames, make_rejects

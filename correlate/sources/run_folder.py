@@ -19,7 +19,7 @@ import polars as pl
 
 import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError
-from correlate.partitions import Mapper, local_map
+from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames, make_rejects

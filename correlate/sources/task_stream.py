@@ -15,7 +15,7 @@ import polars as pl
 
 from correlate.errors import InputError
 from correlate.keys import parse_key_text
-from correlate.partitions import Mapper, local_map
+from correlate.mappers import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames
