@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from correlate import per_process
 from correlate.schema import TABLES, conform
 
 #: containment search: ± range, coarse and fine steps, segments sampled per process
@@ -164,25 +165,12 @@ def _host_offsets(clocks: pl.DataFrame) -> pl.DataFrame:
             .agg(host_offset_ns=pl.col("offset_ns").median().round().cast(pl.Int64)))
 
 
-def _process_runs(df: pl.DataFrame) -> pl.DataFrame:
-    """``host``, ``pid`` and ``len`` of each run of consecutive rows of one process, in order."""
-    return df.select(run=pl.struct("host", "pid").rle()).unnest("run").unnest("value")
-
-
-def _spread(per_run: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
-    """``columns`` of ``per_run`` (one row per run, with its ``len``) repeated for every row of
-    its run."""
-    index = per_run.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("len")
-                           .explode()).to_series()
-    return per_run.select(columns)[index]
-
-
 def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     """Per row of ``df`` (same order): ``d_off`` (its process's Darshan offset, 0 if none) and
     ``w_off`` (its worker offset, else its host's median, else 0). Looked up once per run of
     rows of one process (rows come grouped by process) and repeated: joining ``df`` to the
     offsets would copy all of its columns."""
-    off = (_process_runs(df)
+    off = (per_process.runs(df)
            .join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"], how="left",
                  nulls_equal=True, maintain_order="left")
            .join(_offsets(clocks, "worker", "w_off"), on=["host", "pid"], how="left",
@@ -191,7 +179,7 @@ def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
                  maintain_order="left"))
     per_run = off.with_columns(d_off=pl.col("d_off").fill_null(0),
                                w_off=pl.coalesce("w_off", "host_offset_ns", pl.lit(0, pl.Int64)))
-    return _spread(per_run, ["d_off", "w_off"])
+    return per_process.spread(per_run, ["d_off", "w_off"])
 
 
 def worker_shift(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.Series:

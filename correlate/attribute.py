@@ -28,50 +28,80 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from correlate.schema.outputs import TASK_FILES
+from correlate import per_process
+from correlate.schema import sort_order
+from correlate.schema.outputs import SEGMENTS, TASK_FILES
 
-SEG_COLS = ["seg_id", "host", "pid", "thread_id", "host_start_ns", "host_stop_ns"]
+#: the order ``io_to_executions`` returns segments in: the ``segments`` output order (the run
+#: timeline differs from ``host_start_ns`` by one shift per process)
+SEGMENT_ORDER = ["host", "pid", "thread_id", "host_start_ns", "seg_id"]
+METHOD = SEGMENTS.column("attribution").polars_dtype()
 
 
 @dataclass(frozen=True)
 class IOAttribution:
-    #: seg_id, execution_id, weight, attribution
-    shares: pl.DataFrame
-    #: segments with an ``attribution`` column (the method their process allows:
-    #: exact-thread / window-split / none), ``attributed_weight`` and ``execution_id`` (the
-    #: execution holding the largest share; null when none)
+    #: the input segments in ``SEGMENT_ORDER`` with an ``attribution`` column (the method their
+    #: process allows: exact-thread / window-split / none), ``attributed_weight`` and
+    #: ``execution_id`` (the execution holding the largest share; null when none)
     segments: pl.DataFrame
+    #: seg_id, execution_id, weight of the window-split segments' shares
+    split: pl.DataFrame
+
+    @property
+    def shares(self) -> pl.DataFrame:
+        """seg_id, execution_id, weight, attribution: every share (an exact-thread segment
+        has one, of weight 1)."""
+        exact = self.segments.filter((pl.col("attribution") == "exact-thread")
+                                     & pl.col("execution_id").is_not_null())
+        return pl.concat([
+            exact.select("seg_id", "execution_id", weight=pl.lit(1.0), attribution="attribution"),
+            self.split.with_columns(attribution=pl.lit("window-split", METHOD)),
+        ]).with_columns(pl.col("attribution").cast(pl.String))
 
 
-def _process_methods(executions: pl.DataFrame) -> pl.DataFrame:
-    """Per (host, pid) of the executions: whether they carry thread ids."""
-    return executions.group_by("host", "pid").agg(
-        exec_has_threads=pl.col("thread_id").is_not_null().any())
+def _methods(segments: pl.DataFrame, executions: pl.DataFrame) -> pl.Series:
+    """Per segment (same order): the method its process allows; the process is looked up once
+    per run of its rows."""
+    has_threads = executions.group_by("host", "pid").agg(
+        threads=pl.col("thread_id").is_not_null().any())
+    per_run = per_process.runs(segments).join(has_threads, on=["host", "pid"], how="left",
+                                              nulls_equal=True, maintain_order="left")
+    threads = per_process.spread(per_run, ["threads"]).get_column("threads")
+    return segments.select(pl.when(threads.is_null()).then(pl.lit("none", METHOD))
+                           .when(threads & pl.col("thread_id").is_not_null())
+                           .then(pl.lit("exact-thread", METHOD))
+                           .otherwise(pl.lit("window-split", METHOD))).to_series()
 
 
-def _exact(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """``seg`` with ``execution_id``: the execution on its thread whose window holds its
-    midpoint (null when none)."""
+def _exact(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.Series:
+    """Per exact-thread row of ``seg`` (in ``SEGMENT_ORDER``; others null): the execution on
+    its thread whose window holds its midpoint (null when none)."""
     ex = (executions.filter(pl.col("thread_id").is_not_null())
           .select("host", "pid", "thread_id", "execution_id",
                   w_start="local_start_ns", w_stop="local_stop_ns")
-          .sort("w_start"))
-    # sorted and joined on the key columns alone, then the segments gathered once in that order
-    mids = seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "host", "pid",
-                      "thread_id", mid=(pl.col("host_start_ns") + pl.col("host_stop_ns")) // 2
-                      ).sort("mid")
-    found = mids.join_asof(ex, left_on="mid", right_on="w_start",
-                           by=["host", "pid", "thread_id"], strategy="backward",
+          .sort("host", "pid", "thread_id", "w_start"))
+    by = ["host", "pid", "thread_id"]
+    mids = seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), *by,
+                      mid=(pl.col("host_start_ns") + pl.col("host_stop_ns")) // 2
+                      ).filter(seg.get_column("attribution") == "exact-thread")
+    # the asof join needs the midpoints sorted within each thread; rows come sorted by thread
+    # and start, and on one thread the midpoints follow the starts unless calls overlap
+    same_thread = pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in by)
+    if not mids.select((pl.col("mid") >= pl.col("mid").shift(1)) | ~same_thread
+                       ).to_series().fill_null(True).all():
+        mids = mids.sort(*by, "mid")
+    found = mids.join_asof(ex, left_on="mid", right_on="w_start", by=by, strategy="backward",
                            check_sortedness=False)
-    return seg[found.get_column("row")].with_columns(found.select(
-        execution_id=pl.when(pl.col("mid") <= pl.col("w_stop")).then(pl.col("execution_id"))
-    ).to_series())
+    eid = found.select(pl.when(pl.col("mid") <= pl.col("w_stop"))
+                       .then(pl.col("execution_id"))).to_series()
+    return pl.Series("execution_id", [None], pl.Int64).new_from_index(0, seg.height).scatter(
+        found.get_column("row"), eid)
 
 
 def _window_split(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     ex = executions.select(e_host="host", e_pid="pid", execution_id="execution_id",
                            w_start="local_start_ns", w_stop="local_stop_ns")
-    left = seg.select(SEG_COLS)
+    left = seg.select("seg_id", "host", "pid", "host_start_ns", "host_stop_ns")
     pairs = left.join_where(
         ex,
         pl.col("host") == pl.col("e_host"),
@@ -89,40 +119,34 @@ def _window_split(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     weight = (pl.when(zero).then(1.0 / pl.len().over("seg_id"))
               .when(total > 1.0).then(pl.col("raw") / total)
               .otherwise(pl.col("raw")))
-    return pairs.select("seg_id", "execution_id", weight=weight,
-                        attribution=pl.lit("window-split"))
+    return pairs.select("seg_id", "execution_id", weight=weight)
 
 
 def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttribution:
     """Attribute aligned segments (with ``seg_id``) to executions (with ``execution_id``).
-    Exact-thread segments (almost all, at scale) carry their execution as a column and never
-    go through a join back; only window-split shares are grouped per segment."""
-    methods = _process_methods(executions)
-    seg = segments.join(methods, on=["host", "pid"], how="left", nulls_equal=True).with_columns(
-        attribution=pl.when(pl.col("exec_has_threads").is_null()).then(pl.lit("none"))
-        .when(pl.col("exec_has_threads") & pl.col("thread_id").is_not_null())
-        .then(pl.lit("exact-thread"))
-        .otherwise(pl.lit("window-split"))
-    ).drop("exec_has_threads")
-    exact = _exact(seg.filter(pl.col("attribution") == "exact-thread"), executions)
-    others = seg.filter(pl.col("attribution") != "exact-thread")
-    split = _window_split(others.filter(pl.col("attribution") == "window-split"), executions)
-    per_segment = (split.sort("weight", "execution_id", descending=[True, False])
-                   .group_by("seg_id", maintain_order=True)
-                   .agg(attributed_weight=pl.col("weight").sum(),
-                        execution_id=pl.col("execution_id").first()))
-    others = others.join(per_segment, on="seg_id", how="left")
-    exact = exact.with_columns(
-        attributed_weight=pl.col("execution_id").is_not_null().cast(pl.Float64))
-    shares = pl.concat([
-        exact.filter(pl.col("execution_id").is_not_null())
-        .select("seg_id", "execution_id", weight=pl.lit(1.0), attribution=pl.lit("exact-thread")),
-        split,
-    ]).with_columns(pl.col("attribution").cast(pl.String))
-    return IOAttribution(
-        shares=shares,
-        segments=pl.concat([exact, others], how="diagonal_relaxed").with_columns(
-            pl.col("attributed_weight").fill_null(0.0)))
+    The segments are sorted once, in ``SEGMENT_ORDER``; exact-thread segments (almost all, at
+    scale) get their execution from an asof join of the key columns alone; only window-split
+    segments are joined to windows and their shares grouped."""
+    rows = sort_order(segments, SEGMENT_ORDER)
+    seg = segments if rows is None else segments[rows]
+    seg = seg.with_columns(attribution=_methods(seg, executions))
+    seg = seg.with_columns(execution_id=_exact(seg, executions))
+    seg = seg.with_columns(attributed_weight=pl.col("execution_id").is_not_null()
+                           .cast(pl.Float64))
+    window = seg.get_column("attribution") == "window-split"
+    split = _window_split(seg.filter(window), executions)
+    if window.any():
+        per_segment = (split.sort("weight", "execution_id", descending=[True, False])
+                       .group_by("seg_id", maintain_order=True)
+                       .agg(weight=pl.col("weight").sum(),
+                            execution=pl.col("execution_id").first()))
+        found = (seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "seg_id")
+                 .filter(window).join(per_segment, on="seg_id"))
+        row = found.get_column("row")
+        seg = seg.with_columns(
+            seg.get_column("execution_id").scatter(row, found.get_column("execution")),
+            seg.get_column("attributed_weight").scatter(row, found.get_column("weight")))
+    return IOAttribution(segments=seg, split=split)
 
 
 def _io_measures(weight: pl.Expr) -> list[pl.Expr]:
@@ -133,23 +157,24 @@ def _io_measures(weight: pl.Expr) -> list[pl.Expr]:
 
 
 def task_files(att: IOAttribution, executions: pl.DataFrame) -> pl.DataFrame:
-    """I/O per execution × path × op (the ``task_files`` table)."""
-    if att.shares.is_empty():
+    """I/O per execution × path × op (the ``task_files`` table): an exact-thread segment counts
+    whole for its execution, a window-split one by the weight of each share."""
+    # summed in integer ns: exact, whatever order the rows are summed in
+    dur_s = (pl.col("host_stop_ns") - pl.col("host_start_ns")).sum().cast(pl.Float64) / 1e9
+    whole = (att.segments.lazy()  # lazy: only the columns used are filtered
+             .filter((pl.col("attribution") == "exact-thread") & pl.col("execution_id").is_not_null())
+             .group_by("execution_id", "path", "op").agg(
+                 bytes=pl.col("length").sum().cast(pl.Float64), ops=pl.len().cast(pl.Float64),
+                 io_time_s=dur_s)
+             .with_columns(attribution=pl.lit("exact-thread", METHOD)).collect())
+    if whole.is_empty() and att.split.is_empty():
         return TASK_FILES.empty()
     cols = ["path", "op", "length", "host_start_ns", "host_stop_ns"]
-    exact = att.segments.filter((pl.col("attribution") == "exact-thread")
-                                & pl.col("execution_id").is_not_null())
-    split = att.shares.filter(pl.col("attribution") != "exact-thread").join(
-        att.segments.select("seg_id", *cols), on="seg_id")
-    rows = pl.concat([
-        exact.select("execution_id", *cols, weight=pl.lit(1.0),
-                     attribution=pl.col("attribution").cast(pl.String)),
-        split.select("execution_id", *cols, "weight", "attribution"),
-    ])
-    per_file = (rows.group_by("execution_id", "path", "op", "attribution")
-                .agg(_io_measures(pl.col("weight"))))
-    return per_file.join(executions.select("execution_id", "key"), on="execution_id",
-                         how="left")
+    shared = (att.split.join(att.segments.select("seg_id", *cols), on="seg_id")
+              .group_by("execution_id", "path", "op").agg(_io_measures(pl.col("weight")))
+              .with_columns(attribution=pl.lit("window-split", METHOD)))
+    return pl.concat([whole, shared], how="vertical_relaxed").join(
+        executions.select("execution_id", "key"), on="execution_id", how="left")
 
 
 def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:

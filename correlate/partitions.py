@@ -24,7 +24,7 @@ import polars as pl
 
 from correlate import align, attribute
 from correlate.mappers import Mapper, local_map
-from correlate.schema import conform, sorted_for_output
+from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
 from correlate.schema.outputs import SEGMENTS
 from correlate.sinks import TableSink
@@ -130,21 +130,23 @@ def _logs_by_process(logs: pl.DataFrame
 
 
 def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:
-    """Every segment with the execution holding its largest share, sorted for output."""
-    return sorted_for_output(conform(att.segments, SEGMENTS, path="segments"), SEGMENTS)
+    """Every segment with the execution holding its largest share (already in output order)."""
+    return conform(att.segments, SEGMENTS, path="segments")
 
 
 def _segment_totals(segments: pl.DataFrame) -> pl.DataFrame:
     """Per (host, pid, attribution): segments, bytes and I/O time (ns, exact) of the output
     ``segments`` rows — what the summary needs of them, without the table itself."""
-    return segments.group_by("host", "pid", pl.col("attribution").cast(pl.String)).agg(
+    return segments.group_by("host", "pid", "attribution").agg(
         segments=pl.len(), bytes=pl.col("length").sum(),
-        io_time_ns=(pl.col("stop_ns") - pl.col("start_ns")).sum())
+        io_time_ns=(pl.col("stop_ns") - pl.col("start_ns")).sum()
+    ).with_columns(pl.col("attribution").cast(pl.String))
 
 
-def _process_method(att: attribute.IOAttribution) -> pl.DataFrame:
-    """(host, pid) → the best attribution method its segments allowed."""
-    return att.segments.group_by("host", "pid").agg(
+def _process_method(totals: pl.DataFrame) -> pl.DataFrame:
+    """(host, pid) → the best attribution method its segments allowed (from ``_segment_totals``,
+    which has a row per method present)."""
+    return totals.group_by("host", "pid").agg(
         attribution=pl.when((pl.col("attribution") == "exact-thread").any())
         .then(pl.lit("exact-thread"))
         .when((pl.col("attribution") == "window-split").any())
@@ -160,19 +162,20 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     darshan = align.darshan_offsets(raw, part.markers)
     if darshan.is_empty():
         darshan = align.containment_offsets(raw, part.executions, darshan)
-    segments = align.align_segments(raw.select(SEGMENT_COLUMNS).with_columns(
-        pl.col("op").cast(pl.String)), pl.concat([worker_clocks, darshan]))
+    segments = align.align_segments(raw.select(SEGMENT_COLUMNS), pl.concat(
+        [worker_clocks, darshan])).drop("local_start_ns", "local_stop_ns")  # not gathered
     del raw
     ex = align.align_executions(part.executions, worker_clocks)
     att = attribute.io_to_executions(segments, ex)
     out = _segments_table(att)
+    totals = _segment_totals(out)
     return {
         "darshan_clocks": darshan,
         "task_files": attribute.task_files(att, ex),
         "unattributed": attribute.unattributed_io(att, ex, processes, marker_paths),
         "segments": out,
-        "segment_totals": _segment_totals(out),
-        "methods": _process_method(att),
+        "segment_totals": totals,
+        "methods": _process_method(totals),
     }
 
 

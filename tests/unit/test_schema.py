@@ -72,3 +72,32 @@ def test_conform_keeps_differently_chunked_columns_as_they_are():
     assert out.equals(df.select(TABLES["events"].names))
     assert [out.get_column(c).n_chunks() for c in ("time_ns", "key", "start", "finish")] == [
         4, 3, 2, 6]
+
+
+def test_sort_order_packs_integer_keys_and_equals_a_full_sort():
+    import numpy as np
+    import polars as pl
+
+    from correlate.schema import _packed, sort_order
+
+    rng = np.random.default_rng(5)
+    n = 20_000
+    threads = pl.Series(rng.choice([2**63 + 5, 2**40, 17], n), dtype=pl.UInt64)  # few, far apart
+    times = pl.Series(rng.integers(-2**40, 2**40, n), dtype=pl.Int64)
+    holes = pl.Series([None if x % 7 == 0 else int(x) for x in rng.integers(0, 2**30, n)])
+    few_holes = pl.Series([None if x == 0 else int(x) for x in rng.integers(0, 4, n)],
+                          dtype=pl.Int32)
+    wide = pl.Series(rng.integers(-2**62, 2**62, n), dtype=pl.Int64)  # with times: > 64 bits
+    cases = {
+        "rank + offset, last key in row order": ({"t": threads, "s": times,
+                                                 "id": pl.Series(range(n))}, True),
+        "nulls ranked and offset": ({"f": few_holes, "h": holes}, True),
+        "too wide: multi-column sort": ({"w": wide, "s": times}, False),
+        "ties only": ({"f": few_holes, "t": threads}, True),
+    }
+    for name, (columns, packs) in cases.items():
+        df = pl.DataFrame(columns)
+        keys = list(columns)
+        assert (_packed(df, keys[:2]) is not None) == packs, name
+        expected = df.with_row_index("row").sort(keys, nulls_last=True, maintain_order=True)
+        assert sort_order(df, keys).cast(pl.UInt32).equals(expected["row"]), name

@@ -1,0 +1,23 @@
+"""Per-process values repeated over rows that come grouped by process.
+
+Rows read from a run folder or from Darshan logs come one process after another; looking a
+per-process value (a clock offset, an attribution method) up once per run of rows and repeating
+it is much cheaper than joining every row, which copies all of its columns.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def runs(df: pl.DataFrame) -> pl.DataFrame:
+    """``host``, ``pid`` and ``len`` of each run of consecutive rows of one process, in order."""
+    return df.select(run=pl.struct("host", "pid").rle()).unnest("run").unnest("value")
+
+
+def spread(per_run: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """``columns`` of ``per_run`` (one row per run, with its ``len``) repeated for every row of
+    its run."""
+    index = per_run.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("len")
+                           .explode()).to_series()
+    return per_run.select(columns)[index]
