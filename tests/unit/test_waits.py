@@ -1,0 +1,58 @@
+"""Waits from literal transitions: the first time of each transition, per key and side."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from correlate import waits
+
+MS = 1_000_000
+
+
+def transitions(rows):
+    """rows: (key, side, start, finish, time_ms)."""
+    df = pl.DataFrame(rows, schema={"key": pl.String, "side": pl.String, "start": pl.String,
+                                    "finish": pl.String, "t": pl.Int64}, orient="row")
+    return df.select("key", pl.col("side").cast(pl.Enum(["scheduler", "worker"])), "start",
+                     "finish", local_time_ns=pl.col("t") * MS)
+
+
+def test_waits_take_the_first_time_of_each_transition_on_its_own_side():
+    tr = transitions([
+        ("a", "scheduler", "released", "waiting", 10),
+        ("a", "scheduler", "waiting", "queued", 25),
+        ("a", "scheduler", "queued", "processing", 40),
+        ("a", "worker", "waiting", "ready", 1000),      # the worker's own clock
+        ("a", "worker", "ready", "executing", 1007),
+        ("a", "worker", "executing", "ready", 1010),    # a retry: later times are not used
+        ("a", "worker", "ready", "executing", 1030),
+        ("a", "scheduler", "processing", "waiting", 50),
+        ("a", "scheduler", "waiting", "processing", 70),
+        ("b", "scheduler", "released", "waiting", 5),   # never queued: straight to processing
+        ("b", "scheduler", "waiting", "processing", 8),
+        ("b", "worker", "executing", "ready", 2000),    # a worker-side "ready" is not a wait
+        ("c", "worker", "released", "memory", 3),       # nothing used: c is left out
+    ])
+    got = {r["key"]: r for r in waits.scheduler_waits(tr).iter_rows(named=True)}
+    assert set(got) == {"a", "b"}
+    assert got["a"]["wait_dependencies_s"] == pytest.approx(0.015)
+    assert got["a"]["wait_queued_s"] == pytest.approx(0.015)
+    assert got["a"]["wait_thread_s"] == pytest.approx(0.007)
+    assert got["b"]["wait_dependencies_s"] == pytest.approx(0.003)
+    assert got["b"]["wait_queued_s"] is None
+    assert got["b"]["wait_thread_s"] is None
+
+
+def test_external_arrivals_only_for_keys_through_states_dask_does_not_define():
+    tr = transitions([
+        ("x", "scheduler", "released", "waiting", 1),
+        ("x", "scheduler", "waiting", "memory", 2),
+        ("ext", "scheduler", "released", "deisa", 3),
+        ("ext", "scheduler", "deisa", "memory", 9),
+        ("ext", "scheduler", "memory", "released", 12),
+        ("ext", "scheduler", "released", "memory", 15),
+    ])
+    got = waits.external_arrivals(tr)
+    assert got.rows() == [("ext", 9 * MS)]
+    assert waits.external_arrivals(tr.filter(pl.col("key") == "x")).is_empty()
