@@ -222,12 +222,11 @@ def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.
 
 
 def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """Profile rows tagged with an execution → ``task_functions`` rows (the key is joined after
-    grouping: carried through the join it tripled the join's memory)."""
+    """One process's profile rows tagged with an execution → its ``task_functions`` rows (the
+    key is joined after grouping: carried through the join it tripled the join's memory)."""
     ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
-        "host", "pid", "execution_seq", "execution_id")
-    joined = func_stats.join(ex, on=["host", "pid", "execution_seq"], how="inner",
-                             nulls_equal=True)
+        "execution_seq", "execution_id")
+    joined = func_stats.join(ex, on="execution_seq", how="inner")
     per_function = joined.group_by("execution_id", "module", "name", "file", "line", "clock").agg(
         ncall=pl.col("ncall").sum(), tsub_s=pl.col("tsub_s").sum(),
         ttot_s=pl.col("ttot_s").sum())
