@@ -206,32 +206,38 @@ def _numeric_order(df: Any, keys: list[str]) -> Any:
 
 
 def _packed(df: Any, keys: list[str]) -> Any:
-    """One UInt64 per row ordered as ``keys`` (nulls last), or None when they do not fit: each
-    key as its rank among its distinct values when a sample shows few (thread ids), else as its
-    offset from its minimum (times, ids)."""
+    """One UInt64 per row ordered as ``keys`` (nulls last), or None when they do not fit: an
+    integer key as its offset from its minimum (times, ids), or as its index among its distinct
+    values when a sample shows few (thread ids); a float key, or an integer one too wide, as
+    its dense rank."""
     import polars as pl
 
     codes, widths = [], []
     for k in keys:
         col = df.get_column(k)
-        if not col.dtype.is_integer():
-            return None
         nulls = int(col.null_count() > 0)
-        lo, hi = col.min(), col.max()
-        if lo is None:
+        if col.null_count() == col.len():
             code, width = pl.Series([0], dtype=pl.UInt64).new_from_index(0, col.len()), 0
+        elif col.dtype.is_float():
+            if col.is_nan().any():
+                return None
+            code, width = _dense_rank(col, nulls)
+        elif not col.dtype.is_integer():
+            return None
         elif col.gather_every(max(1, col.len() // 4096)).n_unique() <= 256:
             distinct = col.drop_nulls().unique().sort()
-            code = distinct.search_sorted(col.fill_null(hi)).cast(pl.UInt64)
+            code = distinct.search_sorted(col.fill_null(distinct[-1])).cast(pl.UInt64)
             width = (distinct.len() - 1 + nulls).bit_length()
             if nulls:
                 code = pl.select(pl.when(col.is_null()).then(distinct.len()).otherwise(code)
                                  .cast(pl.UInt64)).to_series()
         else:
+            lo, hi = col.min(), col.max()
             width = (hi - lo + nulls).bit_length()
             if width > 63:
-                return None
-            code = (col - lo).cast(pl.UInt64).fill_null(hi - lo + 1)
+                code, width = _dense_rank(col, nulls)
+            else:
+                code = (col - lo).cast(pl.UInt64).fill_null(hi - lo + 1)
         codes.append(code)
         widths.append(width)
     if sum(widths) > 64:
@@ -242,6 +248,15 @@ def _packed(df: Any, keys: list[str]) -> Any:
             key = key + code * pl.Series([1 << shift], dtype=pl.UInt64)
         shift += width
     return key
+
+
+def _dense_rank(col: Any, nulls: int) -> tuple[Any, int]:
+    """0-based dense rank of ``col`` (nulls after every value) and its width in bits."""
+    import polars as pl
+
+    rank = col.rank("dense").cast(pl.UInt64)
+    top = int(rank.max())
+    return (rank - 1).fill_null(top), (top - 1 + nulls).bit_length()
 
 
 def sorted_for_output(df: Any, table: Table) -> Any:

@@ -87,12 +87,17 @@ def test_sort_order_packs_integer_keys_and_equals_a_full_sort():
     holes = pl.Series([None if x % 7 == 0 else int(x) for x in rng.integers(0, 2**30, n)])
     few_holes = pl.Series([None if x == 0 else int(x) for x in rng.integers(0, 4, n)],
                           dtype=pl.Int32)
-    wide = pl.Series(rng.integers(-2**62, 2**62, n), dtype=pl.Int64)  # with times: > 64 bits
+    wide = pl.Series([-2**63, 2**63 - 1, *rng.integers(-2**62, 2**62, n - 2)], dtype=pl.Int64)
     cases = {
         "rank + offset, last key in row order": ({"t": threads, "s": times,
                                                  "id": pl.Series(range(n))}, True),
         "nulls ranked and offset": ({"f": few_holes, "h": holes}, True),
-        "too wide: multi-column sort": ({"w": wide, "s": times}, False),
+        "too wide: multi-column sort": ({"s": times, "s2": times.shuffle(1)}, False),
+        "wide ranked, float ranked": ({"w": wide, "x": pl.Series([
+            [-0.0, 0.0, 1.5, float("inf"), float("-inf"), None][i]
+            for i in rng.integers(0, 6, n)], dtype=pl.Float64)}, True),
+        "NaN: multi-column sort": ({"f": few_holes, "x": pl.Series([float("nan"), 1.0] * (
+            n // 2))}, False),
         "ties only": ({"f": few_holes, "t": threads}, True),
     }
     for name, (columns, packs) in cases.items():
