@@ -226,8 +226,10 @@ def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) 
     key is joined after grouping: carried through the join it tripled the join's memory)."""
     ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
         "execution_seq", "execution_id")
-    joined = func_stats.join(ex, on="execution_seq", how="inner")
-    per_function = joined.group_by("execution_id", "module", "name", "file", "line", "clock").agg(
+    function = ["module", "name", "file", "line", "clock"]
+    joined = func_stats.select("execution_seq", *function, "ncall", "tsub_s", "ttot_s").join(
+        ex, on="execution_seq", how="inner")
+    per_function = joined.group_by("execution_id", *function).agg(
         ncall=pl.col("ncall").sum(), tsub_s=pl.col("tsub_s").sum(),
         ttot_s=pl.col("ttot_s").sum())
     return per_function.join(executions.select("execution_id", "key"), on="execution_id",
