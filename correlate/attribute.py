@@ -5,10 +5,11 @@ Inputs are canonical frames after ``align``: segments carry ``host_start_ns``/``
 (Darshan times corrected onto the process's ``time.time()`` clock), executions carry
 ``execution_id`` and ``local_start_ns``/``local_stop_ns`` on the same host clock.
 
-``shares`` is the central intermediate: one row per (segment, execution, weight) with the method
-used; the weights of one segment sum to at most 1 and ``1 − Σ weights`` is unattributed. Every
-output total is a sum over shares, so attributed + unattributed == total holds by construction
-and is checked by the tests.
+Each segment has shares (execution, weight): an exact-thread segment one, of weight 1, kept as
+its ``execution_id`` column; a window-split segment one per overlapping execution, in ``split``
+(``IOAttribution.shares`` lists both kinds). The weights of one segment sum to at most 1 and
+``1 − Σ weights`` is unattributed. Every output total is a sum over shares, so attributed +
+unattributed == total holds by construction and is checked by the tests.
 
 Methods, per segment:
 
