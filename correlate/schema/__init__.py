@@ -190,9 +190,8 @@ def _stable_sort(df: Any, by: list[str]) -> Any:
 
 def _numeric_order(df: Any, keys: list[str]) -> Any:
     """Row numbers of ``df`` stably sorted by numeric ``keys``, nulls last. A last key already
-    in row order is left to the stable sort; integer keys that fit together in 64 bits (offsets
-    from their minimum, or their rank among few distinct values) are sorted as one packed key:
-    polars' multi-column sort compares row by row and takes 3-6× longer."""
+    in row order is left to the stable sort; keys that fit together in 64 bits (``_packed``)
+    are sorted as one key: polars' multi-column sort compares row by row and takes 2-3× longer."""
     import polars as pl
 
     last = df.get_column(keys[-1])
