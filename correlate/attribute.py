@@ -77,11 +77,15 @@ def _methods(segments: pl.DataFrame, executions: pl.DataFrame) -> pl.Series:
 def _exact(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.Series:
     """Per exact-thread row of ``seg`` (in ``SEGMENT_ORDER``; others null): the execution on
     its thread whose window holds its midpoint (null when none)."""
-    ex = (executions.filter(pl.col("thread_id").is_not_null())
-          .select("host", "pid", "thread_id", "execution_id",
-                  w_start="local_start_ns", w_stop="local_stop_ns")
-          .sort("host", "pid", "thread_id", "w_start"))
+    ex = executions.filter(pl.col("thread_id").is_not_null())
     by = ["host", "pid", "thread_id"]
+    for k in ("host", "pid"):  # one process's segments (a partition): match on the thread alone
+        col = seg.get_column(k)
+        if len(col) and not col.null_count() and col.min() == col.max():
+            ex = ex.filter(pl.col(k) == col[0])
+            by.remove(k)
+    ex = ex.select(*by, "execution_id", w_start="local_start_ns", w_stop="local_stop_ns"
+                   ).sort(*by, "w_start")
     mids = seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), *by,
                       mid=(pl.col("host_start_ns") + pl.col("host_stop_ns")) // 2
                       ).filter(seg.get_column("attribution") == "exact-thread")

@@ -140,3 +140,15 @@ def test_midpoints_out_of_start_order_on_one_thread_still_find_their_window():
     assert got == want
     # and the segments come back in output order (thread, then start)
     assert att.segments["host_start_ns"].is_sorted()
+
+
+def test_one_process_segments_match_only_that_process_s_threads():
+    # GIVEN two processes whose executor threads have the same id and overlapping tasks, and
+    # the segments of one of them (as an attribution partition has)
+    ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 2, 11, 0, 100),
+                     (2, "c", "g", 1, 11, 0, 100)])
+    seg = segments([("h", 2, 11, 10, 20, 5, "read", "/f")])
+    att = attribute.io_to_executions(seg, ex)
+    files, _ = conservation(att, ex)
+    # THEN the segment goes to its own process's task
+    assert files["key"].to_list() == ["b"]
