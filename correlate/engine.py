@@ -34,9 +34,11 @@ OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clock
                  "events")
 
 
-#: what events and waits read of the transitions (read once, let go after both)
-TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "worker", "host", "pid", "start", "finish",
-                      "stimulus_id"]
+#: what events and waits read of the transitions (read once, let go after both); the columns
+#: with a handful of distinct values are held as Categorical (4 bytes a row instead of a 16-byte
+#: string view: 0.4 GB less for 11M transitions) and written back as strings
+TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "host", "pid", "stimulus_id",
+                      *(pl.col(c).cast(pl.Categorical) for c in ("worker", "start", "finish"))]
 
 
 @dataclass(frozen=True)
@@ -138,11 +140,13 @@ PART_ROWS = 1_000_000
 
 
 def _put_in_parts(sink: TableSink, name: str, df: pl.DataFrame) -> None:
-    """``_put`` for a big table: sorted, then gathered and written ``PART_ROWS`` at a time."""
-    df = conform(df, TABLES[name], path=name)
-    rows = output_order(df, TABLES[name])
+    """``_put`` for a big table: sorted, then gathered, conformed and written ``PART_ROWS`` at
+    a time (Categorical columns sort as their strings do)."""
+    table = TABLES[name]
+    rows = output_order(df, table)
     take = df.slice if rows is None else (lambda i, n: df[rows.slice(i, n)])
-    sink.write_parts(name, (take(i, PART_ROWS) for i in range(0, df.height, PART_ROWS)))
+    sink.write_parts(name, (conform(take(i, PART_ROWS), table, path=name)
+                            for i in range(0, df.height, PART_ROWS)))
 
 
 def _functions_by_process(func_stats: pl.DataFrame, ex: pl.DataFrame

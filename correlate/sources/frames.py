@@ -62,9 +62,9 @@ class RunFrames:
         return replace(self, **{n: conform(getattr(self, n), TABLES[n], path=f"{path}:{n}")
                                 for n in self.table_names()})
 
-    def table(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
-        """Table ``name`` (only ``columns`` if given) as a DataFrame; a lazy one is read now,
-        and not kept."""
+    def table(self, name: str, columns: list[str | pl.Expr] | None = None) -> pl.DataFrame:
+        """Table ``name`` (only ``columns``, names or expressions, if given) as a DataFrame; a
+        lazy one is read now, and not kept."""
         df = getattr(self, name)
         df = df if columns is None else df.select(columns)
         return _contiguous(df.collect()) if isinstance(df, pl.LazyFrame) else df
