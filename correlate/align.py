@@ -54,8 +54,10 @@ def darshan_offsets(io_segments: pl.DataFrame, clock_markers: pl.DataFrame) -> p
     """``clocks`` rows (domain darshan) from marker writes found in the DXT segments."""
     if clock_markers.is_empty() or io_segments.is_empty():
         return TABLES["clocks"].empty()
-    writes = io_segments.filter(pl.col("op") == "write").select(
-        "host", "pid", "path", "offset", "length", seg_start_ns="local_start_ns")
+    paths = clock_markers.get_column("path").unique().implode()
+    writes = io_segments.lazy().filter((pl.col("op") == "write") & pl.col("path").is_in(paths)
+                                       ).select("host", "pid", "path", "offset", "length",
+                                                seg_start_ns="local_start_ns").collect()
     matched = clock_markers.join(writes, on=["host", "pid", "path", "offset", "length"],
                                  how="inner")
     if matched.is_empty():
