@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, attribute
+from correlate import align, attribute, per_process
 from correlate.mappers import Mapper, local_map
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -67,15 +67,12 @@ def _runs(df: pl.DataFrame) -> list[tuple[tuple[Any, Any], int, int]] | None:
     are contiguous (the Darshan reader appends one log at a time), else None."""
     if df.is_empty():
         return []
-    runs = (df.select("host", "pid").with_row_index("i")
-            .with_columns(run=pl.struct("host", "pid").rle_id())
-            .group_by("run", maintain_order=True)
-            .agg(pl.col("host").first(), pl.col("pid").first(), offset=pl.col("i").first(),
-                 length=pl.len()))
+    runs = per_process.runs(df)
     if runs.select("host", "pid").n_unique() != runs.height:
         return None
-    return [((h, p), o, n) for h, p, o, n in runs.select("host", "pid", "offset", "length")
-            .iter_rows()]
+    offsets = runs.select(pl.col("len").cum_sum() - pl.col("len")).to_series()
+    return [((h, p), o, n) for h, p, o, n in zip(runs["host"], runs["pid"], offsets, runs["len"],
+                                                 strict=True)]
 
 
 def process_order(process: tuple[Any, Any]) -> tuple[Any, ...]:
