@@ -284,7 +284,7 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
     tasks); one bad log is a problem entry, never an exception. Without ``segments`` the DXT
     segments are left in the logs: ``io_segments`` is then ``scan_segments`` of them."""
     rows, segs, counters, problems = [], [], [], []
-    read = _read_or_problem if segments else partial(_read_or_problem, segments=False)
+    read = partial(_read_or_problem, segments=segments)
     for got in mapper(read, expand_paths(Path(p) for p in paths)):
         if isinstance(got, tuple):
             problems.append(got)
