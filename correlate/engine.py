@@ -109,7 +109,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(ex, clocks)
-    sink.write_parts("task_functions", _functions_by_process(frames.table("func_stats"), ex))
+    func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
+    sink.write_parts("task_functions", _functions_by_process(func_stats, ex))
+    del func_stats
     transitions = frames.table("transitions", TRANSITION_COLUMNS)  # for events and waits
     _put_in_parts(sink, "events", _events_table(transitions, clocks))
     key_waits = _key_waits(transitions, frames.dependencies)
