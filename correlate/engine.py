@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from dask.utils import key_split
 
 import correlate.schema.canonical  # noqa: F401  (registers tables)
 import correlate.schema.darshan  # noqa: F401
@@ -54,11 +53,14 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
                          maintain_order=True)
     ex = ex.with_row_index("execution_id").with_columns(pl.col("execution_id").cast(pl.Int64))
     keys = ex.filter(pl.col("prefix").is_null()).get_column("key").unique()
-    split = pl.DataFrame({"key": keys, "split": [key_split(k) for k in keys.to_list()]},
-                         schema={"key": pl.String, "split": pl.String})
-    ex = ex.join(split, on="key", how="left", maintain_order="left")
-    return ex.with_columns(prefix=pl.coalesce("prefix", "split"),
-                           group=pl.coalesce("group", "prefix")).drop("split")
+    if keys.len():
+        from dask.utils import key_split  # imports dask (0.1 s), for runs without names only
+
+        split = pl.DataFrame({"key": keys, "split": [key_split(k) for k in keys.to_list()]},
+                             schema={"key": pl.String, "split": pl.String})
+        ex = ex.join(split, on="key", how="left", maintain_order="left").with_columns(
+            prefix=pl.coalesce("prefix", "split")).drop("split")
+    return ex.with_columns(group=pl.coalesce("group", "prefix"))
 
 
 def _key_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
