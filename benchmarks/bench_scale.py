@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -35,6 +36,12 @@ from pathlib import Path
 
 import polars as pl
 
+from correlate import allocator
+
+#: children run with correlate's allocator settings, as from a user's shell: this process
+#: imported polars, which set its own default in the environment they would inherit
+AS_FROM_A_SHELL = {**os.environ, allocator.VARIABLE: allocator.settings()}
+
 TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments", "events")
 
 
@@ -44,7 +51,7 @@ def correlate_cli(run: Path, out: Path, *extra: str) -> tuple[float, float]:
     cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "correlate.cli", "run", str(run),
            "-o", str(out), "--no-reports", *extra]
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=AS_FROM_A_SHELL)
     dt = time.perf_counter() - t
     if proc.returncode:
         raise SystemExit(f"correlate failed on {run}:\n{proc.stderr[-3000:]}")
@@ -81,7 +88,7 @@ def io_floor(run: Path, outputs: Path) -> dict[str, float]:
 def io_floor_in_process(run: Path, outputs: Path) -> dict[str, float]:
     """``io_floor`` in a fresh process, as correlate itself is measured."""
     proc = subprocess.run([sys.executable, __file__, "--floor-of", str(run), str(outputs)],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=AS_FROM_A_SHELL)
     return json.loads(proc.stdout.splitlines()[-1])
 
 

@@ -8,22 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
-# polars' allocator (its bundled jemalloc): correlate frees and reallocates gigabytes between
-# stages. Freed pages go back to the kernel after 1 s (kept longer, they add ~1.5 GB to the peak
-# of a 1M-execution run) and are huge pages where the kernel allows (madvise), which makes
-# faulting them back in ~4x cheaper (sys time 37 -> 10 s on that run). One arena per
-# core (jemalloc's default is four): memory one thread freed is reused by the next stage's
-# threads instead of faulted in fresh (that run: sys time -20 %, wall -8 %). Read before polars
-# loads, so here; a user's own setting wins.
-os.environ.setdefault("_RJEM_MALLOC_CONF", "thp:always,dirty_decay_ms:1000,muzzy_decay_ms:0,"
-                      f"narenas:{os.cpu_count() or 1}")
-
-from correlate import __version__
+from correlate import __version__, allocator
 from correlate.errors import CorrelateError
+
+allocator.configure()  # before polars loads: the commands below import it
 
 #: name -> (module under correlate.commands, one-line help). Each module has
 #: ``add_arguments(parser)`` and ``run(args) -> int``.

@@ -1,0 +1,36 @@
+"""correlate's allocator settings reach jemalloc only if they are in the environment before
+polars loads: ``import polars`` writes its own default there when it finds none."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from correlate import allocator
+
+SHOW = "import correlate.cli, os; print(os.environ[{v!r}])"
+
+
+def _child(code: str, **env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k != allocator.VARIABLE}
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, check=True,
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def test_the_cli_sets_ours_before_polars_can_set_its_own() -> None:
+    # if anything imported by correlate.cli loaded polars first, polars' default would be here
+    assert _child(SHOW.format(v=allocator.VARIABLE)) == allocator.settings()
+    assert _child("import polars, os; print(os.environ.get('_RJEM_MALLOC_CONF'))") not in (
+        "None", allocator.settings())  # what the CLI's early setting protects against
+
+
+def test_a_users_own_setting_wins() -> None:
+    mine = "dirty_decay_ms:1000"
+    assert _child(SHOW.format(v=allocator.VARIABLE), **{allocator.VARIABLE: mine}) == mine
+
+
+def test_one_arena_per_core_the_job_may_use() -> None:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert allocator.settings().endswith(f",narenas:{cores}")
