@@ -38,8 +38,8 @@ import polars as pl
 
 from correlate import allocator
 
-#: children run with correlate's allocator settings, as from a user's shell: this process
-#: imported polars, which set its own default in the environment they would inherit
+#: children run with correlate's allocator settings (the I/O floor's child loads polars itself,
+#: not through the correlate CLI that sets them)
 AS_FROM_A_SHELL = {**os.environ, allocator.VARIABLE: allocator.settings()}
 
 TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments", "events")

@@ -22,8 +22,14 @@ def _child(code: str, **env: str) -> str:
 def test_the_cli_sets_ours_before_polars_can_set_its_own() -> None:
     # if anything imported by correlate.cli loaded polars first, polars' default would be here
     assert _child(SHOW.format(v=allocator.VARIABLE)) == allocator.settings()
-    assert _child("import polars, os; print(os.environ.get('_RJEM_MALLOC_CONF'))") not in (
-        "None", allocator.settings())  # what the CLI's early setting protects against
+
+
+def test_polars_default_passed_on_by_a_parent_is_no_ones_choice() -> None:
+    # a parent that imported polars (a notebook, a pipeline script) hands this to its children
+    polars_wrote = _child(f"import polars, os; print(os.environ[{allocator.VARIABLE!r}])")
+    assert polars_wrote == allocator.POLARS_DEFAULT
+    assert _child(SHOW.format(v=allocator.VARIABLE),
+                  **{allocator.VARIABLE: polars_wrote}) == allocator.settings()
 
 
 def test_a_users_own_setting_wins() -> None:
