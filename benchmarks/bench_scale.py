@@ -46,7 +46,7 @@ TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "se
 
 
 def correlate_cli(run: Path, out: Path, *extra: str) -> tuple[float, float]:
-    """(seconds, peak RSS MB) of ``correlate RUN -o OUT --no-reports`` in its own process (RSS
+    """(seconds, peak RSS in MB = 10⁶ bytes) of ``correlate RUN -o OUT --no-reports`` in its own process (RSS
     of the whole process tree: the largest of the parent and, with --cluster, its workers)."""
     cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "correlate.cli", "run", str(run),
            "-o", str(out), "--no-reports", *extra]
@@ -55,7 +55,7 @@ def correlate_cli(run: Path, out: Path, *extra: str) -> tuple[float, float]:
     dt = time.perf_counter() - t
     if proc.returncode:
         raise SystemExit(f"correlate failed on {run}:\n{proc.stderr[-3000:]}")
-    return dt, int(proc.stderr.strip().splitlines()[-1]) / 1024
+    return dt, int(proc.stderr.strip().splitlines()[-1]) * 1024 / 1e6  # time's %M is KiB
 
 
 def io_floor(run: Path, outputs: Path) -> dict[str, float]:
@@ -212,7 +212,7 @@ def main() -> None:
               f"{f['decode']:.1f}, write {f['write']:.1f})   ×{dt / f['total']:.2f} the floor")
     ratios = [dt / f["total"] for dt, f in zip(runs, floors, strict=True)]
     print(f"largest: median {statistics.median(runs):.1f} s, best {min(runs):.1f} s (target ≤ 20 s "
-          f"for 1M + 10M), peak {rss / 1024:.2f} GB (target ≤ 4); median ×"
+          f"for 1M + 10M), peak {rss / 1e3:.2f} GB (target ≤ 4); median ×"
           f"{statistics.median(ratios):.2f} the I/O floor")
     if len(rows) > 1:
         first, last = rows[0], rows[-1]

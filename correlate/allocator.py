@@ -1,9 +1,10 @@
 """Settings of polars' allocator (its bundled jemalloc) for correlate's own processes.
 
 correlate frees and reallocates gigabytes between stages. Freed pages are kept for reuse and go
-back to the kernel over 10 s: a page faulted in fresh costs far more than one reused
-(1M-execution run, 11 same-minute pairs against 1 s: pages allocated 11.3 -> 6.7 GiB, wall
--8 %, peak RSS 3.0 -> 3.7 GB; never returned: 4.7 GB). They are huge pages where the kernel
+back to the kernel over 5 s: a page faulted in fresh costs far more than one reused. On a
+1M-execution run, against 1 s (same-minute runs): pages allocated 11.5 -> 7.7 GiB, wall about
+-4 %, peak RSS 3.1 -> 3.5 GB; over 10 s: 6.7 GiB, about -7 %, but 3.9 GB at worst, too near the
+4 GB target; never returned: 4.7 GB. They are huge pages where the kernel
 allows (madvise), which makes faulting them in ~4x cheaper (sys time 37 -> 10 s on that run).
 One arena per core the job may use (its cpuset, as polars counts cores; jemalloc's default is
 four per core): memory one thread freed is reused by the next stage's threads instead of
@@ -27,7 +28,7 @@ POLARS_DEFAULT = "dirty_decay_ms:500,muzzy_decay_ms:1000"
 
 def settings() -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"thp:always,dirty_decay_ms:10000,muzzy_decay_ms:0,narenas:{cores or 1}"
+    return f"thp:always,dirty_decay_ms:5000,muzzy_decay_ms:0,narenas:{cores or 1}"
 
 
 def configure() -> None:
