@@ -24,6 +24,7 @@ import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, waits
 from correlate.mappers import Mapper, local_map
 from correlate.partitions import attribute_all, by_process, process_order
+from correlate.prefixes import key_splits
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, output_order, sorted_for_output
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sources.frames import RunFrames
@@ -52,14 +53,8 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
     ex = executions.sort("host", "pid", "local_start_ns", "key", "thread_id", nulls_last=True,
                          maintain_order=True)
     ex = ex.with_row_index("execution_id").with_columns(pl.col("execution_id").cast(pl.Int64))
-    keys = ex.filter(pl.col("prefix").is_null()).get_column("key").unique()
-    if keys.len():
-        from dask.utils import key_split  # imports dask (0.1 s), for runs without names only
-
-        split = pl.DataFrame({"key": keys, "split": [key_split(k) for k in keys.to_list()]},
-                             schema={"key": pl.String, "split": pl.String})
-        ex = ex.join(split, on="key", how="left", maintain_order="left").with_columns(
-            prefix=pl.coalesce("prefix", "split")).drop("split")
+    if ex.get_column("prefix").has_nulls():
+        ex = ex.with_columns(prefix=pl.coalesce("prefix", key_splits(ex.get_column("key"))))
     return ex.with_columns(group=pl.coalesce("group", "prefix"))
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate.prefixes import key_splits
 from correlate.sources.frames import RunFrames
 
 _TRANSITION_SKIP = ("key", "side", "local_time_ns", "prefix", "group")
@@ -119,8 +120,6 @@ def _names(frames: RunFrames) -> pl.DataFrame:
 def lifecycle_lines(frames: RunFrames) -> pl.DataFrame:
     """key, line: one JSON object per key (every key seen in any table, graph-only keys
     included), sorted by key."""
-    from dask.utils import key_split
-
     events = _events(frames)
     # each key's events in time order (ties in source order): sorting within each key is
     # cheaper than sorting all events by their string key first
@@ -133,11 +132,9 @@ def lifecycle_lines(frames: RunFrames) -> pl.DataFrame:
     keys = pl.concat([events.select("key"), graph.select("key")]).unique()
     t = (keys.join(per_key, on="key", how="left").join(graph, on="key", how="left")
          .join(_names(frames), on="key", how="left").sort("key"))
-    missing = t.filter(pl.col("prefix").is_null())["key"].to_list()
-    split = pl.DataFrame({"key": missing, "split": [key_split(k) for k in missing]},
-                         schema={"key": pl.String, "split": pl.String})
-    t = t.join(split, on="key", how="left", maintain_order="left").with_columns(
-        prefix=pl.coalesce("prefix", "split"),
+    if t.get_column("prefix").has_nulls():
+        t = t.with_columns(prefix=pl.coalesce("prefix", key_splits(t.get_column("key"))))
+    t = t.with_columns(
         depends_on=pl.col("depends_on").fill_null([]),
         dependents=pl.col("dependents").fill_null([]),
         executions=pl.col("executions").fill_null(0),

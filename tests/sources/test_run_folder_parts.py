@@ -70,3 +70,25 @@ def test_an_unreadable_part_of_a_lazy_table_is_rejected_when_loading(tmp_path):
     assert reject["file"].endswith("part-999999.parquet") and reject["count"] == 1
     assert "unreadable part" in reject["reason"]
     assert frames.table("transitions").equals(whole.transitions)
+
+
+def test_names_come_from_any_transition_of_the_key(tmp_path):
+    """The scheduler logs a key's prefix and group only while the task is alive at a flush:
+    a key named on its first (``released``) transition, one named only on a later one, and
+    one never named (its prefix is left to ``key_split`` later)."""
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    (part,) = (next((run / "procs").glob("scheduler-*")) / "scheduler_transitions").glob("*")
+    tr = pl.read_parquet(part)
+    executed = load(SAMPLE).executions.get_column("key").unique().sort().to_list()
+    first, later, never = executed[:3]
+    released = pl.col("start") == "released"
+    named = (pl.col("key") == first) | ((pl.col("key") == later) & ~released)
+    tr.with_columns(prefix=pl.when(named).then(pl.col("key") + "-prefix"),
+                    group=pl.when(named).then(pl.col("key") + "-group")).write_parquet(part)
+    assert tr.filter((pl.col("key") == later) & released).height  # named only after it
+    names = {k: (p, g) for k, p, g in load(run).executions.select("key", "prefix", "group")
+             .unique().iter_rows()}
+    assert names[first] == (f"{first}-prefix", f"{first}-group")
+    assert names[later] == (f"{later}-prefix", f"{later}-group")
+    assert names[never] == (None, None)
