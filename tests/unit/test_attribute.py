@@ -152,3 +152,59 @@ def test_one_process_segments_match_only_that_process_s_threads():
     files, _ = conservation(att, ex)
     # THEN the segment goes to its own process's task
     assert files["key"].to_list() == ["b"]
+
+
+def _split_by_hand(seg, ex):
+    """The window-split shares by the documented rule, one segment and window at a time."""
+    out = {}
+    for s in seg.iter_rows(named=True):
+        dur = s["host_stop_ns"] - s["host_start_ns"]
+        found = {}
+        for e in ex.iter_rows(named=True):
+            if (None in (s["host"], s["pid"]) or (s["host"], s["pid"]) != (e["host"], e["pid"])
+                    or not (s["host_start_ns"] <= e["local_stop_ns"]
+                            and s["host_stop_ns"] >= e["local_start_ns"])):
+                continue
+            inside = (min(s["host_stop_ns"], e["local_stop_ns"])
+                      - max(s["host_start_ns"], e["local_start_ns"]))
+            if dur == 0 or inside > 0:
+                found[e["execution_id"]] = inside / dur if dur else 1.0
+        total = sum(found.values())
+        for eid, raw in found.items():
+            weight = 1 / len(found) if dur == 0 else raw / total if total > 1 else raw
+            out[(s["seg_id"], eid)] = weight
+    return out
+
+
+def test_window_split_matches_the_rule_on_many_processes_and_thread_layouts():
+    # GIVEN segments without thread ids on three processes (and of an unknown host): tasks
+    # back to back on executor threads, some touching, one thread whose tasks overlap, tasks
+    # without a thread, zero-length calls, calls spanning several tasks
+    import random
+
+    rng = random.Random(3)
+    ex_rows, eid = [], 0
+    for host, pid in (("h", 1), ("h", 2), ("g", 1), (None, 1)):
+        for thread in (11, 12, 13, None):
+            t = rng.randint(0, 5)
+            for _ in range(12):
+                d = rng.randint(0, 6)
+                ex_rows.append((eid, f"k{eid}", host, pid, thread, t, t + d))
+                eid += 1
+                t += d + rng.choice([0, 0, 1, 3]) - (2 if thread == 13 else 0)
+    seg_rows = []
+    for _ in range(600):
+        host, pid = rng.choice([("h", 1), ("h", 2), ("g", 1), ("h", 3), (None, 1)])
+        s = rng.randint(-3, 80)
+        seg_rows.append((host, pid, None, s, s + rng.choice([0, 0, 1, 2, 5, 20]), 10, "read",
+                         "/f"))
+    ex, seg = executions(ex_rows), segments(seg_rows)
+    # WHEN attributed
+    att = attribute.io_to_executions(seg, ex)
+    # THEN every share is the one the rule gives, and there is no other
+    got = {(s, e): w for s, e, w in att.split.iter_rows()}
+    want = _split_by_hand(seg, ex)
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(want[k]) for k in want)
+    assert len(want) > 600  # calls spanning several tasks were split
+    conservation(att, ex)
