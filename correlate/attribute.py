@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from correlate import per_process
@@ -45,7 +46,7 @@ class IOAttribution:
     #: process allows: exact-thread / window-split / none), ``attributed_weight`` and
     #: ``execution_id`` (the execution holding the largest share; null when none)
     segments: pl.DataFrame
-    #: seg_id, execution_id, weight of the window-split segments' shares
+    #: row (in ``segments``), seg_id, execution_id, weight of the window-split segments' shares
     split: pl.DataFrame
 
     @property
@@ -56,7 +57,8 @@ class IOAttribution:
                                      & pl.col("execution_id").is_not_null())
         return pl.concat([
             exact.select("seg_id", "execution_id", weight=pl.lit(1.0), attribution="attribution"),
-            self.split.with_columns(attribution=pl.lit("window-split", METHOD)),
+            self.split.select("seg_id", "execution_id", "weight",
+                              attribution=pl.lit("window-split", METHOD)),
         ]).with_columns(pl.col("attribution").cast(pl.String))
 
 
@@ -103,60 +105,120 @@ def _exact(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.Series:
         found.get_column("row"), eid)
 
 
+def _thread_pairs(a: np.ndarray, b: np.ndarray, starts: np.ndarray, stops: np.ndarray,
+                  threads: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(segment, execution) positions of every pair with ``a <= stop`` and ``b >= start``,
+    where the executions of each thread (``threads``: their [begin, end) positions) are sorted
+    and never overlap: the ones a segment meets on a thread are then a run, from the first
+    stop at or after ``a`` to the last start at or before ``b`` (two binary searches per
+    segment and thread, no comparison of every pair)."""
+    seg_pos, ex_pos = [], []
+    for begin, end in threads:
+        first = begin + np.searchsorted(stops[begin:end], a, "left")
+        count = begin + np.searchsorted(starts[begin:end], b, "right") - first
+        met = np.flatnonzero(count > 0)
+        n = count[met]
+        seg_pos.append(np.repeat(met, n))
+        ex_pos.append(np.repeat(first[met] - np.cumsum(n) + n, n) + np.arange(n.sum()))
+    return (np.concatenate(seg_pos or [np.zeros(0, np.int64)]),
+            np.concatenate(ex_pos or [np.zeros(0, np.int64)]))
+
+
 def _overlapping(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """Every (segment, execution) pair of one process whose intervals overlap: an interval
-    join on the two inequalities alone (polars' IEJoin; with the host and pid equalities in
-    the same ``join_where`` it compares every segment with every execution: 5k executions and
-    50k segments took 19 GB)."""
-    ex = executions.select("execution_id", w_start="local_start_ns", w_stop="local_stop_ns")
-    return seg.select("seg_id", "host_start_ns", "host_stop_ns").join_where(
-        ex, pl.col("host_start_ns") <= pl.col("w_stop"),
-        pl.col("host_stop_ns") >= pl.col("w_start"))
+    """row, execution_id, w_start, w_stop: every (segment, execution) pair of one process
+    whose intervals overlap (``seg``: row, host_start_ns, host_stop_ns). Threads whose tasks
+    never overlap (executor threads) are searched (``_thread_pairs``); the other executions
+    (no thread id, or overlapping on a thread) go through polars' interval join. (One
+    ``join_where`` with the host and pid equalities compared every segment with every
+    execution: 5k executions and 50k segments took 19 GB.)"""
+    ex = (executions.select("execution_id", "thread_id", w_start="local_start_ns",
+                            w_stop="local_stop_ns")
+          .sort("thread_id", "w_start", "execution_id", nulls_last=True))
+    same_thread = pl.col("thread_id") == pl.col("thread_id").shift(1)
+    crowded = ex.filter(same_thread & (pl.col("w_start") < pl.col("w_stop").shift(1)))
+    apart = pl.col("thread_id").is_not_null() & ~pl.col("thread_id").is_in(
+        crowded.get_column("thread_id").unique().implode())
+    searched, joined = ex.filter(apart), ex.filter(~apart)
+    ends = (searched.select(pl.col("thread_id").rle().struct.field("len").cum_sum())
+            .to_series().to_list())
+    seg_pos, ex_pos = _thread_pairs(
+        seg.get_column("host_start_ns").to_numpy(), seg.get_column("host_stop_ns").to_numpy(),
+        searched.get_column("w_start").to_numpy(), searched.get_column("w_stop").to_numpy(),
+        list(zip([0, *ends], ends, strict=False)))
+    pairs = seg.select("row").to_series().gather(seg_pos).to_frame().with_columns(
+        searched.select("execution_id", "w_start", "w_stop")[ex_pos])
+    if joined.is_empty():  # (an interval join with nothing on one side still takes 0.7 s)
+        return pairs
+    return pl.concat([pairs, seg.select("row", "host_start_ns", "host_stop_ns").join_where(
+        joined.select("execution_id", "w_start", "w_stop"),
+        pl.col("host_start_ns") <= pl.col("w_stop"),
+        pl.col("host_stop_ns") >= pl.col("w_start")).drop("host_start_ns", "host_stop_ns")])
 
 
-def _window_split(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+def _window_split(seg: pl.DataFrame, window: pl.Series, executions: pl.DataFrame
+                  ) -> pl.DataFrame:
+    """row (of ``seg``), seg_id, execution_id, weight: the shares of the ``window`` rows."""
+    rows = seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "host", "pid",
+                      "host_start_ns", "host_stop_ns").filter(window)
     own = executions.partition_by("host", "pid", as_dict=True)
-    found = [_overlapping(rows, own[process])
-             for process, rows in seg.partition_by("host", "pid", as_dict=True).items()
+    found = [_overlapping(part, own[process])
+             for process, part in rows.partition_by("host", "pid", as_dict=True).items()
              if None not in process and process in own]
-    pairs = pl.concat(found) if found else _overlapping(seg.clear(), executions.clear())
-    dur = (pl.col("host_stop_ns") - pl.col("host_start_ns")).cast(pl.Float64)
-    overlap = (pl.min_horizontal("host_stop_ns", "w_stop")
-               - pl.max_horizontal("host_start_ns", "w_start")).cast(pl.Float64)
-    raw = pl.when(dur > 0).then(overlap / dur).otherwise(1.0)
-    pairs = pairs.with_columns(raw=raw).filter((pl.col("raw") > 0) | (dur == 0))
-    total = pl.col("raw").sum().over("seg_id")
+    if not found:
+        return pl.DataFrame([pl.Series("row", [], pl.UInt32), seg.get_column("seg_id").clear(),
+                             executions.get_column("execution_id").clear(),
+                             pl.Series("weight", [], pl.Float64)])
+    pairs = pl.concat(found)
+    row = pairs.get_column("row").to_numpy()
+    a = seg.get_column("host_start_ns").to_numpy()[row]
+    b = seg.get_column("host_stop_ns").to_numpy()[row]
+    dur = (b - a).astype(np.float64)
+    overlap = (np.minimum(b, pairs.get_column("w_stop").to_numpy())
+               - np.maximum(a, pairs.get_column("w_start").to_numpy())).astype(np.float64)
     zero = dur == 0
-    weight = (pl.when(zero).then(1.0 / pl.len().over("seg_id"))
-              .when(total > 1.0).then(pl.col("raw") / total)
-              .otherwise(pl.col("raw")))
-    return pairs.select("seg_id", "execution_id", weight=weight)
+    raw = np.where(zero, 1.0, overlap / np.where(zero, 1.0, dur))
+    keep = (raw > 0) | zero
+    row, raw, zero = row[keep], raw[keep], zero[keep]
+    total = np.bincount(row, weights=raw, minlength=seg.height)[row]
+    count = np.bincount(row, minlength=seg.height)[row]
+    weight = np.where(zero, 1.0 / count, np.where(total > 1.0, raw / total, raw))
+    return pl.DataFrame({"row": pl.Series(row, dtype=pl.UInt32),
+                         "seg_id": seg.get_column("seg_id").gather(row),
+                         "execution_id": pairs.get_column("execution_id").filter(keep),
+                         "weight": weight})
+
+
+def _largest_shares(split: pl.DataFrame, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per segment row (of ``n``) that has shares: its row, the sum of its weights and the
+    execution holding its largest share (the smallest execution_id among equal ones)."""
+    row = split.get_column("row").to_numpy()
+    weight = split.get_column("weight").to_numpy()
+    eid = split.get_column("execution_id").to_numpy()
+    largest = np.full(n, -np.inf)
+    np.maximum.at(largest, row, weight)
+    best = np.full(n, np.iinfo(np.int64).max)
+    top = weight == largest[row]
+    np.minimum.at(best, row[top], eid[top])
+    rows = np.flatnonzero(np.bincount(row, minlength=n))
+    return rows, np.bincount(row, weights=weight, minlength=n)[rows], best[rows]
 
 
 def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttribution:
     """Attribute aligned segments (with ``seg_id``) to executions (with ``execution_id``).
     The segments are sorted once, in ``SEGMENT_ORDER``; exact-thread segments (almost all, at
     scale) get their execution from an asof join of the key columns alone; only window-split
-    segments are joined to windows and their shares grouped."""
+    segments are joined to windows and their shares summed per segment."""
     rows = sort_order(segments, SEGMENT_ORDER)
     seg = segments if rows is None else segments[rows]
     seg = seg.with_columns(attribution=_methods(seg, executions))
     seg = seg.with_columns(execution_id=_exact(seg, executions))
     seg = seg.with_columns(attributed_weight=pl.col("execution_id").is_not_null()
                            .cast(pl.Float64))
-    window = seg.get_column("attribution") == "window-split"
-    split = _window_split(seg.filter(window), executions)
-    if window.any():
-        per_segment = (split.sort("weight", "execution_id", descending=[True, False])
-                       .group_by("seg_id", maintain_order=True)
-                       .agg(weight=pl.col("weight").sum(),
-                            execution=pl.col("execution_id").first()))
-        found = (seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "seg_id")
-                 .filter(window).join(per_segment, on="seg_id"))
-        row = found.get_column("row")
-        seg = seg.with_columns(
-            seg.get_column("execution_id").scatter(row, found.get_column("execution")),
-            seg.get_column("attributed_weight").scatter(row, found.get_column("weight")))
+    split = _window_split(seg, seg.get_column("attribution") == "window-split", executions)
+    if split.height:
+        at, weight, best = _largest_shares(split, seg.height)
+        seg = seg.with_columns(seg.get_column("execution_id").scatter(at, best),
+                               seg.get_column("attributed_weight").scatter(at, weight))
     return IOAttribution(segments=seg, split=split)
 
 
@@ -181,7 +243,8 @@ def task_files(att: IOAttribution, executions: pl.DataFrame) -> pl.DataFrame:
     if whole.is_empty() and att.split.is_empty():
         return TASK_FILES.empty()
     cols = ["path", "op", "length", "host_start_ns", "host_stop_ns"]
-    shared = (att.split.join(att.segments.select("seg_id", *cols), on="seg_id")
+    shared = (att.split.select("execution_id", "weight")
+              .with_columns(att.segments.select(cols)[att.split.get_column("row")])
               .group_by("execution_id", "path", "op").agg(_io_measures(pl.col("weight")))
               .with_columns(attribution=pl.lit("window-split", METHOD)))
     return pl.concat([whole, shared], how="vertical_relaxed").join(

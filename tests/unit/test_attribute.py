@@ -202,9 +202,20 @@ def test_window_split_matches_the_rule_on_many_processes_and_thread_layouts():
     # WHEN attributed
     att = attribute.io_to_executions(seg, ex)
     # THEN every share is the one the rule gives, and there is no other
-    got = {(s, e): w for s, e, w in att.split.iter_rows()}
+    got = {(s, e): w for s, e, w in att.split.select("seg_id", "execution_id", "weight").iter_rows()}
     want = _split_by_hand(seg, ex)
     assert got.keys() == want.keys()
     assert all(got[k] == pytest.approx(want[k]) for k in want)
     assert len(want) > 600  # calls spanning several tasks were split
+    # and each segment names the execution of its largest share (ties: the smallest id)
+    per_segment = {}
+    for (s, e), w in want.items():
+        per_segment.setdefault(s, []).append((-w, e))
+    named = {s: (min(shares)[1], sum(-w for w, _ in shares)) for s, shares in per_segment.items()}
+    got_named = {s: (e, w) for s, e, w in att.segments.select(
+        "seg_id", "execution_id", "attributed_weight").iter_rows() if e is not None}
+    assert got_named.keys() == named.keys()
+    assert all(got_named[s][0] == named[s][0] and got_named[s][1] == pytest.approx(named[s][1])
+               for s in named)
+    assert any(len(v) > 1 and v[0][0] == v[1][0] for v in map(sorted, per_segment.values()))
     conservation(att, ex)
