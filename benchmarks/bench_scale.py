@@ -16,6 +16,8 @@ In one run, on synthetic but schema-exact run folders (``correlate.synthetic``, 
    the per-execution bytes checked equal.
 3. ``--cluster local:2`` (2 worker processes) vs single-process on the largest run: speed-up,
    and the output tables compared row for row.
+4. The largest run as Darshan before 3.5 logs it (DXT v1: no thread ids, so every segment is
+   split over the task windows it overlaps): time and peak RSS.
 
     python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--repeat 3]
                                      [--workers 8 --threads 4] [--keep DIR]
@@ -147,6 +149,33 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
     return time.perf_counter() - t, out
 
 
+def without_thread_ids(run: Path, copy: Path) -> Path:
+    """``run`` as Darshan before 3.5 would have logged it: every log rewritten with the same
+    DXT segments in layout v1-32, which has no pthread id (the rest of the folder is linked)."""
+    from correlate.darshan_writer import write_log
+    from correlate.sources import darshan_logs
+
+    if (copy / "manifest.json").exists():
+        return copy
+    (copy / "darshan").mkdir(parents=True)
+    for item in run.iterdir():
+        if item.name != "darshan":
+            (copy / item.name).symlink_to(item.resolve())
+    for item in (run / "darshan").iterdir():
+        if item.is_dir():
+            (copy / "darshan" / item.name).symlink_to(item.resolve())
+    logs = darshan_logs.load([run / "darshan"], segments=False).darshan_logs
+    for log in logs.iter_rows(named=True):
+        rel = [((pl.col(c) - log["start_ns"]) / 1e9).alias(a)
+               for c, a in (("local_start_ns", "start_s"), ("local_stop_ns", "end_s"))]
+        seg = darshan_logs.read_segments(log["log"]).select(
+            "path", pl.col("op").cast(pl.String), "offset", "length", "thread_id", *rel)
+        write_log(copy / "darshan" / Path(log["log"]).name, seg, host=log["host"],
+                  pid=log["pid"], start_ns=log["start_ns"], end_ns=log["end_ns"],
+                  exe=log["exe"], layout="v1-32")
+    return copy
+
+
 def same_outputs(a: Path, b: Path) -> bool:
     return all(pl.read_parquet(a / f"{t}.parquet").equals(pl.read_parquet(b / f"{t}.parquet"))
                for t in TABLES)
@@ -220,6 +249,16 @@ def main() -> None:
               f"×{last[3] / first[3]:.1f}, per-execution cost ×"
               f"{(last[3] / last[0]) / (first[3] / first[0]):.2f} (1.0 = linear"
               f"{'' if first[5] == last[5] else '; only the smaller run wrote task_lifecycles.jsonl'})")
+
+    threadless = without_thread_ids(big, root / f"run-{n}-v1")
+    dt_v1, rss_v1 = correlate_cli(threadless, root / f"out-{n}-v1")
+    summary = {d: json.loads((root / d / "summary.json").read_text())
+               for d in (f"out-{n}", f"out-{n}-v1")}
+    methods = summary[f"out-{n}-v1"]["io"]["segments_by_method"]
+    print(f"\nwithout thread ids (DXT v1, Darshan before 3.5: segments split over the windows "
+          f"they overlap): {dt_v1:.1f} s, ×{dt_v1 / statistics.median(runs):.1f} the median "
+          f"above, peak {rss_v1 / 1e3:.2f} GB; segments by method {methods}; same I/O total: "
+          f"{summary[f'out-{n}']['io']['total'] == summary[f'out-{n}-v1']['io']['total']}")
 
     seg, ex = attribution_inputs(big)
     t_pl, got_pl = timed(polars_join, seg, ex)
