@@ -117,11 +117,13 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     methods = methods.select("execution_id", attribution=pl.when(
         (pl.col("attribution") == "exact-thread") & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    tasks = _tasks_table(ex, attribute.task_io_totals(parts["task_files"]), methods, key_waits,
-                         frames)
-    kept = {"tasks": tasks, "task_files": parts["task_files"],
-            "unattributed": parts["unattributed"], "clocks": clocks}
-    kept = {name: _put(sink, name, df) for name, df in kept.items()}
+    # each task's I/O summed over its files in output order: the same float sums in every run
+    # and mode (the partitions' group-by leaves rows in no fixed order)
+    task_files = _put(sink, "task_files", parts["task_files"])
+    tasks = _tasks_table(ex, attribute.task_io_totals(task_files), methods, key_waits, frames)
+    kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
+            **{name: _put(sink, name, df) for name, df in
+               (("unattributed", parts["unattributed"]), ("clocks", clocks))}}
     return Correlated(tables=kept,
                       summary=build_summary(frames, kept, parts["segment_totals"]))
 

@@ -69,10 +69,17 @@ def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
 
 
 def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
-    agg = tasks.group_by("prefix").agg(
-        executions=pl.len(), wall_s=pl.col("duration_s").sum(), cpu_s=pl.col("cpu_s").sum(),
-        read_bytes=pl.col("read_bytes").sum(), write_bytes=pl.col("write_bytes").sum(),
-        io_time_s=pl.col("io_time_s").sum())
+    """The ``n`` prefixes with the most ``by``. Each total is one Series sum over the prefix's
+    rows in output order: a group-by sums a large group in parts combined in no fixed order,
+    and window-split bytes are fractional, so its totals differed between runs."""
+    sums = {"wall_s": "duration_s", "cpu_s": "cpu_s", "read_bytes": "read_bytes",
+            "write_bytes": "write_bytes", "io_time_s": "io_time_s"}
+    agg = pl.DataFrame(
+        [{"prefix": prefix, "executions": rows.height,
+          **{name: rows.get_column(col).sum() for name, col in sums.items()}}
+         for (prefix,), rows in tasks.partition_by("prefix", as_dict=True).items()],
+        schema={"prefix": pl.String, "executions": pl.UInt32,
+                **dict.fromkeys(sums, pl.Float64)})
     rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)
     return [{k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()}
             for r in rows.iter_rows(named=True)]

@@ -106,3 +106,31 @@ def test_sort_order_packs_integer_keys_and_equals_a_full_sort():
         assert (_packed(df, keys[:2]) is not None) == packs, name
         expected = df.with_row_index("row").sort(keys, nulls_last=True, maintain_order=True)
         assert sort_order(df, keys).cast(pl.UInt32).equals(expected["row"]), name
+
+
+def test_mostly_tied_rows_are_sorted_by_every_key_packed_as_a_full_sort():
+    """The files of each task: the leading id ties on most rows, so all rows are sorted once
+    by every key packed (strings by their sorted index, an Enum by its categories' order, nulls
+    last); a string key too wide to pack falls back to the tie sort."""
+    import random
+
+    import polars as pl
+
+    import correlate.schema.outputs  # noqa: F401
+    from correlate.schema import TABLES, sort_order, sorted_for_output
+
+    rng = random.Random(5)
+    n = 3000
+    op = TABLES["task_files"].column("op").polars_dtype()
+    files = pl.DataFrame({
+        "execution_id": [rng.randrange(n // 6) for _ in range(n)],
+        "path": [rng.choice(["/b", "/a", "/a/b", "/é", "", None]) for _ in range(n)],
+        "op": pl.Series([rng.choice(["write", "read", None]) for _ in range(n)], dtype=op),
+        "row": range(n)})
+    keys = list(TABLES["task_files"].sort_by)
+    unique_paths = files.with_columns(pl.col("path") + pl.col("row").cast(pl.String))
+    too_wide = files.with_columns(pl.col("execution_id") * (1 << 54))
+    for frame in (files, files.drop_nulls(), unique_paths, too_wide):
+        expected = frame.sort(keys, nulls_last=True, maintain_order=True)
+        assert sorted_for_output(frame, TABLES["task_files"]).equals(expected)
+        assert sort_order(frame, keys) is not None
