@@ -149,33 +149,6 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
     return time.perf_counter() - t, out
 
 
-def without_thread_ids(run: Path, copy: Path) -> Path:
-    """``run`` as Darshan before 3.5 would have logged it: every log rewritten with the same
-    DXT segments in layout v1-32, which has no pthread id (the rest of the folder is linked)."""
-    from correlate.darshan_writer import write_log
-    from correlate.sources import darshan_logs
-
-    if (copy / "manifest.json").exists():
-        return copy
-    (copy / "darshan").mkdir(parents=True)
-    for item in run.iterdir():
-        if item.name != "darshan":
-            (copy / item.name).symlink_to(item.resolve())
-    for item in (run / "darshan").iterdir():
-        if item.is_dir():
-            (copy / "darshan" / item.name).symlink_to(item.resolve())
-    logs = darshan_logs.load([run / "darshan"], segments=False).darshan_logs
-    for log in logs.iter_rows(named=True):
-        rel = [((pl.col(c) - log["start_ns"]) / 1e9).alias(a)
-               for c, a in (("local_start_ns", "start_s"), ("local_stop_ns", "end_s"))]
-        seg = darshan_logs.read_segments(log["log"]).select(
-            "path", pl.col("op").cast(pl.String), "offset", "length", "thread_id", *rel)
-        write_log(copy / "darshan" / Path(log["log"]).name, seg, host=log["host"],
-                  pid=log["pid"], start_ns=log["start_ns"], end_ns=log["end_ns"],
-                  exe=log["exe"], layout="v1-32")
-    return copy
-
-
 def same_outputs(a: Path, b: Path) -> bool:
     return all(pl.read_parquet(a / f"{t}.parquet").equals(pl.read_parquet(b / f"{t}.parquet"))
                for t in TABLES)
@@ -200,7 +173,7 @@ def main() -> None:
         print(json.dumps(io_floor(*args.floor_of)))
         return
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
-    from correlate.synthetic import write_run
+    from correlate.synthetic import without_thread_ids, write_run
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     rows = []

@@ -963,6 +963,35 @@ def write_run(folder: Path | str, *, workers: int = 2, threads: int = 2,
     return run.write()
 
 
+def without_thread_ids(run: Path, copy: Path) -> Path:
+    """``run`` as Darshan before 3.5 would have logged it, in ``copy``: every log rewritten with
+    the same DXT segments in layout v1-32, which has no pthread id (correlate then splits each
+    segment over the task windows it overlaps, so ``Expected``'s per-execution figures no longer
+    apply; the totals do); the rest of the folder is linked. Reuses a copy already there."""
+    from correlate.darshan_writer import write_log
+    from correlate.sources import darshan_logs
+
+    if (copy / "manifest.json").exists():
+        return copy
+    (copy / "darshan").mkdir(parents=True)
+    for item in run.iterdir():
+        if item.name != "darshan":
+            (copy / item.name).symlink_to(item.resolve())
+    for item in (run / "darshan").iterdir():
+        if item.is_dir():
+            (copy / "darshan" / item.name).symlink_to(item.resolve())
+    logs = darshan_logs.load([run / "darshan"], segments=False).darshan_logs
+    for log in logs.iter_rows(named=True):
+        rel = [((pl.col(c) - log["start_ns"]) / 1e9).alias(a)
+               for c, a in (("local_start_ns", "start_s"), ("local_stop_ns", "end_s"))]
+        seg = darshan_logs.read_segments(log["log"]).select(
+            "path", pl.col("op").cast(pl.String), "offset", "length", "thread_id", *rel)
+        write_log(copy / "darshan" / Path(log["log"]).name, seg, host=log["host"],
+                  pid=log["pid"], start_ns=log["start_ns"], end_ns=log["end_ns"],
+                  exe=log["exe"], layout="v1-32")
+    return copy
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m correlate.synthetic",
                                  description="write a synthetic run folder; print the expected "

@@ -12,14 +12,17 @@ import pytest
 
 from correlate.cli import main
 from correlate.engine import OUTPUT_TABLES
-from correlate.synthetic import write_run
+from correlate.synthetic import without_thread_ids, write_run
 
 pytestmark = pytest.mark.cluster
 
 
-def test_cluster_mode_gives_the_same_tables_row_for_row(tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads", ["exact", "threadless"])
+def test_cluster_mode_gives_the_same_tables_row_for_row(tmp_path: Path, threads: str) -> None:
     run = tmp_path / "run"
     exp = write_run(run, workers=3, threads=2, executions=600, segments=6000, seed=3)
+    if threads == "threadless":  # every segment split over the windows it overlaps
+        run = without_thread_ids(run, tmp_path / "run-v1")
     single, clustered = tmp_path / "single", tmp_path / "cluster"
     assert main([str(run), "-o", str(single), "--no-reports"]) == 0
     assert main([str(run), "-o", str(clustered), "--no-reports", "--cluster", "local:2"]) == 0
@@ -32,7 +35,11 @@ def test_cluster_mode_gives_the_same_tables_row_for_row(tmp_path: Path) -> None:
             == json.loads((clustered / "summary.json").read_text()))
     tasks = pl.read_parquet(single / "tasks.parquet")
     assert tasks.height == exp.executions
-    assert tasks["read_bytes"].sum() + tasks["write_bytes"].sum() == exp.attributed["bytes"]
+    methods = json.loads((single / "summary.json").read_text())["io"]["segments_by_method"]
+    if threads == "exact":
+        assert tasks["read_bytes"].sum() + tasks["write_bytes"].sum() == exp.attributed["bytes"]
+    else:
+        assert methods["window-split"] == exp.segments - methods.get("none", 0) > 0
 
 
 def test_unreachable_cluster_is_one_clear_line(tmp_path: Path, capsys) -> None:
