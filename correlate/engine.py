@@ -122,8 +122,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     task_files = _put(sink, "task_files", parts["task_files"])
     tasks = _tasks_table(ex, attribute.task_io_totals(task_files), methods, key_waits, frames)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
-            **{name: _put(sink, name, df) for name, df in
-               (("unattributed", parts["unattributed"]), ("clocks", clocks))}}
+            "unattributed": _put(sink, "unattributed", parts["unattributed"]),
+            "clocks": _put(sink, "clocks", clocks)}
     return Correlated(tables=kept,
                       summary=build_summary(frames, kept, parts["segment_totals"]))
 

@@ -77,7 +77,8 @@ def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
     agg = pl.DataFrame(
         [{"prefix": prefix, "executions": rows.height,
           **{name: rows.get_column(col).sum() for name, col in sums.items()}}
-         for (prefix,), rows in tasks.partition_by("prefix", as_dict=True).items()],
+         for (prefix,), rows in tasks.select("prefix", *sums.values())
+         .partition_by("prefix", as_dict=True).items()],
         schema={"prefix": pl.String, "executions": pl.UInt32,
                 **dict.fromkeys(sums, pl.Float64)})
     rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)
