@@ -61,7 +61,9 @@ def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0:
     thread id go to the lane of the execution holding them), as
     ``lane, op, start, stop, bytes, ops, path`` relative to ``t0``; merged per time bin when
     there are more than ``limit``."""
-    s = segments.join(lanes.select(*LANE_KEYS, "lane"), on=list(LANE_KEYS), how="left")
+    s = segments.select(*LANE_KEYS, "execution_id", "start_ns", "stop_ns", "op",
+                        "length", "path").join(lanes.select(*LANE_KEYS, "lane"),
+                                               on=list(LANE_KEYS), how="left")
     by_exec = bars.select("execution_id", exec_lane="lane")
     s = s.join(by_exec, on="execution_id", how="left").with_columns(
         lane=pl.when(pl.col("thread_id").is_null()).then(pl.col("exec_lane"))
@@ -70,9 +72,8 @@ def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0:
         "lane", pl.col("op").cast(pl.String), start=pl.col("start_ns") - t0,
         stop=pl.col("stop_ns") - t0, bytes=pl.col("length").cast(pl.Float64),
         ops=pl.lit(1, pl.Int64), path="path", execution_id="execution_id")
-    s = s.sort("lane", "start", "op", "path", nulls_last=True)
     if s.height <= limit:
-        return Sampled(s, s.height)
+        return Sampled(s.sort("lane", "start", "op", "path", nulls_last=True), s.height)
     nlanes = max(1, lanes.height)
     nbins = max(100, min(4000, limit // (2 * nlanes)))
     return _binned(s, max(1, -(-(t1 - t0) // nbins)), nbins)
