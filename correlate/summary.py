@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate.grouping import group_agg
 from correlate.sources.frames import RunFrames
 
 
@@ -48,8 +49,8 @@ def _cpu_per_worker(tasks: pl.DataFrame, samples: pl.DataFrame) -> list[dict[str
             .group_by("host", "pid").agg(process_cpu_s=pl.col("process_cpu_s").max()))
     if proc.is_empty():
         return []
-    in_tasks = tasks.group_by("host", "pid").agg(
-        worker=pl.col("worker").drop_nulls().first(), task_cpu_s=pl.col("cpu_s").sum())
+    in_tasks = group_agg(tasks, ["host", "pid"], worker=pl.col("worker").drop_nulls().first(),
+                         task_cpu_s=pl.col("cpu_s").sum())
     rows = proc.join(in_tasks, on=["host", "pid"], how="left").with_columns(
         pl.col("task_cpu_s").fill_null(0.0)).with_columns(
         outside_tasks_cpu_s=pl.col("process_cpu_s") - pl.col("task_cpu_s"))
@@ -69,18 +70,10 @@ def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
 
 
 def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
-    """The ``n`` prefixes with the most ``by``. Each total is one Series sum over the prefix's
-    rows in output order: a group-by sums a large group in parts combined in no fixed order,
-    and window-split bytes are fractional, so its totals differed between runs."""
-    sums = {"wall_s": "duration_s", "cpu_s": "cpu_s", "read_bytes": "read_bytes",
-            "write_bytes": "write_bytes", "io_time_s": "io_time_s"}
-    agg = pl.DataFrame(
-        [{"prefix": prefix, "executions": rows.height,
-          **{name: rows.get_column(col).sum() for name, col in sums.items()}}
-         for (prefix,), rows in tasks.select("prefix", *sums.values())
-         .partition_by("prefix", as_dict=True).items()],
-        schema={"prefix": pl.String, "executions": pl.UInt32,
-                **dict.fromkeys(sums, pl.Float64)})
+    agg = group_agg(
+        tasks, ["prefix"], executions=pl.len(), wall_s=pl.col("duration_s").sum(),
+        cpu_s=pl.col("cpu_s").sum(), read_bytes=pl.col("read_bytes").sum(),
+        write_bytes=pl.col("write_bytes").sum(), io_time_s=pl.col("io_time_s").sum())
     rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)
     return [{k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()}
             for r in rows.iter_rows(named=True)]

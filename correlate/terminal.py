@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from correlate.console import console
+from correlate.grouping import group_agg
 
 
 def _bytes(n: float | None) -> str:
@@ -33,11 +34,9 @@ def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
 
 
 def _prefix_rows(tasks: pl.DataFrame, top: int) -> list[list[Any]]:
-    agg = (tasks.group_by("prefix").agg(n=pl.len(), wall=pl.col("duration_s").sum(),
-                                        cpu=pl.col("cpu_s").sum(),
-                                        rd=pl.col("read_bytes").sum(),
-                                        wr=pl.col("write_bytes").sum(),
-                                        io=pl.col("io_time_s").sum())
+    agg = (group_agg(tasks, ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
+                     cpu=pl.col("cpu_s").sum(), rd=pl.col("read_bytes").sum(),
+                     wr=pl.col("write_bytes").sum(), io=pl.col("io_time_s").sum())
            .sort("wall", "prefix", descending=[True, False]).head(top))
     return [[r["prefix"], r["n"], f"{r['wall']:.3f}", f"{r['cpu']:.3f}", _bytes(r["rd"]),
              _bytes(r["wr"]), f"{r['io']:.3f}"] for r in agg.iter_rows(named=True)]

@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from correlate.grouping import group_agg
+
 LANE_KEYS = ("host", "pid", "thread_id")
 
 
@@ -47,7 +49,8 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
     window = run_window(tasks)
     span_s = 0.0 if window is None else (window[1] - window[0]) / 1e9
     t = tasks.with_columns(worker=worker_label())
-    agg = t.group_by("worker").agg(
+    agg = group_agg(
+        t, ["worker"],
         threads=pl.col("thread_id").n_unique(),
         executions=pl.len(),
         busy_s=pl.col("duration_s").sum(),
@@ -68,7 +71,8 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
 
 def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per task prefix: executions, wall, CPU, I/O time and bytes; sorted by wall time."""
-    agg = tasks.group_by("prefix").agg(
+    agg = group_agg(
+        tasks, ["prefix"],
         executions=pl.len(),
         wall_s=pl.col("duration_s").sum(),
         cpu_s=pl.col("cpu_s").sum(),
@@ -142,7 +146,8 @@ def unattributed_io(unattributed: pl.DataFrame) -> pl.DataFrame:
 def cpu_coverage(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per worker: executions with and without a CPU measurement and their wall time."""
     t = tasks.with_columns(worker=worker_label(), measured=pl.col("cpu_s").is_not_null())
-    return t.group_by("worker").agg(
+    return group_agg(
+        t, ["worker"],
         executions=pl.len(),
         unmeasured=(~pl.col("measured")).sum(),
         unmeasured_wall_s=pl.col("duration_s").filter(~pl.col("measured")).sum(),
