@@ -35,6 +35,8 @@ OUTSIDE_TID = 100_000
 #: tid of the "I/O without thread id" track of a process
 NO_THREAD_TID = 99_999
 TRANSITIONS_TID = 1
+#: events written to trace.json per slice
+WRITE_ROWS = 100_000
 
 
 def _t0(out: Outputs) -> int:
@@ -144,8 +146,10 @@ def _segment_rows(out: Outputs, tasks: pl.DataFrame, procs: pl.DataFrame,
                   thr: pl.DataFrame) -> pl.DataFrame:
     """Segments with their track: nested in their execution when it ran on the same thread,
     else on the process's outside-task track of that thread (or the no-thread-id track)."""
-    seg = out["segments"].join(procs.select("host", "pid", "tpid"), on=["host", "pid"],
-                               how="left", nulls_equal=True)
+    seg = out["segments"].select(
+        "host", "pid", "thread_id", "execution_id", "start_ns", "stop_ns", "length", "path",
+        "op", "attribution").join(procs.select("host", "pid", "tpid"), on=["host", "pid"],
+                                  how="left", nulls_equal=True)
     seg = seg.join(thr.select("host", "pid", "thread_id", "tid", "has_tasks"),
                    on=["host", "pid", "thread_id"], how="left")
     owner = tasks.select("execution_id", ptpid="tpid", ptid="tid", ps="s", pe="e")
@@ -280,9 +284,12 @@ def build_events(out: Outputs) -> tuple[pl.DataFrame, dict[str, Any]]:
 def write_trace(out: Outputs, out_dir: Path) -> list[Path]:
     """Write ``trace.json``; return its path."""
     events, other = build_events(out)
-    head = ('{"displayTimeUnit":"ms","otherData":'
-            + json.dumps(other, sort_keys=True, ensure_ascii=False) + ',"traceEvents":[\n')
-    body = ",\n".join(events["json"].to_list())
     path = Path(out_dir) / "trace.json"
-    path.write_text(head + body + "\n]}\n", encoding="utf-8")
+    with path.open("w", encoding="utf-8") as fh:  # a slice of events at a time: the whole
+        fh.write('{"displayTimeUnit":"ms","otherData":'  # file as one string held it 3 times
+                 + json.dumps(other, sort_keys=True, ensure_ascii=False) + ',"traceEvents":[\n')
+        for at in range(0, events.height, WRITE_ROWS):
+            fh.write((",\n" if at else "")
+                     + ",\n".join(events["json"].slice(at, WRITE_ROWS).to_list()))
+        fh.write("\n]}\n")
     return [path]

@@ -94,3 +94,13 @@ def test_many_segments_are_aggregated_per_execution_and_file(
     assert sum(e["args"]["ops"] for e in io) == segs.height
     assert sum(e["args"]["bytes"] for e in io) == segs["length"].sum()
     assert len([e for e in events if e["ph"] == "i"]) <= 5
+
+
+def test_trace_written_in_slices_is_the_same_file(
+        literal_reports: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = shutil.copytree(literal_reports, tmp_path / "out")
+    monkeypatch.setattr(perfetto, "WRITE_ROWS", 2)
+    write_reports(out, kinds=["trace"])
+    sliced = (out / "trace.json").read_bytes()
+    assert sliced == (literal_reports / "trace.json").read_bytes()
+    assert len(json.loads(sliced)["traceEvents"]) > 2 * 2  # several slices were written
