@@ -23,7 +23,14 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from correlate.reports import aggregate as agg
 from correlate.reports.load import Outputs
-from correlate.reports.timeline import IO_COLOURS, io_bars, prefix_colours, sample_bars, task_bars
+from correlate.reports.timeline import (
+    IO_BAR_COLUMNS,
+    IO_COLOURS,
+    io_bars,
+    prefix_colours,
+    sample_bars,
+    task_bars,
+)
 
 TASK_LIMIT = 20_000
 IO_LIMIT = 20_000
@@ -74,7 +81,8 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
         return {"lanes": [], "tasks": {}, "io": {}, "notes": [], "span_ms": 0}
     bars = task_bars(tasks, lanes, window[0])
     shown = sample_bars(bars, TASK_LIMIT)
-    io = io_bars(out["segments"], lanes, bars, window[0], window[1], IO_LIMIT)
+    io = io_bars(out.read("segments", IO_BAR_COLUMNS), lanes, bars, window[0], window[1],
+                 IO_LIMIT)
     names = list(colours)
     ms = 1e6
     task_cols = _columns(shown.frame.with_columns(

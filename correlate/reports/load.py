@@ -3,13 +3,15 @@
 ``load_outputs(out_dir) -> Outputs``. Every table of ``correlate.schema.outputs`` is returned
 conformed to its declared schema; a missing table file gives an empty table (older or partial
 output folders still render). A folder with neither ``tasks.parquet`` nor ``summary.json`` is
-not an output folder and raises ``InputError``.
+not an output folder and raises ``InputError``. A table is read when a report first asks for
+it (``out[name]``, then kept), or only in part (``out.scan(name)``): the 11M events of a
+million-execution run are read for the trace's scheduler rows alone, and never whole.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +29,45 @@ TABLE_NAMES = ("tasks", "task_files", "task_functions", "unattributed", "clocks"
 class Outputs:
     """The output tables of one correlated run plus its summary."""
 
-    tables: dict[str, pl.DataFrame]
+    out_dir: Path
     summary: dict[str, Any]
     #: table names whose file was absent (reported as a data-quality note)
     missing: tuple[str, ...] = ()
+    _read: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
-        return self.tables[name]
+        """Table ``name``, read whole on first use."""
+        if name not in self._read:
+            self._read[name] = _collect(self.scan(name), self._path(name), name)
+        return self._read[name]
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        """Table ``name`` as a LazyFrame (select and filter it before collecting), conformed."""
+        if name in self._read:
+            return self._read[name].lazy()
+        if name in self.missing:
+            return TABLES[name].empty().lazy()
+        path = self._path(name)
+        try:  # conform reads the file's schema
+            return conform(pl.scan_parquet(path), TABLES[name], path=str(path))
+        except (OSError, pl.exceptions.PolarsError) as err:
+            raise InputError(path, f"cannot read table {name}: {err}") from err
+
+    def read(self, name: str, columns: list[str]) -> pl.DataFrame:
+        """Only ``columns`` of table ``name`` (not kept)."""
+        return self.collect(name, self.scan(name).select(columns))
+
+    def collect(self, name: str, query: pl.LazyFrame) -> pl.DataFrame:
+        """``query`` (built on ``scan(name)``) read, a bad file reported by name."""
+        return _collect(query, self._path(name), name)
+
+    def _path(self, name: str) -> Path:
+        return self.out_dir / f"{name}.parquet"
 
 
-def _read_table(path: Path, name: str) -> pl.DataFrame:
+def _collect(query: pl.LazyFrame, path: Path, name: str) -> pl.DataFrame:
     try:
-        return conform(pl.read_parquet(path), TABLES[name], path=str(path))
+        return query.collect()
     except (OSError, pl.exceptions.PolarsError) as err:
         raise InputError(path, f"cannot read table {name}: {err}") from err
 
@@ -54,20 +83,13 @@ def _read_summary(path: Path) -> dict[str, Any]:
 
 
 def load_outputs(out_dir: Path) -> Outputs:
-    """Tables and summary of ``out_dir`` (written by ``correlate.engine.write_outputs``)."""
+    """Summary of ``out_dir`` (written by ``correlate.engine.write_outputs``) and its tables,
+    each read when first used."""
     out_dir = Path(out_dir)
     summary_path = out_dir / "summary.json"
     if not (out_dir / "tasks.parquet").exists() and not summary_path.exists():
         raise InputError(out_dir, "not a correlate output folder (no tasks.parquet or "
                          "summary.json); run `correlate RUN_DIR` first")
-    tables: dict[str, pl.DataFrame] = {}
-    missing: list[str] = []
-    for name in TABLE_NAMES:
-        path = out_dir / f"{name}.parquet"
-        if path.exists():
-            tables[name] = _read_table(path, name)
-        else:
-            tables[name] = TABLES[name].empty()
-            missing.append(name)
+    missing = tuple(name for name in TABLE_NAMES if not (out_dir / f"{name}.parquet").exists())
     summary = _read_summary(summary_path) if summary_path.exists() else {}
-    return Outputs(tables=tables, summary=summary, missing=tuple(missing))
+    return Outputs(out_dir=out_dir, summary=summary, missing=missing)

@@ -229,7 +229,13 @@ def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> s
 def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
     """Draw the PNGs into ``out_dir/figures``; return name → path relative to ``out_dir``."""
     from correlate.reports import figures
-    from correlate.reports.timeline import io_bars, prefix_colours, sample_bars, task_bars
+    from correlate.reports.timeline import (
+        IO_BAR_COLUMNS,
+        io_bars,
+        prefix_colours,
+        sample_bars,
+        task_bars,
+    )
 
     tasks = out["tasks"]
     window = agg.run_window(tasks)
@@ -239,7 +245,8 @@ def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     lanes = agg.lanes(tasks)
     bars = task_bars(tasks, lanes, window[0])
-    io = io_bars(out["segments"], lanes, bars, window[0], window[1], 50_000)
+    io = io_bars(out.read("segments", IO_BAR_COLUMNS), lanes, bars, window[0], window[1],
+                 50_000)
     shown = sample_bars(bars, 50_000)
     note = "; ".join(n for n in (shown.note, io.note) if n)
     fig_dir = out_dir / "figures"

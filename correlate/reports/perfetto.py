@@ -39,9 +39,15 @@ TRANSITIONS_TID = 1
 WRITE_ROWS = 100_000
 
 
-def _t0(out: Outputs) -> int:
-    starts = [out["tasks"]["start_ns"].min(), out["segments"]["start_ns"].min(),
-              out["events"]["time_ns"].min()]
+#: what the trace uses of the segments and of the scheduler's events (read once, only these)
+SEGMENT_COLUMNS = ["host", "pid", "thread_id", "execution_id", "start_ns", "stop_ns", "length",
+                   "path", "op", "attribution"]
+EVENT_COLUMNS = ["time_ns", "key", "worker", "host", "pid", "start", "finish", "stimulus_id"]
+
+
+def _t0(out: Outputs, seg: pl.DataFrame) -> int:
+    first_event = out.collect("events", out.scan("events").select(pl.col("time_ns").min()))
+    starts = [out["tasks"]["start_ns"].min(), seg["start_ns"].min(), first_event.item()]
     known = [int(s) for s in starts if s is not None]  # type: ignore[call-overload]
     return min(known) if known else 0
 
@@ -51,14 +57,12 @@ def _us(col: str | pl.Expr, t0: int) -> pl.Expr:
     return ((e - t0).cast(pl.Float64) / 1000.0).round(3)
 
 
-def processes(out: Outputs) -> pl.DataFrame:
+def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFrame:
     """(host, pid) → trace pid 1.., with a name and role."""
     t = out["tasks"].select("host", "pid", worker=worker_label(), role=pl.lit("worker"))
-    s = out["segments"].select("host", "pid", worker=pl.lit(None, pl.String),
-                               role=pl.lit(None, pl.String))
+    s = seg.select("host", "pid", worker=pl.lit(None, pl.String), role=pl.lit(None, pl.String))
     u = out["unattributed"].select("host", "pid", worker=pl.lit(None, pl.String), role="role")
-    e = out["events"].filter(pl.col("side") == "scheduler").select(
-        "host", "pid", worker=pl.lit(None, pl.String), role=pl.lit("scheduler"))
+    e = sched.select("host", "pid", worker=pl.lit(None, pl.String), role=pl.lit("scheduler"))
     allp = pl.concat([t, s, u, e]).group_by("host", "pid").agg(
         pl.col("worker").drop_nulls().min(), pl.col("role").drop_nulls().min())
     allp = allp.sort("host", "pid", nulls_last=True).with_row_index("tpid", offset=1)
@@ -70,10 +74,10 @@ def processes(out: Outputs) -> pl.DataFrame:
     return allp.with_columns(pl.col("tpid").cast(pl.Int64), name=name)
 
 
-def threads(out: Outputs, procs: pl.DataFrame) -> pl.DataFrame:
+def threads(out: Outputs, seg: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
     """(host, pid, thread_id) of executing and I/O threads → tid 1.. within its process."""
     keys = ["host", "pid", "thread_id"]
-    both = pl.concat([out["tasks"].select(keys), out["segments"].select(keys)]).drop_nulls(
+    both = pl.concat([out["tasks"].select(keys), seg.select(keys)]).drop_nulls(
         "thread_id").unique().sort(keys)
     both = both.join(procs.select("host", "pid", "tpid"), on=["host", "pid"],
                      nulls_equal=True)
@@ -142,14 +146,12 @@ def _tasks(rows: pl.DataFrame, t0: int) -> pl.DataFrame:
                    ts="ts_t", dur="dur_t", pid="pid_t", tid="tid_t", args=args)
 
 
-def _segment_rows(out: Outputs, tasks: pl.DataFrame, procs: pl.DataFrame,
+def _segment_rows(seg: pl.DataFrame, tasks: pl.DataFrame, procs: pl.DataFrame,
                   thr: pl.DataFrame) -> pl.DataFrame:
     """Segments with their track: nested in their execution when it ran on the same thread,
     else on the process's outside-task track of that thread (or the no-thread-id track)."""
-    seg = out["segments"].select(
-        "host", "pid", "thread_id", "execution_id", "start_ns", "stop_ns", "length", "path",
-        "op", "attribution").join(procs.select("host", "pid", "tpid"), on=["host", "pid"],
-                                  how="left", nulls_equal=True)
+    seg = seg.join(procs.select("host", "pid", "tpid"), on=["host", "pid"], how="left",
+                   nulls_equal=True)
     seg = seg.join(thr.select("host", "pid", "thread_id", "tid", "has_tasks"),
                    on=["host", "pid", "thread_id"], how="left")
     owner = tasks.select("execution_id", ptpid="tpid", ptid="tid", ps="s", pe="e")
@@ -231,9 +233,9 @@ def _counters(seg: pl.DataFrame, tasks: pl.DataFrame, t0: int, t1: int) -> pl.Da
     return pl.concat(events)
 
 
-def _instants(out: Outputs, procs: pl.DataFrame, t0: int) -> tuple[pl.DataFrame, str]:
-    ev = out["events"].filter(pl.col("side") == "scheduler").join(
-        procs.select("host", "pid", "tpid"), on=["host", "pid"], how="left", nulls_equal=True)
+def _instants(sched: pl.DataFrame, procs: pl.DataFrame, t0: int) -> tuple[pl.DataFrame, str]:
+    ev = sched.join(procs.select("host", "pid", "tpid"), on=["host", "pid"], how="left",
+                    nulls_equal=True)
     ev = ev.sort("time_ns", "key", "start", "finish")
     note = ""
     if ev.height > EVENT_LIMIT:
@@ -252,11 +254,15 @@ def _instants(out: Outputs, procs: pl.DataFrame, t0: int) -> tuple[pl.DataFrame,
 
 def build_events(out: Outputs) -> tuple[pl.DataFrame, dict[str, Any]]:
     """All trace events as sorted JSON strings (column ``json``) and ``otherData``."""
-    t0 = _t0(out)
-    procs = processes(out)
-    thr = threads(out, procs)
+    seg = out.read("segments", SEGMENT_COLUMNS)
+    sched = out.collect("events", out.scan("events").filter(pl.col("side") == "scheduler")
+                        .select(EVENT_COLUMNS))
+    t0 = _t0(out, seg)
+    procs = processes(out, seg, sched)
+    thr = threads(out, seg, procs)
     task_rows = _task_rows(out, thr, procs)
-    seg = _segment_rows(out, task_rows, procs, thr)
+    in_run = seg.height
+    seg = _segment_rows(seg, task_rows, procs, thr)
     notes = []
     if seg.height > SEGMENT_LIMIT:
         notes.append(f"{seg.height:,} I/O segments: nested slices merged per execution × "
@@ -264,7 +270,8 @@ def build_events(out: Outputs) -> tuple[pl.DataFrame, dict[str, Any]]:
                      "(args.ops says how many were merged)")
         seg = _aggregate_segments(seg)
     ends = [t0, *(int(x) for x in (task_rows["e"].max(), seg["e"].max()) if x is not None)]
-    instants, note = _instants(out, procs, t0)
+    instants, note = _instants(sched, procs, t0)
+    del sched
     notes += [note] if note else []
     sched = procs.filter(pl.col("role") == "scheduler").select(
         pid_t="tpid", tid_t=pl.lit(TRANSITIONS_TID, pl.Int64), name=pl.lit("transitions"))
@@ -276,7 +283,7 @@ def build_events(out: Outputs) -> tuple[pl.DataFrame, dict[str, Any]]:
         descending=[False, False, False, False, True, False, False])
     other = {"generator": "dask-correlate", "format": "chrome-trace-events",
              "t0_ns": t0, "time_unit": "µs since t0_ns on the run timeline",
-             "executions": int(task_rows.height), "segments_in_run": int(out["segments"].height),
+             "executions": int(task_rows.height), "segments_in_run": in_run,
              "notes": notes}
     return events, other
 

@@ -55,15 +55,18 @@ def sample_bars(bars: pl.DataFrame, limit: int) -> Sampled:
     return Sampled(kept, n, note)
 
 
+#: what ``io_bars`` uses of the segments
+IO_BAR_COLUMNS = [*LANE_KEYS, "execution_id", "start_ns", "stop_ns", "op", "length", "path"]
+
+
 def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0: int,
             t1: int, limit: int) -> Sampled:
     """DXT segments on task lanes (threads that ran no task are left out; segments without a
     thread id go to the lane of the execution holding them), as
     ``lane, op, start, stop, bytes, ops, path`` relative to ``t0``; merged per time bin when
     there are more than ``limit``."""
-    s = segments.select(*LANE_KEYS, "execution_id", "start_ns", "stop_ns", "op",
-                        "length", "path").join(lanes.select(*LANE_KEYS, "lane"),
-                                               on=list(LANE_KEYS), how="left")
+    s = segments.select(IO_BAR_COLUMNS).join(lanes.select(*LANE_KEYS, "lane"),
+                                             on=list(LANE_KEYS), how="left")
     by_exec = bars.select("execution_id", exec_lane="lane")
     s = s.join(by_exec, on="execution_id", how="left").with_columns(
         lane=pl.when(pl.col("thread_id").is_null()).then(pl.col("exec_lane"))

@@ -55,6 +55,16 @@ def test_not_an_output_folder_is_one_clear_error(tmp_path: Path) -> None:
         write_reports(tmp_path)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_unreadable_table_is_named_in_one_error(literal_out: Path, tmp_path: Path,
+                                                    kind: str) -> None:
+    out = shutil.copytree(literal_out, tmp_path / "out")
+    (out / "segments.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(InputError, match="cannot read table segments") as err:
+        write_reports(out, kinds=[kind])
+    assert err.value.path == str(out / "segments.parquet")
+
+
 def test_markdown_shows_hostile_keys_only_inside_code_spans(literal_reports: Path) -> None:
     md = (literal_reports / "report.md").read_text()
     assert f"`{HOSTILE_KEYS[0]}`" in md and f"`{HOSTILE_KEYS[1]}`" in md
