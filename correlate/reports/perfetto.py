@@ -59,10 +59,14 @@ def _us(col: str | pl.Expr, t0: int) -> pl.Expr:
 
 def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFrame:
     """(host, pid) → trace pid 1.., with a name and role."""
+    # each source's distinct rows first (10M segments and 5M events concatenated: 1.9 GB)
     t = out["tasks"].select("host", "pid", worker=worker_label(), role=pl.lit("worker"))
-    s = seg.select("host", "pid", worker=pl.lit(None, pl.String), role=pl.lit(None, pl.String))
+    s = seg.select("host", "pid").unique().with_columns(worker=pl.lit(None, pl.String),
+                                                        role=pl.lit(None, pl.String))
     u = out["unattributed"].select("host", "pid", worker=pl.lit(None, pl.String), role="role")
-    e = sched.select("host", "pid", worker=pl.lit(None, pl.String), role=pl.lit("scheduler"))
+    e = sched.select("host", "pid").unique().with_columns(worker=pl.lit(None, pl.String),
+                                                          role=pl.lit("scheduler"))
+    t, u = t.unique(), u.unique()
     allp = pl.concat([t, s, u, e]).group_by("host", "pid").agg(
         pl.col("worker").drop_nulls().min(), pl.col("role").drop_nulls().min())
     allp = allp.sort("host", "pid", nulls_last=True).with_row_index("tpid", offset=1)
@@ -77,7 +81,7 @@ def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFr
 def threads(out: Outputs, seg: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
     """(host, pid, thread_id) of executing and I/O threads → tid 1.. within its process."""
     keys = ["host", "pid", "thread_id"]
-    both = pl.concat([out["tasks"].select(keys), seg.select(keys)]).drop_nulls(
+    both = pl.concat([out["tasks"].select(keys).unique(), seg.select(keys).unique()]).drop_nulls(
         "thread_id").unique().sort(keys)
     both = both.join(procs.select("host", "pid", "tpid"), on=["host", "pid"],
                      nulls_equal=True)
