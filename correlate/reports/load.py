@@ -38,7 +38,7 @@ class Outputs:
     def __getitem__(self, name: str) -> pl.DataFrame:
         """Table ``name``, read whole on first use."""
         if name not in self._read:
-            self._read[name] = _collect(self.scan(name), self._path(name), name)
+            self._read[name] = self.collect(name, self.scan(name))
         return self._read[name]
 
     def scan(self, name: str) -> pl.LazyFrame:
@@ -51,7 +51,7 @@ class Outputs:
         try:  # conform reads the file's schema
             return conform(pl.scan_parquet(path), TABLES[name], path=str(path))
         except (OSError, pl.exceptions.PolarsError) as err:
-            raise InputError(path, f"cannot read table {name}: {err}") from err
+            raise _unreadable(path, name, err) from err
 
     def read(self, name: str, columns: list[str]) -> pl.DataFrame:
         """Only ``columns`` of table ``name`` (not kept)."""
@@ -59,17 +59,17 @@ class Outputs:
 
     def collect(self, name: str, query: pl.LazyFrame) -> pl.DataFrame:
         """``query`` (built on ``scan(name)``) read, a bad file reported by name."""
-        return _collect(query, self._path(name), name)
+        try:
+            return query.collect()
+        except (OSError, pl.exceptions.PolarsError) as err:
+            raise _unreadable(self._path(name), name, err) from err
 
     def _path(self, name: str) -> Path:
         return self.out_dir / f"{name}.parquet"
 
 
-def _collect(query: pl.LazyFrame, path: Path, name: str) -> pl.DataFrame:
-    try:
-        return query.collect()
-    except (OSError, pl.exceptions.PolarsError) as err:
-        raise InputError(path, f"cannot read table {name}: {err}") from err
+def _unreadable(path: Path, name: str, err: Exception) -> InputError:
+    return InputError(path, f"cannot read table {name}: {err}")
 
 
 def _read_summary(path: Path) -> dict[str, Any]:
