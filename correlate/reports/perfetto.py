@@ -60,13 +60,13 @@ def _us(col: str | pl.Expr, t0: int) -> pl.Expr:
 def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFrame:
     """(host, pid) → trace pid 1.., with a name and role."""
     # each source's distinct rows first (10M segments and 5M events concatenated: 1.9 GB)
-    t = out["tasks"].select("host", "pid", worker=worker_label(), role=pl.lit("worker"))
+    t = out["tasks"].select("host", "pid", worker=worker_label(), role=pl.lit("worker")).unique()
     s = seg.select("host", "pid").unique().with_columns(worker=pl.lit(None, pl.String),
                                                         role=pl.lit(None, pl.String))
-    u = out["unattributed"].select("host", "pid", worker=pl.lit(None, pl.String), role="role")
+    u = out["unattributed"].select("host", "pid", worker=pl.lit(None, pl.String),
+                                   role="role").unique()
     e = sched.select("host", "pid").unique().with_columns(worker=pl.lit(None, pl.String),
                                                           role=pl.lit("scheduler"))
-    t, u = t.unique(), u.unique()
     allp = pl.concat([t, s, u, e]).group_by("host", "pid").agg(
         pl.col("worker").drop_nulls().min(), pl.col("role").drop_nulls().min())
     allp = allp.sort("host", "pid", nulls_last=True).with_row_index("tpid", offset=1)
