@@ -117,10 +117,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     methods = methods.select("execution_id", attribution=pl.when(
         (pl.col("attribution") == "exact-thread") & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    # each task's I/O summed over its files in output order: the same float sums in every run
-    # and mode (the partitions' group-by leaves rows in no fixed order)
-    task_files = _put(sink, "task_files", parts["task_files"])
-    tasks = _tasks_table(ex, attribute.task_io_totals(task_files), methods, key_waits, frames)
+    task_files = _put(sink, "task_files", parts["task_files"])  # sorted by its partitions
+    tasks = _tasks_table(ex, parts["io_totals"], methods, key_waits, frames)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", parts["unattributed"]),
             "clocks": _put(sink, "clocks", clocks)}

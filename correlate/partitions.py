@@ -24,9 +24,9 @@ import polars as pl
 
 from correlate import align, attribute, per_process
 from correlate.mappers import Mapper, local_map
-from correlate.schema import conform
+from correlate.schema import conform, sorted_for_output
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
-from correlate.schema.outputs import SEGMENTS
+from correlate.schema.outputs import SEGMENTS, TASK_FILES
 from correlate.sinks import TableSink
 from correlate.sources import darshan_logs
 
@@ -34,7 +34,8 @@ from correlate.sources import darshan_logs
 #: column is copied at each step of the attribution, so the others are left behind)
 SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset", "length",
                    "local_start_ns", "local_stop_ns"]
-PARTIAL_TABLES = ("darshan_clocks", "task_files", "unattributed", "methods", "segment_totals")
+PARTIAL_TABLES = ("darshan_clocks", "task_files", "io_totals", "unattributed", "methods",
+                  "segment_totals")
 
 
 @dataclass(frozen=True)
@@ -166,9 +167,12 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     att = attribute.io_to_executions(segments, ex)
     out = _segments_table(att)
     totals = _segment_totals(out)
+    files = sorted_for_output(conform(attribute.task_files(att, ex), TASK_FILES,
+                                      path="task_files"), TASK_FILES)
     return {
         "darshan_clocks": darshan,
-        "task_files": attribute.task_files(att, ex),
+        "task_files": files,
+        "io_totals": attribute.task_io_totals(files),
         "unattributed": attribute.unattributed_io(att, ex, processes, marker_paths),
         "segments": out,
         "segment_totals": totals,

@@ -219,3 +219,66 @@ def test_window_split_matches_the_rule_on_many_processes_and_thread_layouts():
                for s in named)
     assert any(len(v) > 1 and v[0][0] == v[1][0] for v in map(sorted, per_segment.values()))
     conservation(att, ex)
+
+
+def _profile_rows(rows):
+    """rows: (execution_seq, module, name, file, line, ncall, tsub_s, ttot_s), wall clock."""
+    schema = {"execution_seq": pl.Int64, "module": pl.String, "name": pl.String,
+              "file": pl.String, "line": pl.Int64, "ncall": pl.Int64, "tsub_s": pl.Float64,
+              "ttot_s": pl.Float64}
+    return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
+        clock=pl.lit("wall").cast(pl.Enum(["wall", "cpu"])))
+
+
+def _summed_by_rule(func_stats, ex):
+    """The rule: the rows of one function (module, name, file, line, clock) in one execution
+    summed; rows of no execution left out."""
+    function = ["module", "name", "file", "line", "clock"]
+    return (func_stats.join(ex.select("execution_seq", "execution_id"), on="execution_seq")
+            .group_by("execution_id", *function)
+            .agg(pl.col("ncall").sum(), pl.col("tsub_s").sum(), pl.col("ttot_s").sum())
+            .join(ex.select("execution_id", "key"), on="execution_id"))
+
+
+def _by_function(df):
+    return df.select(sorted(df.columns)).sort(pl.all(), nulls_last=True)
+
+
+def test_profile_rows_of_one_function_in_one_execution_are_summed():
+    ex = pl.DataFrame({"execution_seq": [1, 2, None], "execution_id": [10, 11, 12],
+                       "key": ["a", "b", "c"]})
+    rows = _profile_rows([
+        (1, "m", "<lambda>", "/f.py", 3, 1, 0.5, 1.0),  # two lambdas on one line: one row
+        (1, "m", "<lambda>", "/f.py", 3, 2, 0.25, 0.5),
+        (1, "g", "<lambda>", "/g.py", 3, 1, 0.125, 0.125),  # same line, another file
+        (1, "m", "other", "/f.py", 3, 1, 1.0, 1.0),  # same line, another name
+        (2, "m", "<lambda>", "/f.py", 3, 4, 2.0, 2.0),  # another execution
+        (2, None, "built-in", None, None, 1, 1.0, 1.0),  # no module, file or line: twice
+        (2, None, "built-in", None, None, 1, 2.0, 2.0),
+        (2, "m", "f", "/f.py", 7, 1, 3.0, 3.0),  # alone
+        (None, "m", "<lambda>", "/f.py", 3, 1, 9.0, 9.0),  # outside any task
+        (9, "m", "<lambda>", "/f.py", 3, 1, 9.0, 9.0),  # no such execution
+    ])
+    got = attribute.functions_per_execution(rows, ex)
+    assert got.height == 6
+    assert _by_function(got).equals(_by_function(_summed_by_rule(rows, ex)))
+    lam = got.filter(pl.col("execution_id") == 10, pl.col("file") == "/f.py",
+                     pl.col("name") == "<lambda>")
+    assert lam.select("ncall", "tsub_s", "ttot_s").row(0) == (3, 0.75, 1.5)
+    unique = rows.filter(pl.col("execution_seq") == 2, pl.col("line") == 7)
+    assert attribute.functions_per_execution(unique, ex).height == 1
+
+
+def test_profile_rows_summed_equal_the_rule_on_random_rows():
+    import random
+
+    rng = random.Random(11)
+    ex = pl.DataFrame({"execution_seq": list(range(1, 41)), "execution_id": range(100, 140),
+                       "key": [f"k-{i}" for i in range(40)]})
+    rows = _profile_rows([
+        (rng.choice([None, *range(1, 45)]), rng.choice(["m", "n", None]), rng.choice("fgh"),
+         rng.choice(["/a.py", "/b.py", None]), rng.choice([1, 2, None]), rng.randrange(1, 4),
+         rng.randrange(8) / 8, rng.randrange(16) / 8) for _ in range(3000)])
+    got = attribute.functions_per_execution(rows, ex)
+    assert _by_function(got).equals(_by_function(_summed_by_rule(rows, ex)))
+    assert got.height < rows.filter(pl.col("execution_seq") <= 40).height  # some were summed

@@ -134,3 +134,45 @@ def test_mostly_tied_rows_are_sorted_by_every_key_packed_as_a_full_sort():
         expected = frame.sort(keys, nulls_last=True, maintain_order=True)
         assert sorted_for_output(frame, TABLES["task_files"]).equals(expected)
         assert sort_order(frame, keys) is not None
+
+
+def test_rows_already_in_output_order_are_left_as_they_are():
+    """A table already sorted by its keys (task_files from its partitions) is recognised by
+    comparing neighbours, nulls last, and not sorted again; any row out of place, also past the
+    first 4096, is found, and the table is then sorted as before."""
+    import random
+
+    import polars as pl
+
+    import correlate.schema.outputs  # noqa: F401
+    from correlate.schema import TABLES, _in_order, sort_order, sorted_for_output
+
+    rng = random.Random(8)
+    n = 6000
+    op = TABLES["task_files"].column("op").polars_dtype()
+    keys = list(TABLES["task_files"].sort_by)
+    files = pl.DataFrame({
+        "execution_id": [rng.choice([None, *range(n // 4)]) for _ in range(n)],
+        "path": [rng.choice(["/b", "/a", "/a/b", "/é", "", None]) for _ in range(n)],
+        "op": pl.Series([rng.choice(["write", "read", None]) for _ in range(n)], dtype=op),
+        "row": range(n)})
+    ordered = files.sort(keys, nulls_last=True, maintain_order=True)
+    assert _in_order(ordered, keys) and sort_order(ordered, keys) is None
+    assert _in_order(ordered.head(1), keys) and _in_order(ordered.clear(), keys)
+
+    def swapped(df, i):  # rows i and i + 1 exchanged
+        order = list(range(df.height))
+        order[i], order[i + 1] = order[i + 1], order[i]
+        return df[order]
+
+    distinct = ordered.unique(keys, keep="first", maintain_order=True)
+    late = distinct.height - 2  # past the head that is checked first
+    assert late > 4096
+    nulls_first = ordered.sort(keys, nulls_last=False, maintain_order=True)
+    for frame in (swapped(distinct, 10), swapped(distinct, late), nulls_first,
+                  ordered.reverse(), files):
+        assert not _in_order(frame, keys)
+        expected = frame.sort(keys, nulls_last=True, maintain_order=True)
+        assert sorted_for_output(frame, TABLES["task_files"]).equals(expected)
+    times = pl.DataFrame({"t": [0.5, 0.25]})
+    assert not _in_order(times.sort("t"), ["t"])  # floats are not checked: NaN's order
