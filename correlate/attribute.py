@@ -222,11 +222,16 @@ def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttr
     return IOAttribution(segments=seg, split=split)
 
 
-def _io_measures(weight: pl.Expr) -> list[pl.Expr]:
+def _weighted(weight: pl.Expr) -> list[pl.Expr]:
+    """A share's bytes, ops and I/O time (columns, summed by ``MEASURE_SUMS``: plain column
+    sums take polars' grouped-sum kernel, where an expression inside ``agg`` is evaluated group
+    by group; 5M window-split shares per process: 0.9 -> 0.65 s, same sums)."""
     dur_s = (pl.col("host_stop_ns") - pl.col("host_start_ns")).cast(pl.Float64) / 1e9
-    return [(pl.col("length").cast(pl.Float64) * weight).sum().alias("bytes"),
-            weight.sum().alias("ops"),
-            (dur_s * weight).sum().alias("io_time_s")]
+    return [(pl.col("length").cast(pl.Float64) * weight).alias("bytes"), weight.alias("ops"),
+            (dur_s * weight).alias("io_time_s")]
+
+
+MEASURE_SUMS = [pl.col(c).sum() for c in ("bytes", "ops", "io_time_s")]
 
 
 def task_files(att: IOAttribution, executions: pl.DataFrame) -> pl.DataFrame:
@@ -245,7 +250,8 @@ def task_files(att: IOAttribution, executions: pl.DataFrame) -> pl.DataFrame:
     cols = ["path", "op", "length", "host_start_ns", "host_stop_ns"]
     shared = (att.split.select("execution_id", "weight")
               .with_columns(att.segments.select(cols)[att.split.get_column("row")])
-              .group_by("execution_id", "path", "op").agg(_io_measures(pl.col("weight")))
+              .select("execution_id", "path", "op", *_weighted(pl.col("weight")))
+              .group_by("execution_id", "path", "op").agg(MEASURE_SUMS)
               .with_columns(attribution=pl.lit("window-split", METHOD)))
     return pl.concat([whole, shared], how="vertical_relaxed").join(
         executions.select("execution_id", "key"), on="execution_id", how="left")
@@ -291,10 +297,10 @@ def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.
               .when(pl.col("attribution") == "none")
               .then(pl.lit("worker without task windows"))
               .otherwise(pl.lit("outside any task execution")))
-    rem = rem.with_columns(thread_kind=kind, reason=reason,
+    rem = rem.with_columns(*_weighted(pl.col("weight")), thread_kind=kind, reason=reason,
                            role=pl.col("role").fill_null("unknown"))
     return (rem.group_by("host", "pid", "role", "thread_kind", "reason", "path", "op")
-            .agg(_io_measures(pl.col("weight"))))
+            .agg(MEASURE_SUMS))
 
 
 def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
