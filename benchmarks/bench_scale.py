@@ -113,7 +113,7 @@ def polars_join(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
     from correlate import attribute
 
     att = attribute.io_to_executions(seg, ex)
-    return attribute.task_io_totals(attribute.task_files(att, ex)).select(
+    return attribute.task_io_totals(attribute.task_files(att)).select(
         "execution_id", "read_bytes", "write_bytes")
 
 

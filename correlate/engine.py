@@ -3,9 +3,9 @@
 ``correlate_frames`` returns every table in memory (a pure function; ``write_outputs`` persists
 its result); ``correlate_to`` runs the same pipeline into an output folder, writing each table as
 soon as it is final so that the large ones (segments, events, task_functions) are never held
-together. Order: conform → execution ids → clocks → I/O attribution per process (segments
-streamed out) → functions → events → waits and tasks → summary (from the small tables and the
-per-process segment totals).
+together. Order: conform → execution ids → worker clocks → events and waits (the transitions
+read, used and let go) → I/O attribution per process (segments streamed out) → functions →
+tasks → summary (from the small tables and the per-process segment totals).
 """
 
 from __future__ import annotations
@@ -84,10 +84,10 @@ def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFram
     )
 
 
-def _events_table(transitions: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
+def _events_table(transitions: pl.DataFrame, worker_clocks: pl.DataFrame) -> pl.DataFrame:
     """Transitions on the run timeline: the scheduler's clock is the timeline; worker-side
     times get their process's offset."""
-    shift = align.worker_shift(transitions, clocks)
+    shift = align.worker_shift(transitions, worker_clocks)
     return transitions.with_columns(
         time_ns=pl.when(pl.col("side") == "scheduler").then(pl.col("local_time_ns"))
         .otherwise(pl.col("local_time_ns") + shift))
@@ -101,6 +101,12 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     frames = frames.conformed()
     ex = number_executions(frames.executions)
     worker_clocks = align.worker_offsets(frames.clock_samples)
+    # events and waits first: the transitions (11M rows at 1M executions) are let go before
+    # the attribution builds its tables (1M executions: peak 3.3-3.5 -> 3.0-3.1 GB; the attribution then reuses their pages)
+    transitions = frames.table("transitions", TRANSITION_COLUMNS)
+    _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
+    key_waits = _key_waits(transitions, frames.dependencies)
+    del transitions
     parts = attribute_all(frames.io_segments, frames.darshan_logs, ex, frames.clock_markers,
                           worker_clocks, frames.processes, sink, mapper)
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
@@ -109,15 +115,12 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
     sink.write_parts("task_functions", _functions_by_process(func_stats, ex))
     del func_stats
-    transitions = frames.table("transitions", TRANSITION_COLUMNS)  # for events and waits
-    _put_in_parts(sink, "events", _events_table(transitions, clocks))
-    key_waits = _key_waits(transitions, frames.dependencies)
-    del transitions
     methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
     methods = methods.select("execution_id", attribution=pl.when(
         (pl.col("attribution") == "exact-thread") & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    task_files = _put(sink, "task_files", parts["task_files"])  # sorted by its partitions
+    task_files = _put(sink, "task_files", parts["task_files"].join(  # sorted by partition
+        ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     tasks = _tasks_table(ex, parts["io_totals"], methods, key_waits, frames)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", parts["unattributed"]),

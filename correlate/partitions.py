@@ -167,8 +167,7 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     att = attribute.io_to_executions(segments, ex)
     out = _segments_table(att)
     totals = _segment_totals(out)
-    files = sorted_for_output(conform(attribute.task_files(att, ex), TASK_FILES,
-                                      path="task_files"), TASK_FILES)
+    files = sorted_for_output(attribute.task_files(att), TASK_FILES)
     return {
         "darshan_clocks": darshan,
         "task_files": files,

@@ -36,7 +36,7 @@ PROCS = pl.DataFrame({"host": ["h"], "pid": [1], "role": ["worker"],
 
 
 def conservation(att, ex):
-    files = attribute.task_files(att, ex)
+    files = attribute.task_files(att).join(ex.select("execution_id", "key"), on="execution_id")
     un = attribute.unattributed_io(att, ex, PROCS, [])
     total = att.segments["length"].sum()
     assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(total)
