@@ -102,7 +102,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     ex = number_executions(frames.executions)
     worker_clocks = align.worker_offsets(frames.clock_samples)
     # events and waits first: the transitions (11M rows at 1M executions) are let go before
-    # the attribution builds its tables (1M executions: peak 3.3-3.5 -> 3.0-3.1 GB; the attribution then reuses their pages)
+    # the attribution builds its tables, which reuse their pages (peak 3.3-3.5 -> 3.0-3.1 GB)
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
     key_waits = _key_waits(transitions, frames.dependencies)
