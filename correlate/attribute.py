@@ -170,22 +170,30 @@ def _window_split(seg: pl.DataFrame, window: pl.Series, executions: pl.DataFrame
                              pl.Series("weight", [], pl.Float64)])
     pairs = pl.concat(found)
     row = pairs.get_column("row").to_numpy()
+    # computed in place, a few arrays of one value per pair alive at once (5M pairs per
+    # process of a threadless run; every temporary is a fresh mapping)
     a = seg.get_column("host_start_ns").to_numpy()[row]
     b = seg.get_column("host_stop_ns").to_numpy()[row]
     dur = (b - a).astype(np.float64)
-    overlap = (np.minimum(b, pairs.get_column("w_stop").to_numpy())
-               - np.maximum(a, pairs.get_column("w_start").to_numpy())).astype(np.float64)
+    np.minimum(b, pairs.get_column("w_stop").to_numpy(), out=b)
+    np.maximum(a, pairs.get_column("w_start").to_numpy(), out=a)
+    weight = np.subtract(b, a, out=b).astype(np.float64)  # the overlap
+    del a, b
     zero = dur == 0
-    raw = np.where(zero, 1.0, overlap / np.where(zero, 1.0, dur))
-    keep = (raw > 0) | zero
-    row, raw, zero = row[keep], raw[keep], zero[keep]
-    total = np.bincount(row, weights=raw, minlength=seg.height)[row]
-    count = np.bincount(row, minlength=seg.height)[row]
-    weight = np.where(zero, 1.0 / count, np.where(total > 1.0, raw / total, raw))
+    np.divide(weight, dur, out=weight, where=~zero)
+    weight[zero] = 1.0  # a zero-length call: a share of 1 in every window holding it...
+    del dur, zero
+    keep = weight > 0
+    execution_id = pairs.get_column("execution_id")
+    if not keep.all():
+        row, weight, execution_id = row[keep], weight[keep], execution_id.filter(keep)
+    # ...and the shares of a call that add up to more than 1 (concurrent windows) scaled to 1
+    # (the zero-length call's to 1 / its windows)
+    total = np.bincount(row, weights=weight, minlength=seg.height)
+    weight /= np.maximum(total, 1.0, out=total)[row]
     return pl.DataFrame({"row": pl.Series(row, dtype=pl.UInt32),
                          "seg_id": seg.get_column("seg_id").gather(row),
-                         "execution_id": pairs.get_column("execution_id").filter(keep),
-                         "weight": weight})
+                         "execution_id": execution_id, "weight": weight})
 
 
 def _largest_shares(split: pl.DataFrame, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
