@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         status.update(f"correlating {frames.executions.height:,} executions, "
                       f"{frames.darshan_logs['segment_count'].sum():,} I/O segments")
         result = correlate_to(frames, out, mapper)
-        tasks = result.tables["tasks"]["key"].n_unique()
+        tasks = result.summary["tasks"]
         lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:
             write_lifecycles(frames, lifecycles)
