@@ -180,8 +180,9 @@ def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop"
 def _in_order(df: Any, keys: list[str]) -> bool:
     """Whether ``df``'s rows already follow ``keys`` (nulls last), checked neighbour by
     neighbour: first on a head of 4096 rows, so that an unsorted table costs nearly nothing
-    (task_files comes sorted from its partitions: 8.4M rows 2.4 s -> 0.1 s). Only keys whose
-    ``<`` is their sort order are checked (integers, strings, Enums); otherwise False."""
+    (task_files comes sorted from its partitions: 8.4M rows, 2.9 s sort -> 0.2-0.5 s check;
+    a shuffled table fails in 2 ms). Only keys whose ``<`` is their sort order are checked
+    (integers, strings, Enums); otherwise False."""
     import polars as pl
 
     if not all(df.schema[k].is_integer() or df.schema[k] == pl.String
