@@ -170,6 +170,7 @@ def main() -> None:
                     help=argparse.SUPPRESS)  # io_floor_in_process: print io_floor as JSON
     args = ap.parse_args()
     if args.floor_of:
+        allocator.keep_freed_c_memory()  # as the correlate CLI does
         print(json.dumps(io_floor(*args.floor_of)))
         return
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS

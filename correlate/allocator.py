@@ -10,6 +10,14 @@ One arena per core the job may use (its cpuset, as polars counts cores; jemalloc
 four per core): memory one thread freed is reused by the next stage's threads instead of
 faulted in fresh (sys time -20 %, wall -8 %).
 
+The C allocator (glibc's malloc: numpy arrays, Python bytes, the Darshan logs inflated) gets
+the same treatment: by default it maps every block over 32 MiB (a log's DXT region inflated
+is 60 MiB) fresh from the kernel and unmaps it when freed, and gives back freed memory at the top
+of its heap; ``keep_freed_c_memory`` makes it take every block from its heaps and keep what is
+freed for the next one. Reading the DXT segments of a 10M-segment run: 4K page faults 400k ->
+170k, system time 1.9 -> 0.85 s; a 1M-execution run (4 alternating pairs): pages allocated
+6.7-7.0 -> 6.0-6.1 GiB, wall 1.2 s less on average, peak RSS 0.15-0.25 GB more.
+
 jemalloc reads ``_RJEM_MALLOC_CONF`` once, when polars loads, and ``import polars`` writes its
 own default there when it finds none (and appends a value it finds to that default): so
 ``configure`` runs before polars loads, and treats polars' bare default, which any parent
@@ -19,6 +27,7 @@ no one's choice. Imports nothing heavy.
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 VARIABLE = "_RJEM_MALLOC_CONF"
@@ -31,7 +40,23 @@ def settings() -> str:
     return f"thp:always,dirty_decay_ms:5000,muzzy_decay_ms:0,narenas:{cores or 1}"
 
 
+#: ``mallopt`` parameters (glibc's malloc.h)
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+
+
 def configure() -> None:
-    """Use ``settings()`` unless the user set their own (theirs wins)."""
+    """Use ``settings()`` unless the user set their own (theirs wins), and keep the C
+    allocator's freed memory."""
     if os.environ.get(VARIABLE, POLARS_DEFAULT) == POLARS_DEFAULT:
         os.environ[VARIABLE] = settings()
+    keep_freed_c_memory()
+
+
+def keep_freed_c_memory() -> bool:
+    """glibc's malloc: no block mapped on its own, and freed memory kept (up to 1 GiB at the
+    top of the heap). False where the C library has no ``mallopt`` (not glibc)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
