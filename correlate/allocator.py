@@ -57,6 +57,6 @@ def keep_freed_c_memory() -> bool:
     top of the heap). False where the C library has no ``mallopt`` (not glibc)."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no C library to open by None (Windows)
         return False
     return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))

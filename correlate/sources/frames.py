@@ -83,9 +83,9 @@ class RunFrames:
 def _contiguous(df: pl.DataFrame) -> pl.DataFrame:
     """``df`` with every column in one chunk, one column at a time (a frame read from hundreds
     of parts has as many chunks, and polars copies all of it on the first select or gather
-    that needs them aligned). A column already in one chunk is left as it is: one value for
-    every row (the host and pid a process's parts are tagged with) stays a single value
-    instead of 11M strings."""
+    that needs them aligned). A column already in one chunk is left as it is: a value every
+    row shares (the host of a one-host run, tagged on each process's parts) stays one value
+    instead of becoming 11M strings."""
     for name, chunks in zip(df.columns, df.n_chunks("all"), strict=True):
         if chunks > 1:
             df = df.with_columns(df.get_column(name).rechunk())
