@@ -2,11 +2,13 @@
 transitions, transfers, clock and CPU samples, Darshan clock markers, function profiles.
 
 How executions are timed: the plugin wraps this worker instance's ``execute`` so the task key
-sits in a context variable while Dask submits the task, and wraps each thread-pool executor's
-``submit`` (called in that context) so the task function runs inside ``_timed`` on the
-executing thread: ``threading.get_ident()``, ``time_ns()`` and ``thread_time_ns()`` are read
-there, around exactly the call Dask makes. Tasks Dask runs elsewhere (coroutines, process
-pools) are counted in ``closed.json`` as ``executions_not_timed``.
+and its execution number sit in context variables while Dask submits the task, and wraps each
+thread-pool executor's ``submit`` (called in that context) so the task function runs inside
+``_timed`` on the executing thread: ``threading.get_ident()``, ``time_ns()`` and
+``thread_time_ns()`` are read there, around exactly the call Dask makes. Dask runs the task in
+a copy of that context, and the libraries it calls hand it on to their helper threads
+(``collectors.file_opens``). Tasks Dask runs elsewhere (coroutines, process pools) are counted
+in ``closed.json`` as ``executions_not_timed``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from collectors import file_opens
 from collectors.guard import never_raise, set_log_dir
 from collectors.profiling import TaskTags, make_profiler
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
@@ -59,7 +62,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tables = {t.name: t for t in (
             schema.EXECUTIONS_RAW, schema.WORKER_TRANSITIONS, schema.TRANSFERS_RAW,
             schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
-            schema.FUNC_STATS_RAW)}
+            schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
         self.transitions: deque = deque()
         self.seq = itertools.count(1)
@@ -71,6 +74,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.marker_path = Path(self.run_dir) / "darshan" / "markers" / f"{hostname()}-{self.pid}"
         self.marker_offset = 0
         self._patch(worker)
+        file_opens.install()
         self.profiler = make_profiler(self.profile, self.tags)
         self.profile_rows: list[tuple] | None = None
         if self.profiler is not None:
@@ -121,10 +125,16 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._orig_execute = worker.execute
 
         async def execute(key: Any, *args: Any, **kwargs: Any) -> Any:
-            token = _CURRENT_KEY.set(key)
+            seq = next(self.seq)
+            token = _CURRENT_KEY.set((key, seq))
+            # Dask copies this context to the executing thread, and the libraries the task
+            # calls copy it on to their helper threads (collectors.file_opens)
+            sink = self.sink
+            opens = file_opens.CURRENT.set(None if sink is None else (seq, sink.append))
             try:
                 return await self._orig_execute(key, *args, **kwargs)
             finally:
+                file_opens.CURRENT.reset(opens)
                 _CURRENT_KEY.reset(token)
 
         worker.execute = execute
@@ -141,21 +151,21 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
     def _make_submit(self, submit: Any) -> Any:
         def wrapped(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-            key = _CURRENT_KEY.get(None)
-            if key is None:
+            current = _CURRENT_KEY.get(None)
+            if current is None:
                 return submit(fn, *args, **kwargs)
-            return submit(self._timed, key, fn, *args, **kwargs)
+            return submit(self._timed, *current, fn, *args, **kwargs)
 
         return wrapped
 
-    def _timed(self, key: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _timed(self, key: Any, seq: int, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Runs on the executing thread: times the task function, tags the thread."""
-        seq = next(self.seq)
         tid = threading.get_ident()
         tags = self.tags
         tags.current[tid] = seq
         tags.local.seq = seq
         status = "error"
+        sink = self.sink
         c0, t0 = time.thread_time_ns(), time.time_ns()
         try:
             result = fn(*args, **kwargs)
@@ -166,7 +176,6 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             t1, c1 = time.time_ns(), time.thread_time_ns()
             tags.local.seq = 0
             tags.current.pop(tid, None)
-            sink = self.sink
             if sink is not None:
                 sink.append("task_executions", (seq, key_str(key), tid,
                                                 threading.get_native_id(), t0, t1, c1 - c0,

@@ -38,6 +38,9 @@ from correlate.schema.outputs import SEGMENTS, TASK_FILES
 #: timeline differs from ``host_start_ns`` by one shift per process)
 SEGMENT_ORDER = ["host", "pid", "thread_id", "host_start_ns", "seg_id"]
 METHOD = SEGMENTS.column("attribution").polars_dtype()
+#: methods that give a segment whole to one execution (its ``execution_id``); the others give
+#: it in shares (``IOAttribution.split``)
+WHOLE = ("exact-thread", "helper-context")
 
 
 @dataclass(frozen=True)
@@ -46,19 +49,20 @@ class IOAttribution:
     #: process allows: exact-thread / window-split / none), ``attributed_weight`` and
     #: ``execution_id`` (the execution holding the largest share; null when none)
     segments: pl.DataFrame
-    #: row (in ``segments``), seg_id, execution_id, weight of the window-split segments' shares
+    #: row (in ``segments``), seg_id, execution_id, weight of the shares of segments given in
+    #: shares (window-split, helper-file, helper-split: their ``attribution`` says which)
     split: pl.DataFrame
 
     @property
     def shares(self) -> pl.DataFrame:
-        """seg_id, execution_id, weight, attribution: every share (an exact-thread segment
-        has one, of weight 1)."""
-        exact = self.segments.filter((pl.col("attribution") == "exact-thread")
+        """seg_id, execution_id, weight, attribution: every share (a segment given whole has
+        one, of weight 1)."""
+        whole = self.segments.filter(pl.col("attribution").is_in(WHOLE)
                                      & pl.col("execution_id").is_not_null())
+        method = self.segments.get_column("attribution").gather(self.split.get_column("row"))
         return pl.concat([
-            exact.select("seg_id", "execution_id", weight=pl.lit(1.0), attribution="attribution"),
-            self.split.select("seg_id", "execution_id", "weight",
-                              attribution=pl.lit("window-split", METHOD)),
+            whole.select("seg_id", "execution_id", weight=pl.lit(1.0), attribution="attribution"),
+            self.split.select("seg_id", "execution_id", "weight").with_columns(method),
         ]).with_columns(pl.col("attribution").cast(pl.String))
 
 
@@ -189,7 +193,8 @@ def _window_split(seg: pl.DataFrame, window: pl.Series, executions: pl.DataFrame
         row, weight, execution_id = row[keep], weight[keep], execution_id.filter(keep)
     # ...and the shares of a call that add up to more than 1 (concurrent windows) scaled to 1
     # (the zero-length call's to 1 / its windows)
-    total = np.bincount(row, weights=weight, minlength=seg.height)
+    # (float even when no pair is left: bincount of nothing is an integer array)
+    total = np.bincount(row, weights=weight, minlength=seg.height).astype(np.float64, copy=False)
     weight /= np.maximum(total, 1.0, out=total)[row]
     return pl.DataFrame({"row": pl.Series(row, dtype=pl.UInt32),
                          "seg_id": seg.get_column("seg_id").gather(row),
@@ -246,33 +251,35 @@ MEASURE_SUMS = [pl.col(c).sum() for c in ("bytes", "ops", "io_time_s")]
 
 
 def task_files(att: IOAttribution) -> pl.DataFrame:
-    """I/O per execution × path × op (the ``task_files`` table without its ``key``, which is
-    joined once, when the table is written, instead of being held from the partitions through
-    every later stage: 8.4M key strings on a threadless 1M run): an exact-thread segment counts
-    whole for its execution, a window-split one by the weight of each share."""
+    """I/O per execution × path × op × method (the ``task_files`` table without its ``key``,
+    which is joined once, when the table is written, instead of being held from the partitions
+    through every later stage: 8.4M key strings on a threadless 1M run): a segment given whole
+    counts whole for its execution, a shared one by the weight of each share."""
     # summed in integer ns: exact, whatever order the rows are summed in
     dur_s = (pl.col("host_stop_ns") - pl.col("host_start_ns")).sum().cast(pl.Float64) / 1e9
     whole = (att.segments.lazy()  # lazy: only the columns used are filtered
-             .filter((pl.col("attribution") == "exact-thread") & pl.col("execution_id").is_not_null())
-             .group_by("execution_id", "path", "op").agg(
+             .filter(pl.col("attribution").is_in(WHOLE) & pl.col("execution_id").is_not_null())
+             .group_by("execution_id", "path", "op", "attribution").agg(
                  bytes=pl.col("length").sum().cast(pl.Float64), ops=pl.len().cast(pl.Float64),
                  io_time_s=dur_s)
-             .with_columns(attribution=pl.lit("exact-thread", METHOD)).collect())
+             .select("execution_id", "path", "op", "bytes", "ops", "io_time_s", "attribution")
+             .collect())
     if att.split.is_empty():
         return whole if whole.height else TASK_FILES.empty().drop("key")
     # what a share needs of its segment, computed per segment (its file as an integer: no
     # string per share; 5M shares of a threadless process: 0.6 -> 0.35 GB while summed)
     per_segment = att.segments.select(
-        "op", "length", file=pl.col("path").cast(pl.Categorical).to_physical(),
+        "op", "length", "attribution", file=pl.col("path").cast(pl.Categorical).to_physical(),
         io_s=IO_SECONDS)
     shared = (att.split.select("row", "execution_id", "weight")
               .with_columns(per_segment[att.split.get_column("row")])
-              .select("row", "execution_id", "file", "op",
+              .select("row", "execution_id", "file", "op", "attribution",
                       *_weighted(pl.col("weight"), pl.col("io_s")))
-              .group_by("execution_id", "file", "op").agg(pl.col("row").first(), *MEASURE_SUMS))
+              .group_by("execution_id", "file", "op", "attribution")
+              .agg(pl.col("row").first(), *MEASURE_SUMS))
     shared = shared.select("execution_id", path=att.segments.get_column("path").gather(
         shared.get_column("row")), op="op", bytes="bytes", ops="ops", io_time_s="io_time_s",
-        attribution=pl.lit("window-split", METHOD))
+        attribution="attribution")
     return pl.concat([whole, shared], how="vertical_relaxed")
 
 
@@ -285,7 +292,11 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
     return files.group_by("execution_id").agg(
         read_bytes=by_op("read", "bytes"), write_bytes=by_op("write", "bytes"),
         read_ops=by_op("read", "ops"), write_ops=by_op("write", "ops"),
-        io_time_s=pl.col("io_time_s").sum())
+        io_time_s=pl.col("io_time_s").sum(),
+        # the least exact method that gave it I/O (the Enum lists them most exact first)
+        io_method=pl.col("attribution").cast(METHOD).to_physical().max()
+    ).with_columns(pl.col("io_method").replace_strict(dict(enumerate(METHOD.categories)),
+                                                      return_dtype=pl.String))
 
 
 def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.DataFrame,

@@ -79,7 +79,8 @@ def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFram
     return t.with_columns(
         *measured,
         duration_s=(pl.col("local_stop_ns") - pl.col("local_start_ns")) * 1e-9,
-        attribution=pl.col("attribution").fill_null("none"),
+        attribution=pl.coalesce(pl.col("io_method"), pl.col("attribution").cast(pl.String),
+                                pl.lit("none")),
         window_source=pl.col("window_source").cast(pl.String),
     )
 
@@ -108,7 +109,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     key_waits = _key_waits(transitions, frames.dependencies)
     del transitions
     parts = attribute_all(frames.io_segments, frames.darshan_logs, ex, frames.clock_markers,
-                          worker_clocks, frames.processes, sink, mapper)
+                          frames.file_opens, worker_clocks, frames.processes, sink, mapper)
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(ex, clocks)

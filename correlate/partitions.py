@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, attribute, per_process
+from correlate import align, attribute, helper_io, per_process
 from correlate.mappers import Mapper, local_map
 from correlate.schema import conform, sorted_for_output
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -42,13 +42,14 @@ PARTIAL_TABLES = ("darshan_clocks", "task_files", "io_totals", "unattributed", "
 class Partition:
     """One process's raw DXT segments (with ``seg_id``), or the Darshan logs to read them from
     (each with the ``seg_id`` of its first segment), its executions (with ``execution_id``, on
-    the process's local clock) and its clock markers."""
+    the process's local clock), its clock markers and the files its executions opened."""
 
     host: str | None
     pid: int | None
     segments: pl.DataFrame | None
     executions: pl.DataFrame
     markers: pl.DataFrame
+    opens: pl.DataFrame
     logs: tuple[tuple[str, int], ...] = ()
 
     def raw_segments(self) -> pl.DataFrame:
@@ -92,12 +93,13 @@ def by_process(df: pl.DataFrame) -> dict[tuple[Any, Any], pl.DataFrame]:
 
 
 def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions: pl.DataFrame,
-          markers: pl.DataFrame) -> list[Partition]:
+          markers: pl.DataFrame, opens: pl.DataFrame) -> list[Partition]:
     """One partition per (host, pid) that has segments, in (host, pid) order, with the
-    executions and clock markers of that process. Segments still in their Darshan logs (a
-    LazyFrame) are read inside each partition, from that process's logs."""
+    executions, clock markers and file opens of that process. Segments still in their Darshan
+    logs (a LazyFrame) are read inside each partition, from that process's logs."""
     ex = executions.partition_by("host", "pid", as_dict=True)
     mk = markers.partition_by("host", "pid", as_dict=True)
+    op = opens.partition_by("host", "pid", as_dict=True)
     per_log = _logs_by_process(logs) if isinstance(segments, pl.LazyFrame) else None
     if per_log is not None:
         sources = {process: (None, own) for process, own in per_log.items()}
@@ -106,7 +108,7 @@ def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions:
             segments = segments.collect()
         sources = {process: (seg, ()) for process, seg in by_process(_numbered(segments)).items()}
     parts = [Partition(h, p, seg, ex.get((h, p), executions.clear()),
-                       mk.get((h, p), markers.clear()), logs=own)
+                       mk.get((h, p), markers.clear()), op.get((h, p), opens.clear()), logs=own)
              for (h, p), (seg, own) in sources.items()]
     return sorted(parts, key=lambda q: process_order((q.host, q.pid)))
 
@@ -164,7 +166,8 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
         [worker_clocks, darshan])).drop("local_start_ns", "local_stop_ns")  # not gathered
     del raw
     ex = align.align_executions(part.executions, worker_clocks)
-    att = attribute.io_to_executions(segments, ex)
+    att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
+                              processes, marker_paths)
     out = _segments_table(att)
     totals = _segment_totals(out)
     files = sorted_for_output(attribute.task_files(att), TASK_FILES)
@@ -180,16 +183,17 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
 
 
 def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
-                  executions: pl.DataFrame, markers: pl.DataFrame, worker_clocks: pl.DataFrame,
-                  processes: pl.DataFrame, sink: TableSink, mapper: Mapper = local_map
-                  ) -> dict[str, pl.DataFrame]:
+                  executions: pl.DataFrame, markers: pl.DataFrame, opens: pl.DataFrame,
+                  worker_clocks: pl.DataFrame, processes: pl.DataFrame, sink: TableSink,
+                  mapper: Mapper = local_map) -> dict[str, pl.DataFrame]:
     """Attribute every partition through ``mapper``: each partition's ``segments`` goes to
     ``sink`` as it arrives, in (host, pid) order (so the whole stays sorted); the other partial
     tables are concatenated and returned. ``logs`` (``darshan_logs``) says where segments
     still in their logs (a LazyFrame) are read from."""
-    parts = split(segments, logs, executions, markers)
+    parts = split(segments, logs, executions, markers, opens)
     if not parts:
-        parts = [Partition(None, None, _numbered(SEGMENTS_IN.empty()), executions, markers)]
+        parts = [Partition(None, None, _numbered(SEGMENTS_IN.empty()), executions, markers,
+                           opens)]
     marker_paths = markers.get_column("path").unique().to_list()
     fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
                  marker_paths=marker_paths)

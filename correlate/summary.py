@@ -29,6 +29,8 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame) ->
     methods = (seg.group_by("attribution").agg(pl.col("segments").sum()).sort("attribution")
                .rows_by_key("attribution", unique=True))
     share = (attributed["bytes"] / total["bytes"]) if total["bytes"] else None
+    by_method = group_agg(files.with_columns(pl.col("attribution").cast(pl.String)),
+                          ["attribution"], bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
                .sort("bytes", descending=True))
     return {
@@ -37,6 +39,10 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame) ->
         "unattributed": {k: _round(v) for k, v in unattr.items()},
         "attributed_bytes_share": _round(share, 4),
         "segments_by_method": {k: v[0] for k, v in methods.items()},
+        # bytes and ops each method gave to tasks (a segment shared by several methods' rules
+        # never is: one segment, one method)
+        "attributed_by_method": {m: {"bytes": _round(b), "ops": _round(o)}
+                                 for m, b, o in by_method.rows()},
         "unattributed_by_reason": [
             {"reason": r, "bytes": _round(b), "ops": _round(o)} for r, b, o in reasons.rows()],
     }

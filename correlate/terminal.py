@@ -54,6 +54,14 @@ def _file_rows(files: pl.DataFrame, top: int) -> list[list[Any]]:
             for r in agg.iter_rows(named=True)]
 
 
+def _by_method(io: dict[str, Any]) -> str:
+    """How the attributed bytes were attributed: exact-thread, helper-*, window-split."""
+    total = io["total"]["bytes"]
+    parts = [f"{m} {_bytes(v['bytes'])}" + (f" ({v['bytes'] / total:.1%})" if total else "")
+             for m, v in (io.get("attributed_by_method") or {}).items()]
+    return f", by {', '.join(parts)}" if parts else ""
+
+
 def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, out: Path,
                   top: int = 10) -> None:
     c = console()
@@ -65,7 +73,7 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
             f"attributed to tasks: "
             + (f"{share:.1%}" if share is not None else "n/a (no DXT segments)")
-            + f"  methods: {io['segments_by_method'] or '-'}")
+            + _by_method(io))
     c.print(f"CPU: {cpu['task_cpu_s'] or 0:.3f} s in tasks (measured for "
             f"{cpu['executions_with_cpu']:,}/{cpu['executions']:,} executions), task wall "
             f"{cpu['task_wall_s'] or 0:.3f} s")

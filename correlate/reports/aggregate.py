@@ -176,6 +176,8 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
         "not_closed": [p for p in procs if p.get("closed_cleanly") is False],
         "segments_by_method": dict(sorted((summary.get("io") or {})
                                           .get("segments_by_method", {}).items())),
+        "attributed_by_method": dict((summary.get("io") or {})
+                                     .get("attributed_by_method", {})),
         "attribution": (tasks.group_by("attribution").agg(executions=pl.len())
                         .with_columns(pl.col("attribution").cast(pl.String))
                         .sort("attribution")),

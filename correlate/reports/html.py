@@ -131,6 +131,7 @@ def _quality(out: Outputs) -> dict[str, Any]:
     return {"clocks": _rows(clocks, clocks.columns), "warnings": q["warnings"],
             "rejects": q["rejects"], "not_closed": q["not_closed"],
             "segments_by_method": q["segments_by_method"],
+            "attributed_by_method": q["attributed_by_method"],
             "statuses": _rows(q["statuses"], ["status", "executions"]),
             "missing_tables": q["missing_tables"],
             "worst_uncertainty_ns": q["worst_uncertainty_ns"]}

@@ -196,6 +196,9 @@ def _quality(out: Outputs) -> list[str]:
                        _clock_rows(q["clocks"]), "lrlrrlr")
     methods = ", ".join(f"{text(k)}: {count(v)}" for k, v in q["segments_by_method"].items())
     lines += [f"- DXT segments by attribution method: {methods or 'none'}"]
+    given = ", ".join(f"{text(k)}: {human_bytes(v['bytes'])}"
+                      for k, v in q["attributed_by_method"].items())
+    lines += [f"- bytes attributed to tasks by method: {given}"] if given else []
     bad = q["statuses"].filter(pl.col("status") != "ok")
     lines += [f"- executions with status {code(r['status'])}: {count(r['executions'])}"
               for r in bad.iter_rows(named=True)]

@@ -185,6 +185,21 @@ CLOCK_MARKERS = Table(
     sort_by=("host", "pid", "offset"),
 )
 
+FILE_OPENS = Table(
+    "file_opens",
+    "Files an execution's context opened, on the thread that opened them (helper threads "
+    "included): what ties a library's helper-thread I/O to the task it served.",
+    (
+        Column("host", "String", "host", nullable=False),
+        Column("pid", "Int64", "process", nullable=False),
+        Column("thread_id", "UInt64", "opening thread", nullable=False),
+        Column("execution_seq", "Int64", "execution in that process", nullable=False),
+        Column("path", "String", "absolute path", nullable=False),
+        Column("local_time_ns", "Int64", "time of the open, process clock", nullable=False),
+    ),
+    sort_by=("host", "pid", "thread_id", "local_time_ns", "path"),
+)
+
 REJECTS = Table(
     "rejects",
     "Input records that were not used, with the reason (nothing is dropped silently).",
@@ -198,4 +213,4 @@ REJECTS = Table(
 )
 
 register(PROCESSES, EXECUTIONS, TRANSITIONS, STARTSTOPS, TRANSFERS, TRANSFER_KEYS,
-         DEPENDENCIES, FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, REJECTS)
+         DEPENDENCIES, FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, REJECTS)

@@ -6,17 +6,28 @@ Attribution methods (column ``attribution``):
 
 - ``exact-thread``: the segment's pthread id equals the execution's thread id, same host and
   process, and the segment's midpoint lies inside the execution window. One segment → one task.
+- ``helper-context``: issued by a library's helper thread (not an executor thread, not the event
+  loop) on a file that the execution's context opened on that same thread (the collector's
+  record of Python-level opens, carried to helper threads by ``contextvars``). Whole.
+- ``helper-file``: a helper thread's segment on a file that the executions overlapping it
+  touched themselves (on their own thread, or an open in their context); whole for one such
+  execution, shared in proportion to the overlap among several.
+- ``helper-split``: a helper thread's segment that no file links to a task, split across the
+  executions of its process that overlap it, as window-split does.
 - ``window-split``: no thread ids on one side; the segment is split across the executions of the
   same process that overlap it in time, in proportion to the overlap (bytes and ops may then be
   fractional). The part outside every window stays unattributed.
 - ``none``: the execution has no I/O attributed (or no I/O data exists for its process).
+
+The methods are listed from the most to the least exact; an execution's ``attribution`` is the
+least exact method that gave it I/O (else the best its process allowed).
 """
 
 from __future__ import annotations
 
 from correlate.schema import Column, Table, register
 
-ATTRIBUTION = "Enum:exact-thread,window-split,none"
+ATTRIBUTION = "Enum:exact-thread,helper-context,helper-file,helper-split,window-split,none"
 
 TASKS = Table(
     "tasks",
@@ -58,7 +69,7 @@ TASKS = Table(
 
 TASK_FILES = Table(
     "task_files",
-    "I/O per execution × file × operation.",
+    "I/O per execution × file × operation × attribution method.",
     (
         Column("execution_id", "Int64", "→ tasks.execution_id", nullable=False),
         Column("key", "String", "Dask key", nullable=False),
@@ -69,7 +80,7 @@ TASK_FILES = Table(
         Column("io_time_s", "Float64", "time inside the calls"),
         Column("attribution", ATTRIBUTION, "method"),
     ),
-    sort_by=("execution_id", "path", "op"),
+    sort_by=("execution_id", "path", "op", "attribution"),
 )
 
 TASK_FUNCTIONS = Table(
@@ -142,7 +153,8 @@ SEGMENTS = Table(
         Column("stop_ns", "Int64", "end on the run timeline"),
         Column("execution_id", "Int64", "execution holding the largest share (null: none)"),
         Column("attributed_weight", "Float64", "share of the segment attributed to executions"),
-        Column("attribution", ATTRIBUTION, "method its process allowed"),
+        Column("attribution", ATTRIBUTION, "the helper rule that attributed it, else the "
+               "method its process allowed"),
     ),
     sort_by=("host", "pid", "thread_id", "start_ns", "seg_id"),
 )

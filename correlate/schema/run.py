@@ -132,7 +132,17 @@ FUNC_STATS_RAW = Table(
      Column("tsub_s", "Float64", "exclusive time")),
     sort_by=("thread_id", "execution_seq", "file", "line", "name"))
 
+FILE_OPENS_RAW = Table(
+    "task_file_opens", "Files opened at the Python level (``open``/``os.open`` audit events) "
+    "while an execution's context was current, on any thread: its own, or a library's helper "
+    "thread that inherited the context (asyncio.to_thread, zarr's and fsspec's I/O loops).",
+    (_T,
+     Column("execution_seq", "Int64", "→ task_executions.execution_seq", nullable=False),
+     Column("thread_id", "UInt64", "threading.get_ident() of the opening thread", nullable=False),
+     Column("path", "String", "absolute path as opened", nullable=False)),
+    sort_by=("local_time_ns", "execution_seq"))
+
 RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, CLUSTER_EVENTS,
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
-              CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW)
+              CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW)
 register(*RUN_TABLES)

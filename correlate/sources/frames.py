@@ -43,6 +43,7 @@ class RunFrames:
     func_stats: pl.DataFrame | pl.LazyFrame = _empty("func_stats")
     clock_samples: pl.DataFrame = _empty("clock_samples")
     clock_markers: pl.DataFrame = _empty("clock_markers")
+    file_opens: pl.DataFrame = _empty("file_opens")
     io_segments: pl.DataFrame | pl.LazyFrame = _empty("io_segments")
     io_file_counters: pl.DataFrame = _empty("io_file_counters")
     darshan_logs: pl.DataFrame = _empty("darshan_logs")

@@ -197,6 +197,7 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
         "func_stats": funcs,
         "clock_samples": _empty_or(t["worker_clock_samples"], "worker_clock_samples"),
         "clock_markers": _empty_or(t["worker_clock_markers"], "worker_clock_markers"),
+        "file_opens": _empty_or(t["task_file_opens"], "task_file_opens"),
     }
     if io is not None:
         out.update(io_segments=io.io_segments, io_file_counters=io.io_file_counters,

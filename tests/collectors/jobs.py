@@ -126,5 +126,70 @@ def kill_job(marker: str) -> None:
         client.submit(die_once, marker, key="die-once").result()
 
 
+def parquet_job(args: str) -> None:
+    """16 parquet files read by ``dd.read_parquet`` (pyarrow reads the footer on the executor
+    thread, the pages on its own I/O threads) on 2 workers × 4 threads, then a groupby-mean."""
+    truth_path, folder = args.split(",")
+    import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+    files = []
+    for i in range(16):
+        rng = np.random.default_rng(i)
+        rows = 20_000 + 1_000 * i
+        path = os.path.join(folder, f"part-{i:03d}.parquet")
+        pd.DataFrame({"g": rng.integers(0, 20, rows), "x": rng.random(rows)}).to_parquet(
+            path, row_group_size=rows // 4)
+        files.append(path)
+    with LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        dd.read_parquet(folder).groupby("g").x.mean().compute()
+    Path(truth_path).write_text(json.dumps({"files": files}))
+
+
+def _probe_chunk_opens(folder: str) -> None:
+    """The test's own record of which thread opens each chunk file (a real Darshan would see
+    the read on that thread), independent of the collector. (The list lives on a module the
+    worker imported: this function arrives pickled by value, with globals of its own.)"""
+    import builtins
+
+    seen = builtins._chunk_opens = []
+
+    def hook(event, args):
+        if event == "open" and isinstance(args[0], str) and args[0].startswith(folder):
+            seen.append((os.getpid(), threading.get_ident(), args[0], time.time_ns()))
+    sys.addaudithook(hook)
+
+
+def _chunk_opens() -> list:
+    import builtins
+
+    return list(builtins._chunk_opens)
+
+
+def zarr_job(args: str) -> None:
+    """A zarr 3 array of 8 × 8 uncompressed chunks summed by ``da.from_zarr`` on 2 workers × 2
+    threads: zarr reads every chunk on its own I/O thread, the executor thread touches none."""
+    truth_path, folder = args.split(",")
+    import dask.array as da
+    import numpy as np
+    import zarr
+    from distributed import Client, LocalCluster
+
+    store = os.path.join(folder, "a.zarr")
+    z = zarr.create_array(store=store, shape=(512, 512), chunks=(64, 64), dtype="f8",
+                          compressors=None)
+    z[:] = np.arange(512 * 512, dtype="f8").reshape(512, 512)
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        client.run(_probe_chunk_opens, os.path.join(store, "c"))
+        total = da.from_zarr(store).sum().compute()
+        opens = [o for got in client.run(_chunk_opens).values() for o in got]
+    Path(truth_path).write_text(json.dumps({"sum": float(total), "opens": opens}))
+
+
 if __name__ == "__main__":
-    {"cluster": cluster_job, "kill": kill_job, "io": io_job}[sys.argv[1]](sys.argv[2])
+    {"cluster": cluster_job, "kill": kill_job, "io": io_job, "parquet": parquet_job,
+     "zarr": zarr_job}[sys.argv[1]](sys.argv[2])

@@ -247,17 +247,17 @@ def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp
         "execution_seq": list(range(len(windows))),
         "local_start_ns": [s for _p, _t, s in windows],
         "local_stop_ns": [s + 499_999_999 for _p, _t, s in windows]}), TABLES["executions"]))
-    markers = TABLES["clock_markers"].empty()
+    markers, opens = TABLES["clock_markers"].empty(), TABLES["file_opens"].empty()
 
     # THEN pid 100's partition holds its two logs, numbered from where each starts in the run
-    parts = {p.pid: p for p in split(lazy.io_segments, lazy.darshan_logs, ex, markers)}
+    parts = {p.pid: p for p in split(lazy.io_segments, lazy.darshan_logs, ex, markers, opens)}
     logs = [str(tmp_path / f"{n}_id{p}-{p}_1.darshan") for n, p in (("a", 100), ("c", 100))]
     assert parts[100].logs == ((logs[0], 0), (logs[1], 300))
     assert parts[100].raw_segments()["seg_id"].to_list() == [
         *range(0, 150), *range(300, 450)]
     # (a log whose segments name several hosts is split by the segments' own host column)
     unsure = lazy.darshan_logs.with_columns(host=pl.when(pl.col("pid") == 200).then(pl.col("host")))
-    read_first = {p.pid: p for p in split(lazy.io_segments, unsure, ex, markers)}
+    read_first = {p.pid: p for p in split(lazy.io_segments, unsure, ex, markers, opens)}
     assert read_first[100].logs == () and read_first[100].segments is not None
     assert read_first[100].raw_segments().equals(parts[100].raw_segments())
 
@@ -265,7 +265,7 @@ def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp
     results = []
     for segments in (eager.io_segments, lazy.io_segments):
         sink = MemorySink()
-        partial = attribute_all(segments, lazy.darshan_logs, ex, markers,
+        partial = attribute_all(segments, lazy.darshan_logs, ex, markers, opens,
                                 TABLES["clocks"].empty(), TABLES["processes"].empty(), sink)
         results.append({**partial, "segments": sink.tables["segments"]})
     assert results[0]["segments"].height == 450

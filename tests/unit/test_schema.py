@@ -122,10 +122,13 @@ def test_mostly_tied_rows_are_sorted_by_every_key_packed_as_a_full_sort():
     rng = random.Random(5)
     n = 3000
     op = TABLES["task_files"].column("op").polars_dtype()
+    method = TABLES["task_files"].column("attribution").polars_dtype()
     files = pl.DataFrame({
         "execution_id": [rng.randrange(n // 6) for _ in range(n)],
         "path": [rng.choice(["/b", "/a", "/a/b", "/é", "", None]) for _ in range(n)],
         "op": pl.Series([rng.choice(["write", "read", None]) for _ in range(n)], dtype=op),
+        "attribution": pl.Series([rng.choice(["helper-file", "exact-thread", None])
+                                  for _ in range(n)], dtype=method),
         "row": range(n)})
     keys = list(TABLES["task_files"].sort_by)
     unique_paths = files.with_columns(pl.col("path") + pl.col("row").cast(pl.String))
@@ -150,11 +153,14 @@ def test_rows_already_in_output_order_are_left_as_they_are():
     rng = random.Random(8)
     n = 6000
     op = TABLES["task_files"].column("op").polars_dtype()
+    method = TABLES["task_files"].column("attribution").polars_dtype()
     keys = list(TABLES["task_files"].sort_by)
     files = pl.DataFrame({
         "execution_id": [rng.choice([None, *range(n // 4)]) for _ in range(n)],
         "path": [rng.choice(["/b", "/a", "/a/b", "/é", "", None]) for _ in range(n)],
         "op": pl.Series([rng.choice(["write", "read", None]) for _ in range(n)], dtype=op),
+        "attribution": pl.Series([rng.choice(["helper-split", "exact-thread"])
+                                  for _ in range(n)], dtype=method),
         "row": range(n)})
     ordered = files.sort(keys, nulls_last=True, maintain_order=True)
     assert _in_order(ordered, keys) and sort_order(ordered, keys) is None

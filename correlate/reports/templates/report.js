@@ -349,6 +349,8 @@
   function item(text, warn) { ql.appendChild(el("li", text, warn ? "warn" : "")); }
   item(`worst clock uncertainty: ${FMT.ns(Q.worst_uncertainty_ns)}`, false);
   item("DXT segments by attribution method: " + (Object.entries(Q.segments_by_method).map(([k, v]) => `${k}: ${fmtN(v)}`).join(", ") || "none"), false);
+  const given = Object.entries(Q.attributed_by_method || {});
+  if (given.length) item("bytes attributed to tasks by method: " + given.map(([k, v]) => `${k}: ${FMT.bytes(v.bytes)}`).join(", "), false);
   Q.statuses.filter((s) => s.status !== "ok").forEach((s) => item(`executions with status ${s.status}: ${fmtN(s.executions)}`, true));
   Q.warnings.forEach((w) => item("warning: " + w, true));
   Q.rejects.forEach((r) => item(`rejected ${fmtN(r.count)} record(s) from ${fmtText(r.source)} ${r.file || ""}: ${fmtText(r.reason)}`, true));
