@@ -156,6 +156,17 @@ class YappiProfile:
 
         yappi.stop()
 
+    def loop_step(self) -> tuple[Any, Any]:
+        """What to call around a coroutine task's step on the event loop: in ``yappi`` mode the
+        loop's hook is off, so it is put back for the step (Yappi's own per-thread entry point,
+        which installs its C hook at the next call) and taken off after."""
+        if self.event_loop:
+            return None, None
+        import yappi
+
+        return (lambda: sys.setprofile(yappi._profile_thread_callback),
+                lambda: sys.setprofile(None))
+
     def rows(self) -> list[tuple]:
         """One row per (function, thread, tag). ``yappi.get_func_stats()`` merges the entries
         of one function across threads and tags, so the C extension's own enumeration is

@@ -7,8 +7,9 @@ thread-pool executor's ``submit`` (called in that context) so the task function 
 ``_timed`` on the executing thread: ``threading.get_ident()``, ``time_ns()`` and
 ``thread_time_ns()`` are read there, around exactly the call Dask makes. Dask runs the task in
 a copy of that context, and the libraries it calls hand it on to their helper threads
-(``collectors.file_opens``). Tasks Dask runs elsewhere (coroutines, process pools) are counted
-in ``closed.json`` as ``executions_not_timed``.
+(``collectors.file_opens``). A coroutine task runs on the event loop: its execute coroutine is
+driven step by step (``collectors.coroutine_steps``), each step an active slice. Tasks Dask
+runs elsewhere (process pools) are counted in ``closed.json`` as ``executions_not_timed``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from collectors import file_opens
+from collectors import coroutine_steps, file_opens
+from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, set_log_dir
 from collectors.profiling import TaskTags, make_profiler
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
@@ -62,7 +64,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tables = {t.name: t for t in (
             schema.EXECUTIONS_RAW, schema.WORKER_TRANSITIONS, schema.TRANSFERS_RAW,
             schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
-            schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW)}
+            schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
         self.transitions: deque = deque()
         self.seq = itertools.count(1)
@@ -124,8 +126,17 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     def _patch(self, worker: Any) -> None:
         self._orig_execute = worker.execute
 
-        async def execute(key: Any, *args: Any, **kwargs: Any) -> Any:
+        tasks = worker.state.tasks
+
+        def execute(key: Any, *args: Any, **kwargs: Any) -> Any:
             seq = next(self.seq)
+            steps = run(key, seq, *args, **kwargs)
+            ts = tasks.get(key)
+            if ts is not None and getattr(ts.run_spec, "is_coro", False):
+                return self._coroutine(steps, key, seq)
+            return steps
+
+        async def run(key: Any, seq: int, *args: Any, **kwargs: Any) -> Any:
             token = _CURRENT_KEY.set((key, seq))
             # Dask copies this context to the executing thread, and the libraries the task
             # calls copy it on to their helper threads (collectors.file_opens)
@@ -180,6 +191,51 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                 sink.append("task_executions", (seq, key_str(key), tid,
                                                 threading.get_native_id(), t0, t1, c1 - c0,
                                                 status))
+
+    def _coroutine(self, coro: Any, key: Any, seq: int) -> CoroutineSteps:
+        """A coroutine task's execute coroutine, driven step by step on the loop thread (this
+        one): each step is an active slice, with the execution's profile tag set while it runs
+        (and, in ``yappi`` mode, Yappi's hook, which is otherwise off on the loop)."""
+        tid = threading.get_ident()
+        tags = self.tags
+        delay = getattr(self.worker, "scheduler_delay", 0.0) or 0.0
+        hooks = getattr(self.profiler, "loop_step", None)
+        resume, pause = hooks() if hooks is not None else (None, None)
+
+        def enter() -> None:
+            tags.current[tid] = seq
+            tags.local.seq = seq
+            if resume is not None:
+                resume()
+
+        def leave() -> None:
+            if pause is not None:
+                pause()
+            tags.local.seq = 0
+            tags.current.pop(tid, None)
+
+        def done(steps: list[tuple[int, int, int]], result: Any) -> None:
+            self._record_coroutine(key, seq, tid, steps, result, delay)
+
+        return CoroutineSteps(coro, enter, leave, done)
+
+    @never_raise
+    def _record_coroutine(self, key: Any, seq: int, tid: int, steps: list[tuple[int, int, int]],
+                          result: Any, delay: float) -> None:
+        """The execution (window: Dask's start/stop of the task function, back on this worker's
+        clock) and its active slices."""
+        sink = self.sink
+        if sink is None or not steps:
+            return
+        start, stop = getattr(result, "start", None), getattr(result, "stop", None)
+        window = ((round((start - delay) * 1e9), round((stop - delay) * 1e9))
+                  if start is not None and stop is not None else (steps[0][0], steps[-1][1]))
+        kept = coroutine_steps.slices(steps, window)
+        for a, b, cpu in kept:
+            sink.append("coroutine_slices", (seq, a, b, cpu))
+        status = "ok" if type(result).__name__ == "ExecuteSuccessEvent" else "error"
+        sink.append("task_executions", (seq, key_str(key), tid, threading.get_native_id(),
+                                        window[0], window[1], sum(c for *_, c in kept), status))
 
     # ---- transitions -----------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ import polars as pl
 import correlate.schema.canonical  # noqa: F401  (registers tables)
 import correlate.schema.darshan  # noqa: F401
 import correlate.schema.outputs  # noqa: F401
-from correlate import align, attribute, waits
+from correlate import align, attribute, coroutines, waits
 from correlate.mappers import Mapper, local_map
 from correlate.partitions import attribute_all, by_process, process_order
 from correlate.prefixes import key_splits
@@ -70,6 +70,7 @@ def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFram
     inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
                                    frames.dependencies)
     t = (ex.join(io_totals, on="execution_id", how="left")
+         .join(coroutines.awaiting(ex, frames.execution_slices), on="execution_id", how="left")
          .join(methods, on="execution_id", how="left")
          .join(key_waits, on="key", how="left")
          .join(inputs, on=["key", "worker"], how="left", nulls_equal=True))
@@ -108,8 +109,10 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
     key_waits = _key_waits(transitions, frames.dependencies)
     del transitions
-    parts = attribute_all(frames.io_segments, frames.darshan_logs, ex, frames.clock_markers,
-                          frames.file_opens, worker_clocks, frames.processes, sink, mapper)
+    parts = attribute_all(frames.io_segments, frames.darshan_logs,
+                          coroutines.io_windows(ex, frames.execution_slices),
+                          frames.clock_markers, frames.file_opens, worker_clocks,
+                          frames.processes, sink, mapper)
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(ex, clocks)

@@ -200,6 +200,20 @@ FILE_OPENS = Table(
     sort_by=("host", "pid", "thread_id", "local_time_ns", "path"),
 )
 
+EXECUTION_SLICES = Table(
+    "execution_slices",
+    "Active slices of coroutine executions: when the task's coroutine ran on the event loop.",
+    (
+        Column("host", "String", "host", nullable=False),
+        Column("pid", "Int64", "process", nullable=False),
+        Column("execution_seq", "Int64", "execution in that process", nullable=False),
+        Column("local_start_ns", "Int64", "slice start, process clock", nullable=False),
+        Column("local_stop_ns", "Int64", "slice end, process clock", nullable=False),
+        Column("cpu_s", "Float64", "event-loop thread CPU in the slice"),
+    ),
+    sort_by=("host", "pid", "execution_seq", "local_start_ns"),
+)
+
 REJECTS = Table(
     "rejects",
     "Input records that were not used, with the reason (nothing is dropped silently).",
@@ -213,4 +227,5 @@ REJECTS = Table(
 )
 
 register(PROCESSES, EXECUTIONS, TRANSITIONS, STARTSTOPS, TRANSFERS, TRANSFER_KEYS,
-         DEPENDENCIES, FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, REJECTS)
+         DEPENDENCIES, FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, EXECUTION_SLICES,
+         REJECTS)

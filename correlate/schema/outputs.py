@@ -46,6 +46,8 @@ TASKS = Table(
         Column("local_start_ns", "Int64", "start, worker clock"),
         Column("local_stop_ns", "Int64", "stop, worker clock"),
         Column("duration_s", "Float64", "stop − start"),
+        Column("awaiting_s", "Float64", "coroutine task: time its coroutine was suspended "
+               "between its active slices on the event loop (null: ran on a thread)"),
         Column("cpu_s", "Float64", "thread CPU seconds of the execution (null: not measured)"),
         Column("read_bytes", "Float64", "bytes read (fractional only for window-split)"),
         Column("write_bytes", "Float64", "bytes written"),

@@ -142,7 +142,18 @@ FILE_OPENS_RAW = Table(
      Column("path", "String", "absolute path as opened", nullable=False)),
     sort_by=("local_time_ns", "execution_seq"))
 
+COROUTINE_SLICES_RAW = Table(
+    "coroutine_slices", "Active slices of coroutine task executions: the steps in which the "
+    "task's coroutine ran on the event loop (between awaits), clipped to its execution window.",
+    (Column("execution_seq", "Int64", "→ task_executions.execution_seq", nullable=False),
+     Column("local_start_ns", "Int64", "step start, time.time_ns()", nullable=False),
+     Column("local_stop_ns", "Int64", "step end", nullable=False),
+     Column("thread_cpu_ns", "Int64", "event-loop thread CPU in the step (prorated when "
+            "clipped)")),
+    sort_by=("execution_seq", "local_start_ns"))
+
 RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, CLUSTER_EVENTS,
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
-              CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW)
+              CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW,
+              COROUTINE_SLICES_RAW)
 register(*RUN_TABLES)

@@ -44,6 +44,7 @@ class RunFrames:
     clock_samples: pl.DataFrame = _empty("clock_samples")
     clock_markers: pl.DataFrame = _empty("clock_markers")
     file_opens: pl.DataFrame = _empty("file_opens")
+    execution_slices: pl.DataFrame = _empty("execution_slices")
     io_segments: pl.DataFrame | pl.LazyFrame = _empty("io_segments")
     io_file_counters: pl.DataFrame = _empty("io_file_counters")
     darshan_logs: pl.DataFrame = _empty("darshan_logs")

@@ -198,6 +198,8 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
         "clock_samples": _empty_or(t["worker_clock_samples"], "worker_clock_samples"),
         "clock_markers": _empty_or(t["worker_clock_markers"], "worker_clock_markers"),
         "file_opens": _empty_or(t["task_file_opens"], "task_file_opens"),
+        "execution_slices": _empty_or(t["coroutine_slices"], "coroutine_slices").with_columns(
+            cpu_s=pl.col("thread_cpu_ns") / 1e9),
     }
     if io is not None:
         out.update(io_segments=io.io_segments, io_file_counters=io.io_file_counters,

@@ -190,6 +190,44 @@ def zarr_job(args: str) -> None:
     Path(truth_path).write_text(json.dumps({"sum": float(total), "opens": opens}))
 
 
+async def coro_task(key: str, folder: str, i: int):
+    """An ``async def`` task: three rounds of CPU work and a 32 KiB write to its own file,
+    each followed by an await that lets the loop run other coroutines; records every write
+    and its own CPU (the thread CPU of its running pieces, not of the awaits)."""
+    import asyncio
+
+    ops, cpu, path = [], 0.0, os.path.join(folder, f"{key}.bin")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for k in range(3):
+            c0 = time.thread_time()
+            distinctive_cpu_burner(0.002 + 0.0005 * (i % 4))
+            t0 = time.time()
+            os.pwrite(fd, b"c" * (32768 + 1024 * i), k * 65536)
+            ops.append(("write", k * 65536, 32768 + 1024 * i, t0, time.time()))
+            cpu += time.thread_time() - c0
+            await asyncio.sleep(0.004 + 0.001 * (i % 3))
+    finally:
+        os.close(fd)
+    return _observed(key, path=path, ops=ops, cpu=cpu)
+
+
+def coro_job(args: str) -> None:
+    """16 coroutine tasks interleaving on the event loops of 2 workers × 2 threads, beside 8
+    thread tasks doing file I/O."""
+    truth_path, folder = args.split(",")
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        fs = [client.submit(coro_task, f"coro-{i}", folder, i, key=f"coro-{i}", pure=False)
+              for i in range(16)]
+        fs += [client.submit(io_task, f"io-{i}", folder, [20000 + 1000 * i] * 3,
+                             key=f"io-{i}", pure=False) for i in range(8)]
+        results = client.gather(fs)
+    Path(truth_path).write_text(json.dumps(results))
+
+
 if __name__ == "__main__":
     {"cluster": cluster_job, "kill": kill_job, "io": io_job, "parquet": parquet_job,
-     "zarr": zarr_job}[sys.argv[1]](sys.argv[2])
+     "zarr": zarr_job, "coro": coro_job}[sys.argv[1]](sys.argv[2])

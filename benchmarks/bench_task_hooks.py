@@ -1,4 +1,6 @@
-"""What recording each execution's file opens costs (``collectors.file_opens``).
+"""What the per-task hooks of the worker plugin cost: recording each execution's file opens
+(``collectors.file_opens``) and timing each active slice of a coroutine task
+(``collectors.coroutine_steps``).
 
 The audit hook runs for every audited event of a worker process, so three costs matter, each
 measured in a fresh child process without the hook and with it, side by side in one run:
@@ -8,9 +10,11 @@ measured in a fresh child process without the hook and with it, side by side in 
 - an ``open`` outside any task (the context variable is unset);
 - an ``open`` inside a task (a row appended to the sink's buffer);
 
-plus the two context-variable sets and resets a task pays on the event loop.
+plus the two context-variable sets and resets a task pays on the event loop; and, for a
+coroutine awaiting ``asyncio.sleep(0)`` in a loop on a real event loop, the cost per step of
+driving it through ``CoroutineSteps`` with the plugin's tag updates, against awaiting it plainly.
 
-    python benchmarks/bench_file_opens.py
+    python benchmarks/bench_task_hooks.py
 """
 
 from __future__ import annotations
@@ -68,6 +72,47 @@ def _child(hooked: bool) -> list[float]:
     return [float(x) for x in out]
 
 
+STEPS = textwrap.dedent("""
+    import asyncio, sys, threading, time
+    from collectors.coroutine_steps import CoroutineSteps, slices
+    from collectors.profiling import TaskTags
+    wrapped = sys.argv[1] == "1"
+    n = 100_000
+    tags, tid = TaskTags(), threading.get_ident()
+
+    async def task():
+        for _ in range(n):
+            await asyncio.sleep(0)
+
+    def enter():
+        tags.current[tid] = 1
+        tags.local.seq = 1
+
+    def leave():
+        tags.local.seq = 0
+        tags.current.pop(tid, None)
+
+    def done(steps, result):
+        slices(steps, (steps[0][0], steps[-1][1]))
+
+    async def main():
+        best = float("inf")
+        for _ in range(5):
+            coro = task()
+            t0 = time.perf_counter_ns()
+            await (CoroutineSteps(coro, enter, leave, done) if wrapped else coro)
+            best = min(best, (time.perf_counter_ns() - t0) / n)
+        return best
+
+    print(asyncio.run(main()))
+""")
+
+
+def _steps(wrapped: bool) -> float:
+    return float(subprocess.run([sys.executable, "-c", STEPS, "1" if wrapped else "0"],
+                                check=True, capture_output=True, text=True).stdout)
+
+
 def main() -> None:
     rounds = [(_child(False), _child(True)) for _ in range(3)]
     base = [min(r[0][i] for r in rounds) for i in range(2)]
@@ -80,6 +125,10 @@ def main() -> None:
     print(f"{'open inside a task (row recorded)':34}{base[1]:10.0f}{hook[2]:10.0f}"
           f"{hook[2] - base[1]:10.0f}")
     print(f"{'per task: context variables':34}{'':10}{hook[3]:10.0f}{hook[3]:10.0f}")
+    plain = min(_steps(False) for _ in range(3))
+    timed = min(_steps(True) for _ in range(3))
+    print(f"{'coroutine step (asyncio.sleep(0))':34}{plain:10.0f}{timed:10.0f}"
+          f"{timed - plain:10.0f}")
 
 
 if __name__ == "__main__":

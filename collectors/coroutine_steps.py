@@ -1,0 +1,75 @@
+"""Coroutine tasks (``async def`` task functions): Dask awaits them on the worker's event loop,
+inside the asyncio task that runs ``Worker.execute``, interleaved with other coroutine tasks
+and Dask's own comms. Neither the thread nor the start-stop window says which of them did
+what, so the plugin hands Dask, instead of its execute coroutine, a ``CoroutineSteps`` that
+drives it one step at a time: each step (from a resume to the next ``await`` that suspends) is
+timed on the loop with its wall and thread-CPU clocks, and the execution's profile tags are
+set only while it runs. The steps are the coroutine's active slices.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+
+class CoroutineSteps(Coroutine):
+    """Awaitable in place of a coroutine: each ``send``/``throw`` is one step, recorded as
+    (wall start, wall stop, thread CPU) in ``steps``; ``enter``/``leave`` run around each step
+    on the loop thread, ``done(steps, result)`` once the coroutine returned or raised (result
+    None)."""
+
+    __slots__ = ("_coro", "_enter", "_leave", "_done", "steps")
+
+    def __init__(self, coro: Coroutine, enter: Callable[[], None], leave: Callable[[], None],
+                 done: Callable[[list[tuple[int, int, int]], Any], None]) -> None:
+        self._coro = coro
+        self._enter, self._leave, self._done = enter, leave, done
+        self.steps: list[tuple[int, int, int]] = []
+
+    def _step(self, method: Callable[..., Any], *args: Any) -> Any:
+        t0, c0 = time.time_ns(), time.thread_time_ns()
+        self._enter()
+        result = None
+        try:
+            return method(*args)
+        except StopIteration as stop:
+            result = stop.value
+            raise
+        finally:
+            self._leave()
+            self.steps.append((t0, time.time_ns(), time.thread_time_ns() - c0))
+            if self._coro.cr_frame is None:  # returned or raised: the last step
+                self._done(self.steps, result)
+
+    def send(self, value: Any) -> Any:
+        return self._step(self._coro.send, value)
+
+    def throw(self, *exc: Any) -> Any:
+        return self._step(self._coro.throw, *exc)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> CoroutineSteps:
+        return self
+
+    def __iter__(self) -> CoroutineSteps:
+        return self
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+
+def slices(steps: list[tuple[int, int, int]], window: tuple[int, int]
+           ) -> list[tuple[int, int, int]]:
+    """The steps clipped to the execution's window (the first and last also run Dask's own
+    code before and after the task function), each step's CPU prorated to the part kept."""
+    lo, hi = window
+    out = []
+    for a, b, cpu in steps:
+        s, e = max(a, lo), min(b, hi)
+        if e > s or (a == b and lo <= a <= hi):
+            out.append((s, e, cpu if b == a else cpu * (e - s) // (b - a)))
+    return out

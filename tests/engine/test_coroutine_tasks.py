@@ -1,0 +1,82 @@
+"""Coroutine tasks (``async def``) on a real LocalCluster (2 processes × 2 threads, Yappi):
+16 of them interleave on the workers' event loops, awaiting between their writes, beside 8
+thread tasks doing file I/O. Each task records its own writes and CPU. With a darshan-runtime
+the job runs under real LD_PRELOAD; otherwise genuine logs are written through libdarshan-util
+from exactly the calls the tasks made (a coroutine's writes on its loop thread)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from test_cluster_groundtruth import _expected, _write_logs_from_truth
+
+from collectors.darshan_env import find_runtime
+from correlate.engine import correlate_frames
+from correlate.sources.run_folder import load
+
+JOBS = Path(__file__).resolve().parents[1] / "collectors"
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("coro")
+    (tmp / "data").mkdir()
+    lib, _how = find_runtime("auto")
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"), "--darshan",
+           lib or "off", "--profile", "yappi", "--flush-interval", "1", "--", sys.executable,
+           "jobs.py", "coro", f"{tmp / 'truth.json'},{tmp / 'data'}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=JOBS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    truth = json.loads((tmp / "truth.json").read_text())
+    if not lib:
+        _write_logs_from_truth(tmp / "run", truth, "v2-40")
+    return correlate_frames(load(tmp / "run")), truth
+
+
+def test_every_coroutine_execution_is_recorded_on_its_loop_with_exactly_its_own_bytes(
+        recorded):
+    result, truth = recorded
+    tasks = result.tables["tasks"]
+    got = _expected(truth).join(tasks, on="key", how="left", suffix="_got")
+    assert got.height == 24 and got["execution_id"].null_count() == 0
+    threads = {t["key"]: t["thread"] for t in truth}
+    for r in got.iter_rows(named=True):
+        assert r["thread_id"] == threads[r["key"]], r["key"]
+        for col in ("write_bytes", "read_bytes", "write_ops", "read_ops"):
+            assert r[f"{col}_got"] == r[col], (r["key"], col)
+        assert r["attribution"] == "exact-thread", r["key"]
+    # the coroutines did interleave: two of them overlap on one loop
+    coro = got.filter(pl.col("key").str.starts_with("coro-")).sort("thread_id", "start_ns")
+    assert any(a["thread_id"] == b["thread_id"] and b["start_ns"] < a["stop_ns"]
+               for a, b in itertools.pairwise(coro.iter_rows(named=True)))
+
+
+def test_a_coroutines_cpu_is_the_loops_cpu_in_its_slices_and_its_awaits_are_not_running(
+        recorded):
+    result, truth = recorded
+    got = _expected(truth).join(result.tables["tasks"], on="key", suffix="_got")
+    for r in got.iter_rows(named=True):
+        assert abs(r["cpu_s"] - r["cpu"]) <= max(0.10 * r["cpu"], 0.015), r["key"]
+        if r["key"].startswith("coro-"):
+            # three awaits of at least 4 ms each
+            assert 0.012 <= r["awaiting_s"] <= r["duration_s"], r["key"]
+        else:
+            assert r["awaiting_s"] is None
+
+
+def test_each_coroutine_execution_has_its_own_yappi_rows(recorded):
+    result, _truth = recorded
+    funcs = result.tables["task_functions"]
+    own = funcs.filter(pl.col("name") == "coro_task")
+    assert sorted(own["key"].to_list()) == sorted(f"coro-{i}" for i in range(16))
+    assert (own["ncall"] >= 1).all()
+    burners = funcs.filter((pl.col("name") == "distinctive_cpu_burner")
+                           & pl.col("key").str.starts_with("coro-"))
+    assert burners.select("key").n_unique() == 16
