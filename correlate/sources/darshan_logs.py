@@ -125,7 +125,9 @@ def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
         "module": _MODULES.gather(pl.Series(np.full(len(seg), _MODULES.to_list().index(module),
                                                     dtype=np.uint32))),
         "op": _OPS.gather(pl.Series(is_write.view(np.uint8))),
-        "offset": seg["offset"],
+        # DXT_MPIIO version 1 recorded no offsets
+        "offset": seg["offset"] if recs.offsets_known else pl.repeat(None, len(seg), dtype=pl.Int64,
+                                                                     eager=True),
         "length": seg["length"],
         "local_start_ns": start_ns + np.rint(seg["start"] * NS).astype(np.int64),
         "local_stop_ns": start_ns + np.rint(seg["end"] * NS).astype(np.int64),
@@ -134,14 +136,16 @@ def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
     }).with_columns(log=pl.lit(log))
 
 
-def _counter_frame(buf: bytes, module: str, version: int, names: dict[int, str], pid: int,
-                   log: str) -> pl.DataFrame:
-    sizes = (L.POSIX_SIZES if module == "POSIX" else L.STDIO_SIZES).get(version)
-    if sizes is None:
-        raise ValueError(f"unsupported {module} module version {version}")
-    recs = L.counter_records(buf, sizes)
-    fields, ffields = ((L.POSIX_FIELDS, L.POSIX_FFIELDS) if module == "POSIX"
-                       else (L.STDIO_FIELDS, L.STDIO_FFIELDS))
+def _counter_frame(buf: bytes, module: str, version: int, byteorder: str,
+                   names: dict[int, str], pid: int, log: str) -> pl.DataFrame:
+    layout = L.COUNTERS.get((module, version))
+    if layout is None:
+        known = max(v for m, v in L.COUNTERS if m == module)
+        raise ValueError(f"module version {version} is not one this dask-correlate reads "
+                         f"({module} versions 1 to {known})"
+                         + (": upgrade dask-correlate" if version > known else ""))
+    recs = L.counter_records(buf, layout, byteorder)
+    fields, ffields = layout.fields, layout.ffields
     data = {"pid": np.full(len(recs), pid), "rank": recs["rank"], "record_id": recs["id"],
             "path": [names.get(int(r)) for r in recs["id"]], "module": [module] * len(recs)}
     data.update({k: recs["c"][:, i] for k, i in fields.items()})
@@ -156,29 +160,32 @@ def _traced(recs: L.DxtRecords, module: str) -> pl.DataFrame:
 
 def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
                     start_ns: int, log: str, with_segments: bool) -> None:
-    failed, present, segments = [], [], []
+    failed, present, partial, segments = [], [], [], []
     for mod_id, (off, length) in enumerate(hdr.mod_map):
         if not length:
             continue
         name = L.MODULE_NAMES[mod_id] if mod_id < len(L.MODULE_NAMES) else f"module-{mod_id}"
         present.append(name)
+        if hdr.partial_flag >> mod_id & 1:
+            partial.append(name)
         if name not in ("DXT_POSIX", "DXT_MPIIO", "POSIX", "STDIO"):
             continue
         try:
             region = _region(buf, off, length, hdr.comp_type)
             if name.startswith("DXT_"):
-                recs = L.split_dxt(region, hdr.mod_ver[mod_id], with_segments)
+                recs = L.split_dxt(region, hdr.mod_ver[mod_id], with_segments, module=name,
+                                   byteorder=hdr.byteorder)
                 del region  # the segments are a copy without record headers
                 out.row["dxt_layout"] = recs.layout
                 out.traced.append(_traced(recs, name))
                 if with_segments:
                     segments.append(_dxt_frame(recs, name, names, pid, start_ns, log))
             else:
-                out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id], names,
-                                                   pid, log))
+                out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id],
+                                                   hdr.byteorder, names, pid, log))
         except ValueError as err:
             failed.append(f"{name}: {err}")
-    out.row.update(modules=present, modules_failed=failed)
+    out.row.update(modules=present, modules_failed=failed, modules_partial=partial)
     if segments:
         out.segments = pl.concat(segments)
 
@@ -200,9 +207,9 @@ def read_log(path: Path, segments: bool = True) -> _Log:
         raise InputError(path, f"cannot read: {err.strerror}") from None
     try:
         hdr = L.parse_header(buf)
-        job, exe, _mounts = L.parse_job(_region(buf, L.HEADER_SIZE, _job_region_end(hdr, buf)
-                                                - L.HEADER_SIZE, hdr.comp_type))
-    except (ValueError, L.struct.error) as err:
+        job, exe, _mounts = L.parse_job(_region(buf, hdr.size, _job_region_end(hdr, buf)
+                                                - hdr.size, hdr.comp_type), hdr)
+    except ValueError as err:
         raise InputError(path, str(err)) from None
     log = str(path)
     pid = _pid_from_name(path, int(job["jobid"]))
@@ -213,7 +220,7 @@ def read_log(path: Path, segments: bool = True) -> _Log:
                     else None, "log_format_version": hdr.version, "dxt_layout": None,
                     "partial": bool(path.name.endswith("_partial"))})
     try:
-        names = L.parse_names(_region(buf, *hdr.name_map, hdr.comp_type))
+        names = L.parse_names(_region(buf, *hdr.name_map, hdr.comp_type), hdr)
     except ValueError as err:
         names = {}
         out.row["modules_failed"] = [f"name records: {err}"]
@@ -221,8 +228,7 @@ def read_log(path: Path, segments: bool = True) -> _Log:
     if hdr.name_map[1] and not names:
         out.row["modules_failed"] = ["name records: none decoded",
                                      *out.row.get("modules_failed", [])]
-    present = {L.MODULE_IDS.get(m, -1) for m in out.row["modules"]}
-    out.row["partial"] |= any(hdr.partial_flag & (1 << i) for i in present if i >= 0)
+    out.row["partial"] |= bool(out.row["modules_partial"])
     traced = pl.concat(out.traced).filter(pl.col("traced") > 0) if out.traced else None
     out.row["segment_count"] = 0 if traced is None else int(traced["traced"].sum())
     out.row["dxt_untraced_ops"] = _untraced_ops(out, traced)
@@ -292,6 +298,9 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
         path = got.row["log"]
         rows.append(got.row)
         problems += [(str(path), f"module {m}") for m in got.row.get("modules_failed", [])]
+        problems += [(str(path), f"module {m} is partial: Darshan ran out of memory for it at run "
+                      "time; what it recorded is used, the rest was never written")
+                     for m in got.row.get("modules_partial", [])]
         if got.row.get("dxt_untraced_ops"):
             problems.append((str(path), f"DXT trace incomplete: {got.row['dxt_untraced_ops']:,} "
                              "POSIX read/write calls were not traced (Darshan's DXT memory was "

@@ -15,6 +15,7 @@ from correlate.cli import main
 from correlate.darshan_writer import write_log
 from correlate.errors import InputError
 from correlate.sources import darshan_logs
+from correlate.sources import dxt_layouts as L
 from correlate.sources.darshan_logs import read_log
 
 START_NS = 1_790_000_000_123_456_789
@@ -94,7 +95,6 @@ def test_log_without_segments_has_no_dxt(tmp_path):
 def test_a_damaged_module_is_reported_and_the_rest_is_used(tmp_path):
     path = write_log(tmp_path / "d.darshan", known_segments(), layout="v2-40")
     buf = bytearray(path.read_bytes())
-    from correlate.sources import dxt_layouts as L
     hdr = L.parse_header(bytes(buf))
     off, length = hdr.mod_map[L.MODULE_IDS["DXT_POSIX"]]
     buf[off + length // 2: off + length // 2 + 16] = b"\xff" * 16  # corrupt DXT only
@@ -272,3 +272,119 @@ def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp
     assert results[0]["task_files"]["ops"].sum() > 0
     for name, df in results[0].items():  # the partial tables come in group-by order
         assert df.sort(df.columns).equals(results[1][name].sort(df.columns)), name
+
+
+# ---- Darshan's own example corpus (every format 3.00 … 3.41), against libdarshan-util ----------
+
+def _libdarshan_reading(path):
+    """An independent reading of one log by PyDarshan's bundled libdarshan-util: modules with
+    their partial flag, DXT segments straight from its record buffers, POSIX/STDIO counters (up-
+    converted by the library to today's layout). PyDarshan's own DXT decoding is not used: it
+    steps through segments 32 bytes at a time whatever the library holds, so the stride here is
+    the library's own ``sizeof(segment_info)``."""
+    from darshan.backend import cffi_backend as B
+
+    log = B.log_open(str(path))
+    try:
+        mods = B.log_get_modules(log)
+        names = B.log_get_name_records(log)
+        stride = B.ffi.sizeof("struct segment_info")
+        seg_dtype = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"),
+                              ("end", "<f8"), ("pad", "V", stride - 32)])
+        rows = []
+        for module in ("DXT_POSIX", "DXT_MPIIO"):
+            if module not in mods:
+                continue
+            while True:
+                buf = B.ffi.new("void **")  # a fresh pointer: the library reuses a non-NULL one
+                if B.libdutil.darshan_log_get_record(log["handle"], mods[module]["idx"], buf) < 1:
+                    break
+                rec = B.ffi.cast("struct dxt_file_record **", buf)[0]
+                wc, rc = rec.write_count, rec.read_count
+                head = B.ffi.sizeof("struct dxt_file_record")
+                seg = np.frombuffer(B.ffi.buffer(B.ffi.cast("char *", buf[0]),
+                                                 head + (wc + rc) * stride), seg_dtype,
+                                    offset=head)
+                host = B.ffi.string(rec.hostname).decode()
+                rid, rank = rec.base_rec.id, rec.base_rec.rank
+                for i, s in enumerate(seg):
+                    rows.append((module, names.get(rid), rid, rank, host,
+                                 "write" if i < wc else "read", i if i < wc else i - wc,
+                                 int(s["offset"]), int(s["length"]), float(s["start"])))
+                B.libdutil.darshan_free(buf[0])
+        counters = []
+        for module in ("POSIX", "STDIO"):
+            if module in mods:
+                keep = L.COUNTERS[module, max(v for m, v in L.COUNTERS if m == module)].fields
+                while (r := B.log_get_record(log, module)) is not None:
+                    counters.append((module, r["id"], r["rank"],
+                                     *(int(r["counters"][i]) for i in keep.values())))
+    finally:
+        B.log_close(log)
+    i64, text = pl.Int64, pl.String
+    segments = pl.DataFrame(rows, orient="row", schema={
+        "module": text, "path": text, "record_id": pl.UInt64, "rank": i64, "host": text,
+        "op": text, "segment_index": i64, "offset": i64, "length": i64, "start_s": pl.Float64})
+    counters = pl.DataFrame(counters, orient="row", schema={
+        "module": text, "record_id": pl.UInt64, "rank": i64,
+        **dict.fromkeys(L.COUNTERS["POSIX", 4].fields, i64)})
+    return {m: v["partial_flag"] for m, v in mods.items()}, segments, counters
+
+
+def _ours(frames):
+    log = frames.darshan_logs.row(0, named=True)
+    seg = frames.io_segments.select(
+        pl.col("module").cast(pl.String), "path", "record_id", "rank", "host",
+        pl.col("op").cast(pl.String), "segment_index",
+        pl.col("offset").fill_null(-1),  # libdarshan-util says -1 where DXT_MPIIO 1 has none
+        "length", start_s=(pl.col("local_start_ns") - log["start_ns"]) / 1e9)
+    return log, seg
+
+
+def test_every_log_of_darshans_corpus_reads_as_libdarshan_util_reads_it():
+    logs = sorted(fixture_path("darshan-logs").glob("*.darshan"))
+    assert len(logs) == 78
+    formats, with_dxt, partial = set(), [], []
+    for path in logs:
+        # GIVEN a log of any Darshan release, and libdarshan-util's reading of it
+        modules, ref_seg, ref_counters = _libdarshan_reading(path)
+        # WHEN we read it
+        frames = darshan_logs.load([path])
+        log, seg = _ours(frames)
+        formats.add(log["log_format_version"])
+        # THEN it is read whole, with the modules the library lists
+        assert log["modules_failed"] == [], path.name
+        assert set(log["modules"]) == set(modules), path.name
+        # AND the partial modules are the ones the library flags, each said in a warning
+        flagged = sorted(m for m, p in modules.items() if p)
+        assert sorted(log["modules_partial"]) == flagged, path.name
+        for m in flagged:
+            assert any(f"module {m} is partial" in p for _, p in frames.problems), path.name
+        partial += [path.name] * bool(flagged)
+        # AND every DXT segment is the library's: per file, rank, host, op and index, the same
+        # offset and length, the same start time to the nanosecond
+        key = ["module", "record_id", "rank", "host", "op", "segment_index"]
+        assert seg.height == ref_seg.height == log["segment_count"], path.name
+        if ref_seg.height:
+            with_dxt.append((path.name, seg.height, int(seg["length"].sum())))
+            both = seg.sort(key).join(ref_seg, on=key, how="full", suffix="_ref")
+            assert both.filter(pl.col("module").is_null() | pl.col("module_ref").is_null()
+                               ).is_empty(), path.name
+            for col in ("path", "offset", "length"):
+                assert both[col].equals(both[f"{col}_ref"], check_names=False), (path.name, col)
+            assert (both["start_s"] - both["start_s_ref"]).abs().max() < 1e-9, path.name
+            assert frames.io_segments["thread_id"].null_count() == seg.height  # 32-byte layouts
+        # AND the POSIX/STDIO counters the library up-converts are ours, whatever the version
+        # (it drops POSIX 1 records that mixed in stdio calls; those are compared where it has them)
+        ours = frames.io_file_counters.select(pl.col("module").cast(pl.String), "record_id",
+                                              "rank", *ref_counters.columns[3:])
+        got = ref_counters.join(ours, on=["module", "record_id", "rank"], how="left",
+                                suffix="_ours")
+        assert got.height == ref_counters.height, path.name
+        for col in ref_counters.columns[3:]:
+            assert got[col].equals(got[f"{col}_ours"], check_names=False), (path.name, col)
+    assert formats == {"3.00", "3.10", "3.20", "3.21", "3.41"}
+    assert len(with_dxt) == 12 and partial
+    nonmpi = [x for x in with_dxt if x[0].startswith("nonmpi_dxt")]
+    assert nonmpi == [("nonmpi_dxt_anonymized_nonmpi_dxt_anonymized.darshan", 17_652,
+                       240_341_383)]
