@@ -1,12 +1,14 @@
 """Darshan logs → ``darshan_logs``, ``io_segments`` and ``io_file_counters`` frames.
 
-Reads every region itself (zlib, bzip2 or uncompressed) and decodes DXT segments with numpy over
-the raw module buffer — never one Python object per segment — in each of the layouts in
-``dxt_layouts``. PyDarshan is not used for reading: its DXT reader assumes 32-byte segments.
+Reads every region itself (zlib, bzip2 or uncompressed) of every log format since Darshan 3.0,
+little- or big-endian, and decodes DXT segments with numpy over the raw module buffer — never
+one Python object per segment — in each of the layouts in ``dxt_layouts``. PyDarshan is not
+used for reading: its DXT reader assumes 32-byte segments.
 
 Damage is reported, never fatal for the rest: a module that fails to decompress or decode is
-listed in ``modules_failed`` and the rest of the log is used; a file that is not a Darshan log
-at all is reported as one problem for that file. ``load`` reads many logs and never raises for
+listed in ``modules_failed`` and the rest of the log is used; a module Darshan flagged partial
+(out of memory at run time) is listed in ``modules_partial`` and warned about, its records
+used; a file that is not a Darshan log at all is reported as one problem for that file. ``load`` reads many logs and never raises for
 one bad log; ``read_log`` raises ``InputError`` for a log it cannot read at all.
 """
 
@@ -207,10 +209,13 @@ def read_log(path: Path, segments: bool = True) -> _Log:
         raise InputError(path, f"cannot read: {err.strerror}") from None
     try:
         hdr = L.parse_header(buf)
+    except ValueError as err:
+        raise InputError(path, str(err)) from None
+    try:
         job, exe, _mounts = L.parse_job(_region(buf, hdr.size, _job_region_end(hdr, buf)
                                                 - hdr.size, hdr.comp_type), hdr)
     except ValueError as err:
-        raise InputError(path, str(err)) from None
+        raise InputError(path, f"job record (format {hdr.version}): {err}") from None
     log = str(path)
     pid = _pid_from_name(path, int(job["jobid"]))
     lib_ver = re.search(r"lib_ver=([^\s]+)", str(job["metadata"]))
@@ -219,15 +224,9 @@ def read_log(path: Path, segments: bool = True) -> _Log:
                     "end_ns": job["end_ns"], "darshan_version": lib_ver.group(1) if lib_ver
                     else None, "log_format_version": hdr.version, "dxt_layout": None,
                     "partial": bool(path.name.endswith("_partial"))})
-    try:
-        names = L.parse_names(_region(buf, *hdr.name_map, hdr.comp_type), hdr)
-    except ValueError as err:
-        names = {}
-        out.row["modules_failed"] = [f"name records: {err}"]
+    names, names_failed = _names(buf, hdr)
     _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log, segments)
-    if hdr.name_map[1] and not names:
-        out.row["modules_failed"] = ["name records: none decoded",
-                                     *out.row.get("modules_failed", [])]
+    out.row["modules_failed"] = [*names_failed, *out.row["modules_failed"]]
     out.row["partial"] |= bool(out.row["modules_partial"])
     traced = pl.concat(out.traced).filter(pl.col("traced") > 0) if out.traced else None
     out.row["segment_count"] = 0 if traced is None else int(traced["traced"].sum())
@@ -235,6 +234,15 @@ def read_log(path: Path, segments: bool = True) -> _Log:
     hosts = [] if traced is None else traced["host"].unique().to_list()
     out.row["host"] = hosts[0] if len(hosts) == 1 else None
     return out
+
+
+def _names(buf: bytes, hdr: L.Header) -> tuple[dict[int, str], list[str]]:
+    """Record id → path, and what went wrong (paths are then missing, the records still read)."""
+    try:
+        names = L.parse_names(_region(buf, *hdr.name_map, hdr.comp_type), hdr)
+    except ValueError as err:
+        return {}, [f"name records: {err}"]
+    return names, ["name records: none decoded"] if hdr.name_map[1] and not names else []
 
 
 def _untraced_ops(out: _Log, traced: pl.DataFrame | None) -> int | None:

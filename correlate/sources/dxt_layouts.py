@@ -133,9 +133,9 @@ def _check_format(version: str) -> tuple[int, int]:
                          f"(formats {FORMATS[0]} to {FORMATS[-1]}): upgrade dask-correlate "
                          "(pip install -U dask-correlate)")
     if fmt[0] < 3:
-        raise ValueError(f"Darshan log format {version} is from Darshan 2, which wrote another "
-                         f"file layout: only formats {FORMATS[0]} to {FORMATS[-1]} (Darshan 3.0 "
-                         "and later) are read; darshan-convert of Darshan 3 converts it")
+        raise ValueError(f"Darshan log format {version} is from Darshan 2, whose logs this "
+                         f"reader does not read (formats {FORMATS[0]} to {FORMATS[-1]}: Darshan "
+                         "3.0 and later)")
     if version not in FORMATS:
         raise ValueError(f"unknown Darshan log format {version} (known: {', '.join(FORMATS)})")
     return fmt
@@ -194,8 +194,7 @@ def parse_job(region: bytes, hdr: Header) -> tuple[dict[str, int | str], str,
     with_ns = hdr.format >= NEWEST_FORMAT  # start/end nanoseconds since 3.41
     job_struct = struct.Struct(f"{hdr.byteorder}{7 if with_ns else 5}q1024s")
     if len(region) < job_struct.size:
-        raise ValueError(f"job record is truncated ({len(region)} of {job_struct.size} bytes "
-                         f"for format {hdr.version})")
+        raise ValueError(f"truncated ({len(region)} of {job_struct.size} bytes)")
     if with_ns:
         uid, ss, sns, es, ens, nprocs, jobid, meta = job_struct.unpack_from(region, 0)
     else:

@@ -3,6 +3,8 @@ damaged input."""
 
 from __future__ import annotations
 
+import bz2
+import struct
 import subprocess
 import sys
 
@@ -388,3 +390,80 @@ def test_every_log_of_darshans_corpus_reads_as_libdarshan_util_reads_it():
     nonmpi = [x for x in with_dxt if x[0].startswith("nonmpi_dxt")]
     assert nonmpi == [("nonmpi_dxt_anonymized_nonmpi_dxt_anonymized.darshan", 17_652,
                        240_341_383)]
+
+
+def _as_bzip2(src, dst):
+    """The same log with every region recompressed with bzip2, as Darshan built with
+    --with-bzip2... writes it (the corpus has no bzip2 log)."""
+    buf = src.read_bytes()
+    hdr = L.parse_header(buf)
+    maps_at, slots = (24, 16) if hdr.size == L.HEADER_SIZE_3_00 else (32, L.MAX_MODS)
+    fmt = f"{hdr.byteorder}QQ"
+    maps = [struct.unpack_from(fmt, buf, maps_at + 16 * i) for i in range(1 + slots)]
+    out = bytearray(buf[:hdr.size])
+    out[16] = L.COMP_BZIP2
+    job_end = min([off for off, length in maps if length] or [len(buf)])
+    out += bz2.compress(darshan_logs._inflate(buf[hdr.size:job_end], L.COMP_ZLIB))
+    for i, (off, length) in enumerate(maps):
+        if length:
+            data = bz2.compress(darshan_logs._inflate(buf[off:off + length], L.COMP_ZLIB))
+            struct.pack_into(fmt, out, maps_at + 16 * i, len(out), len(data))
+            out += data
+    dst.write_bytes(bytes(out))
+    return dst
+
+
+@pytest.mark.parametrize("name", [
+    "nonmpi_dxt_anonymized_nonmpi_dxt_anonymized.darshan",  # 3.21, little-endian
+    "release_logs_mpi-io-test-ppc64-3.1.6.darshan",  # 3.10, big-endian, DXT_MPIIO 1
+    "release_logs_mpi-io-test-x86_64-3.0.0.darshan",  # 3.00 name records
+])
+def test_bzip2_logs_read_as_their_zlib_originals(tmp_path, name):
+    src = fixture_path("darshan-logs") / name
+    bz = _as_bzip2(src, tmp_path / name)
+    zlib_frames, bz2_frames = darshan_logs.load([src]), darshan_logs.load([bz])
+    assert bz2_frames.problems == zlib_frames.problems == ()
+    for table in ("io_segments", "io_file_counters"):
+        assert getattr(bz2_frames, table).drop("log").equals(
+            getattr(zlib_frames, table).drop("log")), table
+    assert bz2_frames.darshan_logs.drop("log").equals(zlib_frames.darshan_logs.drop("log"))
+
+
+def test_bzip2_log_of_the_current_format(tmp_path):
+    path = write_log(tmp_path / "a_id7-7_1.darshan", known_segments(), layout="v2-40")
+    frames = darshan_logs.load([_as_bzip2(path, tmp_path / "b_id7-7_1.darshan")])
+    assert frames.problems == () and frames.io_segments.height == 150
+    assert frames.io_segments.drop("log").equals(darshan_logs.load([path]).io_segments.drop("log"))
+
+
+@pytest.mark.parametrize("version, says", [
+    ("3.50", ["Darshan log format 3.50 is newer", "upgrade dask-correlate"]),
+    ("4.00", ["Darshan log format 4.00 is newer", "upgrade dask-correlate"]),
+    ("3.30", ["unknown Darshan log format 3.30", "3.00, 3.10, 3.20, 3.21, 3.41"]),
+])
+def test_formats_it_does_not_know_are_named(tmp_path, version, says):
+    path = write_log(tmp_path / "a.darshan", known_segments(), layout="v2-40")
+    bad = tmp_path / f"v{version}.darshan"
+    bad.write_bytes(version.encode().ljust(8, b"\0") + path.read_bytes()[8:])
+    with pytest.raises(InputError) as err:
+        read_log(bad)
+    assert str(bad) in str(err.value) and all(s in str(err.value) for s in says)
+
+
+def test_truncated_logs_of_old_formats_say_what_is_missing(tmp_path):
+    # GIVEN a big-endian 3.10 log cut at every few bytes of its header, job record and modules
+    src = fixture_path("darshan-logs") / "release_logs_mpi-io-test-ppc64-3.1.6.darshan"
+    data = src.read_bytes()
+    for cut in range(0, len(data), 37):
+        path = tmp_path / f"cut{cut}.darshan"
+        path.write_bytes(data[:cut])
+        # THEN each is one problem naming the file (and the format, once it can be read), or a
+        # log whose damaged modules are named; never a message of Python's struct module
+        frames = darshan_logs.load([path])
+        said = [p for _f, p in frames.problems]
+        assert said and not any("unpack" in p or "buffer" in p for p in said), (cut, said)
+        assert all(f == str(path) for f, _p in frames.problems)
+        if cut >= 16:
+            assert frames.darshan_logs.height or "3.10" in said[0], (cut, said)
+        if frames.darshan_logs.height:
+            assert all(p.startswith("module ") for p in said), (cut, said)
