@@ -7,6 +7,7 @@ import bz2
 import struct
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import polars as pl
@@ -467,3 +468,56 @@ def test_truncated_logs_of_old_formats_say_what_is_missing(tmp_path):
             assert frames.darshan_logs.height or "3.10" in said[0], (cut, said)
         if frames.darshan_logs.height:
             assert all(p.startswith("module ") for p in said), (cut, said)
+
+
+def _swapped_dxt(region):
+    """A DXT module buffer with every integer and double byte-swapped (the hostname kept)."""
+    out, pos = bytearray(region), 0
+    stride = L.SEGMENT_V2.itemsize
+    while pos < len(region):
+        rid, rank, shared, host, wc, rc = L.DXT_HEADER.unpack_from(region, pos)
+        L.DXT_HEADERS[">"].pack_into(out, pos, rid, rank, shared, host, wc, rc)
+        start, end = pos + L.DXT_HEADER.size, pos + L.DXT_HEADER.size + (wc + rc) * stride
+        out[start:end] = np.frombuffer(region[start:end], "<u8").byteswap().tobytes()
+        pos = end
+    return bytes(out)
+
+
+def _as_big_endian(src, dst):
+    """A format 3.41 log (v2-40 DXT, POSIX) as a big-endian machine would have written it."""
+    buf = src.read_bytes()
+    hdr = L.parse_header(buf)
+    out = bytearray(buf[:hdr.size])
+    struct.pack_into(">qxxxxxxxxQ", out, 8, L.MAGIC, hdr.partial_flag)
+    struct.pack_into(f">{L.MAX_MODS}I", out, 32 + 16 + 16 * L.MAX_MODS, *hdr.mod_ver)
+    job_end = min(off for off, length in (hdr.name_map, *hdr.mod_map) if length)
+    job = bytearray(darshan_logs._inflate(buf[hdr.size:job_end], L.COMP_ZLIB))
+    job[:56] = np.frombuffer(job[:56], "<u8").byteswap().tobytes()
+    out += zlib.compress(bytes(job))
+    names = darshan_logs._inflate(buf[slice(hdr.name_map[0], sum(hdr.name_map))], L.COMP_ZLIB)
+    swapped = b"".join(struct.pack(">Q", rid) + path.encode() + b"\0"
+                       for rid, path in L.parse_names(names).items())
+    regions = {-1: swapped}
+    for mod, (off, length) in enumerate(hdr.mod_map):
+        if length:
+            raw = darshan_logs._inflate(buf[off:off + length], L.COMP_ZLIB)
+            regions[mod] = (_swapped_dxt(raw) if L.MODULE_NAMES[mod].startswith("DXT_")
+                            else np.frombuffer(raw, "<u8").byteswap().tobytes())
+    for mod, data in regions.items():
+        struct.pack_into(">QQ", out, 32 + 16 * (mod + 1), len(out), len(zlib.compress(data)))
+        out += zlib.compress(data)
+    dst.write_bytes(bytes(out))
+    return dst
+
+
+def test_big_endian_log_of_the_current_format_reads_as_its_original(tmp_path):
+    # GIVEN a 3.41 log with thread ids (v2-40) and its byte-swapped twin
+    path = write_log(tmp_path / "a_id7-7_1.darshan", known_segments(), host="nid9", pid=7,
+                     start_ns=START_NS, layout="v2-40")
+    swapped = _as_big_endian(path, tmp_path / "b_id7-7_1.darshan")
+    assert L.parse_header(swapped.read_bytes()).byteorder == ">"
+    # THEN every table reads the same: segments with their threads, counters, the log row
+    le, be = darshan_logs.load([path]), darshan_logs.load([swapped])
+    assert be.problems == () and be.io_segments.height == 150
+    for table in ("io_segments", "io_file_counters", "darshan_logs"):
+        assert getattr(be, table).drop("log").equals(getattr(le, table).drop("log")), table
