@@ -8,8 +8,9 @@ used for reading: its DXT reader assumes 32-byte segments.
 Damage is reported, never fatal for the rest: a module that fails to decompress or decode is
 listed in ``modules_failed`` and the rest of the log is used; a module Darshan flagged partial
 (out of memory at run time) is listed in ``modules_partial`` and warned about, its records
-used; a file that is not a Darshan log at all is reported as one problem for that file. ``load`` reads many logs and never raises for
-one bad log; ``read_log`` raises ``InputError`` for a log it cannot read at all.
+used; a file that is not a Darshan log at all is reported as one problem for that file.
+``load`` reads many logs and never raises for one bad log; ``read_log`` raises ``InputError``
+for a log it cannot read at all.
 """
 
 from __future__ import annotations
@@ -127,9 +128,7 @@ def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
         "module": _MODULES.gather(pl.Series(np.full(len(seg), _MODULES.to_list().index(module),
                                                     dtype=np.uint32))),
         "op": _OPS.gather(pl.Series(is_write.view(np.uint8))),
-        # DXT_MPIIO version 1 recorded no offsets
-        "offset": seg["offset"] if recs.offsets_known else pl.repeat(None, len(seg), dtype=pl.Int64,
-                                                                     eager=True),
+        "offset": seg["offset"] if recs.offsets_known else _unknown(len(seg)),
         "length": seg["length"],
         "local_start_ns": start_ns + np.rint(seg["start"] * NS).astype(np.int64),
         "local_stop_ns": start_ns + np.rint(seg["end"] * NS).astype(np.int64),
@@ -138,14 +137,15 @@ def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
     }).with_columns(log=pl.lit(log))
 
 
+def _unknown(n: int) -> pl.Series:
+    """Offsets DXT_MPIIO version 1 did not record: null, not darshan-util's -1, so that sums and
+    ranges of offsets never use them."""
+    return pl.repeat(None, n, dtype=pl.Int64, eager=True)
+
+
 def _counter_frame(buf: bytes, module: str, version: int, byteorder: str,
                    names: dict[int, str], pid: int, log: str) -> pl.DataFrame:
-    layout = L.COUNTERS.get((module, version))
-    if layout is None:
-        known = max(v for m, v in L.COUNTERS if m == module)
-        raise ValueError(f"module version {version} is not one this dask-correlate reads "
-                         f"({module} versions 1 to {known})"
-                         + (": upgrade dask-correlate" if version > known else ""))
+    layout = L.counter_layout(module, version)
     recs = L.counter_records(buf, layout, byteorder)
     fields, ffields = layout.fields, layout.ffields
     data = {"pid": np.full(len(recs), pid), "rank": recs["rank"], "record_id": recs["id"],

@@ -281,10 +281,7 @@ def _layout_order(module: str, module_version: int) -> list[str]:
     """Layouts to try, the one this module version was written with first."""
     known = DXT_VERSIONS[module]
     if module_version not in known:
-        newest = max(known)
-        raise ValueError(f"module version {module_version} is not one this dask-correlate "
-                         f"reads ({module} versions 1 to {newest})"
-                         + (": upgrade dask-correlate" if module_version > newest else ""))
+        raise ValueError(_version_problem(module, module_version, max(known)))
     if known[module_version] == "v1-32":
         return ["modified-96", "v1-32", "v2-40"]
     return list(SEGMENT_LAYOUTS)
@@ -334,6 +331,20 @@ def pthread_from_text(segments: np.ndarray) -> np.ndarray:
         value[col] = value[col] * np.uint64(10) + digits[col, k].astype(np.uint64)
     value[~ok] = 0
     return value
+
+
+def counter_layout(module: str, version: int) -> CounterLayout:
+    layout = COUNTERS.get((module, version))
+    if layout is None:
+        raise ValueError(_version_problem(module, version, max(v for m, v in COUNTERS
+                                                               if m == module)))
+    return layout
+
+
+def _version_problem(module: str, version: int, newest: int) -> str:
+    # a version above the newest known comes from a Darshan newer than this reader
+    return (f"module version {version} is not one this dask-correlate reads ({module} versions "
+            f"1 to {newest})" + (": upgrade dask-correlate" if version > newest else ""))
 
 
 def counter_records(buf: bytes, layout: CounterLayout, byteorder: str = "<") -> np.ndarray:

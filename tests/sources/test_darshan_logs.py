@@ -521,3 +521,18 @@ def test_big_endian_log_of_the_current_format_reads_as_its_original(tmp_path):
     assert be.problems == () and be.io_segments.height == 150
     for table in ("io_segments", "io_file_counters", "darshan_logs"):
         assert getattr(be, table).drop("log").equals(getattr(le, table).drop("log")), table
+
+
+@pytest.mark.parametrize("module", ["DXT_POSIX", "POSIX"])
+def test_a_module_version_from_a_newer_darshan_is_named_and_the_rest_read(tmp_path, module):
+    path = write_log(tmp_path / "a.darshan", known_segments(), layout="v2-40")
+    buf = bytearray(path.read_bytes())
+    struct.pack_into("<I", buf, 48 + 16 * L.MAX_MODS + 4 * L.MODULE_IDS[module], 9)
+    path.chmod(0o600)
+    path.write_bytes(bytes(buf))
+    frames = darshan_logs.load([path])
+    assert [p for _f, p in frames.problems] == [
+        f"module {module}: module version 9 is not one this dask-correlate reads ({module} "
+        f"versions 1 to {2 if module == 'DXT_POSIX' else 4}): upgrade dask-correlate"]
+    assert (frames.io_segments.height, frames.io_file_counters.height) == (
+        (0, 3) if module == "DXT_POSIX" else (150, 0))
