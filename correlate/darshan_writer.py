@@ -118,7 +118,8 @@ def _dxt_buffer(seg: pl.DataFrame, host: str, layout: str) -> tuple[bytes, list[
 
 
 def _posix_buffer(seg: pl.DataFrame) -> bytes:
-    n_c, n_f = L.POSIX_SIZES[4]
+    layout = L.COUNTERS["POSIX", 4]
+    n_c, n_f = layout.counters, layout.fcounters
     agg = seg.group_by("path", maintain_order=True).agg(
         reads=(pl.col("op") == "read").sum(), writes=(pl.col("op") == "write").sum(),
         rbytes=pl.col("length").filter(pl.col("op") == "read").sum(),
@@ -129,7 +130,7 @@ def _posix_buffer(seg: pl.DataFrame) -> bytes:
                       ("f", "<f8", (n_f,))])
     rec = np.zeros(agg.height, dtype=dtype)
     rec["id"] = [record_id(p) for p in agg["path"]]
-    c, f = L.POSIX_FIELDS, L.POSIX_FFIELDS
+    c, f = layout.fields, layout.ffields
     rec["c"][:, c["opens"]] = 1
     rec["c"][:, c["read_ops"]] = agg["reads"].to_numpy()
     rec["c"][:, c["write_ops"]] = agg["writes"].to_numpy()

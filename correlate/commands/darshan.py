@@ -1,5 +1,6 @@
-"""``correlate darshan LOG|DIR [...] -o OUT.parquet``: decode Darshan logs (DXT v1, v2 and the
-modified 96-byte layout) into one parquet table — a fast ``darshan-dxt-parser`` replacement.
+"""``correlate darshan LOG|DIR [...] -o OUT.parquet``: decode Darshan logs of any format since
+Darshan 3.0 (3.00 … 3.41, either byte order; DXT v1, v2 and the modified 96-byte layout) into
+one parquet table — a fast ``darshan-dxt-parser`` replacement.
 
 Prints one summary line (logs, segments, bytes, warnings). Exit 0 when at least one log was
 read (problems with the others are printed as warnings), 1 when none could be read.

@@ -29,6 +29,8 @@ DARSHAN_LOGS = Table(
         Column("log_format_version", "String", "log format version string, e.g. 3.41"),
         Column("modules", "List:String", "modules with data in the log"),
         Column("modules_failed", "List:String", "modules that could not be read, with why"),
+        Column("modules_partial", "List:String", "modules Darshan flagged partial: it ran out of "
+               "memory for them, so some records (or DXT segments) were never written"),
         Column("partial", "Boolean", "Darshan ran out of memory for some module, or the file "
                "is a .darshan_partial", nullable=False),
         Column("dxt_layout", f"Enum:{DXT_LAYOUTS}", "DXT segment layout (null: no DXT)"),

@@ -1,13 +1,16 @@
 """Darshan logs → ``darshan_logs``, ``io_segments`` and ``io_file_counters`` frames.
 
-Reads every region itself (zlib, bzip2 or uncompressed) and decodes DXT segments with numpy over
-the raw module buffer — never one Python object per segment — in each of the layouts in
-``dxt_layouts``. PyDarshan is not used for reading: its DXT reader assumes 32-byte segments.
+Reads every region itself (zlib, bzip2 or uncompressed) of every log format since Darshan 3.0,
+little- or big-endian, and decodes DXT segments with numpy over the raw module buffer — never
+one Python object per segment — in each of the layouts in ``dxt_layouts``. PyDarshan is not
+used for reading: its DXT reader assumes 32-byte segments.
 
 Damage is reported, never fatal for the rest: a module that fails to decompress or decode is
-listed in ``modules_failed`` and the rest of the log is used; a file that is not a Darshan log
-at all is reported as one problem for that file. ``load`` reads many logs and never raises for
-one bad log; ``read_log`` raises ``InputError`` for a log it cannot read at all.
+listed in ``modules_failed`` and the rest of the log is used; a module Darshan flagged partial
+(out of memory at run time) is listed in ``modules_partial`` and warned about, its records
+used; a file that is not a Darshan log at all is reported as one problem for that file.
+``load`` reads many logs and never raises for one bad log; ``read_log`` raises ``InputError``
+for a log it cannot read at all.
 """
 
 from __future__ import annotations
@@ -125,7 +128,7 @@ def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
         "module": _MODULES.gather(pl.Series(np.full(len(seg), _MODULES.to_list().index(module),
                                                     dtype=np.uint32))),
         "op": _OPS.gather(pl.Series(is_write.view(np.uint8))),
-        "offset": seg["offset"],
+        "offset": seg["offset"] if recs.offsets_known else _unknown(len(seg)),
         "length": seg["length"],
         "local_start_ns": start_ns + np.rint(seg["start"] * NS).astype(np.int64),
         "local_stop_ns": start_ns + np.rint(seg["end"] * NS).astype(np.int64),
@@ -134,14 +137,17 @@ def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
     }).with_columns(log=pl.lit(log))
 
 
-def _counter_frame(buf: bytes, module: str, version: int, names: dict[int, str], pid: int,
-                   log: str) -> pl.DataFrame:
-    sizes = (L.POSIX_SIZES if module == "POSIX" else L.STDIO_SIZES).get(version)
-    if sizes is None:
-        raise ValueError(f"unsupported {module} module version {version}")
-    recs = L.counter_records(buf, sizes)
-    fields, ffields = ((L.POSIX_FIELDS, L.POSIX_FFIELDS) if module == "POSIX"
-                       else (L.STDIO_FIELDS, L.STDIO_FFIELDS))
+def _unknown(n: int) -> pl.Series:
+    """Offsets DXT_MPIIO version 1 did not record: null, not darshan-util's -1, so that sums and
+    ranges of offsets never use them."""
+    return pl.repeat(None, n, dtype=pl.Int64, eager=True)
+
+
+def _counter_frame(buf: bytes, module: str, version: int, byteorder: str,
+                   names: dict[int, str], pid: int, log: str) -> pl.DataFrame:
+    layout = L.counter_layout(module, version)
+    recs = L.counter_records(buf, layout, byteorder)
+    fields, ffields = layout.fields, layout.ffields
     data = {"pid": np.full(len(recs), pid), "rank": recs["rank"], "record_id": recs["id"],
             "path": [names.get(int(r)) for r in recs["id"]], "module": [module] * len(recs)}
     data.update({k: recs["c"][:, i] for k, i in fields.items()})
@@ -156,29 +162,32 @@ def _traced(recs: L.DxtRecords, module: str) -> pl.DataFrame:
 
 def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
                     start_ns: int, log: str, with_segments: bool) -> None:
-    failed, present, segments = [], [], []
+    failed, present, partial, segments = [], [], [], []
     for mod_id, (off, length) in enumerate(hdr.mod_map):
         if not length:
             continue
         name = L.MODULE_NAMES[mod_id] if mod_id < len(L.MODULE_NAMES) else f"module-{mod_id}"
         present.append(name)
+        if hdr.partial_flag >> mod_id & 1:
+            partial.append(name)
         if name not in ("DXT_POSIX", "DXT_MPIIO", "POSIX", "STDIO"):
             continue
         try:
             region = _region(buf, off, length, hdr.comp_type)
             if name.startswith("DXT_"):
-                recs = L.split_dxt(region, hdr.mod_ver[mod_id], with_segments)
+                recs = L.split_dxt(region, hdr.mod_ver[mod_id], with_segments, module=name,
+                                   byteorder=hdr.byteorder)
                 del region  # the segments are a copy without record headers
                 out.row["dxt_layout"] = recs.layout
                 out.traced.append(_traced(recs, name))
                 if with_segments:
                     segments.append(_dxt_frame(recs, name, names, pid, start_ns, log))
             else:
-                out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id], names,
-                                                   pid, log))
+                out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id],
+                                                   hdr.byteorder, names, pid, log))
         except ValueError as err:
             failed.append(f"{name}: {err}")
-    out.row.update(modules=present, modules_failed=failed)
+    out.row.update(modules=present, modules_failed=failed, modules_partial=partial)
     if segments:
         out.segments = pl.concat(segments)
 
@@ -200,10 +209,13 @@ def read_log(path: Path, segments: bool = True) -> _Log:
         raise InputError(path, f"cannot read: {err.strerror}") from None
     try:
         hdr = L.parse_header(buf)
-        job, exe, _mounts = L.parse_job(_region(buf, L.HEADER_SIZE, _job_region_end(hdr, buf)
-                                                - L.HEADER_SIZE, hdr.comp_type))
-    except (ValueError, L.struct.error) as err:
+    except ValueError as err:
         raise InputError(path, str(err)) from None
+    try:
+        job, exe, _mounts = L.parse_job(_region(buf, hdr.size, _job_region_end(hdr, buf)
+                                                - hdr.size, hdr.comp_type), hdr)
+    except ValueError as err:
+        raise InputError(path, f"job record (format {hdr.version}): {err}") from None
     log = str(path)
     pid = _pid_from_name(path, int(job["jobid"]))
     lib_ver = re.search(r"lib_ver=([^\s]+)", str(job["metadata"]))
@@ -212,23 +224,25 @@ def read_log(path: Path, segments: bool = True) -> _Log:
                     "end_ns": job["end_ns"], "darshan_version": lib_ver.group(1) if lib_ver
                     else None, "log_format_version": hdr.version, "dxt_layout": None,
                     "partial": bool(path.name.endswith("_partial"))})
-    try:
-        names = L.parse_names(_region(buf, *hdr.name_map, hdr.comp_type))
-    except ValueError as err:
-        names = {}
-        out.row["modules_failed"] = [f"name records: {err}"]
+    names, names_failed = _names(buf, hdr)
     _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log, segments)
-    if hdr.name_map[1] and not names:
-        out.row["modules_failed"] = ["name records: none decoded",
-                                     *out.row.get("modules_failed", [])]
-    present = {L.MODULE_IDS.get(m, -1) for m in out.row["modules"]}
-    out.row["partial"] |= any(hdr.partial_flag & (1 << i) for i in present if i >= 0)
+    out.row["modules_failed"] = [*names_failed, *out.row["modules_failed"]]
+    out.row["partial"] |= bool(out.row["modules_partial"])
     traced = pl.concat(out.traced).filter(pl.col("traced") > 0) if out.traced else None
     out.row["segment_count"] = 0 if traced is None else int(traced["traced"].sum())
     out.row["dxt_untraced_ops"] = _untraced_ops(out, traced)
     hosts = [] if traced is None else traced["host"].unique().to_list()
     out.row["host"] = hosts[0] if len(hosts) == 1 else None
     return out
+
+
+def _names(buf: bytes, hdr: L.Header) -> tuple[dict[int, str], list[str]]:
+    """Record id → path, and what went wrong (paths are then missing, the records still read)."""
+    try:
+        names = L.parse_names(_region(buf, *hdr.name_map, hdr.comp_type), hdr)
+    except ValueError as err:
+        return {}, [f"name records: {err}"]
+    return names, ["name records: none decoded"] if hdr.name_map[1] and not names else []
 
 
 def _untraced_ops(out: _Log, traced: pl.DataFrame | None) -> int | None:
@@ -292,6 +306,9 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
         path = got.row["log"]
         rows.append(got.row)
         problems += [(str(path), f"module {m}") for m in got.row.get("modules_failed", [])]
+        problems += [(str(path), f"module {m} is partial: Darshan ran out of memory for it at run "
+                      "time; what it recorded is used, the rest was never written")
+                     for m in got.row.get("modules_partial", [])]
         if got.row.get("dxt_untraced_ops"):
             problems.append((str(path), f"DXT trace incomplete: {got.row['dxt_untraced_ops']:,} "
                              "POSIX read/write calls were not traced (Darshan's DXT memory was "

@@ -3,8 +3,11 @@ damaged input."""
 
 from __future__ import annotations
 
+import bz2
+import struct
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import polars as pl
@@ -15,6 +18,7 @@ from correlate.cli import main
 from correlate.darshan_writer import write_log
 from correlate.errors import InputError
 from correlate.sources import darshan_logs
+from correlate.sources import dxt_layouts as L
 from correlate.sources.darshan_logs import read_log
 
 START_NS = 1_790_000_000_123_456_789
@@ -94,7 +98,6 @@ def test_log_without_segments_has_no_dxt(tmp_path):
 def test_a_damaged_module_is_reported_and_the_rest_is_used(tmp_path):
     path = write_log(tmp_path / "d.darshan", known_segments(), layout="v2-40")
     buf = bytearray(path.read_bytes())
-    from correlate.sources import dxt_layouts as L
     hdr = L.parse_header(bytes(buf))
     off, length = hdr.mod_map[L.MODULE_IDS["DXT_POSIX"]]
     buf[off + length // 2: off + length // 2 + 16] = b"\xff" * 16  # corrupt DXT only
@@ -272,3 +275,264 @@ def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp
     assert results[0]["task_files"]["ops"].sum() > 0
     for name, df in results[0].items():  # the partial tables come in group-by order
         assert df.sort(df.columns).equals(results[1][name].sort(df.columns)), name
+
+
+# ---- Darshan's own example corpus (every format 3.00 … 3.41), against libdarshan-util ----------
+
+def _libdarshan_reading(path):
+    """An independent reading of one log by PyDarshan's bundled libdarshan-util: modules with
+    their partial flag, DXT segments straight from its record buffers, POSIX/STDIO counters (up-
+    converted by the library to today's layout). PyDarshan's own DXT decoding is not used: it
+    steps through segments 32 bytes at a time whatever the library holds, so the stride here is
+    the library's own ``sizeof(segment_info)``."""
+    from darshan.backend import cffi_backend as B
+
+    log = B.log_open(str(path))
+    try:
+        mods = B.log_get_modules(log)
+        names = B.log_get_name_records(log)
+        stride = B.ffi.sizeof("struct segment_info")
+        seg_dtype = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"),
+                              ("end", "<f8"), ("pad", "V", stride - 32)])
+        rows = []
+        for module in ("DXT_POSIX", "DXT_MPIIO"):
+            if module not in mods:
+                continue
+            while True:
+                buf = B.ffi.new("void **")  # a fresh pointer: the library reuses a non-NULL one
+                if B.libdutil.darshan_log_get_record(log["handle"], mods[module]["idx"], buf) < 1:
+                    break
+                rec = B.ffi.cast("struct dxt_file_record **", buf)[0]
+                wc, rc = rec.write_count, rec.read_count
+                head = B.ffi.sizeof("struct dxt_file_record")
+                seg = np.frombuffer(B.ffi.buffer(B.ffi.cast("char *", buf[0]),
+                                                 head + (wc + rc) * stride), seg_dtype,
+                                    offset=head)
+                host = B.ffi.string(rec.hostname).decode()
+                rid, rank = rec.base_rec.id, rec.base_rec.rank
+                for i, s in enumerate(seg):
+                    rows.append((module, names.get(rid), rid, rank, host,
+                                 "write" if i < wc else "read", i if i < wc else i - wc,
+                                 int(s["offset"]), int(s["length"]), float(s["start"])))
+                B.libdutil.darshan_free(buf[0])
+        counters = []
+        for module in ("POSIX", "STDIO"):
+            if module in mods:
+                keep = L.COUNTERS[module, max(v for m, v in L.COUNTERS if m == module)].fields
+                while (r := B.log_get_record(log, module)) is not None:
+                    counters.append((module, r["id"], r["rank"],
+                                     *(int(r["counters"][i]) for i in keep.values())))
+    finally:
+        B.log_close(log)
+    i64, text = pl.Int64, pl.String
+    segments = pl.DataFrame(rows, orient="row", schema={
+        "module": text, "path": text, "record_id": pl.UInt64, "rank": i64, "host": text,
+        "op": text, "segment_index": i64, "offset": i64, "length": i64, "start_s": pl.Float64})
+    counters = pl.DataFrame(counters, orient="row", schema={
+        "module": text, "record_id": pl.UInt64, "rank": i64,
+        **dict.fromkeys(L.COUNTERS["POSIX", 4].fields, i64)})
+    return {m: v["partial_flag"] for m, v in mods.items()}, segments, counters
+
+
+def _ours(frames):
+    log = frames.darshan_logs.row(0, named=True)
+    seg = frames.io_segments.select(
+        pl.col("module").cast(pl.String), "path", "record_id", "rank", "host",
+        pl.col("op").cast(pl.String), "segment_index",
+        pl.col("offset").fill_null(-1),  # libdarshan-util says -1 where DXT_MPIIO 1 has none
+        "length", start_s=(pl.col("local_start_ns") - log["start_ns"]) / 1e9)
+    return log, seg
+
+
+def test_every_log_of_darshans_corpus_reads_as_libdarshan_util_reads_it():
+    logs = sorted(fixture_path("darshan-logs").glob("*.darshan"))
+    assert len(logs) == 78
+    formats, with_dxt, partial = set(), [], []
+    for path in logs:
+        # GIVEN a log of any Darshan release, and libdarshan-util's reading of it
+        modules, ref_seg, ref_counters = _libdarshan_reading(path)
+        # WHEN we read it
+        frames = darshan_logs.load([path])
+        log, seg = _ours(frames)
+        formats.add(log["log_format_version"])
+        # THEN it is read whole, with the modules the library lists
+        assert log["modules_failed"] == [], path.name
+        assert set(log["modules"]) == set(modules), path.name
+        # AND the partial modules are the ones the library flags, each said in a warning
+        flagged = sorted(m for m, p in modules.items() if p)
+        assert sorted(log["modules_partial"]) == flagged, path.name
+        for m in flagged:
+            assert any(f"module {m} is partial" in p for _, p in frames.problems), path.name
+        partial += [path.name] * bool(flagged)
+        # AND every DXT segment is the library's: per file, rank, host, op and index, the same
+        # offset and length, the same start time to the nanosecond
+        key = ["module", "record_id", "rank", "host", "op", "segment_index"]
+        assert seg.height == ref_seg.height == log["segment_count"], path.name
+        if ref_seg.height:
+            with_dxt.append((path.name, seg.height, int(seg["length"].sum())))
+            both = seg.sort(key).join(ref_seg, on=key, how="full", suffix="_ref")
+            assert both.filter(pl.col("module").is_null() | pl.col("module_ref").is_null()
+                               ).is_empty(), path.name
+            for col in ("path", "offset", "length"):
+                assert both[col].equals(both[f"{col}_ref"], check_names=False), (path.name, col)
+            assert (both["start_s"] - both["start_s_ref"]).abs().max() < 1e-9, path.name
+            assert frames.io_segments["thread_id"].null_count() == seg.height  # 32-byte layouts
+        # AND the POSIX/STDIO counters the library up-converts are ours, whatever the version
+        # (it drops POSIX 1 records that mixed in stdio calls; those are compared where it has them)
+        ours = frames.io_file_counters.select(pl.col("module").cast(pl.String), "record_id",
+                                              "rank", *ref_counters.columns[3:])
+        got = ref_counters.join(ours, on=["module", "record_id", "rank"], how="left",
+                                suffix="_ours")
+        assert got.height == ref_counters.height, path.name
+        for col in ref_counters.columns[3:]:
+            assert got[col].equals(got[f"{col}_ours"], check_names=False), (path.name, col)
+    assert formats == {"3.00", "3.10", "3.20", "3.21", "3.41"}
+    assert len(with_dxt) == 12 and partial
+    nonmpi = [x for x in with_dxt if x[0].startswith("nonmpi_dxt")]
+    assert nonmpi == [("nonmpi_dxt_anonymized_nonmpi_dxt_anonymized.darshan", 17_652,
+                       240_341_383)]
+
+
+def _as_bzip2(src, dst):
+    """The same log with every region recompressed with bzip2, as Darshan built with
+    --with-bzip2... writes it (the corpus has no bzip2 log)."""
+    buf = src.read_bytes()
+    hdr = L.parse_header(buf)
+    maps_at, slots = (24, 16) if hdr.size == L.HEADER_SIZE_3_00 else (32, L.MAX_MODS)
+    fmt = f"{hdr.byteorder}QQ"
+    maps = [struct.unpack_from(fmt, buf, maps_at + 16 * i) for i in range(1 + slots)]
+    out = bytearray(buf[:hdr.size])
+    out[16] = L.COMP_BZIP2
+    job_end = min([off for off, length in maps if length] or [len(buf)])
+    out += bz2.compress(darshan_logs._inflate(buf[hdr.size:job_end], L.COMP_ZLIB))
+    for i, (off, length) in enumerate(maps):
+        if length:
+            data = bz2.compress(darshan_logs._inflate(buf[off:off + length], L.COMP_ZLIB))
+            struct.pack_into(fmt, out, maps_at + 16 * i, len(out), len(data))
+            out += data
+    dst.write_bytes(bytes(out))
+    return dst
+
+
+@pytest.mark.parametrize("name", [
+    "nonmpi_dxt_anonymized_nonmpi_dxt_anonymized.darshan",  # 3.21, little-endian
+    "release_logs_mpi-io-test-ppc64-3.1.6.darshan",  # 3.10, big-endian, DXT_MPIIO 1
+    "release_logs_mpi-io-test-x86_64-3.0.0.darshan",  # 3.00 name records
+])
+def test_bzip2_logs_read_as_their_zlib_originals(tmp_path, name):
+    src = fixture_path("darshan-logs") / name
+    bz = _as_bzip2(src, tmp_path / name)
+    zlib_frames, bz2_frames = darshan_logs.load([src]), darshan_logs.load([bz])
+    assert bz2_frames.problems == zlib_frames.problems == ()
+    for table in ("io_segments", "io_file_counters"):
+        assert getattr(bz2_frames, table).drop("log").equals(
+            getattr(zlib_frames, table).drop("log")), table
+    assert bz2_frames.darshan_logs.drop("log").equals(zlib_frames.darshan_logs.drop("log"))
+
+
+def test_bzip2_log_of_the_current_format(tmp_path):
+    path = write_log(tmp_path / "a_id7-7_1.darshan", known_segments(), layout="v2-40")
+    frames = darshan_logs.load([_as_bzip2(path, tmp_path / "b_id7-7_1.darshan")])
+    assert frames.problems == () and frames.io_segments.height == 150
+    assert frames.io_segments.drop("log").equals(darshan_logs.load([path]).io_segments.drop("log"))
+
+
+@pytest.mark.parametrize("version, says", [
+    ("3.50", ["Darshan log format 3.50 is newer", "upgrade dask-correlate"]),
+    ("4.00", ["Darshan log format 4.00 is newer", "upgrade dask-correlate"]),
+    ("3.30", ["unknown Darshan log format 3.30", "3.00, 3.10, 3.20, 3.21, 3.41"]),
+])
+def test_formats_it_does_not_know_are_named(tmp_path, version, says):
+    path = write_log(tmp_path / "a.darshan", known_segments(), layout="v2-40")
+    bad = tmp_path / f"v{version}.darshan"
+    bad.write_bytes(version.encode().ljust(8, b"\0") + path.read_bytes()[8:])
+    with pytest.raises(InputError) as err:
+        read_log(bad)
+    assert str(bad) in str(err.value) and all(s in str(err.value) for s in says)
+
+
+def test_truncated_logs_of_old_formats_say_what_is_missing(tmp_path):
+    # GIVEN a big-endian 3.10 log cut at every few bytes of its header, job record and modules
+    src = fixture_path("darshan-logs") / "release_logs_mpi-io-test-ppc64-3.1.6.darshan"
+    data = src.read_bytes()
+    for cut in range(0, len(data), 37):
+        path = tmp_path / f"cut{cut}.darshan"
+        path.write_bytes(data[:cut])
+        # THEN each is one problem naming the file (and the format, once it can be read), or a
+        # log whose damaged modules are named; never a message of Python's struct module
+        frames = darshan_logs.load([path])
+        said = [p for _f, p in frames.problems]
+        assert said and not any("unpack" in p or "buffer" in p for p in said), (cut, said)
+        assert all(f == str(path) for f, _p in frames.problems)
+        if cut >= 16:
+            assert frames.darshan_logs.height or "3.10" in said[0], (cut, said)
+        if frames.darshan_logs.height:
+            assert all(p.startswith("module ") for p in said), (cut, said)
+
+
+def _swapped_dxt(region):
+    """A DXT module buffer with every integer and double byte-swapped (the hostname kept)."""
+    out, pos = bytearray(region), 0
+    stride = L.SEGMENT_V2.itemsize
+    while pos < len(region):
+        rid, rank, shared, host, wc, rc = L.DXT_HEADER.unpack_from(region, pos)
+        L.DXT_HEADERS[">"].pack_into(out, pos, rid, rank, shared, host, wc, rc)
+        start, end = pos + L.DXT_HEADER.size, pos + L.DXT_HEADER.size + (wc + rc) * stride
+        out[start:end] = np.frombuffer(region[start:end], "<u8").byteswap().tobytes()
+        pos = end
+    return bytes(out)
+
+
+def _as_big_endian(src, dst):
+    """A format 3.41 log (v2-40 DXT, POSIX) as a big-endian machine would have written it."""
+    buf = src.read_bytes()
+    hdr = L.parse_header(buf)
+    out = bytearray(buf[:hdr.size])
+    struct.pack_into(">qxxxxxxxxQ", out, 8, L.MAGIC, hdr.partial_flag)
+    struct.pack_into(f">{L.MAX_MODS}I", out, 32 + 16 + 16 * L.MAX_MODS, *hdr.mod_ver)
+    job_end = min(off for off, length in (hdr.name_map, *hdr.mod_map) if length)
+    job = bytearray(darshan_logs._inflate(buf[hdr.size:job_end], L.COMP_ZLIB))
+    job[:56] = np.frombuffer(job[:56], "<u8").byteswap().tobytes()
+    out += zlib.compress(bytes(job))
+    names = darshan_logs._inflate(buf[slice(hdr.name_map[0], sum(hdr.name_map))], L.COMP_ZLIB)
+    swapped = b"".join(struct.pack(">Q", rid) + path.encode() + b"\0"
+                       for rid, path in L.parse_names(names).items())
+    regions = {-1: swapped}
+    for mod, (off, length) in enumerate(hdr.mod_map):
+        if length:
+            raw = darshan_logs._inflate(buf[off:off + length], L.COMP_ZLIB)
+            regions[mod] = (_swapped_dxt(raw) if L.MODULE_NAMES[mod].startswith("DXT_")
+                            else np.frombuffer(raw, "<u8").byteswap().tobytes())
+    for mod, data in regions.items():
+        struct.pack_into(">QQ", out, 32 + 16 * (mod + 1), len(out), len(zlib.compress(data)))
+        out += zlib.compress(data)
+    dst.write_bytes(bytes(out))
+    return dst
+
+
+def test_big_endian_log_of_the_current_format_reads_as_its_original(tmp_path):
+    # GIVEN a 3.41 log with thread ids (v2-40) and its byte-swapped twin
+    path = write_log(tmp_path / "a_id7-7_1.darshan", known_segments(), host="nid9", pid=7,
+                     start_ns=START_NS, layout="v2-40")
+    swapped = _as_big_endian(path, tmp_path / "b_id7-7_1.darshan")
+    assert L.parse_header(swapped.read_bytes()).byteorder == ">"
+    # THEN every table reads the same: segments with their threads, counters, the log row
+    le, be = darshan_logs.load([path]), darshan_logs.load([swapped])
+    assert be.problems == () and be.io_segments.height == 150
+    for table in ("io_segments", "io_file_counters", "darshan_logs"):
+        assert getattr(be, table).drop("log").equals(getattr(le, table).drop("log")), table
+
+
+@pytest.mark.parametrize("module", ["DXT_POSIX", "POSIX"])
+def test_a_module_version_from_a_newer_darshan_is_named_and_the_rest_read(tmp_path, module):
+    path = write_log(tmp_path / "a.darshan", known_segments(), layout="v2-40")
+    buf = bytearray(path.read_bytes())
+    struct.pack_into("<I", buf, 48 + 16 * L.MAX_MODS + 4 * L.MODULE_IDS[module], 9)
+    path.chmod(0o600)
+    path.write_bytes(bytes(buf))
+    frames = darshan_logs.load([path])
+    assert [p for _f, p in frames.problems] == [
+        f"module {module}: module version 9 is not one this dask-correlate reads ({module} "
+        f"versions 1 to {2 if module == 'DXT_POSIX' else 4}): upgrade dask-correlate"]
+    assert (frames.io_segments.height, frames.io_file_counters.height) == (
+        (0, 3) if module == "DXT_POSIX" else (150, 0))
