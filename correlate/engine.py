@@ -31,7 +31,7 @@ from correlate.sources.frames import RunFrames
 from correlate.summary import build_summary
 
 OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
-                 "events")
+                 "events", "slices")
 
 
 #: what events and waits read of the transitions (read once, let go after both); the columns
@@ -69,8 +69,8 @@ def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFram
                  key_waits: pl.DataFrame, frames: RunFrames) -> pl.DataFrame:
     inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
                                    frames.dependencies)
-    t = (ex.join(io_totals, on="execution_id", how="left")
-         .join(coroutines.awaiting(ex, frames.execution_slices), on="execution_id", how="left")
+    t = (coroutines.with_awaiting(ex, frames.execution_slices)
+         .join(io_totals, on="execution_id", how="left")
          .join(methods, on="execution_id", how="left")
          .join(key_waits, on="key", how="left")
          .join(inputs, on=["key", "worker"], how="left", nulls_equal=True))
@@ -125,6 +125,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
     task_files = _put(sink, "task_files", parts["task_files"].join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
+    _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     tasks = _tasks_table(ex, parts["io_totals"], methods, key_waits, frames)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", parts["unattributed"]),

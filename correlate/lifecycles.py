@@ -25,6 +25,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import coroutines
 from correlate.prefixes import key_splits
 from correlate.sources.frames import RunFrames
 
@@ -71,10 +72,10 @@ def _transition_events(tr: pl.DataFrame) -> list[pl.DataFrame]:
 def _events(frames: RunFrames) -> pl.DataFrame:
     """key, time_ns, kind, event (one JSON object per event), in no particular order."""
     parts = _transition_events(frames.transitions)
-    ex = frames.executions
+    ex = coroutines.with_awaiting(frames.executions, frames.execution_slices)
     if ex.height:
         cols = ["worker", "host", "pid", "thread_id", "local_start_ns", "local_stop_ns",
-                "cpu_s", "status", "window_source"]
+                "cpu_s", "awaiting_s", "status", "window_source"]
         clock = (pl.when(pl.col("window_source").cast(pl.String).is_in(["startstops",
                                                                          "task-stream"]))
                  .then(pl.lit("worker+scheduler_delay")).otherwise(pl.lit("worker")))

@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from correlate import coroutines
 from correlate.reports import aggregate as agg
 from correlate.reports.load import Outputs
 from correlate.reports.timeline import (
@@ -79,7 +80,7 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
     lanes = agg.lanes(tasks)
     if window is None:
         return {"lanes": [], "tasks": {}, "io": {}, "notes": [], "span_ms": 0}
-    bars = task_bars(tasks, lanes, window[0])
+    bars = task_bars(coroutines.drawn(tasks, out["slices"]), lanes, window[0])
     shown = sample_bars(bars, TASK_LIMIT)
     io = io_bars(out.read("segments", IO_BAR_COLUMNS), lanes, bars, window[0], window[1],
                  IO_LIMIT)
@@ -113,7 +114,7 @@ def _top_tasks(tasks: pl.DataFrame) -> list[dict[str, Any]]:
     top = agg.top_tasks(tasks, "duration_s", tasks.height).filter(
         pl.col("execution_id").is_in(sorted(ids)))
     return _rows(top, ["execution_id", "key", "prefix", "worker", "thread_id", "duration_s",
-                       "cpu_s", "io_time_s", "read_bytes", "write_bytes", "io_bytes",
+                       "awaiting_s", "cpu_s", "io_time_s", "read_bytes", "write_bytes", "io_bytes",
                        "attribution", "status"])
 
 

@@ -22,7 +22,7 @@ from correlate.errors import InputError
 from correlate.schema import TABLES, conform
 
 TABLE_NAMES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
-               "events")
+               "events", "slices")
 
 
 @dataclass(frozen=True)

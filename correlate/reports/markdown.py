@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import coroutines
 from correlate.reports import aggregate as agg
 from correlate.reports.fmt import count, human_bytes, seconds, share
 from correlate.reports.load import Outputs
@@ -247,7 +248,7 @@ def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
     pre = agg.prefixes(tasks)
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     lanes = agg.lanes(tasks)
-    bars = task_bars(tasks, lanes, window[0])
+    bars = task_bars(coroutines.drawn(tasks, out["slices"]), lanes, window[0])
     io = io_bars(out.read("segments", IO_BAR_COLUMNS), lanes, bars, window[0], window[1],
                  50_000)
     shown = sample_bars(bars, 50_000)

@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import coroutines
 from correlate.reports.aggregate import worker_label
 from correlate.reports.load import Outputs
 
@@ -129,7 +130,8 @@ def _no_overlap(df: pl.DataFrame, track: list[str]) -> pl.DataFrame:
 
 
 def _task_rows(out: Outputs, thr: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
-    t = out["tasks"].filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
+    t = coroutines.drawn(out["tasks"], out["slices"]).filter(
+        pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
     t = t.join(procs.select("host", "pid", "tpid"), on=["host", "pid"], how="left",
                nulls_equal=True)
     t = t.join(thr.select("host", "pid", "thread_id", "tid"), on=["host", "pid", "thread_id"],
@@ -145,7 +147,8 @@ def _tasks(rows: pl.DataFrame, t0: int) -> pl.DataFrame:
         key="key", prefix="prefix", execution_id="execution_id", worker=worker_label(),
         thread_id=pl.col("thread_id").cast(pl.String), cpu_s="cpu_s",
         read_bytes="read_bytes", write_bytes="write_bytes", io_time_s="io_time_s",
-        attribution=pl.col("attribution").cast(pl.String), status="status")
+        attribution=pl.col("attribution").cast(pl.String), status="status",
+        awaiting_s="awaiting_s")
     return _encode(df, 1, name="key", cat=pl.col("prefix").fill_null("task"), ph=pl.lit("X"),
                    ts="ts_t", dur="dur_t", pid="pid_t", tid="tid_t", args=args)
 
@@ -159,7 +162,14 @@ def _segment_rows(seg: pl.DataFrame, tasks: pl.DataFrame, procs: pl.DataFrame,
     seg = seg.join(thr.select("host", "pid", "thread_id", "tid", "has_tasks"),
                    on=["host", "pid", "thread_id"], how="left")
     owner = tasks.select("execution_id", ptpid="tpid", ptid="tid", ps="s", pe="e")
-    seg = seg.join(owner, on="execution_id", how="left")
+    seg = seg.with_row_index("_row").join(owner, on="execution_id", how="left")
+    if owner.get_column("execution_id").is_duplicated().any():
+        # a coroutine execution is drawn as its slices: nest a segment in the one holding it
+        mid = (pl.col("start_ns") + pl.col("stop_ns")) // 2
+        holds = ((pl.col("ps") <= mid) & (mid <= pl.col("pe"))).fill_null(False)
+        seg = (seg.with_columns(_holds=holds).sort("_row", "_holds", descending=[False, True])
+               .unique("_row", keep="first", maintain_order=True).drop("_holds"))
+    seg = seg.drop("_row")
     nested = (pl.col("ptid") == pl.col("tid")) & (pl.col("ptpid") == pl.col("tpid"))
     seg = seg.with_columns(nested=nested.fill_null(False))
     return seg.with_columns(
@@ -287,7 +297,8 @@ def build_events(out: Outputs) -> tuple[pl.DataFrame, dict[str, Any]]:
         descending=[False, False, False, False, True, False, False])
     other = {"generator": "dask-correlate", "format": "chrome-trace-events",
              "t0_ns": t0, "time_unit": "µs since t0_ns on the run timeline",
-             "executions": int(task_rows.height), "segments_in_run": in_run,
+             "executions": int(task_rows["execution_id"].n_unique()),
+             "segments_in_run": in_run,
              "notes": notes}
     return events, other
 

@@ -178,4 +178,17 @@ EVENTS = Table(
     sort_by=("time_ns", "side", "key", "start", "finish"),
 )
 
-register(TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS)
+SLICES = Table(
+    "slices",
+    "Active slices of coroutine executions: when the task's coroutine ran on the event loop "
+    "(between awaits); what the timelines draw for such an execution.",
+    (
+        Column("execution_id", "Int64", "→ tasks.execution_id", nullable=False),
+        Column("start_ns", "Int64", "slice start on the run timeline", nullable=False),
+        Column("stop_ns", "Int64", "slice end on the run timeline", nullable=False),
+        Column("cpu_s", "Float64", "event-loop thread CPU in the slice"),
+    ),
+    sort_by=("execution_id", "start_ns"),
+)
+
+register(TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS, SLICES)

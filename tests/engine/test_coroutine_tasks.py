@@ -17,7 +17,8 @@ import pytest
 from test_cluster_groundtruth import _expected, _write_logs_from_truth
 
 from collectors.darshan_env import find_runtime
-from correlate.engine import correlate_frames
+from correlate.engine import correlate_to
+from correlate.reports import write_reports
 from correlate.sources.run_folder import load
 
 JOBS = Path(__file__).resolve().parents[1] / "collectors"
@@ -37,7 +38,21 @@ def recorded(tmp_path_factory):
     truth = json.loads((tmp / "truth.json").read_text())
     if not lib:
         _write_logs_from_truth(tmp / "run", truth, "v2-40")
-    return correlate_frames(load(tmp / "run")), truth
+    out = tmp / "out"
+    correlate_to(load(tmp / "run"), out)
+    write_reports(out)
+    return Tables(out), truth
+
+
+class Tables:
+    """The output folder, read like ``Correlated.tables``."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.tables = self
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        return pl.read_parquet(self.out / f"{name}.parquet")
 
 
 def test_every_coroutine_execution_is_recorded_on_its_loop_with_exactly_its_own_bytes(
@@ -80,3 +95,33 @@ def test_each_coroutine_execution_has_its_own_yappi_rows(recorded):
     burners = funcs.filter((pl.col("name") == "distinctive_cpu_burner")
                            & pl.col("key").str.starts_with("coro-"))
     assert burners.select("key").n_unique() == 16
+
+
+def test_the_trace_draws_each_coroutine_as_its_slices_on_the_loops_track(recorded):
+    result, _truth = recorded
+    trace = json.loads((result.out / "trace.json").read_text())
+    slices = result.tables["slices"]
+    tasks = result.tables["tasks"].filter(pl.col("key").str.starts_with("coro-"))
+    drawn = [e for e in trace["traceEvents"] if e["ph"] == "X" and "key" in e["args"]]
+    per_execution = pl.DataFrame({"execution_id": [e["args"]["execution_id"] for e in drawn]})
+    for eid in tasks["execution_id"]:
+        n = slices.filter(pl.col("execution_id") == eid).height
+        assert n >= 4 and per_execution.filter(pl.col("execution_id") == eid).height == n
+    # one track per loop; its slices never partly overlap (interleaved coroutines side by side)
+    coro = [e for e in drawn if e["args"]["key"].startswith("coro-")]
+    for track in {(e["pid"], e["tid"]) for e in coro}:
+        on = sorted((e["ts"], e["ts"] + e["dur"]) for e in drawn if (e["pid"], e["tid"]) == track)
+        assert all(b[0] >= a[1] - 1e-3 for a, b in itertools.pairwise(on))
+    assert all(e["args"]["awaiting_s"] > 0 for e in coro)
+    # every write of a coroutine is nested in one of its own slices
+    by_id = {}
+    for e in coro:
+        by_id.setdefault(e["args"]["execution_id"], []).append(e)
+    writes = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "io"
+              and e["args"]["execution_id"] in by_id]
+    assert len(writes) >= 48
+    for w in writes:
+        assert any((s["pid"], s["tid"]) == (w["pid"], w["tid"])
+                   and s["ts"] - 1e-3 <= w["ts"] <= w["ts"] + w["dur"] <= s["ts"] + s["dur"] + 1e-3
+                   for s in by_id[w["args"]["execution_id"]])
+    assert "coro-" in (result.out / "report.md").read_text()
