@@ -45,7 +45,8 @@ def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
                                  pl.col("wait_external_s").fill_null(0)))
     if by == "prefix":
         sums = [_sum(c) for c in ("cpu_s", "read_bytes", "write_bytes", "read_ops", "write_ops",
-                                  "io_time_s", "transfer_bytes", "transfer_s", "wait_s")]
+                                  "io_time_s", "transfer_bytes", "transfer_s", "wait_s",
+                                  "spilled_bytes", "input_read_back_s")]
         return tasks.group_by(item="prefix").agg(
             *sums, executions=pl.len(), wall_s=pl.col("duration_s").sum())
     if by == "file":
@@ -129,7 +130,8 @@ def _prefix_reasons(row: dict[str, Any]) -> str:
     """Why one prefix's summed execution wall time changed. The wall delta is split into CPU,
     I/O time and the rest (no source measures it); a part is named when it carries more than a
     quarter of the change. Waiting and input transfers happen before an execution starts, so
-    they are reported apart, as context, never as the cause of a wall change."""
+    they are reported apart, as context, never as the cause of a wall change; so are the
+    results spilled to disk and the inputs read back from it."""
     dwall = row["wall_s_delta"]
     part = 0.25 * abs(dwall)
     nb, na = row["executions_before"], row["executions_after"]
@@ -180,6 +182,12 @@ def _prefix_reasons(row: dict[str, Any]) -> str:
     tb, ta = row["transfer_bytes_before"], row["transfer_bytes_after"]
     if tb != ta and not (tb and abs(ta - tb) <= REL_NOISE * tb):
         context.append(f"input transfers {_bytes_change(tb, ta)}")
+    sb, sa = row["spilled_bytes_before"], row["spilled_bytes_after"]
+    if sb != sa and not (sb and abs(sa - sb) <= REL_NOISE * sb):
+        context.append(f"results spilled to disk {_bytes_change(sb, sa)}")
+    dback = row["input_read_back_s_delta"]
+    if abs(dback) > part:
+        context.append(f"reading spilled inputs back {dback:+.3f} s")
     text = f"wall {dwall:+.3f} s ({_pct(row['wall_s_rel'])}) — " + "; ".join(reasons)
     if context:
         text += ". Before the executions, not in wall: " + "; ".join(context) + "."

@@ -21,7 +21,7 @@ import polars as pl
 import correlate.schema.canonical  # noqa: F401  (registers tables)
 import correlate.schema.darshan  # noqa: F401
 import correlate.schema.outputs  # noqa: F401
-from correlate import align, attribute, coroutines, waits
+from correlate import align, attribute, coroutines, spill, waits
 from correlate.mappers import Mapper, local_map
 from correlate.partitions import attribute_all, by_process, process_order
 from correlate.prefixes import key_splits
@@ -65,12 +65,27 @@ def _key_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame) -> pl.Data
     return key_waits.drop("t_wait").join(ext, on="key", how="left")
 
 
+def _spill_columns(ex: pl.DataFrame, spill_io: pl.DataFrame, frames: RunFrames
+                   ) -> pl.DataFrame:
+    """execution_id → its key's spill figures, on the key's last execution; zero where the
+    run has DXT and no spill of the key, null without DXT."""
+    last = ex.group_by("key").agg(pl.col("execution_id").max())
+    figures = last.join(spill.per_key(spill_io), on="key", how="left").drop("key")
+    if frames.darshan_logs.is_empty():
+        return figures
+    return figures.with_columns(pl.exclude("execution_id").fill_null(0))
+
+
 def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFrame,
-                 key_waits: pl.DataFrame, frames: RunFrames) -> pl.DataFrame:
+                 key_waits: pl.DataFrame, frames: RunFrames, spill_io: pl.DataFrame
+                 ) -> pl.DataFrame:
     inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
                                    frames.dependencies)
     t = (coroutines.with_awaiting(ex, frames.execution_slices)
          .join(io_totals, on="execution_id", how="left")
+         .join(_spill_columns(ex, spill_io, frames), on="execution_id", how="left")
+         .join(spill.input_read_back(frames.startstops), on=["key", "worker"], how="left",
+               nulls_equal=True)
          .join(methods, on="execution_id", how="left")
          .join(key_waits, on="key", how="left")
          .join(inputs, on=["key", "worker"], how="left", nulls_equal=True))
@@ -126,7 +141,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     task_files = _put(sink, "task_files", parts["task_files"].join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
-    tasks = _tasks_table(ex, parts["io_totals"], methods, key_waits, frames)
+    tasks = _tasks_table(ex, parts["io_totals"], methods, key_waits, frames, parts["spill"])
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", parts["unattributed"]),
             "clocks": _put(sink, "clocks", clocks)}

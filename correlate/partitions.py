@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, attribute, helper_io, per_process
+from correlate import align, attribute, helper_io, per_process, spill
 from correlate.mappers import Mapper, local_map
 from correlate.schema import conform, sorted_for_output
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -35,7 +35,7 @@ from correlate.sources import darshan_logs
 SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset", "length",
                    "local_start_ns", "local_stop_ns"]
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "io_totals", "unattributed", "methods",
-                  "segment_totals")
+                  "segment_totals", "spill")
 
 
 @dataclass(frozen=True)
@@ -129,9 +129,14 @@ def _logs_by_process(logs: pl.DataFrame
     return out
 
 
-def _segments_table(att: attribute.IOAttribution) -> pl.DataFrame:
-    """Every segment with the execution holding its largest share (already in output order)."""
-    return conform(att.segments, SEGMENTS, path="segments")
+def _segments_table(att: attribute.IOAttribution, spill_key: pl.Series) -> pl.DataFrame:
+    """Every segment with the execution holding its largest share (already in output order);
+    a segment given to no execution says ``spill`` (a spill file's) or ``none`` (its reason is
+    in ``unattributed``) instead of the method its process allowed."""
+    given = att.segments.get_column("attributed_weight") > 0
+    label = (pl.when(given).then(pl.col("attribution").cast(pl.String))
+             .when(spill_key.is_not_null()).then(pl.lit("spill")).otherwise(pl.lit("none")))
+    return conform(att.segments.with_columns(attribution=label), SEGMENTS, path="segments")
 
 
 def _segment_totals(segments: pl.DataFrame) -> pl.DataFrame:
@@ -143,11 +148,11 @@ def _segment_totals(segments: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(pl.col("attribution").cast(pl.String))
 
 
-def _process_method(totals: pl.DataFrame) -> pl.DataFrame:
-    """(host, pid) → the best attribution method its segments allowed (from ``_segment_totals``,
-    which has a row per method present)."""
-    return totals.group_by("host", "pid").agg(
-        attribution=pl.when((pl.col("attribution") == "exact-thread").any())
+def _process_method(segments: pl.DataFrame) -> pl.DataFrame:
+    """(host, pid) → the best attribution method its segments allowed."""
+    return segments.group_by("host", "pid").agg(
+        attribution=pl.when(pl.col("attribution").is_in(
+            ["exact-thread", "helper-context", "helper-file", "helper-split"]).any())
         .then(pl.lit("exact-thread"))
         .when((pl.col("attribution") == "window-split").any())
         .then(pl.lit("window-split")).otherwise(pl.lit("none")))
@@ -168,7 +173,8 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     ex = align.align_executions(part.executions, worker_clocks)
     att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
-    out = _segments_table(att)
+    spill_key = spill.spill_keys(att.segments, processes)
+    out = _segments_table(att, spill_key)
     totals = _segment_totals(out)
     files = sorted_for_output(attribute.task_files(att), TASK_FILES)
     return {
@@ -178,7 +184,8 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
         "unattributed": attribute.unattributed_io(att, ex, processes, marker_paths),
         "segments": out,
         "segment_totals": totals,
-        "methods": _process_method(totals),
+        "methods": _process_method(att.segments),
+        "spill": spill.spill_io(att.segments, spill_key),
     }
 
 

@@ -85,6 +85,22 @@ def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
             for r in rows.iter_rows(named=True)]
 
 
+def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
+    """Spill totals and where each figure came from."""
+    written = tasks.filter(pl.col("spill_writes") > 0)
+    return {
+        "source": {"bytes_and_times": "darshan (spill file segments)"
+                   if not frames.darshan_logs.is_empty() else "unknown (no Darshan logs)",
+                   "input_read_back_s": "dask startstops (disk-read)"},
+        "keys_spilled": written.height,
+        "spilled_bytes": _round(tasks["spilled_bytes"].sum()),
+        "spill_write_s": _round(tasks["spill_write_s"].sum()),
+        "unspilled_bytes": _round(tasks["unspilled_bytes"].sum()),
+        "unspill_read_s": _round(tasks["unspill_read_s"].sum()),
+        "input_read_back_s": _round(tasks["input_read_back_s"].sum()),
+    }
+
+
 def _clocks(clocks: pl.DataFrame) -> list[dict[str, Any]]:
     return [dict(r) for r in clocks.iter_rows(named=True)]
 
@@ -128,6 +144,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "tasks": tasks["key"].n_unique(),
         "io": _io_totals(tables, segment_totals),
         "cpu": _cpu(tasks, frames.clock_samples),
+        "spill": _spill(tasks, frames),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
         "top_prefixes_by_io": _top(tasks, "io_time_s"),
         "clocks": _clocks(clocks),

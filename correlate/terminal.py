@@ -77,6 +77,12 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     c.print(f"CPU: {cpu['task_cpu_s'] or 0:.3f} s in tasks (measured for "
             f"{cpu['executions_with_cpu']:,}/{cpu['executions']:,} executions), task wall "
             f"{cpu['task_wall_s'] or 0:.3f} s")
+    sp = summary.get("spill") or {}
+    if sp.get("keys_spilled") or sp.get("input_read_back_s"):
+        c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys written "
+                f"({sp['spill_write_s'] or 0:.3f} s), {_bytes(sp['unspilled_bytes'])} read back "
+                f"({sp['unspill_read_s'] or 0:.3f} s); executions waited "
+                f"{sp['input_read_back_s'] or 0:.3f} s for spilled inputs")
     outside = [w for w in cpu.get("per_worker", []) if w["process_cpu_s"]]
     if outside:
         c.print("CPU outside tasks (event loop, comms, start-up, other threads): " + ", ".join(

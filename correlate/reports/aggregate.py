@@ -58,6 +58,7 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
         cpu_s=pl.col("cpu_s").sum(),
         transfer_s=pl.col("transfer_s").fill_null(0.0).sum(),
         waiting_s=pl.col("wait_thread_s").fill_null(0.0).sum(),
+        read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
     )
     return agg.with_columns(
         thread_s=pl.col("threads") * span_s,
@@ -85,6 +86,19 @@ def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
         mean_s=pl.col("wall_s") / pl.col("executions"),
         io_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
     ).sort("wall_s", "prefix", descending=[True, False], nulls_last=True)
+
+
+#: the per-task spill columns (``tasks``)
+SPILL = ("spilled_bytes", "spill_writes", "spill_write_s", "unspilled_bytes", "unspill_read_s",
+         "input_read_back_s")
+
+
+def spill(tasks: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Spill per ``by`` (``prefix`` or ``key``): bytes and times written and read back, and
+    the time executions waited for spilled inputs; only rows with any, heaviest first."""
+    agg = group_agg(tasks, [by], **{c: pl.col(c).fill_null(0).sum() for c in SPILL})
+    return agg.filter(pl.sum_horizontal(pl.col(c).cast(pl.Float64) for c in SPILL) > 0).sort(
+        "spilled_bytes", "input_read_back_s", by, descending=[True, True, False])
 
 
 def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:

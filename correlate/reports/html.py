@@ -160,7 +160,9 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "workers": _rows(agg.worker_budget(tasks), ["worker", "threads", "executions",
                                                     "thread_s", "compute_s", "io_s",
                                                     "idle_s", "busy_share", "waiting_s",
-                                                    "transfer_s", "cpu_s"]),
+                                                    "transfer_s", "read_back_s", "cpu_s"]),
+        "spill": _rows(agg.spill(tasks, "key").head(TOP_FILES), ["key", *agg.SPILL])
+        if set(agg.SPILL) <= set(tasks.columns) else [],
         "top_tasks": _top_tasks(tasks),
         "files": _rows(agg.files(out["task_files"], out["unattributed"]).head(TOP_FILES),
                        ["path", "read_bytes", "write_bytes", "outside_bytes", "ops", "io_s",

@@ -17,7 +17,10 @@ Attribution methods (column ``attribution``):
 - ``window-split``: no thread ids on one side; the segment is split across the executions of the
   same process that overlap it in time, in proportion to the overlap (bytes and ops may then be
   fractional). The part outside every window stays unattributed.
-- ``none``: the execution has no I/O attributed (or no I/O data exists for its process).
+- ``none``: the execution has no I/O attributed (or no I/O data exists for its process); a
+  segment given to no execution (its reason is in ``unattributed``).
+- ``spill`` (segments only): a read or write of a Dask spill file, given to no execution; the
+  key it belongs to is counted in ``tasks`` (``spilled_bytes`` …).
 
 The methods are listed from the most to the least exact; an execution's ``attribution`` is the
 least exact method that gave it I/O (else the best its process allowed).
@@ -27,7 +30,8 @@ from __future__ import annotations
 
 from correlate.schema import Column, Table, register
 
-ATTRIBUTION = "Enum:exact-thread,helper-context,helper-file,helper-split,window-split,none"
+ATTRIBUTION = ("Enum:exact-thread,helper-context,helper-file,helper-split,window-split,none,"
+               "spill")
 
 TASKS = Table(
     "tasks",
@@ -60,6 +64,14 @@ TASKS = Table(
         Column("wait_thread_s", "Float64", "worker: ready → executing (no free thread)"),
         Column("wait_external_s", "Float64", "waiting for data from outside Dask "
                "(scattered or external-state dependencies)"),
+        Column("spilled_bytes", "Float64", "bytes of this task's result written to a spill "
+               "file (DXT; on its key's last execution; null: no DXT)"),
+        Column("spill_write_s", "Float64", "time writing them"),
+        Column("spill_writes", "Int64", "times its result was written to disk"),
+        Column("unspilled_bytes", "Float64", "bytes of its result read back from disk"),
+        Column("unspill_read_s", "Float64", "time reading them back"),
+        Column("input_read_back_s", "Float64", "Dask's disk-read time for this execution's "
+               "inputs, before it ran"),
         Column("transfer_s", "Float64", "time of incoming transfers for this task's inputs"),
         Column("transfer_bytes", "Int64", "bytes of this task's inputs fetched from peers"),
         Column("transfer_sources", "String", "peer workers the inputs came from (comma list)"),

@@ -228,6 +228,81 @@ def coro_job(args: str) -> None:
     Path(truth_path).write_text(json.dumps(results))
 
 
+SPILL_KEYS = [("make-spill", i) for i in range(14)] + ["spill me/ü#1", "spill%20two"]
+
+
+def _probe_spill() -> None:
+    """The test's own record of every spill file Dask's store (zict.File) writes and reads:
+    path, thread, size and time (what a Darshan trace holds), independent of the collector."""
+    import builtins
+
+    import zict
+
+    seen = builtins._spill_io = []
+    write, read = zict.File.__setitem__, zict.File.__getitem__
+
+    def record(self, key, op, t0, t1):
+        path = os.path.join(self.directory, self.filenames[key])
+        seen.append((os.getpid(), threading.get_ident(), path, op, os.path.getsize(path),
+                     t0, t1, str(key)))
+
+    def setitem(self, key, value):
+        t0 = time.time()
+        write(self, key, value)
+        record(self, key, "write", t0, time.time())
+
+    def getitem(self, key):
+        t0 = time.time()
+        value = read(self, key)
+        record(self, key, "read", t0, time.time())
+        return value
+
+    zict.File.__setitem__, zict.File.__getitem__ = setitem, getitem
+
+
+def _spill_seen() -> list:
+    import builtins
+
+    return list(builtins._spill_io)
+
+
+def make_block_mib(i: int, mib: int):
+    import numpy as np
+
+    return np.full(mib * 131072, float(i))
+
+
+def total(*blocks) -> float:
+    return float(sum(b.sum() for b in blocks))
+
+
+def spill_job(args: str) -> None:
+    """16 results of 8 MiB on 2 workers × 2 threads with a 400 MB memory limit and low spill
+    thresholds (tuple keys and string keys that need quoting), then sums that read them back."""
+    import dask
+    from distributed import Client, LocalCluster, wait
+
+    truth_path, _folder = args.split(",")
+    memory = {"distributed.worker.memory.target": 0.2, "distributed.worker.memory.spill": 0.25,
+              "distributed.worker.memory.pause": False,
+              "distributed.worker.memory.terminate": False}
+    with dask.config.set(memory), LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=True, memory_limit="400MB",
+            dashboard_address=None) as cluster, Client(cluster) as client:
+        client.run(_probe_spill)
+        parts = [client.submit(make_block_mib, i, 8, key=k) for i, k in enumerate(SPILL_KEYS)]
+        wait(parts)
+        time.sleep(1.0)  # the memory monitor spills what is above the target
+        sums = [client.submit(total, *parts[j:j + 4], key=f"total-{j}")
+                for j in range(0, len(parts), 4)]
+        client.gather(sums)
+        del parts, sums  # released: nothing left to spill before the record is read
+        while any(client.run(lambda dask_worker: len(dask_worker.data)).values()):
+            time.sleep(0.05)
+        seen = [row for rows in client.run(_spill_seen).values() for row in rows]
+    Path(truth_path).write_text(json.dumps({"spill": seen}))
+
+
 if __name__ == "__main__":
     {"cluster": cluster_job, "kill": kill_job, "io": io_job, "parquet": parquet_job,
-     "zarr": zarr_job, "coro": coro_job}[sys.argv[1]](sys.argv[2])
+     "zarr": zarr_job, "coro": coro_job, "spill": spill_job}[sys.argv[1]](sys.argv[2])

@@ -74,6 +74,22 @@ def test_waiting_before_a_slower_execution_is_context_not_the_cause():
                      "calls). Before the executions, not in wall: waiting +1.500 s."]
 
 
+def test_a_run_that_starts_spilling_says_so_next_to_the_slower_executions():
+    # GIVEN: after, gauss's results are spilled (8 MB each) and its executions wait 0.1 s
+    # each for spilled inputs, while they also take 0.1 s longer
+    before, after = run_tables(BASE), run_tables([*BASE[:1], ("gauss", 10, 0.4, 0.28, 0.0, 0.0),
+                                                   *BASE[2:]])
+    spilling = pl.col("prefix") == "gauss"
+    after["tasks"] = after["tasks"].with_columns(
+        spilled_bytes=pl.when(spilling).then(8e6).otherwise(0.0),
+        input_read_back_s=pl.when(spilling).then(0.1).otherwise(None))
+    d = compare.diff(compare.profile(before, "prefix"), compare.profile(after, "prefix"))
+    lines = compare.explain(d, "prefix")
+    gauss = next(line for line in lines if line.startswith("`gauss`"))
+    assert ("Before the executions, not in wall: results spilled to disk 76.3 MiB, none "
+            "before; reading spilled inputs back +1.000 s.") in gauss
+
+
 def test_part_of_a_change_without_a_source_is_named_next_to_the_measured_part():
     # GIVEN: load's I/O time doubles and each task also sleeps 0.2 s more
     after = [("load", 10, 0.55, 0.01, 2e6, 0.30), *BASE[1:]]

@@ -304,7 +304,13 @@
     ["executions", "executions", "n"], ["thread_s", "thread time", "s"], ["compute_s", "compute", "s"],
     ["io_s", "I/O", "s"], ["idle_s", "idle", "s"], ["busy_share", "busy", "pct"],
     ["waiting_s", "waiting for a thread", "s"], ["transfer_s", "receiving inputs", "s"],
+    ["read_back_s", "reading spilled inputs back", "s"],
     ["cpu_s", "CPU", "s"]], DATA.workers, "worker", false);
+  $("spill-section").hidden = !DATA.spill.length;
+  sortableTable($("spill"), [["key", "key", "text"], ["spilled_bytes", "written", "bytes"],
+    ["spill_writes", "times", "n"], ["spill_write_s", "write time", "s"],
+    ["unspilled_bytes", "read back", "bytes"], ["unspill_read_s", "read time", "s"],
+    ["input_read_back_s", "waited for spilled inputs", "s"]], DATA.spill, "spilled_bytes");
   sortableTable($("prefixes"), [["prefix", "prefix", "text"], ["executions", "runs", "n"],
     ["wall_s", "wall", "s"], ["mean_s", "mean", "s"], ["max_s", "max", "s"], ["cpu_s", "CPU", "s"],
     ["io_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"]],
@@ -312,7 +318,8 @@
   $("tasks-note").textContent = `The heaviest ${DATA.top_tasks.length} of ${fmtN(h.executions)} executions ` +
     "(top 100 by wall time, by CPU and by I/O bytes); click a column to sort.";
   sortableTable($("top-tasks"), [["key", "key", "text"], ["prefix", "prefix", "text"],
-    ["worker", "worker", "text"], ["duration_s", "wall", "s"], ["cpu_s", "CPU", "s"],
+    ["worker", "worker", "text"], ["duration_s", "wall", "s"], ["awaiting_s", "awaiting", "s"],
+    ["cpu_s", "CPU", "s"],
     ["io_time_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"],
     ["attribution", "attribution", "text"], ["status", "status", "text"]], DATA.top_tasks, "duration_s");
   $("files-note").textContent = `The busiest ${DATA.files.length} of ${fmtN(DATA.file_total)} files by bytes read + written; "outside tasks" is I/O no task explains; click a column to sort.`;

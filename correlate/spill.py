@@ -1,0 +1,68 @@
+"""Spill per key: whose data a worker wrote to disk, how much, and what reading it back cost.
+
+Dask's spill store (``distributed.spill``, over ``zict.File``) writes one file per key under
+``<local_directory>/storage/``, named ``quote(str(key), safe="")`` followed by ``#<n>`` (a
+counter, since zict 3; without it before): a string key ``x-1`` is ``x-1#0``, a tuple key
+``('x', 3)`` is ``%28%27x%27%2C%203%29#4``. ``str(key)`` is how every source renders keys
+(``correlate.keys``), so the file name gives the key exactly. Each write of a key is a new file
+(a new counter), so the files written count the times it was spilled.
+
+Dask's own ``disk-read`` startstops (raw worker clock) say how long an execution waited for
+its inputs to be read back before it started; they need no Darshan.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+import polars as pl
+
+from correlate.attribute import IO_SECONDS
+
+STORAGE = "/storage/"
+
+
+def spill_keys(segments: pl.DataFrame, processes: pl.DataFrame) -> pl.Series:
+    """Per segment (same order): the key whose spill file it read or wrote, else null."""
+    local = processes.select("host", "pid", "local_directory").unique(["host", "pid"])
+    d = segments.select("host", "pid", "path").join(local, on=["host", "pid"], how="left",
+                                                     nulls_equal=True, maintain_order="left")
+    prefix = pl.col("local_directory") + STORAGE
+    name = pl.col("path").str.strip_prefix(prefix)
+    quoted = d.select(pl.when(pl.col("local_directory").is_not_null()
+                              & pl.col("path").str.starts_with(prefix.fill_null("\0"))
+                              & ~name.str.contains("/"))
+                      .then(name.str.replace(r"#\d+$", "")).alias("spill_key")).to_series()
+    names = quoted.drop_nulls().unique()  # a file per spill: few, unquoted one by one
+    return quoted.replace_strict(names, [unquote(n) for n in names], default=None,
+                                 return_dtype=pl.String)
+
+
+def spill_io(segments: pl.DataFrame, key: pl.Series) -> pl.DataFrame:
+    """host, pid, key, op, bytes, io_time_s, files: the spill I/O of one or more processes per
+    key and direction (aligned segments: ``host_start_ns``/``host_stop_ns``; ``key``: their
+    ``spill_keys``)."""
+    own = segments.select("host", "pid", "op", "path", "length", io_s=IO_SECONDS).with_columns(
+        key=key).filter(pl.col("key").is_not_null())
+    return own.group_by("host", "pid", "key", pl.col("op").cast(pl.String)).agg(
+        bytes=pl.col("length").sum().cast(pl.Float64), io_time_s=pl.col("io_s").sum(),
+        files=pl.col("path").n_unique().cast(pl.Int64))
+
+
+def per_key(spill: pl.DataFrame) -> pl.DataFrame:
+    """key → spilled_bytes, spill_write_s, spill_writes, unspilled_bytes, unspill_read_s
+    (over every worker that spilled it)."""
+    def by_op(op: str, col: str) -> pl.Expr:
+        return pl.col(col).filter(pl.col("op") == op).sum()
+    return spill.group_by("key").agg(
+        spilled_bytes=by_op("write", "bytes"), spill_write_s=by_op("write", "io_time_s"),
+        spill_writes=by_op("write", "files"), unspilled_bytes=by_op("read", "bytes"),
+        unspill_read_s=by_op("read", "io_time_s"))
+
+
+def input_read_back(startstops: pl.DataFrame) -> pl.DataFrame:
+    """key, worker → input_read_back_s: Dask's ``disk-read`` time for the inputs of that
+    task's execution on that worker."""
+    return startstops.filter(pl.col("action") == "disk-read").group_by("key", "worker").agg(
+        input_read_back_s=(pl.col("reported_stop_ns") - pl.col("reported_start_ns")).sum()
+        / 1e9)
