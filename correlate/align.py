@@ -8,8 +8,11 @@ Two corrections, both expressed as rows of the ``clocks`` table (``offset_ns`` t
   (median) and its residual (max deviation). Without markers the offset is 0 and the uncertainty
   unknown — say so.
 - ``worker`` domain, per (host, pid): a worker's local clock → the scheduler's clock (the run
-  timeline) is Dask's own ``scheduler_delay`` estimate (median of the samples; the uncertainty is
-  half the median round-trip latency plus the spread of the estimates).
+  timeline). A worker on the scheduler's host reads the same system clock: offset 0, exactly,
+  and the method says so (Dask's ``scheduler_delay`` estimates are off by milliseconds there,
+  a few heartbeats' network noise). On another host: Dask's ``scheduler_delay`` estimates, every
+  distinct heartbeat sample the collector saw (median; the uncertainty is half their spread plus
+  half the median round-trip latency, which bounds each sample's error).
 
 ``apply`` adds aligned columns and never overwrites the raw ``local_*`` ones.
 """
@@ -31,9 +34,40 @@ SAMPLE = 4000
 MIN_CONTAINED = 0.5
 
 
-def worker_offsets(clock_samples: pl.DataFrame) -> pl.DataFrame:
-    """``clocks`` rows (domain worker) from Dask's scheduler_delay samples."""
+SAME_HOST = "same host as the scheduler: one system clock, offset 0"
+ESTIMATED = "dask scheduler_delay (median of distinct heartbeat samples)"
+
+
+def _scheduler_host(processes: pl.DataFrame | None) -> str | None:
+    """The scheduler's host when the run recorded exactly one scheduler process."""
+    if processes is None or processes.is_empty():
+        return None
+    hosts = processes.filter(pl.col("role") == "scheduler")["host"].drop_nulls().unique()
+    return hosts[0] if hosts.len() == 1 else None
+
+
+def worker_offsets(clock_samples: pl.DataFrame, processes: pl.DataFrame | None = None
+                   ) -> pl.DataFrame:
+    """``clocks`` rows (domain worker): 0 for workers on the scheduler's host (``processes``
+    names it), else from Dask's scheduler_delay samples."""
     samples = clock_samples.filter(pl.col("scheduler_delay_s").is_not_null())
+    if samples.is_empty():
+        return TABLES["clocks"].empty()
+    host = _scheduler_host(processes)
+    same = samples.filter(pl.col("host") == host) if host is not None else samples.clear()
+    other = samples.filter(pl.col("host") != host) if host is not None else samples
+    local = same.group_by("host", "pid").agg(samples=pl.len().cast(pl.Int64)).with_columns(
+        offset_ns=pl.lit(0, pl.Int64), uncertainty_ns=pl.lit(0, pl.Int64),
+        domain=pl.lit("worker"), method=pl.lit(SAME_HOST))
+    return pl.concat([conform(local, TABLES["clocks"]), _estimated(other)])
+
+
+def _estimated(samples: pl.DataFrame) -> pl.DataFrame:
+    # the collector reads the worker's latest estimate every half flush interval: repeated
+    # values are one heartbeat read twice, and an exact 0.0 is Dask's initial value, read
+    # before the worker's first heartbeat
+    samples = samples.filter(pl.col("scheduler_delay_s") != 0.0).unique(
+        ["host", "pid", "scheduler_delay_s"], maintain_order=True)
     if samples.is_empty():
         return TABLES["clocks"].empty()
     out = samples.group_by("host", "pid").agg(
@@ -45,7 +79,7 @@ def worker_offsets(clock_samples: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         domain=pl.lit("worker"),
         uncertainty_ns=(pl.col("spread_ns") + pl.col("half_latency_ns")).round().cast(pl.Int64),
-        method=pl.lit("dask scheduler_delay (median of heartbeat samples)"),
+        method=pl.lit(ESTIMATED),
     )
     return conform(out, TABLES["clocks"])
 
@@ -148,10 +182,11 @@ def containment_offsets(io_segments: pl.DataFrame, executions: pl.DataFrame,
 
 
 def estimate(clock_samples: pl.DataFrame, io_segments: pl.DataFrame,
-             clock_markers: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+             clock_markers: pl.DataFrame, executions: pl.DataFrame,
+             processes: pl.DataFrame | None = None) -> pl.DataFrame:
     """All clock offsets of a run, sorted (the ``clocks`` output table)."""
     marked = darshan_offsets(io_segments, clock_markers)
-    clocks = pl.concat([worker_offsets(clock_samples), marked,
+    clocks = pl.concat([worker_offsets(clock_samples, processes), marked,
                         containment_offsets(io_segments, executions, marked)])
     return clocks.sort("host", "pid", "domain", nulls_last=True)
 

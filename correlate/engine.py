@@ -100,7 +100,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     it was built from."""
     frames = frames.conformed()
     ex = number_executions(frames.executions)
-    worker_clocks = align.worker_offsets(frames.clock_samples)
+    worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes)
     # events and waits first: the transitions (11M rows at 1M executions) are let go before
     # the attribution builds its tables, which reuse their pages (peak 3.3-3.5 -> 3.0-3.1 GB)
     transitions = frames.table("transitions", TRANSITION_COLUMNS)

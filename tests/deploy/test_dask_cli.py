@@ -111,6 +111,8 @@ def test_two_hosts_clocks_and_matching(tmp_path):
     assert same["method"].str.contains("same host").all()
     assert other["method"].str.contains("scheduler_delay").all()
     assert (other["uncertainty_ns"] > 0).all() and (other["samples"] >= 1).all()
+    # "otherhost" is this machine: the truth is 0, and Dask's estimate is milliseconds off
+    assert (other["offset_ns"].abs() < 50_000_000).all()
     # the two hosts' processes hold the tasks between them
     assert set(tasks.filter(pl.col("key").str.starts_with("burn"))["host"]) <= hosts
     assert sorted(summary["facts"]["hosts"]) == sorted(hosts)
