@@ -4,8 +4,9 @@ them), writes what each task observed to TRUTH (JSON) and shuts the cluster down
 
     python client.py SCHEDULER_FILE TRUTH DATA_DIR [--no-shutdown]
 
-Task functions live in this file (``__main__``), so they travel by value: the workers need
-nothing importable but dask itself.
+Run as a script its task functions travel by value (``__main__``); imported by another client
+script (jobqueue, dask-mpi, the README's) they travel by reference, so the tests put this folder
+on every process's PYTHONPATH.
 """
 
 from __future__ import annotations

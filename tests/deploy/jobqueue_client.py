@@ -15,10 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-import client as graph_module
-import cloudpickle
-
-cloudpickle.register_pickle_by_value(graph_module)  # the workers need not import it
+import client as graph_module  # the workers import it too: PYTHONPATH holds tests/deploy
 
 
 def main(run: str, truth: str, data: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 HERE = Path(__file__).parent
+REPO = HERE.parents[1]
 BIN = Path(sys.executable).parent
 CLIENT = HERE / "client.py"
 #: every key of client.py's graph
@@ -27,6 +28,8 @@ def env(run: Path | None = None, **extra: str) -> dict[str, str]:
            if not k.startswith(("DASK_CORRELATE_", "DASK_DISTRIBUTED__", "DARSHAN_", "DXT_"))
            and k != "LD_PRELOAD"}
     out["PATH"] = f"{BIN}{os.pathsep}{out.get('PATH', '')}"
+    # client.py's task functions are pickled by reference: every Dask process imports it
+    out["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HERE), out.get("PYTHONPATH"))))
     if run is not None:
         out["DASK_CORRELATE_RUN_DIR"] = str(run)
     out.update({"DASK_CORRELATE_FLUSH_INTERVAL": "0.5", "DASK_CORRELATE_PROFILE": "off"})
@@ -107,6 +110,17 @@ def check_tasks(tasks: pl.DataFrame, truth: list[dict]) -> None:
         assert row["cpu_s"] is not None, row
         if row["key"].startswith("burn"):
             assert abs(row["cpu_s"] - obs["cpu"]) < 0.02 + 0.1 * obs["cpu"], row
+
+
+def check_io(tasks: pl.DataFrame, truth: list[dict]) -> None:
+    """With Darshan: each I/O task has exactly its own bytes, by thread id."""
+    by_key = {t["key"]: t for t in truth}
+    io = tasks.filter(pl.col("key").str.starts_with("io-"))
+    assert io.height == 4
+    for row in io.iter_rows(named=True):
+        assert row["write_bytes"] == by_key[row["key"]]["written"], row
+        assert row["read_bytes"] == by_key[row["key"]]["read"], row
+        assert row["attribution"] == "exact-thread", row
 
 
 def darshan_lib() -> str | None:

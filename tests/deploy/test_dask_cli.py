@@ -10,7 +10,7 @@ import time
 
 import polars as pl
 import pytest
-from procs import BIN, check_tasks, correlate, darshan_lib, env, processes, run_client
+from procs import BIN, check_io, check_tasks, correlate, darshan_lib, env, processes, run_client
 
 pytestmark = pytest.mark.cluster
 
@@ -136,10 +136,7 @@ def test_darshan_attributes_the_io_when_a_runtime_is_present(tmp_path):
         sched_file = start_cluster(procs, tmp_path, run, [darshan], darshan)
         run_client(sched_file, tmp_path / "truth.json", tmp_path / "data", env(), workers=2)
         procs.wait_all(timeout=60)
-    truth = {t["key"]: t for t in json.loads((tmp_path / "truth.json").read_text())}
+    truth = json.loads((tmp_path / "truth.json").read_text())
     tasks, _summary = correlate(run)
-    io = tasks.filter(pl.col("key").str.starts_with("io-"))
-    for row in io.iter_rows(named=True):
-        assert row["write_bytes"] == truth[row["key"]]["written"], row
-        assert row["read_bytes"] == truth[row["key"]]["read"], row
-        assert row["attribution"] == "exact-thread", row
+    check_tasks(tasks, truth)
+    check_io(tasks, truth)

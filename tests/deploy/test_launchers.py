@@ -10,9 +10,8 @@ import shutil
 import subprocess
 import sys
 
-import polars as pl
 import pytest
-from procs import BIN, CLIENT, HERE, check_tasks, correlate, darshan_lib, env, processes
+from procs import BIN, CLIENT, HERE, check_io, check_tasks, correlate, darshan_lib, env, processes
 
 pytestmark = pytest.mark.cluster
 
@@ -25,16 +24,6 @@ def exports(run, lib) -> dict[str, str]:
     pairs = (line.removeprefix("export ").split("=", 1) for line in out.splitlines()
              if line.startswith("export "))
     return {k: v.strip('"') for k, v in pairs}
-
-
-def check_io(tasks: pl.DataFrame, truth: list[dict]) -> None:
-    by_key = {t["key"]: t for t in truth}
-    io = tasks.filter(pl.col("key").str.starts_with("io-"))
-    assert io.height == 4
-    for row in io.iter_rows(named=True):
-        assert row["write_bytes"] == by_key[row["key"]]["written"], row
-        assert row["read_bytes"] == by_key[row["key"]]["read"], row
-        assert row["attribution"] == "exact-thread", row
 
 
 def test_job_script_under_collect(tmp_path):
