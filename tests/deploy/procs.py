@@ -123,6 +123,16 @@ def check_io(tasks: pl.DataFrame, truth: list[dict]) -> None:
         assert row["attribution"] == "exact-thread", row
 
 
+def exports(run, lib) -> dict[str, str]:
+    """`collect env`'s variables, as `eval "$(collect env ...)"` would set them."""
+    out = subprocess.run([str(BIN / "collect"), "env", "-o", str(run), "--profile", "off",
+                          "--flush-interval", "0.5", "--darshan", lib or "off"], env=env(),
+                         capture_output=True, text=True, check=True).stdout
+    pairs = (line.removeprefix("export ").split("=", 1) for line in out.splitlines()
+             if line.startswith("export "))
+    return {k: v.strip('"') for k, v in pairs}
+
+
 def darshan_lib() -> str | None:
     from collectors.darshan_env import find_runtime
 

@@ -10,7 +10,17 @@ import time
 
 import polars as pl
 import pytest
-from procs import BIN, check_io, check_tasks, correlate, darshan_lib, env, processes, run_client
+from procs import (
+    BIN,
+    check_io,
+    check_tasks,
+    correlate,
+    darshan_lib,
+    env,
+    exports,
+    processes,
+    run_client,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -123,15 +133,8 @@ def test_darshan_attributes_the_io_when_a_runtime_is_present(tmp_path):
     if not lib:
         pytest.skip("no darshan-runtime on this machine (DARSHAN_RUNTIME, darshan-config, "
                     "common paths): the I/O check needs one")
-    import subprocess
-
     run = tmp_path / "run"
-    exports = subprocess.run([str(BIN / "collect"), "env", "-o", str(run), "--profile", "off",
-                              "--flush-interval", "0.5", "--darshan", lib], env=env(),
-                             capture_output=True, text=True, check=True).stdout
-    darshan = dict(line.removeprefix("export ").split("=", 1) for line in exports.splitlines()
-                   if line.startswith("export "))
-    darshan = {k: v.strip('"') for k, v in darshan.items()}
+    darshan = exports(run, lib)
     with processes() as procs:
         sched_file = start_cluster(procs, tmp_path, run, [darshan], darshan)
         run_client(sched_file, tmp_path / "truth.json", tmp_path / "data", env(), workers=2)

@@ -7,23 +7,23 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 
 import pytest
-from procs import BIN, CLIENT, HERE, check_io, check_tasks, correlate, darshan_lib, env, processes
+from procs import (
+    BIN,
+    CLIENT,
+    HERE,
+    check_io,
+    check_tasks,
+    correlate,
+    darshan_lib,
+    env,
+    exports,
+    processes,
+)
 
 pytestmark = pytest.mark.cluster
-
-
-def exports(run, lib) -> dict[str, str]:
-    """`collect env`'s variables, as `eval "$(collect env ...)"` would set them."""
-    out = subprocess.run([str(BIN / "collect"), "env", "-o", str(run), "--profile", "off",
-                          "--flush-interval", "0.5", "--darshan", lib or "off"], env=env(),
-                         capture_output=True, text=True, check=True).stdout
-    pairs = (line.removeprefix("export ").split("=", 1) for line in out.splitlines()
-             if line.startswith("export "))
-    return {k: v.strip('"') for k, v in pairs}
 
 
 def test_job_script_under_collect(tmp_path):
