@@ -141,6 +141,9 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     if manifest is None:
         reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or a "
                                "preloaded scheduler): command, exit code and versions unknown")
+    elif manifest.get("recorded_by") == "scheduler preload":
+        reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
+                               "(no `collect`): the job's command and exit code are unknown")
     per_table: dict[str, list[pl.DataFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     processes = []
     for d, info, closed in _procs(run_dir):
