@@ -10,9 +10,11 @@ Two corrections, both expressed as rows of the ``clocks`` table (``offset_ns`` t
 - ``worker`` domain, per (host, pid): a worker's local clock → the scheduler's clock (the run
   timeline). A worker on the scheduler's host reads the same system clock: offset 0, exactly,
   and the method says so (Dask's ``scheduler_delay`` estimates are off by milliseconds there,
-  a few heartbeats' network noise). On another host: Dask's ``scheduler_delay`` estimates, every
-  distinct heartbeat sample the collector saw (median; the uncertainty is half their spread plus
-  half the median round-trip latency, which bounds each sample's error).
+  a few heartbeats' network noise). On another host: the midpoint of the bound the task
+  messages put on the offset by causality (``correlate.message_bounds``; uncertainty: half its
+  width, a certain bound); without one, Dask's ``scheduler_delay`` estimates, every distinct
+  sample the collector saw (median; uncertainty: half their spread plus half the median
+  round-trip latency, an estimate only: the registration's sample can be off by more).
 
 ``apply`` adds aligned columns and never overwrites the raw ``local_*`` ones.
 """
@@ -36,6 +38,8 @@ MIN_CONTAINED = 0.5
 
 SAME_HOST = "same host as the scheduler: one system clock, offset 0"
 ESTIMATED = "dask scheduler_delay (median of distinct heartbeat samples)"
+BOUNDED = ("task messages: midpoint of the causal bound (scheduler send <= worker receive, "
+           "worker finish <= scheduler receive)")
 
 
 def _scheduler_host(processes: pl.DataFrame | None) -> str | None:
@@ -46,20 +50,39 @@ def _scheduler_host(processes: pl.DataFrame | None) -> str | None:
     return hosts[0] if hosts.len() == 1 else None
 
 
-def worker_offsets(clock_samples: pl.DataFrame, processes: pl.DataFrame | None = None
-                   ) -> pl.DataFrame:
+def worker_offsets(clock_samples: pl.DataFrame, processes: pl.DataFrame | None = None,
+                   bounds: pl.DataFrame | None = None) -> pl.DataFrame:
     """``clocks`` rows (domain worker): 0 for workers on the scheduler's host (``processes``
-    names it), else from Dask's scheduler_delay samples."""
+    names it); elsewhere the midpoint of the causal bound from the task messages
+    (``correlate.message_bounds``; uncertainty: half its width) where one holds, else Dask's
+    scheduler_delay samples."""
     samples = clock_samples.filter(pl.col("scheduler_delay_s").is_not_null())
-    if samples.is_empty():
-        return TABLES["clocks"].empty()
     host = _scheduler_host(processes)
     same = samples.filter(pl.col("host") == host) if host is not None else samples.clear()
     other = samples.filter(pl.col("host") != host) if host is not None else samples
     local = same.group_by("host", "pid").agg(samples=pl.len().cast(pl.Int64)).with_columns(
         offset_ns=pl.lit(0, pl.Int64), uncertainty_ns=pl.lit(0, pl.Int64),
         domain=pl.lit("worker"), method=pl.lit(SAME_HOST))
-    return pl.concat([conform(local, TABLES["clocks"]), _estimated(other)])
+    bounded = _bounded(bounds, host)
+    estimated = _estimated(other).join(bounded.select("host", "pid"), on=["host", "pid"],
+                                       how="anti", nulls_equal=True)
+    return pl.concat([conform(local, TABLES["clocks"]), bounded, estimated])
+
+
+def _bounded(bounds: pl.DataFrame | None, scheduler_host: str | None) -> pl.DataFrame:
+    """Rows for processes off the scheduler's host whose bound holds (lower <= upper; a
+    crossed bound means hooks out of order or a drifting clock: Dask's estimate is used)."""
+    # only for runs that recorded their scheduler (ours): imported formats bring their own
+    # estimates (the Mofka importer bounds its workers the same way)
+    if bounds is None or bounds.is_empty() or scheduler_host is None:
+        return TABLES["clocks"].empty()
+    ok = bounds.filter((pl.col("lower_ns") <= pl.col("upper_ns"))
+                       & (pl.col("host") != scheduler_host))
+    out = ok.with_columns(
+        offset_ns=((pl.col("lower_ns") + pl.col("upper_ns")) // 2),
+        uncertainty_ns=(pl.col("upper_ns") - pl.col("lower_ns") + 1) // 2,
+        samples=pl.col("pairs"), domain=pl.lit("worker"), method=pl.lit(BOUNDED))
+    return conform(out, TABLES["clocks"])
 
 
 def _estimated(samples: pl.DataFrame) -> pl.DataFrame:
@@ -183,10 +206,11 @@ def containment_offsets(io_segments: pl.DataFrame, executions: pl.DataFrame,
 
 def estimate(clock_samples: pl.DataFrame, io_segments: pl.DataFrame,
              clock_markers: pl.DataFrame, executions: pl.DataFrame,
-             processes: pl.DataFrame | None = None) -> pl.DataFrame:
+             processes: pl.DataFrame | None = None,
+             bounds: pl.DataFrame | None = None) -> pl.DataFrame:
     """All clock offsets of a run, sorted (the ``clocks`` output table)."""
     marked = darshan_offsets(io_segments, clock_markers)
-    clocks = pl.concat([worker_offsets(clock_samples, processes), marked,
+    clocks = pl.concat([worker_offsets(clock_samples, processes, bounds), marked,
                         containment_offsets(io_segments, executions, marked)])
     return clocks.sort("host", "pid", "domain", nulls_last=True)
 

@@ -7,7 +7,7 @@ import polars as pl
 
 import correlate.schema.canonical  # noqa: F401 - registers the tables used below
 import correlate.schema.outputs  # noqa: F401
-from correlate.align import ESTIMATED, SAME_HOST, worker_offsets
+from correlate.align import BOUNDED, ESTIMATED, SAME_HOST, worker_offsets
 from correlate.schema import TABLES, conform
 
 
@@ -21,6 +21,8 @@ def processes(rows):
     return conform(pl.DataFrame(rows, schema=["host", "pid", "role"], orient="row"),
                    TABLES["processes"])
 
+
+MS = 1_000_000
 
 SAMPLES = samples([
     ("a", 1, 1, 0.0, 0.001),      # read before the first heartbeat: Dask's initial 0
@@ -50,3 +52,43 @@ def test_without_a_recorded_scheduler_every_worker_is_estimated():
     clocks = worker_offsets(SAMPLES).sort("host")
     assert set(clocks["method"]) == {ESTIMATED}
     assert clocks.filter(pl.col("host") == "a")["offset_ns"][0] == -300_000
+
+
+def transitions(rows):
+    """(side, key, worker, start, finish, local_time_ns); worker rows are process (w, 7)."""
+    df = pl.DataFrame(rows, schema=["side", "key", "worker", "start", "finish", "local_time_ns"],
+                      orient="row")
+    return df.with_columns(host=pl.when(pl.col("side") == "worker").then(pl.lit("b")),
+                           pid=pl.when(pl.col("side") == "worker").then(pl.lit(7)))
+
+
+def test_message_bounds_from_causality_skip_tasks_sent_twice():
+    from correlate.message_bounds import message_bounds
+
+    # worker clock = scheduler clock - 50 ms; one-way latency 1..3 ms
+    off = 50 * MS
+    rows = []
+    for i, (lat_in, lat_out) in enumerate([(1, 3), (2, 1), (3, 2)]):
+        s_send = 1000 * MS + i * 100 * MS
+        w_recv = s_send + lat_in * MS - off
+        w_done = w_recv + 10 * MS
+        s_done = w_done + off + lat_out * MS
+        rows += [("scheduler", f"k{i}", None, "waiting", "processing", s_send),
+                 ("worker", f"k{i}", "tcp://w", "released", "waiting", w_recv),
+                 ("worker", f"k{i}", "tcp://w", "executing", "memory", w_done),
+                 ("scheduler", f"k{i}", "tcp://w", "processing", "memory", s_done)]
+    # stolen: sent twice, the later send after the first receipt would break the lower bound
+    rows += [("scheduler", "s", None, "waiting", "processing", 2000 * MS),
+             ("worker", "s", "tcp://w", "released", "waiting", 2000 * MS + MS - off),
+             ("scheduler", "s", None, "waiting", "processing", 2500 * MS),
+             ("worker", "s", "tcp://w", "executing", "memory", 2600 * MS - off),
+             ("scheduler", "s", "tcp://w", "processing", "memory", 2601 * MS)]
+    b = message_bounds(transitions(rows)).row(0, named=True)
+    assert (b["host"], b["pid"], b["pairs"]) == ("b", 7, 3)
+    # the tightest one-way latencies: 1 ms in, 1 ms out
+    assert (b["lower_ns"], b["upper_ns"]) == (off - 1 * MS, off + 1 * MS)
+    clocks = worker_offsets(samples([("b", 7, 1, 0.2, 0.001)]),  # Dask's sample far off
+                            processes([("a", 9, "scheduler"), ("b", 7, "worker")]),
+                            message_bounds(transitions(rows)))
+    row = clocks.row(0, named=True)
+    assert (row["offset_ns"], row["uncertainty_ns"], row["method"]) == (off, MS, BOUNDED)
