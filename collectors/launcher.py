@@ -4,6 +4,9 @@ Creates the run folder and its manifest, sets the environment so every scheduler
 job starts (LocalCluster in the script, or ``dask scheduler``/``dask worker`` it launches) loads
 ``collectors.preload``, adds Darshan when a runtime is found, runs the command, passes its exit
 code through and finalises the manifest (which processes did not close cleanly).
+
+``collect env -o RUN_DIR`` prints the same environment for a job script that starts the Dask
+processes itself (``collectors.env_command``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="collect", formatter_class=argparse.RawTextHelpFormatter,
         description="Record a Dask job (scheduler, workers, per-task CPU, function profiles "
                     "and Darshan DXT) into a run folder for `correlate`.",
-        epilog="example: collect -o runs/imgproc -- python my_pipeline.py")
+        epilog="example: collect -o runs/imgproc -- python my_pipeline.py\n"
+               "batch scripts starting dask scheduler/worker themselves: "
+               "collect env -o RUN_DIR (prints the variables to export; --help for more)")
     p.add_argument("-o", "--out", type=Path, required=True, help="run folder to create")
     p.add_argument("--profile", "--yappi", dest="profile", choices=PROFILE_MODES,
                    default="sample", help=PROFILE_HELP)
@@ -55,6 +60,8 @@ def _preload_value(existing: str | None) -> str:
 
 def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | None
                     ) -> dict[str, str]:
+    """The child's environment: this one plus the collectors' and Darshan's variables (those
+    are also what `collect env` prints)."""
     env = dict(os.environ)
     env.update({
         "DASK_CORRELATE_RUN_DIR": str(run_dir.resolve()),
@@ -69,6 +76,11 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["env"]:
+        from collectors import env_command
+
+        return env_command.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     command = [c for c in args.command if c != "--"] if args.command else []

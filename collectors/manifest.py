@@ -1,5 +1,10 @@
 """``manifest.json``: what was run, where, with which versions and options. Unknown values are
-explicit (``null`` plus a reason under ``unknown``), never guessed."""
+explicit (``null`` plus a reason under ``unknown``), never guessed.
+
+Who writes it: ``collect`` (before the job starts, finished when it exits), ``collectors.record``
+(notebooks), or, when a batch script starts ``dask scheduler --preload collectors.preload``
+without ``collect``, the scheduler's preload (``start_from_preload``): it knows neither the job's
+command nor its exit code, and says so under ``unknown``."""
 
 from __future__ import annotations
 
@@ -32,11 +37,13 @@ def _dask_config() -> dict[str, Any]:
     return dask.config.config.get("distributed", {})
 
 
-def start(run_dir: Path, *, command: list[str], options: dict[str, Any],
-          darshan: dict[str, Any]) -> dict[str, Any]:
+def start(run_dir: Path, *, command: list[str] | None, options: dict[str, Any],
+          darshan: dict[str, Any], recorded_by: str = "collect",
+          unknown: dict[str, str] | None = None, extra: dict[str, Any] | None = None
+          ) -> dict[str, Any]:
     from correlate.schema import RUN_FORMAT_VERSION
 
-    unknown = {}
+    unknown = dict(unknown or {})
     if options.get("profile") == "off":
         unknown["profile"] = "function profiling disabled (--profile off)"
     if not darshan.get("runtime"):
@@ -44,6 +51,7 @@ def start(run_dir: Path, *, command: list[str], options: dict[str, Any],
     manifest = {
         "format_version": RUN_FORMAT_VERSION,
         "run_id": uuid.uuid4().hex,
+        "recorded_by": recorded_by,
         "command": command,
         "cwd": os.getcwd(),
         "started_ns": time.time_ns(),
@@ -60,6 +68,7 @@ def start(run_dir: Path, *, command: list[str], options: dict[str, Any],
         "job_environment": {k: os.environ.get(k) for k in JOB_VARIABLES if k in os.environ},
         "dask_config": _dask_config(),
         "unknown": unknown,
+        **(extra or {}),
     }
     write_json_atomic(run_dir / "manifest.json", manifest)
     return manifest
@@ -70,5 +79,44 @@ def finish(run_dir: Path, manifest: dict[str, Any], exit_code: int) -> None:
     unclosed = [p for p in procs if not (run_dir / "procs" / p / "closed.json").exists()]
     manifest.update(ended_ns=time.time_ns(), exit_code=exit_code, processes=procs,
                     processes_not_closed=unclosed,
+                    hosts=sorted({p.split("-", 1)[1].rsplit("-", 1)[0] for p in procs}))
+    write_json_atomic(run_dir / "manifest.json", manifest)
+
+
+#: manifest fields the scheduler's preload cannot know, and why
+PRELOAD_UNKNOWN = {
+    "command": "recorded by `dask scheduler --preload collectors.preload` without `collect`: "
+               "the job's own command is not known (the scheduler's is scheduler_command)",
+    "exit_code": "no `collect` waited for the job, so its exit code is not known",
+    "ended_ns": "the time the scheduler closed, not the job's end",
+}
+
+
+def darshan_in_preload() -> str | None:
+    """The libdarshan this process was started with (LD_PRELOAD), if any."""
+    return next((p for p in os.environ.get("LD_PRELOAD", "").replace(":", " ").split()
+                 if "darshan" in os.path.basename(p)), None)
+
+
+def start_from_preload(run_dir: Path, options: dict[str, Any]) -> dict[str, Any] | None:
+    """Called by the scheduler's preload: write the manifest unless one exists (``collect``
+    wrote it). Returns what was written, or None."""
+    if (run_dir / "manifest.json").exists():
+        return None
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lib = darshan_in_preload()
+    reason = ("LD_PRELOAD of the scheduler" if lib else
+              "the scheduler was started without libdarshan in LD_PRELOAD; workers' logs, if "
+              "any, are still read from RUN_DIR/darshan/ (see `collect env`)")
+    return start(run_dir, command=None, options=options,
+                 darshan={"runtime": lib, "reason": reason}, recorded_by="scheduler preload",
+                 unknown=PRELOAD_UNKNOWN, extra={"scheduler_command": list(sys.argv)})
+
+
+def finish_from_preload(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """The scheduler closes: its end time, and the processes seen so far (workers may still be
+    closing; ``correlate`` reads each one's ``closed.json`` itself)."""
+    procs = sorted(p.name for p in (run_dir / "procs").glob("*") if p.is_dir())
+    manifest.update(ended_ns=time.time_ns(), processes=procs,
                     hosts=sorted({p.split("-", 1)[1].rsplit("-", 1)[0] for p in procs}))
     write_json_atomic(run_dir / "manifest.json", manifest)

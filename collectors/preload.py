@@ -4,16 +4,28 @@ The run folder comes from ``--dask-correlate-run-dir`` or the environment variab
 ``DASK_CORRELATE_RUN_DIR`` (set by ``collect``); options from ``DASK_CORRELATE_PROFILE``,
 ``DASK_CORRELATE_FLUSH_INTERVAL`` and ``DASK_CORRELATE_MARKERS``. Without a run folder the
 preload does nothing (and says so once in the log).
+
+Without ``collect`` (a batch script starting ``dask scheduler``/``dask worker`` itself) the
+scheduler's preload writes ``manifest.json`` (what it cannot know is listed under ``unknown``)
+and records its end time at close (``dask_teardown``). ``collect env -o RUN_DIR`` prints the
+environment a job script exports for this path, Darshan included.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
+from typing import Any
 
 import click
 
+from collectors.guard import never_raise
+
 logger = logging.getLogger(__name__)
+
+#: manifest written by this process's preload (the scheduler's), finished at teardown
+_WRITTEN: dict[str, Any] = {}
 
 
 @click.command()
@@ -30,6 +42,7 @@ def dask_setup(server, dask_correlate_run_dir: str | None = None) -> None:  # no
     if isinstance(server, Scheduler):
         from collectors.scheduler_plugin import CorrelateSchedulerPlugin
 
+        _write_manifest(Path(run_dir), interval)
         server.add_plugin(CorrelateSchedulerPlugin(run_dir, flush_interval=interval))
     elif isinstance(server, Worker):
         from collectors.worker_plugin import CorrelateWorkerPlugin
@@ -38,3 +51,28 @@ def dask_setup(server, dask_correlate_run_dir: str | None = None) -> None:  # no
             run_dir, profile=os.environ.get("DASK_CORRELATE_PROFILE", "sample"),
             flush_interval=interval, markers=os.environ.get("DASK_CORRELATE_MARKERS") == "1")
         server._pending_plugins = (*getattr(server, "_pending_plugins", ()), plugin)
+
+
+@never_raise
+def _write_manifest(run_dir: Path, interval: float) -> None:
+    from collectors import manifest
+
+    written = manifest.start_from_preload(run_dir, {
+        "profile": os.environ.get("DASK_CORRELATE_PROFILE", "sample"),
+        "flush_interval_s": interval,
+        "darshan": "environment" if manifest.darshan_in_preload() else "off"})
+    if written is not None:
+        _WRITTEN.update(run_dir=run_dir, manifest=written)
+
+
+def dask_teardown(server) -> None:  # noqa: ANN001
+    _finish_manifest()
+
+
+@never_raise
+def _finish_manifest() -> None:
+    if _WRITTEN:
+        from collectors import manifest
+
+        manifest.finish_from_preload(_WRITTEN["run_dir"], _WRITTEN["manifest"])
+        _WRITTEN.clear()

@@ -91,28 +91,34 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                 if not dset:
                     sink.append("task_dependencies", (t_ns, k, None, client))
 
+    def _event(self, row: tuple) -> None:
+        # workers and clients still leave after the scheduler closed this plugin's sink (a
+        # scheduler closing with workers attached): nothing left to record them in
+        if self.sink is not None:
+            self.sink.append("cluster_events", row)
+
     @never_raise
     def add_worker(self, scheduler: Any, worker: str) -> None:
         ws = scheduler.workers.get(worker)
         host = worker.split("://")[-1].rsplit(":", 1)[0]
-        self.sink.append("cluster_events", (
+        self._event((
             time.time_ns(), "add_worker", worker, str(getattr(ws, "name", "")), host,
             getattr(ws, "pid", None), getattr(ws, "nthreads", None),
             getattr(ws, "memory_limit", None)))
 
     @never_raise
     def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
-        self.sink.append("cluster_events", (time.time_ns(), "remove_worker", worker, None, None,
+        self._event((time.time_ns(), "remove_worker", worker, None, None,
                                             None, None, None))
 
     @never_raise
     def add_client(self, scheduler: Any, client: str) -> None:
-        self.sink.append("cluster_events", (time.time_ns(), "add_client", client, None, None,
+        self._event((time.time_ns(), "add_client", client, None, None,
                                             None, None, None))
 
     @never_raise
     def remove_client(self, scheduler: Any, client: str) -> None:
-        self.sink.append("cluster_events", (time.time_ns(), "remove_client", client, None,
+        self._event((time.time_ns(), "remove_client", client, None,
                                             None, None, None, None))
 
     async def close(self) -> None:

@@ -129,11 +129,16 @@ def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:
     return run_dir / "procs" / f"{role}-{host}-{pid}"
 
 
+#: overrides the host name the collectors record (tests simulating two hosts on one machine,
+#: or containers whose host name differs from the node's); Darshan still records its own
+HOST_VARIABLE = "DASK_CORRELATE_HOST"
+
+
 def hostname() -> str:
-    """Short host name, as Darshan records it."""
+    """Short host name, as Darshan records it (or ``$DASK_CORRELATE_HOST``)."""
     import socket
 
-    return socket.gethostname().split(".", 1)[0]
+    return os.environ.get(HOST_VARIABLE) or socket.gethostname().split(".", 1)[0]
 
 
 def proc_json(path: Path, **fields: Any) -> None:

@@ -8,8 +8,13 @@ Two corrections, both expressed as rows of the ``clocks`` table (``offset_ns`` t
   (median) and its residual (max deviation). Without markers the offset is 0 and the uncertainty
   unknown — say so.
 - ``worker`` domain, per (host, pid): a worker's local clock → the scheduler's clock (the run
-  timeline) is Dask's own ``scheduler_delay`` estimate (median of the samples; the uncertainty is
-  half the median round-trip latency plus the spread of the estimates).
+  timeline). A worker on the scheduler's host reads the same system clock: offset 0, exactly,
+  and the method says so (Dask's ``scheduler_delay`` estimates are off by milliseconds there,
+  a few heartbeats' network noise). On another host: the midpoint of the bound the task
+  messages put on the offset by causality (``correlate.message_bounds``; uncertainty: half its
+  width, a certain bound); without one, Dask's ``scheduler_delay`` estimates, every distinct
+  sample the collector saw (median; uncertainty: half their spread plus half the median
+  round-trip latency, an estimate only: the registration's sample can be off by more).
 
 ``apply`` adds aligned columns and never overwrites the raw ``local_*`` ones.
 """
@@ -31,9 +36,61 @@ SAMPLE = 4000
 MIN_CONTAINED = 0.5
 
 
-def worker_offsets(clock_samples: pl.DataFrame) -> pl.DataFrame:
-    """``clocks`` rows (domain worker) from Dask's scheduler_delay samples."""
+SAME_HOST = "same host as the scheduler: one system clock, offset 0"
+ESTIMATED = "dask scheduler_delay (median of distinct heartbeat samples)"
+BOUNDED = ("task messages: midpoint of the causal bound (scheduler send <= worker receive, "
+           "worker finish <= scheduler receive)")
+
+
+def _scheduler_host(processes: pl.DataFrame | None) -> str | None:
+    """The scheduler's host when the run recorded exactly one scheduler process."""
+    if processes is None or processes.is_empty():
+        return None
+    hosts = processes.filter(pl.col("role") == "scheduler")["host"].drop_nulls().unique()
+    return hosts[0] if hosts.len() == 1 else None
+
+
+def worker_offsets(clock_samples: pl.DataFrame, processes: pl.DataFrame | None = None,
+                   bounds: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``clocks`` rows (domain worker): 0 for workers on the scheduler's host (``processes``
+    names it); elsewhere the midpoint of the causal bound from the task messages
+    (``correlate.message_bounds``; uncertainty: half its width) where one holds, else Dask's
+    scheduler_delay samples."""
     samples = clock_samples.filter(pl.col("scheduler_delay_s").is_not_null())
+    host = _scheduler_host(processes)
+    same = samples.filter(pl.col("host") == host) if host is not None else samples.clear()
+    other = samples.filter(pl.col("host") != host) if host is not None else samples
+    local = same.group_by("host", "pid").agg(samples=pl.len().cast(pl.Int64)).with_columns(
+        offset_ns=pl.lit(0, pl.Int64), uncertainty_ns=pl.lit(0, pl.Int64),
+        domain=pl.lit("worker"), method=pl.lit(SAME_HOST))
+    bounded = _bounded(bounds, host)
+    estimated = _estimated(other).join(bounded.select("host", "pid"), on=["host", "pid"],
+                                       how="anti", nulls_equal=True)
+    return pl.concat([conform(local, TABLES["clocks"]), bounded, estimated])
+
+
+def _bounded(bounds: pl.DataFrame | None, scheduler_host: str | None) -> pl.DataFrame:
+    """Rows for processes off the scheduler's host whose bound holds (lower <= upper; a
+    crossed bound means hooks out of order or a drifting clock: Dask's estimate is used)."""
+    # only for runs that recorded their scheduler (ours): imported formats bring their own
+    # estimates (the Mofka importer bounds its workers the same way)
+    if bounds is None or bounds.is_empty() or scheduler_host is None:
+        return TABLES["clocks"].empty()
+    ok = bounds.filter((pl.col("lower_ns") <= pl.col("upper_ns"))
+                       & (pl.col("host") != scheduler_host))
+    out = ok.with_columns(
+        offset_ns=((pl.col("lower_ns") + pl.col("upper_ns")) // 2),
+        uncertainty_ns=(pl.col("upper_ns") - pl.col("lower_ns") + 1) // 2,
+        samples=pl.col("pairs"), domain=pl.lit("worker"), method=pl.lit(BOUNDED))
+    return conform(out, TABLES["clocks"])
+
+
+def _estimated(samples: pl.DataFrame) -> pl.DataFrame:
+    # the collector reads the worker's latest estimate every half flush interval: repeated
+    # values are one heartbeat read twice, and an exact 0.0 is Dask's initial value, read
+    # before the worker's first heartbeat
+    samples = samples.filter(pl.col("scheduler_delay_s") != 0.0).unique(
+        ["host", "pid", "scheduler_delay_s"], maintain_order=True)
     if samples.is_empty():
         return TABLES["clocks"].empty()
     out = samples.group_by("host", "pid").agg(
@@ -45,7 +102,7 @@ def worker_offsets(clock_samples: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         domain=pl.lit("worker"),
         uncertainty_ns=(pl.col("spread_ns") + pl.col("half_latency_ns")).round().cast(pl.Int64),
-        method=pl.lit("dask scheduler_delay (median of heartbeat samples)"),
+        method=pl.lit(ESTIMATED),
     )
     return conform(out, TABLES["clocks"])
 
@@ -148,10 +205,12 @@ def containment_offsets(io_segments: pl.DataFrame, executions: pl.DataFrame,
 
 
 def estimate(clock_samples: pl.DataFrame, io_segments: pl.DataFrame,
-             clock_markers: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+             clock_markers: pl.DataFrame, executions: pl.DataFrame,
+             processes: pl.DataFrame | None = None,
+             bounds: pl.DataFrame | None = None) -> pl.DataFrame:
     """All clock offsets of a run, sorted (the ``clocks`` output table)."""
     marked = darshan_offsets(io_segments, clock_markers)
-    clocks = pl.concat([worker_offsets(clock_samples), marked,
+    clocks = pl.concat([worker_offsets(clock_samples, processes, bounds), marked,
                         containment_offsets(io_segments, executions, marked)])
     return clocks.sort("host", "pid", "domain", nulls_last=True)
 

@@ -1,7 +1,9 @@
 """The ``correlate`` command: an explicit list of subcommands, one module each.
 
-``correlate RUN_DIR`` is short for ``correlate run RUN_DIR``. Every user error is raised as a
-``CorrelateError`` somewhere below and printed here as one line; ``--debug`` re-raises it.
+``correlate RUN_DIR`` is short for ``correlate run RUN_DIR``. A folder named like a subcommand
+(``correlate run`` where ``./run`` exists) is still a folder when the words do not make a
+valid subcommand call. Every user error is raised as a ``CorrelateError`` somewhere below and
+printed here as one line; ``--debug`` re-raises it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from correlate import __version__, allocator
 from correlate.errors import CorrelateError
@@ -30,11 +33,29 @@ COMMANDS: dict[str, tuple[str, str]] = {
 DEFAULT_COMMAND = "run"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+EPILOG = ("`correlate RUN_DIR` is short for `correlate run RUN_DIR`. A folder named like a "
+          "command (e.g. ./run) is taken as the folder when it exists and the command's own "
+          "arguments are missing; `correlate run run` or `correlate ./run` always mean the "
+          "folder.")
+
+
+class _ParseError(Exception):
+    """An argparse error while trying whether the words make a subcommand call."""
+
+
+class _TryingParser(argparse.ArgumentParser):
+    """Raises instead of exiting, so ``main`` can try the other reading of the words."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _ParseError(message)
+
+
+def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+                 ) -> argparse.ArgumentParser:
+    parser = parser_class(
         prog="correlate",
         description="Per-task CPU, I/O, functions and waiting for Dask runs.",
-        epilog="`correlate RUN_DIR` is short for `correlate run RUN_DIR`.",
+        epilog=EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
@@ -51,16 +72,34 @@ def _command_module(module: str):  # type: ignore[no-untyped-def]
 
 
 def _with_default_command(argv: list[str]) -> list[str]:
-    first = next((a for a in argv if not a.startswith("-")), None)
+    first = _first_word(argv)
     if first is None or first in COMMANDS:
         return argv
     return [DEFAULT_COMMAND, *argv]
 
 
+def _first_word(argv: list[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """A first word that names both a command and an existing folder is the command when the
+    rest parses as that command's arguments, else the folder (``correlate run`` with a folder
+    ``run`` here: the ``run`` command alone lacks its folder, so the folder is meant)."""
+    first = _first_word(argv)
+    if first in COMMANDS and Path(first).is_dir():
+        trying = build_parser(_TryingParser)
+        try:
+            return trying, trying.parse_args(argv)
+        except _ParseError:
+            argv = [DEFAULT_COMMAND, *argv]
+    parser = build_parser()
+    return parser, parser.parse_args(_with_default_command(argv))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(_with_default_command(args_list))
+    parser, args = _parse(args_list)
     if args.command is None:
         parser.print_help()
         return 2

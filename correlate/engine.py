@@ -23,6 +23,7 @@ import correlate.schema.darshan  # noqa: F401
 import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, coroutines, spill, waits
 from correlate.mappers import Mapper, local_map
+from correlate.message_bounds import message_bounds
 from correlate.partitions import attribute_all, by_process, process_order
 from correlate.prefixes import key_splits
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, output_order, sorted_for_output
@@ -117,10 +118,11 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     it was built from."""
     frames = frames.conformed()
     ex = number_executions(frames.executions)
-    worker_clocks = align.worker_offsets(frames.clock_samples)
     # events and waits first: the transitions (11M rows at 1M executions) are let go before
     # the attribution builds its tables, which reuse their pages (peak 3.3-3.5 -> 3.0-3.1 GB)
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
+    worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
+                                         message_bounds(transitions))
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
     key_waits = _key_waits(transitions, frames.dependencies)
     del transitions

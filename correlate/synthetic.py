@@ -64,6 +64,9 @@ from correlate.schema import run as raw
 MARKER_BYTES = b"dask-correlate-clock-marker\n"
 DEFAULT_PREFIXES = ("load-chunk", "transform", "store-chunk")
 START_NS = 1_790_000_000_000_000_000
+#: the scheduler runs on a head node of its own: every worker clock is estimated (a worker on
+#: the scheduler's host would share its clock, offset 0)
+SCHED_HOST = "head"
 US, MS, SEC = 1_000, 1_000_000, 1_000_000_000
 SITE = "/opt/venv/lib/python3.11/site-packages"
 WORKER_EXE = ("/opt/venv/bin/python -c from multiprocessing.spawn import spawn_main; "
@@ -589,9 +592,11 @@ class _Run:
         delay_s = np.round((wk.delay_ns + noise) / 1e9, 6)
         latency = np.round(self.rng.uniform(0.001, 0.04, m), 6)
         delay_s[0], latency[0] = 0.0, 0.001
+        # what correlate estimates: the median of the distinct samples after the first
+        distinct = np.unique(delay_s[delay_s != 0.0])
         self._worker_clocks.append({"host": wk.host, "pid": wk.pid, "domain": "worker",
-                                    "offset_ns": int(np.rint(np.median(delay_s) * 1e9)),
-                                    "true_offset_ns": wk.delay_ns, "samples": m})
+                                    "offset_ns": int(np.rint(np.median(distinct) * 1e9)),
+                                    "true_offset_ns": wk.delay_ns, "samples": len(distinct)})
         stops = self.stop[ex]  # sorted
         task_cpu_cum = np.concatenate([[0], np.cumsum(self.cpu[ex])])
         done = task_cpu_cum[np.searchsorted(stops, samples, side="right")] / 1e9
@@ -678,7 +683,7 @@ class _Run:
     # -- scheduler tables ---------------------------------------------------------------------
 
     def write_scheduler(self) -> None:
-        pdir = self.folder / "procs" / f"scheduler-node0-{self.sched_pid}"
+        pdir = self.folder / "procs" / f"scheduler-{SCHED_HOST}-{self.sched_pid}"
         pdir.mkdir(parents=True, exist_ok=True)
         n_flush = max(0, (self.sched_close - self.sched_setup - 1) // self.interval)
         flushes = self.sched_setup + self.interval * np.arange(1, n_flush + 1, dtype=np.int64)
@@ -769,7 +774,7 @@ class _Run:
             [r[i] for r in ev[lo:hi]] for i in range(8)])
         rows = writer.write()
         _json(pdir / "proc.json", {
-            "format_version": RUN_FORMAT_VERSION, "pid": self.sched_pid, "host": "node0",
+            "format_version": RUN_FORMAT_VERSION, "pid": self.sched_pid, "host": SCHED_HOST,
             "started_ns": self.sched_setup - 2 * US, "anchor_time_ns": self.sched_setup,
             "anchor_perf_counter_ns": 3_599 * SEC, "role": "scheduler",
             "address": "tcp://10.0.0.1:8786"})
@@ -797,7 +802,7 @@ class _Run:
                     pending.pop(0).result()
                 pending.append(pool.submit(fn, *args, **kwargs))
 
-            submit(self.write_log, self.scheduler_segments(), host="node0", pid=self.sched_pid,
+            submit(self.write_log, self.scheduler_segments(), host=SCHED_HOST, pid=self.sched_pid,
                    delay_ns=0, start_true=self.sched_start, end_true=self.sched_close,
                    exe="python job.py")
             for wk in self.workers:
@@ -814,7 +819,7 @@ class _Run:
                                          "offset": pl.Int64, "length": pl.Int64,
                                          "t0": pl.Int64, "t1": pl.Int64,
                                          "thread_id": pl.UInt64})
-            submit(self.write_log, empty, host="node0", pid=self.sched_pid + 1,
+            submit(self.write_log, empty, host=SCHED_HOST, pid=self.sched_pid + 1,
                    delay_ns=0, start_true=self.sched_start + 2 * SEC,
                    end_true=self.sched_start + 2 * SEC + 3 * MS, exe="uname -p")
             self.write_scheduler()
@@ -840,7 +845,7 @@ class _Run:
             "run_id": hashlib.md5(f"synthetic-{self.seed}-{self.E}-{self.S}".encode()).hexdigest(),
             "command": ["python", "job.py"], "cwd": "/home/user/jobs",
             "started_ns": self.t0, "ended_ns": None, "exit_code": None,
-            "launcher_host": "node0", "cores": self.W * self.T, "python": "3.11.7",
+            "launcher_host": SCHED_HOST, "cores": self.W * self.T, "python": "3.11.7",
             "platform": "Linux-synthetic-x86_64-with-glibc2.36",
             "versions": _versions(),
             "collector_options": {"darshan": "/opt/darshan/lib/libdarshan.so",

@@ -15,7 +15,8 @@ from correlate.sources.frames import RunFrames
 
 #: format name -> (adapter module, what the folder must hold)
 FORMATS: dict[str, tuple[str, str]] = {
-    "run-folder": ("correlate.sources.run_folder", "manifest.json and procs/ (from `collect`)"),
+    "run-folder": ("correlate.sources.run_folder",
+                   "procs/<role>-<host>-<pid>/proc.json (+ manifest.json from `collect`)"),
     "mofka-csv": ("correlate.sources.mofka_csv",
                   "scheduler_transition.csv or worker_transition.csv (Mofka-Dask)"),
     "miniapp": ("correlate.sources.miniapp", "task_stream.yaml (Recup MiniApp Reports/)"),

@@ -2,6 +2,8 @@
 
 Layout: ``manifest.json``; ``procs/<role>-<host>-<pid>/{proc.json, closed.json,
 <table>/part-*.parquet}`` (tables in ``correlate.schema.run``); ``darshan/*.darshan``.
+Only ``procs/`` is required: a folder recorded by ``--preload`` alone, with no scheduler
+preloaded (so no manifest), is read too, and ``facts["unknown"]`` says what is then unknown.
 A newer format version is refused with one sentence; a process without ``closed.json`` did not
 shut down cleanly (its earlier parts are still used, and it is reported).
 
@@ -28,8 +30,25 @@ from correlate.sources.frames import RunFrames, make_rejects
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
 
 
+#: what a run folder without manifest.json cannot tell, and why
+NO_MANIFEST_UNKNOWN = {
+    "manifest": "no manifest.json: recorded by `--preload collectors.preload` without "
+                "`collect` and without a preloaded scheduler",
+    "command": "the job's command is recorded only by `collect` or the scheduler's preload",
+    "cwd": "the job's working directory is recorded only in manifest.json",
+    "exit_code": "the job's exit code is recorded only by `collect`",
+    "started_ns": "taken from the first process's start (proc.json), not the job's",
+    "ended_ns": "taken from the last process's clean close (closed.json), not the job's",
+    "versions": "package versions are recorded only in manifest.json",
+}
+
+
 def looks_like(path: Path) -> bool:
-    return (path / "manifest.json").is_file() and (path / "procs").is_dir()
+    """manifest.json is optional; a ``procs/`` folder with at least one process is enough."""
+    procs = path / "procs"
+    if not procs.is_dir():
+        return False
+    return (path / "manifest.json").is_file() or any(procs.glob("*/proc.json"))
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -107,13 +126,29 @@ def _check_version(manifest: dict[str, Any], path: Path) -> None:
                                       f"correlate understands ({RUN_FORMAT_VERSION}); upgrade")
 
 
+def _manifest(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / "manifest.json"
+    if not path.exists():
+        return None
+    manifest = _json(path)
+    _check_version(manifest, path)
+    return manifest
+
+
 def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
-    manifest = _json(run_dir / "manifest.json")
-    _check_version(manifest, run_dir / "manifest.json")
+    manifest = _manifest(run_dir)
     reader = _Reader()
+    if manifest is None:
+        reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or a "
+                               "preloaded scheduler): command, exit code and versions unknown")
+    elif manifest.get("recorded_by") == "scheduler preload":
+        reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
+                               "(no `collect`): the job's command and exit code are unknown")
     per_table: dict[str, list[pl.DataFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     processes = []
     for d, info, closed in _procs(run_dir):
+        if "format_version" in info:
+            _check_version(info, d / "proc.json")
         processes.append({"host": info["host"], "pid": info["pid"], "role": info["role"],
                           "worker": info.get("address") if info["role"] == "worker" else None,
                           "name": info.get("name"), "nthreads": info.get("nthreads"),
@@ -134,7 +169,8 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False)
           if (run_dir / "darshan").is_dir() else None)
     frames = _canonical(tables, processes, io, reader)
-    facts = _facts(manifest, processes)
+    facts = (_facts(manifest, processes) if manifest is not None
+             else _facts_without_manifest(run_dir, processes))
     return RunFrames(**frames, source_format="run-folder", facts=facts,
                      warnings=tuple(reader.warnings + list(io.warnings if io else ())),
                      rejects=make_rejects(reader.rejects))
@@ -270,7 +306,7 @@ def _processes(procs: list[dict[str, Any]], io: darshan_logs.DarshanFrames | Non
 def _facts(manifest: dict[str, Any], processes: list[dict[str, Any]]) -> dict[str, Any]:
     workers = [p for p in processes if p["role"] == "worker"]
     return {
-        "command": " ".join(manifest.get("command") or []),
+        "command": " ".join(manifest["command"]) if manifest.get("command") else None,
         "cwd": manifest.get("cwd"),
         "started_ns": manifest.get("started_ns"), "ended_ns": manifest.get("ended_ns"),
         "exit_code": manifest.get("exit_code"),
@@ -282,4 +318,21 @@ def _facts(manifest: dict[str, Any], processes: list[dict[str, Any]]) -> dict[st
         "darshan": (manifest.get("darshan") or {}).get("runtime"),
         "job_environment": manifest.get("job_environment"),
         "run_id": manifest.get("run_id"),
+        "recorded_by": manifest.get("recorded_by", "collect"),
+        "unknown": manifest.get("unknown") or {},
     }
+
+
+def _facts_without_manifest(run_dir: Path, processes: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the process folders tell on their own; the rest is listed under ``unknown``."""
+    started, ended = [], []
+    for _d, info, closed in _procs(run_dir):
+        started.append(info.get("started_ns"))
+        ended.append((closed or {}).get("closed_ns"))
+    facts = _facts({}, processes)
+    starts = [t for t in started if isinstance(t, int)]
+    ends = [t for t in ended if isinstance(t, int)]
+    facts.update(command=None, started_ns=min(starts) if starts else None,
+                 ended_ns=max(ends) if ends else None, recorded_by="preload (no manifest)",
+                 unknown=dict(NO_MANIFEST_UNKNOWN))
+    return facts

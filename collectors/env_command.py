@@ -1,0 +1,79 @@
+"""``collect env -o RUN_DIR``: the environment a batch script exports so that ``dask scheduler``
+and ``dask worker`` started by the script itself (directly, through ``mpiexec``, dask-mpi or
+dask-jobqueue) record into RUN_DIR, Darshan DXT included, without ``collect`` wrapping the job.
+
+Prints ``export NAME=value`` lines (shell-quoted) for ``eval "$(collect env -o RUN_DIR)"``;
+what could not be set (no darshan-runtime) is a ``#`` comment, so the output stays valid shell.
+Creates RUN_DIR, its ``darshan/`` log folder and the generated ``darshan.conf``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from collectors import darshan_env
+from collectors.profiling import PROFILE_MODES
+
+#: the variables `collect` sets for its child that the job script must set itself, in order
+ORDER = ("DASK_CORRELATE_RUN_DIR", "DASK_CORRELATE_PROFILE", "DASK_CORRELATE_FLUSH_INTERVAL",
+         "DASK_DISTRIBUTED__SCHEDULER__PRELOAD", "DASK_DISTRIBUTED__WORKER__PRELOAD",
+         "LD_PRELOAD", "DARSHAN_ENABLE_NONMPI", "DXT_ENABLE_IO_TRACE", "DARSHAN_LOGPATH",
+         "DARSHAN_LOG_DIR_PATH", "DARSHAN_CONFIG_PATH", "DASK_CORRELATE_MARKERS")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="collect env",
+        description="Print the environment a job script must export (on every node) so that "
+                    "`dask scheduler|worker --preload collectors.preload` record into RUN_DIR, "
+                    "with Darshan DXT when a runtime is found.",
+        epilog='example: eval "$(collect env -o $HOME/runs/job1)"')
+    p.add_argument("-o", "--out", type=Path, required=True,
+                   help="run folder (on a file system every node sees)")
+    p.add_argument("--profile", choices=PROFILE_MODES, default="sample",
+                   help="function profiles per task execution (see `collect --help`)")
+    p.add_argument("--darshan", default="auto", metavar="auto|off|PATH",
+                   help="darshan-runtime: find it (auto), disable it, or use this libdarshan.so")
+    p.add_argument("--flush-interval", type=float, default=5.0,
+                   help="seconds between flushes of each process's buffers (default 5)")
+    return p
+
+
+def variables(run_dir: Path, profile: str, flush_interval: float, lib: str | None
+              ) -> dict[str, str]:
+    """The job's variables: the same as `collect` gives its child (see launcher)."""
+    from collectors.launcher import job_environment
+
+    args = argparse.Namespace(profile=profile, flush_interval=flush_interval)
+    env = job_environment(run_dir, args, lib)
+    return {k: env[k] for k in ORDER if k in env}
+
+
+def _quote(value: str) -> str:
+    """Shell-quoted, readably: "['collectors.preload']" rather than shlex's '['"'"'…"""
+    if any(c in value for c in '"$`\\!'):
+        return shlex.quote(value)
+    return value if shlex.quote(value) == value else f'"{value}"'
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    run_dir: Path = args.out.resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lib, how = darshan_env.find_runtime(args.darshan)
+    lines = [f"# dask-correlate: record into {run_dir} (`dask scheduler|worker --preload "
+             "collectors.preload`, or any Dask process started with these variables)"]
+    if lib:
+        lines.append(f"# Darshan DXT: {lib} ({how}); logs in {run_dir / 'darshan'}")
+    else:
+        lines.append(f"# Darshan: {how}")
+    for name, value in variables(run_dir, args.profile, args.flush_interval, lib).items():
+        lines.append(f"export {name}={_quote(value)}")
+    print("\n".join(lines))
+    if not lib and args.darshan != "off":
+        print(f"collect env: {how}", file=sys.stderr)
+    return 0

@@ -1,0 +1,49 @@
+"""Bounds on a worker's clock from the task messages themselves (NTP-style, by causality).
+
+For a task the scheduler sent once and got back once, on the scheduler's clock ``s`` and the
+worker's clock ``w``, with ``offset = scheduler clock − worker clock``:
+
+- the scheduler's →processing hook runs before it sends the task, the worker's
+  released→waiting hook after it received it:  ``offset ≥ s_send − w_receive``;
+- the worker's executing→memory hook runs before it reports the result, the scheduler's
+  processing→memory hook after it received the report:  ``offset ≤ s_done − w_done``.
+
+Over every such task of a worker process the tightest pair bounds its offset with certainty
+(one-way message latencies make the interval's width), unlike Dask's ``scheduler_delay``,
+which assumes symmetric round trips and is often read once, at registration, when they are not.
+Tasks sent more than once (stolen, retried, rescheduled) are left out: a later send can follow
+an earlier receipt.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def message_bounds(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """Per worker process: ``host, pid, lower_ns, upper_ns, pairs`` (tasks used)."""
+    # keys as 64-bit hashes: the joins below compare integers, not strings (a collision would
+    # only drop or pair one task of millions, inside a bound that holds for every other)
+    t = transitions.lazy().select("side", pl.col("key").hash(), "worker", "host", "pid",
+                                  "local_time_ns", "start", "finish")
+    sched = t.filter(pl.col("side") == "scheduler")
+    work = t.filter(pl.col("side") == "worker")
+    sent = (sched.filter(pl.col("finish") == "processing").group_by("key")
+            .agg(s_send=pl.col("local_time_ns").first(), n=pl.len()).filter(pl.col("n") == 1))
+    back = (sched.filter((pl.col("start") == "processing") & (pl.col("finish") == "memory"))
+            .group_by("key").agg(pl.col("worker").first(), s_done=pl.col("local_time_ns").first(),
+                                 n=pl.len())
+            .filter((pl.col("n") == 1) & pl.col("worker").is_not_null()))
+    received = (work.filter((pl.col("start") == "released") & (pl.col("finish") == "waiting"))
+                .group_by("worker", "key").agg(pl.col("host").first(), pl.col("pid").first(),
+                                               w_recv=pl.col("local_time_ns").min()))
+    done = (work.filter(pl.col("start").is_in(["executing", "long-running"])
+                        & (pl.col("finish") == "memory"))
+            .group_by("worker", "key").agg(w_done=pl.col("local_time_ns").max()))
+    pairs = (back.select("key", "worker", "s_done").join(sent.select("key", "s_send"), on="key")
+             .join(received, on=["worker", "key"]).join(done, on=["worker", "key"]))
+    return (pairs.group_by("host", "pid")
+            .agg(lower_ns=(pl.col("s_send") - pl.col("w_recv")).max(),
+                 upper_ns=(pl.col("s_done") - pl.col("w_done")).min(),
+                 pairs=pl.len().cast(pl.Int64))
+            .sort("host", "pid").collect())
