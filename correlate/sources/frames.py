@@ -24,6 +24,7 @@ import correlate.schema.canonical
 import correlate.schema.darshan
 import correlate.schema.outputs
 import correlate.schema.run  # noqa: F401  (the imports register every table)
+from correlate.errors import InputError
 from correlate.schema import TABLES, conform
 
 
@@ -53,6 +54,8 @@ class RunFrames:
     source_format: str = "unknown"
     facts: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    #: the files lazy tables are read from, to name the one whose data cannot be read
+    lazy_parts: tuple[str, ...] = ()
 
     @classmethod
     def table_names(cls) -> tuple[str, ...]:
@@ -73,7 +76,11 @@ class RunFrames:
         df = df if columns is None else df.select(columns)
         if not isinstance(df, pl.LazyFrame):
             return df
-        return _contiguous(df.collect()) if contiguous else df.collect()
+        try:
+            got = df.collect()
+        except pl.exceptions.PolarsError as err:
+            raise unreadable(self.lazy_parts, name, err) from None
+        return _contiguous(got) if contiguous else got
 
     def collected(self) -> RunFrames:
         """The same frames with every lazy table read."""
@@ -92,6 +99,24 @@ def _contiguous(df: pl.DataFrame) -> pl.DataFrame:
         if chunks > 1:
             df = df.with_columns(df.get_column(name).rechunk())
     return df
+
+
+def first_line(err: BaseException) -> str:
+    """An error's first line (polars' errors run over several)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def unreadable(parts: tuple[str, ...] | list, what: str, err: Exception) -> InputError:
+    """The error for lazily read data that could not be decoded: naming the first of
+    ``parts`` that cannot be decoded alone (footers were checked when the scan was built, the
+    data pages only now), else ``what``."""
+    for part in parts:
+        try:
+            pl.read_parquet(part)
+        except Exception as bad:  # noqa: BLE001 - any undecodable part is the culprit
+            return InputError(part, f"unreadable data: {first_line(bad)}")
+    return InputError(what, f"unreadable data: {first_line(err)}")
 
 
 def make_rejects(rows: list[tuple[str, str | None, str, int]]) -> pl.DataFrame:

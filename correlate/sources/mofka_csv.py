@@ -29,6 +29,7 @@ Contract (every record is used or counted in ``rejects`` with a reason):
 from __future__ import annotations
 
 import ast
+import math
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -90,7 +91,10 @@ class _Reader:
 
 
 def _ns(col: str) -> pl.Expr:
-    return (pl.col(col).cast(pl.Float64, strict=False) * 1e9).round().cast(pl.Int64)
+    """Epoch seconds as ns; null where the text is no number or not a finite time that fits
+    (``1e400``, ``nan``), so that the row is rejected rather than failing the cast."""
+    ns = pl.col(col).cast(pl.Float64, strict=False) * 1e9
+    return pl.when(ns.is_finite() & (ns.abs() < 2.0**62)).then(ns.round().cast(pl.Int64))
 
 
 def _col(df: pl.DataFrame, name: str) -> pl.Expr:
@@ -269,12 +273,20 @@ def _transfers(df: pl.DataFrame | None, reader: _Reader) -> tuple[pl.DataFrame, 
     return conform(transfers, TABLES["transfers"]), conform(keys, TABLES["transfer_keys"])
 
 
+def _seconds_ns(text: Any) -> int | None:
+    try:
+        ns = float(text) * 1e9
+    except (TypeError, ValueError):
+        return None
+    return round(ns) if math.isfinite(ns) and abs(ns) < 2.0**62 else None
+
+
 def _graph(df: pl.DataFrame | None, reader: _Reader) -> tuple[pl.DataFrame, set[str], int]:
     """Dependency edges, every task key of every update_graph, and the number of entries
     summed over update_graph calls (a key resubmitted in a later call counts again)."""
     if df is None:
         return TABLES["dependencies"].empty(), set(), 0
-    rows, bad, keys, entries = [], 0, set(), 0
+    rows, bad, untimed, keys, entries = [], 0, 0, set(), 0
     for client, deps, t in df.select(_col(df, "client"), _col(df, "dependencies"),
                                      _col(df, "time")).iter_rows():
         try:
@@ -283,12 +295,17 @@ def _graph(df: pl.DataFrame | None, reader: _Reader) -> tuple[pl.DataFrame, set[
         except (*_LITERAL_ERRORS, AttributeError):
             bad += 1
             continue
-        t_ns = round(float(t) * 1e9) if t else None
+        t_ns = _seconds_ns(t)
+        if t and t_ns is None:
+            untimed += 1
         keys.update(key_str(k) for k in parsed)
         entries += len(parsed)
         rows += [(k, d, client, t_ns) for k, d in edges]
     if bad:
         reader.reject("graph.csv", "unparseable dependencies literal", bad)
+    if untimed:
+        reader.reject("graph.csv", "time is not a finite number (its edges kept, without a "
+                      "submit time)", untimed)
     out = pl.DataFrame(rows, schema=["key", "depends_on", "client", "local_time_ns"],
                        orient="row")
     deps = conform(out, TABLES["dependencies"]).unique(["key", "depends_on"], keep="first",

@@ -24,7 +24,7 @@ from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.sources import darshan_logs
-from correlate.sources.frames import RunFrames, make_rejects
+from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
 #: raw tables read lazily (a million executions: 11M transitions, 5M profile rows)
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
@@ -52,10 +52,44 @@ def looks_like(path: Path) -> bool:
 
 
 def _json(path: Path) -> dict[str, Any]:
+    """A JSON object read from ``path``; anything else is an ``InputError`` naming it."""
     try:
-        return json.loads(path.read_text())
+        value = json.loads(path.read_text())
+    except RecursionError:
+        raise InputError(path, "unreadable JSON: nested too deeply") from None
     except (OSError, ValueError) as err:
         raise InputError(path, f"unreadable JSON: {err}") from None
+    if not isinstance(value, dict):
+        found = "null" if value is None else type(value).__name__
+        raise InputError(path, f"expected a JSON object, found {found}")
+    return value
+
+
+#: proc.json fields: name -> (accepted types, required)
+PROC_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "host": ((str,), True), "pid": ((int,), True), "role": ((str,), True),
+    "address": ((str,), False), "name": ((str, int), False), "nthreads": ((int,), False),
+    "main_thread_id": ((int,), False), "local_directory": ((str,), False),
+    "started_ns": ((int,), False)}
+ROLES = TABLES["processes"].column("role").polars_dtype().categories.to_list()
+
+
+def _proc_info(path: Path, warnings: list[str]) -> dict[str, Any]:
+    """proc.json checked field by field: a required field missing or of the wrong type is an
+    ``InputError``; an optional one of the wrong type is left out, with a warning."""
+    info = _json(path)
+    for name, (types, required) in PROC_FIELDS.items():
+        value = info.get(name)
+        ok = isinstance(value, types) and not isinstance(value, bool)
+        if required and not ok:
+            raise InputError(path, f"field {name!r} missing or not a {types[0].__name__}")
+        if value is not None and not ok:
+            warnings.append(f"{path}: field {name!r} is not a {types[0].__name__}; ignored")
+            info[name] = None
+    if info["role"] not in ROLES:
+        raise InputError(path, f"unknown role {info['role']!r} (expected one of "
+                         f"{', '.join(ROLES)})")
+    return info
 
 
 class _Reader:
@@ -64,9 +98,11 @@ class _Reader:
     def __init__(self) -> None:
         self.rejects: list[tuple[str, str | None, str, int]] = []
         self.warnings: list[str] = []
+        #: parts of lazily read tables (their data is decoded only when a stage reads them)
+        self.unchecked: list[Path] = []
 
     def table(self, proc_dir: Path, name: str) -> pl.DataFrame:
-        parts = _parts(proc_dir, name)
+        parts = [p for p in _parts(proc_dir, name) if self._typed(p, name)]
         if len(parts) > 1:
             try:  # all parts at once (read in parallel); part by part when any is unreadable
                 whole = pl.read_parquet(parts, missing_columns="insert")
@@ -76,38 +112,88 @@ class _Reader:
         frames = []
         for part in parts:
             try:
-                frames.append(pl.read_parquet(part))
+                frames.append(conform(pl.read_parquet(part), TABLES[name], path=str(part)))
             except Exception as err:  # noqa: BLE001 - any unreadable part is a reject
-                self.rejects.append(("run-folder", str(part), f"unreadable part: {err}", 1))
+                self._reject(part, f"unreadable part: {first_line(err)}")
         if not frames:
             return TABLES[name].empty()
-        return conform(pl.concat(frames, how="diagonal_relaxed"), TABLES[name], path=str(proc_dir))
+        return pl.concat(frames)
 
     def scan(self, proc_dir: Path, name: str) -> pl.LazyFrame:
-        """The table's parts as one lazy scan; a part whose footer cannot be read is a reject
-        now, not an error when the scan is read."""
+        """The table's parts as one lazy scan; a part whose footer cannot be read, or whose
+        columns have the wrong types, is a reject now, not an error when the scan is read
+        (``unchecked`` keeps the parts, to name one whose data turns out unreadable then)."""
         scans = []
         for part in _parts(proc_dir, name):
-            try:
-                pl.read_parquet_schema(part)
-            except Exception as err:  # noqa: BLE001 - any unreadable part is a reject
-                self.rejects.append(("run-folder", str(part), f"unreadable part: {err}", 1))
-                continue
-            scans.append(conform(pl.scan_parquet(part), TABLES[name], path=str(part)))
+            if self._typed(part, name):
+                self.unchecked.append(part)
+                scans.append(conform(pl.scan_parquet(part), TABLES[name], path=str(part)))
         return pl.concat(scans) if scans else TABLES[name].empty().lazy()
+
+    def _typed(self, part: Path, name: str) -> bool:
+        """Whether ``part``'s footer reads and its columns have their declared kinds of type
+        (else it is a reject)."""
+        try:
+            schema = pl.read_parquet_schema(part)
+        except Exception as err:  # noqa: BLE001 - any unreadable part is a reject
+            self._reject(part, f"unreadable part: {first_line(err)}")
+            return False
+        for column in TABLES[name].columns:
+            found = schema.get(column.name)
+            if found is not None and _kind(found) not in (_kind(column.polars_dtype()), "null"):
+                self._reject(part, f"column {column.name!r} is {found}, expected "
+                             f"{column.dtype}")
+                return False
+        return True
+
+    def _reject(self, part: Path, reason: str) -> None:
+        self.rejects.append(("run-folder", str(part), reason, 1))
+
+
+def _kind(dtype: pl.DataType) -> str:
+    """The kind of values a type holds: a part written with another width of integer or
+    another string encoding is the same data; a float where an integer belongs is not."""
+    if dtype.is_integer():
+        return "integer"
+    if dtype.is_float():
+        return "float"
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
+        return "text"
+    if dtype == pl.Null:
+        return "null"
+    return str(dtype)
 
 
 def _parts(proc_dir: Path, name: str) -> list[Path]:
     return sorted((proc_dir / name).glob("*.parquet")) if (proc_dir / name).is_dir() else []
 
 
-def _procs(run_dir: Path) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
+def _procs(run_dir: Path, reader: _Reader
+           ) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
+    """Every process folder with its proc.json and closed.json (None: did not close cleanly).
+    A folder whose proc.json cannot be used is skipped and counted as a reject; an unusable
+    closed.json counts as no clean close, with a warning."""
     out = []
     for d in sorted((run_dir / "procs").iterdir()):
         if not d.is_dir() or not (d / "proc.json").exists():
             continue
-        closed = _json(d / "closed.json") if (d / "closed.json").exists() else None
-        out.append((d, _json(d / "proc.json"), closed))
+        try:
+            info = _proc_info(d / "proc.json", reader.warnings)
+        except InputError as err:
+            reader.rejects.append(("run-folder", str(d / "proc.json"),
+                                   f"process folder skipped: {err.problem}", 1))
+            continue
+        closed = None
+        if (d / "closed.json").exists():
+            try:
+                closed = _json(d / "closed.json")
+                if _of(closed, "closed_ns", int) is None:
+                    raise InputError(d / "closed.json", "no closing time (closed_ns)")
+            except InputError as err:
+                closed = None
+                reader.warnings.append(f"{d / 'closed.json'}: {err.problem}; the process is "
+                                       "treated as not closed cleanly")
+        out.append((d, info, closed))
     return out
 
 
@@ -138,6 +224,7 @@ def _manifest(run_dir: Path) -> dict[str, Any] | None:
 def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     manifest = _manifest(run_dir)
     reader = _Reader()
+    procs = _procs(run_dir, reader)
     if manifest is None:
         reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or a "
                                "preloaded scheduler): command, exit code and versions unknown")
@@ -146,7 +233,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                                "(no `collect`): the job's command and exit code are unknown")
     per_table: dict[str, list[pl.DataFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     processes = []
-    for d, info, closed in _procs(run_dir):
+    for d, info, closed in procs:
         if "format_version" in info:
             _check_version(info, d / "proc.json")
         processes.append({"host": info["host"], "pid": info["pid"], "role": info["role"],
@@ -168,10 +255,14 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                               for n, v in per_table.items()}
     io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False)
           if (run_dir / "darshan").is_dir() else None)
-    frames = _canonical(tables, processes, io, reader)
+    try:
+        frames = _canonical(tables, processes, io, reader)
+    except pl.exceptions.PolarsError as err:
+        raise unreadable(reader.unchecked, run_dir, err) from None
     facts = (_facts(manifest, processes) if manifest is not None
-             else _facts_without_manifest(run_dir, processes))
+             else _facts_without_manifest(procs, processes))
     return RunFrames(**frames, source_format="run-folder", facts=facts,
+                     lazy_parts=tuple(str(p) for p in reader.unchecked),
                      warnings=tuple(reader.warnings + list(io.warnings if io else ())),
                      rejects=make_rejects(reader.rejects))
 
@@ -183,19 +274,25 @@ def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
         reader.warnings.append(f"{name} did not close cleanly (killed or crashed): data up to "
                                "its last flush is used")
         return
-    for table, n in (closed.get("dropped") or {}).items():
+    for table, n in _counts(closed, "dropped").items():
         reader.rejects.append(("collector", name, f"{table}: rows dropped (buffer full)", n))
-    errors = sum((closed.get("hook_errors") or {}).values())
+    errors = sum(_counts(closed, "hook_errors").values())
     if errors:
         reader.warnings.append(f"{name}: {errors} collector hook error(s), see "
                                f"{d / 'hook_errors.log'}")
-    untimed = closed.get("executions_not_timed") or 0
+    untimed = _of(closed, "executions_not_timed", int) or 0
     if untimed:
         reader.warnings.append(f"{name}: {untimed} execution(s) not timed on their thread "
-                               "(coroutine or non-thread executors)")
-    lost = sum((closed.get("transfers_lost_to_dask_log_limit") or {}).values())
+                               "(non-thread executors)")
+    lost = sum(_counts(closed, "transfers_lost_to_dask_log_limit").values())
     if lost:
         reader.rejects.append(("collector", name, "transfers lost to Dask's bounded log", lost))
+
+
+def _counts(closed: dict[str, Any], name: str) -> dict[str, int]:
+    """The integer counts of a closed.json mapping (others left out)."""
+    found = _of(closed, name, dict) or {}
+    return {str(k): v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _empty_or(df: pl.DataFrame | None, name: str) -> pl.DataFrame:
@@ -303,30 +400,41 @@ def _processes(procs: list[dict[str, Any]], io: darshan_logs.DarshanFrames | Non
     return pl.concat([known, conform(others, TABLES["processes"])], how="vertical_relaxed")
 
 
+def _of(d: dict[str, Any], name: str, *types: type) -> Any:
+    """``d[name]`` when it has one of ``types`` (a damaged manifest's other values are
+    left out rather than carried into reports)."""
+    value = d.get(name)
+    return value if isinstance(value, types) and not isinstance(value, bool) else None
+
+
 def _facts(manifest: dict[str, Any], processes: list[dict[str, Any]]) -> dict[str, Any]:
     workers = [p for p in processes if p["role"] == "worker"]
+    command = _of(manifest, "command", list, str)
     return {
-        "command": " ".join(manifest["command"]) if manifest.get("command") else None,
-        "cwd": manifest.get("cwd"),
-        "started_ns": manifest.get("started_ns"), "ended_ns": manifest.get("ended_ns"),
-        "exit_code": manifest.get("exit_code"),
+        "command": (" ".join(map(str, command)) if isinstance(command, list) else command)
+        or None,
+        "cwd": _of(manifest, "cwd", str),
+        "started_ns": _of(manifest, "started_ns", int),
+        "ended_ns": _of(manifest, "ended_ns", int),
+        "exit_code": _of(manifest, "exit_code", int),
         "hosts": sorted({p["host"] for p in processes}),
         "workers": len(workers),
         "nthreads": sorted({p.get("nthreads") for p in workers if p.get("nthreads")}),
-        "versions": manifest.get("versions"),
-        "collector_options": manifest.get("collector_options"),
-        "darshan": (manifest.get("darshan") or {}).get("runtime"),
-        "job_environment": manifest.get("job_environment"),
-        "run_id": manifest.get("run_id"),
-        "recorded_by": manifest.get("recorded_by", "collect"),
-        "unknown": manifest.get("unknown") or {},
+        "versions": _of(manifest, "versions", dict),
+        "collector_options": _of(manifest, "collector_options", dict),
+        "darshan": _of(_of(manifest, "darshan", dict) or {}, "runtime", str),
+        "job_environment": _of(manifest, "job_environment", dict),
+        "run_id": _of(manifest, "run_id", str),
+        "recorded_by": _of(manifest, "recorded_by", str) or "collect",
+        "unknown": _of(manifest, "unknown", dict) or {},
     }
 
 
-def _facts_without_manifest(run_dir: Path, processes: list[dict[str, Any]]) -> dict[str, Any]:
+def _facts_without_manifest(procs: list[tuple[Path, dict[str, Any], dict[str, Any] | None]],
+                            processes: list[dict[str, Any]]) -> dict[str, Any]:
     """What the process folders tell on their own; the rest is listed under ``unknown``."""
     started, ended = [], []
-    for _d, info, closed in _procs(run_dir):
+    for _d, info, closed in procs:
         started.append(info.get("started_ns"))
         ended.append((closed or {}).get("closed_ns"))
     facts = _facts({}, processes)

@@ -152,7 +152,9 @@ def test_two_hosts_clocks_and_matching(tmp_path, how):
     # certain bound, milliseconds wide), where Dask's registration estimate missed it by up to
     # 90 ms in trials with Darshan loaded
     assert (other["offset_ns"].abs() <= other["uncertainty_ns"]).all(), other
-    assert (other["uncertainty_ns"] > 0).all() and (other["uncertainty_ns"] < 50_000_000).all()
+    # (its width is the messages' latency: milliseconds on a quiet machine, ~0.1 s seen on a
+    # loaded 2-core CI machine)
+    assert (other["uncertainty_ns"] > 0).all() and (other["uncertainty_ns"] < 500_000_000).all()
     assert set(tasks["host"]) == hosts and sorted(summary["facts"]["hosts"]) == sorted(hosts)
     if lib:
         check_io(tasks, truth)  # on both hosts

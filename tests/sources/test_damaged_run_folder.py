@@ -1,0 +1,126 @@
+"""Damaged copies of the sample run folder: every damage class ends in a named rejection (the
+run still correlates) or a one-line error naming the file, never in "internal error".
+
+Classes: manifest.json / proc.json / closed.json that are not JSON objects, lack fields or hold
+fields of the wrong type, or nest too deep; parquet parts with overwritten bytes; parquet parts
+with a column of the wrong type. Each class is applied to every file it fits in the run."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from correlate.cli import main
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "run-v1"
+NOT_OBJECTS = {"list": "[1, 2]", "string": '"run"', "number": "3", "null": "null",
+               "deep": "[" * 100_000 + "]" * 100_000, "garbage": "{\"a\": "}
+
+
+def _correlate(run: Path, out: Path, capsys) -> tuple[int, str]:
+    code = main([str(run), "-o", str(out), "--no-reports"])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def _check(run: Path, tmp: Path, capsys, damaged: Path, *, detectable: bool = True) -> None:
+    """``detectable``: False for damage that can leave a file that decodes to other values
+    (bytes overwritten inside compressed pages without checksums): it must not fail, and is
+    named when it is found."""
+    code, text = _correlate(run, tmp / "out", capsys)
+    assert "internal error" not in text, text[-2000:]
+    assert code in (0, 1), text[-2000:]
+    if code == 1:  # an error: one line naming the damaged file
+        errors = [line for line in text.splitlines() if line.startswith("correlate:")]
+        assert len(errors) == 1 and str(damaged) in errors[0], text[-2000:]
+    elif detectable:  # correlated: the damage is a rejection or warning that names the file
+        summary = json.loads((tmp / "out" / "summary.json").read_text())
+        named = [r["file"] for r in summary["rejects"]] + summary["warnings"]
+        assert any(str(damaged) in (n or "") or damaged.parent.name in (n or "")
+                   for n in named), summary["rejects"]
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(SAMPLE, tmp_path / "run"))
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_OBJECTS))
+def test_a_manifest_that_is_not_an_object_is_one_line_naming_it(run, tmp_path, capsys, kind):
+    (run / "manifest.json").write_text(NOT_OBJECTS[kind])
+    _check(run, tmp_path, capsys, run / "manifest.json")
+
+
+JSON_DAMAGE = {**NOT_OBJECTS, "empty object": "{}"}
+
+
+@pytest.mark.parametrize("name", ["proc.json", "closed.json"])
+@pytest.mark.parametrize("kind", sorted(JSON_DAMAGE))
+def test_a_process_file_that_is_not_a_usable_object_is_rejected_or_named(
+        run, tmp_path, capsys, name, kind):
+    for proc in sorted((run / "procs").iterdir()):
+        target = proc / name
+        saved = target.read_text()
+        target.write_text(JSON_DAMAGE[kind])
+        _check(run, tmp_path, capsys, target)
+        target.write_text(saved)
+
+
+@pytest.mark.parametrize("field,value", [("host", None), ("pid", None), ("role", None),
+                                         ("pid", {"a": 1}), ("pid", "12x"), ("host", 7),
+                                         ("role", "astronaut"), ("main_thread_id", "x"),
+                                         ("nthreads", [1])])
+def test_proc_json_fields_of_the_wrong_type_or_missing(run, tmp_path, capsys, field, value):
+    for proc in sorted((run / "procs").iterdir()):
+        target = proc / "proc.json"
+        saved = target.read_text()
+        info = json.loads(saved)
+        if value is None:
+            info.pop(field, None)
+        else:
+            info[field] = value
+        target.write_text(json.dumps(info))
+        _check(run, tmp_path, capsys, target)
+        target.write_text(saved)
+
+
+def _parts(run: Path) -> list[Path]:
+    return sorted(run.glob("procs/*/*/*.parquet"))
+
+
+def test_parquet_parts_with_overwritten_bytes(run, tmp_path, capsys):
+    rng = random.Random(30)
+    for part in _parts(run):
+        saved = part.read_bytes()
+        for where in (0.2, 0.5, 0.8):
+            data = bytearray(saved)
+            at = int(len(data) * where)
+            data[at:at + 48] = bytes(rng.randrange(256) for _ in range(48))
+            part.write_bytes(bytes(data))
+            _check(run, tmp_path, capsys, part, detectable=False)
+        part.write_bytes(saved)
+
+
+def _retyped(table: pa.Table, column: str) -> pa.Table:
+    """``column`` replaced by floats (or, for a float column, by strings)."""
+    i = table.schema.get_field_index(column)
+    kind = pa.string() if pa.types.is_floating(table.schema.field(i).type) else pa.float64()
+    values = [None if k % 3 == 0 else (f"x{k}" if kind == pa.string() else k + 0.5)
+              for k in range(table.num_rows)]
+    return table.set_column(i, column, pa.array(values, type=kind))
+
+
+def test_parquet_parts_with_a_column_of_the_wrong_type(run, tmp_path, capsys):
+    for part in _parts(run):
+        saved = part.read_bytes()
+        table = pq.read_table(part)
+        for column in table.column_names:
+            pq.write_table(_retyped(table, column), part)
+            _check(run, tmp_path, capsys, part)
+        part.write_bytes(saved)
