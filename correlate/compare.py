@@ -46,7 +46,7 @@ def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
     if by == "prefix":
         sums = [_sum(c) for c in ("cpu_s", "read_bytes", "write_bytes", "read_ops", "write_ops",
                                   "io_time_s", "transfer_bytes", "transfer_s", "wait_s",
-                                  "spilled_bytes", "input_read_back_s")]
+                                  "spilled_bytes", "input_read_back_s", "awaiting_s")]
         return tasks.group_by(item="prefix").agg(
             *sums, executions=pl.len(), wall_s=pl.col("duration_s").sum())
     if by == "file":
@@ -185,6 +185,10 @@ def _prefix_reasons(row: dict[str, Any]) -> str:
     sb, sa = row["spilled_bytes_before"], row["spilled_bytes_after"]
     if sb != sa and not (sb and abs(sa - sb) <= REL_NOISE * sb):
         context.append(f"results spilled to disk {_bytes_change(sb, sa)}")
+    dawait = row["awaiting_s_delta"]
+    if abs(dawait) > part:  # coroutine tasks: inside wall, but suspended, not running
+        reasons.append(f"awaiting {dawait:+.3f} s of it (coroutine tasks suspended on the "
+                       "event loop)")
     dback = row["input_read_back_s_delta"]
     if abs(dback) > part:
         context.append(f"reading spilled inputs back {dback:+.3f} s")

@@ -96,19 +96,27 @@ def _prefixes(out: Outputs, figures: dict[str, str]) -> list[str]:
     return lines
 
 
-def _task_rows(t: pl.DataFrame) -> list[list[str]]:
+def _task_rows(t: pl.DataFrame, awaiting: bool) -> list[list[str]]:
     return [[code(r["key"]), code(r["prefix"]), code(r["worker"]), seconds(r["duration_s"]),
+             *([seconds(r["awaiting_s"]) if r["awaiting_s"] is not None else "thread"]
+               if awaiting else []),
              seconds(r["cpu_s"]), seconds(r["io_time_s"]), human_bytes(r["read_bytes"]),
              human_bytes(r["write_bytes"])] for r in t.iter_rows(named=True)]
 
 
 def _tasks(out: Outputs) -> list[str]:
-    header = ["key", "prefix", "worker", "wall", "CPU", "I/O time", "read", "written"]
+    tasks = out["tasks"]
+    # coroutine tasks (run on the event loop) show how much of their wall time they awaited
+    awaiting = "awaiting_s" in tasks.columns and tasks["awaiting_s"].is_not_null().any()
+    header = ["key", "prefix", "worker", "wall", *(["awaiting"] if awaiting else []), "CPU",
+              "I/O time", "read", "written"]
     lines = ["## Heaviest task executions", ""]
     for title, by in (("By CPU", "cpu_s"), ("By I/O bytes", "io_bytes")):
-        t = agg.top_tasks(out["tasks"], by, TOP)
+        t = agg.top_tasks(tasks, by, TOP)
         lines += [f"### {title} (top {TOP})", ""]
-        lines += table(header, _task_rows(t), "lllrrrrr") if t.height else ["None recorded.", ""]
+        align = "lll" + "r" * (len(header) - 3)
+        lines += (table(header, _task_rows(t, awaiting), align) if t.height
+                  else ["None recorded.", ""])
     return lines
 
 

@@ -90,6 +90,18 @@ def test_a_run_that_starts_spilling_says_so_next_to_the_slower_executions():
             "before; reading spilled inputs back +1.000 s.") in gauss
 
 
+def test_a_coroutine_prefix_that_awaits_longer_says_so():
+    # GIVEN: fetch (async def tasks) takes 0.3 s longer each, all of it awaiting
+    before = run_tables([*BASE, ("fetch", 10, 0.1, 0.01, 0.0, 0.0)])
+    after = run_tables([*BASE, ("fetch", 10, 0.4, 0.01, 0.0, 0.0)])
+    for tables, waited in ((before, 0.09), (after, 0.39)):
+        tables["tasks"] = tables["tasks"].with_columns(awaiting_s=pl.when(
+            pl.col("prefix") == "fetch").then(waited))
+    d = compare.diff(compare.profile(before, "prefix"), compare.profile(after, "prefix"))
+    fetch = next(line for line in compare.explain(d, "prefix") if line.startswith("`fetch`"))
+    assert "awaiting +3.000 s of it (coroutine tasks suspended on the event loop)" in fetch
+
+
 def test_part_of_a_change_without_a_source_is_named_next_to_the_measured_part():
     # GIVEN: load's I/O time doubles and each task also sleeps 0.2 s more
     after = [("load", 10, 0.55, 0.01, 2e6, 0.30), *BASE[1:]]
