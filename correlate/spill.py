@@ -23,19 +23,25 @@ STORAGE = "/storage/"
 
 
 def spill_keys(segments: pl.DataFrame, processes: pl.DataFrame) -> pl.Series:
-    """Per segment (same order): the key whose spill file it read or wrote, else null."""
-    local = processes.select("host", "pid", "local_directory").unique(["host", "pid"])
-    d = segments.select("host", "pid", "path").join(local, on=["host", "pid"], how="left",
-                                                     nulls_equal=True, maintain_order="left")
-    prefix = pl.col("local_directory") + STORAGE
-    name = pl.col("path").str.strip_prefix(prefix)
-    quoted = d.select(pl.when(pl.col("local_directory").is_not_null()
-                              & pl.col("path").str.starts_with(prefix.fill_null("\0"))
-                              & ~name.str.contains("/"))
-                      .then(name.str.replace(r"#\d+$", "")).alias("spill_key")).to_series()
-    names = quoted.drop_nulls().unique()  # a file per spill: few, unquoted one by one
-    return quoted.replace_strict(names, [unquote(n) for n in names], default=None,
-                                 return_dtype=pl.String)
+    """Per segment (same order): the key whose spill file it read or wrote, else null. Only
+    the paths under a process's storage folder are looked at (one string test per segment)."""
+    local = processes.select("host", "pid", storage=pl.col("local_directory") + STORAGE
+                             ).drop_nulls("storage").unique(["host", "pid"])
+    keys = pl.Series("spill_key", [None] * segments.height, pl.String)
+    procs = segments.select("host", "pid").unique()
+    for host, pid, storage in local.join(procs, on=["host", "pid"]).iter_rows():
+        rows = segments.select(pl.arg_where((pl.col("host") == host) & (pl.col("pid") == pid)
+                                            & pl.col("path").str.starts_with(storage))
+                               ).to_series()
+        if rows.is_empty():
+            continue
+        names = segments.get_column("path").gather(rows).str.strip_prefix(storage)
+        flat = ~names.str.contains("/")
+        rows, names = rows.filter(flat), names.filter(flat).str.replace(r"#\d+$", "")
+        distinct = names.unique()  # a file per spill: few, unquoted one by one
+        keys = keys.scatter(rows, names.replace_strict(
+            distinct, [unquote(n) for n in distinct], return_dtype=pl.String))
+    return keys
 
 
 def spill_io(segments: pl.DataFrame, key: pl.Series) -> pl.DataFrame:
