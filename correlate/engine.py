@@ -70,8 +70,13 @@ def _spill_columns(ex: pl.DataFrame, spill_io: pl.DataFrame, frames: RunFrames
                    ) -> pl.DataFrame:
     """execution_id → its key's spill figures, on the key's last execution; zero where the
     run has DXT and no spill of the key, null without DXT."""
+    per_key = spill.per_key(spill_io)
+    if per_key.is_empty():  # (the usual case: no string group-by over every key)
+        zero = None if frames.darshan_logs.is_empty() else 0
+        return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
+                                           in per_key.drop("key").schema.items()))
     last = ex.group_by("key").agg(pl.col("execution_id").max())
-    figures = last.join(spill.per_key(spill_io), on="key", how="left").drop("key")
+    figures = last.join(per_key, on="key", how="left").drop("key")
     if frames.darshan_logs.is_empty():
         return figures
     return figures.with_columns(pl.exclude("execution_id").fill_null(0))

@@ -134,8 +134,9 @@ def _segments_table(att: attribute.IOAttribution, spill_key: pl.Series) -> pl.Da
     a segment given to no execution says ``spill`` (a spill file's) or ``none`` (its reason is
     in ``unattributed``) instead of the method its process allowed."""
     given = att.segments.get_column("attributed_weight") > 0
-    label = (pl.when(given).then(pl.col("attribution").cast(pl.String))
-             .when(spill_key.is_not_null()).then(pl.lit("spill")).otherwise(pl.lit("none")))
+    label = (pl.when(given).then(pl.col("attribution"))
+             .when(spill_key.is_not_null()).then(pl.lit("spill", attribute.METHOD))
+             .otherwise(pl.lit("none", attribute.METHOD)))
     return conform(att.segments.with_columns(attribution=label), SEGMENTS, path="segments")
 
 

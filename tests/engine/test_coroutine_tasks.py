@@ -8,38 +8,29 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from collect_job import record
 from test_cluster_groundtruth import _expected, _write_logs_from_truth
 
-from collectors.darshan_env import find_runtime
 from correlate.engine import correlate_to
 from correlate.reports import write_reports
 from correlate.sources.run_folder import load
 
-JOBS = Path(__file__).resolve().parents[1] / "collectors"
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("coro")
-    (tmp / "data").mkdir()
-    lib, _how = find_runtime("auto")
-    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"), "--darshan",
-           lib or "off", "--profile", "yappi", "--flush-interval", "1", "--", sys.executable,
-           "jobs.py", "coro", f"{tmp / 'truth.json'},{tmp / 'data'}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=JOBS)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    truth = json.loads((tmp / "truth.json").read_text())
+    run, truth_file, lib = record(tmp, "coro", profile="yappi")
+    truth = json.loads(truth_file.read_text())
     if not lib:
-        _write_logs_from_truth(tmp / "run", truth, "v2-40")
+        _write_logs_from_truth(run, truth, "v2-40")
     out = tmp / "out"
-    correlate_to(load(tmp / "run"), out)
+    correlate_to(load(run), out)
     write_reports(out)
     return Tables(out), truth
 

@@ -16,19 +16,16 @@ import ast
 import json
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from collect_job import record
 
-from collectors.darshan_env import find_runtime
 from correlate.darshan_writer import write_log
 from correlate.engine import correlate_frames
 from correlate.sources.run_folder import load
 
-JOBS = Path(__file__).resolve().parents[1] / "collectors"
 pytestmark = pytest.mark.cluster
 HOST = socket.gethostname().split(".", 1)[0]
 POOL = (0x7F00_0000_1000, 0x7F00_0000_2000)  # pyarrow's I/O threads in the written logs
@@ -36,15 +33,8 @@ PAGE = 65536
 
 
 def _record(tmp: Path, job: str) -> tuple[Path, dict, bool]:
-    data = tmp / "data"
-    data.mkdir()
-    lib, _how = find_runtime("auto")
-    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"), "--darshan",
-           lib or "off", "--profile", "off", "--flush-interval", "1", "--", sys.executable,
-           "jobs.py", job, f"{tmp / 'truth.json'},{data}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=JOBS)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return tmp / "run", json.loads((tmp / "truth.json").read_text()), bool(lib)
+    run, truth, real = record(tmp, job)
+    return run, json.loads(truth.read_text()), real
 
 
 def _write_logs(run: Path, calls: pl.DataFrame) -> None:

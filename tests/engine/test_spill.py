@@ -7,38 +7,29 @@ logs are written through libdarshan-util from that record."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import polars as pl
 import pytest
+from collect_job import record
 from test_helper_threads import _write_logs
 
-from collectors.darshan_env import find_runtime
 from correlate.engine import correlate_frames
 from correlate.sources.run_folder import load
 
-JOBS = Path(__file__).resolve().parents[1] / "collectors"
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
 def spilled(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("spill")
-    lib, _how = find_runtime("auto")
-    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"), "--darshan",
-           lib or "off", "--profile", "off", "--flush-interval", "1", "--", sys.executable,
-           "jobs.py", "spill", f"{tmp / 'truth.json'},{tmp}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=JOBS)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = pl.DataFrame(json.loads((tmp / "truth.json").read_text())["spill"], orient="row",
+    run, truth, lib = record(tmp, "spill", data=tmp)
+    seen = pl.DataFrame(json.loads(truth.read_text())["spill"], orient="row",
                         schema=["pid", "thread_id", "path", "op", "length", "t0", "t1", "key"])
     if not lib:
-        _write_logs(tmp / "run", seen.with_columns(
+        _write_logs(run, seen.with_columns(
             pl.col("thread_id").cast(pl.UInt64), offset=pl.lit(0),
             t0=(pl.col("t0") * 1e9).cast(pl.Int64), t1=(pl.col("t1") * 1e9).cast(pl.Int64)))
-    return correlate_frames(load(tmp / "run")), seen
+    return correlate_frames(load(run)), seen
 
 
 def test_every_spilled_keys_bytes_and_writes_are_what_dask_wrote_for_it(spilled):

@@ -1,0 +1,27 @@
+"""Run one of the jobs of ``tests/collectors/jobs.py`` under ``collect`` (with the Darshan
+runtime when one is found), for the engine tests on real libraries."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from collectors.darshan_env import find_runtime
+
+JOBS = Path(__file__).resolve().parents[1] / "collectors"
+
+
+def record(tmp: Path, job: str, *, profile: str = "off", data: Path | None = None
+           ) -> tuple[Path, Path, bool]:
+    """Run ``jobs.py JOB TRUTH,DATA`` under ``collect -o tmp/run``; returns the run folder, the
+    truth file the job wrote and whether a real darshan-runtime traced it."""
+    data = data or tmp / "data"
+    data.mkdir(exist_ok=True)
+    lib, _how = find_runtime("auto")
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"), "--darshan",
+           lib or "off", "--profile", profile, "--flush-interval", "1", "--", sys.executable,
+           "jobs.py", job, f"{tmp / 'truth.json'},{data}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=JOBS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return tmp / "run", tmp / "truth.json", bool(lib)
