@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, attribute, helper_io, per_process
+from correlate import align, attribute, helper_io, per_process, thread_inference
 from correlate.mappers import Mapper, local_map
 from correlate.schema import conform, sorted_for_output
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -35,7 +35,7 @@ from correlate.sources import darshan_logs
 SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset", "length",
                    "local_start_ns", "local_stop_ns"]
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "io_totals", "unattributed", "methods",
-                  "segment_totals")
+                  "segment_totals", "inferred_threads")
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,8 @@ def _process_method(totals: pl.DataFrame) -> pl.DataFrame:
     return totals.group_by("host", "pid").agg(
         attribution=pl.when((pl.col("attribution") == "exact-thread").any())
         .then(pl.lit("exact-thread"))
+        .when((pl.col("attribution") == "inferred-thread").any())
+        .then(pl.lit("inferred-thread"))
         .when((pl.col("attribution") == "window-split").any())
         .then(pl.lit("window-split")).otherwise(pl.lit("none")))
 
@@ -166,8 +168,12 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
         [worker_clocks, darshan])).drop("local_start_ns", "local_stop_ns")  # not gathered
     del raw
     ex = align.align_executions(part.executions, worker_clocks)
+    # executions without recorded thread ids (imported runs): threads inferred from the DXT
+    # pthread ids (thread_inference.py); a no-op when threads are known
+    ex, inference = thread_inference.infer(segments, ex, _main_thread(processes, part))
     att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
+    att = thread_inference.attribute(att, ex)
     out = _segments_table(att)
     totals = _segment_totals(out)
     files = sorted_for_output(attribute.task_files(att), TASK_FILES)
@@ -179,7 +185,15 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
         "segments": out,
         "segment_totals": totals,
         "methods": _process_method(totals),
+        "inferred_threads": thread_inference.inferred_table(ex, inference, part.host, part.pid),
     }
+
+
+def _main_thread(processes: pl.DataFrame, part: Partition) -> int | None:
+    row = processes.filter(pl.col("host").eq_missing(part.host)
+                           & pl.col("pid").eq_missing(part.pid)
+                           & pl.col("main_thread_id").is_not_null())
+    return row.get_column("main_thread_id")[0] if row.height else None
 
 
 def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
