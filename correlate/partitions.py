@@ -170,7 +170,7 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     ex = align.align_executions(part.executions, worker_clocks)
     # executions without recorded thread ids (imported runs): threads inferred from the DXT
     # pthread ids (thread_inference.py); a no-op when threads are known
-    ex, inference = thread_inference.infer(segments, ex, _main_thread(processes, part))
+    ex, inference = thread_inference.infer(segments, ex, *_threads_of(processes, part))
     att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
     att = thread_inference.attribute(att, ex)
@@ -189,11 +189,15 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     }
 
 
-def _main_thread(processes: pl.DataFrame, part: Partition) -> int | None:
+def _threads_of(processes: pl.DataFrame, part: Partition) -> tuple[int | None, int | None]:
+    """The process's main (event-loop) thread id and executor thread count, when known."""
     row = processes.filter(pl.col("host").eq_missing(part.host)
-                           & pl.col("pid").eq_missing(part.pid)
-                           & pl.col("main_thread_id").is_not_null())
-    return row.get_column("main_thread_id")[0] if row.height else None
+                           & pl.col("pid").eq_missing(part.pid))
+    if not row.height:
+        return None, None
+    main = row.get_column("main_thread_id").drop_nulls()
+    n = row.get_column("nthreads").drop_nulls() if "nthreads" in row.columns else row.clear()
+    return (main[0] if main.len() else None), (int(n[0]) if n.len() else None)
 
 
 def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,

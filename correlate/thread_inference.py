@@ -74,7 +74,8 @@ def _pairs(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
 
 
 def _propagate(cands: list[tuple[int, int, int, list[int]]],
-               window: dict[int, tuple[int, int]], known: dict[int, int], excluded: set[int]
+               window: dict[int, tuple[int, int]], known: dict[int, int], excluded: set[int],
+               nthreads: int | None = None
                ) -> tuple[dict[int, int], dict[int, int], set[int], Counter[int]]:
     """(ties, resolved segment rows → execution, pending rows, contradictions per thread).
     ``cands``: (row, thread, midpoint, executions whose window holds it), by midpoint."""
@@ -87,6 +88,7 @@ def _propagate(cands: list[tuple[int, int, int, list[int]]],
     pending = {row for row, t, _m, _xs in cands if t not in excluded}
     contradictions: Counter[int] = Counter()
     longest = max((e - s for s, e in window.values()), default=0)
+    observed = sorted({t for _r, t, _m, _xs in cands if t not in excluded} | set(known.values()))
 
     def admissible(t: int, xs: list[int]) -> list[int]:
         return [x for x in xs if tied.get(x, t) == t and x not in banned.get(t, ())
@@ -114,6 +116,8 @@ def _propagate(cands: list[tuple[int, int, int, list[int]]],
             pending.discard(row)
         if not changed:
             changed = _look_ahead(cands, pending, window, longest, admissible, banned)
+        if not changed and nthreads:
+            changed = _pigeonhole(window, tied, banned, threads, observed, nthreads)
     return tied, resolved, pending, contradictions
 
 
@@ -144,8 +148,76 @@ def _look_ahead(cands: list[tuple[int, int, int, list[int]]], pending: set[int],
     return found
 
 
-def infer(segments: pl.DataFrame, executions: pl.DataFrame, main_thread_id: int | None
-          ) -> tuple[pl.DataFrame, dict[str, int]]:
+def _matching(options: dict[int, list[int]], slots: int) -> bool:
+    """Can every execution of ``options`` (execution → threads it may be on; -1 = any of
+    ``slots`` threads that did no I/O) get its own thread? (augmenting paths)"""
+    owner: dict[int, int] = {}
+    silent = list(range(-slots, 0))  # the silent threads, interchangeable
+
+    def place(x: int, seen: set[int]) -> bool:
+        for t in options[x]:
+            for slot in (silent if t == SILENT else [t]):
+                if slot in seen:
+                    continue
+                seen.add(slot)
+                if slot not in owner or place(owner[slot], seen):
+                    owner[slot] = x
+                    return True
+        return False
+
+    return all(place(x, set()) for x in options)
+
+
+#: a thread that did no I/O (the worker has more threads than the segments show)
+SILENT = 0
+
+
+def _pigeonhole(window: dict[int, tuple[int, int]], tied: dict[int, int],
+                banned: dict[int, set[int]], threads: _Threads, observed: list[int],
+                nthreads: int) -> bool:
+    """With the worker's thread count known, the executions running at one instant need one
+    thread each: rule out a thread for an execution when, were it there, the others running at
+    some instant of its window could not all be placed; tie it when one thread is left. True
+    when something changed."""
+    slots = nthreads - len(observed)
+    if slots < 0:  # more threads did I/O than the worker has: the count is not this process's
+        return False
+    starts = sorted((s, x) for x, (s, _e) in window.items())
+    changed = False
+    active: list[int] = []
+    for s, _x in starts:
+        active = [y for y in active if window[y][1] >= s] + [_x]
+        if len(active) < nthreads or all(y in tied for y in active):
+            continue  # a spare thread at this instant: nothing follows from counting
+
+        def options(y: int) -> list[int]:
+            if y in tied:
+                return [tied[y]]
+            own = [t for t in observed if y not in banned.get(t, ())
+                   and not threads.overlaps(t, *window[y], y)]
+            return own + ([SILENT] if slots else [])
+
+        opts = {y: options(y) for y in active}
+        if not _matching(opts, slots):
+            return changed  # inconsistent data at this instant: learn nothing from it
+        for y in active:
+            if y in tied:
+                continue
+            for t in [t for t in opts[y] if t != SILENT]:
+                if not _matching({**opts, y: [t]}, slots):
+                    banned.setdefault(t, set()).add(y)
+                    changed = True
+            left = options(y)
+            if len(left) == 1 and left[0] != SILENT:
+                tied[y] = left[0]
+                threads.tie(left[0], *window[y], y)
+                changed = True
+            opts[y] = left
+    return changed
+
+
+def infer(segments: pl.DataFrame, executions: pl.DataFrame, main_thread_id: int | None,
+          nthreads: int | None = None) -> tuple[pl.DataFrame, dict[str, int]]:
     """One process's executions with ``thread_id`` filled where inferred and
     ``thread_inferred`` (True there), and the counts of each case (``COUNTS``). Executions
     with a recorded thread id keep it (and fix that thread for the others). Nothing is
@@ -169,7 +241,8 @@ def infer(segments: pl.DataFrame, executions: pl.DataFrame, main_thread_id: int 
              .iter_rows()}
     excluded: set[int] = set()
     while True:  # leave out the threads that contradict one task at a time, then redo
-        tied, resolved, pending, contradictions = _propagate(cands, window, known, excluded)
+        tied, resolved, pending, contradictions = _propagate(cands, window, known, excluded,
+                                                             nthreads)
         bad = {t for t, n in contradictions.items() if t not in known.values()}
         if not bad:
             break

@@ -343,6 +343,17 @@ def _log_pairs(folder: Path) -> dict[str, str]:
             if a[0] == "start" and b[0] == "dir" and len(a[1]) == 1 and len(b[1]) == 1}
 
 
+def _log_threads(folder: Path) -> int | None:
+    """Executor threads per worker from the distributed log's ``Threads:`` lines, when every
+    worker printed the same count (the log does not say which worker printed which)."""
+    counts = set()
+    for name in WORKER_LOGS:
+        path = folder / name
+        if path.is_file():
+            counts |= set(re.findall(r"Threads:\s+(\d+)", path.read_text(errors="replace")))
+    return int(next(iter(counts))) if len(counts) == 1 else None
+
+
 def _match_workers(ex: pl.DataFrame, io: darshan_logs.DarshanFrames | None, procs: pl.DataFrame,
                    workers: list[str], folder: Path
                    ) -> tuple[dict[str, Match], dict[tuple[str, int], str]]:
@@ -352,7 +363,7 @@ def _match_workers(ex: pl.DataFrame, io: darshan_logs.DarshanFrames | None, proc
 
 
 def _processes(workers: list[str], matches: dict[str, Match], procs: pl.DataFrame,
-               left: dict[tuple[str, int], str]) -> pl.DataFrame:
+               left: dict[tuple[str, int], str], nthreads: int | None) -> pl.DataFrame:
     rows = [{"worker": w, "role": "worker", "host": m.host or "?", "pid": m.pid,
              "match": m.how} for w, m in ((w, matches.get(w, Match(None, None, "unmatched")))
                                           for w in workers)]
@@ -372,8 +383,11 @@ def _processes(workers: list[str], matches: dict[str, Match], procs: pl.DataFram
         .then(pl.concat_str(pl.lit("worker process not matched to an address: "),
                             pl.col("why").fill_null("no worker host known")))
         .otherwise(pl.lit("darshan log")))
-    return pl.concat([conform(wdf, TABLES["processes"]),
-                      conform(others, TABLES["processes"])])
+    out = pl.concat([conform(wdf, TABLES["processes"]), conform(others, TABLES["processes"])])
+    if nthreads is None:
+        return out
+    return out.with_columns(nthreads=pl.when(pl.col("role") == "worker")
+                            .then(pl.lit(nthreads, pl.Int64)))
 
 
 def _attach(df: pl.DataFrame, matches: dict[str, Match], worker_col: str = "worker"
@@ -473,7 +487,7 @@ def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
     clock = _clock_estimates(transitions, matches)
     warnings = reader.warnings + _coverage_warnings(workers, ex, work, graph_keys)
     return RunFrames(
-        processes=_processes(workers, matches, procs, left), executions=ex, transitions=transitions,
+        processes=_processes(workers, matches, procs, left, _log_threads(folder)), executions=ex, transitions=transitions,
         startstops=_startstops(sched), transfers=_attach(transfers, matches),
         transfer_keys=transfer_keys, dependencies=deps, clock_samples=clock,
         io_segments=io.io_segments if io else TABLES["io_segments"].empty(),
