@@ -12,7 +12,12 @@ order, so the result is deterministic).
 A thread is left out (its segments are not used as evidence, its ties undone) when its
 segments contradict one-task-at-a-time: a segment inside some execution's window with no
 execution left that could hold it on that thread (a library's helper thread serving several
-running tasks, or the event loop). The main (event-loop) thread is never used: it runs Dask's
+running tasks, or the event loop). Both that thread and the threads whose ties took its
+candidates are left out, since either may be the one that is no executor thread.
+
+With the worker's thread count known (``nthreads``), counting adds evidence: the executions
+running at one instant need a thread each (a bipartite matching over the threads they may be
+on; threads that did no I/O are interchangeable slots). The main (event-loop) thread is never used: it runs Dask's
 own I/O beside every task.
 
 Attribution then (``attribute``): a segment of a thread inside an execution tied to that
@@ -110,7 +115,12 @@ def _propagate(cands: list[tuple[int, int, int, list[int]]],
                 resolved[row] = ok[0]
                 changed = True
             elif not ok:
+                # no execution left for it: this thread, or the one whose tie took its
+                # candidates, is not running one task at a time (either may be the culprit)
                 contradictions[t] += 1
+                for x in xs:
+                    if x in tied and tied[x] != t:
+                        contradictions[tied[x]] += 1
             else:
                 continue
             pending.discard(row)

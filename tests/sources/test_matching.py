@@ -201,3 +201,43 @@ def test_r4_without_worker_log_the_io_alone_finds_the_same_processes(tmp_path):
     for w in idle:
         assert without[w]["pid"] is None and "elimination" in without[w]["how"]
         assert "no execution windows" in without[w]["how"]
+
+
+@pytest.mark.fixtures
+def test_r4_attributes_what_the_task_threads_did_inside_task_windows():
+    """Every executor-thread byte of the four executing workers' processes inside their task
+    windows is attributed (and nothing else), mostly to the one execution on its thread."""
+    from correlate.engine import correlate_frames
+
+    frames = mofka_csv.load(fixture_path("xpdamoda-imageprocessing-r4"))
+    result = correlate_frames(frames)
+    io, tasks = result.summary["io"], result.tables["tasks"]
+    procs = frames.processes.filter(pl.col("role") == "worker")
+    mids = matching.executor_midpoints(
+        frames.io_segments.with_columns(row=pl.int_range(pl.len())), procs)
+    expected = 0
+    for (worker,), ex in frames.executions.group_by("worker"):
+        host, pid = ex["host"][0], ex["pid"][0]
+        assert pid is not None, worker
+        seg = (frames.io_segments.filter((pl.col("host") == host) & (pl.col("pid") == pid))
+               .join(procs.select("host", "pid", "main_thread_id"), on=["host", "pid"])
+               .filter(pl.col("thread_id") != pl.col("main_thread_id"))
+               .with_columns(mid=(pl.col("local_start_ns") + pl.col("local_stop_ns")) // 2)
+               .sort("mid"))
+        win = matching.merged_windows(ex)[worker]
+        assert matching.inside(seg.select("mid"), win) == matching.inside(mids[(host, pid)], win)
+        expected += seg.join_asof(win, left_on="mid", right_on="s").filter(
+            pl.col("mid") <= pl.col("e"))["length"].sum()
+    assert io["attributed"]["bytes"] == pytest.approx(expected, abs=1.0)
+    by = io["attributed_by_method"]
+    assert by["inferred-thread"]["bytes"] > 0.5 * io["attributed"]["bytes"]
+    # inferred threads: DXT threads of the execution's own process, one task at a time each
+    inferred = tasks.filter(pl.col("thread_inferred"))
+    assert inferred.height == result.summary["thread_inference"]["executions_inferred"] > 0
+    dxt = frames.io_segments.select("pid", "thread_id").unique()
+    assert inferred.select("pid", "thread_id").join(dxt, on=["pid", "thread_id"],
+                                                     how="anti").is_empty()
+    overlap = (inferred.sort("pid", "thread_id", "local_start_ns")
+               .filter((pl.col("local_start_ns") < pl.col("local_stop_ns").shift(1))
+                       .over("pid", "thread_id")))
+    assert overlap.is_empty()
