@@ -300,7 +300,7 @@
   }
 
   // ---------- tables ----------
-  sortableTable($("workers"), [["worker", "worker", "text"], ["threads", "threads", "n"],
+  sortableTable($("workers"), [["worker", "worker", "text"], ["threads_label", "threads", "text"],
     ["executions", "executions", "n"], ["thread_s", "thread time", "s"], ["compute_s", "compute", "s"],
     ["io_s", "I/O", "s"], ["idle_s", "idle", "s"], ["busy_share", "busy", "pct"],
     ["waiting_s", "waiting for a thread", "s"], ["transfer_s", "receiving inputs", "s"],
