@@ -265,7 +265,31 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
                         .sort("attribution")),
         "statuses": statuses(tasks),
         "missing_tables": list(missing),
+        "matching": matching_notes(summary),
     }
+
+
+def matching_notes(summary: dict[str, Any]) -> list[tuple[str, bool]]:
+    """(sentence, is a problem) per worker ↔ process decision of an imported run and for the
+    thread inference, from ``summary.json`` (empty for runs recorded by ``collect``)."""
+    facts = summary.get("facts") or {}
+    out = []
+    for worker, m in sorted((facts.get("worker_matches") or {}).items()):
+        where = f"pid {m['pid']} on {m.get('host')}" if m.get("pid") is not None else "no process"
+        out.append((f"worker {worker}: {where} — {m.get('how')}", m.get("pid") is None))
+    for proc, why in sorted((facts.get("unmatched_worker_processes") or {}).items()):
+        out.append((f"worker process {proc} not matched: {why}", True))
+    ti = summary.get("thread_inference")
+    if ti:
+        out.append((f"threads inferred from the DXT pthread ids for {ti['executions_inferred']:,}"
+                    f" of {ti['executions']:,} executions without a recorded thread, on "
+                    f"{ti['threads_inferred']:,} threads ({ti['segments_inferred']:,} segments "
+                    f"attributed inferred-thread); {ti['executions_ambiguous']:,} ambiguous "
+                    f"({ti['segments_ambiguous']:,} segments split by window); "
+                    f"{ti['executions_without_evidence']:,} without I/O evidence; "
+                    f"{ti['threads_left_out']:,} thread(s) left out as not one task at a time",
+                    bool(ti["executions_ambiguous"] or ti["threads_left_out"])))
+    return out
 
 
 def _fmt_ns(ns: Any) -> str | None:

@@ -206,6 +206,7 @@ def _quality(out: Outputs) -> list[str]:
     bad = q["statuses"].filter(pl.col("status") != "ok")
     lines += [f"- executions with status {code(r['status'])}: {count(r['executions'])}"
               for r in bad.iter_rows(named=True)]
+    lines += [f"- {text(m)}" for m, _problem in q["matching"]]
     lines += [f"- warning: {text(w)}" for w in q["warnings"]]
     lines += [f"- rejected {count(r.get('count'))} record(s) from {text(r.get('source'))} "
               f"{code(r['file']) if r.get('file') else ''}: {text(r.get('reason'))}"

@@ -450,7 +450,9 @@ def _read_transitions(reader: _Reader) -> tuple[pl.DataFrame | None, pl.DataFram
                            ("start", "finish", "called_from"))
     if sched is None:
         reader.warnings.append("scheduler_transition.csv missing or empty: no thread ids, so "
-                               "I/O can only be split by time window")
+                               "each execution's thread is inferred from the DXT pthread ids "
+                               "where the data allow, and the rest of the I/O split by time "
+                               "window (summary: thread_inference)")
     if work is None:
         reader.warnings.append("worker_transition.csv missing or empty: execution windows "
                                "come from the scheduler's begins/ends")

@@ -81,3 +81,21 @@ def test_r4_report_lanes_and_budget(tmp_path):
     inferred = lanes.filter(pl.col("label").str.ends_with("(inferred)"))
     assert inferred.height == tasks.filter(pl.col("thread_inferred")).select(
         "pid", "thread_id").n_unique() > 0
+
+
+def test_data_quality_says_every_match_and_what_was_inferred():
+    summary = {"facts": {
+        "worker_matches": {"tcp://a:1": {"pid": 5, "host": "h", "how": "time-overlap (9 of 9)"},
+                           "tcp://a:2": {"pid": None, "host": "h", "how": "host only; why"}},
+        "unmatched_worker_processes": {"h:6": "ambiguous among 1 unmatched worker(s)"}},
+        "thread_inference": {"executions": 10, "executions_inferred": 7,
+                             "executions_ambiguous": 1, "executions_without_evidence": 2,
+                             "threads_inferred": 3, "threads_left_out": 0,
+                             "segments_inferred": 40, "segments_ambiguous": 2}}
+    notes = agg.matching_notes(summary)
+    assert notes[0] == ("worker tcp://a:1: pid 5 on h — time-overlap (9 of 9)", False)
+    assert notes[1][1] and "host only; why" in notes[1][0]
+    assert notes[2] == ("worker process h:6 not matched: ambiguous among 1 unmatched worker(s)",
+                        True)
+    assert "7 of 10 executions" in notes[3][0] and notes[3][1]
+    assert agg.matching_notes({}) == []
