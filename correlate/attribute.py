@@ -40,7 +40,7 @@ SEGMENT_ORDER = ["host", "pid", "thread_id", "host_start_ns", "seg_id"]
 METHOD = SEGMENTS.column("attribution").polars_dtype()
 #: methods that give a segment whole to one execution (its ``execution_id``); the others give
 #: it in shares (``IOAttribution.split``)
-WHOLE = ("exact-thread", "helper-context")
+WHOLE = ("exact-thread", "inferred-thread", "helper-context")
 
 
 @dataclass(frozen=True)

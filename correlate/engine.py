@@ -21,7 +21,7 @@ import polars as pl
 import correlate.schema.canonical  # noqa: F401  (registers tables)
 import correlate.schema.darshan  # noqa: F401
 import correlate.schema.outputs  # noqa: F401
-from correlate import align, attribute, coroutines, spill, waits
+from correlate import align, attribute, coroutines, spill, thread_inference, waits
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
 from correlate.partitions import attribute_all, by_process, process_order
@@ -137,13 +137,14 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
                           frames.processes, sink, mapper)
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
         "host", "pid", "domain", nulls_last=True)
-    ex = align.align_executions(ex, clocks)
+    ex = align.align_executions(_with_inferred_threads(ex, parts["inferred_threads"]), clocks)
     func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
     sink.write_parts("task_functions", _functions_by_process(func_stats, ex))
     del func_stats
     methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
     methods = methods.select("execution_id", attribution=pl.when(
-        (pl.col("attribution") == "exact-thread") & pl.col("thread_id").is_null())
+        pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
+        & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
     task_files = _put(sink, "task_files", parts["task_files"].join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
@@ -152,8 +153,21 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", parts["unattributed"]),
             "clocks": _put(sink, "clocks", clocks)}
-    return Correlated(tables=kept,
-                      summary=build_summary(frames, kept, parts["segment_totals"]))
+    summary = build_summary(frames, kept, parts["segment_totals"])
+    inference = thread_inference.counts_of(parts["inferred_threads"])
+    if inference:
+        summary["thread_inference"] = inference
+    return Correlated(tables=kept, summary=summary)
+
+
+def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataFrame:
+    """Executions with the thread ids the partitions inferred (``thread_inferred`` says
+    which)."""
+    found = inferred.drop_nulls("execution_id").select("execution_id",
+                                                       inferred_thread="thread_id")
+    return ex.join(found, on="execution_id", how="left", maintain_order="left").with_columns(
+        thread_id=pl.coalesce("thread_id", "inferred_thread"),
+        thread_inferred=pl.col("inferred_thread").is_not_null()).drop("inferred_thread")
 
 
 def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, attribute, helper_io, per_process, spill
+from correlate import align, attribute, helper_io, per_process, spill, thread_inference
 from correlate.mappers import Mapper, local_map
 from correlate.schema import conform, sorted_for_output
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -35,7 +35,7 @@ from correlate.sources import darshan_logs
 SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset", "length",
                    "local_start_ns", "local_stop_ns"]
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "io_totals", "unattributed", "methods",
-                  "segment_totals", "spill")
+                  "segment_totals", "spill", "inferred_threads")
 
 
 @dataclass(frozen=True)
@@ -150,11 +150,15 @@ def _segment_totals(segments: pl.DataFrame) -> pl.DataFrame:
 
 
 def _process_method(segments: pl.DataFrame) -> pl.DataFrame:
-    """(host, pid) → the best attribution method its segments allowed."""
-    return segments.group_by("host", "pid").agg(
+    """(host, pid) → the best attribution method its segments allowed (counted per method
+    first: the rules below then look at a few rows per process)."""
+    methods = segments.group_by("host", "pid", "attribution").len()
+    return methods.group_by("host", "pid").agg(
         attribution=pl.when(pl.col("attribution").is_in(
             ["exact-thread", "helper-context", "helper-file", "helper-split"]).any())
         .then(pl.lit("exact-thread"))
+        .when((pl.col("attribution") == "inferred-thread").any())
+        .then(pl.lit("inferred-thread"))
         .when((pl.col("attribution") == "window-split").any())
         .then(pl.lit("window-split")).otherwise(pl.lit("none")))
 
@@ -172,8 +176,12 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
         [worker_clocks, darshan])).drop("local_start_ns", "local_stop_ns")  # not gathered
     del raw
     ex = align.align_executions(part.executions, worker_clocks)
+    # executions without recorded thread ids (imported runs): threads inferred from the DXT
+    # pthread ids (thread_inference.py); a no-op when threads are known
+    ex, inference = thread_inference.infer(segments, ex, *_threads_of(processes, part))
     att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
+    att = thread_inference.attribute(att, ex)
     spill_key = spill.spill_keys(att.segments, processes)
     out = _segments_table(att, spill_key)
     totals = _segment_totals(out)
@@ -187,7 +195,19 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
         "segment_totals": totals,
         "methods": _process_method(att.segments),
         "spill": spill.spill_io(att.segments, spill_key),
+        "inferred_threads": thread_inference.inferred_table(ex, inference, part.host, part.pid),
     }
+
+
+def _threads_of(processes: pl.DataFrame, part: Partition) -> tuple[int | None, int | None]:
+    """The process's main (event-loop) thread id and executor thread count, when known."""
+    row = processes.filter(pl.col("host").eq_missing(part.host)
+                           & pl.col("pid").eq_missing(part.pid))
+    if not row.height:
+        return None, None
+    main = row.get_column("main_thread_id").drop_nulls()
+    n = row.get_column("nthreads").drop_nulls() if "nthreads" in row.columns else row.clear()
+    return (main[0] if main.len() else None), (int(n[0]) if n.len() else None)
 
 
 def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,

@@ -24,24 +24,27 @@ STORAGE = "/storage/"
 
 def spill_keys(segments: pl.DataFrame, processes: pl.DataFrame) -> pl.Series:
     """Per segment (same order): the key whose spill file it read or wrote, else null. Only
-    the paths under a process's storage folder are looked at (one string test per segment)."""
+    segments not wholly given to an execution (``attributed_weight`` < 1, when present) are
+    looked at, and only their paths under their process's storage folder."""
     local = processes.select("host", "pid", storage=pl.col("local_directory") + STORAGE
                              ).drop_nulls("storage").unique(["host", "pid"])
+    loose = (segments.select(pl.arg_where(pl.col("attributed_weight") < 1)).to_series()
+             if "attributed_weight" in segments.columns else None)
+    rest = segments.select("host", "pid", "path")
+    rest = rest if loose is None else rest[loose]
+    rows = pl.int_range(pl.len(), dtype=pl.UInt32) if loose is None else pl.lit(loose)
+    found = (rest.with_columns(row=rows).join(local, on=["host", "pid"], how="inner")
+             .filter(pl.col("path").str.starts_with(pl.col("storage")))
+             .select("row", name=pl.col("path").str.slice(pl.col("storage").str.len_chars())))
+    found = found.filter(~pl.col("name").str.contains("/", literal=True)).with_columns(
+        pl.col("name").str.replace(r"#\d+$", ""))
     keys = pl.Series("spill_key", [None] * segments.height, pl.String)
-    procs = segments.select("host", "pid").unique()
-    for host, pid, storage in local.join(procs, on=["host", "pid"]).iter_rows():
-        rows = segments.select(pl.arg_where((pl.col("host") == host) & (pl.col("pid") == pid)
-                                            & pl.col("path").str.starts_with(storage))
-                               ).to_series()
-        if rows.is_empty():
-            continue
-        names = segments.get_column("path").gather(rows).str.strip_prefix(storage)
-        flat = ~names.str.contains("/")
-        rows, names = rows.filter(flat), names.filter(flat).str.replace(r"#\d+$", "")
-        distinct = names.unique()  # a file per spill: few, unquoted one by one
-        keys = keys.scatter(rows, names.replace_strict(
-            distinct, [unquote(n) for n in distinct], return_dtype=pl.String))
-    return keys
+    if found.is_empty():
+        return keys
+    names = found.get_column("name")
+    distinct = names.unique()  # a file per spill: few, unquoted one by one
+    return keys.scatter(found.get_column("row"), names.replace_strict(
+        distinct, [unquote(n) for n in distinct], return_dtype=pl.String))
 
 
 def spill_io(segments: pl.DataFrame, key: pl.Series) -> pl.DataFrame:

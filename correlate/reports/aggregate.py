@@ -4,7 +4,9 @@ Pure functions: frames in, new frames (or plain dicts) out; inputs are never mod
 result is sorted with explicit tie-breakers so reports built from it are deterministic.
 
 Lanes: one per (host, pid, thread_id) that executed tasks, numbered 0.. in sorted order; the
-timeline figure, the HTML timeline and the trace all use the same numbering.
+timeline figure, the HTML timeline and the trace all use the same numbering. Executions whose
+thread is unknown (imported runs; ``thread_id`` null) are packed into ``thread ?`` slot lanes
+(``with_slots``) instead of one lane where they would overlap.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import polars as pl
 
 from correlate.grouping import group_agg
 
-LANE_KEYS = ("host", "pid", "thread_id")
+LANE_KEYS = ("host", "pid", "thread_id", "slot")
 
 
 def run_window(tasks: pl.DataFrame) -> tuple[int, int] | None:
@@ -33,25 +35,102 @@ def worker_label() -> pl.Expr:
                                  pl.col("pid").cast(pl.String).fill_null("?")))
 
 
+def with_slots(tasks: pl.DataFrame) -> pl.DataFrame:
+    """``tasks`` with ``slot``: null for an execution whose thread is known (recorded or
+    inferred); for the others, per worker process, the lowest slot free when it starts (in
+    start order), so slots never hold two executions at once and their number is the most
+    thread-unknown executions running at once."""
+    if "slot" in tasks.columns:
+        return tasks
+    unknown = tasks.filter(pl.col("thread_id").is_null() & pl.col("start_ns").is_not_null())
+    if unknown.is_empty():
+        return tasks.with_columns(slot=pl.lit(None, pl.Int64))
+    rows = []
+    for _, g in unknown.sort("start_ns", "execution_id").group_by(
+            "host", "pid", pl.col("worker"), maintain_order=True):
+        free_at: list[int] = []  # per slot: when its last execution stops
+        for eid, a, b in g.select("execution_id", "start_ns", "stop_ns").iter_rows():
+            slot = next((i for i, t in enumerate(free_at) if t <= a), len(free_at))
+            if slot == len(free_at):
+                free_at.append(0)
+            free_at[slot] = max(a, b if b is not None else a)
+            rows.append((eid, slot))
+    slots = pl.DataFrame(rows, schema={"execution_id": pl.Int64, "slot": pl.Int64},
+                         orient="row")
+    return tasks.join(slots, on="execution_id", how="left", maintain_order="left")
+
+
 def lanes(tasks: pl.DataFrame) -> pl.DataFrame:
-    """One row per executing thread: host, pid, thread_id, worker, lane (0..), label."""
-    t = tasks.with_columns(worker=worker_label())
-    lane = (t.group_by(*LANE_KEYS).agg(pl.col("worker").min())
+    """One row per executing thread: host, pid, thread_id, slot, worker, lane (0..), label.
+    A thread the source did not record but ``correlate`` inferred from the DXT pthread ids
+    says so; executions whose thread is unknown share ``thread ?`` lanes (``with_slots``), as
+    few as can hold them."""
+    t = with_slots(tasks).with_columns(worker=worker_label())
+    inferred = (pl.col("thread_inferred").any() if "thread_inferred" in t.columns
+                else pl.lit(False))
+    lane = (t.group_by(*LANE_KEYS).agg(pl.col("worker").min(), inferred=inferred)
             .sort(*LANE_KEYS, nulls_last=True)
             .with_row_index("lane").with_columns(pl.col("lane").cast(pl.Int64)))
-    thread = pl.col("thread_id").cast(pl.String).fill_null("?")
-    return lane.with_columns(label=pl.format("{} · thread {}", pl.col("worker"), thread))
+    thread = (pl.when(pl.col("thread_id").is_not_null())
+              .then(pl.col("thread_id").cast(pl.String)
+                    + pl.when(pl.col("inferred")).then(pl.lit(" (inferred)")).otherwise(pl.lit("")))
+              .when(pl.col("slot").is_not_null())
+              .then(pl.format("? #{}", (pl.col("slot") + 1).cast(pl.String)))
+              .otherwise(pl.lit("?")))
+    return lane.with_columns(label=pl.format("{} · thread {}", pl.col("worker"), thread)
+                             ).drop("inferred")
+
+
+def _most_at_once(starts: list[int], stops: list[int]) -> int:
+    """The most intervals holding one instant (a stop at the instant another starts frees
+    the thread first)."""
+    events = sorted([(b, -1) for b in stops] + [(a, 1) for a in starts])
+    most = now = 0
+    for _, d in events:
+        now += d
+        most = max(most, now)
+    return most
+
+
+def thread_counts(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per worker: ``threads`` and ``threads_bound``. With every execution's thread known:
+    the threads seen. Otherwise (imported runs without thread ids) the thread count is not
+    known and ``threads`` is its lower bound, the most executions running at once (also
+    never below the threads seen); ``threads_bound`` is then True. Executions of one thread
+    never overlap, so busy time never exceeds ``threads`` × the run window."""
+    t = tasks.with_columns(worker=worker_label()).filter(pl.col("start_ns").is_not_null())
+    rows = []
+    for (worker,), g in t.group_by("worker"):
+        seen = g.get_column("thread_id").drop_nulls().n_unique()
+        at_once = _most_at_once(g.get_column("start_ns").to_list(),
+                                g.select(pl.max_horizontal("stop_ns", "start_ns"))
+                                .to_series().to_list())
+        unknown = g.get_column("thread_id").null_count() > 0
+        rows.append((worker, max(seen, at_once), unknown or at_once > seen))
+    return pl.DataFrame(rows, schema={"worker": pl.String, "threads": pl.Int64,
+                                      "threads_bound": pl.Boolean}, orient="row")
+
+
+def threads_text(threads: int, bound: bool) -> str:
+    """``8``, or ``≥ 8`` when the count is a lower bound (``thread_counts``)."""
+    return f"≥ {threads}" if bound else str(threads)
+
+
+#: what the reports say under a worker table whose thread counts are lower bounds
+THREADS_BOUND_NOTE = ("≥ N: the run recorded no thread per task, so the thread count is not "
+                      "known; N is its lower bound, the most executions running at once on "
+                      "that worker (thread time and busy use it, so busy is an upper bound)")
 
 
 def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per worker: thread-seconds over the run window split into compute, I/O and idle, plus
-    the task-seconds spent waiting for a thread and receiving inputs (those overlap idle)."""
+    the task-seconds spent waiting for a thread and receiving inputs (those overlap idle).
+    ``threads`` comes from ``thread_counts`` (a lower bound when ``threads_bound``)."""
     window = run_window(tasks)
     span_s = 0.0 if window is None else (window[1] - window[0]) / 1e9
     t = tasks.with_columns(worker=worker_label())
     agg = group_agg(
         t, ["worker"],
-        threads=pl.col("thread_id").n_unique(),
         executions=pl.len(),
         busy_s=pl.col("duration_s").sum(),
         io_s=pl.col("io_time_s").fill_null(0.0).sum(),
@@ -59,7 +138,9 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
         transfer_s=pl.col("transfer_s").fill_null(0.0).sum(),
         waiting_s=pl.col("wait_thread_s").fill_null(0.0).sum(),
         read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
-    )
+    ).join(thread_counts(tasks), on="worker", how="left").with_columns(
+        threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
+        .fill_null(False))
     return agg.with_columns(
         thread_s=pl.col("threads") * span_s,
         compute_s=(pl.col("busy_s") - pl.col("io_s")).clip(lower_bound=0.0),
@@ -67,7 +148,8 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
         idle_s=(pl.col("thread_s") - pl.col("busy_s")).clip(lower_bound=0.0),
         busy_share=pl.when(pl.col("thread_s") > 0)
         .then(pl.col("busy_s") / pl.col("thread_s")).otherwise(None),
-    ).sort("worker")
+    ).select("worker", "threads", "threads_bound", pl.exclude("worker", "threads",
+                                                               "threads_bound")).sort("worker")
 
 
 def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -197,7 +279,31 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
                         .sort("attribution")),
         "statuses": statuses(tasks),
         "missing_tables": list(missing),
+        "matching": matching_notes(summary),
     }
+
+
+def matching_notes(summary: dict[str, Any]) -> list[tuple[str, bool]]:
+    """(sentence, is a problem) per worker ↔ process decision of an imported run and for the
+    thread inference, from ``summary.json`` (empty for runs recorded by ``collect``)."""
+    facts = summary.get("facts") or {}
+    out = []
+    for worker, m in sorted((facts.get("worker_matches") or {}).items()):
+        where = f"pid {m['pid']} on {m.get('host')}" if m.get("pid") is not None else "no process"
+        out.append((f"worker {worker}: {where} — {m.get('how')}", m.get("pid") is None))
+    for proc, why in sorted((facts.get("unmatched_worker_processes") or {}).items()):
+        out.append((f"worker process {proc} not matched: {why}", True))
+    ti = summary.get("thread_inference")
+    if ti:
+        out.append((f"threads inferred from the DXT pthread ids for {ti['executions_inferred']:,}"
+                    f" of {ti['executions']:,} executions without a recorded thread, on "
+                    f"{ti['threads_inferred']:,} threads ({ti['segments_inferred']:,} segments "
+                    f"attributed inferred-thread); {ti['executions_ambiguous']:,} ambiguous "
+                    f"({ti['segments_ambiguous']:,} segments split by window); "
+                    f"{ti['executions_without_evidence']:,} without I/O evidence; "
+                    f"{ti['threads_left_out']:,} thread(s) left out as not one task at a time",
+                    bool(ti["executions_ambiguous"] or ti["threads_left_out"])))
+    return out
 
 
 def _fmt_ns(ns: Any) -> str | None:

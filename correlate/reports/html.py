@@ -74,6 +74,13 @@ def _columns(df: pl.DataFrame, spec: dict[str, pl.Expr]) -> dict[str, list[Any]]
     return {name: sel[name].to_list() for name in sel.columns}
 
 
+def _budget(tasks: pl.DataFrame) -> pl.DataFrame:
+    b = agg.worker_budget(tasks)
+    return b.with_columns(threads_label=pl.Series(
+        [agg.threads_text(n, bound) for n, bound in b.select("threads", "threads_bound")
+         .iter_rows()], dtype=pl.String))
+
+
 def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
     tasks = out["tasks"]
     window = agg.run_window(tasks)
@@ -135,6 +142,7 @@ def _quality(out: Outputs) -> dict[str, Any]:
             "attributed_by_method": q["attributed_by_method"],
             "statuses": _rows(q["statuses"], ["status", "executions"]),
             "missing_tables": q["missing_tables"],
+            "matching": [{"text": m, "warn": w} for m, w in q["matching"]],
             "worst_uncertainty_ns": q["worst_uncertainty_ns"]}
 
 
@@ -157,7 +165,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "timeline": _timeline(out, colours),
         "io_colours": IO_COLOURS,
         "prefixes": prefixes,
-        "workers": _rows(agg.worker_budget(tasks), ["worker", "threads", "executions",
+        "workers": _rows(_budget(tasks), ["worker", "threads", "threads_label", "executions",
                                                     "thread_s", "compute_s", "io_s",
                                                     "idle_s", "busy_share", "waiting_s",
                                                     "transfer_s", "read_back_s", "cpu_s"]),

@@ -63,18 +63,21 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
     lines = ["## Where time went", ""]
     if b.is_empty():
         return [*lines, "No task executions were recorded.", ""]
-    rows = [[code(r["worker"]), str(r["threads"]), count(r["executions"]),
+    rows = [[code(r["worker"]), agg.threads_text(r["threads"], r["threads_bound"]),
+             count(r["executions"]),
              seconds(r["thread_s"]), seconds(r["compute_s"]), seconds(r["io_s"]),
              seconds(r["idle_s"]), share(r["busy_share"]), seconds(r["waiting_s"]),
              seconds(r["transfer_s"]), seconds(r["read_back_s"])] for r in b.iter_rows(named=True)]
     lines += table(["worker", "threads", "executions", "thread time", "compute", "I/O",
                     "idle", "busy", "waiting for a thread¹", "receiving inputs¹",
                     "reading spilled inputs back¹"], rows)
-    lines += ["Thread time = threads seen × task window. Compute = task wall time minus time "
+    lines += ["Thread time = threads × task window. Compute = task wall time minus time "
               "inside attributed I/O calls; idle = thread time not spent in tasks. "
               "¹ Task-seconds spent before a task ran (ready with no free thread; fetching "
               "its inputs from peers; reading its inputs back from the spill directory); they "
               "overlap idle time and are not part of the thread-time sum.", ""]
+    if b.get_column("threads_bound").any():
+        lines += [agg.THREADS_BOUND_NOTE[0].upper() + agg.THREADS_BOUND_NOTE[1:] + ".", ""]
     if "timeline" in figures:
         lines += [f"![Task timeline per worker thread]({figures['timeline']})", ""]
     return lines
@@ -234,6 +237,7 @@ def _quality(out: Outputs) -> list[str]:
     bad = q["statuses"].filter(pl.col("status") != "ok")
     lines += [f"- executions with status {code(r['status'])}: {count(r['executions'])}"
               for r in bad.iter_rows(named=True)]
+    lines += [f"- {text(m)}" for m, _problem in q["matching"]]
     lines += [f"- warning: {text(w)}" for w in q["warnings"]]
     lines += [f"- rejected {count(r.get('count'))} record(s) from {text(r.get('source'))} "
               f"{code(r['file']) if r.get('file') else ''}: {text(r.get('reason'))}"

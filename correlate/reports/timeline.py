@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from correlate.reports.aggregate import LANE_KEYS
+from correlate.reports.aggregate import LANE_KEYS, with_slots
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class Sampled:
 
 def task_bars(tasks: pl.DataFrame, lanes: pl.DataFrame, t0: int) -> pl.DataFrame:
     """Timed executions with their lane and ns offsets from ``t0``."""
-    t = tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
+    t = with_slots(tasks.filter(pl.col("start_ns").is_not_null()
+                                & pl.col("stop_ns").is_not_null()))
     t = t.join(lanes.select(*LANE_KEYS, "lane"), on=list(LANE_KEYS), how="left",
                nulls_equal=True)
     return t.select(
@@ -56,21 +57,27 @@ def sample_bars(bars: pl.DataFrame, limit: int) -> Sampled:
 
 
 #: what ``io_bars`` uses of the segments
-IO_BAR_COLUMNS = [*LANE_KEYS, "execution_id", "start_ns", "stop_ns", "op", "length", "path"]
+THREAD_KEYS = ["host", "pid", "thread_id"]
+IO_BAR_COLUMNS = [*THREAD_KEYS, "execution_id", "start_ns", "stop_ns", "op", "length", "path"]
 
 
 def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0: int,
             t1: int, limit: int) -> Sampled:
     """DXT segments on task lanes (threads that ran no task are left out; segments without a
-    thread id go to the lane of the execution holding them), as
+    thread id, or of a thread without a lane given to an execution on a ``thread ?`` lane,
+    go to the lane of the execution holding them), as
     ``lane, op, start, stop, bytes, ops, path`` relative to ``t0``; merged per time bin when
     there are more than ``limit``."""
-    s = segments.select(IO_BAR_COLUMNS).join(lanes.select(*LANE_KEYS, "lane"),
-                                             on=list(LANE_KEYS), how="left")
-    by_exec = bars.select("execution_id", exec_lane="lane")
+    threads = lanes.filter(pl.col("slot").is_null()).select(*THREAD_KEYS, "lane")
+    s = segments.select(IO_BAR_COLUMNS).join(threads, on=THREAD_KEYS, how="left")
+    # an execution on a ``thread ?`` lane (thread unknown) shows the I/O given to it there
+    slotted = lanes.filter(pl.col("slot").is_not_null()).get_column("lane").implode()
+    by_exec = bars.select("execution_id", exec_lane="lane",
+                          slotted=pl.col("lane").is_in(slotted)).unique("execution_id")
     s = s.join(by_exec, on="execution_id", how="left").with_columns(
-        lane=pl.when(pl.col("thread_id").is_null()).then(pl.col("exec_lane"))
-        .otherwise(pl.col("lane"))).filter(pl.col("lane").is_not_null())
+        lane=pl.coalesce("lane", pl.when(pl.col("thread_id").is_null()
+                                         | pl.col("slotted").fill_null(False))
+                         .then(pl.col("exec_lane")))).filter(pl.col("lane").is_not_null())
     s = s.filter((pl.col("stop_ns") >= t0) & (pl.col("start_ns") <= t1)).select(
         "lane", pl.col("op").cast(pl.String), start=pl.col("start_ns") - t0,
         stop=pl.col("stop_ns") - t0, bytes=pl.col("length").cast(pl.Float64),

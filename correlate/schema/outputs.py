@@ -6,6 +6,10 @@ Attribution methods (column ``attribution``):
 
 - ``exact-thread``: the segment's pthread id equals the execution's thread id, same host and
   process, and the segment's midpoint lies inside the execution window. One segment → one task.
+- ``inferred-thread``: as exact-thread, but the execution's thread was not recorded (imported
+  runs): it was inferred from the segments' pthread ids — the only execution that could be on
+  that thread at that instant, each executor thread running one task at a time
+  (``correlate/thread_inference.py``). One segment → one task.
 - ``helper-context``: issued by a library's helper thread (not an executor thread, not the event
   loop) on a file that the execution's context opened on that same thread (the collector's
   record of Python-level opens, carried to helper threads by ``contextvars``). Whole.
@@ -30,8 +34,8 @@ from __future__ import annotations
 
 from correlate.schema import Column, Table, register
 
-ATTRIBUTION = ("Enum:exact-thread,helper-context,helper-file,helper-split,window-split,none,"
-               "spill")
+ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,helper-split,"
+               "window-split,none,spill")
 
 TASKS = Table(
     "tasks",
@@ -45,6 +49,8 @@ TASKS = Table(
         Column("host", "String", "worker host"),
         Column("pid", "Int64", "worker process id"),
         Column("thread_id", "UInt64", "executing thread"),
+        Column("thread_inferred", "Boolean", "thread_id was not recorded but inferred from "
+               "the DXT pthread ids (correlate/thread_inference.py)"),
         Column("start_ns", "Int64", "start on the aligned run timeline (scheduler clock)"),
         Column("stop_ns", "Int64", "stop on the aligned run timeline"),
         Column("local_start_ns", "Int64", "start, worker clock"),

@@ -32,15 +32,16 @@ import ast
 import math
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import polars as pl
 
 from correlate.keys import key_str, parse_key_text
 from correlate.mappers import Mapper, local_map
 from correlate.schema import TABLES, conform
-from correlate.sources import darshan_logs
+from correlate.sources import darshan_logs, matching
 from correlate.sources.frames import RunFrames, make_rejects
+from correlate.sources.matching import Match
 
 FILES = ("scheduler_transition.csv", "worker_transition.csv", "worker_transfer.csv",
          "worker.csv", "workers.csv", "client.csv", "graph.csv")
@@ -51,12 +52,6 @@ _LOCAL_DIR = r"^(.*/worker-[^/]+)/.+"
 #: clock estimates whose bounds are wider than this are not used (worker clock kept as is)
 MAX_CLOCK_BOUND_NS = 100_000_000
 _LITERAL_ERRORS = (ValueError, SyntaxError, TypeError, MemoryError, RecursionError)
-
-
-class Match(NamedTuple):
-    host: str | None
-    pid: int | None
-    how: str
 
 
 def looks_like(path: Path) -> bool:
@@ -365,129 +360,27 @@ def _log_pairs(folder: Path) -> dict[str, str]:
             if a[0] == "start" and b[0] == "dir" and len(a[1]) == 1 and len(b[1]) == 1}
 
 
-def _ip(worker: str) -> str:
-    m = re.match(r"^\w+://\[?([^\]/]+?)\]?:\d+$", worker or "")
-    return m.group(1) if m else worker
+def _log_threads(folder: Path) -> int | None:
+    """Executor threads per worker from the distributed log's ``Threads:`` lines, when every
+    worker printed the same count (the log does not say which worker printed which)."""
+    counts = set()
+    for name in WORKER_LOGS:
+        path = folder / name
+        if path.is_file():
+            counts |= set(re.findall(r"Threads:\s+(\d+)", path.read_text(errors="replace")))
+    return int(next(iter(counts))) if len(counts) == 1 else None
 
 
 def _match_workers(ex: pl.DataFrame, io: darshan_logs.DarshanFrames | None, procs: pl.DataFrame,
-                   workers: list[str], folder: Path) -> dict[str, Match]:
+                   workers: list[str], folder: Path
+                   ) -> tuple[dict[str, Match], dict[tuple[str, int], str]]:
     if io is None:
-        return {w: Match(None, None, "unmatched (no Darshan logs)") for w in workers}
-    out = _by_thread(ex, io.io_segments)
-    candidates = procs.filter(pl.col("role") == "worker")
-    by_dir = {d: (h, p) for h, p, d in candidates.select("host", "pid", "local_directory")
-              .iter_rows()}
-    for worker, d in _log_pairs(folder).items():
-        if worker in workers and worker not in out and d in by_dir:
-            out[worker] = Match(*by_dir[d], "worker.e local directory")
-    ip_host = _ip_hosts(out, procs)
-    out.update(_by_elimination(workers, out, candidates, ip_host))
-    rest = [w for w in workers if w not in out]
-    taken = {(m.host, m.pid) for m in out.values()}
-    free = candidates.filter(~pl.struct("host", "pid").is_in(
-        [{"host": h, "pid": p} for h, p in taken]))
-    if rest and free.height:
-        segs = io.io_segments.join(free.select("host", "pid"), on=["host", "pid"])
-        out.update(_by_overlap(ex.filter(pl.col("worker").is_in(rest)), segs, ip_host))
-    for w in workers:
-        if w not in out:
-            host = ip_host.get(_ip(w))
-            out[w] = Match(host, None, "host only (process not identified)" if host
-                           else "unmatched")
-    return out
+        return {w: Match(None, None, "unmatched (no Darshan logs)") for w in workers}, {}
+    return matching.match_workers(ex, io.io_segments, procs, workers, _log_pairs(folder))
 
 
-def _by_thread(ex: pl.DataFrame, segs: pl.DataFrame) -> dict[str, Match]:
-    threads = segs.select("host", "pid", "thread_id").unique().drop_nulls()
-    by_thread = (ex.filter(pl.col("thread_id").is_not_null()).select("worker", "thread_id")
-                 .unique().join(threads, on="thread_id"))
-    out = {}
-    for (worker,), g in by_thread.group_by("worker"):
-        procs = g.select("host", "pid").unique()
-        if procs.height == 1:
-            out[worker] = Match(procs["host"][0], int(procs["pid"][0]), "thread-id")
-    return out
-
-
-def _ip_hosts(matched: dict[str, Match], procs: pl.DataFrame) -> dict[str, str]:
-    """Worker IP → Darshan host name, from matched workers, or the only host there is."""
-    seen: dict[str, set[str]] = {}
-    for w, m in matched.items():
-        if m.host:
-            seen.setdefault(_ip(w), set()).add(m.host)
-    out = {ip: next(iter(h)) for ip, h in seen.items() if len(h) == 1}
-    hosts = procs.filter(pl.col("role") == "worker")["host"].drop_nulls().unique()
-    if hosts.len() == 1:
-        out.setdefault("*", hosts[0])
-    return out
-
-
-def _host_of(worker: str, ip_host: dict[str, str]) -> str | None:
-    return ip_host.get(_ip(worker), ip_host.get("*"))
-
-
-def _by_elimination(workers: list[str], matched: dict[str, Match], candidates: pl.DataFrame,
-                    ip_host: dict[str, str]) -> dict[str, Match]:
-    taken = {(m.host, m.pid) for m in matched.values()}
-    out = {}
-    for host in candidates["host"].drop_nulls().unique().to_list():
-        left_w = [w for w in workers if w not in matched and _host_of(w, ip_host) == host]
-        all_w = [w for w in workers if _host_of(w, ip_host) == host]
-        left_p = [p for h, p in candidates.select("host", "pid").iter_rows()
-                  if h == host and (h, p) not in taken]
-        n_procs = candidates.filter(pl.col("host") == host).height
-        if len(left_w) == 1 and len(left_p) == 1 and len(all_w) == n_procs:
-            out[left_w[0]] = Match(host, left_p[0], "elimination (last worker process on host)")
-    return out
-
-
-def _by_overlap(ex: pl.DataFrame, segs: pl.DataFrame, ip_host: dict[str, str]
-                ) -> dict[str, Match]:
-    """Share of each process's DXT segments whose midpoint falls inside a worker's windows;
-    accepted only when clearly best for that worker (≥ 90 % and 20 points ahead)."""
-    seg = segs.select("host", "pid", mid=(pl.col("local_start_ns") + pl.col("local_stop_ns"))
-                      // 2)
-    if seg.is_empty() or ex.is_empty():
-        return {}
-    seg = seg.sort("mid")
-    parts = [seg.join_asof(iv, left_on="mid", right_on="s", strategy="backward")
-             .filter(pl.col("mid") <= pl.col("e")).select("host", "pid", worker=pl.lit(w))
-             for w, iv in _merged_windows(ex).items()]
-    if not parts:
-        return {}
-    score = (pl.concat(parts).group_by("host", "pid", "worker").len()
-             .join(seg.group_by("host", "pid").len(), on=["host", "pid"], suffix="_all")
-             .with_columns(share=pl.col("len") / pl.col("len_all")))
-    out = {}
-    for (worker,), g in score.group_by("worker"):
-        host = _host_of(worker, ip_host)
-        g = g.filter(pl.col("host") == host) if host else g
-        g = g.sort("share", descending=True)
-        if g.is_empty():
-            continue
-        second = g["share"][1] if g.height > 1 else 0.0
-        if g["share"][0] >= 0.9 and g["share"][0] - second >= 0.2:
-            out[worker] = Match(g["host"][0], int(g["pid"][0]),
-                                f"time-overlap ({g['share'][0]:.0%} of DXT inside its windows)")
-    return out
-
-
-def _merged_windows(ex: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """Per worker, the union of its execution windows as sorted disjoint (s, e) intervals
-    (concurrent tasks overlap, so an as-of join on raw windows would miss containment)."""
-    out = {}
-    for (w,), g in ex.select("worker", s="local_start_ns", e="local_stop_ns").group_by("worker"):
-        g = g.sort("s").with_columns(reach=pl.col("e").cum_max())
-        g = g.with_columns(block=(pl.col("s") > pl.col("reach").shift(1)).fill_null(True)
-                           .cum_sum())
-        out[w] = g.group_by("block").agg(pl.col("s").min(), e=pl.col("e").max()).sort("s").drop(
-            "block")
-    return out
-
-
-def _processes(workers: list[str], matches: dict[str, Match], procs: pl.DataFrame
-               ) -> pl.DataFrame:
+def _processes(workers: list[str], matches: dict[str, Match], procs: pl.DataFrame,
+               left: dict[tuple[str, int], str], nthreads: int | None) -> pl.DataFrame:
     rows = [{"worker": w, "role": "worker", "host": m.host or "?", "pid": m.pid,
              "match": m.how} for w, m in ((w, matches.get(w, Match(None, None, "unmatched")))
                                           for w in workers)]
@@ -496,13 +389,22 @@ def _processes(workers: list[str], matches: dict[str, Match], procs: pl.DataFram
     wdf = wdf.join(procs.select("host", "pid", "name", "local_directory", "main_thread_id"),
                    on=["host", "pid"], how="left")
     matched = {(m.host, m.pid) for m in matches.values() if m.pid is not None}
+    why = pl.DataFrame([(h, p, r) for (h, p), r in left.items()],
+                       schema={"host": pl.String, "pid": pl.Int64, "why": pl.String},
+                       orient="row")
     others = procs.filter(~pl.struct("host", "pid").is_in(
-        [{"host": h, "pid": p} for h, p in matched])).with_columns(
+        [{"host": h, "pid": p} for h, p in matched])).join(
+        why, on=["host", "pid"], how="left").with_columns(
         host=pl.col("host").fill_null("?"),
         match=pl.when(pl.col("role") == "worker")
-        .then(pl.lit("worker process not matched to an address")).otherwise(pl.lit("darshan log")))
-    return pl.concat([conform(wdf, TABLES["processes"]),
-                      conform(others, TABLES["processes"])])
+        .then(pl.concat_str(pl.lit("worker process not matched to an address: "),
+                            pl.col("why").fill_null("no worker host known")))
+        .otherwise(pl.lit("darshan log")))
+    out = pl.concat([conform(wdf, TABLES["processes"]), conform(others, TABLES["processes"])])
+    if nthreads is None:
+        return out
+    return out.with_columns(nthreads=pl.when(pl.col("role") == "worker")
+                            .then(pl.lit(nthreads, pl.Int64)))
 
 
 def _attach(df: pl.DataFrame, matches: dict[str, Match], worker_col: str = "worker"
@@ -565,7 +467,9 @@ def _read_transitions(reader: _Reader) -> tuple[pl.DataFrame | None, pl.DataFram
                            ("start", "finish", "called_from"))
     if sched is None:
         reader.warnings.append("scheduler_transition.csv missing or empty: no thread ids, so "
-                               "I/O can only be split by time window")
+                               "each execution's thread is inferred from the DXT pthread ids "
+                               "where the data allow, and the rest of the I/O split by time "
+                               "window (summary: thread_inference)")
     if work is None:
         reader.warnings.append("worker_transition.csv missing or empty: execution windows "
                                "come from the scheduler's begins/ends")
@@ -592,7 +496,7 @@ def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
     procs = _log_processes(io) if io is not None else pl.DataFrame(
         schema={"host": pl.String, "pid": pl.Int64, "role": pl.String, "name": pl.String,
                 "local_directory": pl.String, "main_thread_id": pl.UInt64})
-    matches = _match_workers(ex, io, procs, workers, folder)
+    matches, left = _match_workers(ex, io, procs, workers, folder)
     transitions = _attach(_transitions(sched, work), matches).with_columns(
         host=pl.when(pl.col("side") == "worker").then(pl.col("host")),
         pid=pl.when(pl.col("side") == "worker").then(pl.col("pid")))
@@ -602,14 +506,16 @@ def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
     clock = _clock_estimates(transitions, matches)
     warnings = reader.warnings + _coverage_warnings(workers, ex, work, graph_keys)
     return RunFrames(
-        processes=_processes(workers, matches, procs), executions=ex, transitions=transitions,
+        processes=_processes(workers, matches, procs, left, _log_threads(folder)), executions=ex, transitions=transitions,
         startstops=_startstops(sched), transfers=_attach(transfers, matches),
         transfer_keys=transfer_keys, dependencies=deps, clock_samples=clock,
         io_segments=io.io_segments if io else TABLES["io_segments"].empty(),
         io_file_counters=io.io_file_counters if io else TABLES["io_file_counters"].empty(),
         darshan_logs=io.darshan_logs if io else TABLES["darshan_logs"].empty(),
         rejects=make_rejects(reader.rejects), source_format=SOURCE,
-        facts={**_facts(workers, matches, graph_keys, clock), "graph_entries": graph_entries},
+        facts={**_facts(workers, matches, graph_keys, clock), "graph_entries": graph_entries,
+               "unmatched_worker_processes": {f"{h}:{p}": r for (h, p), r in
+                                              sorted(left.items())}},
         warnings=tuple(warnings + list(io.warnings if io else ())
                        + _match_warnings(workers, matches, io, clock)))
 
@@ -621,6 +527,9 @@ def _facts(workers: list[str], matches: dict[str, Match], graph_keys: set[str],
         "graph_tasks": len(graph_keys),
         "hosts": sorted({m.host for m in matches.values() if m.host}),
         "matched_workers": {w: m.how for w, m in sorted(matches.items())},
+        # each decision with its evidence (matching.match_workers)
+        "worker_matches": {w: {"host": m.host, "pid": m.pid, "how": m.how, **m.evidence}
+                           for w, m in sorted(matches.items())},
         "unmatched_workers": [w for w in workers if matches.get(w, Match(None, None, "")).pid
                               is None],
         "clock_method": ("worker clock → scheduler clock estimated from message bounds "
@@ -653,6 +562,11 @@ def _match_warnings(workers: list[str], matches: dict[str, Match],
     if missing:
         out.append(f"{len(missing)} of {len(workers)} worker(s) not matched to a Darshan "
                    f"process: their I/O cannot be attributed per task ({', '.join(missing)})")
+    for w in matching.contradicted(matches):
+        ev = matches[w].evidence
+        out.append(f"{w} matched to pid {matches[w].pid} ({matches[w].how}) but only "
+                   f"{ev['inside_windows']} of its {ev['executor_segments']} executor-thread "
+                   "segments fall inside the worker's task windows: check the match or clocks")
     if clock.height:
         out.append(f"worker clocks: no scheduler_delay recorded; {clock.height} worker "
                    "offset(s) estimated from transition message bounds (latency_s = bound "

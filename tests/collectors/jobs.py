@@ -107,6 +107,41 @@ def io_job(args: str) -> None:
     Path(truth_path).write_text(json.dumps(results))
 
 
+def marked_task(key: str, folder: str, seconds: float, sleep: bool):
+    """Burn CPU or sleep between two small writes of its own file, one as it starts and one as
+    it ends (every task leaves I/O on its own thread); record both calls."""
+    ops, path = [], os.path.join(folder, f"{key}.mark")
+    c0 = time.thread_time()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for offset in (0, 512):
+        t0 = time.time()
+        os.write(fd, b"m" * 512)
+        ops.append(("write", offset, 512, t0, time.time()))
+        if not offset:
+            time.sleep(seconds) if sleep else distinctive_cpu_burner(seconds)
+    os.close(fd)
+    return _observed(key, path=path, ops=ops, cpu=time.thread_time() - c0)
+
+
+def io_every_job(args: str) -> None:
+    """``io_job`` where the CPU and sleep tasks also write at their start and end: every
+    execution leaves I/O on its own thread (thread inference has evidence for each)."""
+    truth_path, folder = args.split(",")
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        fs = [client.submit(io_task, f"io-{i}", folder,
+                            [16384 + 4096 * ((i * 7 + j) % 7) for j in range(10 + i % 5)],
+                            key=f"io-{i}", pure=False) for i in range(16)]
+        fs += [client.submit(marked_task, f"burn-{i}", folder, 0.05 + 0.02 * i, False,
+                             key=f"burn-{i}") for i in range(6)]
+        fs += [client.submit(marked_task, f"nap-{i}", folder, 0.1, True, key=f"nap-{i}")
+               for i in range(6)]
+        results = client.gather(fs)
+    Path(truth_path).write_text(json.dumps(results))
+
+
 def die_once(marker: str) -> int:
     if not os.path.exists(marker):
         Path(marker).write_text("killed")
@@ -304,5 +339,6 @@ def spill_job(args: str) -> None:
 
 
 if __name__ == "__main__":
-    {"cluster": cluster_job, "kill": kill_job, "io": io_job, "parquet": parquet_job,
-     "zarr": zarr_job, "coro": coro_job, "spill": spill_job}[sys.argv[1]](sys.argv[2])
+    {"cluster": cluster_job, "kill": kill_job, "io": io_job, "io-every": io_every_job,
+     "parquet": parquet_job, "zarr": zarr_job, "coro": coro_job,
+     "spill": spill_job}[sys.argv[1]](sys.argv[2])

@@ -190,8 +190,10 @@ def test_imageprocessing_r4_without_scheduler_transitions():
     assert dup["count"].to_list() == [1389]
     how = frames.facts["matched_workers"]
     assert sum(v == "worker.e local directory" for v in how.values()) == 6
-    # the other two share a host but not a pid: I/O stays unattributed for them
-    assert how["tcp://10.201.3.17:42345"].startswith("host only")
+    # the other two executing workers share a host with two free worker processes: the
+    # one-to-one assignment over their task windows pairs them
+    assert how["tcp://10.201.3.17:42345"].startswith("time-overlap")
+    assert how["tcp://10.201.3.17:45521"].startswith("time-overlap")
     w = frames.processes.filter(pl.col("worker") == "tcp://10.201.3.17:33095").row(0, named=True)
     assert (w["host"], w["pid"]) == ("x3107c0s7b0n0", 28061)
     assert any("scheduler_transition.csv missing" in m for m in frames.warnings)

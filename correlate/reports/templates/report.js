@@ -300,7 +300,7 @@
   }
 
   // ---------- tables ----------
-  sortableTable($("workers"), [["worker", "worker", "text"], ["threads", "threads", "n"],
+  sortableTable($("workers"), [["worker", "worker", "text"], ["threads_label", "threads", "text"],
     ["executions", "executions", "n"], ["thread_s", "thread time", "s"], ["compute_s", "compute", "s"],
     ["io_s", "I/O", "s"], ["idle_s", "idle", "s"], ["busy_share", "busy", "pct"],
     ["waiting_s", "waiting for a thread", "s"], ["transfer_s", "receiving inputs", "s"],
@@ -359,6 +359,7 @@
   const given = Object.entries(Q.attributed_by_method || {});
   if (given.length) item("bytes attributed to tasks by method: " + given.map(([k, v]) => `${k}: ${FMT.bytes(v.bytes)}`).join(", "), false);
   Q.statuses.filter((s) => s.status !== "ok").forEach((s) => item(`executions with status ${s.status}: ${fmtN(s.executions)}`, true));
+  (Q.matching || []).forEach((m) => item(m.text, m.warn));
   Q.warnings.forEach((w) => item("warning: " + w, true));
   Q.rejects.forEach((r) => item(`rejected ${fmtN(r.count)} record(s) from ${fmtText(r.source)} ${r.file || ""}: ${fmtText(r.reason)}`, true));
   Q.not_closed.forEach((p) => item(`process ${fmtText(p.role)} ${fmtText(p.host)}:${fmtText(p.pid)} did not close cleanly`, true));

@@ -1,0 +1,101 @@
+"""Lanes and thread counts of runs whose threads were not (all) recorded."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from conftest import fixture_path
+
+from correlate.reports import aggregate as agg
+from correlate.reports.timeline import io_bars, task_bars
+
+S = 1_000_000_000
+
+
+def _tasks(rows):
+    """rows: (execution_id, worker, thread_id, inferred, start s, stop s)."""
+    return pl.DataFrame(
+        [(e, w, "h", 1, t, i, a * S, b * S, (b - a) * 1.0) for e, w, t, i, a, b in rows],
+        schema={"execution_id": pl.Int64, "worker": pl.String, "host": pl.String,
+                "pid": pl.Int64, "thread_id": pl.UInt64, "thread_inferred": pl.Boolean,
+                "start_ns": pl.Int64, "stop_ns": pl.Int64, "duration_s": pl.Float64},
+        orient="row").with_columns(
+        prefix=pl.lit("p"), key=pl.format("k-{}", "execution_id"), cpu_s=pl.lit(None, pl.Float64),
+        read_bytes=0.0, write_bytes=0.0, io_time_s=0.0, status=pl.lit("ok"),
+        transfer_s=0.0, wait_thread_s=0.0, input_read_back_s=pl.lit(None, pl.Float64))
+
+
+def test_unknown_threads_share_as_few_lanes_as_can_hold_them():
+    t = _tasks([(0, "w", None, False, 0, 10), (1, "w", None, False, 2, 4),
+                (2, "w", None, False, 5, 12), (3, "w", None, False, 11, 20),
+                (4, "w", 7, True, 0, 5)])
+    lanes = agg.lanes(t)
+    assert lanes["label"].to_list() == ["w · thread 7 (inferred)", "w · thread ? #1",
+                                        "w · thread ? #2"]
+    bars = task_bars(t, lanes, 0)
+    # no two executions overlap on one lane
+    clash = bars.sort("lane", "start").filter(
+        (pl.col("start") < pl.col("stop").shift(1)).over("lane"))
+    assert clash.is_empty() and bars["lane"].null_count() == 0
+
+
+def test_thread_count_is_a_lower_bound_and_busy_never_exceeds_100_percent():
+    t = _tasks([(0, "w", None, False, 0, 10), (1, "w", None, False, 0, 10),
+                (2, "w", None, False, 0, 10), (3, "x", 5, False, 0, 4),
+                (4, "x", 6, False, 2, 10)])
+    b = {r["worker"]: r for r in agg.worker_budget(t).iter_rows(named=True)}
+    assert (b["w"]["threads"], b["w"]["threads_bound"]) == (3, True)
+    assert b["w"]["busy_share"] == pytest.approx(1.0)
+    assert (b["x"]["threads"], b["x"]["threads_bound"]) == (2, False)
+    assert agg.threads_text(3, True) == "≥ 3" and agg.threads_text(2, False) == "2"
+
+
+def test_io_of_an_unknown_thread_execution_is_drawn_on_its_lane():
+    t = _tasks([(0, "w", None, False, 0, 10), (1, "w", 7, True, 0, 10)])
+    lanes = agg.lanes(t)
+    bars = task_bars(t, lanes, 0)
+    seg = pl.DataFrame({"host": ["h", "h", "h"], "pid": [1, 1, 1],
+                        "thread_id": pl.Series([9, 7, 9], dtype=pl.UInt64),
+                        "execution_id": [0, 1, None], "start_ns": [S, S, S],
+                        "stop_ns": [2 * S] * 3, "op": ["read"] * 3, "length": [1, 2, 4],
+                        "path": ["f"] * 3})
+    io = io_bars(seg, lanes, bars, 0, 10 * S, 100).frame
+    lane_of = dict(zip(lanes["label"], lanes["lane"], strict=True))
+    assert dict(zip(io["bytes"], io["lane"], strict=True)) == {
+        1.0: lane_of["w · thread ? #1"], 2.0: lane_of["w · thread 7 (inferred)"]}
+
+
+@pytest.mark.fixtures
+def test_r4_report_lanes_and_budget(tmp_path):
+    from correlate.cli import main
+    from correlate.reports.load import load_outputs
+
+    out = tmp_path / "out"
+    assert main([str(fixture_path("xpdamoda-imageprocessing-r4")), "-o", str(out),
+                 "--no-reports"]) == 0
+    tasks = load_outputs(out)["tasks"]
+    budget = agg.worker_budget(tasks)
+    assert budget.height == 4 and budget["threads_bound"].all()
+    assert (budget["busy_share"] <= 1.0).all()
+    lanes = agg.lanes(tasks)
+    inferred = lanes.filter(pl.col("label").str.ends_with("(inferred)"))
+    assert inferred.height == tasks.filter(pl.col("thread_inferred")).select(
+        "pid", "thread_id").n_unique() > 0
+
+
+def test_data_quality_says_every_match_and_what_was_inferred():
+    summary = {"facts": {
+        "worker_matches": {"tcp://a:1": {"pid": 5, "host": "h", "how": "time-overlap (9 of 9)"},
+                           "tcp://a:2": {"pid": None, "host": "h", "how": "host only; why"}},
+        "unmatched_worker_processes": {"h:6": "ambiguous among 1 unmatched worker(s)"}},
+        "thread_inference": {"executions": 10, "executions_inferred": 7,
+                             "executions_ambiguous": 1, "executions_without_evidence": 2,
+                             "threads_inferred": 3, "threads_left_out": 0,
+                             "segments_inferred": 40, "segments_ambiguous": 2}}
+    notes = agg.matching_notes(summary)
+    assert notes[0] == ("worker tcp://a:1: pid 5 on h — time-overlap (9 of 9)", False)
+    assert notes[1][1] and "host only; why" in notes[1][0]
+    assert notes[2] == ("worker process h:6 not matched: ambiguous among 1 unmatched worker(s)",
+                        True)
+    assert "7 of 10 executions" in notes[3][0] and notes[3][1]
+    assert agg.matching_notes({}) == []
