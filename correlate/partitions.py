@@ -152,7 +152,9 @@ def _segment_totals(segments: pl.DataFrame) -> pl.DataFrame:
 def _process_method(segments: pl.DataFrame) -> pl.DataFrame:
     """(host, pid) → the best attribution method its segments allowed (counted per method
     first: the rules below then look at a few rows per process)."""
-    methods = segments.group_by("host", "pid", "attribution").len()
+    one = segments.select(pl.col("host", "pid").n_unique()).row(0) == (1, 1)
+    methods = (segments.select(pl.col("host", "pid").first(), pl.col("attribution").unique())
+               if one else segments.group_by("host", "pid", "attribution").len())
     return methods.group_by("host", "pid").agg(
         attribution=pl.when(pl.col("attribution").is_in(
             ["exact-thread", "helper-context", "helper-file", "helper-split"]).any())
