@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from rich.table import Table
 from rich.text import Text
 
-from correlate.console import console
+from correlate.console import name_table, results
 from correlate.grouping import group_agg
 
 
@@ -22,15 +21,6 @@ def _bytes(n: float | None) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
         n /= 1024
     return str(n)
-
-
-def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right", overflow="fold")
-    for r in rows:
-        t.add_row(*[Text(str(v)) for v in r])
-    return t
 
 
 def _prefix_rows(tasks: pl.DataFrame, top: int) -> list[list[Any]]:
@@ -64,7 +54,7 @@ def _by_method(io: dict[str, Any]) -> str:
 
 def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, out: Path,
                   top: int = 10) -> None:
-    c = console()
+    c = results()
     tasks, files = tables["tasks"], tables["task_files"]
     io, cpu = summary["io"], summary["cpu"]
     c.print(f"[bold]{summary['executions']:,}[/] executions of {summary['tasks']:,} tasks "
@@ -89,12 +79,12 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
             f"{w['worker'] or w['pid']} {w['outside_tasks_cpu_s']:.2f} of "
             f"{w['process_cpu_s']:.2f} s" for w in outside[:top]))
     if tasks.height:
-        c.print(_table("Heaviest task prefixes (by wall time)",
-                       ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],
-                       _prefix_rows(tasks, top)))
+        c.print(name_table("Heaviest task prefixes (by wall time)",
+                           ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],
+                           _prefix_rows(tasks, top), width=c.width))
     if files.height:
-        c.print(_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
-                       _file_rows(files, top)))
+        c.print(name_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
+                           _file_rows(files, top), width=c.width, keep_tail=True))
     for r in io["unattributed_by_reason"][:top]:
         c.print(Text(f"unattributed: {_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
     unc = [r["uncertainty_ns"] for r in summary["clocks"] if r["uncertainty_ns"] is not None]

@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from correlate.console import console, warn
+    from correlate.console import console, results, warn
     from correlate.sources.darshan_logs import expand_paths, load
 
     missing = [p for p in args.logs if not p.exists()]
@@ -38,19 +38,19 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(args.logs[0], "no .darshan logs found")
     with console().status(f"decoding {len(paths)} log(s)"):
         frames = load(paths)
+    if frames.darshan_logs.is_empty() and len(frames.problems) == 1:
+        raise InputError(*frames.problems[0])  # the one message, said once, as the error
     for file, problem in frames.problems:
         warn(f"{file}: {problem}")
     if frames.darshan_logs.is_empty():
-        only = frames.problems[0] if len(frames.problems) == 1 else None
-        raise InputError(only[0] if only else args.logs[0],
-                         only[1] if only else "none of the logs could be read")
+        raise InputError(args.logs[0], "none of the logs could be read")
     table = getattr(frames, TABLES[args.table])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.write_parquet(args.out, statistics=False)
     seg = frames.io_segments
     rd = seg.filter(pl.col("op") == "read")["length"].sum()
     wr = seg.filter(pl.col("op") == "write")["length"].sum()
-    console().print(f"{frames.darshan_logs.height} log(s), {seg.height:,} DXT segments, "
+    results().print(f"{frames.darshan_logs.height} log(s), {seg.height:,} DXT segments, "
                     f"{rd:,} bytes read, {wr:,} bytes written, {len(frames.problems)} "
                     f"warning(s) → {args.out} ({args.table}: {table.height:,} rows)")
     return 0
