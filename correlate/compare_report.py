@@ -72,7 +72,8 @@ def _ds(x: float) -> str:
 
 
 def _dbytes(x: float) -> str:
-    return "0" if not x else ("+" if x > 0 else "−") + human_bytes(abs(x))
+    # ASCII minus, as Python's signed formats (:+.3f) write it everywhere else in compare.md
+    return "0" if not x else ("+" if x > 0 else "-") + human_bytes(abs(x))
 
 
 def _n(x: float) -> str:
@@ -133,7 +134,7 @@ def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) 
     md = [f"# Comparison: {code(c.names[0])} → {code(c.names[1])}", ""]
     md += ["## Setup differences", ""]
     md += [f"- {text(s)}" for s in c.setup] or [
-        "- none: same workers, threads, versions and collectors"]
+        "- none: same command, workers, threads, versions, environment and collectors"]
     md += ["", "## What changed", ""]
     if c.totals:
         md += [text(c.totals), ""]

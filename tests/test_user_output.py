@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,20 @@ def test_report_help_shows_no_default_and_a_run_folder_is_accepted(tmp_path, cap
     capsys.readouterr()
     assert main(["report", str(run), "--kinds", "markdown"]) == 0
     assert f"wrote {run / 'correlated' / 'report.md'}" in capsys.readouterr().out
+
+
+def test_compare_never_writes_into_an_input_folder(tmp_path):
+    before, after = tmp_path / "run-v1", tmp_path / "run2"
+    shutil.copytree(SAMPLE, before)
+    shutil.copytree(SAMPLE, after)
+    listing = sorted(p.relative_to(before) for p in before.rglob("*"))
+    out = tmp_path / "cmp"
+    proc = _cli("compare", str(before), str(after), "-o", str(out), "--top", "3")
+    assert proc.returncode == 0, proc.stderr
+    for run in (before, after):
+        assert sorted(p.relative_to(run) for p in run.rglob("*")) == listing
+    assert f"{before} has no correlate output yet: correlating it into {out / 'before'}" in (
+        proc.stderr)
+    assert (out / "before" / "tasks.parquet").exists() and (out / "compare.md").exists()
+    assert "comparison written to" in proc.stdout and "comparison written" not in proc.stderr
+    assert "Setup differences" in (out / "compare.md").read_text()
