@@ -17,6 +17,17 @@ def _round(x: float | None, nd: int = 9) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
+def _count(x: float | None) -> int | float | None:
+    """A byte or operation count: an integer when whole (37748736, not 37748736.0); window-split
+    attribution can give a task a fraction of a segment's bytes, kept as a float."""
+    r = _round(x)
+    return int(r) if r is not None and r.is_integer() else r
+
+
+def _totals(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _count(v) if k in ("bytes", "ops") else _round(v) for k, v in d.items()}
+
+
 def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame) -> dict[str, Any]:
     seg = segment_totals
     total = {"bytes": seg["bytes"].sum(), "ops": seg["segments"].sum(),
@@ -34,17 +45,17 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame) ->
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
                .sort("bytes", descending=True))
     return {
-        "total": {k: _round(v) for k, v in total.items()},
-        "attributed": {k: _round(v) for k, v in attributed.items()},
-        "unattributed": {k: _round(v) for k, v in unattr.items()},
+        "total": _totals(total),
+        "attributed": _totals(attributed),
+        "unattributed": _totals(unattr),
         "attributed_bytes_share": _round(share, 4),
         "segments_by_method": {k: v[0] for k, v in methods.items()},
         # bytes and ops each method gave to tasks (a segment shared by several methods' rules
         # never is: one segment, one method)
-        "attributed_by_method": {m: {"bytes": _round(b), "ops": _round(o)}
+        "attributed_by_method": {m: {"bytes": _count(b), "ops": _count(o)}
                                  for m, b, o in by_method.rows()},
         "unattributed_by_reason": [
-            {"reason": r, "bytes": _round(b), "ops": _round(o)} for r, b, o in reasons.rows()],
+            {"reason": r, "bytes": _count(b), "ops": _count(o)} for r, b, o in reasons.rows()],
     }
 
 
@@ -93,9 +104,9 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
                    if not frames.darshan_logs.is_empty() else "unknown (no Darshan logs)",
                    "input_read_back_s": "dask startstops (disk-read)"},
         "keys_spilled": written.height,
-        "spilled_bytes": _round(tasks["spilled_bytes"].sum()),
+        "spilled_bytes": _count(tasks["spilled_bytes"].sum()),
         "spill_write_s": _round(tasks["spill_write_s"].sum()),
-        "unspilled_bytes": _round(tasks["unspilled_bytes"].sum()),
+        "unspilled_bytes": _count(tasks["unspilled_bytes"].sum()),
         "unspill_read_s": _round(tasks["unspill_read_s"].sum()),
         "input_read_back_s": _round(tasks["input_read_back_s"].sum()),
     }

@@ -3,6 +3,7 @@ that stay readable on 80 columns (a file, a CI log), and errors that say what to
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -102,6 +103,17 @@ def test_report_help_shows_no_default_and_a_run_folder_is_accepted(tmp_path, cap
     capsys.readouterr()
     assert main(["report", str(run), "--kinds", "markdown"]) == 0
     assert f"wrote {run / 'correlated' / 'report.md'}" in capsys.readouterr().out
+    md = (run / "correlated" / "report.md").read_text()
+    assert "## Heaviest task prefixes (all 4, by wall time)" in md  # not "top 10 ... of 4"
+    assert "## Busiest files (top 10 of 36 by bytes)" in md
+
+
+def test_summary_json_counts_bytes_and_ops_as_integers(sample_run):
+    summary = json.loads((sample_run[1] / "summary.json").read_text())
+    io = summary["io"]
+    assert io["total"] == {"bytes": 37748948, "ops": 185, "io_time_s": 0.022883657}
+    assert "37748948," in (sample_run[1] / "summary.json").read_text().replace(" ", "")
+    assert all(type(r["bytes"]) is int for r in io["unattributed_by_reason"])
 
 
 def test_compare_never_writes_into_an_input_folder(tmp_path):

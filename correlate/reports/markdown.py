@@ -88,12 +88,19 @@ def _prefixes(out: Outputs, figures: dict[str, str]) -> list[str]:
              seconds(r["mean_s"]), seconds(r["max_s"]), seconds(r["cpu_s"]), seconds(r["io_s"]),
              human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"])]
             for r in p.head(TOP).iter_rows(named=True)]
-    lines = [f"## Heaviest task prefixes (top {TOP} by wall time of {p.height})", ""]
+    lines = [f"## Heaviest task prefixes ({_shown(p.height, 'wall time')})", ""]
     lines += table(["prefix", "runs", "wall", "mean", "max", "CPU", "I/O time", "read",
                     "written"], rows)
     if "prefixes" in figures:
         lines += [f"![Time and bytes per task prefix]({figures['prefixes']})", ""]
     return lines
+
+
+def _shown(n: int, by: str | None) -> str:
+    """``top 10 of 64 by wall time``, or ``all 4, by wall time`` when no row is left out (not
+    "top 10 of 4")."""
+    order = f" by {by}" if by else ""
+    return f"top {TOP} of {n:,}{order}" if n > TOP else f"all {n:,}" + (f",{order}" if by else "")
 
 
 def _task_rows(t: pl.DataFrame, awaiting: bool) -> list[list[str]]:
@@ -113,7 +120,7 @@ def _tasks(out: Outputs) -> list[str]:
     lines = ["## Heaviest task executions", ""]
     for title, by in (("By CPU", "cpu_s"), ("By I/O bytes", "io_bytes")):
         t = agg.top_tasks(tasks, by, TOP)
-        lines += [f"### {title} (top {TOP})", ""]
+        lines += [f"### {title} ({_shown(tasks.height, None)})", ""]
         align = "lll" + "r" * (len(header) - 3)
         lines += (table(header, _task_rows(t, awaiting), align) if t.height
                   else ["None recorded.", ""])
@@ -127,7 +134,7 @@ def _files(out: Outputs) -> list[str]:
     rows = [[code(r["path"]), human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
              human_bytes(r["outside_bytes"]), count(r["ops"]), seconds(r["io_s"]),
              count(r["tasks"])] for r in f.head(TOP).iter_rows(named=True)]
-    lines = [f"## Busiest files (top {TOP} by bytes of {f.height})", ""]
+    lines = [f"## Busiest files ({_shown(f.height, 'bytes')})", ""]
     return lines + table(["path", "read", "written", "outside tasks", "ops", "I/O time",
                           "tasks"], rows)
 
