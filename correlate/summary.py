@@ -127,6 +127,62 @@ def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
         named=True)]
 
 
+def io_captured(frames: RunFrames) -> bool:
+    """Whether any Darshan log was read: without one, tasks' I/O is unknown, not zero."""
+    return not frames.darshan_logs.is_empty()
+
+
+def headline_problems(frames: RunFrames) -> list[str]:
+    """Data-quality problems that change the totals and shares: I/O not captured, incomplete
+    Darshan logs, processes that did not close, rejected records."""
+    out = [] if io_captured(frames) else [_not_captured(frames.facts)]
+    out += _incomplete_logs(frames.darshan_logs)
+    closed = frames.processes.get_column("closed_cleanly")
+    if (n := int((closed == False).sum())):  # noqa: E712 (null: unknown, not counted)
+        out.append(f"{n} process(es) did not close cleanly (killed or crashed): their last "
+                   "records are missing from every total")
+    if (rejected := int(frames.rejects["count"].sum() or 0) if frames.rejects.height else 0):
+        out.append(f"{rejected:,} record(s) could not be used and are left out of the totals "
+                   "(see Data quality)")
+    return out
+
+
+def _not_captured(facts: dict[str, Any]) -> str:
+    why = facts.get("darshan_reason")
+    if facts.get("darshan"):  # a runtime was preloaded but wrote nothing
+        why = f"Darshan runtime {facts['darshan']} wrote no logs"
+    return ("I/O was not captured (no Darshan logs" + (f"; Darshan: {why}" if why else "")
+            + "): read, written and I/O time per task are unknown, not zero")
+
+
+def _incomplete_logs(logs: pl.DataFrame) -> list[str]:
+    """One line for the Darshan logs whose I/O is partly missing (truncated, a module that
+    could not be read or that Darshan flagged partial, untraced DXT calls)."""
+    if logs.is_empty():
+        return []
+    why = logs.select(
+        log=pl.col("log").cast(pl.String),
+        failed=pl.col("modules_failed").list.join("; "),
+        partial=pl.col("partial"),
+        untraced=pl.col("dxt_untraced_ops").fill_null(0),
+    ).filter((pl.col("failed") != "") | pl.col("partial") | (pl.col("untraced") > 0))
+    if why.is_empty():
+        return []
+    names = [_log_problem(r) for r in why.head(3).iter_rows(named=True)]
+    more = f"; … ({why.height} in all)" if why.height > 3 else ""
+    return [f"{why.height} of {logs.height} Darshan log(s) incomplete, so I/O totals and "
+            f"attributed shares count only what was read: {'; '.join(names)}{more}"]
+
+
+def _log_problem(r: dict[str, Any]) -> str:
+    from pathlib import Path
+
+    parts = [r["failed"]] if r["failed"] else []
+    parts += ["flagged partial"] if r["partial"] else []
+    parts += [f"{r['untraced']:,} untraced calls"] if r["untraced"] else []
+    return f"{Path(r['log']).name} ({', '.join(parts)})"
+
+
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
                   segment_totals: pl.DataFrame) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks) and the totals
@@ -153,7 +209,9 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "facts": frames.facts,
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
-        "io": _io_totals(tables, segment_totals),
+        "io": {**_io_totals(tables, segment_totals), "captured": io_captured(frames)},
+        # problems that change the numbers above: shown first, not only after the tables
+        "headline": headline_problems(frames),
         "cpu": _cpu(tasks, frames.clock_samples),
         "spill": _spill(tasks, frames),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),

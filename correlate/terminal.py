@@ -23,13 +23,15 @@ def _bytes(n: float | None) -> str:
     return str(n)
 
 
-def _prefix_rows(tasks: pl.DataFrame, top: int) -> list[list[Any]]:
+def _prefix_rows(tasks: pl.DataFrame, top: int, io_known: bool = True) -> list[list[Any]]:
     agg = (group_agg(tasks, ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
                      cpu=pl.col("cpu_s").sum(), rd=pl.col("read_bytes").sum(),
                      wr=pl.col("write_bytes").sum(), io=pl.col("io_time_s").sum())
            .sort("wall", "prefix", descending=[True, False]).head(top))
-    return [[r["prefix"], r["n"], f"{r['wall']:.3f}", f"{r['cpu']:.3f}", _bytes(r["rd"]),
-             _bytes(r["wr"]), f"{r['io']:.3f}"] for r in agg.iter_rows(named=True)]
+    return [[r["prefix"], r["n"], f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
+             *([_bytes(r["rd"]), _bytes(r["wr"]), f"{r['io']:.3f}"] if io_known
+               else ["unknown"] * 3)]  # no Darshan log: not 0 B
+            for r in agg.iter_rows(named=True)]
 
 
 def _file_rows(files: pl.DataFrame, top: int) -> list[list[Any]]:
@@ -59,11 +61,20 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     io, cpu = summary["io"], summary["cpu"]
     c.print(f"[bold]{summary['executions']:,}[/] executions of {summary['tasks']:,} tasks "
             f"({summary['source_format']})")
+    # problems that change the numbers below come first, not after the tables
+    for p in summary.get("headline", []):
+        c.print(Text(f"data quality: {p}", style="bold yellow"))
+    io_known = io.get("captured", True) is not False
     share = io["attributed_bytes_share"]
-    c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
-            f"attributed to tasks: "
-            + (f"{share:.1%}" if share is not None else "n/a (no DXT segments)")
-            + _by_method(io))
+    if io_known:
+        c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
+                f"attributed to tasks: "
+                + (f"{share:.1%}" if share is not None else "n/a (no DXT segments)")
+                + _by_method(io)
+                + ("; of the I/O that was read (see data quality above)"
+                   if summary.get("headline") else ""))
+    else:
+        c.print("I/O: unknown (not captured)")
     c.print(f"CPU: {cpu['task_cpu_s'] or 0:.3f} s in tasks (measured for "
             f"{cpu['executions_with_cpu']:,}/{cpu['executions']:,} executions), task wall "
             f"{cpu['task_wall_s'] or 0:.3f} s")
@@ -81,7 +92,7 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     if tasks.height:
         c.print(name_table("Heaviest task prefixes (by wall time)",
                            ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],
-                           _prefix_rows(tasks, top), width=c.width))
+                           _prefix_rows(tasks, top, io_known), width=c.width))
     if files.height:
         c.print(name_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
                            _file_rows(files, top), width=c.width, keep_tail=True))

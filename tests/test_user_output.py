@@ -131,3 +131,47 @@ def test_compare_never_writes_into_an_input_folder(tmp_path):
     assert (out / "before" / "tasks.parquet").exists() and (out / "compare.md").exists()
     assert "comparison written to" in proc.stdout and "comparison written" not in proc.stderr
     assert "Setup differences" in (out / "compare.md").read_text()
+
+
+def _sample_copy(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    return run
+
+
+def test_a_run_without_darshan_says_io_is_unknown_first_not_zero(tmp_path):
+    run = _sample_copy(tmp_path)
+    shutil.rmtree(run / "darshan")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["darshan"] = {"runtime": None, "reason": "--darshan off"}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    proc = _cli(str(run), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].startswith("data quality: I/O was not captured (no Darshan logs; Darshan: "
+                               "--darshan off)")
+    assert lines[2] == "I/O: unknown (not captured)"
+    assert "write_image" in proc.stdout and " 0 B " not in proc.stdout
+    md = (tmp_path / "out" / "report.md").read_text()
+    top = md.split("## Run")[0]
+    assert "I/O was not captured" in top and "--darshan off" in top
+    assert "| 0 B |" not in md and "unknown | unknown | unknown |" in md
+    assert "no warnings" not in md
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["io"]["captured"] is False and summary["facts"]["darshan_reason"] == (
+        "--darshan off")
+
+
+def test_a_truncated_darshan_log_is_in_the_headline_before_the_shares(tmp_path):
+    run = _sample_copy(tmp_path)
+    log = max((run / "darshan").glob("*.darshan"), key=lambda p: p.stat().st_size)
+    log.write_bytes(log.read_bytes()[: log.stat().st_size // 2])
+    proc = _cli(str(run), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].startswith("data quality: 1 of 7 Darshan log(s) incomplete")
+    assert log.name in lines[1] and "truncated log" in lines[1]
+    assert lines[2].startswith("I/O: ") and lines[2].endswith(
+        "of the I/O that was read (see data quality above)")
+    top = (tmp_path / "out" / "report.md").read_text().split("## Run")[0]
+    assert "1 of 7 Darshan log(s) incomplete" in top and "truncated log" in top
