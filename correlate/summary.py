@@ -158,20 +158,25 @@ def _not_captured(facts: dict[str, Any]) -> str:
 def _incomplete_logs(logs: pl.DataFrame) -> list[str]:
     """One line for the Darshan logs whose I/O is partly missing (truncated, a module that
     could not be read or that Darshan flagged partial, untraced DXT calls)."""
-    if logs.is_empty():
-        return []
-    why = logs.select(
-        log=pl.col("log").cast(pl.String),
-        failed=pl.col("modules_failed").list.join("; "),
-        partial=pl.col("partial"),
-        untraced=pl.col("dxt_untraced_ops").fill_null(0),
-    ).filter((pl.col("failed") != "") | pl.col("partial") | (pl.col("untraced") > 0))
+    why = incomplete_logs(logs)
     if why.is_empty():
         return []
     names = [_log_problem(r) for r in why.head(3).iter_rows(named=True)]
     more = f"; … ({why.height} in all)" if why.height > 3 else ""
     return [f"{why.height} of {logs.height} Darshan log(s) incomplete, so I/O totals and "
             f"attributed shares count only what was read: {'; '.join(names)}{more}"]
+
+
+def incomplete_logs(logs: pl.DataFrame) -> pl.DataFrame:
+    """The logs (``log``, ``failed``, ``partial``, ``untraced``) whose I/O is partly missing."""
+    if logs.is_empty():
+        return pl.DataFrame({"log": [], "failed": [], "partial": [], "untraced": []})
+    return logs.select(
+        log=pl.col("log").cast(pl.String),
+        failed=pl.col("modules_failed").list.join("; "),
+        partial=pl.col("partial"),
+        untraced=pl.col("dxt_untraced_ops").fill_null(0),
+    ).filter((pl.col("failed") != "") | pl.col("partial") | (pl.col("untraced") > 0))
 
 
 def _log_problem(r: dict[str, Any]) -> str:

@@ -175,3 +175,14 @@ def test_a_truncated_darshan_log_is_in_the_headline_before_the_shares(tmp_path):
         "of the I/O that was read (see data quality above)")
     top = (tmp_path / "out" / "report.md").read_text().split("## Run")[0]
     assert "1 of 7 Darshan log(s) incomplete" in top and "truncated log" in top
+
+
+def test_correlate_darshan_on_a_truncated_log_says_the_table_is_partial(tmp_path):
+    log = max((SAMPLE / "darshan").glob("*.darshan"), key=lambda p: p.stat().st_size)
+    cut = tmp_path / log.name
+    cut.write_bytes(log.read_bytes()[: log.stat().st_size // 2])
+    proc = _cli("darshan", str(cut), "-o", str(tmp_path / "seg.parquet"))
+    assert proc.returncode == 0, proc.stderr  # the partial result is kept
+    assert proc.stdout.startswith(
+        "1 log(s) (1 incomplete: the table holds only what could be read), ")
+    assert "truncated log" in proc.stderr and (tmp_path / "seg.parquet").exists()

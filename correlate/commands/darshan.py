@@ -2,7 +2,8 @@
 Darshan 3.0 (3.00 … 3.41, either byte order; DXT v1, v2 and the modified 96-byte layout) into
 one parquet table — a fast ``darshan-dxt-parser`` replacement.
 
-Prints one summary line (logs, segments, bytes, warnings). Exit 0 when at least one log was
+Prints one summary line (logs, segments, bytes, warnings; logs read only in part, such as a
+truncated one, are counted as incomplete). Exit 0 when at least one log was
 read (problems with the others are printed as warnings), 1 when none could be read.
 """
 
@@ -29,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     from correlate.console import console, results, warn
     from correlate.sources.darshan_logs import expand_paths, load
+    from correlate.summary import incomplete_logs
 
     missing = [p for p in args.logs if not p.exists()]
     if missing:
@@ -50,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
     seg = frames.io_segments
     rd = seg.filter(pl.col("op") == "read")["length"].sum()
     wr = seg.filter(pl.col("op") == "write")["length"].sum()
-    results().print(f"{frames.darshan_logs.height} log(s), {seg.height:,} DXT segments, "
+    incomplete = incomplete_logs(frames.darshan_logs).height
+    # a truncated log still gives a table (what could be read): say it is partial
+    partial = (f" ({incomplete} incomplete: the table holds only what could be read)"
+               if incomplete else "")
+    results().print(f"{frames.darshan_logs.height} log(s){partial}, {seg.height:,} DXT segments, "
                     f"{rd:,} bytes read, {wr:,} bytes written, {len(frames.problems)} "
                     f"warning(s) → {args.out} ({args.table}: {table.height:,} rows)")
     return 0
