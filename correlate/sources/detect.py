@@ -74,6 +74,6 @@ def load(path: Path, fmt: str | None = None, mapper: Mapper = local_map, *,
     ``lazy`` the tables an adapter can leave on disk stay LazyFrames (see ``RunFrames``)."""
     fmt = fmt or detect(path)
     if fmt not in FORMATS:
-        raise InputError(path, f"unknown format {fmt!r}; expected one of {sorted(FORMATS)}")
+        raise InputError(path, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     frames = _adapter(fmt).load(path, mapper=mapper)
     return frames if lazy else frames.collected()
