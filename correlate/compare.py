@@ -257,8 +257,8 @@ def totals_line(before: pl.DataFrame, after: pl.DataFrame, d: pl.DataFrame) -> s
     return text
 
 
-SETUP_KEYS = ("workers", "nthreads", "hosts", "versions", "collector_options", "darshan",
-              "dask_config")
+SETUP_KEYS = ("command", "workers", "nthreads", "hosts", "versions", "collector_options",
+              "darshan", "dask_config", "job_environment")
 
 
 def setup_differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -268,15 +268,52 @@ def setup_differences(before: dict[str, Any], after: dict[str, Any]) -> list[str
         out.append(f"input format: {before.get('source_format')} → {after.get('source_format')}")
     fb, fa = before.get("facts", {}), after.get("facts", {})
     for k in SETUP_KEYS:
-        if fb.get(k) != fa.get(k):
-            out.append(f"{k}: {_short(fb.get(k))} → {_short(fa.get(k))}")
+        out += _changes(k, fb.get(k), fa.get(k))
     mb = set(before.get("io", {}).get("segments_by_method", {}))
     ma = set(after.get("io", {}).get("segments_by_method", {}))
     if mb != ma:
-        out.append(f"I/O attribution methods: {sorted(mb) or 'no DXT'} → {sorted(ma) or 'no DXT'}")
+        out.append(f"I/O attribution methods: {', '.join(sorted(mb)) or 'no DXT'} → "
+                   f"{', '.join(sorted(ma)) or 'no DXT'}")
     return out
 
 
-def _short(v: Any, limit: int = 120) -> str:
-    s = str(v)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+def _changes(name: str, b: Any, a: Any) -> list[str]:
+    """``name: before → after``; for two mappings one line per changed entry (``versions.dask:
+    2026.8.0 → 2026.9.0``), not the whole of both."""
+    if b == a:
+        return []
+    if isinstance(b, dict) and isinstance(a, dict):
+        return [line for k in sorted(set(b) | set(a), key=str)
+                for line in _changes(f"{name}.{k}", b.get(k), a.get(k))]
+    tb, ta = _text(b), _text(a)
+    if max(len(tb), len(ta)) > SETUP_TEXT_LIMIT:  # long commands: from the first word that differs
+        same = _common_words(tb, ta)
+        tb, ta = ("… " * bool(same) + " ".join(t.split()[same:]) for t in (tb, ta))
+    return [f"{name}: {_short(tb)} → {_short(ta)}"]
+
+
+SETUP_TEXT_LIMIT = 120
+
+
+def _common_words(b: str, a: str) -> int:
+    n = 0
+    for wb, wa in zip(b.split(), a.split(), strict=False):
+        if wb != wa:
+            break
+        n += 1
+    return n
+
+
+def _text(v: Any) -> str:
+    """A setup value as text: lists joined, no Python brackets or quotes."""
+    if v is None:
+        return "(none)"
+    if isinstance(v, list | tuple):
+        return " ".join(map(str, v))
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={x}" for k, x in v.items()) or "(empty)"
+    return str(v)
+
+
+def _short(s: str) -> str:
+    return s if len(s) <= SETUP_TEXT_LIMIT else s[: SETUP_TEXT_LIMIT - 1] + "…"

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from rich.table import Table
 from rich.text import Text
 
-from correlate.console import console
+from correlate.console import name_table, results
 from correlate.reports.fmt import human_bytes
 from correlate.reports.markdown import code, table, text
 
@@ -73,7 +72,8 @@ def _ds(x: float) -> str:
 
 
 def _dbytes(x: float) -> str:
-    return "0" if not x else ("+" if x > 0 else "−") + human_bytes(abs(x))
+    # ASCII minus, as Python's signed formats (:+.3f) write it everywhere else in compare.md
+    return "0" if not x else ("+" if x > 0 else "-") + human_bytes(abs(x))
 
 
 def _n(x: float) -> str:
@@ -134,7 +134,7 @@ def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) 
     md = [f"# Comparison: {code(c.names[0])} → {code(c.names[1])}", ""]
     md += ["## Setup differences", ""]
     md += [f"- {text(s)}" for s in c.setup] or [
-        "- none: same workers, threads, versions and collectors"]
+        "- none: same command, workers, threads, versions, environment and collectors"]
     md += ["", "## What changed", ""]
     if c.totals:
         md += [text(c.totals), ""]
@@ -245,7 +245,7 @@ def write_comparison(out: Path, c: Comparison, *, top: int = 20) -> list[Path]:
 
 
 def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
-    cons = console()
+    cons = results()
     for s in c.setup:
         cons.print(Text(f"setup differs: {s}", style="yellow"))
     if c.totals:
@@ -254,13 +254,9 @@ def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
         cons.print(Text(_noise_text(c)))
     for item, why in c.explained:
         cons.print(Text.assemble((item, "bold"), f": {why}"))
-    d = c.diffs[c.by]
-    t = Table(show_edge=False, pad_edge=False)
-    for col in ("item", "runs", "before s", "after s", "Δ s"):
-        t.add_column(col, justify="left" if col == "item" else "right", overflow="fold")
-    for r in d.head(top).iter_rows(named=True):
-        t.add_row(Text(str(r["item"])), f"{r['executions_before']}→{r['executions_after']}",
-                  f"{r['wall_s_before']:.3f}", f"{r['wall_s_after']:.3f}",
-                  _ds(r["wall_s_delta"]))
-    cons.print(t)
+    rows = [[r["item"], f"{r['executions_before']}→{r['executions_after']}",
+             f"{r['wall_s_before']:.3f}", f"{r['wall_s_after']:.3f}", _ds(r["wall_s_delta"])]
+            for r in c.diffs[c.by].head(top).iter_rows(named=True)]
+    cons.print(name_table(None, ("item", "runs", "before s", "after s", "Δ s"), rows,
+                          width=cons.width, keep_tail=c.by == "file"))
     cons.print(f"comparison written to {out} (compare.md, compare.html, compare_*.parquet)")

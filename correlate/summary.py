@@ -17,6 +17,17 @@ def _round(x: float | None, nd: int = 9) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
+def _count(x: float | None) -> int | float | None:
+    """A byte or operation count: an integer when whole (37748736, not 37748736.0); window-split
+    attribution can give a task a fraction of a segment's bytes, kept as a float."""
+    r = _round(x)
+    return int(r) if r is not None and r.is_integer() else r
+
+
+def _totals(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _count(v) if k in ("bytes", "ops") else _round(v) for k, v in d.items()}
+
+
 def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame) -> dict[str, Any]:
     seg = segment_totals
     total = {"bytes": seg["bytes"].sum(), "ops": seg["segments"].sum(),
@@ -34,17 +45,17 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame) ->
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
                .sort("bytes", descending=True))
     return {
-        "total": {k: _round(v) for k, v in total.items()},
-        "attributed": {k: _round(v) for k, v in attributed.items()},
-        "unattributed": {k: _round(v) for k, v in unattr.items()},
+        "total": _totals(total),
+        "attributed": _totals(attributed),
+        "unattributed": _totals(unattr),
         "attributed_bytes_share": _round(share, 4),
         "segments_by_method": {k: v[0] for k, v in methods.items()},
         # bytes and ops each method gave to tasks (a segment shared by several methods' rules
         # never is: one segment, one method)
-        "attributed_by_method": {m: {"bytes": _round(b), "ops": _round(o)}
+        "attributed_by_method": {m: {"bytes": _count(b), "ops": _count(o)}
                                  for m, b, o in by_method.rows()},
         "unattributed_by_reason": [
-            {"reason": r, "bytes": _round(b), "ops": _round(o)} for r, b, o in reasons.rows()],
+            {"reason": r, "bytes": _count(b), "ops": _count(o)} for r, b, o in reasons.rows()],
     }
 
 
@@ -93,9 +104,9 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
                    if not frames.darshan_logs.is_empty() else "unknown (no Darshan logs)",
                    "input_read_back_s": "dask startstops (disk-read)"},
         "keys_spilled": written.height,
-        "spilled_bytes": _round(tasks["spilled_bytes"].sum()),
+        "spilled_bytes": _count(tasks["spilled_bytes"].sum()),
         "spill_write_s": _round(tasks["spill_write_s"].sum()),
-        "unspilled_bytes": _round(tasks["unspilled_bytes"].sum()),
+        "unspilled_bytes": _count(tasks["unspilled_bytes"].sum()),
         "unspill_read_s": _round(tasks["unspill_read_s"].sum()),
         "input_read_back_s": _round(tasks["input_read_back_s"].sum()),
     }
@@ -114,6 +125,67 @@ def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
     p = processes.select(cols).with_columns(pl.col("role").cast(pl.String))
     return [dict(r) for r in p.sort("host", "pid", "worker", nulls_last=True).iter_rows(
         named=True)]
+
+
+def io_captured(frames: RunFrames) -> bool:
+    """Whether any Darshan log was read: without one, tasks' I/O is unknown, not zero."""
+    return not frames.darshan_logs.is_empty()
+
+
+def headline_problems(frames: RunFrames) -> list[str]:
+    """Data-quality problems that change the totals and shares: I/O not captured, incomplete
+    Darshan logs, processes that did not close, rejected records."""
+    out = [] if io_captured(frames) else [_not_captured(frames.facts)]
+    out += _incomplete_logs(frames.darshan_logs)
+    closed = frames.processes.get_column("closed_cleanly")
+    if (n := int((closed == False).sum())):  # noqa: E712 (null: unknown, not counted)
+        out.append(f"{n} process(es) did not close cleanly (killed or crashed): their last "
+                   "records are missing from every total")
+    if (rejected := int(frames.rejects["count"].sum() or 0) if frames.rejects.height else 0):
+        out.append(f"{rejected:,} record(s) could not be used and are left out of the totals "
+                   "(see Data quality)")
+    return out
+
+
+def _not_captured(facts: dict[str, Any]) -> str:
+    why = facts.get("darshan_reason")
+    if facts.get("darshan"):  # a runtime was preloaded but wrote nothing
+        why = f"Darshan runtime {facts['darshan']} wrote no logs"
+    return ("I/O was not captured (no Darshan logs" + (f"; Darshan: {why}" if why else "")
+            + "): read, written and I/O time per task are unknown, not zero")
+
+
+def _incomplete_logs(logs: pl.DataFrame) -> list[str]:
+    """One line for the Darshan logs whose I/O is partly missing (truncated, a module that
+    could not be read or that Darshan flagged partial, untraced DXT calls)."""
+    why = incomplete_logs(logs)
+    if why.is_empty():
+        return []
+    names = [_log_problem(r) for r in why.head(3).iter_rows(named=True)]
+    more = f"; … ({why.height} in all)" if why.height > 3 else ""
+    return [f"{why.height} of {logs.height} Darshan log(s) incomplete, so I/O totals and "
+            f"attributed shares count only what was read: {'; '.join(names)}{more}"]
+
+
+def incomplete_logs(logs: pl.DataFrame) -> pl.DataFrame:
+    """The logs (``log``, ``failed``, ``partial``, ``untraced``) whose I/O is partly missing."""
+    if logs.is_empty():
+        return pl.DataFrame({"log": [], "failed": [], "partial": [], "untraced": []})
+    return logs.select(
+        log=pl.col("log").cast(pl.String),
+        failed=pl.col("modules_failed").list.join("; "),
+        partial=pl.col("partial"),
+        untraced=pl.col("dxt_untraced_ops").fill_null(0),
+    ).filter((pl.col("failed") != "") | pl.col("partial") | (pl.col("untraced") > 0))
+
+
+def _log_problem(r: dict[str, Any]) -> str:
+    from pathlib import Path
+
+    parts = [r["failed"]] if r["failed"] else []
+    parts += ["flagged partial"] if r["partial"] else []
+    parts += [f"{r['untraced']:,} untraced calls"] if r["untraced"] else []
+    return f"{Path(r['log']).name} ({', '.join(parts)})"
 
 
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
@@ -142,7 +214,9 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "facts": frames.facts,
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
-        "io": _io_totals(tables, segment_totals),
+        "io": {**_io_totals(tables, segment_totals), "captured": io_captured(frames)},
+        # problems that change the numbers above: shown first, not only after the tables
+        "headline": headline_problems(frames),
         "cpu": _cpu(tasks, frames.clock_samples),
         "spill": _spill(tasks, frames),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),

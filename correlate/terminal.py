@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from rich.table import Table
 from rich.text import Text
 
-from correlate.console import console
+from correlate.console import name_table, results
 from correlate.grouping import group_agg
 
 
@@ -24,22 +23,15 @@ def _bytes(n: float | None) -> str:
     return str(n)
 
 
-def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right", overflow="fold")
-    for r in rows:
-        t.add_row(*[Text(str(v)) for v in r])
-    return t
-
-
-def _prefix_rows(tasks: pl.DataFrame, top: int) -> list[list[Any]]:
+def _prefix_rows(tasks: pl.DataFrame, top: int, io_known: bool = True) -> list[list[Any]]:
     agg = (group_agg(tasks, ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
                      cpu=pl.col("cpu_s").sum(), rd=pl.col("read_bytes").sum(),
                      wr=pl.col("write_bytes").sum(), io=pl.col("io_time_s").sum())
            .sort("wall", "prefix", descending=[True, False]).head(top))
-    return [[r["prefix"], r["n"], f"{r['wall']:.3f}", f"{r['cpu']:.3f}", _bytes(r["rd"]),
-             _bytes(r["wr"]), f"{r['io']:.3f}"] for r in agg.iter_rows(named=True)]
+    return [[r["prefix"], r["n"], f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
+             *([_bytes(r["rd"]), _bytes(r["wr"]), f"{r['io']:.3f}"] if io_known
+               else ["unknown"] * 3)]  # no Darshan log: not 0 B
+            for r in agg.iter_rows(named=True)]
 
 
 def _file_rows(files: pl.DataFrame, top: int) -> list[list[Any]]:
@@ -64,16 +56,25 @@ def _by_method(io: dict[str, Any]) -> str:
 
 def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, out: Path,
                   top: int = 10) -> None:
-    c = console()
+    c = results()
     tasks, files = tables["tasks"], tables["task_files"]
     io, cpu = summary["io"], summary["cpu"]
     c.print(f"[bold]{summary['executions']:,}[/] executions of {summary['tasks']:,} tasks "
             f"({summary['source_format']})")
+    # problems that change the numbers below come first, not after the tables
+    for p in summary.get("headline", []):
+        c.print(Text(f"data quality: {p}", style="bold yellow"))
+    io_known = io.get("captured", True) is not False
     share = io["attributed_bytes_share"]
-    c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
-            f"attributed to tasks: "
-            + (f"{share:.1%}" if share is not None else "n/a (no DXT segments)")
-            + _by_method(io))
+    if io_known:
+        c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
+                f"attributed to tasks: "
+                + (f"{share:.1%}" if share is not None else "n/a (no DXT segments)")
+                + _by_method(io)
+                + ("; of the I/O that was read (see data quality above)"
+                   if summary.get("headline") else ""))
+    else:
+        c.print("I/O: unknown (not captured)")
     c.print(f"CPU: {cpu['task_cpu_s'] or 0:.3f} s in tasks (measured for "
             f"{cpu['executions_with_cpu']:,}/{cpu['executions']:,} executions), task wall "
             f"{cpu['task_wall_s'] or 0:.3f} s")
@@ -89,12 +90,12 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
             f"{w['worker'] or w['pid']} {w['outside_tasks_cpu_s']:.2f} of "
             f"{w['process_cpu_s']:.2f} s" for w in outside[:top]))
     if tasks.height:
-        c.print(_table("Heaviest task prefixes (by wall time)",
-                       ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],
-                       _prefix_rows(tasks, top)))
+        c.print(name_table("Heaviest task prefixes (by wall time)",
+                           ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],
+                           _prefix_rows(tasks, top, io_known), width=c.width))
     if files.height:
-        c.print(_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
-                       _file_rows(files, top)))
+        c.print(name_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
+                           _file_rows(files, top), width=c.width, keep_tail=True))
     for r in io["unattributed_by_reason"][:top]:
         c.print(Text(f"unattributed: {_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
     unc = [r["uncertainty_ns"] for r in summary["clocks"] if r["uncertainty_ns"] is not None]

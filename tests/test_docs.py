@@ -19,5 +19,5 @@ def test_tables_doc_is_generated_from_the_schema():
 def test_ci_runs_exactly_the_readme_test_command():
     readme = (REPO / "README.md").read_text().splitlines()
     block = readme[readme.index("```bash") + 1: readme.index("```bash") + 3]
-    test_command = block[1]
+    test_command = block[1].split("  #")[0].rstrip()  # the line's comment is for the reader
     assert test_command in (REPO / ".ci" / "run").read_text()

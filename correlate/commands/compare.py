@@ -1,7 +1,8 @@
 """``correlate compare BEFORE AFTER``: what got slower, where, and why.
 
-Each argument is a run folder (ours or imported; correlated first when it has no
-``correlated/`` output yet) or an output folder written by ``correlate``. Writes
+Each argument is a run folder (ours or imported) or an output folder written by ``correlate``.
+A run folder without a ``correlated/`` output is correlated into the comparison's output folder
+(``before/`` or ``after/`` there), never into the input folder, and the command says so. Writes
 ``compare_<dimension>.parquet`` for prefix, file and function, ``compare.md`` with
 ``figures/compare.png``, and ``compare.html`` (self-contained, styled like ``report.html``) into
 ``-o`` (default ``AFTER/compare``), and prints the top changes.
@@ -29,19 +30,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, default=10, help="rows in the printed table")
 
 
-def _output_dir(path: Path) -> Path:
-    """The correlate output folder of ``path``, correlating the run first when needed."""
+def _output_dir(path: Path, cache: Path) -> Path:
+    """The correlate output folder of ``path``. A run without one is correlated into
+    ``cache`` (inside the comparison's output): an input folder may be someone else's (a
+    repository's sample), so nothing is written into it."""
     if not path.exists():
         raise InputError(path, "no such file or directory")
     if (path / "tasks.parquet").exists():
         return path
-    out = path / "correlated"
-    if not (out / "tasks.parquet").exists():
-        from correlate.engine import correlate_to
-        from correlate.sources.detect import load
+    if (path / "correlated" / "tasks.parquet").exists():
+        return path / "correlated"
+    from correlate.console import console
+    from correlate.engine import correlate_to
+    from correlate.sources.detect import load
 
-        correlate_to(load(path, None, lazy=True), out)
-    return out
+    console().print(f"{path} has no correlate output yet: correlating it into {cache}")
+    correlate_to(load(path, None, lazy=True), cache)
+    return cache
 
 
 def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
@@ -54,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from correlate import compare
     from correlate.compare_report import Comparison, print_comparison, write_comparison
 
-    (tb, sb), (ta, sa) = (read_outputs(_output_dir(p)) for p in (args.before, args.after))
+    out = args.out or (args.after / "compare")
+    (tb, sb), (ta, sa) = (read_outputs(_output_dir(p, out / side))
+                          for p, side in ((args.before, "before"), (args.after, "after")))
     profiles = {by: (compare.profile(tb, by), compare.profile(ta, by))
                 for by in compare.DIMENSIONS}
     diffs = {by: compare.diff(b, a) for by, (b, a) in profiles.items()}
@@ -66,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
                    totals=compare.totals_line(*profiles["prefix"], diffs["prefix"]),
                    noise_floor_s=compare.ABS_NOISE_SHARE * compare.dimension_total(
                        *profiles[args.by]), rel_noise=compare.REL_NOISE)
-    out = args.out or (args.after / "compare")
     write_comparison(out, c)
     print_comparison(c, top=args.top, out=out)
     return 0

@@ -2,7 +2,8 @@
 Darshan 3.0 (3.00 … 3.41, either byte order; DXT v1, v2 and the modified 96-byte layout) into
 one parquet table — a fast ``darshan-dxt-parser`` replacement.
 
-Prints one summary line (logs, segments, bytes, warnings). Exit 0 when at least one log was
+Prints one summary line (logs, segments, bytes, warnings; logs read only in part, such as a
+truncated one, are counted as incomplete). Exit 0 when at least one log was
 read (problems with the others are printed as warnings), 1 when none could be read.
 """
 
@@ -27,8 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from correlate.console import console, warn
+    from correlate.console import console, results, warn
     from correlate.sources.darshan_logs import expand_paths, load
+    from correlate.summary import incomplete_logs
 
     missing = [p for p in args.logs if not p.exists()]
     if missing:
@@ -38,19 +40,23 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(args.logs[0], "no .darshan logs found")
     with console().status(f"decoding {len(paths)} log(s)"):
         frames = load(paths)
+    if frames.darshan_logs.is_empty() and len(frames.problems) == 1:
+        raise InputError(*frames.problems[0])  # the one message, said once, as the error
     for file, problem in frames.problems:
         warn(f"{file}: {problem}")
     if frames.darshan_logs.is_empty():
-        only = frames.problems[0] if len(frames.problems) == 1 else None
-        raise InputError(only[0] if only else args.logs[0],
-                         only[1] if only else "none of the logs could be read")
+        raise InputError(args.logs[0], "none of the logs could be read")
     table = getattr(frames, TABLES[args.table])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.write_parquet(args.out, statistics=False)
     seg = frames.io_segments
     rd = seg.filter(pl.col("op") == "read")["length"].sum()
     wr = seg.filter(pl.col("op") == "write")["length"].sum()
-    console().print(f"{frames.darshan_logs.height} log(s), {seg.height:,} DXT segments, "
+    incomplete = incomplete_logs(frames.darshan_logs).height
+    # a truncated log still gives a table (what could be read): say it is partial
+    partial = (f" ({incomplete} incomplete: the table holds only what could be read)"
+               if incomplete else "")
+    results().print(f"{frames.darshan_logs.height} log(s){partial}, {seg.height:,} DXT segments, "
                     f"{rd:,} bytes read, {wr:,} bytes written, {len(frames.problems)} "
                     f"warning(s) → {args.out} ({args.table}: {table.height:,} rows)")
     return 0

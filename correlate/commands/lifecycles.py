@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from correlate.console import console
+    from correlate.console import console, results
     from correlate.lifecycles import write_lifecycles
     from correlate.sources.detect import load
 
@@ -35,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
         frames = load(args.run_dir, args.format, lazy=True)
         status.update(f"writing {out}")
         n = write_lifecycles(frames, out)
-    console().print(f"{out}: {n:,} tasks")
+    results().print(f"{out}: {n:,} tasks")
     return 0

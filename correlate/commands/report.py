@@ -14,18 +14,28 @@ KINDS = ("markdown", "html", "trace")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("out_dir", type=Path,
-                   help="output folder of `correlate RUN_DIR` (default RUN_DIR/correlated)")
+                   help="output folder of `correlate RUN_DIR` (its -o), or the run folder "
+                        "itself: its correlated/ is used")
     p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS),
                    help="which reports to write (default: all): report.md + figures/, "
                         "report.html, trace.json")
 
 
+def _output_folder(path: Path) -> Path:
+    """``path``, or its ``correlated/`` when ``path`` is the run folder `correlate` wrote into."""
+    inner = path / "correlated"
+    if not (path / "summary.json").exists() and (inner / "summary.json").exists():
+        return inner
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
-    from correlate.console import console
+    from correlate.console import console, results
     from correlate.reports import write_reports
 
-    with console().status(f"writing reports into {args.out_dir}"):
-        written = write_reports(args.out_dir, kinds=tuple(args.kinds))
+    out = _output_folder(args.out_dir)
+    with console().status(f"writing reports into {out}"):
+        written = write_reports(out, kinds=tuple(args.kinds))
     for path in written:
-        console().print(f"wrote {path}")
+        results().print(f"wrote {path}")
     return 0

@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from correlate.cluster import mapper_for
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
-    from correlate.console import console
+    from correlate.console import console, results
     from correlate.engine import correlate_to
     from correlate.lifecycles import write_lifecycles
     from correlate.reports import write_reports
@@ -65,6 +65,6 @@ def run(args: argparse.Namespace) -> int:
                         f"{run_dir} -o {lifecycles}` writes it; `correlate story {run_dir} KEY` "
                         "shows one task.")
     if reports:
-        console().print("reports: " + ", ".join(sorted({p.name if p.parent == out else
+        results().print("reports: " + ", ".join(sorted({p.name if p.parent == out else
                                                        p.parent.name + "/" for p in reports})))
     return 0

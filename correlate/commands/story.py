@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from rich.text import Text
 
 from correlate.commands.run import FORMATS
 from correlate.errors import InputError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rich.table import Table
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,8 +35,7 @@ def _pick(keys: list[str], wanted: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
+    from correlate.console import results
     from correlate.lifecycles import all_keys, story, with_transitions
     from correlate.sources.detect import load
 
@@ -46,29 +44,39 @@ def run(args: argparse.Namespace) -> int:
     frames = with_transitions(load(args.run_dir, args.format, lazy=True))
     key = _pick(all_keys(frames).to_list(), args.key)
     # the story is the command's output: stdout
-    Console(soft_wrap=True).print(_table(story(frames, key)))
+    results().print(Text("\n".join(story_lines(story(frames, key)))))
     return 0
 
 
-def _table(story: dict[str, Any]) -> Table:
-    from rich.table import Table
-    from rich.text import Text
+def value_text(v: Any) -> str:
+    """A detail value as a user reads it: floats to 4 significant digits (a measured CPU time
+    of 0.09760992700000001 s is 0.09761), lists and mappings without Python's brackets."""
+    if isinstance(v, bool) or not isinstance(v, float | list | dict):
+        return str(v)
+    if isinstance(v, list):
+        return " ".join(value_text(x) for x in v)
+    if isinstance(v, dict):
+        return " ".join(f"{k}:{value_text(x)}" for k, x in v.items())
+    return f"{v:.4g}" if v == 0 or 1e-4 <= abs(v) < 1e7 else f"{v:.3e}"
 
+
+def story_lines(story: dict[str, Any]) -> list[str]:
+    """The story as aligned columns, one line per event: its details stay on that line (on
+    80 columns a table column wrapped them into 5-10 lines each)."""
     times = [e["time_ns"] for e in story["events"] if e["time_ns"] is not None]
     t0 = min(times) if times else 0
     deps = ", ".join(story["depends_on"][:5]) or "none"
     more = f" (+{len(story['depends_on']) - 5})" if len(story["depends_on"]) > 5 else ""
-    title = Text(f"{story['key']}\nprefix {story['prefix']} · {story['executions']} "
-                 f"execution(s) · depends on {deps}{more} · "
-                 f"{len(story['dependents'])} dependent(s)")
-    table = Table(title=title, title_justify="left", show_edge=False)
-    for col in ("t+ s", "what", "clock", "details"):
-        table.add_column(col, justify="right" if col == "t+ s" else "left", overflow="fold")
+    head = [story["key"], f"prefix {story['prefix']} · {story['executions']} execution(s) · "
+            f"depends on {deps}{more} · {len(story['dependents'])} dependent(s)"]
+    rows = [("t+ s", "what", "clock", "details")]
     for e in story["events"]:
         t = "" if e["time_ns"] is None else f"{(e['time_ns'] - t0) / 1e9:.4f}"
-        details = ", ".join(f"{k}={v}" for k, v in e.items()
+        details = ", ".join(f"{k}={value_text(v)}" for k, v in e.items()
                             if k not in ("time_ns", "kind", "clock") and v is not None)
-        table.add_row(t, e["kind"], e.get("clock", ""), Text(details))
+        rows.append((t, e["kind"], e.get("clock") or "", details))
     if not story["events"]:
-        table.add_row("", "graph only", "", Text("no transition, execution or transfer recorded"))
-    return table
+        rows.append(("", "graph only", "", "no transition, execution or transfer recorded"))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return head + [f"{r[0]:>{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}"
+                   for r in rows]

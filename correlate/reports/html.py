@@ -161,7 +161,9 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "facts": [list(f) for f in agg.run_facts(s, tasks)],
         "headline": {"executions": tasks.height, "tasks": tasks["key"].n_unique(),
                      "source_format": s.get("source_format"), "io": s.get("io") or {},
-                     "cpu": s.get("cpu") or {}},
+                     "cpu": s.get("cpu") or {},
+                     # problems that change the numbers: shown under the headline
+                     "problems": s.get("headline") or []},
         "timeline": _timeline(out, colours),
         "io_colours": IO_COLOURS,
         "prefixes": prefixes,

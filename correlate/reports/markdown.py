@@ -52,6 +52,24 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "")
     return lines + [""]
 
 
+UNKNOWN = "unknown"
+
+
+def _io_known(out: Outputs) -> bool:
+    """False when the run has no Darshan logs: its tasks' I/O is unknown, and a table showing
+    0 B would claim they did none. (A summary.json from before ``captured`` existed: known.)"""
+    return (out.summary.get("io") or {}).get("captured", True) is not False
+
+
+def _headline(out: Outputs) -> list[str]:
+    """Problems that change the numbers on this page, at its top rather than after the tables."""
+    problems = out.summary.get("headline") or []
+    if not problems:
+        return []
+    return ["**Read this first — these change the numbers below:**", "",
+            *[f"- **{text(p)}**" for p in problems], ""]
+
+
 def _facts(out: Outputs) -> list[str]:
     rows = [(k, code(v) if k in ("command", "working directory") else text(v))
             for k, v in agg.run_facts(out.summary, out["tasks"])]
@@ -65,7 +83,8 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
         return [*lines, "No task executions were recorded.", ""]
     rows = [[code(r["worker"]), agg.threads_text(r["threads"], r["threads_bound"]),
              count(r["executions"]),
-             seconds(r["thread_s"]), seconds(r["compute_s"]), seconds(r["io_s"]),
+             seconds(r["thread_s"]), seconds(r["compute_s"]),
+             seconds(r["io_s"]) if _io_known(out) else UNKNOWN,
              seconds(r["idle_s"]), share(r["busy_share"]), seconds(r["waiting_s"]),
              seconds(r["transfer_s"]), seconds(r["read_back_s"])] for r in b.iter_rows(named=True)]
     lines += table(["worker", "threads", "executions", "thread time", "compute", "I/O",
@@ -88,10 +107,10 @@ def _prefixes(out: Outputs, figures: dict[str, str]) -> list[str]:
     if p.is_empty():
         return []
     rows = [[code(r["prefix"]), count(r["executions"]), seconds(r["wall_s"]),
-             seconds(r["mean_s"]), seconds(r["max_s"]), seconds(r["cpu_s"]), seconds(r["io_s"]),
-             human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"])]
+             seconds(r["mean_s"]), seconds(r["max_s"]), seconds(r["cpu_s"]),
+             *_io_cells(r, "io_s", known=_io_known(out))]
             for r in p.head(TOP).iter_rows(named=True)]
-    lines = [f"## Heaviest task prefixes (top {TOP} by wall time of {p.height})", ""]
+    lines = [f"## Heaviest task prefixes ({_shown(p.height, 'wall time')})", ""]
     lines += table(["prefix", "runs", "wall", "mean", "max", "CPU", "I/O time", "read",
                     "written"], rows)
     if "prefixes" in figures:
@@ -99,12 +118,26 @@ def _prefixes(out: Outputs, figures: dict[str, str]) -> list[str]:
     return lines
 
 
-def _task_rows(t: pl.DataFrame, awaiting: bool) -> list[list[str]]:
+def _shown(n: int, by: str | None) -> str:
+    """``top 10 of 64 by wall time``, or ``all 4, by wall time`` when no row is left out (not
+    "top 10 of 4")."""
+    order = f" by {by}" if by else ""
+    return f"top {TOP} of {n:,}{order}" if n > TOP else f"all {n:,}" + (f",{order}" if by else "")
+
+
+def _io_cells(r: dict[str, Any], time_col: str, *, known: bool) -> list[str]:
+    """I/O time, read and written of a row; ``unknown`` each when I/O was not captured."""
+    if not known:
+        return [UNKNOWN] * 3
+    return [seconds(r[time_col]), human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"])]
+
+
+def _task_rows(t: pl.DataFrame, awaiting: bool, known: bool = True) -> list[list[str]]:
     return [[code(r["key"]), code(r["prefix"]), code(r["worker"]), seconds(r["duration_s"]),
              *([seconds(r["awaiting_s"]) if r["awaiting_s"] is not None else "thread"]
                if awaiting else []),
-             seconds(r["cpu_s"]), seconds(r["io_time_s"]), human_bytes(r["read_bytes"]),
-             human_bytes(r["write_bytes"])] for r in t.iter_rows(named=True)]
+             seconds(r["cpu_s"]), *_io_cells(r, "io_time_s", known=known)]
+            for r in t.iter_rows(named=True)]
 
 
 def _tasks(out: Outputs) -> list[str]:
@@ -115,10 +148,13 @@ def _tasks(out: Outputs) -> list[str]:
               "I/O time", "read", "written"]
     lines = ["## Heaviest task executions", ""]
     for title, by in (("By CPU", "cpu_s"), ("By I/O bytes", "io_bytes")):
+        lines += [f"### {title} ({_shown(tasks.height, None)})", ""]
+        if by == "io_bytes" and not _io_known(out):  # a ranking of unknowns ranks nothing
+            lines += ["Unknown: I/O was not captured (see the top).", ""]
+            continue
         t = agg.top_tasks(tasks, by, TOP)
-        lines += [f"### {title} (top {TOP})", ""]
         align = "lll" + "r" * (len(header) - 3)
-        lines += (table(header, _task_rows(t, awaiting), align) if t.height
+        lines += (table(header, _task_rows(t, awaiting, _io_known(out)), align) if t.height
                   else ["None recorded.", ""])
     return lines
 
@@ -126,11 +162,12 @@ def _tasks(out: Outputs) -> list[str]:
 def _files(out: Outputs) -> list[str]:
     f = agg.files(out["task_files"], out["unattributed"])
     if f.is_empty():
-        return ["## Busiest files", "", "No file I/O was recorded (no DXT segments).", ""]
+        return ["## Busiest files", "", "No file I/O was recorded (no DXT segments)."
+                if _io_known(out) else "Unknown: I/O was not captured (see the top).", ""]
     rows = [[code(r["path"]), human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
              human_bytes(r["outside_bytes"]), count(r["ops"]), seconds(r["io_s"]),
              count(r["tasks"])] for r in f.head(TOP).iter_rows(named=True)]
-    lines = [f"## Busiest files (top {TOP} by bytes of {f.height})", ""]
+    lines = [f"## Busiest files ({_shown(f.height, 'bytes')})", ""]
     return lines + table(["path", "read", "written", "outside tasks", "ops", "I/O time",
                           "tasks"], rows)
 
@@ -158,6 +195,9 @@ def _unattributed(out: Outputs) -> list[str]:
     io = out.summary.get("io") or {}
     total, attributed = io.get("total") or {}, io.get("attributed") or {}
     lines = ["## Unattributed I/O and CPU", ""]
+    if not _io_known(out):
+        return [*lines, "I/O: unknown, not captured (no Darshan logs; see the top).", "",
+                *_cpu(out)]
     if total:
         lines += [f"I/O in DXT: {human_bytes(total.get('bytes'))} in "
                   f"{count(total.get('ops'))} operations; attributed to task executions: "
@@ -225,6 +265,8 @@ def _spill(out: Outputs) -> list[str]:
 def _quality(out: Outputs) -> list[str]:
     q = agg.quality(out.summary, out["clocks"], out["tasks"], out.missing)
     lines = ["## Data quality", ""]
+    headline = out.summary.get("headline") or []
+    lines += [f"- {text(p)}" for p in headline]
     if q["clocks"].height:
         lines += ["Clock offsets onto the run timeline (± uncertainty):", ""]
         lines += table(["host", "pid", "clock", "offset", "± uncertainty", "method", "samples"],
@@ -245,7 +287,7 @@ def _quality(out: Outputs) -> list[str]:
     lines += [f"- process {text(p.get('role'))} {text(p.get('host'))}:{text(p.get('pid'))} did "
               "not close cleanly (its last rows may be missing)" for p in q["not_closed"]]
     lines += [f"- table {code(t)} missing from the output folder" for t in q["missing_tables"]]
-    if not (q["warnings"] or q["rejects"] or q["not_closed"] or bad.height):
+    if not (headline or q["warnings"] or q["rejects"] or q["not_closed"] or bad.height):
         lines += ["- no warnings, no rejected records, every process closed cleanly"]
     return [*lines, ""]
 
@@ -258,7 +300,7 @@ def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> s
             f"{count(s.get('executions', out['tasks'].height))} task executions of "
             f"{count(s.get('tasks', out['tasks']['key'].n_unique()))} tasks "
             f"({text(s.get('source_format', 'unknown'))}).", ""]
-    parts = [head, _facts(out), _budget(out, figs), _prefixes(out, figs), _tasks(out),
+    parts = [head, _headline(out), _facts(out), _budget(out, figs), _prefixes(out, figs), _tasks(out),
              _files(out), _spill(out), _functions(out), _unattributed(out), _quality(out),
              ["---", "", "Generated by dask-correlate from the output tables in this folder "
               "(`correlate report OUT_DIR` regenerates it)."]]

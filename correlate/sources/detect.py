@@ -38,10 +38,34 @@ def detect(path: Path) -> str:
                 return fmt
         except ModuleNotFoundError:
             continue
-    found = sorted(p.name for p in path.iterdir())[:12]
+    _unrecognised(path)
+
+
+def _unrecognised(path: Path) -> None:
+    """Why ``path`` is no run folder, and what to do instead, as one line."""
+    names = sorted(p.name for p in path.iterdir())
+    logs = [n for n in names if n.endswith(".darshan")]
+    if logs and len(logs) == len(names):
+        raise InputError(path, f"holds only Darshan logs ({len(logs)} .darshan file(s)), no Dask "
+                         f"records; to decode the logs: correlate darshan {path} -o out.parquet")
+    if "manifest.json" in names and not (path / "procs").is_dir():
+        raise InputError(path, "the job ran no Dask scheduler or worker (manifest.json but no "
+                         f"procs/){_exit_code(path / 'manifest.json')}")
+    shown = ", ".join(names[:12]) + (f", … ({len(names)} in all)" if len(names) > 12 else "")
     expected = "; ".join(f"{f}: {what}" for f, (_m, what) in FORMATS.items())
-    raise InputError(path, f"unrecognised folder: found {found or 'nothing'}; expected one of "
+    raise InputError(path, f"unrecognised folder: found {shown or 'nothing'}; expected one of "
                      f"{expected}")
+
+
+def _exit_code(manifest: Path) -> str:
+    """``; the job exited with code N`` when the manifest says so (it may be damaged)."""
+    import json
+
+    try:
+        code = json.loads(manifest.read_text()).get("exit_code")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return f"; the job exited with code {code}" if isinstance(code, int) else ""
 
 
 def load(path: Path, fmt: str | None = None, mapper: Mapper = local_map, *,
@@ -50,6 +74,6 @@ def load(path: Path, fmt: str | None = None, mapper: Mapper = local_map, *,
     ``lazy`` the tables an adapter can leave on disk stay LazyFrames (see ``RunFrames``)."""
     fmt = fmt or detect(path)
     if fmt not in FORMATS:
-        raise InputError(path, f"unknown format {fmt!r}; expected one of {sorted(FORMATS)}")
+        raise InputError(path, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     frames = _adapter(fmt).load(path, mapper=mapper)
     return frames if lazy else frames.collected()

@@ -423,6 +423,8 @@ def _facts(manifest: dict[str, Any], processes: list[dict[str, Any]]) -> dict[st
         "versions": _of(manifest, "versions", dict),
         "collector_options": _of(manifest, "collector_options", dict),
         "darshan": _of(_of(manifest, "darshan", dict) or {}, "runtime", str),
+        # why collect used that runtime, or none (e.g. "--darshan off"): said when I/O is missing
+        "darshan_reason": _of(_of(manifest, "darshan", dict) or {}, "reason", str),
         "job_environment": _of(manifest, "job_environment", dict),
         "run_id": _of(manifest, "run_id", str),
         "recorded_by": _of(manifest, "recorded_by", str) or "collect",

@@ -113,7 +113,10 @@ def test_the_two_injected_causes_rank_first_with_the_right_resource(compared):
     assert "with bytes +100% (16.0 MiB → 32.0 MiB)" in lines["`load`"]
     assert "no source explains" not in lines["`load`"] and "CPU" not in lines["`load`"]
     md = (out / "compare.md").read_text()
-    assert "- none: same workers, threads, versions and collectors" in md
+    # the two jobs ran with different arguments: the only setup difference
+    setup = md.split("## Setup differences")[1].split("##")[0].strip().splitlines()
+    assert len(setup) == 1 and setup[0].startswith("- command: … before "), setup
+    assert " → … after " in setup[0], setup
 
 
 def test_the_html_page_holds_the_same_comparison(compared):

@@ -78,3 +78,25 @@ def test_screenshot_is_not_blank(page: Browser, tmp_path: Path) -> None:
     # the timeline region holds several distinct colours (prefixes, I/O)
     colours = {tuple(np.round(px, 2)) for px in img[..., :3].reshape(-1, 3)[::97]}
     assert len(colours) > 10
+
+
+def test_problems_that_change_the_numbers_are_under_the_headline(
+        literal_reports: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from correlate.reports import write_reports
+
+    out = shutil.copytree(literal_reports, tmp_path / "out")
+    summary = json.loads((out / "summary.json").read_text())
+    summary["io"]["captured"] = False
+    summary["headline"] = ["I/O was not captured (no Darshan logs; Darshan: --darshan off)"]
+    (out / "summary.json").write_text(json.dumps(summary))
+    write_reports(out, kinds=("html",))
+    with Browser(tmp_path / "profile") as browser:
+        browser.open((out / "report.html").as_uri())
+        assert "I/O not captured" in browser.evaluate("document.getElementById('headline')"
+                                                       ".textContent")
+        assert browser.evaluate("[...document.querySelectorAll('#headline-problems li')]"
+                                ".map(li => li.textContent)") == summary["headline"]
+        assert browser.console_errors() == []

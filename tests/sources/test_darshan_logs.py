@@ -141,8 +141,9 @@ def test_cli_exports_segments_and_summarises(tmp_path, capsys):
     bad.write_bytes(b"junk")
     out = tmp_path / "seg.parquet"
     assert main(["darshan", str(path), str(bad), "-o", str(out)]) == 0
-    err = capsys.readouterr().err
-    assert "1 log(s), 150 DXT segments" in err and "1 warning(s)" in err
+    printed, err = capsys.readouterr()
+    assert "1 log(s), 150 DXT segments" in printed and "1 warning(s)" in printed  # stdout
+    assert "b.darshan" in err and "1 log(s)" not in err  # the warning: stderr
     assert pl.read_parquet(out).height == 150
 
 
@@ -154,6 +155,8 @@ def test_cli_on_only_bad_input_is_one_line_without_traceback(tmp_path):
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "junk.darshan" in proc.stderr and "not a Darshan log" in proc.stderr
+    # said once, as the error: not a warning and then the same error
+    assert proc.stderr.count("not a Darshan log") == 1 and "warning" not in proc.stderr
 
 
 # ---- the real logs in ../shared/fixtures -------------------------------------------------------

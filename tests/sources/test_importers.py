@@ -74,7 +74,7 @@ def test_mofka_folder_is_read_with_quirks_handled(tmp_path):
 
 def test_unrecognised_folder_lists_what_was_found(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("hi")
-    with pytest.raises(InputError, match="found \\['notes.txt'\\]; expected one of run-folder"):
+    with pytest.raises(InputError, match="found notes.txt; expected one of run-folder"):
         detect.detect(tmp_path)
     assert main([str(tmp_path)]) == 1
     assert "unrecognised folder" in capsys.readouterr().err

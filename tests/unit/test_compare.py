@@ -165,3 +165,22 @@ def test_setup_differences_are_listed():
         {"source_format": "run-folder", "facts": {"nthreads": 4}},
         {"source_format": "run-folder", "facts": {"nthreads": 8}})
     assert diffs == ["nthreads: 4 → 8"]
+
+
+def test_setup_differences_name_the_command_and_each_changed_entry():
+    before = {"facts": {"command": "python job.py --images 4", "versions": {"dask": "1", "x": "2"},
+                        "job_environment": {}},
+              "io": {"segments_by_method": {"exact-thread": 3}}}
+    after = {"facts": {"command": "python job.py --images 4 --size 128",
+                       "versions": {"dask": "1", "x": "3"}, "job_environment": {"OMP": "1"}},
+             "io": {"segments_by_method": {"exact-thread": 3, "none": 1}}}
+    assert compare.setup_differences(before, after) == [
+        "command: python job.py --images 4 → python job.py --images 4 --size 128",
+        "versions.x: 2 → 3", "job_environment.OMP: (none) → 1",
+        "I/O attribution methods: exact-thread → exact-thread, none"]
+
+
+def test_compare_md_writes_one_kind_of_minus():
+    from correlate.compare_report import _dbytes, _ds
+
+    assert _dbytes(-15.8 * 2**20) == "-15.8 MiB" and _ds(-3.669) == "-3.669"

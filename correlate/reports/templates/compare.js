@@ -82,7 +82,7 @@
   // ---------- header, setup, plain-language changes ----------
   const names = $("names");
   names.append(el("code", DATA.names[0]), " → ", el("code", DATA.names[1]));
-  if (!DATA.setup.length) $("setup").appendChild(el("li", "none: same workers, threads, versions and collectors"));
+  if (!DATA.setup.length) $("setup").appendChild(el("li", "none: same command, workers, threads, versions, environment and collectors"));
   for (const s of DATA.setup) $("setup").appendChild(el("li", s, "warn"));
   $("totals").textContent = DATA.totals;
   if (!DATA.explained.length) $("changes").appendChild(el("li", DATA.noise));

@@ -81,9 +81,14 @@
   // ---------- header, facts ----------
   const h = DATA.headline;
   const io = h.io || {};
+  const ioText = io.captured === false ? "I/O not captured" :
+    `I/O ${fmtBytes((io.total || {}).bytes)}, ${fmtPct(io.attributed_bytes_share)} attributed to tasks`;
   $("headline").textContent = `${fmtN(h.executions)} task executions of ${fmtN(h.tasks)} tasks ` +
-    `(${fmtText(h.source_format)}); I/O ${fmtBytes((io.total || {}).bytes)}, ` +
-    `${fmtPct(io.attributed_bytes_share)} attributed to tasks; task CPU ${fmtS((h.cpu || {}).task_cpu_s)}.`;
+    `(${fmtText(h.source_format)}); ${ioText}; task CPU ${fmtS((h.cpu || {}).task_cpu_s)}.`;
+  // problems that change the numbers below, before any table (as in report.md)
+  for (const p of h.problems || []) {
+    const li = el("li", p); li.className = "warn"; $("headline-problems").appendChild(li);
+  }
   for (const [k, v] of DATA.facts) {
     const tr = el("tr"); tr.appendChild(el("td", k)); tr.appendChild(el("td", v)); $("facts").appendChild(tr);
   }

@@ -1,0 +1,188 @@
+"""What a user sees on a first run: results on stdout, diagnostics on stderr, tables and stories
+that stay readable on 80 columns (a file, a CI log), and errors that say what to do."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from correlate.cli import main
+
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "run-v1"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``correlate ARGS`` as from a shell whose output goes to a file (80 columns)."""
+    env = {**os.environ, "COLUMNS": "80"}
+    return subprocess.run([sys.executable, "-m", "correlate.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("sample") / "out"
+    return _cli(str(SAMPLE), "-o", str(out), "--no-reports"), out
+
+
+def test_the_summary_is_on_stdout_and_nothing_else_on_stderr(sample_run):
+    proc, out = sample_run
+    assert proc.returncode == 0, proc.stderr
+    assert "64 executions of 64 tasks" in proc.stdout
+    assert "Heaviest task prefixes" in proc.stdout and "Busiest files" in proc.stdout
+    assert f"tables written to {out}" in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_tables_on_80_columns_never_break_a_name(sample_run):
+    proc, out = sample_run
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines if "│" in line) <= 80
+    rows = [line.split("│")[0].strip() for line in lines if "│" in line]
+    assert all(rows), "a row with an empty name column is a name folded onto a second line"
+    prefixes = set(pl.read_parquet(out / "tasks.parquet")["prefix"].to_list())
+    paths = set(pl.read_parquet(out / "task_files.parquet")["path"].drop_nulls().to_list())
+    for name in rows:
+        whole = name in prefixes | paths
+        cut = name.endswith("…") and any(p.startswith(name[:-1]) for p in prefixes)
+        middle = "…" in name and any(p.startswith(name.split("…")[0])
+                                     and p.endswith(name.split("…")[1]) for p in paths)
+        assert whole or cut or middle, name
+    assert "concatenate-from-value-ge…" in proc.stdout  # 30 characters, cut whole
+
+
+def test_story_is_one_line_per_event_with_readable_numbers(capsys):
+    assert main(["story", str(SAMPLE), "write_image-0"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == "write_image-0" and lines[2].split() == ["t+", "s", "what", "clock",
+                                                                 "details"]
+    events = lines[3:]
+    assert len(events) == 13
+    assert all(re.match(r"\s*\d+\.\d{4}  \S", e) for e in events), events
+    assert "cpu_s=0.08636," in out  # 0.086359328 s, to 4 significant digits
+
+
+def test_an_unrecognised_folder_lists_names_not_a_python_list(tmp_path):
+    (tmp_path / "manifest.json").write_text('{"exit_code": 1}')
+    proc = _cli(str(tmp_path))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip() == (f"correlate: {tmp_path}: the job ran no Dask scheduler or "
+                                   "worker (manifest.json but no procs/); the job exited with "
+                                   "code 1")
+    (tmp_path / "manifest.json").rename(tmp_path / "notes.txt")
+    (tmp_path / "more.txt").write_text("")
+    proc = _cli(str(tmp_path))
+    assert "found more.txt, notes.txt; expected" in proc.stderr and "[" not in proc.stderr
+
+
+def test_a_folder_of_darshan_logs_suggests_correlate_darshan(tmp_path, capsys):
+    for name in ("a.darshan", "b.darshan"):
+        (tmp_path / name).write_bytes(b"x")
+    assert main([str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "holds only Darshan logs (2 .darshan file(s))" in err
+    assert f"correlate darshan {tmp_path} -o out.parquet" in err
+
+
+def test_report_help_shows_no_default_and_a_run_folder_is_accepted(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    assert "default" not in capsys.readouterr().out.split("positional arguments:")[1].split(
+        "options:")[0]
+    run = tmp_path / "run"
+    run.mkdir()
+    assert main([str(SAMPLE), "-o", str(run / "correlated"), "--no-reports"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(run), "--kinds", "markdown"]) == 0
+    assert f"wrote {run / 'correlated' / 'report.md'}" in capsys.readouterr().out
+    md = (run / "correlated" / "report.md").read_text()
+    assert "## Heaviest task prefixes (all 4, by wall time)" in md  # not "top 10 ... of 4"
+    assert "## Busiest files (top 10 of 36 by bytes)" in md
+
+
+def test_summary_json_counts_bytes_and_ops_as_integers(sample_run):
+    summary = json.loads((sample_run[1] / "summary.json").read_text())
+    io = summary["io"]
+    assert io["total"] == {"bytes": 37748948, "ops": 185, "io_time_s": 0.022883657}
+    assert "37748948," in (sample_run[1] / "summary.json").read_text().replace(" ", "")
+    assert all(type(r["bytes"]) is int for r in io["unattributed_by_reason"])
+
+
+def test_compare_never_writes_into_an_input_folder(tmp_path):
+    before, after = tmp_path / "run-v1", tmp_path / "run2"
+    shutil.copytree(SAMPLE, before)
+    shutil.copytree(SAMPLE, after)
+    listing = sorted(p.relative_to(before) for p in before.rglob("*"))
+    out = tmp_path / "cmp"
+    proc = _cli("compare", str(before), str(after), "-o", str(out), "--top", "3")
+    assert proc.returncode == 0, proc.stderr
+    for run in (before, after):
+        assert sorted(p.relative_to(run) for p in run.rglob("*")) == listing
+    assert f"{before} has no correlate output yet: correlating it into {out / 'before'}" in (
+        proc.stderr)
+    assert (out / "before" / "tasks.parquet").exists() and (out / "compare.md").exists()
+    assert "comparison written to" in proc.stdout and "comparison written" not in proc.stderr
+    assert "Setup differences" in (out / "compare.md").read_text()
+
+
+def _sample_copy(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    return run
+
+
+def test_a_run_without_darshan_says_io_is_unknown_first_not_zero(tmp_path):
+    run = _sample_copy(tmp_path)
+    shutil.rmtree(run / "darshan")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["darshan"] = {"runtime": None, "reason": "--darshan off"}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    proc = _cli(str(run), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].startswith("data quality: I/O was not captured (no Darshan logs; Darshan: "
+                               "--darshan off)")
+    assert lines[2] == "I/O: unknown (not captured)"
+    assert "write_image" in proc.stdout and " 0 B " not in proc.stdout
+    md = (tmp_path / "out" / "report.md").read_text()
+    top = md.split("## Run")[0]
+    assert "I/O was not captured" in top and "--darshan off" in top
+    assert "| 0 B |" not in md and "unknown | unknown | unknown |" in md
+    assert "no warnings" not in md
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["io"]["captured"] is False and summary["facts"]["darshan_reason"] == (
+        "--darshan off")
+
+
+def test_a_truncated_darshan_log_is_in_the_headline_before_the_shares(tmp_path):
+    run = _sample_copy(tmp_path)
+    log = max((run / "darshan").glob("*.darshan"), key=lambda p: p.stat().st_size)
+    log.write_bytes(log.read_bytes()[: log.stat().st_size // 2])
+    proc = _cli(str(run), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].startswith("data quality: 1 of 7 Darshan log(s) incomplete")
+    assert log.name in lines[1] and "truncated log" in lines[1]
+    assert lines[2].startswith("I/O: ") and lines[2].endswith(
+        "of the I/O that was read (see data quality above)")
+    top = (tmp_path / "out" / "report.md").read_text().split("## Run")[0]
+    assert "1 of 7 Darshan log(s) incomplete" in top and "truncated log" in top
+
+
+def test_correlate_darshan_on_a_truncated_log_says_the_table_is_partial(tmp_path):
+    log = max((SAMPLE / "darshan").glob("*.darshan"), key=lambda p: p.stat().st_size)
+    cut = tmp_path / log.name
+    cut.write_bytes(log.read_bytes()[: log.stat().st_size // 2])
+    proc = _cli("darshan", str(cut), "-o", str(tmp_path / "seg.parquet"))
+    assert proc.returncode == 0, proc.stderr  # the partial result is kept
+    assert proc.stdout.startswith(
+        "1 log(s) (1 incomplete: the table holds only what could be read), ")
+    assert "truncated log" in proc.stderr and (tmp_path / "seg.parquet").exists()
