@@ -34,6 +34,8 @@ from correlate.keys import key_str
 
 _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correlate_key")
 MARKER_BYTES = b"dask-correlate-clock-marker\n"
+#: at most this share of the event loop's time goes to profile snapshots (see _snapshot_profile)
+SNAPSHOT_SHARE = 0.02
 
 
 class CorrelateWorkerPlugin(WorkerPlugin):
@@ -79,6 +81,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         file_opens.install()
         self.profiler = make_profiler(self.profile, self.tags)
         self.profile_rows: list[tuple] | None = None
+        self._next_snapshot = 0.0
         if self.profiler is not None:
             self.profiler.start()
         proc_json(pdir, role="worker", address=worker.address, name=str(worker.name),
@@ -253,9 +256,20 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
     def _snapshot_profile(self, final: bool = False) -> None:
         """Profile rows are read here, on the event loop, and written by the flush thread: a
-        new snapshot once the flush took the previous one (the cost grows with the run)."""
-        if self.profiler is not None and (final or self.profile_rows is None):
-            self.profile_rows = self.profiler.rows()
+        new snapshot once the flush took the previous one. A snapshot holds every function
+        of every execution so far, so its cost grows with the run; the next one is taken no
+        sooner than ``1 / SNAPSHOT_SHARE`` times the last one's duration later, which keeps
+        the loop's share bounded (a killed worker loses the profiles since the last
+        snapshot)."""
+        if self.profiler is None:
+            return
+        if not final and (self.profile_rows is not None
+                          or time.monotonic() < self._next_snapshot):
+            return
+        t0 = time.monotonic()
+        self.profile_rows = self.profiler.rows()
+        now = time.monotonic()
+        self._next_snapshot = now + (now - t0) / SNAPSHOT_SHARE
 
     def _read_transfers(self, direction: str, log: deque) -> None:
         """New entries of Dask's bounded transfer log since the last one seen (by identity).
