@@ -28,7 +28,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from collectors import coroutine_steps, file_opens
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, set_log_dir
-from collectors.profiling import TaskTags, make_profiler
+from collectors.profiling import TaskTags, YappiProfile, make_profiler
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
 from correlate.keys import key_str
 
@@ -41,6 +41,8 @@ SNAPSHOT_SHARE = 0.02
 class CorrelateWorkerPlugin(WorkerPlugin):
     name = "dask-correlate-worker"
     idempotent = True
+    #: (resume, pause) of the profiler's hook around each task function (yappi modes)
+    task_hooks: tuple[Any, Any] = (None, None)
 
     def __init__(self, run_dir: str, profile: str = "sample", flush_interval: float = 5.0,
                  markers: bool = False) -> None:
@@ -82,7 +84,13 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.profiler = make_profiler(self.profile, self.tags)
         self.profile_rows: list[tuple] | None = None
         self._next_snapshot = 0.0
-        if self.profiler is not None:
+        if isinstance(self.profiler, YappiProfile):
+            prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
+                                                 None) for name in self._orig_submits) if p)
+            self.profiler.start(prefixes)
+            if prefixes:
+                self.task_hooks = self.profiler.task_hooks()
+        elif self.profiler is not None:
             self.profiler.start()
         proc_json(pdir, role="worker", address=worker.address, name=str(worker.name),
                   nthreads=worker.state.nthreads, memory_limit=worker.memory_manager.memory_limit,
@@ -180,6 +188,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tags.local.seq = seq
         status = "error"
         sink = self.sink
+        resume, pause = self.task_hooks
+        if resume is not None:
+            resume()
         c0, t0 = time.thread_time_ns(), time.time_ns()
         try:
             result = fn(*args, **kwargs)
@@ -188,6 +199,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             return result
         finally:
             t1, c1 = time.time_ns(), time.thread_time_ns()
+            if pause is not None:
+                pause()
             tags.local.seq = 0
             tags.current.pop(tid, None)
             if sink is not None:
