@@ -27,7 +27,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from collectors import coroutine_steps, file_opens
 from collectors.coroutine_steps import CoroutineSteps
-from collectors.guard import never_raise, set_log_dir
+from collectors.guard import never_raise, record_error, set_log_dir
 from collectors.profiling import TaskTags, YappiProfile, make_profiler
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
 from correlate.keys import key_str
@@ -190,7 +190,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         sink = self.sink
         resume, pause = self.task_hooks
         if resume is not None:
-            resume()
+            try:
+                resume()
+            except Exception as err:  # noqa: BLE001 - never fail the task
+                record_error("_timed: profiler on", err)
         c0, t0 = time.thread_time_ns(), time.time_ns()
         try:
             result = fn(*args, **kwargs)
@@ -200,7 +203,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         finally:
             t1, c1 = time.time_ns(), time.thread_time_ns()
             if pause is not None:
-                pause()
+                try:
+                    pause()
+                except Exception as err:  # noqa: BLE001 - never fail the task
+                    record_error("_timed: profiler off", err)
             tags.local.seq = 0
             tags.current.pop(tid, None)
             if sink is not None:
@@ -226,7 +232,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
         def leave() -> None:
             if pause is not None:
-                pause()
+                try:
+                    pause()
+                except Exception as err:  # noqa: BLE001 - never fail the task
+                    record_error("_timed: profiler off", err)
             tags.local.seq = 0
             tags.current.pop(tid, None)
 
