@@ -50,6 +50,7 @@ class ProcessSink:
         self.buffers: dict[str, deque[tuple]] = {name: deque() for name in tables}
         self.written: dict[str, int] = dict.fromkeys(tables, 0)
         self.dropped: dict[str, int] = dict.fromkeys(tables, 0)
+        self.snapshot_rows: dict[str, int] = dict.fromkeys(tables, 0)
         self.parts = 0
         self.before_flush: list[Callable[[], None]] = []
         self._stop = threading.Event()
@@ -110,11 +111,14 @@ class ProcessSink:
 
     @never_raise
     def write_snapshot(self, name: str, rows: list[tuple]) -> None:
-        """Replace the table's snapshot (for cumulative data such as profiles)."""
+        """Replace the table's snapshot (for cumulative data such as profiles); an empty one
+        removes it."""
         with self._lock:
             if rows:
                 self._write(name, rows, snapshot=True)
-                self.written[name] = len(rows)
+            elif self.snapshot_rows[name]:
+                (self.proc_dir / name / "snapshot.parquet").unlink(missing_ok=True)
+            self.snapshot_rows[name] = len(rows)
 
     def close(self, extra: dict[str, Any] | None = None) -> None:
         self._stop.set()
@@ -122,7 +126,9 @@ class ProcessSink:
             self._thread.join(timeout=30)
         self.flush()
         write_json_atomic(self.proc_dir / "closed.json", {
-            "closed_ns": time.time_ns(), "rows": self.written, "dropped": self.dropped,
+            "closed_ns": time.time_ns(),
+            "rows": {n: w + self.snapshot_rows[n] for n, w in self.written.items()},
+            "dropped": self.dropped,
             "hook_errors": dict(ERRORS), **(extra or {})})
 
 

@@ -82,7 +82,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._patch(worker)
         file_opens.install()
         self.profiler = make_profiler(self.profile, self.tags)
-        self.profile_rows: list[tuple] | None = None
+        self.profile_rows: tuple[list[tuple], list[tuple]] | None = None
+        # executions whose profile entries are final (appended when they end), those final
+        # at the previous snapshot, and those already written as parts
+        self.profiles_final: deque[int] = deque()
+        self._final_before: set[int] = set()
+        self._profiles_written: set[int] = set()
         self._next_snapshot = 0.0
         if isinstance(self.profiler, YappiProfile):
             prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
@@ -121,7 +126,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._on_loop()
         if self.profiler is not None:
             self.profiler.stop()
-            self._snapshot_profile(final=True)
+            self._snapshot_profile(end=True)
         self._unpatch(worker)
         timed = self.sink.written["task_executions"] + len(self.sink.buffers["task_executions"])
         totals = {"incoming": worker.state.transfer_incoming_count_total,
@@ -209,6 +214,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                     record_error("_timed: profiler off", err)
             tags.local.seq = 0
             tags.current.pop(tid, None)
+            self.profiles_final.append(seq)
             if sink is not None:
                 sink.append("task_executions", (seq, key_str(key), tid,
                                                 threading.get_native_id(), t0, t1, c1 - c0,
@@ -240,6 +246,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             tags.current.pop(tid, None)
 
         def done(steps: list[tuple[int, int, int]], result: Any) -> None:
+            self.profiles_final.append(seq)
             self._record_coroutine(key, seq, tid, steps, result, delay)
 
         return CoroutineSteps(coro, enter, leave, done)
@@ -276,20 +283,41 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._sample()
         self._snapshot_profile()
 
-    def _snapshot_profile(self, final: bool = False) -> None:
+    def _snapshot_profile(self, end: bool = False) -> None:
         """Profile rows are read here, on the event loop, and written by the flush thread: a
-        new snapshot once the flush took the previous one. A snapshot holds every function
-        of every execution so far, so its cost grows with the run; the next one is taken no
-        sooner than ``1 / SNAPSHOT_SHARE`` times the last one's duration later, which keeps
-        the loop's share bounded (a killed worker loses the profiles since the last
-        snapshot)."""
+        new snapshot once the flush took the previous one. Reading them walks the profiler's
+        entries of every execution so far, so it costs more as the run goes on: the next one
+        is taken no sooner than ``1 / SNAPSHOT_SHARE`` times the last one's duration later,
+        which keeps the loop's share bounded (a killed worker loses the profiles since the
+        last snapshot)."""
         if self.profiler is None:
             return
-        if not final and (self.profile_rows is not None
+        if not end and (self.profile_rows is not None
                           or time.monotonic() < self._next_snapshot):
             return
         t0 = time.monotonic()
-        self.profile_rows = self.profiler.rows()
+        rows = self.profiler.rows()
+        # Rows of executions that had ended by the previous snapshot (one round of margin for
+        # the sampler thread, which may be attributing a last sample) are final: written once,
+        # as parts. Running executions and work outside tasks go to the snapshot, rewritten
+        # each time; executions that ended since the previous snapshot wait for the next. So
+        # each row of an execution is written once, not at every flush.
+        final, written = self._final_before, self._profiles_written
+        ended = self._final_before = set(drain(self.profiles_final))
+        # at the end the profiler has stopped: every ended execution is final, and rows
+        # taken but not flushed yet (already marked written) are kept
+        parts = self.profile_rows[0] if self.profile_rows is not None else []
+        if end:
+            final, ended = final | ended, set()
+        snapshot = []
+        for row in rows:
+            seq = row[3]
+            if seq in final:
+                parts.append(row)
+            elif seq not in written and seq not in ended:
+                snapshot.append(row)
+        written |= final
+        self.profile_rows = (parts, snapshot)
         now = time.monotonic()
         self._next_snapshot = now + (now - t0) / SNAPSHOT_SHARE
 
@@ -349,4 +377,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             sink.append("worker_transitions", (t_ns, key_str(key), start, finish, stim))
         rows, self.profile_rows = self.profile_rows, None
         if rows is not None:
-            sink.write_snapshot("worker_func_stats", rows)
+            parts, snapshot = rows
+            # the snapshot first: a process killed in between loses rows, never doubles them
+            sink.write_snapshot("worker_func_stats", snapshot)
+            for row in parts:
+                sink.append("worker_func_stats", row)
