@@ -10,9 +10,9 @@ and ``coro`` (``async def`` tasks with a few awaits each).
    ``DARSHAN_RUNTIME``, ``darshan-config``, common paths), interleaved, ``--repeat`` times, in
    one invocation. Reports medians of the whole command's wall time and of the job's own timer
    (``compute_seconds``: the workload, cluster start-up excluded), as ratios to plain, and the
-   µs per task added in the job (median in-job time difference / tasks); also the best
-   (fastest) run of each mode against plain's best, less sensitive to other load on the
-   machine.
+   CPU time of all the job's processes (``getrusage`` of the reaped children: the command,
+   its cluster's workers), the measure that other load on a shared machine disturbs least,
+   and the CPU µs per task it adds.
 2. Where (``--breakdown``): one more run per workload and mode with every collector hook
    wrapped in a timer (a ``sitecustomize`` on ``PYTHONPATH`` patches the plugin classes in each
    process; the timers' own cost is measured in each process and subtracted). Reports µs per
@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -260,7 +261,8 @@ IMPORTS = textwrap.dedent("""
 
 
 def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
-        darshan: str | None, env: dict[str, str] | None = None) -> tuple[float, float, int]:
+        darshan: str | None, env: dict[str, str] | None = None
+        ) -> tuple[float, float, int, float]:
     """One job; ``mode`` ``NAME@base`` runs the collectors of ``--baseline-tree``."""
     tree = REPO
     if mode is not None and mode.endswith("@base"):
@@ -276,9 +278,12 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
         profile = "off" if mode == "darshan" else mode
         cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--profile",
                profile, "--darshan", darshan if mode == "darshan" else "off", "--", *job]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
     total = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     compute = float(re.search(r"compute_seconds=([0-9.]+)", proc.stdout).group(1))
@@ -289,7 +294,7 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
             if errors:
                 print(f"hook errors in {workload} {mode}: {errors}")
         shutil.rmtree(out, ignore_errors=True)
-    return compute, total, tasks
+    return compute, total, tasks, cpu
 
 
 def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | None) -> None:
@@ -298,31 +303,29 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
         order = [None, *modes]
         if args.baseline_tree:
             order = [None, *(x for m in modes for x in (f"{m}@base", m))]
-        res: dict[str | None, list[tuple[float, float, int]]] = {m: [] for m in order}
+        res: dict[str | None, list[tuple[float, float, int, float]]] = {m: [] for m in order}
         for _ in range(args.repeat):
             for m in res:
                 res[m].append(run(workload, m, work, args, lib))
         tasks = res[None][0][2]
-        base_c = statistics.median(c for c, _, _ in res[None])
-        base_t = statistics.median(t for _, t, _ in res[None])
+
+        def med(m: str | None, i: int, res=res) -> float:
+            return statistics.median(r[i] for r in res[m])
+
+        base_c, base_t, base_cpu = med(None, 0), med(None, 1), med(None, 3)
         print(f"\n{workload}: {tasks} tasks, 2 workers x 2 threads, {args.repeat} interleaved "
-              f"repetitions, medians; plain: {base_t:.2f} s whole job, {base_c:.2f} s in job "
-              f"({base_c / tasks * 1e6:,.0f} µs per task)")
-        best_c = min(c for c, _, _ in res[None])
-        best_t = min(t for _, t, _ in res[None])
-        print("| mode | whole job s | whole job | in job s | in job | µs/task added (in job) "
-              "| whole job, best runs | in job, best runs | target (whole job) |")
+              f"repetitions, medians; plain: {base_t:.2f} s whole job, {base_cpu:.2f} s CPU "
+              f"(all processes), {base_c:.2f} s in job")
+        print("| mode | whole job s | whole job | CPU s | CPU | CPU µs/task added | in job s "
+              "| in job | target (whole job) |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for m in res:
-            c = statistics.median(x for x, _, _ in res[m])
-            t = statistics.median(x for _, x, _ in res[m])
-            bc = min(x for x, _, _ in res[m])
-            bt = min(x for _, x, _ in res[m])
+            c, t, cpu = med(m, 0), med(m, 1), med(m, 3)
             target = f"≤ {TARGETS[m]:.0%}" if m in TARGETS and workload == "tiles" else ""
             target = "" if m and m.endswith("@base") else target
-            print(f"| {m or 'plain'} | {t:.2f} | {t / base_t - 1:+.1%} | {c:.3f} | "
-                  f"{c / base_c - 1:+.1%} | {(c - base_c) / tasks * 1e6:+.1f} | "
-                  f"{bt / best_t - 1:+.1%} | {bc / best_c - 1:+.1%} | {target} |")
+            print(f"| {m or 'plain'} | {t:.2f} | {t / base_t - 1:+.1%} | {cpu:.2f} | "
+                  f"{cpu / base_cpu - 1:+.1%} | {(cpu - base_cpu) / tasks * 1e6:+.0f} | "
+                  f"{c:.2f} | {c / base_c - 1:+.1%} | {target} |")
         sys.stdout.flush()
 
 
@@ -337,7 +340,7 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
             times.mkdir()
             env = dict(os.environ, BENCH_HOOK_TIMES=str(times), PYTHONPATH=os.pathsep.join(
                 [str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))
-            _c, _t, tasks = run(workload, m, work, args, lib, env=env)
+            _c, _t, tasks, _cpu = run(workload, m, work, args, lib, env=env)
             parts: dict[str, float] = {}
             procs = [json.loads(p.read_text()) for p in times.glob("*.json")]
             for proc in procs:

@@ -9,7 +9,7 @@
   (deterministic, with call counts) — and cost per Python call.
 - ``yappi-all``: the same including the event loop's coroutines (coroutine-aware): shows the
   worker's own Python work (comms, transitions, plugins) as tag 0, at several times the cost
-  (README: +64% vs +13% on the sample workload).
+  (figures: docs/performance.md).
 - ``yappi-cpu``: ``yappi`` on Yappi's CPU clock (the most expensive; see the README).
 
 ``TaskTags`` is the shared state: ``current[thread_id] = execution_seq`` while a task runs.
@@ -32,7 +32,7 @@ PROFILE_MODES = ("off", "sample", "yappi", "yappi-all", "yappi-cpu")
 class _ExecutionOnThread(threading.local):
     """The execution_seq running on the calling thread; the class default (0) is what
     threads that never ran a task see, without an AttributeError raised and swallowed per
-    lookup (measured: that exception tripled the tag's cost on the event loop)."""
+    lookup (that exception, raised and swallowed per call, costs more than the lookup)."""
 
     seq = 0
 
@@ -186,13 +186,11 @@ class YappiProfile:
     def loop_step(self) -> tuple[Any, Any]:
         """What to call around a coroutine task's step on the event loop: in ``yappi`` mode the
         loop's hook is off, so it is put back for the step (Yappi's own per-thread entry point,
-        which installs its C hook at the next call) and taken off after."""
+        which installs its C hook at the next call) and taken off after; C-level callables, so
+        Yappi sees no frame of this machinery."""
         if self.event_loop:
             return None, None
-        import yappi
-
-        return (lambda: sys.setprofile(yappi._profile_thread_callback),
-                lambda: sys.setprofile(None))
+        return self.task_hooks()
 
     def rows(self) -> list[tuple]:
         """One row per (function, thread, tag). ``yappi.get_func_stats()`` merges the entries
