@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from collectors.guard import record_error
+
 
 class CoroutineSteps(Coroutine):
     """Awaitable in place of a coroutine: each ``send``/``throw`` is one step, recorded as
@@ -20,24 +22,34 @@ class CoroutineSteps(Coroutine):
     on the loop thread, ``done(steps, result)`` once the coroutine returned or raised (result
     None)."""
 
-    __slots__ = ("_coro", "_enter", "_leave", "_done", "steps")
+    __slots__ = ("_coro", "_enter", "_leave", "_done", "_on", "_off", "steps")
 
     def __init__(self, coro: Coroutine, enter: Callable[[], None], leave: Callable[[], None],
-                 done: Callable[[list[tuple[int, int, int]], Any], None]) -> None:
+                 done: Callable[[list[tuple[int, int, int]], Any], None],
+                 on: Callable[[], None] | None = None,
+                 off: Callable[[], None] | None = None) -> None:
+        """``on``/``off``: called right around the step itself, inside ``enter``/``leave``
+        (a profiler's hook: with C-level callables no frame of this machinery is seen)."""
         self._coro = coro
         self._enter, self._leave, self._done = enter, leave, done
+        self._on, self._off = on, off
         self.steps: list[tuple[int, int, int]] = []
 
     def _step(self, method: Callable[..., Any], *args: Any) -> Any:
         t0, c0 = time.time_ns(), time.thread_time_ns()
         self._enter()
         result = None
+        on, off = self._on, self._off
+        if on is not None:
+            _quietly(on)
         try:
             return method(*args)
         except StopIteration as stop:
             result = stop.value
             raise
         finally:
+            if off is not None:
+                _quietly(off)
             self._leave()
             self.steps.append((t0, time.time_ns(), time.thread_time_ns() - c0))
             if self._coro.cr_frame is None:  # returned or raised: the last step
@@ -60,6 +72,14 @@ class CoroutineSteps(Coroutine):
 
     def __next__(self) -> Any:
         return self.send(None)
+
+
+def _quietly(hook: Callable[[], None]) -> None:
+    """A profiler hook must not fail the task: errors are counted (``collectors.guard``)."""
+    try:
+        hook()
+    except Exception as err:  # noqa: BLE001
+        record_error("coroutine step: profiler hook", err)
 
 
 def slices(steps: list[tuple[int, int, int]], window: tuple[int, int]

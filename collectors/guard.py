@@ -36,6 +36,11 @@ def _record(where: str, err: BaseException) -> None:
             pass
 
 
+def record_error(where: str, err: BaseException) -> None:
+    """Count (and log the first of its kind) an error caught outside ``never_raise``."""
+    _record(where, err)
+
+
 def never_raise(fn: F) -> F:
     """Run ``fn``; on any exception count it, log the first of its kind, return None."""
 

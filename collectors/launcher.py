@@ -23,16 +23,17 @@ from collectors import darshan_env, manifest
 from collectors.profiling import PROFILE_MODES
 
 PROFILE_HELP = """function profiles per task execution (default: sample).
-Overhead on the compute phase of samples/workload.py (2 workers x 2 threads, numpy-heavy;
-benchmarks/bench_collect.py, medians of 5, +-5%% noise on 2 cores); Python-call-heavy tasks
-pay Yappi far more (benchmarks/bench_yappi.py: ~9x on pure-Python calls):
-  off        ~0%%   no function profiles (transitions + per-task CPU only)
-  sample     +18%%  stacks of task threads sampled every 5 ms: per-task functions,
+CPU added to a job of many short tasks (benchmarks/bench_many_tasks.py, workload
+'tiles': 3,000 tasks of 1-20 ms, 2 workers x 2 threads; all processes, start-up
+included, medians of 3 on a shared 2-core VM, several %% noise; docs/performance.md);
+Python-call-heavy tasks pay Yappi more (benchmarks/bench_yappi.py):
+  off        +16%%  no function profiles (transitions + per-task CPU only)
+  sample     +9%%   stacks of task threads sampled every 5 ms: per-task functions,
                    statistical, no per-call hook
-  yappi      +13%%  Yappi wall clock on every thread but the event loop: exact call
+  yappi      +31%%  Yappi wall clock on every thread but the event loop: exact call
                    counts per task
-  yappi-all  +64%%  the same including the event loop's coroutines (Dask's own work)
-  yappi-cpu  +28%%  yappi on Yappi's CPU clock"""
+  yappi-all  +86%%  the same including the event loop's coroutines (Dask's own work)
+  yappi-cpu  +63%%  yappi on Yappi's CPU clock"""
 
 
 def build_parser() -> argparse.ArgumentParser:

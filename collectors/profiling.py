@@ -9,7 +9,7 @@
   (deterministic, with call counts) — and cost per Python call.
 - ``yappi-all``: the same including the event loop's coroutines (coroutine-aware): shows the
   worker's own Python work (comms, transitions, plugins) as tag 0, at several times the cost
-  (README: +64% vs +13% on the sample workload).
+  (figures: docs/performance.md).
 - ``yappi-cpu``: ``yappi`` on Yappi's CPU clock (the most expensive; see the README).
 
 ``TaskTags`` is the shared state: ``current[thread_id] = execution_seq`` while a task runs.
@@ -32,7 +32,7 @@ PROFILE_MODES = ("off", "sample", "yappi", "yappi-all", "yappi-cpu")
 class _ExecutionOnThread(threading.local):
     """The execution_seq running on the calling thread; the class default (0) is what
     threads that never ran a task see, without an AttributeError raised and swallowed per
-    lookup (measured: that exception tripled the tag's cost on the event loop)."""
+    lookup (that exception, raised and swallowed per call, costs more than the lookup)."""
 
     seq = 0
 
@@ -139,8 +139,18 @@ class YappiProfile:
         self.tags = tags
         self.clock = clock
         self.event_loop = event_loop
+        #: (context, tag, function index) of calls that were running at a snapshot before
+        #: they ever returned (see ``rows``)
+        self._counted_early: set[tuple[int, int, int]] = set()
 
-    def start(self) -> None:
+    def start(self, task_threads: tuple[str, ...] = ()) -> None:
+        """``task_threads``: name prefixes of the threads that run tasks (the executors'):
+        those start without Yappi's hook, which ``task_hooks`` puts on around each task
+        function only. Yappi files a call under its caller's entry, in a list it scans on
+        every call: a long-lived caller outside any execution (the executor's loop, the
+        plugin's wrapper, tag 0) would gain one entry per execution (each has its own tag),
+        and every task would pay a scan of all earlier ones on its thread. With the hook on
+        only around the task function, that function has no caller for Yappi."""
         import yappi
 
         if yappi.is_running():
@@ -150,6 +160,23 @@ class YappiProfile:
         yappi.start(builtins=False, profile_threads=True)
         if not self.event_loop:
             sys.setprofile(None)
+        if task_threads:
+            hook = yappi._profile_thread_callback
+
+            def new_thread(frame: Any, event: str, arg: Any) -> None:
+                sys.setprofile(None)
+                if not threading.current_thread().name.startswith(task_threads):
+                    hook(frame, event, arg)  # other threads (libraries' helpers): profiled
+
+            threading.setprofile(new_thread)
+
+    def task_hooks(self) -> tuple[Any, Any]:
+        """C-level callables (no Python frame for Yappi to see) putting the calling thread's
+        hook on and off around a task function (see ``start``)."""
+        import yappi
+
+        return (functools.partial(sys.setprofile, yappi._profile_thread_callback),
+                functools.partial(sys.setprofile, None))
 
     def stop(self) -> None:
         import yappi
@@ -159,13 +186,11 @@ class YappiProfile:
     def loop_step(self) -> tuple[Any, Any]:
         """What to call around a coroutine task's step on the event loop: in ``yappi`` mode the
         loop's hook is off, so it is put back for the step (Yappi's own per-thread entry point,
-        which installs its C hook at the next call) and taken off after."""
+        which installs its C hook at the next call) and taken off after; C-level callables, so
+        Yappi sees no frame of this machinery."""
         if self.event_loop:
             return None, None
-        import yappi
-
-        return (lambda: sys.setprofile(yappi._profile_thread_callback),
-                lambda: sys.setprofile(None))
+        return self.task_hooks()
 
     def rows(self) -> list[tuple]:
         """One row per (function, thread, tag). ``yappi.get_func_stats()`` merges the entries
@@ -190,9 +215,22 @@ class YappiProfile:
                 gc.enable()
         idents = {c[1]: c[2] for c in contexts}
         out = []
+        early = self._counted_early
         for entry in entries:
             name, path, line, ncall, _nactual, _builtin, ttot, tsub = entry[:8]
             ctx_id, tag = entry[10], entry[12]
+            # Yappi counts a call when it returns, and its enumeration reports an entry whose
+            # first call is still running as one call by setting the count to 1 (and clamps
+            # its negative self time to 0) in place: that call's return then counts it a
+            # second time (the "ncall = 2" of one call of a task function running across a
+            # snapshot). Such an entry is recognisable (1 call, no time yet); its count is
+            # corrected once the call has returned (time > 0).
+            ident = (ctx_id, tag, entry[8])
+            if ident in early:
+                if ttot > 0:
+                    ncall -= 1
+            elif ncall == 1 and ttot == 0 and tsub == 0:
+                early.add(ident)
             module = (path or "").rsplit("/", 1)[-1].removesuffix(".py")
             if module in ("yappi", "_yappi"):
                 continue

@@ -28,6 +28,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.flush_interval = flush_interval
         self.sink: ProcessSink | None = None
         self._raw: dict[str, deque] = {n: deque() for n in _RAW}
+        self._append_transition = self._raw["transitions"].append
 
     async def start(self, scheduler: Any) -> None:
         self._start(scheduler)
@@ -47,7 +48,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.sink.start()
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
-        self._raw["transitions"].append((time.time_ns(), key, start, finish, kwargs))
+        self._append_transition((time.time_ns(), key, start, finish, kwargs))
 
     @never_raise
     def update_graph(self, scheduler: Any, *, client: str, tasks: list | None = None,

@@ -10,10 +10,12 @@ complete). A killed process loses at most one interval. Buffers are bounded: row
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -48,6 +50,7 @@ class ProcessSink:
         self.buffers: dict[str, deque[tuple]] = {name: deque() for name in tables}
         self.written: dict[str, int] = dict.fromkeys(tables, 0)
         self.dropped: dict[str, int] = dict.fromkeys(tables, 0)
+        self.snapshot_rows: dict[str, int] = dict.fromkeys(tables, 0)
         self.parts = 0
         self.before_flush: list[Callable[[], None]] = []
         self._stop = threading.Event()
@@ -92,8 +95,7 @@ class ProcessSink:
 
         table = self.tables[name]
         columns = list(zip(*rows, strict=True))
-        arrays = [pa.array(col, type=c.arrow_type()) for col, c in zip(columns, table.columns,
-                                                                        strict=True)]
+        arrays = [arrow_column(col, c) for col, c in zip(columns, table.columns, strict=True)]
         data = pa.Table.from_arrays(arrays, schema=table.arrow_schema())
         folder = self.proc_dir / name
         folder.mkdir(exist_ok=True)
@@ -109,11 +111,14 @@ class ProcessSink:
 
     @never_raise
     def write_snapshot(self, name: str, rows: list[tuple]) -> None:
-        """Replace the table's snapshot (for cumulative data such as profiles)."""
+        """Replace the table's snapshot (for cumulative data such as profiles); an empty one
+        removes it."""
         with self._lock:
             if rows:
                 self._write(name, rows, snapshot=True)
-                self.written[name] = len(rows)
+            elif self.snapshot_rows[name]:
+                (self.proc_dir / name / "snapshot.parquet").unlink(missing_ok=True)
+            self.snapshot_rows[name] = len(rows)
 
     def close(self, extra: dict[str, Any] | None = None) -> None:
         self._stop.set()
@@ -121,8 +126,51 @@ class ProcessSink:
             self._thread.join(timeout=30)
         self.flush()
         write_json_atomic(self.proc_dir / "closed.json", {
-            "closed_ns": time.time_ns(), "rows": self.written, "dropped": self.dropped,
+            "closed_ns": time.time_ns(),
+            "rows": {n: w + self.snapshot_rows[n] for n, w in self.written.items()},
+            "dropped": self.dropped,
             "hook_errors": dict(ERRORS), **(extra or {})})
+
+
+_CODES = {"int64": "q", "uint64": "Q", "double": "d"}
+
+
+def arrow_column(values: tuple, column: Any) -> Any:
+    """One column of rows as an Arrow array, the same as ``pa.array(values, type)``, built
+    from buffers (``array``/``bytes``) for the column types of the raw tables: ``pa.array`` on
+    a Python sequence first asks whether it is a pandas object, which imports pandas (a
+    quarter-second per process, at the first flush). Other types, and values these buffers
+    do not take, go through ``pa.array``."""
+    import pyarrow as pa
+
+    typ = column.arrow_type()
+    kind = str(typ)
+    try:
+        n = len(values)
+        nulls = sum(1 for v in values if v is None) if None in values else 0
+        validity = None
+        if nulls:
+            bits = bytearray((n + 7) // 8)
+            for i, v in enumerate(values):
+                if v is not None:
+                    bits[i >> 3] |= 1 << (i & 7)
+            validity = pa.py_buffer(bytes(bits))
+        if kind in _CODES:
+            data = array(_CODES[kind], values if not nulls else
+                         [0 if v is None else v for v in values])
+            if kind != "double" and any(type(v) is bool for v in values):
+                raise TypeError("bool")  # pa.array refuses bools in integer columns
+            return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(data)], nulls)
+        if kind == "string":
+            if not all(type(v) is str for v in values if v is not None):
+                raise TypeError("not str")
+            encoded = [b"" if v is None else v.encode() for v in values]
+            offsets = array("i", itertools.accumulate(map(len, encoded), initial=0))
+            return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets),
+                                                  pa.py_buffer(b"".join(encoded))], nulls)
+    except (TypeError, ValueError, OverflowError, UnicodeError):
+        pass
+    return pa.array(values, type=typ)
 
 
 def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:

@@ -27,18 +27,22 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from collectors import coroutine_steps, file_opens
 from collectors.coroutine_steps import CoroutineSteps
-from collectors.guard import never_raise, set_log_dir
-from collectors.profiling import TaskTags, make_profiler
+from collectors.guard import never_raise, record_error, set_log_dir
+from collectors.profiling import TaskTags, YappiProfile, make_profiler
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
 from correlate.keys import key_str
 
 _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correlate_key")
 MARKER_BYTES = b"dask-correlate-clock-marker\n"
+#: at most this share of the event loop's time goes to profile snapshots (see _snapshot_profile)
+SNAPSHOT_SHARE = 0.02
 
 
 class CorrelateWorkerPlugin(WorkerPlugin):
     name = "dask-correlate-worker"
     idempotent = True
+    #: (resume, pause) of the profiler's hook around each task function (yappi modes)
+    task_hooks: tuple[Any, Any] = (None, None)
 
     def __init__(self, run_dir: str, profile: str = "sample", flush_interval: float = 5.0,
                  markers: bool = False) -> None:
@@ -78,8 +82,20 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._patch(worker)
         file_opens.install()
         self.profiler = make_profiler(self.profile, self.tags)
-        self.profile_rows: list[tuple] | None = None
-        if self.profiler is not None:
+        self.profile_rows: tuple[list[tuple], list[tuple]] | None = None
+        # executions whose profile entries are final (appended when they end), those final
+        # at the previous snapshot, and those already written as parts
+        self.profiles_final: deque[int] = deque()
+        self._final_before: set[int] = set()
+        self._profiles_written: set[int] = set()
+        self._next_snapshot = 0.0
+        if isinstance(self.profiler, YappiProfile):
+            prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
+                                                 None) for name in self._orig_submits) if p)
+            self.profiler.start(prefixes)
+            if prefixes:
+                self.task_hooks = self.profiler.task_hooks()
+        elif self.profiler is not None:
             self.profiler.start()
         proc_json(pdir, role="worker", address=worker.address, name=str(worker.name),
                   nthreads=worker.state.nthreads, memory_limit=worker.memory_manager.memory_limit,
@@ -110,7 +126,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._on_loop()
         if self.profiler is not None:
             self.profiler.stop()
-            self._snapshot_profile(final=True)
+            self._snapshot_profile(end=True)
         self._unpatch(worker)
         timed = self.sink.written["task_executions"] + len(self.sink.buffers["task_executions"])
         totals = {"incoming": worker.state.transfer_incoming_count_total,
@@ -177,6 +193,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tags.local.seq = seq
         status = "error"
         sink = self.sink
+        resume, pause = self.task_hooks
+        if resume is not None:
+            try:
+                resume()
+            except Exception as err:  # noqa: BLE001 - never fail the task
+                record_error("_timed: profiler on", err)
         c0, t0 = time.thread_time_ns(), time.time_ns()
         try:
             result = fn(*args, **kwargs)
@@ -185,8 +207,14 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             return result
         finally:
             t1, c1 = time.time_ns(), time.thread_time_ns()
+            if pause is not None:
+                try:
+                    pause()
+                except Exception as err:  # noqa: BLE001 - never fail the task
+                    record_error("_timed: profiler off", err)
             tags.local.seq = 0
             tags.current.pop(tid, None)
+            self.profiles_final.append(seq)
             if sink is not None:
                 sink.append("task_executions", (seq, key_str(key), tid,
                                                 threading.get_native_id(), t0, t1, c1 - c0,
@@ -210,11 +238,15 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
         def leave() -> None:
             if pause is not None:
-                pause()
+                try:
+                    pause()
+                except Exception as err:  # noqa: BLE001 - never fail the task
+                    record_error("_timed: profiler off", err)
             tags.local.seq = 0
             tags.current.pop(tid, None)
 
         def done(steps: list[tuple[int, int, int]], result: Any) -> None:
+            self.profiles_final.append(seq)
             self._record_coroutine(key, seq, tid, steps, result, delay)
 
         return CoroutineSteps(coro, enter, leave, done)
@@ -251,11 +283,43 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._sample()
         self._snapshot_profile()
 
-    def _snapshot_profile(self, final: bool = False) -> None:
+    def _snapshot_profile(self, end: bool = False) -> None:
         """Profile rows are read here, on the event loop, and written by the flush thread: a
-        new snapshot once the flush took the previous one (the cost grows with the run)."""
-        if self.profiler is not None and (final or self.profile_rows is None):
-            self.profile_rows = self.profiler.rows()
+        new snapshot once the flush took the previous one. Reading them walks the profiler's
+        entries of every execution so far, so it costs more as the run goes on: the next one
+        is taken no sooner than ``1 / SNAPSHOT_SHARE`` times the last one's duration later,
+        which keeps the loop's share bounded (a killed worker loses the profiles since the
+        last snapshot)."""
+        if self.profiler is None:
+            return
+        if not end and (self.profile_rows is not None
+                          or time.monotonic() < self._next_snapshot):
+            return
+        t0 = time.monotonic()
+        rows = self.profiler.rows()
+        # Rows of executions that had ended by the previous snapshot (one round of margin for
+        # the sampler thread, which may be attributing a last sample) are final: written once,
+        # as parts. Running executions and work outside tasks go to the snapshot, rewritten
+        # each time; executions that ended since the previous snapshot wait for the next. So
+        # each row of an execution is written once, not at every flush.
+        final, written = self._final_before, self._profiles_written
+        ended = self._final_before = set(drain(self.profiles_final))
+        # at the end the profiler has stopped: every ended execution is final, and rows
+        # taken but not flushed yet (already marked written) are kept
+        parts = self.profile_rows[0] if self.profile_rows is not None else []
+        if end:
+            final, ended = final | ended, set()
+        snapshot = []
+        for row in rows:
+            seq = row[3]
+            if seq in final:
+                parts.append(row)
+            elif seq not in written and seq not in ended:
+                snapshot.append(row)
+        written |= final
+        self.profile_rows = (parts, snapshot)
+        now = time.monotonic()
+        self._next_snapshot = now + (now - t0) / SNAPSHOT_SHARE
 
     def _read_transfers(self, direction: str, log: deque) -> None:
         """New entries of Dask's bounded transfer log since the last one seen (by identity).
@@ -313,4 +377,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             sink.append("worker_transitions", (t_ns, key_str(key), start, finish, stim))
         rows, self.profile_rows = self.profile_rows, None
         if rows is not None:
-            sink.write_snapshot("worker_func_stats", rows)
+            parts, snapshot = rows
+            # the snapshot first: a process killed in between loses rows, never doubles them
+            sink.write_snapshot("worker_func_stats", snapshot)
+            for row in parts:
+                sink.append("worker_func_stats", row)

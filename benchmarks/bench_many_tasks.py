@@ -1,0 +1,409 @@
+"""Benchmark: what `collect` costs jobs of many short tasks, and where each microsecond is paid.
+
+Workloads (``benchmarks/many_tasks_job.py``, LocalCluster of 2 worker processes x 2 threads):
+``tiles`` (5 tasks per tile of 1-20 ms: 64 KiB reads, numpy smoothing, pure-Python statistics,
+a neighbour tile moved between workers, 16 KiB writes), ``noop`` (``client.map(inc, range(N))``)
+and ``coro`` (``async def`` tasks with a few awaits each).
+
+1. Overhead: each workload plain and under ``collect`` in every mode (``off``, ``sample``,
+   ``yappi``, and ``darshan`` = ``--profile off`` + Darshan DXT when a runtime is found:
+   ``DARSHAN_RUNTIME``, ``darshan-config``, common paths), interleaved, ``--repeat`` times, in
+   one invocation. Reports medians of the whole command's wall time and of the job's own timer
+   (``compute_seconds``: the workload, cluster start-up excluded), as ratios to plain, and the
+   CPU time of all the job's processes (``getrusage`` of the reaped children: the command,
+   its cluster's workers), the measure that other load on a shared machine disturbs least,
+   and the CPU µs per task it adds.
+2. Where (``--breakdown``): one more run per workload and mode with every collector hook
+   wrapped in a timer (a ``sitecustomize`` on ``PYTHONPATH`` patches the plugin classes in each
+   process; the timers' own cost is measured in each process and subtracted). Reports µs per
+   task by where it is paid: the scheduler's event loop (its plugin hooks), the scheduler's
+   flush thread (rows expanded, keys rendered, parquet written), the workers' event loops
+   (transition hook, execute/submit wrappers, periodic callback incl. profile snapshots), the
+   task threads (the ``_timed`` wrapper around the task function: clocks, tags, row), the audit
+   hook, the workers' flush threads and sampler threads, and start-up (plugin set-up; the
+   imports a worker adds, timed in a fresh process). Yappi's per-call cost on the task threads
+   has no hook to time: it is the in-job difference ``yappi`` - ``off`` of part 1.
+
+    python benchmarks/bench_many_tasks.py [--repeat 3] [--tiles 600] [--tasks 5000]
+        [--workloads tiles,noop,coro] [--modes off,sample,yappi,darshan] [--breakdown]
+        [--no-overhead]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+JOB = REPO / "benchmarks" / "many_tasks_job.py"
+#: issue 20's targets on the tiles workload, whole job
+TARGETS = {"off": 0.03, "sample": 0.10, "yappi": 0.15, "darshan": 0.05}
+
+SITE = textwrap.dedent('''
+    """Benchmark instrumentation (bench_many_tasks.py --breakdown): times every collector hook."""
+    import functools, json, os, time
+    _OUT = os.environ.get("BENCH_HOOK_TIMES")
+    if _OUT and os.environ.get("DASK_CORRELATE_RUN_DIR"):
+        pc = time.thread_time_ns  # CPU of the calling thread: GIL waits are not cost
+        ACC = {}
+
+        def add(name, ns):
+            a = ACC.get(name)
+            if a is None:
+                a = ACC[name] = [0, 0]
+            a[0] += ns
+            a[1] += 1
+
+        def timed(name, fn):
+            @functools.wraps(fn)
+            def w(*a, **k):
+                t = pc()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    add(name, pc() - t)
+            return w
+
+        def calibrate():
+            """ns a timer wrapper adds per call (subtracted from every timed call)."""
+            def nothing(*a, **k):
+                return None
+            w = timed("_calibration", nothing)
+            best = []
+            for _ in range(5):
+                t = pc()
+                for _ in range(20000):
+                    w(1, 2)
+                mid = pc()
+                for _ in range(20000):
+                    nothing(1, 2)
+                best.append(((mid - t) - (pc() - mid)) / 20000)
+            ACC.pop("_calibration", None)
+            return min(best)
+
+        ROLE = ["?"]
+
+        def dump():
+            over = calibrate()
+            ACC["audit hook (every audited event; counted, cost timed in a loop)"] = [
+                hook_cost(), sum(EVENTS)]
+            out = {"role": ROLE[0], "pid": os.getpid(), "timer_ns": over,
+                   "parts": {k: [v[0] - (0 if k.startswith("audit") else
+                                         over * v[1] * NESTED.get(k, 1)), v[1]]
+                             for k, v in ACC.items()}}
+            path = os.path.join(_OUT, f"{ROLE[0]}-{os.getpid()}-{pc()}.json")
+            with open(path, "w") as fh:
+                json.dump(out, fh)
+
+        NESTED = {}  # part -> timer pairs per call (for the subtraction)
+
+        from collectors import coroutine_steps, file_opens, profiling, sink
+        from collectors import scheduler_plugin as sp
+        from collectors import worker_plugin as wp
+
+        S, W = sp.CorrelateSchedulerPlugin, wp.CorrelateWorkerPlugin
+        for m in ("transition", "update_graph", "add_worker", "remove_worker", "add_client",
+                  "remove_client"):
+            setattr(S, m, timed(f"scheduler loop: {m}", getattr(S, m)))
+        W.transition = timed("worker loop: transition hook", W.transition)
+        W._on_loop = timed("worker loop: periodic (transfers, samples, snapshot)", W._on_loop)
+        W._setup = timed("start-up: worker plugin setup", W._setup)
+        S._start = timed("start-up: scheduler plugin setup", S._start)
+        W._record_coroutine = timed("worker loop: coroutine rows", W._record_coroutine)
+        orig_step = coroutine_steps.CoroutineSteps._step
+
+        def _step(self, method, *args):
+            t0 = pc()
+            inner = 0
+            def m(*a):
+                nonlocal inner
+                s = pc()
+                try:
+                    return method(*a)
+                finally:
+                    inner = pc() - s
+            try:
+                return orig_step(self, m, *args)
+            finally:
+                add("worker loop: coroutine step wrapper", pc() - t0 - inner)
+        coroutine_steps.CoroutineSteps._step = _step
+        NESTED["worker loop: coroutine step wrapper"] = 2
+
+        orig_sample = profiling.StackSampler.sample_once
+        profiling.StackSampler.sample_once = timed("sampler thread: stack samples", orig_sample)
+        orig_flush = sink.ProcessSink.flush
+
+        def flush(self):
+            t = pc()
+            try:
+                return orig_flush(self)
+            finally:
+                add(f"{ROLE[0]} flush thread: all", pc() - t)
+        sink.ProcessSink.flush = flush
+        orig_write = sink.ProcessSink._write
+
+        def _write(self, *a, **k):
+            t = pc()
+            try:
+                return orig_write(self, *a, **k)
+            finally:
+                add(f"{ROLE[0]} flush thread: rows to parquet", pc() - t)
+        sink.ProcessSink._write = _write
+        hook = file_opens._hook
+        EVENTS = [0, 0]  # audited events, opens; their cost is measured at dump time
+
+        def counted(event, args):
+            EVENTS[event == "open"] += 1
+            return hook(event, args)
+        file_opens._hook = counted
+
+        def hook_cost():
+            """µs the audit hook spends on this process's events: each kind timed in a loop
+            here (a timer per event would cost more than the hook)."""
+            import contextvars, sys
+            rows = []
+            def loop(event, args, n=100000):
+                best = float("inf")
+                for _ in range(3):
+                    t = time.perf_counter_ns()
+                    for _ in range(n):
+                        hook(event, args)
+                    best = min(best, (time.perf_counter_ns() - t) / n)
+                return best
+            other = loop("object.__getattr__", ())
+            ctx = contextvars.copy_context()
+            def in_task():
+                file_opens.CURRENT.set((1, lambda table, row: rows.append(row)))
+                return loop("open", (sys.executable, "r", 0), 20000)
+            opened = ctx.run(in_task)
+            return EVENTS[0] * other + EVENTS[1] * opened
+
+        orig_timed = W._timed
+
+        def _timed(self, key, seq, fn, *args, **kwargs):
+            t0 = pc()
+            inner = 0
+            def f(*a, **k):
+                nonlocal inner
+                s = pc()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    inner = pc() - s
+            try:
+                return orig_timed(self, key, seq, f, *args, **kwargs)
+            finally:
+                add("task thread: _timed around the task", pc() - t0 - inner)
+        W._timed = _timed
+        NESTED["task thread: _timed around the task"] = 2
+
+        orig_patch = W._patch
+
+        def _patch(self, worker):
+            for executor in worker.executors.values():
+                if "ThreadPoolExecutor" in type(executor).__name__:
+                    executor.submit = timed("_dask_submit", executor.submit)
+            orig_patch(self, worker)
+            worker.execute = timed("worker loop: execute wrapper (sync part)", worker.execute)
+            for name in self._orig_submits:
+                worker.executors[name].submit = timed("_our_submit", worker.executors[name].submit)
+        W._patch = _patch
+
+        orig_setup, orig_teardown, orig_close = W._setup, W._teardown, S._close
+
+        def _setup2(self, worker):
+            ROLE[0] = "worker"
+            return orig_setup(self, worker)
+        W._setup = _setup2
+
+        def _start2(self, scheduler, _orig=S._start):
+            ROLE[0] = "scheduler"
+            return _orig(self, scheduler)
+        S._start = _start2
+
+        def _teardown(self, worker):
+            r = orig_teardown(self, worker)
+            ours, dasks = ACC.pop("_our_submit", [0, 0]), ACC.pop("_dask_submit", [0, 0])
+            ACC["worker loop: submit wrapper"] = [ours[0] - dasks[0], ours[1]]
+            NESTED["worker loop: submit wrapper"] = 2
+            dump()
+            return r
+        W._teardown = _teardown
+
+        def _close(self):
+            r = orig_close(self)
+            dump()
+            return r
+        S._close = _close
+''')
+
+IMPORTS = textwrap.dedent("""
+    import time, sys
+    import distributed.worker  # already in every worker before the plugin
+    out = {}
+    for name in sys.argv[1:]:
+        t = time.perf_counter()
+        __import__(name)
+        out[name] = time.perf_counter() - t
+    print(" ".join(f"{k}={v}" for k, v in out.items()))
+""")
+
+
+def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
+        darshan: str | None, env: dict[str, str] | None = None
+        ) -> tuple[float, float, int, float]:
+    """One job; ``mode`` ``NAME@base`` runs the collectors of ``--baseline-tree``."""
+    tree = REPO
+    if mode is not None and mode.endswith("@base"):
+        mode, tree = mode[:-5], args.baseline_tree
+    env = dict(env or os.environ)  # the workers import the collectors of this tree
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
+    job = [sys.executable, str(JOB), workload, "--out", str(work / "tiles"), "--tiles",
+           str(args.tiles), "--tasks", str(args.tasks)]
+    if mode is None:
+        cmd = job
+    else:
+        out = work / f"run-{workload}-{mode}-{time.monotonic_ns()}"
+        profile = "off" if mode == "darshan" else mode
+        cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--profile",
+               profile, "--darshan", darshan if mode == "darshan" else "off", "--", *job]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
+    total = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    compute = float(re.search(r"compute_seconds=([0-9.]+)", proc.stdout).group(1))
+    tasks = int(re.search(r"tasks=([0-9]+)", proc.stdout).group(1))
+    if mode is not None:
+        for closed in out.glob("procs/*/closed.json"):
+            errors = json.loads(closed.read_text()).get("hook_errors")
+            if errors:
+                print(f"hook errors in {workload} {mode}: {errors}")
+        shutil.rmtree(out, ignore_errors=True)
+    return compute, total, tasks, cpu
+
+
+def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | None) -> None:
+    for workload in args.workloads:
+        run(workload, None, work, args, lib)  # warm caches (imports, page cache, tile files)
+        order = [None, *modes]
+        if args.baseline_tree:
+            order = [None, *(x for m in modes for x in (f"{m}@base", m))]
+        res: dict[str | None, list[tuple[float, float, int, float]]] = {m: [] for m in order}
+        for _ in range(args.repeat):
+            for m in res:
+                res[m].append(run(workload, m, work, args, lib))
+        tasks = res[None][0][2]
+
+        def med(m: str | None, i: int, res=res) -> float:
+            return statistics.median(r[i] for r in res[m])
+
+        base_c, base_t, base_cpu = med(None, 0), med(None, 1), med(None, 3)
+        print(f"\n{workload}: {tasks} tasks, 2 workers x 2 threads, {args.repeat} interleaved "
+              f"repetitions, medians; plain: {base_t:.2f} s whole job, {base_cpu:.2f} s CPU "
+              f"(all processes), {base_c:.2f} s in job")
+        print("| mode | whole job s | whole job | CPU s | CPU | CPU µs/task added | in job s "
+              "| in job | target (whole job) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for m in res:
+            c, t, cpu = med(m, 0), med(m, 1), med(m, 3)
+            target = f"≤ {TARGETS[m]:.0%}" if m in TARGETS and workload == "tiles" else ""
+            target = "" if m and m.endswith("@base") else target
+            print(f"| {m or 'plain'} | {t:.2f} | {t / base_t - 1:+.1%} | {cpu:.2f} | "
+                  f"{cpu / base_cpu - 1:+.1%} | {(cpu - base_cpu) / tasks * 1e6:+.0f} | "
+                  f"{c:.2f} | {c / base_c - 1:+.1%} | {target} |")
+        sys.stdout.flush()
+
+
+def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str | None) -> None:
+    site = work / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(SITE)
+    for workload in args.workloads:
+        table: dict[str, dict[str, float]] = {}
+        for m in modes:
+            times = work / f"times-{workload}-{m}"
+            times.mkdir()
+            env = dict(os.environ, BENCH_HOOK_TIMES=str(times), PYTHONPATH=os.pathsep.join(
+                [str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))
+            _c, _t, tasks, _cpu = run(workload, m, work, args, lib, env=env)
+            parts: dict[str, float] = {}
+            procs = [json.loads(p.read_text()) for p in times.glob("*.json")]
+            for proc in procs:
+                for name, (ns, _n) in proc["parts"].items():
+                    parts[name] = parts.get(name, 0.0) + ns / tasks / 1000
+            parts["(processes reporting)"] = len(procs)
+            table[m] = parts
+        names = sorted({n for p in table.values() for n in p})
+        print(f"\n{workload}: µs per task by where it is paid (summed over processes; "
+              f"{tasks} tasks; one instrumented run per mode, timer cost subtracted)")
+        print("| where | " + " | ".join(modes) + " |")
+        print("|---|" + "---:|" * len(modes))
+        for n in names:
+            if n == "(processes reporting)":
+                continue
+            print(f"| {n} | " + " | ".join(f"{table[m].get(n, 0.0):.2f}" for m in modes) + " |")
+        print("| processes reporting | " + " | ".join(
+            str(int(table[m]["(processes reporting)"])) for m in modes) + " |")
+        sys.stdout.flush()
+    mods = ["collectors.worker_plugin", "correlate.schema.run", "pyarrow", "pyarrow.parquet",
+            "yappi"]
+    rows = []
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", IMPORTS, *mods], capture_output=True,
+                             text=True, check=True, cwd=REPO).stdout.split()
+        rows.append({k: float(v) for k, v in (x.split("=") for x in out)})
+    print("\nimports a worker adds (fresh process after `import distributed.worker`, best of 3, "
+          "ms, cumulative order):")
+    for k in mods:
+        print(f"| {k} | {min(r[k] for r in rows) * 1000:.0f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--tiles", type=int, default=600, help="tiles workload: 5 tasks per tile")
+    ap.add_argument("--tasks", type=int, default=5000, help="noop and coro workloads")
+    ap.add_argument("--workloads", default="tiles,noop,coro")
+    ap.add_argument("--modes", default="off,sample,yappi,darshan")
+    ap.add_argument("--breakdown", action="store_true", help="µs per task by where it is paid")
+    ap.add_argument("--no-overhead", action="store_true", help="skip the overhead runs")
+    ap.add_argument("--baseline-tree", type=Path, default=None,
+                    help="a source tree (e.g. `git archive REV collectors correlate`) whose "
+                         "collectors run as MODE@base, interleaved with this tree's")
+    args = ap.parse_args()
+    args.workloads = args.workloads.split(",")
+    sys.path.insert(0, str(REPO))
+    from collectors.darshan_env import find_runtime
+
+    lib, how = find_runtime("auto")
+    modes = [m for m in args.modes.split(",") if m != "darshan" or lib]
+    if not lib:
+        print(f"darshan: not measured ({how})")
+    work = Path(tempfile.mkdtemp(prefix="bench-many-tasks-"))
+    try:
+        if not args.no_overhead:
+            overhead(args, modes, work, lib)
+        if args.breakdown:
+            breakdown(args, [m for m in modes if m != "darshan"], work, lib)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Yappi through the collectors' profiler: one call of a task function is one call, also when a
+profile snapshot is taken while it runs (Yappi's enumeration counts a running first call in
+place, and its return used to count it again); the executors' threads have Yappi's hook only
+around the task function, so per-execution entries do not pile up under one caller."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+yappi = pytest.importorskip("yappi")
+
+from collectors.profiling import TaskTags, YappiProfile  # noqa: E402
+
+
+@pytest.fixture
+def profiler():
+    prof = YappiProfile(TaskTags(), "wall")
+    yield prof
+    if yappi.is_running():
+        yappi.stop()
+    yappi.clear_stats()
+    threading.setprofile(None)
+
+
+def long_call(started: threading.Event, release: threading.Event) -> None:
+    started.set()
+    release.wait(10)
+
+
+def short_call() -> int:
+    return 1
+
+
+def test_a_call_running_across_a_snapshot_is_counted_once(profiler):
+    tags = profiler.tags
+    started, release = threading.Event(), threading.Event()
+
+    def task() -> None:
+        tags.local.seq = 7
+        long_call(started, release)
+        short_call()
+        tags.local.seq = 0
+
+    profiler.start()
+    th = threading.Thread(target=task)
+    th.start()
+    assert started.wait(10)
+    during = {r[5]: r for r in profiler.rows() if r[3] == 7}
+    assert during["long_call"][8] == 1  # running: reported as one call, no time yet
+    release.set()
+    th.join()
+    after = {r[5]: r for r in profiler.rows() if r[3] == 7}
+    profiler.stop()
+    assert after["long_call"][8] == 1 and after["long_call"][9] > 0
+    assert after["short_call"][8] == 1
+
+
+def test_task_threads_profile_only_the_task_function(profiler):
+    tags = profiler.tags
+    profiler.start(("task-thread",))
+    resume, pause = profiler.task_hooks()
+
+    def timed(seq: int) -> None:
+        tags.local.seq = seq
+        resume()
+        try:
+            short_call()
+        finally:
+            pause()
+            tags.local.seq = 0
+
+    # both alive until the rows are read (a thread's id can be reused once it ended)
+    with ThreadPoolExecutor(1, thread_name_prefix="task-thread") as ex, \
+            ThreadPoolExecutor(1, thread_name_prefix="helper") as helper:
+        for seq in range(1, 51):
+            ex.submit(timed, seq).result()
+        helper.submit(short_call).result()
+        rows = profiler.rows()
+    profiler.stop()
+    mine = [r for r in rows if r[5] == "short_call"]
+    # one entry per execution, one call each, plus the helper thread's (tag 0)
+    assert sorted((r[3], r[8]) for r in mine) == [(0, 1)] + [(s, 1) for s in range(1, 51)]
+    task_threads = {r[2] for r in mine if r[3] > 0}
+    # nothing of the executor's own loop on the task thread (tag 0): hook only around tasks
+    assert not [r for r in rows if r[2] in task_threads and r[3] == 0]
