@@ -38,6 +38,14 @@ MARKER_BYTES = b"dask-correlate-clock-marker\n"
 SNAPSHOT_SHARE = 0.02
 
 
+def _switch(call: Any, what: str) -> None:
+    """Turn the profiler on or off around a task; a failure is counted, never the task's."""
+    try:
+        call()
+    except Exception as err:  # noqa: BLE001 - never fail the task
+        record_error(what, err)
+
+
 class CorrelateWorkerPlugin(WorkerPlugin):
     name = "dask-correlate-worker"
     idempotent = True
@@ -195,10 +203,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         sink = self.sink
         resume, pause = self.task_hooks
         if resume is not None:
-            try:
-                resume()
-            except Exception as err:  # noqa: BLE001 - never fail the task
-                record_error("_timed: profiler on", err)
+            _switch(resume, "_timed: profiler on")
         c0, t0 = time.thread_time_ns(), time.time_ns()
         try:
             result = fn(*args, **kwargs)
@@ -208,10 +213,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         finally:
             t1, c1 = time.time_ns(), time.thread_time_ns()
             if pause is not None:
-                try:
-                    pause()
-                except Exception as err:  # noqa: BLE001 - never fail the task
-                    record_error("_timed: profiler off", err)
+                _switch(pause, "_timed: profiler off")
             tags.local.seq = 0
             tags.current.pop(tid, None)
             self.profiles_final.append(seq)
@@ -238,10 +240,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
         def leave() -> None:
             if pause is not None:
-                try:
-                    pause()
-                except Exception as err:  # noqa: BLE001 - never fail the task
-                    record_error("_timed: profiler off", err)
+                _switch(pause, "_timed: profiler off")
             tags.local.seq = 0
             tags.current.pop(tid, None)
 

@@ -91,15 +91,19 @@ def io_task(key: str, folder: str, chunks: list[int]):
     return _observed(key, path=path, ops=ops, cpu=time.thread_time() - c0)
 
 
+def _io_tasks(client, folder: str) -> list:
+    return [client.submit(io_task, f"io-{i}", folder,
+                          [16384 + 4096 * ((i * 7 + j) % 7) for j in range(10 + i % 5)],
+                          key=f"io-{i}", pure=False) for i in range(16)]
+
+
 def io_job(args: str) -> None:
     truth_path, folder = args.split(",")
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        fs = [client.submit(io_task, f"io-{i}", folder,
-                            [16384 + 4096 * ((i * 7 + j) % 7) for j in range(10 + i % 5)],
-                            key=f"io-{i}", pure=False) for i in range(16)]
+        fs = _io_tasks(client, folder)
         fs += [client.submit(burn, f"burn-{i}", 0.05 + 0.02 * i, key=f"burn-{i}")
                for i in range(6)]
         fs += [client.submit(nap, f"nap-{i}", 0.1, key=f"nap-{i}") for i in range(6)]
@@ -131,9 +135,7 @@ def io_every_job(args: str) -> None:
 
     with LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        fs = [client.submit(io_task, f"io-{i}", folder,
-                            [16384 + 4096 * ((i * 7 + j) % 7) for j in range(10 + i % 5)],
-                            key=f"io-{i}", pure=False) for i in range(16)]
+        fs = _io_tasks(client, folder)
         fs += [client.submit(marked_task, f"burn-{i}", folder, 0.05 + 0.02 * i, False,
                              key=f"burn-{i}") for i in range(6)]
         fs += [client.submit(marked_task, f"nap-{i}", folder, 0.1, True, key=f"nap-{i}")
