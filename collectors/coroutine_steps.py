@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from collectors.guard import record_error
+from collectors.guard import quietly
 
 
 class CoroutineSteps(Coroutine):
@@ -41,7 +41,7 @@ class CoroutineSteps(Coroutine):
         result = None
         on, off = self._on, self._off
         if on is not None:
-            _quietly(on)
+            quietly(on, "coroutine step: profiler on")
         try:
             return method(*args)
         except StopIteration as stop:
@@ -49,7 +49,7 @@ class CoroutineSteps(Coroutine):
             raise
         finally:
             if off is not None:
-                _quietly(off)
+                quietly(off, "coroutine step: profiler off")
             self._leave()
             self.steps.append((t0, time.time_ns(), time.thread_time_ns() - c0))
             if self._coro.cr_frame is None:  # returned or raised: the last step
@@ -72,14 +72,6 @@ class CoroutineSteps(Coroutine):
 
     def __next__(self) -> Any:
         return self.send(None)
-
-
-def _quietly(hook: Callable[[], None]) -> None:
-    """A profiler hook must not fail the task: errors are counted (``collectors.guard``)."""
-    try:
-        hook()
-    except Exception as err:  # noqa: BLE001
-        record_error("coroutine step: profiler hook", err)
 
 
 def slices(steps: list[tuple[int, int, int]], window: tuple[int, int]

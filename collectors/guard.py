@@ -41,6 +41,15 @@ def record_error(where: str, err: BaseException) -> None:
     _record(where, err)
 
 
+def quietly(call: Callable[[], Any], where: str) -> None:
+    """Call ``call`` (a profiler switched on or off around a task); a failure is counted,
+    never raised into the task."""
+    try:
+        call()
+    except Exception as err:  # noqa: BLE001 - never fail the task
+        _record(where, err)
+
+
 def never_raise(fn: F) -> F:
     """Run ``fn``; on any exception count it, log the first of its kind, return None."""
 

@@ -27,7 +27,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from collectors import coroutine_steps, file_opens
 from collectors.coroutine_steps import CoroutineSteps
-from collectors.guard import never_raise, record_error, set_log_dir
+from collectors.guard import never_raise, quietly, set_log_dir
 from collectors.profiling import TaskTags, YappiProfile, make_profiler
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
 from correlate.keys import key_str
@@ -36,14 +36,6 @@ _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correla
 MARKER_BYTES = b"dask-correlate-clock-marker\n"
 #: at most this share of the event loop's time goes to profile snapshots (see _snapshot_profile)
 SNAPSHOT_SHARE = 0.02
-
-
-def _switch(call: Any, what: str) -> None:
-    """Turn the profiler on or off around a task; a failure is counted, never the task's."""
-    try:
-        call()
-    except Exception as err:  # noqa: BLE001 - never fail the task
-        record_error(what, err)
 
 
 class CorrelateWorkerPlugin(WorkerPlugin):
@@ -203,7 +195,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         sink = self.sink
         resume, pause = self.task_hooks
         if resume is not None:
-            _switch(resume, "_timed: profiler on")
+            quietly(resume, "_timed: profiler on")
         c0, t0 = time.thread_time_ns(), time.time_ns()
         try:
             result = fn(*args, **kwargs)
@@ -213,7 +205,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         finally:
             t1, c1 = time.time_ns(), time.thread_time_ns()
             if pause is not None:
-                _switch(pause, "_timed: profiler off")
+                quietly(pause, "_timed: profiler off")
             tags.local.seq = 0
             tags.current.pop(tid, None)
             self.profiles_final.append(seq)
@@ -235,12 +227,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         def enter() -> None:
             tags.current[tid] = seq
             tags.local.seq = seq
-            if resume is not None:
-                resume()
 
         def leave() -> None:
-            if pause is not None:
-                _switch(pause, "_timed: profiler off")
             tags.local.seq = 0
             tags.current.pop(tid, None)
 
@@ -248,7 +236,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.profiles_final.append(seq)
             self._record_coroutine(key, seq, tid, steps, result, delay)
 
-        return CoroutineSteps(coro, enter, leave, done)
+        return CoroutineSteps(coro, enter, leave, done, on=resume, off=pause)
 
     @never_raise
     def _record_coroutine(self, key: Any, seq: int, tid: int, steps: list[tuple[int, int, int]],

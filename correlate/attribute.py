@@ -159,20 +159,30 @@ def _overlapping(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
         pl.col("host_stop_ns") >= pl.col("w_start")).drop("host_start_ns", "host_stop_ns")])
 
 
-def _window_split(seg: pl.DataFrame, window: pl.Series, executions: pl.DataFrame
-                  ) -> pl.DataFrame:
-    """row (of ``seg``), seg_id, execution_id, weight: the shares of the ``window`` rows."""
-    rows = seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "host", "pid",
-                      "host_start_ns", "host_stop_ns").filter(window)
+def overlapping_pairs(rows: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+    """row, execution_id, w_start, w_stop of every (row, execution of the row's own process)
+    whose intervals overlap (``rows``: row, host, pid, host_start_ns, host_stop_ns); rows of
+    an unknown process meet none."""
     own = executions.partition_by("host", "pid", as_dict=True)
     found = [_overlapping(part, own[process])
              for process, part in rows.partition_by("host", "pid", as_dict=True).items()
              if None not in process and process in own]
     if not found:
+        return pl.DataFrame(schema={"row": pl.UInt32, "execution_id": pl.Int64,
+                                    "w_start": pl.Int64, "w_stop": pl.Int64})
+    return pl.concat(found)
+
+
+def _window_split(seg: pl.DataFrame, window: pl.Series, executions: pl.DataFrame
+                  ) -> pl.DataFrame:
+    """row (of ``seg``), seg_id, execution_id, weight: the shares of the ``window`` rows."""
+    rows = seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "host", "pid",
+                      "host_start_ns", "host_stop_ns").filter(window)
+    pairs = overlapping_pairs(rows, executions)
+    if pairs.is_empty():
         return pl.DataFrame([pl.Series("row", [], pl.UInt32), seg.get_column("seg_id").clear(),
                              executions.get_column("execution_id").clear(),
                              pl.Series("weight", [], pl.Float64)])
-    pairs = pl.concat(found)
     row = pairs.get_column("row").to_numpy()
     # computed in place, a few arrays of one value per pair alive at once (5M pairs per
     # process of a threadless run; every temporary is a fresh mapping)

@@ -32,8 +32,8 @@ from correlate.attribute import (
     METHOD,
     IOAttribution,
     _largest_shares,
-    _overlapping,
     _window_split,
+    overlapping_pairs,
 )
 
 
@@ -92,25 +92,12 @@ def _by_context(cand: pl.DataFrame, opened: pl.DataFrame) -> pl.DataFrame:
             .select("row", "execution_id"))
 
 
-def _pairs(rows: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """row, execution_id, w_start, w_stop of every (candidate, execution of its process) whose
-    intervals overlap."""
-    own = executions.partition_by("host", "pid", as_dict=True)
-    found = [_overlapping(part, own[process])
-             for process, part in rows.partition_by("host", "pid", as_dict=True).items()
-             if process in own]
-    if not found:
-        return pl.DataFrame(schema={"row": pl.UInt32, "execution_id": pl.Int64,
-                                    "w_start": pl.Int64, "w_stop": pl.Int64})
-    return pl.concat(found)
-
-
 def _by_file(cand: pl.DataFrame, touched: pl.DataFrame, executions: pl.DataFrame,
              seg_id: pl.Series) -> pl.DataFrame:
     """row, seg_id, execution_id, weight: the candidates' shares among the executions that
     overlap them and touched their file; each candidate's shares add up to 1."""
-    pairs = _pairs(cand.select("row", "host", "pid", "host_start_ns", "host_stop_ns"),
-                   executions)
+    pairs = overlapping_pairs(cand.select("row", "host", "pid", "host_start_ns",
+                                          "host_stop_ns"), executions)
     pairs = (pairs.join(cand.select("row", "path", "host_start_ns", "host_stop_ns"), on="row")
              .join(touched, on=["execution_id", "path"], how="semi"))
     if pairs.is_empty():
