@@ -36,11 +36,6 @@ def _record(where: str, err: BaseException) -> None:
             pass
 
 
-def record_error(where: str, err: BaseException) -> None:
-    """Count (and log the first of its kind) an error caught outside ``never_raise``."""
-    _record(where, err)
-
-
 def quietly(call: Callable[[], Any], where: str) -> None:
     """Call ``call`` (a profiler switched on or off around a task); a failure is counted,
     never raised into the task."""

@@ -80,7 +80,7 @@ def _proc_info(path: Path, warnings: list[str]) -> dict[str, Any]:
     info = _json(path)
     for name, (types, required) in PROC_FIELDS.items():
         value = info.get(name)
-        ok = isinstance(value, types) and not isinstance(value, bool)
+        ok = _of(info, name, *types) is not None
         if required and not ok:
             raise InputError(path, f"field {name!r} missing or not a {types[0].__name__}")
         if value is not None and not ok:
