@@ -42,6 +42,21 @@ def _path(target: Any) -> str | None:
     return os.path.normpath(path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
 
 
+#: O_RDONLY, O_WRONLY, O_RDWR (the access mode bits of an ``os.open`` flag word)
+_ACCESS = ("read", "write", "read-write")
+
+
+def _access(mode: Any, flags: Any) -> str | None:
+    """What an open allows: from ``open``'s mode string, else ``os.open``'s flags (its audit
+    event has no mode); None when neither says."""
+    if isinstance(mode, str):
+        return "read-write" if "+" in mode else "read" if "r" in mode else "write"
+    if isinstance(flags, int):
+        acc = flags & 3
+        return _ACCESS[acc] if acc < 3 else None
+    return None
+
+
 def _hook(event: str, args: tuple) -> None:
     if event != "open":
         return
@@ -52,7 +67,8 @@ def _hook(event: str, args: tuple) -> None:
         path = _path(args[0])
         if path is not None:
             seq, append = current
-            append(TABLE, (time.time_ns(), seq, threading.get_ident(), path))
+            append(TABLE, (time.time_ns(), seq, threading.get_ident(), path,
+                           _access(*args[1:3])))
     except BaseException:  # noqa: BLE001 - never fail the user's open
         pass
 

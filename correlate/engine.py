@@ -21,7 +21,7 @@ import polars as pl
 import correlate.schema.canonical  # noqa: F401  (registers tables)
 import correlate.schema.darshan  # noqa: F401
 import correlate.schema.outputs  # noqa: F401
-from correlate import align, attribute, coroutines, spill, thread_inference, waits
+from correlate import align, attribute, coroutines, spill, stdio_io, thread_inference, waits
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
 from correlate.partitions import attribute_all, by_process, process_order
@@ -146,18 +146,34 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
         pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
         & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    task_files = _put(sink, "task_files", parts["task_files"].join(  # sorted by partition
+    files, io_totals, unattributed = _with_stdio(parts, frames, ex)
+    task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
-    tasks = _tasks_table(ex, parts["io_totals"], methods, key_waits, frames, parts["spill"])
+    tasks = _tasks_table(ex, io_totals, methods, key_waits, frames, parts["spill"])
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
-            "unattributed": _put(sink, "unattributed", parts["unattributed"]),
+            "unattributed": _put(sink, "unattributed", unattributed),
             "clocks": _put(sink, "clocks", clocks)}
-    summary = build_summary(frames, kept, parts["segment_totals"])
+    summary = build_summary(frames, kept, parts["segment_totals"],
+                            stdio_io.stdio_totals(frames.io_file_counters))
     inference = thread_inference.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference
     return Correlated(tables=kept, summary=summary)
+
+
+def _with_stdio(parts: dict[str, pl.DataFrame], frames: RunFrames, ex: pl.DataFrame
+                ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """task_files, per-execution I/O totals and unattributed rows with the run's C stdio I/O
+    (counted per file by Darshan, untraced by DXT) added to what the segments gave."""
+    files, unattributed = stdio_io.attribute_stdio(frames.io_file_counters, frames.file_opens,
+                                                   ex, frames.processes)
+    if files.is_empty() and unattributed.is_empty():
+        return parts["task_files"], parts["io_totals"], parts["unattributed"]
+    files = pl.concat([parts["task_files"], files], how="diagonal_relaxed")
+    files = sorted_for_output(files, TABLES["task_files"])
+    return (files, attribute.task_io_totals(files),
+            pl.concat([parts["unattributed"], unattributed], how="diagonal_relaxed"))
 
 
 def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataFrame:

@@ -28,10 +28,13 @@ def _totals(d: dict[str, Any]) -> dict[str, Any]:
     return {k: _count(v) if k in ("bytes", "ops") else _round(v) for k, v in d.items()}
 
 
-def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame) -> dict[str, Any]:
+def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
+               stdio: dict[str, float]) -> dict[str, Any]:
     seg = segment_totals
-    total = {"bytes": seg["bytes"].sum(), "ops": seg["segments"].sum(),
-             "io_time_s": seg["io_time_ns"].sum() / 1e9}
+    # DXT segments and the C stdio bytes Darshan counts per file (DXT traces no stdio call)
+    total = {"bytes": seg["bytes"].sum() + stdio["bytes"],
+             "ops": seg["segments"].sum() + stdio["ops"],
+             "io_time_s": seg["io_time_ns"].sum() / 1e9 + stdio["io_time_s"]}
     files, un = tables["task_files"], tables["unattributed"]
     attributed = {"bytes": files["bytes"].sum(), "ops": files["ops"].sum(),
                   "io_time_s": files["io_time_s"].sum()}
@@ -189,9 +192,10 @@ def _log_problem(r: dict[str, Any]) -> str:
 
 
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
-                  segment_totals: pl.DataFrame) -> dict[str, Any]:
-    """From the small output tables (tasks, task_files, unattributed, clocks) and the totals
-    of the ``segments`` table per (host, pid, attribution)."""
+                  segment_totals: pl.DataFrame, stdio: dict[str, float]) -> dict[str, Any]:
+    """From the small output tables (tasks, task_files, unattributed, clocks), the totals
+    of the ``segments`` table per (host, pid, attribution) and those of the C stdio I/O
+    (``stdio_io.stdio_totals``)."""
     tasks = tables["tasks"]
     warnings = list(frames.warnings)
     clocks = tables["clocks"]
@@ -214,7 +218,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "facts": frames.facts,
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
-        "io": {**_io_totals(tables, segment_totals), "captured": io_captured(frames)},
+        "io": {**_io_totals(tables, segment_totals, stdio), "captured": io_captured(frames),
+               "stdio": _totals(stdio)},
         # problems that change the numbers above: shown first, not only after the tables
         "headline": headline_problems(frames),
         "cpu": _cpu(tasks, frames.clock_samples),

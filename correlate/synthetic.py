@@ -829,14 +829,9 @@ class _Run:
         return self.expected(cpu_rows)
 
     def write_darshan_conf(self) -> None:
-        from collectors.darshan_env import CONFIG, EXCLUDE_MODULES
+        from collectors import darshan_env
 
-        prefixes = sorted({"/opt/venv", "/usr/local/lib/python3.11",
-                           str(self.folder / "procs")})
-        excludes = "\n".join(f"NAME_EXCLUDE ^{p.replace('.', chr(92) + '.')} {EXCLUDE_MODULES}"
-                             for p in prefixes)
-        (self.folder / "darshan.conf").write_text(CONFIG.format(excludes=excludes,
-                                                                mods=EXCLUDE_MODULES))
+        darshan_env.environment("/opt/darshan/lib/libdarshan.so", self.folder)
 
     def write_meta_start(self) -> None:
         self.write_darshan_conf()

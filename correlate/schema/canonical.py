@@ -196,6 +196,8 @@ FILE_OPENS = Table(
         Column("execution_seq", "Int64", "execution in that process", nullable=False),
         Column("path", "String", "absolute path", nullable=False),
         Column("local_time_ns", "Int64", "time of the open, process clock", nullable=False),
+        Column("access", "Enum:read,write,read-write", "what the open allows (null: unknown, "
+               "e.g. runs recorded before it was kept)"),
     ),
     sort_by=("host", "pid", "thread_id", "local_time_ns", "path"),
 )

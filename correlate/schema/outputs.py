@@ -16,11 +16,17 @@ Attribution methods (column ``attribution``):
 - ``helper-file``: a helper thread's segment on a file that the executions overlapping it
   touched themselves (on their own thread, or an open in their context); whole for one such
   execution, shared in proportion to the overlap among several.
+- ``stdio-file`` (task_files and tasks only): bytes a process moved through C stdio
+  (``fread``/``fwrite``, numpy's ``tofile``/``fromfile``), which Darshan counts per file but DXT
+  does not trace, given whole to the one execution of that process whose context opened the
+  file in Python (``correlate/stdio_io.py``). No segment, no time of its own.
 - ``helper-split``: a helper thread's segment that no file links to a task, split across the
   executions of its process that overlap it, as window-split does.
 - ``window-split``: no thread ids on one side; the segment is split across the executions of the
   same process that overlap it in time, in proportion to the overlap (bytes and ops may then be
   fractional). The part outside every window stays unattributed.
+- ``stdio-split``: as stdio-file, for a file that several executions of the process opened:
+  shared in proportion to how often each opened it.
 - ``none``: the execution has no I/O attributed (or no I/O data exists for its process); a
   segment given to no execution (its reason is in ``unattributed``).
 - ``spill`` (segments only): a read or write of a Dask spill file, given to no execution; the
@@ -34,8 +40,8 @@ from __future__ import annotations
 
 from correlate.schema import Column, Table, register
 
-ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,helper-split,"
-               "window-split,none,spill")
+ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,stdio-file,"
+               "helper-split,window-split,stdio-split,none,spill")
 
 TASKS = Table(
     "tasks",

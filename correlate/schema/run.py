@@ -139,7 +139,9 @@ FILE_OPENS_RAW = Table(
     (_T,
      Column("execution_seq", "Int64", "→ task_executions.execution_seq", nullable=False),
      Column("thread_id", "UInt64", "threading.get_ident() of the opening thread", nullable=False),
-     Column("path", "String", "absolute path as opened", nullable=False)),
+     Column("path", "String", "absolute path as opened", nullable=False),
+     Column("access", "Enum:read,write,read-write", "what the open allows (mode or flags; "
+            "null: neither said)")),
     sort_by=("local_time_ns", "execution_seq"))
 
 COROUTINE_SLICES_RAW = Table(

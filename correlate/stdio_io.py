@@ -1,0 +1,122 @@
+"""I/O through C stdio (``fread``/``fwrite``: numpy's ``tofile``/``fromfile``, C extensions):
+Darshan's STDIO module counts it per file and process, but DXT traces only POSIX and MPI-IO, so
+there is no segment with a thread and a time to attribute. What ties such a file to a task is
+the collector's record of the Python-level opens made in each execution's context
+(``file_opens``): numpy opens the file in Python and hands the descriptor to stdio.
+
+Each STDIO record (process × file) with bytes is given, in this order of evidence:
+
+- ``stdio-file``: whole, to the one execution of that process whose context opened the file
+  in a mode that allows the operation (reads to readers, writes to writers);
+- ``stdio-split``: to the several such executions, in proportion to how many times each
+  opened it (the counters do not say which open moved which bytes);
+- otherwise unattributed, with its reason (no task of a worker opened it; the run has no
+  record of opens; or the process is not a worker).
+
+The figures are Darshan's counters: bytes, operations and the time inside the calls, without
+when they happened. Darshan names a stream opened with ``fdopen`` from its descriptor table,
+and was seen to file one stream's bytes under another file the same process had open before;
+the process totals are exact, the file (hence the execution) is Darshan's.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from correlate.attribute import METHOD
+
+#: what ``summary.io.stdio`` and the unattributed reasons call it
+NOT_TRACED = "C stdio (not traced by DXT)"
+
+
+def _records(counters: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame:
+    """STDIO records with bytes, one row per (record, op), with the host filled from the
+    processes table where the log had no DXT record to name it (the pid alone then decides,
+    when one host has it)."""
+    stdio = counters.filter((pl.col("module").cast(pl.String) == "STDIO")
+                            & ((pl.col("read_bytes") > 0) | (pl.col("write_bytes") > 0)))
+    if stdio.is_empty():
+        return pl.DataFrame(schema={"host": pl.String, "pid": pl.Int64, "path": pl.String,
+                                    "op": pl.String, "bytes": pl.Float64, "ops": pl.Float64,
+                                    "io_time_s": pl.Float64})
+    hosts = (processes.filter(pl.col("pid").is_not_null()).select("pid", "host").unique()
+             .filter(pl.col("pid").count().over("pid") == 1).rename({"host": "pid_host"}))
+    stdio = stdio.join(hosts, on="pid", how="left").with_columns(
+        host=pl.coalesce("host", "pid_host"))
+    parts = [stdio.select("host", "pid", "path", op=pl.lit(op),
+                          bytes=pl.col(f"{op}_bytes").cast(pl.Float64),
+                          ops=pl.col(f"{op}_ops").cast(pl.Float64),
+                          io_time_s=pl.col(f"{op}_time_s").fill_null(0.0))
+             for op in ("read", "write")]
+    return pl.concat(parts).filter(pl.col("bytes") > 0).group_by(
+        "host", "pid", "path", "op").agg(pl.col("bytes", "ops", "io_time_s").sum())
+
+
+def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+    """host, pid, path, op, execution_id, weight, openers: each execution that opened a path in
+    its context in a mode that allows ``op`` (an open of unknown mode allows both), weighted
+    by its share of those opens in that process."""
+    ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
+        "host", "pid", "execution_seq", "execution_id")
+    access = (pl.col("access").cast(pl.String) if "access" in opens.columns
+              else pl.lit(None, pl.String))
+    found = opens.join(ex, on=["host", "pid", "execution_seq"], how="inner",
+                       nulls_equal=True).with_columns(access=access)
+    parts = [found.filter(access.is_null() | (access == op) | (access == "read-write"))
+             .with_columns(op=pl.lit(op)) for op in ("read", "write")]
+    per = pl.concat(parts).group_by("host", "pid", "path", "op", "execution_id").len()
+    where = ("host", "pid", "path", "op")
+    return per.with_columns(weight=pl.col("len") / pl.col("len").sum().over(where),
+                            openers=pl.len().over(where)).drop("len")
+
+
+def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
+                    processes: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(task_files rows without ``key``, unattributed rows) of the run's STDIO I/O."""
+    rec = _records(counters, processes)
+    files_schema = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
+                    "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
+                    "attribution": METHOD}
+    if rec.is_empty():
+        return pl.DataFrame(schema=files_schema), _unattributed(rec, processes, opens)
+    who = _openers(opens, executions)
+    on = ["host", "pid", "path", "op"]
+    given = rec.join(who, on=on, how="inner", nulls_equal=True)
+    files = given.select(
+        "execution_id", "path", "op",
+        *(pl.col(c) * pl.col("weight") for c in ("bytes", "ops", "io_time_s")),
+        attribution=pl.when(pl.col("openers") == 1).then(pl.lit("stdio-file"))
+        .otherwise(pl.lit("stdio-split")).cast(METHOD))
+    left = rec.join(who.select(on).unique(), on=on, how="anti", nulls_equal=True)
+    return files.cast(files_schema), _unattributed(left, processes, opens)
+
+
+def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame, opens: pl.DataFrame
+                  ) -> pl.DataFrame:
+    """``unattributed`` rows of STDIO records no execution opened, with why."""
+    procs = processes.select("host", "pid", pl.col("role").cast(pl.String),
+                             "local_directory").unique(["host", "pid"])
+    rem = rec.join(procs, on=["host", "pid"], how="left", nulls_equal=True)
+    local_dir = pl.col("local_directory")
+    reason = (pl.when(pl.col("role").is_null())
+              .then(pl.lit("process is not a known Dask process"))
+              .when(pl.col("role") != "worker").then(pl.concat_str(pl.col("role"),
+                                                                    pl.lit(" process")))
+              .when(local_dir.is_not_null()
+                    & pl.col("path").str.starts_with(local_dir.fill_null("\0")))
+              .then(pl.lit("worker local directory (spill)"))
+              .otherwise(pl.lit(f"{NOT_TRACED}: " + (
+                  "the run has no record of the files tasks opened" if opens.is_empty()
+                  else "no task opened the file for it in Python"))))
+    return rem.select("host", "pid", role=pl.col("role").fill_null("unknown"),
+                      thread_kind=pl.lit("no-thread-id"), reason=reason, path="path",
+                      op="op", bytes="bytes", ops="ops", io_time_s="io_time_s")
+
+
+def stdio_totals(counters: pl.DataFrame) -> dict[str, float]:
+    """bytes, ops and time of every STDIO record (the part of the run's I/O DXT lacks)."""
+    stdio = counters.filter(pl.col("module").cast(pl.String) == "STDIO")
+    return {"bytes": float(stdio["read_bytes"].sum() + stdio["write_bytes"].sum()),
+            "ops": float(stdio["read_ops"].sum() + stdio["write_ops"].sum()),
+            "io_time_s": float(stdio["read_time_s"].fill_null(0).sum()
+                               + stdio["write_time_s"].fill_null(0).sum())}

@@ -1,0 +1,116 @@
+"""C stdio I/O (Darshan's STDIO counters, untraced by DXT) over literal frames: given to the
+executions that opened the file for it, nothing lost."""
+
+from __future__ import annotations
+
+import os
+
+import polars as pl
+import pytest
+
+from collectors.file_opens import _access
+from correlate.schema import conform
+from correlate.schema.canonical import FILE_OPENS
+from correlate.schema.darshan import IO_FILE_COUNTERS
+from correlate.stdio_io import attribute_stdio, stdio_totals
+
+PROCS = pl.DataFrame({"host": ["h", "h"], "pid": [1, 2], "role": ["worker", "scheduler"],
+                      "main_thread_id": pl.Series([99, 98], dtype=pl.UInt64),
+                      "local_directory": ["/scratch/w1", None]})
+EX = pl.DataFrame({"execution_id": [0, 1, 2], "key": ["make", "load", "look"],
+                   "host": ["h"] * 3, "pid": [1] * 3, "execution_seq": [1, 2, 3]})
+
+
+def counters(rows, host="h"):
+    """rows: (pid, module, path, read_bytes, write_bytes)."""
+    df = pl.DataFrame(rows, schema={"pid": pl.Int64, "module": pl.String, "path": pl.String,
+                                    "read_bytes": pl.Int64, "write_bytes": pl.Int64},
+                      orient="row")
+    return conform(df.with_columns(
+        host=pl.lit(host, pl.String), read_ops=(pl.col("read_bytes") > 0).cast(pl.Int64),
+        write_ops=(pl.col("write_bytes") > 0).cast(pl.Int64),
+        read_time_s=pl.col("read_bytes") * 1e-9, write_time_s=pl.col("write_bytes") * 1e-9,
+        log=pl.lit("x.darshan")), IO_FILE_COUNTERS)
+
+
+def opens(rows):
+    """rows: (execution_seq, path, access)."""
+    df = pl.DataFrame(rows, schema={"execution_seq": pl.Int64, "path": pl.String,
+                                    "access": pl.String}, orient="row")
+    return conform(df.with_columns(host=pl.lit("h"), pid=pl.lit(1, pl.Int64),
+                                   thread_id=pl.lit(11, pl.UInt64),
+                                   local_time_ns=pl.int_range(pl.len(), dtype=pl.Int64)),
+                   FILE_OPENS)
+
+
+def attributed(cnt, op):
+    files, un = attribute_stdio(cnt, op, EX, PROCS)
+    # nothing lost: every STDIO byte and op is given to an execution or unattributed
+    total = stdio_totals(cnt)
+    assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(total["bytes"])
+    assert files["ops"].sum() + un["ops"].sum() == pytest.approx(total["ops"])
+    got = {(EX["key"][r["execution_id"]], r["path"], r["op"], r["attribution"]):
+           pytest.approx(r["bytes"]) for r in files.iter_rows(named=True)}
+    return got, un
+
+
+def test_writes_go_to_the_writer_and_reads_are_shared_by_the_readers():
+    # GIVEN make wrote /d/a.npy through fwrite; load opened it twice to read, look once
+    cnt = counters([(1, "STDIO", "/d/a.npy", 900, 800), (1, "POSIX", "/d/a.npy", 50, 128)])
+    op = opens([(1, "/d/a.npy", "write"), (2, "/d/a.npy", "read"), (2, "/d/a.npy", "read"),
+                (3, "/d/a.npy", "read")])
+    got, un = attributed(cnt, op)
+    # THEN the write is make's whole; the reads are split 2:1 by opens; POSIX is not stdio
+    assert got == {("make", "/d/a.npy", "write", "stdio-file"): 800,
+                   ("load", "/d/a.npy", "read", "stdio-split"): 600,
+                   ("look", "/d/a.npy", "read", "stdio-split"): 300}
+    assert un.is_empty()
+
+
+def test_an_open_for_reading_and_writing_or_of_unknown_mode_allows_both():
+    cnt = counters([(1, "STDIO", "/d/b", 10, 20), (1, "STDIO", "/d/c", 30, 0)])
+    op = opens([(2, "/d/b", "read-write"), (3, "/d/c", None)])
+    got, _un = attributed(cnt, op)
+    assert got == {("load", "/d/b", "read", "stdio-file"): 10,
+                   ("load", "/d/b", "write", "stdio-file"): 20,
+                   ("look", "/d/c", "read", "stdio-file"): 30}
+
+
+def test_what_no_task_opened_for_it_stays_unattributed_with_its_reason():
+    cnt = counters([(1, "STDIO", "/d/a", 0, 64),            # opened only for reading
+                    (1, "STDIO", "/d/never", 5, 0),         # opened by no task
+                    (1, "STDIO", "/scratch/w1/spill/k", 7, 0),
+                    (2, "STDIO", "/d/sched", 9, 0)])        # the scheduler's own
+    op = opens([(2, "/d/a", "read")])
+    got, un = attributed(cnt, op)
+    assert got == {}
+    reasons = {(r["path"], r["op"]): r["reason"] for r in un.iter_rows(named=True)}
+    assert reasons == {
+        ("/d/a", "write"): "C stdio (not traced by DXT): no task opened the file for it in Python",
+        ("/d/never", "read"):
+            "C stdio (not traced by DXT): no task opened the file for it in Python",
+        ("/scratch/w1/spill/k", "read"): "worker local directory (spill)",
+        ("/d/sched", "read"): "scheduler process"}
+    assert set(un["thread_kind"]) == {"no-thread-id"}
+    # a run with no record of opens at all (imported, or older collectors) says so instead
+    _got, un = attributed(counters([(1, "STDIO", "/d/a", 3, 0)]), opens([]))
+    assert un["reason"].to_list() == [
+        "C stdio (not traced by DXT): the run has no record of the files tasks opened"]
+
+
+def test_a_log_without_dxt_gets_its_host_from_the_process_of_that_pid():
+    # GIVEN a log with no DXT record (host unknown in the counters)
+    cnt = counters([(1, "STDIO", "/d/a", 0, 40)], host=None)
+    got, un = attributed(cnt, opens([(1, "/d/a", "write")]))
+    assert got == {("make", "/d/a", "write", "stdio-file"): 40} and un.is_empty()
+
+
+def test_the_open_audit_event_says_what_it_allows():
+    assert _access("rb", 0) == "read" and _access("r", 0) == "read"
+    assert _access("wb", 0) == "write" and _access("a", 0) == "write"
+    assert _access("x", 0) == "write" and _access("r+b", 0) == "read-write"
+    # os.open's event has no mode: its flags say it
+    assert _access(None, os.O_RDONLY) == "read"
+    assert _access(None, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) == "write"
+    assert _access(None, os.O_RDWR) == "read-write"
+    assert _access(None, None) is None
