@@ -199,7 +199,10 @@ def _unattributed(out: Outputs) -> list[str]:
         return [*lines, "I/O: unknown, not captured (no Darshan logs; see the top).", "",
                 *_cpu(out)]
     if total:
-        lines += [f"I/O in DXT: {human_bytes(total.get('bytes'))} in "
+        stdio = (io.get("stdio") or {}).get("bytes")
+        where = (f"I/O in DXT and C stdio ({human_bytes(stdio)} counted per file, untraced)"
+                 if stdio else "I/O in DXT")
+        lines += [f"{where}: {human_bytes(total.get('bytes'))} in "
                   f"{count(total.get('ops'))} operations; attributed to task executions: "
                   f"{human_bytes(attributed.get('bytes'))} "
                   f"({share(io.get('attributed_bytes_share'))} of bytes).", ""]

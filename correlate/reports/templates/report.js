@@ -346,7 +346,8 @@
   fsel.addEventListener("change", drawFunctions);
   drawFunctions();
 
-  $("io-share").textContent = `I/O in DXT: ${fmtBytes((io.total || {}).bytes)} in ${fmtN((io.total || {}).ops)} operations; ` +
+  const stdio = (io.stdio || {}).bytes;
+  $("io-share").textContent = `${stdio ? `I/O in DXT and C stdio (${fmtBytes(stdio)} counted per file, untraced)` : "I/O in DXT"}: ${fmtBytes((io.total || {}).bytes)} in ${fmtN((io.total || {}).ops)} operations; ` +
     `attributed to task executions: ${fmtBytes((io.attributed || {}).bytes)} (${fmtPct(io.attributed_bytes_share)}).`;
   sortableTable($("unattributed"), [["reason", "reason", "text"], ["role", "process role", "text"],
     ["thread_kind", "thread", "text"], ["bytes", "bytes", "bytes"], ["ops", "ops", "n"],
