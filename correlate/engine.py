@@ -146,7 +146,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
         pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
         & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    files, io_totals, unattributed = _with_stdio(parts, frames, ex)
+    files, io_totals, unattributed = _with_stdio(parts, frames, ex, clocks)
     task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
@@ -162,12 +162,12 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     return Correlated(tables=kept, summary=summary)
 
 
-def _with_stdio(parts: dict[str, pl.DataFrame], frames: RunFrames, ex: pl.DataFrame
-                ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _with_stdio(parts: dict[str, pl.DataFrame], frames: RunFrames, ex: pl.DataFrame,
+                clocks: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """task_files, per-execution I/O totals and unattributed rows with the run's C stdio I/O
     (counted per file by Darshan, untraced by DXT) added to what the segments gave."""
     files, unattributed = stdio_io.attribute_stdio(frames.io_file_counters, frames.file_opens,
-                                                   ex, frames.processes)
+                                                   ex, frames.processes, clocks)
     if files.is_empty() and unattributed.is_empty():
         return parts["task_files"], parts["io_totals"], parts["unattributed"]
     files = pl.concat([parts["task_files"], files], how="diagonal_relaxed")

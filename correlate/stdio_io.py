@@ -7,14 +7,16 @@ the collector's record of the Python-level opens made in each execution's contex
 Each STDIO record (process × file) with bytes is given, in this order of evidence:
 
 - ``stdio-file``: whole, to the one execution of that process whose context opened the file
-  in a mode that allows the operation (reads to readers, writes to writers);
-- ``stdio-split``: to the several such executions, in proportion to how many times each
+  in a mode that allows the operation (reads to readers, writes to writers); among several
+  such openers, to the one whose window holds every such call of the file (Darshan keeps the
+  times of the first and the last);
+- ``stdio-split``: otherwise to the several openers, in proportion to how many times each
   opened it (the counters do not say which open moved which bytes);
 - otherwise unattributed, with its reason (no task of a worker opened it; the run has no
   record of opens; or the process is not a worker).
 
-The figures are Darshan's counters: bytes, operations and the time inside the calls, without
-when they happened. Darshan names a stream opened with ``fdopen`` from its descriptor table,
+The figures are Darshan's counters: bytes, operations and the time inside the calls, with the
+times of the first and last call only. Darshan names a stream opened with ``fdopen`` from its descriptor table,
 and was seen to file one stream's bytes under another file the same process had open before;
 the process totals are exact, the file (hence the execution) is Darshan's.
 """
@@ -29,27 +31,45 @@ from correlate.attribute import METHOD
 NOT_TRACED = "C stdio (not traced by DXT)"
 
 
-def _records(counters: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame:
-    """STDIO records with bytes, one row per (record, op), with the host filled from the
-    processes table where the log had no DXT record to name it (the pid alone then decides,
-    when one host has it)."""
+#: how far outside an execution's window a stdio call may seem to lie and still be its own,
+#: when the process's Darshan clock has no measured uncertainty (the log header's clock base is
+#: typically a few ms off the process's own)
+HEADER_CLOCK_SLACK_NS = 5_000_000
+
+
+def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame
+             ) -> pl.DataFrame:
+    """STDIO records with bytes, one row per (record, op) with the first and last such call
+    on the process's own clock (``first_ns``/``last_ns``, and ``slack_ns`` around them), the
+    host filled from the processes table where the log had no DXT record to name it (the pid
+    alone then decides, when one host has it)."""
     stdio = counters.filter((pl.col("module").cast(pl.String) == "STDIO")
                             & ((pl.col("read_bytes") > 0) | (pl.col("write_bytes") > 0)))
     if stdio.is_empty():
-        return pl.DataFrame(schema={"host": pl.String, "pid": pl.Int64, "path": pl.String,
-                                    "op": pl.String, "bytes": pl.Float64, "ops": pl.Float64,
-                                    "io_time_s": pl.Float64})
+        return pl.DataFrame(schema={
+            "host": pl.String, "pid": pl.Int64, "path": pl.String, "op": pl.String,
+            "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
+            "first_ns": pl.Int64, "last_ns": pl.Int64, "slack_ns": pl.Int64})
     hosts = (processes.filter(pl.col("pid").is_not_null()).select("pid", "host").unique()
              .filter(pl.col("pid").count().over("pid") == 1).rename({"host": "pid_host"}))
+    darshan = clocks.filter(pl.col("domain").cast(pl.String) == "darshan").select(
+        "host", "pid", "offset_ns", "uncertainty_ns").unique(["host", "pid"])
     stdio = stdio.join(hosts, on="pid", how="left").with_columns(
-        host=pl.coalesce("host", "pid_host"))
-    parts = [stdio.select("host", "pid", "path", op=pl.lit(op),
+        host=pl.coalesce("host", "pid_host")).join(
+        darshan, on=["host", "pid"], how="left", nulls_equal=True).with_columns(
+        pl.col("offset_ns").fill_null(0),
+        slack_ns=pl.col("uncertainty_ns").fill_null(HEADER_CLOCK_SLACK_NS))
+    parts = [stdio.select("host", "pid", "path", "slack_ns", op=pl.lit(op),
                           bytes=pl.col(f"{op}_bytes").cast(pl.Float64),
                           ops=pl.col(f"{op}_ops").cast(pl.Float64),
-                          io_time_s=pl.col(f"{op}_time_s").fill_null(0.0))
+                          io_time_s=pl.col(f"{op}_time_s").fill_null(0.0),
+                          first_ns=pl.col(f"first_{op}_ns") + pl.col("offset_ns"),
+                          last_ns=pl.col(f"last_{op}_ns") + pl.col("offset_ns"))
              for op in ("read", "write")]
     return pl.concat(parts).filter(pl.col("bytes") > 0).group_by(
-        "host", "pid", "path", "op").agg(pl.col("bytes", "ops", "io_time_s").sum())
+        "host", "pid", "path", "op").agg(pl.col("bytes", "ops", "io_time_s").sum(),
+                                         pl.col("first_ns").min(), pl.col("last_ns").max(),
+                                         pl.col("slack_ns").max())
 
 
 def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
@@ -70,10 +90,28 @@ def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
                             openers=pl.len().over(where)).drop("len")
 
 
+def _by_time(given: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+    """Among several openers of a record, the one whose window holds every stdio call of it
+    (Darshan's first and last timestamps) gets it whole; the others none. Records whose calls
+    no single opener's window holds keep their shares."""
+    windows = executions.select("execution_id", "local_start_ns", "local_stop_ns")
+    g = given.join(windows, on="execution_id", how="left")
+    holds = ((pl.col("local_start_ns") - pl.col("slack_ns") <= pl.col("first_ns"))
+             & (pl.col("last_ns") <= pl.col("local_stop_ns") + pl.col("slack_ns"))).fill_null(False)
+    record = ["host", "pid", "path", "op"]
+    g = g.with_columns(holds=holds).with_columns(holders=pl.col("holds").sum().over(record))
+    one = (pl.col("openers") > 1) & (pl.col("holders") == 1)
+    return g.filter(~one | pl.col("holds")).with_columns(
+        weight=pl.when(one).then(1.0).otherwise(pl.col("weight")),
+        openers=pl.when(one).then(1).otherwise(pl.col("openers")))
+
+
 def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
-                    processes: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(task_files rows without ``key``, unattributed rows) of the run's STDIO I/O."""
-    rec = _records(counters, processes)
+                    processes: pl.DataFrame, clocks: pl.DataFrame
+                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(task_files rows without ``key``, unattributed rows) of the run's STDIO I/O;
+    ``clocks`` holds the Darshan clock offset of each process (``domain`` darshan)."""
+    rec = _records(counters, processes, clocks)
     files_schema = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
                     "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
                     "attribution": METHOD}
@@ -81,7 +119,7 @@ def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.
         return pl.DataFrame(schema=files_schema), _unattributed(rec, processes, opens)
     who = _openers(opens, executions)
     on = ["host", "pid", "path", "op"]
-    given = rec.join(who, on=on, how="inner", nulls_equal=True)
+    given = _by_time(rec.join(who, on=on, how="inner", nulls_equal=True), executions)
     files = given.select(
         "execution_id", "path", "op",
         *(pl.col(c) * pl.col("weight") for c in ("bytes", "ops", "io_time_s")),

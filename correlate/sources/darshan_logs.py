@@ -144,7 +144,7 @@ def _unknown(n: int) -> pl.Series:
 
 
 def _counter_frame(buf: bytes, module: str, version: int, byteorder: str,
-                   names: dict[int, str], pid: int, log: str) -> pl.DataFrame:
+                   names: dict[int, str], pid: int, start_ns: int, log: str) -> pl.DataFrame:
     layout = L.counter_layout(module, version)
     recs = L.counter_records(buf, layout, byteorder)
     fields, ffields = layout.fields, layout.ffields
@@ -152,7 +152,9 @@ def _counter_frame(buf: bytes, module: str, version: int, byteorder: str,
             "path": [names.get(int(r)) for r in recs["id"]], "module": [module] * len(recs)}
     data.update({k: recs["c"][:, i] for k, i in fields.items()})
     data.update({k: recs["f"][:, i] for k, i in ffields.items()})
-    return pl.DataFrame(data).with_columns(log=pl.lit(log))
+    stamps = {k: pl.Series(k, start_ns + np.rint(recs["f"][:, i] * NS).astype(np.int64))
+              .set(pl.Series(recs["f"][:, i] <= 0), None) for k, i in layout.stamps.items()}
+    return pl.DataFrame(data).with_columns(*stamps.values(), log=pl.lit(log))
 
 
 def _traced(recs: L.DxtRecords, module: str) -> pl.DataFrame:
@@ -184,7 +186,7 @@ def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log,
                     segments.append(_dxt_frame(recs, name, names, pid, start_ns, log))
             else:
                 out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id],
-                                                   hdr.byteorder, names, pid, log))
+                                                   hdr.byteorder, names, pid, start_ns, log))
         except ValueError as err:
             failed.append(f"{name}: {err}")
     out.row.update(modules=present, modules_failed=failed, modules_partial=partial)

@@ -73,12 +73,15 @@ class CounterLayout(NamedTuple):
     fcounters: int
     fields: dict[str, int]
     ffields: dict[str, int]
+    #: timestamps (seconds since the job start, 0 = never) of the first and last read/write
+    stamps: dict[str, int] = {}
 
 
 _POSIX_TIMES_15 = {"read_time_s": 6, "write_time_s": 7, "meta_time_s": 8}
 _POSIX_TIMES_17 = {"read_time_s": 8, "write_time_s": 9, "meta_time_s": 10}
 _POSIX_OPS_64 = {"opens": 0, "read_ops": 1, "write_ops": 2, "read_bytes": 9, "write_bytes": 10}
 _STDIO_TIMES = {"read_time_s": 2, "write_time_s": 1, "meta_time_s": 0}
+_STDIO_STAMPS = {"first_read_ns": 6, "last_read_ns": 10, "first_write_ns": 5, "last_write_ns": 9}
 #: (module, module version) -> record layout, from darshan-util's up-conversion code
 COUNTERS = {
     # 3.0: stdio counters (FOPENS..FSEEKS) sat between MMAPS and FSYNCS
@@ -91,10 +94,12 @@ COUNTERS = {
     ("POSIX", 4): CounterLayout(69, 17, {"opens": 0, "read_ops": 3, "write_ops": 4,
                                          "read_bytes": 14, "write_bytes": 15}, _POSIX_TIMES_17),
     ("STDIO", 1): CounterLayout(13, 15, {"opens": 0, "read_ops": 1, "write_ops": 2,
-                                         "read_bytes": 6, "write_bytes": 5}, _STDIO_TIMES),
+                                         "read_bytes": 6, "write_bytes": 5}, _STDIO_TIMES,
+                                _STDIO_STAMPS),
     # FDOPENS added
     ("STDIO", 2): CounterLayout(14, 15, {"opens": 0, "read_ops": 2, "write_ops": 3,
-                                         "read_bytes": 7, "write_bytes": 6}, _STDIO_TIMES),
+                                         "read_bytes": 7, "write_bytes": 6}, _STDIO_TIMES,
+                                _STDIO_STAMPS),
 }
 
 

@@ -17,15 +17,27 @@ from correlate.stdio_io import attribute_stdio, stdio_totals
 PROCS = pl.DataFrame({"host": ["h", "h"], "pid": [1, 2], "role": ["worker", "scheduler"],
                       "main_thread_id": pl.Series([99, 98], dtype=pl.UInt64),
                       "local_directory": ["/scratch/w1", None]})
+MS = 1_000_000
+#: make runs 0-10 ms, load 20-30 ms, look 40-50 ms (process clock)
 EX = pl.DataFrame({"execution_id": [0, 1, 2], "key": ["make", "load", "look"],
-                   "host": ["h"] * 3, "pid": [1] * 3, "execution_seq": [1, 2, 3]})
+                   "host": ["h"] * 3, "pid": [1] * 3, "execution_seq": [1, 2, 3],
+                   "local_start_ns": [0, 20 * MS, 40 * MS],
+                   "local_stop_ns": [10 * MS, 30 * MS, 50 * MS]})
+#: the process's Darshan clock runs 2 ms behind its own, measured to ±10 µs
+CLOCKS = pl.DataFrame({"host": ["h"], "pid": [1], "domain": ["darshan"],
+                       "offset_ns": [2 * MS], "uncertainty_ns": [10_000]})
 
 
-def counters(rows, host="h"):
-    """rows: (pid, module, path, read_bytes, write_bytes)."""
+def counters(rows, host="h", reads=(None, None), writes=(None, None)):
+    """rows: (pid, module, path, read_bytes, write_bytes); ``reads``/``writes``: the first and
+    last such call of every row, ms on the Darshan clock."""
     df = pl.DataFrame(rows, schema={"pid": pl.Int64, "module": pl.String, "path": pl.String,
                                     "read_bytes": pl.Int64, "write_bytes": pl.Int64},
                       orient="row")
+    stamps = {f"{w}_{op}_ns": pl.lit(None if t is None else t * MS, pl.Int64)
+              for op, pair in (("read", reads), ("write", writes))
+              for w, t in zip(("first", "last"), pair, strict=True)}
+    df = df.with_columns(**stamps)
     return conform(df.with_columns(
         host=pl.lit(host, pl.String), read_ops=(pl.col("read_bytes") > 0).cast(pl.Int64),
         write_ops=(pl.col("write_bytes") > 0).cast(pl.Int64),
@@ -44,7 +56,7 @@ def opens(rows):
 
 
 def attributed(cnt, op):
-    files, un = attribute_stdio(cnt, op, EX, PROCS)
+    files, un = attribute_stdio(cnt, op, EX, PROCS, CLOCKS)
     # nothing lost: every STDIO byte and op is given to an execution or unattributed
     total = stdio_totals(cnt)
     assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(total["bytes"])
@@ -65,6 +77,22 @@ def test_writes_go_to_the_writer_and_reads_are_shared_by_the_readers():
                    ("load", "/d/a.npy", "read", "stdio-split"): 600,
                    ("look", "/d/a.npy", "read", "stdio-split"): 300}
     assert un.is_empty()
+
+
+def test_among_several_readers_the_one_whose_window_holds_the_calls_gets_them_whole():
+    # GIVEN load and look both opened /d/a.npy to read, but every stdio read of it (Darshan's
+    # first and last, 2 ms behind the process clock) lies inside load's window
+    op = opens([(2, "/d/a.npy", "read"), (3, "/d/a.npy", "read")])
+    got, _un = attributed(counters([(1, "STDIO", "/d/a.npy", 900, 0)], reads=(19, 27)), op)
+    assert got == {("load", "/d/a.npy", "read", "stdio-file"): 900}
+    # WHEN the reads span both windows, they stay shared by the opens
+    got, _un = attributed(counters([(1, "STDIO", "/d/a.npy", 900, 0)], reads=(19, 46)), op)
+    assert got == {("load", "/d/a.npy", "read", "stdio-split"): 450,
+                   ("look", "/d/a.npy", "read", "stdio-split"): 450}
+    # a read just past load's end, by more than the clock's uncertainty, is no longer its own
+    got, _un = attributed(counters([(1, "STDIO", "/d/a.npy", 900, 0)], reads=(19, 28.1)), op)
+    assert set(got) == {("load", "/d/a.npy", "read", "stdio-split"),
+                        ("look", "/d/a.npy", "read", "stdio-split")}
 
 
 def test_an_open_for_reading_and_writing_or_of_unknown_mode_allows_both():
