@@ -18,9 +18,9 @@ import polars as pl
 import pytest
 
 from collectors.darshan_env import find_runtime
-from correlate.darshan_writer import write_log
 from correlate.engine import correlate_frames
 from correlate.sources.run_folder import load
+from testing.darshan_writer import write_log
 
 JOBS = Path(__file__).resolve().parents[1] / "collectors"
 pytestmark = pytest.mark.cluster

@@ -5,7 +5,7 @@ throttled storage. The comparison must rank exactly those two prefixes first, bl
 (time no source explains) for ``nap`` and I/O with twice the bytes for ``load``; a run compared
 with itself must show no change and say so.
 
-The Darshan logs are always written through ``correlate.darshan_writer`` from the calls the tasks
+The Darshan logs are always written through ``testing.darshan_writer`` from the calls the tasks
 recorded (never a real darshan-runtime: the storage throttle is a sleep inside each recorded
 call, which a real LD_PRELOAD would not count as I/O time), so every byte is known.
 """
@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 
 from correlate.cli import main
-from correlate.darshan_writer import write_log
+from testing.darshan_writer import write_log
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.cluster

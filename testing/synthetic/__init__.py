@@ -5,7 +5,7 @@ would have written for a Dask job of E task executions on W worker processes × 
 manifest, ``darshan.conf``, one ``procs/<role>-<host>-<pid>/`` folder per process (proc.json,
 closed.json and ``<table>/part-NNNNNN.parquet`` parts cut at the collector's flush times, in its
 part numbering, with its Arrow schemas and zstd), clock-marker files and genuine ``.darshan``
-logs (written through libdarshan-util by ``correlate.darshan_writer``, one per process, DXT v2
+logs (written through libdarshan-util by ``testing.darshan_writer``, one per process, DXT v2
 with pthread ids) holding S DXT segments in all. It returns an ``Expected`` with what
 ``correlate`` must find: per-execution bytes/ops (exact), unattributed I/O by reason, CPU per
 worker, profile rows and clock offsets.
@@ -34,7 +34,7 @@ Everything is generated with numpy/pyarrow column operations (no Python loop per
 segment); Darshan logs are written in a thread pool (libdarshan-util's compression runs without
 the GIL) while the process tables are generated.
 
-    python -m correlate.synthetic OUT --executions 100000 --segments 1000000 --workers 8 --threads 4
+    python -m testing.synthetic OUT --executions 100000 --segments 1000000 --workers 8 --threads 4
 """
 
 from __future__ import annotations
@@ -500,7 +500,7 @@ class _Run:
                   start_true: int, end_true: int, exe: str) -> Path:
         """``seg`` times (t0, t1) are true times; Darshan records them on the process's clock
         (true − delay) shifted by −darshan_offset, relative to the job start."""
-        from correlate.darshan_writer import default_log_name, write_log
+        from testing.darshan_writer import default_log_name, write_log
 
         start = start_true - delay_ns - self.darshan_offset
         rel0 = seg["t0"].to_numpy() - delay_ns - self.darshan_offset - start
@@ -853,7 +853,7 @@ class _Run:
                                   "profile": self.profile},
             "darshan": {"reason": "--darshan", "runtime": "/opt/darshan/lib/libdarshan.so"},
             "job_environment": {}, "dask_config": {}, "unknown": {},
-            "synthetic": {"generator": "correlate.synthetic", "workers": self.W,
+            "synthetic": {"generator": "testing.synthetic", "workers": self.W,
                           "threads": self.T, "executions": self.E, "segments": self.S,
                           "prefixes": list(self.prefixes), "hosts": self.hosts,
                           "seed": self.seed, "darshan_offset_ns": self.darshan_offset},
@@ -973,8 +973,8 @@ def without_thread_ids(run: Path, copy: Path) -> Path:
     the same DXT segments in layout v1-32, which has no pthread id (correlate then splits each
     segment over the task windows it overlaps, so ``Expected``'s per-execution figures no longer
     apply; the totals do); the rest of the folder is linked. Reuses a copy already there."""
-    from correlate.darshan_writer import write_log
     from correlate.sources import darshan_logs
+    from testing.darshan_writer import write_log
 
     if (copy / "manifest.json").exists():
         return copy
@@ -998,7 +998,7 @@ def without_thread_ids(run: Path, copy: Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m correlate.synthetic",
+    ap = argparse.ArgumentParser(prog="python -m testing.synthetic",
                                  description="write a synthetic run folder; print the expected "
                                              "totals as JSON")
     ap.add_argument("out", type=Path)
