@@ -54,7 +54,10 @@ def configure() -> None:
 
 def keep_freed_c_memory() -> bool:
     """glibc's malloc: no block mapped on its own, and freed memory kept (up to 1 GiB at the
-    top of the heap). False where the C library has no ``mallopt`` (not glibc)."""
+    top of the heap). False where the C library has no ``mallopt`` (not glibc), and when the
+    user tuned glibc's malloc through ``GLIBC_TUNABLES`` (theirs wins)."""
+    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+        return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError):  # no C library to open by None (Windows)
