@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,6 @@ TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "host", "pid", "stimulus_i
 class Correlated:
     tables: dict[str, pl.DataFrame]
     summary: dict[str, Any]
-    extra: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
 def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
