@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 import correlate.schema.run as raw
-from correlate.errors import InputError, UnsupportedVersionError
+from correlate.errors import InputError, SchemaError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.sources import darshan_logs
@@ -92,6 +92,10 @@ def _proc_info(path: Path, warnings: list[str]) -> dict[str, Any]:
     return info
 
 
+#: what reading a damaged or mistyped part raises (a missing column: ``conform``'s SchemaError)
+UNREADABLE_PART = (OSError, pl.exceptions.PolarsError, SchemaError)
+
+
 class _Reader:
     """Collects tables across process folders, with rejects for unreadable parts."""
 
@@ -107,13 +111,13 @@ class _Reader:
             try:  # all parts at once (read in parallel); part by part when any is unreadable
                 whole = pl.read_parquet(parts, missing_columns="insert")
                 return conform(whole, TABLES[name], path=str(proc_dir))
-            except Exception:  # noqa: BLE001 - the loop below names the part and rejects it
+            except UNREADABLE_PART:  # the loop below names the part and rejects it
                 pass
         frames = []
         for part in parts:
             try:
                 frames.append(conform(pl.read_parquet(part), TABLES[name], path=str(part)))
-            except Exception as err:  # noqa: BLE001 - any unreadable part is a reject
+            except UNREADABLE_PART as err:  # any unreadable part is a reject
                 self._reject(part, f"unreadable part: {first_line(err)}")
         if not frames:
             return TABLES[name].empty()
@@ -135,7 +139,7 @@ class _Reader:
         (else it is a reject)."""
         try:
             schema = pl.read_parquet_schema(part)
-        except Exception as err:  # noqa: BLE001 - any unreadable part is a reject
+        except UNREADABLE_PART as err:  # any unreadable part is a reject
             self._reject(part, f"unreadable part: {first_line(err)}")
             return False
         for column in TABLES[name].columns:
