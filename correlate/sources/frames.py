@@ -114,7 +114,7 @@ def unreadable(parts: tuple[str, ...] | list, what: str, err: Exception) -> Inpu
     for part in parts:
         try:
             pl.read_parquet(part)
-        except Exception as bad:  # noqa: BLE001 - any undecodable part is the culprit
+        except (OSError, pl.exceptions.PolarsError) as bad:  # the undecodable part
             return InputError(part, f"unreadable data: {first_line(bad)}")
     return InputError(what, f"unreadable data: {first_line(err)}")
 
