@@ -31,8 +31,8 @@ import numpy as np
 import polars as pl
 
 from correlate import per_process
-from correlate.schema import sort_order
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
+from correlate.sorting import sort_order
 
 #: the order ``io_to_executions`` returns segments in: the ``segments`` output order (the run
 #: timeline differs from ``host_start_ns`` by one shift per process)

@@ -18,16 +18,14 @@ from typing import Any
 
 import polars as pl
 
-import correlate.schema.canonical  # noqa: F401  (registers tables)
-import correlate.schema.darshan  # noqa: F401
-import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, coroutines, spill, thread_inference, waits
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
 from correlate.partitions import attribute_all, by_process, process_order
 from correlate.prefixes import key_splits
-from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, output_order, sorted_for_output
+from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform
 from correlate.sinks import MemorySink, ParquetSink, TableSink
+from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
 from correlate.summary import build_summary
 

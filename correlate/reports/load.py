@@ -17,7 +17,6 @@ from typing import Any
 
 import polars as pl
 
-import correlate.schema.outputs  # noqa: F401  (registers the output tables)
 from correlate.errors import InputError
 from correlate.schema import TABLES, conform
 

@@ -20,10 +20,6 @@ from typing import Any
 
 import polars as pl
 
-import correlate.schema.canonical
-import correlate.schema.darshan
-import correlate.schema.outputs
-import correlate.schema.run  # noqa: F401  (the imports register every table)
 from correlate.errors import InputError
 from correlate.schema import TABLES, conform
 

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import polars as pl
 
-import correlate.schema.canonical  # noqa: F401 - registers the tables used below
-import correlate.schema.darshan  # noqa: F401
-import correlate.schema.outputs  # noqa: F401
 from correlate.align import (
     BOUNDED,
     ESTIMATED,

@@ -7,7 +7,6 @@ import pytest
 
 from correlate import compare
 from correlate.schema import TABLES, conform
-from correlate.schema import outputs as _outputs  # noqa: F401
 
 
 def run_tables(rows):
