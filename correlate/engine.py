@@ -35,7 +35,7 @@ OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clock
 
 #: what events and waits read of the transitions (read once, let go after both); the columns
 #: with a handful of distinct values are held as Categorical (4 bytes a row instead of a 16-byte
-#: string view: 0.4 GB less for 11M transitions) and written back as strings
+#: string view) and written back as strings
 TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "host", "pid", "stimulus_id",
                       *(pl.col(c).cast(pl.Categorical) for c in ("worker", "start", "finish"))]
 
@@ -120,8 +120,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     it was built from."""
     frames = frames.conformed()
     ex = number_executions(frames.executions)
-    # events and waits first: the transitions (11M rows at 1M executions) are let go before
-    # the attribution builds its tables, which reuse their pages (peak 3.3-3.5 -> 3.0-3.1 GB)
+    # events and waits first: the transitions (the largest raw table) are let go before the
+    # attribution builds its tables, which reuse their pages (a lower peak RSS)
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds(transitions))
@@ -174,8 +174,8 @@ def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
-#: rows per part when a big table is written in parts (a gather of all 11M events at once
-#: doubles them in memory)
+#: rows per part when a big table is written in parts (a gather of a whole big table at once
+#: doubles it in memory)
 PART_ROWS = 1_000_000
 
 

@@ -13,8 +13,8 @@ from correlate.schema import Table
 def _in_order(df: Any, keys: list[str]) -> bool:
     """Whether ``df``'s rows already follow ``keys`` (nulls last), checked neighbour by
     neighbour: first on a head of 4096 rows, so that an unsorted table costs nearly nothing
-    (task_files comes sorted from its partitions: 8.4M rows, 2.9 s sort -> 0.2-0.5 s check;
-    a shuffled table fails in 2 ms). Only keys whose ``<`` is their sort order are checked
+    (``task_files`` comes sorted from its partitions: a check instead of a sort). Only keys
+    whose ``<`` is their sort order are checked
     (integers, strings, Enums); otherwise False."""
     import polars as pl
 
@@ -130,7 +130,7 @@ def sorted_for_output(df: Any, table: Table) -> Any:
     rows = output_order(df, table)
     if rows is None:
         return df
-    if max(df.n_chunks("all"), default=1) > 1:  # a gather across chunks: 8.4M rows 4.8 -> 0.9 s
+    if max(df.n_chunks("all"), default=1) > 1:  # a gather across chunks is slow
         df = df.rechunk()
     return df[rows]
 
@@ -144,7 +144,7 @@ def output_order(df: Any, table: Table) -> Any:
 def sort_order(df: Any, keys: list[str]) -> Any:
     """Row numbers of ``df`` sorted by ``keys`` (None: already in it), the same order as
     ``df.sort(keys, maintain_order=True)`` with nulls last, faster: multi-column sorts that
-    include strings are slow (11M events: 15 s), so leading keys with a single value (host and
+    include strings are slow, so leading keys with a single value (host and
     pid in a per-process part) are left out, rows are sorted by the leading numeric keys, and
     the string keys only break ties among the rows whose numeric keys are duplicated (usually
     few; found as equal neighbours once sorted, not by hashing)."""
@@ -175,7 +175,7 @@ def sort_order(df: Any, keys: list[str]) -> Any:
         at = tied.arg_true()
         packed = _packed(df, keys) if 2 * at.len() > df.height else None
         if packed is not None:  # mostly ties (the files of each task): one sort of all rows
-            return _order_of(packed)  # by every key, packed (8.4M task_files rows: 4 -> 2.4 s)
+            return _order_of(packed)  # by every key, packed
         tied_rows = rows.gather(at)
         ties = _stable_sort(pl.DataFrame([tied_rows.alias("row"), *(
             df.get_column(k).gather(tied_rows) for k in keys)]), keys)

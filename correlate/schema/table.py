@@ -133,7 +133,7 @@ def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop"
             return df
         if all(df.schema.get(name) == dtype for name, dtype in want.items()):
             # the columns as they are: a select would rechunk columns chunked differently
-            # (11M transitions read from 500 parts: a 1 GB copy)
+            # (a table read from hundreds of parts: a copy of all of it)
             return pl.DataFrame([df.get_column(name) for name in want])
     exprs = []
     for c in table.columns:
