@@ -127,9 +127,6 @@ def test_run_folder_is_structurally_the_recorded_sample(correlated):
         "synthetic"}
     assert manifest["processes"] == sorted(p.name for p in (run / "procs").iterdir())
     assert len(list((run / "darshan").glob("*.darshan"))) == exp.workers + 2
-    from collectors.worker_plugin import MARKER_BYTES
-    from testing import synthetic
-    assert synthetic.MARKER_BYTES == MARKER_BYTES
 
 
 def test_darshan_clock_offset_hosts_and_entry_point(tmp_path, capsys):
