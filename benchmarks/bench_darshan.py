@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+REPO = Path(__file__).resolve().parents[1]
+
 #: peak RSS of this process: VmHWM is reset by exec (ru_maxrss is not, so it would report the
 #: parent's peak)
 HWM = """
@@ -128,7 +130,8 @@ def main() -> None:
     ap.add_argument("--log", type=Path, nargs="*", default=[],
                     help="real .darshan logs to read with ours and darshan-dxt-parser too")
     args = ap.parse_args()
-    from correlate.darshan_writer import write_log
+    sys.path.insert(0, str(REPO))  # testing/ (support code, not installed)
+    from testing.darshan_writer import write_log
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-darshan-"))
     seg = make_segments(args.segments, args.files)

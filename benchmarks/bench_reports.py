@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-import correlate.schema.outputs  # noqa: F401
 from correlate.reports import KINDS, write_reports
 from correlate.schema import TABLES, conform
 

@@ -1,6 +1,6 @@
 """Benchmark: correlate at 10k, 100k and 1M task executions with 10× as many DXT segments.
 
-In one run, on synthetic but schema-exact run folders (``correlate.synthetic``, genuine
+In one run, on synthetic but schema-exact run folders (``testing.synthetic``, genuine
 ``.darshan`` logs written through libdarshan-util):
 
 1. ``correlate RUN --no-reports`` in a fresh process per size: wall time and peak RSS, and the
@@ -39,6 +39,8 @@ from pathlib import Path
 import polars as pl
 
 from correlate import allocator
+
+REPO = Path(__file__).resolve().parents[1]
 
 #: children run with correlate's allocator settings (the I/O floor's child loads polars itself,
 #: not through the correlate CLI that sets them)
@@ -174,7 +176,8 @@ def main() -> None:
         print(json.dumps(io_floor(*args.floor_of)))
         return
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
-    from correlate.synthetic import without_thread_ids, write_run
+    sys.path.insert(0, str(REPO))  # testing/ (support code, not installed)
+    from testing.synthetic import without_thread_ids, write_run
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     rows = []

@@ -55,8 +55,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _preload_value(existing: str | None) -> str:
-    return "['collectors.preload']" if not existing else existing
+PRELOAD = "collectors.preload"
+
+
+def preload_variables(role: str) -> dict[str, str]:
+    """``DASK_DISTRIBUTED__<ROLE>__PRELOAD`` naming the job's own preloads for ``role``
+    (``scheduler`` or ``worker``: from its Dask config files and variables) and then ours; the
+    variable wins over the files, so theirs must be in it. Their ``preload-argv`` is kept per
+    preload (ours takes none)."""
+    import dask.config
+
+    theirs = dask.config.get(f"distributed.{role}.preload", default=None) or []
+    theirs = [p for p in ([theirs] if isinstance(theirs, str) else theirs) if p != PRELOAD]
+    name = f"DASK_DISTRIBUTED__{role.upper()}__PRELOAD"
+    out = {name: repr([*theirs, PRELOAD])}
+    argv = dask.config.get(f"distributed.{role}.preload-argv", default=None) or []
+    if argv:  # one list for every preload, or one list per preload (Dask's own rule)
+        per = [argv] * len(theirs) if isinstance(argv[0], str) else list(argv)
+        out[f"{name}_ARGV"] = repr([*per, []])
+    return out
 
 
 def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | None
@@ -68,8 +85,7 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
         "DASK_CORRELATE_RUN_DIR": str(run_dir.resolve()),
         "DASK_CORRELATE_PROFILE": args.profile,
         "DASK_CORRELATE_FLUSH_INTERVAL": str(args.flush_interval),
-        "DASK_DISTRIBUTED__SCHEDULER__PRELOAD": "['collectors.preload']",
-        "DASK_DISTRIBUTED__WORKER__PRELOAD": "['collectors.preload']",
+        **preload_variables("scheduler"), **preload_variables("worker"),
     })
     if darshan_lib:
         env.update(darshan_env.environment(darshan_lib, run_dir.resolve()))

@@ -204,17 +204,6 @@ def containment_offsets(io_segments: pl.DataFrame, executions: pl.DataFrame,
     return conform(out, TABLES["clocks"])
 
 
-def estimate(clock_samples: pl.DataFrame, io_segments: pl.DataFrame,
-             clock_markers: pl.DataFrame, executions: pl.DataFrame,
-             processes: pl.DataFrame | None = None,
-             bounds: pl.DataFrame | None = None) -> pl.DataFrame:
-    """All clock offsets of a run, sorted (the ``clocks`` output table)."""
-    marked = darshan_offsets(io_segments, clock_markers)
-    clocks = pl.concat([worker_offsets(clock_samples, processes, bounds), marked,
-                        containment_offsets(io_segments, executions, marked)])
-    return clocks.sort("host", "pid", "domain", nulls_last=True)
-
-
 def _offsets(clocks: pl.DataFrame, domain: str, name: str) -> pl.DataFrame:
     return clocks.filter(pl.col("domain") == domain).select("host", "pid",
                                                             pl.col("offset_ns").alias(name))

@@ -1,22 +1,18 @@
 """Settings of polars' allocator (its bundled jemalloc) for correlate's own processes.
 
 correlate frees and reallocates gigabytes between stages. Freed pages are kept for reuse and go
-back to the kernel over 5 s: a page faulted in fresh costs far more than one reused. On a
-1M-execution run, against 1 s (same-minute runs): pages allocated 11.5 -> 7.7 GiB, wall about
--4 %, peak RSS 3.1 -> 3.5 GB; over 10 s: 6.7 GiB, about -7 %, but 3.9 GB at worst, too near the
-4 GB target; never returned: 4.7 GB. They are huge pages where the kernel
-allows (madvise), which makes faulting them in ~4x cheaper (sys time 37 -> 10 s on that run).
-One arena per core the job may use (its cpuset, as polars counts cores; jemalloc's default is
-four per core): memory one thread freed is reused by the next stage's threads instead of
-faulted in fresh (sys time -20 %, wall -8 %).
+back to the kernel over 5 s: a page faulted in fresh costs far more than one reused (a shorter
+delay faults more pages in; a longer one, or never returning them, brings the peak RSS too near
+the memory target). They are huge pages where the kernel allows (madvise), which makes faulting
+them in cheaper. One arena per core the job may use (its cpuset, as polars counts cores;
+jemalloc's default is four per core): memory one thread freed is reused by the next stage's
+threads instead of faulted in fresh.
 
 The C allocator (glibc's malloc: numpy arrays, Python bytes, the Darshan logs inflated) gets
-the same treatment: by default it maps every block over 32 MiB (a log's DXT region inflated
-is 60 MiB) fresh from the kernel and unmaps it when freed, and gives back freed memory at the top
+the same treatment: by default it maps every block over 32 MiB (an inflated DXT region is
+larger) fresh from the kernel and unmaps it when freed, and gives back freed memory at the top
 of its heap; ``keep_freed_c_memory`` makes it take every block from its heaps and keep what is
-freed for the next one. Reading the DXT segments of a 10M-segment run: 4K page faults 400k ->
-170k, system time 1.9 -> 0.85 s; a 1M-execution run (4 alternating pairs): pages allocated
-6.7-7.0 -> 6.0-6.1 GiB, wall 1.2 s less on average, peak RSS 0.15-0.25 GB more.
+freed for the next one. What each setting saves: docs/performance.md.
 
 jemalloc reads ``_RJEM_MALLOC_CONF`` once, when polars loads, and ``import polars`` writes its
 own default there when it finds none (and appends a value it finds to that default): so
@@ -54,7 +50,10 @@ def configure() -> None:
 
 def keep_freed_c_memory() -> bool:
     """glibc's malloc: no block mapped on its own, and freed memory kept (up to 1 GiB at the
-    top of the heap). False where the C library has no ``mallopt`` (not glibc)."""
+    top of the heap). False where the C library has no ``mallopt`` (not glibc), and when the
+    user tuned glibc's malloc through ``GLIBC_TUNABLES`` (theirs wins)."""
+    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+        return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError):  # no C library to open by None (Windows)

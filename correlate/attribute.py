@@ -31,8 +31,8 @@ import numpy as np
 import polars as pl
 
 from correlate import per_process
-from correlate.schema import sort_order
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
+from correlate.sorting import sort_order
 
 #: the order ``io_to_executions`` returns segments in: the ``segments`` output order (the run
 #: timeline differs from ``host_start_ns`` by one shift per process)
@@ -133,8 +133,8 @@ def _overlapping(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     whose intervals overlap (``seg``: row, host_start_ns, host_stop_ns). Threads whose tasks
     never overlap (executor threads) are searched (``_thread_pairs``); the other executions
     (no thread id, or overlapping on a thread) go through polars' interval join. (One
-    ``join_where`` with the host and pid equalities compared every segment with every
-    execution: 5k executions and 50k segments took 19 GB.)"""
+    ``join_where`` with the host and pid equalities compares every segment with every
+    execution: memory grows with their product.)"""
     ex = (executions.select("execution_id", "thread_id", w_start="local_start_ns",
                             w_stop="local_stop_ns")
           .sort("thread_id", "w_start", "execution_id", nulls_last=True))
@@ -151,7 +151,7 @@ def _overlapping(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
         list(zip([0, *ends], ends, strict=False)))
     pairs = seg.select("row").to_series().gather(seg_pos).to_frame().with_columns(
         searched.select("execution_id", "w_start", "w_stop")[ex_pos])
-    if joined.is_empty():  # (an interval join with nothing on one side still takes 0.7 s)
+    if joined.is_empty():  # (an interval join with nothing on one side is not free)
         return pairs
     return pl.concat([pairs, seg.select("row", "host_start_ns", "host_stop_ns").join_where(
         joined.select("execution_id", "w_start", "w_stop"),
@@ -184,8 +184,8 @@ def _window_split(seg: pl.DataFrame, window: pl.Series, executions: pl.DataFrame
                              executions.get_column("execution_id").clear(),
                              pl.Series("weight", [], pl.Float64)])
     row = pairs.get_column("row").to_numpy()
-    # computed in place, a few arrays of one value per pair alive at once (5M pairs per
-    # process of a threadless run; every temporary is a fresh mapping)
+    # computed in place, a few arrays of one value per pair alive at once (millions of pairs
+    # per process of a threadless run; every temporary is a fresh mapping)
     a = seg.get_column("host_start_ns").to_numpy()[row]
     b = seg.get_column("host_stop_ns").to_numpy()[row]
     dur = (b - a).astype(np.float64)
@@ -252,7 +252,7 @@ IO_SECONDS = (pl.col("host_stop_ns") - pl.col("host_start_ns")).cast(pl.Float64)
 def _weighted(weight: pl.Expr, io_seconds: pl.Expr = IO_SECONDS) -> list[pl.Expr]:
     """A share's bytes, ops and I/O time, as columns summed by ``MEASURE_SUMS`` (plain column
     sums take polars' grouped-sum kernel, where an expression inside ``agg`` is evaluated group
-    by group: 5M window-split shares of a process 0.9 -> 0.65 s, same sums)."""
+    by group; the sums are the same)."""
     return [(pl.col("length").cast(pl.Float64) * weight).alias("bytes"), weight.alias("ops"),
             (io_seconds * weight).alias("io_time_s")]
 
@@ -263,7 +263,7 @@ MEASURE_SUMS = [pl.col(c).sum() for c in ("bytes", "ops", "io_time_s")]
 def task_files(att: IOAttribution) -> pl.DataFrame:
     """I/O per execution × path × op × method (the ``task_files`` table without its ``key``,
     which is joined once, when the table is written, instead of being held from the partitions
-    through every later stage: 8.4M key strings on a threadless 1M run): a segment given whole
+    through every later stage: one key string per row of the largest table): a segment given whole
     counts whole for its execution, a shared one by the weight of each share."""
     # summed in integer ns: exact, whatever order the rows are summed in
     dur_s = (pl.col("host_stop_ns") - pl.col("host_start_ns")).sum().cast(pl.Float64) / 1e9
@@ -277,7 +277,7 @@ def task_files(att: IOAttribution) -> pl.DataFrame:
     if att.split.is_empty():
         return whole if whole.height else TASK_FILES.empty().drop("key")
     # what a share needs of its segment, computed per segment (its file as an integer: no
-    # string per share; 5M shares of a threadless process: 0.6 -> 0.35 GB while summed)
+    # string per share while the shares are summed)
     per_segment = att.segments.select(
         "op", "length", "attribution", file=pl.col("path").cast(pl.Categorical).to_physical(),
         io_s=IO_SECONDS)
@@ -351,8 +351,7 @@ def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) 
     A function has one row per execution and thread, and a task runs on one thread, so rows to
     sum are rare (two code objects with one identity, such as two lambdas on one line). They
     can only be among the rows whose (execution, line, clock) repeats, a check on integers;
-    only those go through the group-by on the string columns (5M profile rows: a 1.8 s
-    group-by -> a 0.5 s check)."""
+    only those go through the group-by on the string columns."""
     ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
         "execution_seq", "execution_id")
     function = ["module", "name", "file", "line", "clock"]

@@ -17,8 +17,6 @@ from pathlib import Path
 from correlate import __version__, allocator
 from correlate.errors import CorrelateError
 
-allocator.configure()  # before polars loads: the commands below import it
-
 #: name -> (module under correlate.commands, one-line help). Each module has
 #: ``add_arguments(parser)`` and ``run(args) -> int``.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -98,6 +96,7 @@ def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    allocator.configure()  # before polars loads: the command modules import it
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser, args = _parse(args_list)
     if args.command is None:

@@ -12,22 +12,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-import correlate.schema.canonical  # noqa: F401  (registers tables)
-import correlate.schema.darshan  # noqa: F401
-import correlate.schema.outputs  # noqa: F401
 from correlate import align, attribute, coroutines, spill, stdio_io, thread_inference, waits
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
 from correlate.partitions import attribute_all, by_process, process_order
 from correlate.prefixes import key_splits
-from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, output_order, sorted_for_output
+from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform
 from correlate.sinks import MemorySink, ParquetSink, TableSink
+from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
 from correlate.summary import build_summary
 
@@ -37,7 +35,7 @@ OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clock
 
 #: what events and waits read of the transitions (read once, let go after both); the columns
 #: with a handful of distinct values are held as Categorical (4 bytes a row instead of a 16-byte
-#: string view: 0.4 GB less for 11M transitions) and written back as strings
+#: string view) and written back as strings
 TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "host", "pid", "stimulus_id",
                       *(pl.col(c).cast(pl.Categorical) for c in ("worker", "start", "finish"))]
 
@@ -46,7 +44,6 @@ TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "host", "pid", "stimulus_i
 class Correlated:
     tables: dict[str, pl.DataFrame]
     summary: dict[str, Any]
-    extra: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
 def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
@@ -123,8 +120,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     it was built from."""
     frames = frames.conformed()
     ex = number_executions(frames.executions)
-    # events and waits first: the transitions (11M rows at 1M executions) are let go before
-    # the attribution builds its tables, which reuse their pages (peak 3.3-3.5 -> 3.0-3.1 GB)
+    # events and waits first: the transitions (the largest raw table) are let go before the
+    # attribution builds its tables, which reuse their pages (a lower peak RSS)
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds(transitions))
@@ -193,8 +190,8 @@ def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
-#: rows per part when a big table is written in parts (a gather of all 11M events at once
-#: doubles them in memory)
+#: rows per part when a big table is written in parts (a gather of a whole big table at once
+#: doubles it in memory)
 PART_ROWS = 1_000_000
 
 

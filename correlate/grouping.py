@@ -2,7 +2,7 @@
 
 polars splits a large group between threads and adds the parts in no fixed order, so a float
 sum over a few big groups (per worker, per prefix) can change in its last bits from one run to
-the next (1M rows in 8 groups: it did in most of 8 runs), and reports and summaries that promise
+the next (docs/performance.md), and reports and summaries that promise
 the same bytes for the same tables do not keep it. Sorted by the keys and flagged as sorted,
 each group is one slice of rows, aggregated in row order."""
 

@@ -24,10 +24,11 @@ import polars as pl
 
 from correlate import align, attribute, helper_io, per_process, spill, thread_inference
 from correlate.mappers import Mapper, local_map
-from correlate.schema import conform, sorted_for_output
+from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
 from correlate.sinks import TableSink
+from correlate.sorting import sorted_for_output
 from correlate.sources import darshan_logs
 
 #: what attribution and the output tables use of a segment once its clock is known (every

@@ -5,8 +5,8 @@ column at once.
 (or is 8 letters from a-f) and names the task from the words before it. So each key can be cut
 at a ``-`` before a word holding an ASCII non-letter (a digit, quote, comma, …) and end in
 ``-0`` instead without changing its prefix: ``('load-<token>', 7)`` becomes ``('load-0``. The
-keys of a run come down to a few such stems, and ``key_split`` itself runs on those (on a
-million keys one by one: 2 s; this way 0.5 s). Non-ASCII characters never cut a key, so a
+keys of a run come down to a few such stems, and ``key_split`` itself runs on those instead
+of on every key. Non-ASCII characters never cut a key, so a
 letter that Python and the regex engine class differently cannot change a result.
 """
 
@@ -20,7 +20,7 @@ _AFTER_STEM = r"(?s)-[^-]*[\x00-\x2C\x2E-\x40\x5B-\x60\x7B-\x7F].*"
 
 def key_splits(keys: pl.Series) -> pl.Series:
     """``key_split`` of each key of ``keys`` (null for a null key), in the same order."""
-    from dask.utils import key_split  # imports dask (0.1 s): only runs without names need it
+    from dask.utils import key_split  # imports dask: only runs without names need it
 
     stems = keys.str.replace(_AFTER_STEM, "-0")
     distinct = stems.drop_nulls().unique()

@@ -1,9 +1,9 @@
 """Where the engine puts each output table as soon as it is final.
 
 ``MemorySink`` keeps them (``correlate_frames``: tests, small runs); ``ParquetSink`` writes each
-one into the output folder at once, so the engine can drop it before the next stage: a
-million-execution run never holds its 10M-row ``segments`` and 11M-row ``events`` tables
-together. A table produced in parts (``segments``, one part per process) is written by polars'
+one into the output folder at once, so the engine can drop it before the next stage: a large
+run never holds its two largest tables (``segments`` and ``events``, about ten rows per
+execution each) together. A table produced in parts (``segments``, one part per process) is written by polars'
 streaming engine straight from the iterator of parts: parts are encoded while the next one is
 computed, in order, and never all in memory.
 """
@@ -19,7 +19,7 @@ from polars.io.plugins import register_io_source
 
 from correlate.schema import TABLES
 
-#: parquet compression of every output table: LZ4 writes 1.5× faster than zstd for ~20 % more
+#: parquet compression of every output table: LZ4 writes faster than zstd for somewhat more
 #: bytes, and every parquet reader in use (polars, pyarrow, DuckDB, Spark ≥ 3.2) reads it
 COMPRESSION = "lz4"
 

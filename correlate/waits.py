@@ -31,7 +31,7 @@ def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
             | ((pl.col("side") == "worker") & pl.col("finish").is_in(["ready", "executing"])))
     times = ["t_wait", "t_queued", "t_proc", "t_ready", "t_exec"]
     # each first time is a plain min over a column that holds only its transitions' times (a
-    # filter inside the aggregation runs once per key: 1M keys took seconds)
+    # filter inside the aggregation runs once per key: slow with many keys)
     firsts = (transitions.lazy().filter(used).select(
         "key", _at("scheduler", "waiting", "t_wait"), _at("scheduler", "queued", "t_queued"),
         _at("scheduler", "processing", "t_proc"), _at("worker", "ready", "t_ready"),

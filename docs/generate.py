@@ -17,26 +17,19 @@ disk-read/disk-write), `*_ns` without prefix is the aligned run timeline (the sc
 """
 
 SECTIONS = (
-    ("Run folder (written by `collect`)", "correlate.schema.run", "RUN_TABLES"),
-    ("Darshan (decoded by `correlate darshan` and the engine)", "correlate.schema.darshan", None),
-    ("Canonical frames (what every source adapter produces)", "correlate.schema.canonical",
-     None),
-    ("Outputs (written by `correlate` into RUN_DIR/correlated/)", "correlate.schema.outputs",
-     None),
+    ("Run folder (written by `collect`)", "run"),
+    ("Darshan (decoded by `correlate darshan` and the engine)", "darshan"),
+    ("Canonical frames (what every source adapter produces)", "canonical"),
+    ("Outputs (written by `correlate` into RUN_DIR/correlated/)", "outputs"),
 )
 
 
 def render() -> str:
-    import importlib
-
-    from correlate.schema import TABLES, Table, describe
+    from correlate import schema
 
     out = [HEADER]
-    for title, module, _ in SECTIONS:
-        mod = importlib.import_module(module)
-        tables = [v for v in vars(mod).values() if isinstance(v, Table)]
-        names = {t.name for t in tables}
-        out += [f"## {title}\n", describe([TABLES[n] for n in TABLES if n in names])]
+    for title, module in SECTIONS:
+        out += [f"## {title}\n", schema.describe(getattr(schema, module).ALL)]
     return "\n".join(out)
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from correlate.align import BOUNDED
 from correlate.cli import main as correlate_main
-from correlate.synthetic import main as synthetic_main
-from correlate.synthetic import write_run
+from testing.synthetic import main as synthetic_main
+from testing.synthetic import write_run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "run-v1"
 IO_COLS = ("read_bytes", "write_bytes", "read_ops", "write_ops")
@@ -127,9 +127,6 @@ def test_run_folder_is_structurally_the_recorded_sample(correlated):
         "synthetic"}
     assert manifest["processes"] == sorted(p.name for p in (run / "procs").iterdir())
     assert len(list((run / "darshan").glob("*.darshan"))) == exp.workers + 2
-    from collectors.worker_plugin import MARKER_BYTES
-    from correlate import synthetic
-    assert synthetic.MARKER_BYTES == MARKER_BYTES
 
 
 def test_darshan_clock_offset_hosts_and_entry_point(tmp_path, capsys):

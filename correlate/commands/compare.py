@@ -57,7 +57,7 @@ def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     from correlate import compare
-    from correlate.compare_report import Comparison, print_comparison, write_comparison
+    from correlate.reports.compare import Comparison, print_comparison, write_comparison
 
     out = args.out or (args.after / "compare")
     (tb, sb), (ta, sa) = (read_outputs(_output_dir(p, out / side))

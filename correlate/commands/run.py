@@ -35,8 +35,8 @@ def run(args: argparse.Namespace) -> int:
     from correlate.engine import correlate_to
     from correlate.lifecycles import write_lifecycles
     from correlate.reports import write_reports
+    from correlate.reports.terminal import print_summary
     from correlate.sources.detect import load
-    from correlate.terminal import print_summary
 
     run_dir: Path = args.run_dir
     if not run_dir.exists():

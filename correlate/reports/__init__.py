@@ -5,6 +5,9 @@
 ``out_dir/summary.json`` (``correlate.reports.load``), so reports can be regenerated from an
 output folder at any time (``correlate report OUT_DIR``). Output is deterministic: the same
 tables give byte-identical files.
+
+Also here: ``compare`` (``compare.md``/``compare.html`` of two runs) and ``terminal`` (the
+summary ``correlate`` prints).
 """
 
 from __future__ import annotations

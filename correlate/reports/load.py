@@ -4,8 +4,8 @@
 conformed to its declared schema; a missing table file gives an empty table (older or partial
 output folders still render). A folder with neither ``tasks.parquet`` nor ``summary.json`` is
 not an output folder and raises ``InputError``. A table is read when a report first asks for
-it (``out[name]``, then kept), or only in part (``out.scan(name)``): the 11M events of a
-million-execution run are read for the trace's scheduler rows alone, and never whole.
+it (``out[name]``, then kept), or only in part (``out.scan(name)``): the ``events`` of a large
+run (about ten per execution) are read for the trace's scheduler rows alone, and never whole.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 
 import polars as pl
 
-import correlate.schema.outputs  # noqa: F401  (registers the output tables)
 from correlate.errors import InputError
 from correlate.schema import TABLES, conform
 

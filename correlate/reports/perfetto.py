@@ -60,7 +60,7 @@ def _us(col: str | pl.Expr, t0: int) -> pl.Expr:
 
 def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFrame:
     """(host, pid) → trace pid 1.., with a name and role."""
-    # each source's distinct rows first (10M segments and 5M events concatenated: 1.9 GB)
+    # each source's distinct rows first (concatenating all segments and events costs memory)
     t = out["tasks"].select("host", "pid", worker=worker_label(), role=pl.lit("worker")).unique()
     s = seg.select("host", "pid").unique().with_columns(worker=pl.lit(None, pl.String),
                                                         role=pl.lit(None, pl.String))

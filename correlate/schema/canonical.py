@@ -13,7 +13,7 @@ execution window, the worker host's clock); ``reported_*_ns`` is what Dask repor
 
 from __future__ import annotations
 
-from correlate.schema import Column, Table, register
+from correlate.schema.table import Column, Table
 
 ROLES = "scheduler,worker,nanny,client,other"
 WINDOW_SOURCES = "executor-hook,worker-transitions,task-stream,startstops"
@@ -228,6 +228,5 @@ REJECTS = Table(
     sort_by=("source", "file", "reason"),
 )
 
-register(PROCESSES, EXECUTIONS, TRANSITIONS, STARTSTOPS, TRANSFERS, TRANSFER_KEYS,
-         DEPENDENCIES, FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, EXECUTION_SLICES,
-         REJECTS)
+ALL = (PROCESSES, EXECUTIONS, TRANSITIONS, STARTSTOPS, TRANSFERS, TRANSFER_KEYS, DEPENDENCIES,
+       FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, EXECUTION_SLICES, REJECTS)

@@ -8,7 +8,7 @@ with the collectors' marker writes.
 
 from __future__ import annotations
 
-from correlate.schema import Column, Table, register
+from correlate.schema.table import Column, Table
 
 DXT_LAYOUTS = "v1-32,v2-40,modified-96"
 
@@ -91,4 +91,4 @@ IO_FILE_COUNTERS = Table(
     sort_by=("log", "module", "record_id", "rank"),
 )
 
-register(DARSHAN_LOGS, IO_SEGMENTS, IO_FILE_COUNTERS)
+ALL = (DARSHAN_LOGS, IO_SEGMENTS, IO_FILE_COUNTERS)

@@ -38,7 +38,7 @@ least exact method that gave it I/O (else the best its process allowed).
 
 from __future__ import annotations
 
-from correlate.schema import Column, Table, register
+from correlate.schema.table import Column, Table
 
 ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,stdio-file,"
                "helper-split,window-split,stdio-split,none,spill")
@@ -215,4 +215,4 @@ SLICES = Table(
     sort_by=("execution_id", "start_ns"),
 )
 
-register(TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS, SLICES)
+ALL = (TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS, SLICES)

@@ -8,7 +8,7 @@ raw worker clock for disk-read/disk-write).
 
 from __future__ import annotations
 
-from correlate.schema import Column, Table, register
+from correlate.schema.table import Column, Table
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.keys.key_str)", nullable=False)
@@ -158,4 +158,4 @@ RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, CLUSTER
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
               CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW,
               COROUTINE_SLICES_RAW)
-register(*RUN_TABLES)
+ALL = RUN_TABLES

@@ -34,7 +34,7 @@ from correlate.schema import conform
 from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
 from correlate.sources import dxt_layouts as L
 
-try:  # ISA-L inflates DXT regions ~1.5× faster than zlib; same streams, same results
+try:  # ISA-L inflates DXT regions faster than zlib; same streams, same results
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover
     _zlib = zlib  # type: ignore[no-redef]

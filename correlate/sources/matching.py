@@ -20,6 +20,9 @@ every decision keeps its evidence (``Match.evidence``, written to ``summary.json
 
 Segments of a process's main (event-loop) thread are left out of the overlap: startup and
 comms I/O happens there outside any task, on every worker alike.
+
+In-process workers (the MiniApp's cluster) need none of this: their address carries their
+process's pid (``inproc://HOST/PID/N``, ``pid_of``), and ``hosts_by_pid`` names its host.
 """
 
 from __future__ import annotations
@@ -54,6 +57,22 @@ def ip_of(worker: str | None) -> str | None:
     m = re.match(r"^\w+://\[?([^\]/]+?)\]?(?::\d+)?(?:/|$)", worker or "")
     return m.group(1) if m else worker
 
+
+
+def pid_of(worker: str | None) -> int | None:
+    """The pid in an in-process worker's address (``inproc://HOST/PID/N``), else None."""
+    m = re.match(r"inproc://[^/]+/(\d+)/", worker or "")
+    return int(m.group(1)) if m else None
+
+
+def hosts_by_pid(workers: pl.DataFrame, darshan_logs: pl.DataFrame | None) -> dict[int, str]:
+    """pid → host of ``workers`` (``pid``, ``worker`` address): the host name a Darshan log of
+    that pid gives, else the address's IP."""
+    out = {p: ip for p, w in workers.select("pid", "worker").unique().drop_nulls().iter_rows()
+           if (ip := ip_of(w))}
+    if darshan_logs is not None:
+        out.update(dict(darshan_logs.select("pid", "host").drop_nulls().iter_rows()))
+    return out
 
 # ---------------------------------------------------------------- exact assignment
 

@@ -22,7 +22,6 @@ graph and no transfers exist in these outputs: the summary says so.
 from __future__ import annotations
 
 import pstats
-import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from correlate.mappers import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames, make_rejects
+from correlate.sources.matching import hosts_by_pid, pid_of
 
 SOURCE = "miniapp"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -58,16 +58,6 @@ def looks_like(path: Path) -> bool:
 
 def _key(k: Any) -> str:
     return parse_key_text(k) if isinstance(k, str) else key_str(k)
-
-
-def _pid_of(worker: str | None) -> int | None:
-    m = re.match(r"inproc://[^/]+/(\d+)/", worker or "")
-    return int(m.group(1)) if m else None
-
-
-def _ip_of(worker: str | None) -> str | None:
-    m = re.match(r"\w+://\[?([^/\]]+?)\]?(?::\d+)?(?:/|$)", worker or "")
-    return m.group(1) if m else None
 
 
 def _ns(value: Any) -> int | None:
@@ -98,7 +88,7 @@ def _task_stream(path: Path) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, int]
                    "reported_stop_ns": stop}
             ss.append(row)
             if s.get("action") == "compute":
-                ex.append({"key": key, "worker": worker, "pid": _pid_of(worker),
+                ex.append({"key": key, "worker": worker, "pid": pid_of(worker),
                            "thread_id": m.get("thread"), "status": m.get("status"),
                            "local_start_ns": start, "local_stop_ns": stop,
                            "window_source": "task-stream"})
@@ -145,15 +135,6 @@ def _yappi(folder: Path, warnings: list[str]) -> tuple[pl.DataFrame, int | None]
     return conform(pl.DataFrame(rows, infer_schema_length=None), TABLES["func_stats"]), pid
 
 
-def _hosts(executions: pl.DataFrame, io: darshan_logs.DarshanFrames | None) -> dict[int, str]:
-    """pid → host: the Darshan host name when a DXT record gave one, else the worker IP."""
-    out = {p: ip for p, w in executions.select("pid", "worker").unique().drop_nulls().iter_rows()
-           if (ip := _ip_of(w))}
-    if io is not None:
-        out.update(dict(io.darshan_logs.select("pid", "host").drop_nulls().iter_rows()))
-    return out
-
-
 def _with_host(df: pl.DataFrame, hosts: dict[int, str]) -> pl.DataFrame:
     return df.with_columns(host=pl.coalesce(
         pl.col("host"), pl.col("pid").replace_strict(hosts, default=None,
@@ -181,7 +162,7 @@ def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
     executions, startstops, bad = _task_stream(folder / "task_stream.yaml")
     io = darshan_logs.load([folder], mapper) if any(folder.glob("*.darshan*")) else None
     func_stats, yappi_pid = _yappi(folder, warnings)
-    hosts = _hosts(executions, io)
+    hosts = hosts_by_pid(executions, io.darshan_logs if io else None)
     executions = _with_host(executions, hosts)
     workers = executions.select("worker", "pid", "host").unique().drop_nulls("worker")
     processes = workers.with_columns(role=pl.lit("worker"), match=pl.lit("pid in inproc address"))

@@ -12,7 +12,7 @@ cannot shift another's CPU contention):
 - ``store`` 4 × write 256 KiB in four unthrottled calls.
 
 Every task records its own I/O calls (op, offset, length, wall window) and thread, written to
-TRUTH_JSON; the test turns them into genuine Darshan logs (``correlate.darshan_writer``).
+TRUTH_JSON; the test turns them into genuine Darshan logs (``testing.darshan_writer``).
 """
 
 from __future__ import annotations

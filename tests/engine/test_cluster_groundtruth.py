@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -18,28 +17,12 @@ import polars as pl
 import pytest
 
 from collectors.darshan_env import find_runtime
-from correlate.darshan_writer import write_log
 from correlate.engine import correlate_frames
 from correlate.sources.run_folder import load
+from testing.darshan_writer import write_logs_from_truth
 
 JOBS = Path(__file__).resolve().parents[1] / "collectors"
 pytestmark = pytest.mark.cluster
-
-
-def _write_logs_from_truth(run: Path, truth: list[dict], layout: str) -> None:
-    """One genuine log per worker process, holding exactly the calls its tasks made."""
-    host = socket.gethostname().split(".", 1)[0]
-    rows = [{"pid": t["pid"], "thread_id": t["thread"], "path": t["path"], "op": op,
-             "offset": off, "length": n, "t0": a, "t1": b}
-            for t in truth if "ops" in t for op, off, n, a, b in t["ops"]]
-    ops = pl.DataFrame(rows).with_columns(pl.col("thread_id").cast(pl.UInt64))
-    (run / "darshan").mkdir(exist_ok=True)
-    for (pid,), g in ops.group_by("pid"):
-        start_ns = int((g["t0"].min() - 1.0) * 1e9)
-        seg = g.with_columns(start_s=pl.col("t0") - start_ns / 1e9,
-                             end_s=pl.col("t1") - start_ns / 1e9)
-        write_log(run / "darshan" / f"test_python_id{pid}-{pid}_1.darshan", seg, host=host,
-                  pid=pid, start_ns=start_ns, end_ns=start_ns + 600 * 10**9, layout=layout)
 
 
 def _record(tmp_path_factory, job: str):
@@ -54,7 +37,7 @@ def _record(tmp_path_factory, job: str):
     assert proc.returncode == 0, proc.stderr[-3000:]
     truth = json.loads((tmp / "truth.json").read_text())
     if not lib:
-        _write_logs_from_truth(tmp / "run", truth, "v2-40")
+        write_logs_from_truth(tmp / "run", truth, "v2-40")
     return tmp / "run", truth, bool(lib)
 
 
@@ -109,7 +92,7 @@ def test_without_thread_ids_rows_are_window_split_and_totals_conserved(recorded,
     run, truth, _real = recorded
     copy = tmp_path / "run"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("darshan"))
-    _write_logs_from_truth(copy, truth, "v1-32")
+    write_logs_from_truth(copy, truth, "v1-32")
     result = correlate_frames(load(copy))
     tasks, io = result.tables["tasks"], result.summary["io"]
     io_rows = tasks.filter(pl.col("key").str.starts_with("io-"))

@@ -12,7 +12,7 @@ import pytest
 
 from correlate.cli import main
 from correlate.engine import OUTPUT_TABLES
-from correlate.synthetic import without_thread_ids, write_run
+from testing.synthetic import without_thread_ids, write_run
 
 pytestmark = pytest.mark.cluster
 

@@ -5,7 +5,7 @@ throttled storage. The comparison must rank exactly those two prefixes first, bl
 (time no source explains) for ``nap`` and I/O with twice the bytes for ``load``; a run compared
 with itself must show no change and say so.
 
-The Darshan logs are always written through ``correlate.darshan_writer`` from the calls the tasks
+The Darshan logs are always written through ``testing.darshan_writer`` from the calls the tasks
 recorded (never a real darshan-runtime: the storage throttle is a sleep inside each recorded
 call, which a real LD_PRELOAD would not count as I/O time), so every byte is known.
 """
@@ -13,7 +13,6 @@ call, which a real LD_PRELOAD would not count as I/O time), so every byte is kno
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,26 +22,10 @@ import polars as pl
 import pytest
 
 from correlate.cli import main
-from correlate.darshan_writer import write_log
+from testing.darshan_writer import write_logs_from_truth
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.cluster
-
-
-def _write_logs_from_truth(run: Path, truth: list[dict]) -> None:
-    """One genuine Darshan log per worker process, holding exactly the calls its tasks made."""
-    host = socket.gethostname().split(".", 1)[0]
-    rows = [{"pid": t["pid"], "thread_id": t["thread"], "path": t["path"], "op": op,
-             "offset": off, "length": n, "t0": a, "t1": b}
-            for t in truth for op, off, n, a, b in t["ops"]]
-    ops = pl.DataFrame(rows).with_columns(pl.col("thread_id").cast(pl.UInt64))
-    (run / "darshan").mkdir(exist_ok=True)
-    for (pid,), g in ops.group_by("pid"):
-        start_ns = int((g["t0"].min() - 1.0) * 1e9)
-        seg = g.with_columns(start_s=pl.col("t0") - start_ns / 1e9,
-                             end_s=pl.col("t1") - start_ns / 1e9)
-        write_log(run / "darshan" / f"test_python_id{pid}-{pid}_1.darshan", seg, host=host,
-                  pid=pid, start_ns=start_ns, end_ns=start_ns + 600 * 10**9)
 
 
 def _record(tmp: Path, mode: str) -> tuple[Path, list[dict]]:
@@ -53,7 +36,7 @@ def _record(tmp: Path, mode: str) -> tuple[Path, list[dict]]:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=HERE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = json.loads(truth.read_text())
-    _write_logs_from_truth(run, records)
+    write_logs_from_truth(run, records)
     return run, records
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 from collect_job import record
-from test_cluster_groundtruth import _expected, _write_logs_from_truth
+from test_cluster_groundtruth import _expected
 
 from correlate.engine import correlate_to
 from correlate.reports import write_reports
 from correlate.sources.run_folder import load
+from testing.darshan_writer import write_logs_from_truth
 
 pytestmark = pytest.mark.cluster
 
@@ -28,7 +29,7 @@ def recorded(tmp_path_factory):
     run, truth_file, lib = record(tmp, "coro", profile="yappi")
     truth = json.loads(truth_file.read_text())
     if not lib:
-        _write_logs_from_truth(run, truth, "v2-40")
+        write_logs_from_truth(run, truth)
     out = tmp / "out"
     correlate_to(load(run), out)
     write_reports(out)

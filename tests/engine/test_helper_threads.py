@@ -22,9 +22,9 @@ import polars as pl
 import pytest
 from collect_job import record
 
-from correlate.darshan_writer import write_log
 from correlate.engine import correlate_frames
 from correlate.sources.run_folder import load
+from testing.darshan_writer import write_log
 
 pytestmark = pytest.mark.cluster
 HOST = socket.gethostname().split(".", 1)[0]

@@ -15,11 +15,11 @@ import pytest
 from conftest import fixture_path
 
 from correlate.cli import main
-from correlate.darshan_writer import write_log
 from correlate.errors import InputError
 from correlate.sources import darshan_logs
 from correlate.sources import dxt_layouts as L
 from correlate.sources.darshan_logs import read_log
+from testing.darshan_writer import write_log
 
 START_NS = 1_790_000_000_123_456_789
 

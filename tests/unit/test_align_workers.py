@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import polars as pl
 
-import correlate.schema.canonical  # noqa: F401 - registers the tables used below
-import correlate.schema.outputs  # noqa: F401
 from correlate.align import BOUNDED, ESTIMATED, SAME_HOST, worker_offsets
 from correlate.schema import TABLES, conform
 

@@ -11,19 +11,27 @@ import pytest
 
 from correlate import allocator
 
-SHOW = "import correlate.cli, os; print(os.environ[{v!r}])"
+#: main() loads polars (its commands import it), and polars puts its own default in front of
+#: the value it found (in jemalloc's conf string the last setting of a key wins)
+SHOW = ("import correlate.cli, os, sys; correlate.cli.main([]); assert 'polars' in sys.modules; "
+        "print(os.environ[{v!r}].removeprefix(correlate.allocator.POLARS_DEFAULT + ','))")
 
 
 def _child(code: str, **env: str) -> str:
     clean = {k: v for k, v in os.environ.items() if k != allocator.VARIABLE}
     out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, check=True,
                          capture_output=True, text=True)
-    return out.stdout.strip()
+    return out.stdout.strip().splitlines()[-1]  # (after main([])'s usage text)
 
 
 def test_the_cli_sets_ours_before_polars_can_set_its_own() -> None:
     # if anything imported by correlate.cli loaded polars first, polars' default would be here
     assert _child(SHOW.format(v=allocator.VARIABLE)) == allocator.settings()
+
+
+def test_importing_the_cli_changes_nothing() -> None:
+    code = f"import correlate.cli, os; print(os.environ.get({allocator.VARIABLE!r}))"
+    assert _child(code) == "None"
 
 
 def test_polars_default_passed_on_by_a_parent_is_no_ones_choice() -> None:
@@ -47,7 +55,7 @@ def test_one_arena_per_core_the_job_may_use() -> None:
 REUSE = """
 import resource, sys
 from correlate import allocator
-kept = sys.argv[1] == "keep" and allocator.keep_freed_c_memory()
+kept = sys.argv[1] != "default" and allocator.keep_freed_c_memory()
 block = bytearray(64 << 20)  # 64 MiB, every page touched
 del block
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -56,9 +64,9 @@ print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
-def _faults_of_second_block(mode: str) -> tuple[str, int]:
+def _faults_of_second_block(mode: str, **env: str) -> tuple[str, int]:
     out = subprocess.run([sys.executable, "-c", REUSE, mode], check=True, capture_output=True,
-                         text=True).stdout.split()
+                         text=True, env={**os.environ, **env}).stdout.split()
     return out[0], int(out[1])
 
 
@@ -71,3 +79,14 @@ def test_freed_c_memory_is_reused_instead_of_faulted_in_again() -> None:
     # are faulted in again; kept, the freed block is reused
     assert faults_default > 4000
     assert faults_kept < faults_default / 10
+
+
+def test_a_users_own_malloc_tunables_win() -> None:
+    if _faults_of_second_block("keep")[0] != "True":
+        pytest.skip("the C library has no mallopt (not glibc)")
+    # the user asks glibc to map every block over 1 MiB on its own: kept as they asked, the
+    # freed 64 MiB block is unmapped and its pages faulted in again
+    mine = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"}
+    kept, faults = _faults_of_second_block("keep", **mine)
+    assert kept == "False"
+    assert faults > 4000

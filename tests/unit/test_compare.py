@@ -7,7 +7,6 @@ import pytest
 
 from correlate import compare
 from correlate.schema import TABLES, conform
-from correlate.schema import outputs as _outputs  # noqa: F401
 
 
 def run_tables(rows):
@@ -181,6 +180,6 @@ def test_setup_differences_name_the_command_and_each_changed_entry():
 
 
 def test_compare_md_writes_one_kind_of_minus():
-    from correlate.compare_report import _dbytes, _ds
+    from correlate.reports.compare import _dbytes, _ds
 
     assert _dbytes(-15.8 * 2**20) == "-15.8 MiB" and _ds(-3.669) == "-3.669"

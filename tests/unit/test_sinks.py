@@ -7,7 +7,6 @@ from pathlib import Path
 
 import polars as pl
 
-import correlate.schema.outputs  # noqa: F401  (registers the output tables)
 from correlate.schema import TABLES, conform
 from correlate.sinks import MemorySink, ParquetSink
 

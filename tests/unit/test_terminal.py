@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.terminal import _file_rows
+from correlate.reports.terminal import _file_rows
 
 
 def test_busiest_files_count_distinct_tasks_of_the_files_shown():

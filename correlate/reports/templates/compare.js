@@ -3,81 +3,21 @@
   const DATA = JSON.parse(document.getElementById("compare-data").textContent);
   const $ = (id) => document.getElementById(id);
 
-  // ---------- formatting (numbers only; run strings are always set with textContent) -------
-  const none = (v) => v === null || v === undefined;
-  function fmtBytes(n) {
-    if (none(n)) return "-";
-    const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let v = Math.abs(Number(n)), i = 0;
-    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-    return (n < 0 ? "−" : "") + (i === 0 ? v.toFixed(0) + " B" : v.toFixed(1) + " " + units[i]);
-  }
-  function fmtS(s) {
-    if (none(s)) return "-";
-    const a = Math.abs(s);
-    if (a === 0) return "0 s";
-    if (a < 1e-3) return (s * 1e6).toFixed(1) + " µs";
-    if (a < 1) return (s * 1e3).toFixed(1) + " ms";
-    return s.toFixed(3) + " s";
-  }
+  const { none, fmtBytes, fmtS, fmtN, fmtText, el, setupCanvas } = REPORT_COMMON;
   const sign = (v) => (v > 0 ? "+" : "");
   const FMT = {
-    n: (n) => (none(n) ? "-" : Number.isInteger(n) ? n.toLocaleString("en-US") : Number(n).toFixed(1)),
+    n: fmtN,
     s: fmtS,
     ds: (s) => (none(s) ? "-" : sign(s) + fmtS(s)),
     dpct: (x) => (none(x) ? "new" : sign(x) + (x * 100).toFixed(0) + "%"),
     dbytes: (n) => (none(n) ? "-" : (n > 0 ? "+" : "") + fmtBytes(n)),
     bool: (b) => (b ? "yes" : "no"),
-    text: (x) => (none(x) ? "-" : String(x)),
+    text: fmtText,
   };
-
-  function el(tag, text, cls) {
-    const e = document.createElement(tag);
-    if (!none(text)) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
-
-  // ---------- sortable tables ----------
-  // columns: [key, label, kind]; "text" columns sort as strings; significant rows highlighted.
-  function sortableTable(container, columns, rows) {
-    const state = { key: "rank", desc: false };
-    const table = el("table"), thead = el("thead"), tbody = el("tbody"), hr = el("tr");
-    columns.forEach(([key, label, kind]) => {
-      const th = el("th", label, kind === "text" ? "text" : "");
-      th.dataset.key = key;
-      th.addEventListener("click", () => {
-        state.desc = state.key === key ? !state.desc : kind !== "text" && key !== "rank";
-        state.key = key; render();
-      });
-      hr.appendChild(th);
-    });
-    thead.appendChild(hr); table.appendChild(thead); table.appendChild(tbody);
-    function cmp(a, b) {
-      const x = a[state.key], y = b[state.key];
-      if (x === y) return 0;
-      if (none(x)) return 1;
-      if (none(y)) return -1;
-      const r = (typeof x === "string" || typeof y === "string") ? String(x).localeCompare(String(y))
-        : Number(x) - Number(y);
-      return state.desc ? -r : r;
-    }
-    function render() {
-      tbody.replaceChildren();
-      for (const r of rows.slice().sort(cmp)) {
-        const tr = el("tr", null, r.significant ? "sig" : "");
-        for (const [key, , kind] of columns) tr.appendChild(el("td", FMT[kind](r[key]), kind === "text" ? "text" : ""));
-        tbody.appendChild(tr);
-      }
-      for (const th of hr.children) {
-        th.classList.toggle("sorted-asc", th.dataset.key === state.key && !state.desc);
-        th.classList.toggle("sorted-desc", th.dataset.key === state.key && state.desc);
-      }
-    }
-    render();
-    container.replaceChildren(table);
-    if (!rows.length) container.appendChild(el("p", "nothing recorded in either run", "hint"));
-  }
+  // ranked rows: "rank" starts ascending; rows changed beyond noise are highlighted
+  const sortableTable = (container, columns, rows) =>
+    REPORT_COMMON.sortableTable(container, columns, rows, FMT, {
+      key: "rank", desc: false, ascending: ["rank"], empty: "nothing recorded in either run" });
 
   // ---------- header, setup, plain-language changes ----------
   const names = $("names");
@@ -96,12 +36,7 @@
   function drawChart() {
     const canvas = $("change-chart"), labels = DATA.chart.labels, values = DATA.chart.values;
     const rowH = 20, H = Math.max(60, 30 + labels.length * rowH);
-    const dpr = window.devicePixelRatio || 1;
-    const w = Math.max(300, canvas.clientWidth || canvas.parentElement.clientWidth || 800);
-    canvas.style.height = H + "px";
-    canvas.width = Math.round(w * dpr); canvas.height = Math.round(H * dpr);
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const { ctx, w } = setupCanvas(canvas, H);
     ctx.clearRect(0, 0, w, H);
     ctx.font = "11px system-ui, sans-serif"; ctx.textBaseline = "middle";
     const LW = 260, plotW = w - LW - 90;

@@ -3,80 +3,12 @@
   const DATA = JSON.parse(document.getElementById("report-data").textContent);
   const $ = (id) => document.getElementById(id);
 
-  // ---------- formatting (numbers only; run strings are always set with textContent) -------
-  function fmtBytes(n) {
-    if (n === null || n === undefined) return "-";
-    const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let v = Number(n), i = 0;
-    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-    return i === 0 ? v.toFixed(0) + " B" : v.toFixed(1) + " " + units[i];
-  }
-  function fmtS(s) {
-    if (s === null || s === undefined) return "-";
-    const a = Math.abs(s);
-    if (a === 0) return "0 s";
-    if (a < 1e-3) return (s * 1e6).toFixed(1) + " µs";
-    if (a < 1) return (s * 1e3).toFixed(1) + " ms";
-    return s.toFixed(3) + " s";
-  }
-  function fmtN(n) {
-    if (n === null || n === undefined) return "-";
-    return Number.isInteger(n) ? n.toLocaleString("en-US") : Number(n).toFixed(1);
-  }
+  const { fmtBytes, fmtS, fmtN, fmtText, el, setupCanvas } = REPORT_COMMON;
   function fmtPct(x) { return x === null || x === undefined ? "-" : (x * 100).toFixed(1) + "%"; }
-  function fmtText(x) { return x === null || x === undefined ? "-" : String(x); }
   const FMT = { bytes: fmtBytes, s: fmtS, n: fmtN, pct: fmtPct, text: fmtText,
                 ns: (v) => (v === null || v === undefined ? "unknown" : fmtS(v / 1e9)) };
-
-  function el(tag, text, cls) {
-    const e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
-
-  // ---------- sortable tables ----------
-  // columns: [key, label, kind]; kind in FMT; "text" columns sort as strings.
-  function sortableTable(container, columns, rows, initialKey, initialDesc) {
-    const state = { key: initialKey, desc: initialDesc !== false };
-    const table = el("table"), thead = el("thead"), tbody = el("tbody"), hr = el("tr");
-    columns.forEach(([key, label, kind]) => {
-      const th = el("th", label, kind === "text" ? "text" : "");
-      th.dataset.key = key;
-      th.addEventListener("click", () => {
-        state.desc = state.key === key ? !state.desc : kind !== "text";
-        state.key = key; render();
-      });
-      hr.appendChild(th);
-    });
-    thead.appendChild(hr); table.appendChild(thead); table.appendChild(tbody);
-    function cmp(a, b) {
-      const x = a[state.key], y = b[state.key];
-      if (x === y) return 0;
-      if (x === null || x === undefined) return 1;
-      if (y === null || y === undefined) return -1;
-      const r = (typeof x === "number" && typeof y === "number") ? x - y
-        : String(x).localeCompare(String(y));
-      return state.desc ? -r : r;
-    }
-    function render() {
-      const sorted = state.key ? rows.slice().sort(cmp) : rows;
-      tbody.replaceChildren();
-      for (const r of sorted) {
-        const tr = el("tr");
-        for (const [key, , kind] of columns) tr.appendChild(el("td", FMT[kind](r[key]), kind === "text" ? "text" : ""));
-        tbody.appendChild(tr);
-      }
-      for (const th of hr.children) {
-        th.classList.toggle("sorted-asc", th.dataset.key === state.key && !state.desc);
-        th.classList.toggle("sorted-desc", th.dataset.key === state.key && state.desc);
-      }
-    }
-    render();
-    container.replaceChildren(table);
-    if (!rows.length) container.appendChild(el("p", "none recorded", "hint"));
-    return table;
-  }
+  const sortableTable = (container, columns, rows, key, desc) =>
+    REPORT_COMMON.sortableTable(container, columns, rows, FMT, { key, desc: desc !== false });
 
   // ---------- header, facts ----------
   const h = DATA.headline;
@@ -94,15 +26,6 @@
   }
 
   // ---------- canvas helpers ----------
-  function setupCanvas(canvas, cssHeight) {
-    const dpr = window.devicePixelRatio || 1;
-    const w = Math.max(300, canvas.clientWidth || canvas.parentElement.clientWidth || 800);
-    canvas.style.height = cssHeight + "px";
-    canvas.width = Math.round(w * dpr); canvas.height = Math.round(cssHeight * dpr);
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    return { ctx, w, h: cssHeight };
-  }
   function niceStep(span, target) {
     const raw = span / Math.max(1, target), p = Math.pow(10, Math.floor(Math.log10(raw)));
     for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;

@@ -15,6 +15,9 @@ API::
 ``thread_id`` (u64; ignored by layout ``v1-32``). Each path becomes one DXT_POSIX record (writes
 first, then reads, each in the given order) and, with ``posix=True``, one POSIX record whose
 counters agree with the segments.
+
+``write_logs_from_truth(run, truth, layout=...)`` writes one such log per worker process from
+the calls the test jobs' tasks recorded.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import socket
 from functools import lru_cache
 from pathlib import Path
 
@@ -200,3 +204,22 @@ def default_log_name(user: str, exe: str, pid: int, start_ns: int) -> str:
     t = time.gmtime(start_ns // 10**9)
     secs = t.tm_hour * 3600 + t.tm_min * 60 + t.tm_sec
     return f"{user}_{exe}_id{pid}-{pid}_{t.tm_mon}-{t.tm_mday}-{secs}-{pid * 7919}_1.darshan"
+
+
+def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40") -> None:
+    """One genuine log per worker process in ``run/darshan``, holding exactly the calls its
+    tasks made: ``truth`` is what the test jobs record, one dict per task with ``pid``,
+    ``thread``, ``path`` and ``ops`` [(op, offset, length, t0_s, t1_s)] (tasks without ``ops``
+    made none)."""
+    host = socket.gethostname().split(".", 1)[0]
+    rows = [{"pid": t["pid"], "thread_id": t["thread"], "path": t["path"], "op": op,
+             "offset": off, "length": n, "t0": a, "t1": b}
+            for t in truth if "ops" in t for op, off, n, a, b in t["ops"]]
+    ops = pl.DataFrame(rows).with_columns(pl.col("thread_id").cast(pl.UInt64))
+    (run / "darshan").mkdir(exist_ok=True)
+    for (pid,), g in ops.group_by("pid"):
+        start_ns = int((g["t0"].min() - 1.0) * 1e9)
+        seg = g.with_columns(start_s=pl.col("t0") - start_ns / 1e9,
+                             end_s=pl.col("t1") - start_ns / 1e9)
+        write_log(run / "darshan" / f"test_python_id{pid}-{pid}_1.darshan", seg, host=host,
+                  pid=pid, start_ns=start_ns, end_ns=start_ns + 600 * 10**9, layout=layout)

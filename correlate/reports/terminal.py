@@ -38,7 +38,7 @@ def _file_rows(files: pl.DataFrame, top: int) -> list[list[Any]]:
     agg = (files.group_by("path").agg(b=pl.col("bytes").sum(), ops=pl.col("ops").sum(),
                                       t=pl.col("io_time_s").sum())
            .sort("b", "path", descending=[True, False]).head(top))
-    # distinct tasks counted for the files shown only (8.4M rows: 1.2 -> 0.6 s)
+    # distinct tasks counted for the files shown only (not for every file of the run)
     shown = files.filter(pl.col("path").is_in(agg.get_column("path").implode(), nulls_equal=True))
     agg = agg.join(shown.group_by("path").agg(tasks=pl.col("key").n_unique()), on="path",
                    how="left", nulls_equal=True, maintain_order="left")

@@ -1,0 +1,5 @@
+import sys
+
+from testing.synthetic import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""The scheduler's process folder: scheduler_transitions, task_startstops, task_dependencies,
+cluster_events, proc.json and closed.json."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from correlate.schema import RUN_FORMAT_VERSION
+from correlate.schema import run as raw
+from testing.synthetic.job import MS, SCHED_HOST, SEC, US, Job
+from testing.synthetic.parts import PartWriter, float_str, flush_index, nulls, write_json
+
+# scheduler/worker transition row kinds: (start, finish)
+_S_KINDS = (("released", "waiting"), ("waiting", "queued"), ("queued", "processing"),
+            ("waiting", "processing"), ("processing", "memory"), ("memory", "released"),
+            ("released", "forgotten"), ("memory", "forgotten"))
+
+
+def write_scheduler(job: Job) -> None:
+    pdir = job.folder / "procs" / f"scheduler-{SCHED_HOST}-{job.sched_pid}"
+    pdir.mkdir(parents=True, exist_ok=True)
+    n_flush = max(0, (job.sched_close - job.sched_setup - 1) // job.interval)
+    flushes = job.sched_setup + job.interval * np.arange(1, n_flush + 1, dtype=np.int64)
+    writer = PartWriter(pdir, flushes)
+    E = job.E
+    idx = np.arange(E, dtype=np.int64)
+    root, final = job.prefix == 0, job.final
+    t_g = job.t_graph_key
+    parts = [  # (keys, time, kind, stimulus time or -1 (update-graph) / -2 (client))
+        (idx, t_g, 0, np.full(E, -1)),
+        (idx[root], t_g[root] + 5 * US, 1, np.full(int(root.sum()), -1)),
+        (idx[root], job.t_proc[root], 2, job.t_proc[root]),
+        (idx[~root], job.t_proc[~root], 3, job.stop[job.dep[~root]]),
+        (idx, job.t_mem, 4, job.stop),
+        (idx[~final], job.t_release[~final], 5, job.stop[job.next[~final]]),
+        (idx[~final], job.t_forgot[~final], 6, job.stop[job.next[~final]]),
+        (idx[final], job.t_release[final], 7, np.full(int(final.sum()), -2)),
+    ]
+    key = np.concatenate([p[0] for p in parts])
+    t = np.concatenate([p[1] for p in parts])
+    kind = np.concatenate([np.full(len(p[0]), p[2], np.int8) for p in parts])
+    stim = np.concatenate([p[3] for p in parts])
+    del parts
+    order = np.argsort(t, kind="stable")
+    key, t, kind, stim = key[order], t[order], kind[order], stim[order]
+    del order
+    # prefix/group only while the key is alive at the flush that writes the row
+    fl = np.concatenate([flushes, [job.sched_close]])
+    alive = fl[flush_index(t, flushes)] < job.t_forgot[key]
+    s_start = pa.array([a for a, _ in _S_KINDS])
+    s_finish = pa.array([b for _, b in _S_KINDS])
+    ug = f"update-graph-{job.graph_t / 1e9}"
+    cr = f"client-releases-keys-{job.release_t / 1e9}"
+    addr = pa.array([wk.address for wk in job.workers])
+    tid_of = np.array([wk.tids for wk in job.workers])  # [worker, thread]
+
+    def transitions(lo: int, hi: int) -> list[Any]:
+        k, kd, st = key[lo:hi], kind[lo:hi], stim[lo:hi]
+        ka, kda = pa.array(k), pa.array(kd)
+        mem = kd == 4
+        pa_mem = pa.array(mem)
+        tf = pc.binary_join_element_wise("task-finished-", float_str(np.maximum(st, 0)), "")
+        stim_col = pc.if_else(pa.array(st >= 0), tf,
+                              pc.if_else(pa.array(st == -1), ug, cr))
+        al = pa.array(alive[lo:hi])
+        none = pa.scalar(None, pa.string())
+        p = pa.array(job.prefix[k])
+        tids = tid_of[job.worker[k], job.thread[k]]
+        return [t[lo:hi], job.keys.take(ka),
+                pc.if_else(al, job.prefix_names.take(p), none),
+                pc.if_else(al, job.groups.take(p), none),
+                s_start.take(kda), s_finish.take(kda), stim_col,
+                pc.if_else(pa_mem, addr.take(pa.array(job.worker[k])), none),
+                pa.array(tids, mask=~mem, type=pa.uint64()),
+                pa.array(job.nbytes[k], mask=~mem, type=pa.int64()),
+                nulls(hi - lo, pa.string())]
+
+    writer.add(raw.SCHEDULER_TRANSITIONS, t, transitions)
+    ss = np.argsort(job.t_mem, kind="stable")
+    t_ss = job.t_mem[ss]
+
+    def startstops(lo: int, hi: int) -> list[Any]:
+        i = ss[lo:hi]
+        return [t_ss[lo:hi], job.keys.take(pa.array(i)),
+                addr.take(pa.array(job.worker[i])), tid_of[job.worker[i], job.thread[i]],
+                pa.repeat("compute", hi - lo), job.start[i], job.stop[i],
+                nulls(hi - lo, pa.string())]
+
+    writer.add(raw.TASK_STARTSTOPS, t_ss, startstops)
+    client = f"Client-{uuid.UUID(int=int(job.rng.integers(0, 2**62)) << 64 | 0x11f1)}"
+    t_dep = np.full(E, job.graph_t)
+    writer.add(raw.TASK_DEPENDENCIES, t_dep, lambda lo, hi: [
+        t_dep[lo:hi], job.keys.take(pa.array(idx[lo:hi])),
+        pc.if_else(pa.array(job.dep[lo:hi] >= 0),
+                   job.keys.take(pa.array(np.maximum(job.dep[lo:hi], 0))),
+                   pa.scalar(None, pa.string())),
+        pa.repeat(client, hi - lo)])
+    ev = ([(wk.setup + 50 * MS, "add_worker", wk.address, str(wk.index), wk.ip, wk.pid,
+            job.T, 4 * 1024 ** 3) for wk in job.workers]
+          + [(job.client_t, "add_client", client, None, None, None, None, None),
+             (job.release_t + 5 * MS, "remove_client", client, None, None, None, None,
+              None)]
+          + [(wk.teardown + 3 * MS, "remove_worker", wk.address, None, None, None, None,
+              None) for wk in job.workers])
+    ev.sort(key=lambda r: r[0])
+    ev_t = np.array([r[0] for r in ev], dtype=np.int64)
+    writer.add(raw.CLUSTER_EVENTS, ev_t, lambda lo, hi: [
+        [r[i] for r in ev[lo:hi]] for i in range(8)])
+    rows = writer.write()
+    write_json(pdir / "proc.json", {
+        "format_version": RUN_FORMAT_VERSION, "pid": job.sched_pid, "host": SCHED_HOST,
+        "started_ns": job.sched_setup - 2 * US, "anchor_time_ns": job.sched_setup,
+        "anchor_perf_counter_ns": 3_599 * SEC, "role": "scheduler",
+        "address": "tcp://10.0.0.1:8786"})
+    write_json(pdir / "closed.json", {"closed_ns": job.sched_close, "rows": rows,
+                                 "dropped": dict.fromkeys(rows, 0), "hook_errors": {}})
+    for name, n in rows.items():
+        job.rows[name] = job.rows.get(name, 0) + n
