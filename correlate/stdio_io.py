@@ -92,16 +92,25 @@ def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
 
 def _by_time(given: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     """Among several openers of a record, the one whose window holds every stdio call of it
-    (Darshan's first and last timestamps) gets it whole; the others none. Records whose calls
+    (Darshan's first and last timestamps) gets it whole; the others none. A window that holds
+    them as measured wins over one that holds them only within the clock's uncertainty
+    (``slack_ns``: a short task right after the one that made the calls). Records whose calls
     no single opener's window holds keep their shares."""
     windows = executions.select("execution_id", "local_start_ns", "local_stop_ns")
     g = given.join(windows, on="execution_id", how="left")
-    holds = ((pl.col("local_start_ns") - pl.col("slack_ns") <= pl.col("first_ns"))
-             & (pl.col("last_ns") <= pl.col("local_stop_ns") + pl.col("slack_ns"))).fill_null(False)
+
+    def holds(slack: pl.Expr) -> pl.Expr:
+        return ((pl.col("local_start_ns") - slack <= pl.col("first_ns"))
+                & (pl.col("last_ns") <= pl.col("local_stop_ns") + slack)).fill_null(False)
     record = ["host", "pid", "path", "op"]
-    g = g.with_columns(holds=holds).with_columns(holders=pl.col("holds").sum().over(record))
-    one = (pl.col("openers") > 1) & (pl.col("holders") == 1)
-    return g.filter(~one | pl.col("holds")).with_columns(
+    g = g.with_columns(exact=holds(pl.lit(0)), near=holds(pl.col("slack_ns"))).with_columns(
+        exacts=pl.col("exact").sum().over(record), nears=pl.col("near").sum().over(record))
+    several = pl.col("openers") > 1
+    by_exact = several & (pl.col("exacts") == 1)
+    by_near = several & (pl.col("exacts") != 1) & (pl.col("nears") == 1)
+    one = by_exact | by_near
+    chosen = (by_exact & pl.col("exact")) | (by_near & pl.col("near"))
+    return g.filter(~one | chosen).with_columns(
         weight=pl.when(one).then(1.0).otherwise(pl.col("weight")),
         openers=pl.when(one).then(1).otherwise(pl.col("openers")))
 

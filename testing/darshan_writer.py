@@ -145,6 +145,27 @@ def _posix_buffer(seg: pl.DataFrame) -> bytes:
     return rec.tobytes()
 
 
+#: STDIO records: the columns ``write_log(stdio=...)`` takes, one row per file
+STDIO_COLUMNS = ("path", "read_bytes", "write_bytes", "read_ops", "write_ops", "first_read_s",
+                 "last_read_s", "first_write_s", "last_write_s")
+
+
+def _stdio_buffer(stdio: pl.DataFrame) -> bytes:
+    """STDIO (version 2) records of ``stdio`` (``STDIO_COLUMNS``; times in seconds since the
+    job start, 0 for none)."""
+    layout = L.COUNTERS["STDIO", 2]
+    dtype = np.dtype([("id", "<u8"), ("rank", "<i8"), ("c", "<i8", (layout.counters,)),
+                      ("f", "<f8", (layout.fcounters,))])
+    rec = np.zeros(stdio.height, dtype=dtype)
+    rec["id"] = [record_id(p) for p in stdio["path"]]
+    rec["c"][:, layout.fields["opens"]] = 1
+    for name in ("read_bytes", "write_bytes", "read_ops", "write_ops"):
+        rec["c"][:, layout.fields[name]] = stdio[name].to_numpy()
+    for name, i in layout.stamps.items():  # first_read_ns ... from first_read_s ...
+        rec["f"][:, i] = stdio[name.removesuffix("_ns") + "_s"].fill_null(0).to_numpy()
+    return rec.tobytes()
+
+
 def _name_refs(paths: list[str]) -> tuple[ctypes.Array, list[ctypes.Array]]:
     records = [ctypes.create_string_buffer(record_id(p).to_bytes(8, "little") + p.encode() + b"\0")
                for p in paths]
@@ -159,8 +180,9 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
               start_ns: int = 1_700_000_000_000_000_000, end_ns: int | None = None,
               exe: str = "python job.py", uid: int = 1000, layout: str = "v2-40",
               posix: bool = True, partial: bool = False,
-              metadata: str = "lib_ver=3.5.0") -> Path:
-    """Write one non-MPI log (jobid = pid) with the given DXT_POSIX segments."""
+              metadata: str = "lib_ver=3.5.0", stdio: pl.DataFrame | None = None) -> Path:
+    """Write one non-MPI log (jobid = pid) with the given DXT_POSIX segments (and STDIO
+    records, ``STDIO_COLUMNS``, when given)."""
     path = Path(path)
     if path.exists():
         path.unlink()
@@ -176,13 +198,19 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
         _check(lib.darshan_log_put_exe(fd, exe.encode()[:DARSHAN_EXE_LEN - 1]), "put_exe")
         mounts = (_Mount * 1)(_Mount(b"ext4", b"/"))
         _check(lib.darshan_log_put_mounts(fd, mounts, 1), "put_mounts")
-        paths = segments["path"].unique(maintain_order=True).sort().to_list()
+        named = segments["path"] if stdio is None else pl.concat([segments["path"],
+                                                                  stdio["path"]])
+        paths = named.unique(maintain_order=True).sort().to_list()
         refs, _keep = _name_refs(paths)
         _check(lib.darshan_log_put_namehash(fd, refs if paths else None), "put_namehash")
         if posix and segments.height:
             buf = _posix_buffer(segments)
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["POSIX"], buf, len(buf), 4),
                    "put_mod POSIX")
+        if stdio is not None and stdio.height:  # modules go in the order of their ids
+            buf = _stdio_buffer(stdio)
+            _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["STDIO"], buf, len(buf), 2),
+                   "put_mod STDIO")
         if segments.height:
             buf, _ = _dxt_buffer(segments, host, layout)
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["DXT_POSIX"], buf, len(buf),

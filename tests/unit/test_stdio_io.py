@@ -95,6 +95,19 @@ def test_among_several_readers_the_one_whose_window_holds_the_calls_gets_them_wh
                         ("look", "/d/a.npy", "read", "stdio-split")}
 
 
+def test_a_window_holding_the_calls_as_measured_wins_over_one_within_the_clocks_slack():
+    # GIVEN no measured Darshan clock (a few ms of slack), load reading at 28-29.5 ms and look
+    # starting right after it, at 30.5 ms: both windows hold the reads within the slack
+    ex = EX.with_columns(local_start_ns=pl.Series([0, 20 * MS, int(30.5 * MS)]),
+                         local_stop_ns=pl.Series([10 * MS, 30 * MS, 31 * MS]))
+    op = opens([(2, "/d/a.npy", "read"), (3, "/d/a.npy", "read")])
+    cnt = counters([(1, "STDIO", "/d/a.npy", 900, 0)], reads=(28, 29.5))
+    files, _un = attribute_stdio(cnt, op, ex, PROCS, CLOCKS.clear())
+    # THEN the one that holds them as measured gets them whole
+    assert files.select("execution_id", "bytes", "attribution").rows() == [(1, 900.0,
+                                                                             "stdio-file")]
+
+
 def test_an_open_for_reading_and_writing_or_of_unknown_mode_allows_both():
     cnt = counters([(1, "STDIO", "/d/b", 10, 20), (1, "STDIO", "/d/c", 30, 0)])
     op = opens([(2, "/d/b", "read-write"), (3, "/d/c", None)])
