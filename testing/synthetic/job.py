@@ -211,6 +211,11 @@ class Job:
         n = (wk.teardown - wk.setup - 1) // half + 1
         return np.concatenate([wk.setup + half * np.arange(n, dtype=np.int64), [wk.teardown]])
 
+    def flushes(self, setup: int, close: int) -> np.ndarray:
+        """The collector's flush times of a process alive from ``setup`` to ``close``."""
+        n = max(0, (close - setup - 1) // self.interval)
+        return setup + self.interval * np.arange(1, n + 1, dtype=np.int64)
+
     def budget(self) -> None:
         self.n_markers = [len(self.samples(wk)) for wk in self.workers]
         self.n_sched = 3

@@ -24,14 +24,35 @@ _S_KINDS = (("released", "waiting"), ("waiting", "queued"), ("queued", "processi
 def write_scheduler(job: Job) -> None:
     pdir = job.folder / "procs" / f"scheduler-{SCHED_HOST}-{job.sched_pid}"
     pdir.mkdir(parents=True, exist_ok=True)
-    n_flush = max(0, (job.sched_close - job.sched_setup - 1) // job.interval)
-    flushes = job.sched_setup + job.interval * np.arange(1, n_flush + 1, dtype=np.int64)
+    flushes = job.flushes(job.sched_setup, job.sched_close)
     writer = PartWriter(pdir, flushes)
+    addr = pa.array([wk.address for wk in job.workers])
+    tid_of = np.array([wk.tids for wk in job.workers])  # [worker, thread]
+    _transitions(job, writer, flushes, addr, tid_of)
+    _startstops(job, writer, addr, tid_of)
+    client = f"Client-{uuid.UUID(int=int(job.rng.integers(0, 2**62)) << 64 | 0x11f1)}"
+    _dependencies(job, writer, client)
+    _cluster_events(job, writer, client)
+    rows = writer.write()
+    write_json(pdir / "proc.json", {
+        "format_version": RUN_FORMAT_VERSION, "pid": job.sched_pid, "host": SCHED_HOST,
+        "started_ns": job.sched_setup - 2 * US, "anchor_time_ns": job.sched_setup,
+        "anchor_perf_counter_ns": 3_599 * SEC, "role": "scheduler",
+        "address": "tcp://10.0.0.1:8786"})
+    write_json(pdir / "closed.json", {"closed_ns": job.sched_close, "rows": rows,
+                                      "dropped": dict.fromkeys(rows, 0), "hook_errors": {}})
+    for name, n in rows.items():
+        job.rows[name] = job.rows.get(name, 0) + n
+
+
+def _transition_rows(job: Job) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(execution, time, kind index into ``_S_KINDS``, stimulus: the finishing task's stop
+    time, or -1 update-graph, -2 the client) of every scheduler transition, in time order."""
     E = job.E
     idx = np.arange(E, dtype=np.int64)
     root, final = job.prefix == 0, job.final
     t_g = job.t_graph_key
-    parts = [  # (keys, time, kind, stimulus time or -1 (update-graph) / -2 (client))
+    parts = [
         (idx, t_g, 0, np.full(E, -1)),
         (idx[root], t_g[root] + 5 * US, 1, np.full(int(root.sum()), -1)),
         (idx[root], job.t_proc[root], 2, job.t_proc[root]),
@@ -45,10 +66,13 @@ def write_scheduler(job: Job) -> None:
     t = np.concatenate([p[1] for p in parts])
     kind = np.concatenate([np.full(len(p[0]), p[2], np.int8) for p in parts])
     stim = np.concatenate([p[3] for p in parts])
-    del parts
     order = np.argsort(t, kind="stable")
-    key, t, kind, stim = key[order], t[order], kind[order], stim[order]
-    del order
+    return key[order], t[order], kind[order], stim[order]
+
+
+def _transitions(job: Job, writer: PartWriter, flushes: np.ndarray, addr: pa.Array,
+                 tid_of: np.ndarray) -> None:
+    key, t, kind, stim = _transition_rows(job)
     # prefix/group only while the key is alive at the flush that writes the row
     fl = np.concatenate([flushes, [job.sched_close]])
     alive = fl[flush_index(t, flushes)] < job.t_forgot[key]
@@ -56,8 +80,6 @@ def write_scheduler(job: Job) -> None:
     s_finish = pa.array([b for _, b in _S_KINDS])
     ug = f"update-graph-{job.graph_t / 1e9}"
     cr = f"client-releases-keys-{job.release_t / 1e9}"
-    addr = pa.array([wk.address for wk in job.workers])
-    tid_of = np.array([wk.tids for wk in job.workers])  # [worker, thread]
 
     def transitions(lo: int, hi: int) -> list[Any]:
         k, kd, st = key[lo:hi], kind[lo:hi], stim[lo:hi]
@@ -81,6 +103,9 @@ def write_scheduler(job: Job) -> None:
                 nulls(hi - lo, pa.string())]
 
     writer.add(raw.SCHEDULER_TRANSITIONS, t, transitions)
+
+
+def _startstops(job: Job, writer: PartWriter, addr: pa.Array, tid_of: np.ndarray) -> None:
     ss = np.argsort(job.t_mem, kind="stable")
     t_ss = job.t_mem[ss]
 
@@ -92,14 +117,20 @@ def write_scheduler(job: Job) -> None:
                 nulls(hi - lo, pa.string())]
 
     writer.add(raw.TASK_STARTSTOPS, t_ss, startstops)
-    client = f"Client-{uuid.UUID(int=int(job.rng.integers(0, 2**62)) << 64 | 0x11f1)}"
-    t_dep = np.full(E, job.graph_t)
+
+
+def _dependencies(job: Job, writer: PartWriter, client: str) -> None:
+    idx = np.arange(job.E, dtype=np.int64)
+    t_dep = np.full(job.E, job.graph_t)
     writer.add(raw.TASK_DEPENDENCIES, t_dep, lambda lo, hi: [
         t_dep[lo:hi], job.keys.take(pa.array(idx[lo:hi])),
         pc.if_else(pa.array(job.dep[lo:hi] >= 0),
                    job.keys.take(pa.array(np.maximum(job.dep[lo:hi], 0))),
                    pa.scalar(None, pa.string())),
         pa.repeat(client, hi - lo)])
+
+
+def _cluster_events(job: Job, writer: PartWriter, client: str) -> None:
     ev = ([(wk.setup + 50 * MS, "add_worker", wk.address, str(wk.index), wk.ip, wk.pid,
             job.T, 4 * 1024 ** 3) for wk in job.workers]
           + [(job.client_t, "add_client", client, None, None, None, None, None),
@@ -111,13 +142,3 @@ def write_scheduler(job: Job) -> None:
     ev_t = np.array([r[0] for r in ev], dtype=np.int64)
     writer.add(raw.CLUSTER_EVENTS, ev_t, lambda lo, hi: [
         [r[i] for r in ev[lo:hi]] for i in range(8)])
-    rows = writer.write()
-    write_json(pdir / "proc.json", {
-        "format_version": RUN_FORMAT_VERSION, "pid": job.sched_pid, "host": SCHED_HOST,
-        "started_ns": job.sched_setup - 2 * US, "anchor_time_ns": job.sched_setup,
-        "anchor_perf_counter_ns": 3_599 * SEC, "role": "scheduler",
-        "address": "tcp://10.0.0.1:8786"})
-    write_json(pdir / "closed.json", {"closed_ns": job.sched_close, "rows": rows,
-                                 "dropped": dict.fromkeys(rows, 0), "hook_errors": {}})
-    for name, n in rows.items():
-        job.rows[name] = job.rows.get(name, 0) + n

@@ -36,12 +36,38 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
     pdir = job.folder / "procs" / wk.dirname
     pdir.mkdir(parents=True, exist_ok=True)
     loc = -wk.delay_ns  # true → worker clock
-    n_flush = max(0, (wk.teardown - wk.setup - 1) // job.interval)
-    flushes = wk.setup + job.interval * np.arange(1, n_flush + 1, dtype=np.int64)
-    writer = PartWriter(pdir, flushes)
+    writer = PartWriter(pdir, job.flushes(wk.setup, wk.teardown))
     ex = np.flatnonzero(job.worker == wk.index)
-    # task_executions, appended at stop
-    ex = ex[np.argsort(job.stop[ex], kind="stable")]
+    ex = ex[np.argsort(job.stop[ex], kind="stable")]  # rows are appended at stop
+    samples = job.samples(wk)
+    _executions(job, wk, writer, ex, loc)
+    _transitions(job, writer, ex, loc)
+    _transfers(job, wk, writer, samples)
+    proc_cpu, anchor_perf = _clock(job, wk, writer, ex, samples, loc)
+    rows = writer.write()
+    mpath = Path(job.marker_path(wk))
+    mpath.parent.mkdir(parents=True, exist_ok=True)
+    mpath.write_bytes(MARKER_BYTES * len(samples))
+    nfs = func_stats(job, wk, pdir, ex, len(samples))
+    rows["worker_func_stats"] = nfs
+    write_json(pdir / "proc.json", {
+        "format_version": RUN_FORMAT_VERSION, "pid": wk.pid, "host": wk.host,
+        "started_ns": wk.setup + loc - 1 * US, "anchor_time_ns": wk.setup + loc,
+        "anchor_perf_counter_ns": anchor_perf, "role": "worker", "address": wk.address,
+        "name": str(wk.index), "nthreads": job.T, "memory_limit": 4 * 1024 ** 3,
+        "local_directory": wk.local_dir, "main_thread_id": wk.main_tid,
+        "profile": job.profile})
+    write_json(pdir / "closed.json", {
+        "closed_ns": wk.teardown + loc + 2 * MS, "rows": rows,
+        "dropped": dict.fromkeys(rows, 0), "hook_errors": {}, "executions_not_timed": 0,
+        "transfers_lost_to_dask_log_limit": {"incoming": 0, "outgoing": 0}})
+    for name, n in rows.items():
+        job.rows[name] = job.rows.get(name, 0) + n
+    return float(proc_cpu[-1]), float(job.cpu[ex].sum() / 1e9), nfs
+
+
+def _executions(job: Job, wk: Worker, writer: PartWriter, ex: np.ndarray, loc: int) -> None:
+    """task_executions: ``ex`` in stop order."""
     tids = wk.tids[job.thread[ex]]
     native = wk.pid + 20 + job.thread[ex]
 
@@ -52,7 +78,10 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
                 pa.repeat("ok", hi - lo)]
 
     writer.add(raw.EXECUTIONS_RAW, job.stop[ex], executions)
-    # worker_transitions
+
+
+def _transitions(job: Job, writer: PartWriter, ex: np.ndarray, loc: int) -> None:
+    """worker_transitions: six per execution."""
     t_rw = job.t_proc[ex] + 50 * US
     wt = np.stack([t_rw, t_rw + 5 * US, job.start[ex] - 20 * US, job.stop[ex] + 30 * US,
                    job.t_release[ex] + 50 * US, job.t_release[ex] + 55 * US]).ravel()
@@ -69,8 +98,11 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
                 w_finish.take(kd), nulls(hi - lo, pa.string())]
 
     writer.add(raw.WORKER_TRANSITIONS, wt, transitions)
-    # outgoing transfers to the client (read by the periodic callback after they end)
-    samples = job.samples(wk)
+
+
+def _transfers(job: Job, wk: Worker, writer: PartWriter, samples: np.ndarray) -> None:
+    """Outgoing transfers to the client and their keys (read by the periodic callback after
+    they end)."""
     fin = job.fin[job.worker[job.fin] == wk.index]
     batch = job.fin_batch[job.worker[job.fin] == wk.index]
     nb = int(batch.max()) + 1 if len(batch) else 0
@@ -87,7 +119,12 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
     key_seen = tr_seen[batch] if nb else np.zeros(0, dtype=np.int64)
     writer.add(raw.TRANSFER_KEYS_RAW, key_seen, lambda lo, hi: [
         batch[lo:hi] + 1, job.keys.take(pa.array(fin[lo:hi])), job.nbytes[fin[lo:hi]]])
-    # clock samples: the first one before any heartbeat (Dask's defaults 0.0 / 0.001)
+
+
+def _clock(job: Job, wk: Worker, writer: PartWriter, ex: np.ndarray, samples: np.ndarray,
+           loc: int) -> tuple[np.ndarray, int]:
+    """Clock samples and markers; returns the process CPU at each sample and the perf-counter
+    anchor. The first sample comes before any heartbeat (Dask's defaults 0.0 / 0.001)."""
     m = len(samples)
     noise = job.rng.integers(-300, 301, m) * US
     delay_s = np.round((wk.delay_ns + noise) / 1e9, 6)
@@ -96,8 +133,8 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
     # what correlate estimates: the median of the distinct samples after the first
     distinct = np.unique(delay_s[delay_s != 0.0])
     job.worker_clocks.append({"host": wk.host, "pid": wk.pid, "domain": "worker",
-                                "offset_ns": int(np.rint(np.median(distinct) * 1e9)),
-                                "true_offset_ns": wk.delay_ns, "samples": len(distinct)})
+                              "offset_ns": int(np.rint(np.median(distinct) * 1e9)),
+                              "true_offset_ns": wk.delay_ns, "samples": len(distinct)})
     stops = job.stop[ex]  # sorted
     task_cpu_cum = np.concatenate([[0], np.cumsum(job.cpu[ex])])
     done = task_cpu_cum[np.searchsorted(stops, samples, side="right")] / 1e9
@@ -112,25 +149,7 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
     writer.add(raw.CLOCK_MARKERS_RAW, mt, lambda lo, hi: [
         mt[lo:hi] + loc, pa.repeat(mpath, hi - lo),
         len(MARKER_BYTES) * np.arange(lo, hi), np.full(hi - lo, len(MARKER_BYTES))])
-    rows = writer.write()
-    Path(mpath).parent.mkdir(parents=True, exist_ok=True)
-    Path(mpath).write_bytes(MARKER_BYTES * m)
-    nfs = func_stats(job, wk, pdir, ex, m)
-    rows["worker_func_stats"] = nfs
-    write_json(pdir / "proc.json", {
-        "format_version": RUN_FORMAT_VERSION, "pid": wk.pid, "host": wk.host,
-        "started_ns": wk.setup + loc - 1 * US, "anchor_time_ns": wk.setup + loc,
-        "anchor_perf_counter_ns": anchor_perf, "role": "worker", "address": wk.address,
-        "name": str(wk.index), "nthreads": job.T, "memory_limit": 4 * 1024 ** 3,
-        "local_directory": wk.local_dir, "main_thread_id": wk.main_tid,
-        "profile": job.profile})
-    write_json(pdir / "closed.json", {
-        "closed_ns": wk.teardown + loc + 2 * MS, "rows": rows,
-        "dropped": dict.fromkeys(rows, 0), "hook_errors": {}, "executions_not_timed": 0,
-        "transfers_lost_to_dask_log_limit": {"incoming": 0, "outgoing": 0}})
-    for name, n in rows.items():
-        job.rows[name] = job.rows.get(name, 0) + n
-    return float(proc_cpu[-1]), float(job.cpu[ex].sum() / 1e9), nfs
+    return proc_cpu, anchor_perf
 
 
 def func_stats(job: Job, wk: Worker, pdir: Path, ex: np.ndarray, n_samples: int) -> int:
