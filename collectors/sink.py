@@ -10,7 +10,6 @@ complete). A killed process loses at most one interval. Buffers are bounded: row
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import threading
@@ -148,6 +147,7 @@ def arrow_column(values: tuple, column: Any) -> Any:
     (``map``, ``str.join``, ``array``): a Python loop per value would cost more than the
     parquet writer. Other types, and values these buffers do not take, go through
     ``pa.array``."""
+    import numpy as np  # pyarrow imports it
     import pyarrow as pa
 
     typ = column.arrow_type()
@@ -159,8 +159,6 @@ def arrow_column(values: tuple, column: Any) -> Any:
         types.discard(_NONE)
         validity = None
         if nulls:
-            import numpy as np  # pyarrow imported it already
-
             valid = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=n)
             validity = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
         if kind in _CODES:
@@ -179,8 +177,12 @@ def arrow_column(values: tuple, column: Any) -> Any:
             else:
                 encoded = list(map(str.encode, text))
                 data, lengths = b"".join(encoded), map(len, encoded)
-            offsets = array("i", itertools.accumulate(lengths, initial=0))
-            return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets),
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n), out=offsets[1:])
+            if offsets[-1] >= 2**31:
+                raise OverflowError("string column over 2 GiB")
+            return pa.Array.from_buffers(typ, n, [validity,
+                                                  pa.py_buffer(offsets.astype(np.int32)),
                                                   pa.py_buffer(data)], nulls)
     except (TypeError, ValueError, OverflowError, UnicodeError):
         pass

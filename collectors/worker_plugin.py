@@ -72,7 +72,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
             schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
+        # raw rows: keys are rendered by the flush thread, not the task thread or the loop
         self.transitions: deque = deque()
+        self.executions: deque = deque()
         self.seq = itertools.count(1)
         self.tags = TaskTags()
         self.last_transfer: dict[str, Any] = {"incoming": None, "outgoing": None}
@@ -182,7 +184,6 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         for name, submit in self._orig_submits.items():
             worker.executors[name].submit = submit
 
-    @never_raise
     def _count_untimed(self, seq: int, result: Any) -> None:
         """Dask ran the task function (its event carries the start) but not through _timed."""
         try:
@@ -207,7 +208,6 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tags.current[tid] = seq
         tags.local.seq = seq
         status = "error"
-        sink = self.sink
         resume, pause = self.task_hooks
         if resume is not None:
             quietly(resume, "_timed: profiler on")
@@ -225,10 +225,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             tags.current.pop(tid, None)
             self.profiles_final.append(seq)
             self.timed_seqs.add(seq)
-            if sink is not None:
-                sink.append("task_executions", (seq, key_str(key), tid,
-                                                threading.get_native_id(), t0, t1, c1 - c0,
-                                                status))
+            self.executions.append((seq, key, tid, threading.get_native_id(), t0, t1, c1 - c0,
+                                    status))
 
     def _coroutine(self, coro: Any, key: Any, seq: int) -> CoroutineSteps:
         """A coroutine task's execute coroutine, driven step by step on the loop thread (this
@@ -269,8 +267,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         for a, b, cpu in kept:
             sink.append("coroutine_slices", (seq, a, b, cpu))
         status = "ok" if type(result).__name__ == "ExecuteSuccessEvent" else "error"
-        sink.append("task_executions", (seq, key_str(key), tid, threading.get_native_id(),
-                                        window[0], window[1], sum(c for *_, c in kept), status))
+        self.executions.append((seq, key, tid, threading.get_native_id(), window[0], window[1],
+                                sum(c for *_, c in kept), status))
 
     # ---- transitions -----------------------------------------------------------------------
 
@@ -374,6 +372,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     @never_raise
     def _flush_rows(self) -> None:
         sink = self.sink
+        for seq, key, *rest in drain(self.executions):
+            sink.append("task_executions", (seq, key_str(key), *rest))
         for t_ns, key, start, finish, stim in drain(self.transitions):
             sink.append("worker_transitions", (t_ns, key_str(key), start, finish, stim))
         rows, self.profile_rows = self.profile_rows, None
