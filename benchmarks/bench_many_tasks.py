@@ -26,7 +26,7 @@ and ``coro`` (``async def`` tasks with a few awaits each).
 
     python benchmarks/bench_many_tasks.py [--repeat 3] [--tiles 600] [--tasks 5000]
         [--workloads tiles,noop,coro] [--modes off,sample,yappi,darshan] [--breakdown]
-        [--no-overhead]
+        [--no-overhead] [--rows] [--baseline-tree DIR]
 """
 
 from __future__ import annotations
@@ -373,6 +373,64 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
         print(f"| {k} | {min(r[k] for r in rows) * 1000:.0f} |")
 
 
+ROWS = textwrap.dedent('''
+    """µs per row to build a part's columns and write it, for rows shaped like a tiles run's."""
+    import tempfile, time
+    from pathlib import Path
+    import pyarrow as pa
+    from collectors import sink as s
+    from correlate.schema import run as schema
+
+    n = 20000
+    key = "('smooth-0123456789abcdef0123456789abcdef', {}, 3)"
+    shapes = {
+        schema.SCHEDULER_TRANSITIONS: [(
+            1_700_000_000_000_000_000 + i, key.format(i), "smooth", "smooth-0123", "processing",
+            "memory", f"task-finished-{1e9 + i}", "tcp://127.0.0.1:40000" if i % 3 else None,
+            140_000_000_000 + i if i % 3 else None, 524288 if i % 3 else None,
+            "ndarray" if i % 3 else None) for i in range(n)],
+        schema.WORKER_TRANSITIONS: [(
+            1_700_000_000_000_000_000 + i, key.format(i), "ready", "executing",
+            f"compute-task-{1e9 + i}") for i in range(n)],
+    }
+    for table, rows in shapes.items():
+        sink = s.ProcessSink(Path(tempfile.mkdtemp()), {table.name: table})
+        build = total = 1e9
+        for _ in range(5):
+            t0 = time.perf_counter()
+            cols = list(zip(*rows))
+            pa.Table.from_arrays([s.arrow_column(c, col) for c, col in zip(cols, table.columns)],
+                                 schema=table.arrow_schema())
+            t1 = time.perf_counter()
+            sink._write(table.name, rows)  # the sink's own path: columns, then the parquet
+            t2 = time.perf_counter()
+            build, total = min(build, t1 - t0), min(total, t2 - t1)
+        print(f"{table.name} {build / n * 1e6:.3f} {(total - build) / n * 1e6:.3f}")
+''')
+
+
+def rows(args: argparse.Namespace) -> None:
+    """Build + write cost per row, this tree against --baseline-tree, alternating processes."""
+    trees = [("this tree", REPO)]
+    if args.baseline_tree:
+        trees.insert(0, ("baseline", args.baseline_tree))
+    best: dict[tuple[str, str], tuple[float, float]] = {}
+    for _ in range(3):
+        for name, tree in trees:
+            env = dict(os.environ, PYTHONPATH=str(tree))
+            out = subprocess.run([sys.executable, "-c", ROWS], capture_output=True,
+                                 text=True, check=True, cwd=tree, env=env).stdout
+            for line in out.splitlines():
+                table, build, write = line.split()
+                old = best.get((name, table), (1e9, 1e9))
+                best[(name, table)] = (min(old[0], float(build)), min(old[1], float(write)))
+    print("\nparquet parts: µs per row to build the columns, and the rest of the sink's write "
+          "(parquet), 20,000 rows, best of 3 processes x 5")
+    print("| tree | table | build columns | write part |\n|---|---|---:|---:|")
+    for (name, table), (b, w) in best.items():
+        print(f"| {name} | {table} | {b:.2f} | {w:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -383,6 +441,8 @@ def main() -> None:
     ap.add_argument("--modes", default="off,sample,yappi,darshan")
     ap.add_argument("--breakdown", action="store_true", help="µs per task by where it is paid")
     ap.add_argument("--no-overhead", action="store_true", help="skip the overhead runs")
+    ap.add_argument("--rows", action="store_true",
+                    help="µs per row to build and write a parquet part (and the baseline's)")
     ap.add_argument("--baseline-tree", type=Path, default=None,
                     help="a source tree (e.g. `git archive REV collectors correlate`) whose "
                          "collectors run as MODE@base, interleaved with this tree's")
@@ -401,6 +461,8 @@ def main() -> None:
             overhead(args, modes, work, lib)
         if args.breakdown:
             breakdown(args, [m for m in modes if m != "darshan"], work, lib)
+        if args.rows:
+            rows(args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

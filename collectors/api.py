@@ -3,7 +3,9 @@
     with collectors.record(client, "runs/nb", profile="sample"):
         result = big_computation.compute()
 
-Registers the scheduler and worker plugins on the running cluster, writes the manifest, and on
+Options are checked before anything is started or written: an unknown profile or a bad flush
+interval raises ``collectors.options.OptionsError`` here. Registers the scheduler and worker
+plugins on the running cluster, writes the manifest, and on
 exit unregisters them (each process flushes and writes ``closed.json``) and finalises the
 manifest. Darshan cannot be attached to processes that are already running; start the cluster
 under ``collect`` for I/O traces.
@@ -18,21 +20,23 @@ from pathlib import Path
 from typing import Any
 
 from collectors import manifest
+from collectors.options import DEFAULTS, Options
 
 
 @contextlib.contextmanager
-def record(client: Any, out: str | Path, *, profile: str = "sample",
-           flush_interval: float = 5.0) -> Iterator[Path]:
+def record(client: Any, out: str | Path, *, profile: str = DEFAULTS.profile,
+           flush_interval: float = DEFAULTS.flush_interval) -> Iterator[Path]:
+    opts = Options(profile=profile, flush_interval=flush_interval)
     from collectors.scheduler_plugin import CorrelateSchedulerPlugin
     from collectors.worker_plugin import CorrelateWorkerPlugin
 
     run_dir = Path(out).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     info = manifest.start(run_dir, command=[sys.executable, "<notebook>"], options={
-        "profile": profile, "flush_interval_s": flush_interval, "darshan": "off"},
+        **opts.manifest(), "darshan": "off"},
         darshan={"runtime": None, "reason": "attached to a running cluster (Python API)"})
-    sched = CorrelateSchedulerPlugin(str(run_dir), flush_interval=flush_interval)
-    work = CorrelateWorkerPlugin(str(run_dir), profile=profile, flush_interval=flush_interval)
+    sched = CorrelateSchedulerPlugin(str(run_dir), opts)
+    work = CorrelateWorkerPlugin(str(run_dir), opts)
     client.register_plugin(sched)
     client.register_plugin(work)
     code = 0

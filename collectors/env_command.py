@@ -15,12 +15,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from collectors import darshan_env
-from collectors.profiling import PROFILE_MODES
+from collectors import darshan_env, options
 
 #: the variables `collect` sets for its child that the job script must set itself, in order
 ORDER = ("DASK_CORRELATE_RUN_DIR", "DASK_CORRELATE_PROFILE", "DASK_CORRELATE_FLUSH_INTERVAL",
-         "DASK_DISTRIBUTED__SCHEDULER__PRELOAD", "DASK_DISTRIBUTED__WORKER__PRELOAD",
+         "DASK_DISTRIBUTED__SCHEDULER__PRELOAD", "DASK_DISTRIBUTED__SCHEDULER__PRELOAD_ARGV",
+         "DASK_DISTRIBUTED__WORKER__PRELOAD", "DASK_DISTRIBUTED__WORKER__PRELOAD_ARGV",
          "LD_PRELOAD", "DARSHAN_ENABLE_NONMPI", "DXT_ENABLE_IO_TRACE", "DARSHAN_LOGPATH",
          "DARSHAN_LOG_DIR_PATH", "DARSHAN_CONFIG_PATH", "DASK_CORRELATE_MARKERS")
 
@@ -34,11 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog='example: eval "$(collect env -o $HOME/runs/job1)"')
     p.add_argument("-o", "--out", type=Path, required=True,
                    help="run folder (on a file system every node sees)")
-    p.add_argument("--profile", choices=PROFILE_MODES, default="sample",
+    p.add_argument("--profile", choices=options.PROFILE_MODES, default=options.DEFAULTS.profile,
                    help="function profiles per task execution (see `collect --help`)")
     p.add_argument("--darshan", default="auto", metavar="auto|off|PATH",
                    help="darshan-runtime: find it (auto), disable it, or use this libdarshan.so")
-    p.add_argument("--flush-interval", type=float, default=5.0,
+    p.add_argument("--flush-interval", type=options.flush_interval_arg,
+                   default=options.DEFAULTS.flush_interval,
                    help="seconds between flushes of each process's buffers (default 5)")
     return p
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from collectors import darshan_env, manifest
+from collectors import darshan_env, manifest, options
 from collectors.profiling import PROFILE_MODES
 
 PROFILE_HELP = """function profiles per task execution (default: sample).
@@ -46,10 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
                "collect env -o RUN_DIR (prints the variables to export; --help for more)")
     p.add_argument("-o", "--out", type=Path, required=True, help="run folder to create")
     p.add_argument("--profile", "--yappi", dest="profile", choices=PROFILE_MODES,
-                   default="sample", help=PROFILE_HELP)
+                   default=options.DEFAULTS.profile, help=PROFILE_HELP)
     p.add_argument("--darshan", default="auto", metavar="auto|off|PATH",
                    help="darshan-runtime: find it (auto), disable it, or use this libdarshan.so")
-    p.add_argument("--flush-interval", type=float, default=5.0,
+    p.add_argument("--flush-interval", type=options.flush_interval_arg,
+                   default=options.DEFAULTS.flush_interval,
                    help="seconds between flushes of each process's buffers (default 5)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the job's command")
     return p
@@ -83,8 +85,7 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
     env = dict(os.environ)
     env.update({
         "DASK_CORRELATE_RUN_DIR": str(run_dir.resolve()),
-        "DASK_CORRELATE_PROFILE": args.profile,
-        "DASK_CORRELATE_FLUSH_INTERVAL": str(args.flush_interval),
+        **options.Options(args.profile, args.flush_interval).environment(),
         **preload_variables("scheduler"), **preload_variables("worker"),
     })
     if darshan_lib:
@@ -103,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = [c for c in args.command if c != "--"] if args.command else []
     if not command:
         parser.error("no command given: collect -o RUN_DIR -- python my_job.py")
+    if shutil.which(command[0]) is None:
+        print(f"collect: {command[0]}: command not found", file=sys.stderr)
+        return 127
     run_dir: Path = args.out
     if (run_dir / "manifest.json").exists():
         print(f"collect: {run_dir}: already holds a run; choose another folder",
@@ -113,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not lib and args.darshan != "off":
         print(f"collect: {how}", file=sys.stderr)
     info = manifest.start(run_dir, command=command, options={
-        "profile": args.profile, "flush_interval_s": args.flush_interval,
+        **options.Options(args.profile, args.flush_interval).manifest(),
         "darshan": args.darshan}, darshan={"runtime": lib, "reason": how})
     proc = subprocess.Popen(command, env=job_environment(run_dir, args, lib))
     try:
@@ -122,6 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         proc.send_signal(signal.SIGINT)
         code = proc.wait()
     manifest.finish(run_dir, info, code)
+    if not any((run_dir / "procs").glob("*/proc.json")):
+        print(f"collect: the job started no Dask scheduler or worker that recorded into "
+              f"{run_dir} (a LocalCluster the job creates, or `dask scheduler|worker` it "
+              "starts, inherit the collectors; a cluster started elsewhere needs `collect "
+              "env` on its nodes)", file=sys.stderr)
     return code
 
 

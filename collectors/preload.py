@@ -36,30 +36,33 @@ def dask_setup(server, dask_correlate_run_dir: str | None = None) -> None:  # no
         logger.warning("dask-correlate: no run folder (set DASK_CORRELATE_RUN_DIR); "
                        "not recording")
         return
-    interval = float(os.environ.get("DASK_CORRELATE_FLUSH_INTERVAL", "5"))
+    from collectors.options import Options, OptionsError
+
+    try:
+        opts = Options.from_environment()
+    except OptionsError as err:  # set by hand (collect checks its flags): never fail the job
+        logger.warning("dask-correlate: %s; not recording", err)
+        return
     from distributed import Scheduler, Worker
 
     if isinstance(server, Scheduler):
         from collectors.scheduler_plugin import CorrelateSchedulerPlugin
 
-        _write_manifest(Path(run_dir), interval)
-        server.add_plugin(CorrelateSchedulerPlugin(run_dir, flush_interval=interval))
+        _write_manifest(Path(run_dir), opts)
+        server.add_plugin(CorrelateSchedulerPlugin(run_dir, opts))
     elif isinstance(server, Worker):
         from collectors.worker_plugin import CorrelateWorkerPlugin
 
-        plugin = CorrelateWorkerPlugin(
-            run_dir, profile=os.environ.get("DASK_CORRELATE_PROFILE", "sample"),
-            flush_interval=interval, markers=os.environ.get("DASK_CORRELATE_MARKERS") == "1")
+        plugin = CorrelateWorkerPlugin(run_dir, opts)
         server._pending_plugins = (*getattr(server, "_pending_plugins", ()), plugin)
 
 
 @never_raise
-def _write_manifest(run_dir: Path, interval: float) -> None:
+def _write_manifest(run_dir: Path, opts: Any) -> None:
     from collectors import manifest
 
     written = manifest.start_from_preload(run_dir, {
-        "profile": os.environ.get("DASK_CORRELATE_PROFILE", "sample"),
-        "flush_interval_s": interval,
+        **opts.manifest(),
         "darshan": "environment" if manifest.darshan_in_preload() else "off"})
     if written is not None:
         _WRITTEN.update(run_dir=run_dir, manifest=written)

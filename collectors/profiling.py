@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from typing import Any
 
-PROFILE_MODES = ("off", "sample", "yappi", "yappi-all", "yappi-cpu")
+from collectors.options import PROFILE_MODES
 
 
 class _ExecutionOnThread(threading.local):

@@ -13,6 +13,7 @@ from typing import Any
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from collectors.guard import ERRORS, never_raise, set_log_dir
+from collectors.options import DEFAULTS, Options
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
 
 # raw rows buffered in the hot path, expanded at flush
@@ -23,9 +24,9 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
     name = "dask-correlate-scheduler"
     idempotent = True
 
-    def __init__(self, run_dir: str, flush_interval: float = 5.0) -> None:
+    def __init__(self, run_dir: str, options: Options = DEFAULTS) -> None:
         self.run_dir = run_dir
-        self.flush_interval = flush_interval
+        self.options = options
         self.sink: ProcessSink | None = None
         self._raw: dict[str, deque] = {n: deque() for n in _RAW}
         self._append_transition = self._raw["transitions"].append
@@ -41,7 +42,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         pdir = process_dir(Path(self.run_dir), "scheduler", hostname(), os.getpid())
         tables = {t.name: t for t in (schema.SCHEDULER_TRANSITIONS, schema.TASK_STARTSTOPS,
                                       schema.TASK_DEPENDENCIES, schema.CLUSTER_EVENTS)}
-        self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
+        self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
         set_log_dir(pdir)
         proc_json(pdir, role="scheduler", address=scheduler.address)
         self.sink.before_flush.append(self._expand)

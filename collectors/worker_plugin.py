@@ -9,7 +9,8 @@ thread-pool executor's ``submit`` (called in that context) so the task function 
 a copy of that context, and the libraries it calls hand it on to their helper threads
 (``collectors.file_opens``). A coroutine task runs on the event loop: its execute coroutine is
 driven step by step (``collectors.coroutine_steps``), each step an active slice. Tasks Dask
-runs elsewhere (process pools) are counted in ``closed.json`` as ``executions_not_timed``.
+runs elsewhere (process pools) are counted in ``closed.json`` as ``executions_not_timed``: the
+executions whose function Dask ran (its result carries start and stop) without ``_timed``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from collectors import coroutine_steps, file_opens
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, quietly, set_log_dir
+from collectors.options import DEFAULTS, Options
 from collectors.profiling import TaskTags, YappiProfile, make_profiler
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
 from correlate.keys import key_str
@@ -44,12 +46,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     #: (resume, pause) of the profiler's hook around each task function (yappi modes)
     task_hooks: tuple[Any, Any] = (None, None)
 
-    def __init__(self, run_dir: str, profile: str = "sample", flush_interval: float = 5.0,
-                 markers: bool = False) -> None:
+    def __init__(self, run_dir: str, options: Options = DEFAULTS) -> None:
         self.run_dir = run_dir
-        self.profile = profile
-        self.flush_interval = flush_interval
-        self.markers = markers
+        self.options = options
+        self.profile = options.profile
+        self.flush_interval = options.flush_interval
+        self.markers = options.markers
         self.sink: ProcessSink | None = None
 
     # ---- setup / teardown ------------------------------------------------------------------
@@ -70,13 +72,18 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
             schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
+        # raw rows: keys are rendered by the flush thread, not the task thread or the loop
         self.transitions: deque = deque()
+        self.executions: deque = deque()
         self.seq = itertools.count(1)
         self.tags = TaskTags()
         self.last_transfer: dict[str, Any] = {"incoming": None, "outgoing": None}
         self.seen_transfers = {"incoming": 0, "outgoing": 0}
         self.transfer_seq = itertools.count(1)
-        self.executing_transitions = 0
+        # executions _timed has timed whose execute has not returned yet, and those Dask ran
+        # without it
+        self.timed_seqs: set[int] = set()
+        self.executions_not_timed = 0
         self.marker_path = Path(self.run_dir) / "darshan" / "markers" / f"{hostname()}-{self.pid}"
         self.marker_offset = 0
         self._patch(worker)
@@ -128,11 +135,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.profiler.stop()
             self._snapshot_profile(end=True)
         self._unpatch(worker)
-        timed = self.sink.written["task_executions"] + len(self.sink.buffers["task_executions"])
         totals = {"incoming": worker.state.transfer_incoming_count_total,
                   "outgoing": worker.transfer_outgoing_count_total}
         self.sink.close({
-            "executions_not_timed": max(0, self.executing_transitions - timed),
+            "executions_not_timed": self.executions_not_timed,
             "transfers_lost_to_dask_log_limit": {
                 d: max(0, totals[d] - self.seen_transfers[d]) for d in totals}})
         self.sink = None
@@ -146,23 +152,25 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
         def execute(key: Any, *args: Any, **kwargs: Any) -> Any:
             seq = next(self.seq)
-            steps = run(key, seq, *args, **kwargs)
             ts = tasks.get(key)
             if ts is not None and getattr(ts.run_spec, "is_coro", False):
-                return self._coroutine(steps, key, seq)
-            return steps
+                return self._coroutine(run(key, seq, False, *args, **kwargs), key, seq)
+            return run(key, seq, True, *args, **kwargs)
 
-        async def run(key: Any, seq: int, *args: Any, **kwargs: Any) -> Any:
+        async def run(key: Any, seq: int, threaded: bool, *args: Any, **kwargs: Any) -> Any:
             token = _CURRENT_KEY.set((key, seq))
             # Dask copies this context to the executing thread, and the libraries the task
             # calls copy it on to their helper threads (collectors.file_opens)
             sink = self.sink
             opens = file_opens.CURRENT.set(None if sink is None else (seq, sink.append))
             try:
-                return await self._orig_execute(key, *args, **kwargs)
+                result = await self._orig_execute(key, *args, **kwargs)
             finally:
                 file_opens.CURRENT.reset(opens)
                 _CURRENT_KEY.reset(token)
+            if threaded:
+                self._count_untimed(seq, result)
+            return result
 
         worker.execute = execute
         self._orig_submits = {}
@@ -175,6 +183,14 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         worker.execute = self._orig_execute
         for name, submit in self._orig_submits.items():
             worker.executors[name].submit = submit
+
+    def _count_untimed(self, seq: int, result: Any) -> None:
+        """Dask ran the task function (its event carries the start) but not through _timed."""
+        try:
+            self.timed_seqs.remove(seq)
+        except KeyError:
+            if getattr(result, "start", None) is not None:
+                self.executions_not_timed += 1
 
     def _make_submit(self, submit: Any) -> Any:
         def wrapped(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -192,7 +208,6 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tags.current[tid] = seq
         tags.local.seq = seq
         status = "error"
-        sink = self.sink
         resume, pause = self.task_hooks
         if resume is not None:
             quietly(resume, "_timed: profiler on")
@@ -209,10 +224,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             tags.local.seq = 0
             tags.current.pop(tid, None)
             self.profiles_final.append(seq)
-            if sink is not None:
-                sink.append("task_executions", (seq, key_str(key), tid,
-                                                threading.get_native_id(), t0, t1, c1 - c0,
-                                                status))
+            self.timed_seqs.add(seq)
+            self.executions.append((seq, key, tid, threading.get_native_id(), t0, t1, c1 - c0,
+                                    status))
 
     def _coroutine(self, coro: Any, key: Any, seq: int) -> CoroutineSteps:
         """A coroutine task's execute coroutine, driven step by step on the loop thread (this
@@ -253,8 +267,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         for a, b, cpu in kept:
             sink.append("coroutine_slices", (seq, a, b, cpu))
         status = "ok" if type(result).__name__ == "ExecuteSuccessEvent" else "error"
-        sink.append("task_executions", (seq, key_str(key), tid, threading.get_native_id(),
-                                        window[0], window[1], sum(c for *_, c in kept), status))
+        self.executions.append((seq, key, tid, threading.get_native_id(), window[0], window[1],
+                                sum(c for *_, c in kept), status))
 
     # ---- transitions -----------------------------------------------------------------------
 
@@ -358,9 +372,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     @never_raise
     def _flush_rows(self) -> None:
         sink = self.sink
+        for seq, key, *rest in drain(self.executions):
+            sink.append("task_executions", (seq, key_str(key), *rest))
         for t_ns, key, start, finish, stim in drain(self.transitions):
-            if finish == "executing":
-                self.executing_transitions += 1
             sink.append("worker_transitions", (t_ns, key_str(key), start, finish, stim))
         rows, self.profile_rows = self.profile_rows, None
         if rows is not None:

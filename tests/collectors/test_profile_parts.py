@@ -38,7 +38,7 @@ def plugin(tmp_path: Path) -> CorrelateWorkerPlugin:
     p.sink = ProcessSink(tmp_path, {t.name: t for t in schema.RUN_TABLES})
     p.sink.before_flush.append(p._flush_rows)
     p.transitions = deque()
-    p.executing_transitions = 0
+    p.executions = deque()
     p.profiler = FakeProfiler()
     p.profile_rows = None
     p._next_snapshot = 0.0

@@ -1,0 +1,115 @@
+"""The collectors' options: one set of defaults, checked where the user passes them (the
+``collect`` flags, ``collectors.record``), a clear error there; the preload gets the same options
+back from the environment; and ``executions_not_timed`` counts executions Dask ran without the
+plugin timing them (a process pool), not transitions."""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+import polars as pl
+import pytest
+
+import collectors
+from collectors import launcher
+from collectors.options import DEFAULTS, Options, OptionsError
+
+BAD = [
+    ({"profile": "typo"}, "profile 'typo' is not one of off, sample, yappi"),
+    ({"profile": "Sample"}, "profile 'Sample'"),
+    ({"flush_interval": 0}, "flush interval 0 is not a number of seconds above 0"),
+    ({"flush_interval": -1.0}, "flush interval -1.0"),
+    ({"flush_interval": math.nan}, "flush interval nan"),
+    ({"flush_interval": math.inf}, "flush interval inf"),
+    ({"flush_interval": "5"}, "flush interval '5'"),
+    ({"flush_interval": True}, "flush interval True"),
+]
+
+
+@pytest.mark.parametrize("kwargs,message", BAD)
+def test_bad_options_raise_one_clear_error(kwargs, message):
+    with pytest.raises(OptionsError, match="^" + message.replace("(", r"\(")):
+        Options(**kwargs)
+
+
+def test_defaults_are_the_ones_every_entry_point_uses():
+    assert DEFAULTS == Options() == Options("sample", 5.0, False)
+    args = launcher.build_parser().parse_args(["-o", "x", "--", "true"])
+    assert (args.profile, args.flush_interval) == (DEFAULTS.profile, DEFAULTS.flush_interval)
+    assert Options.from_environment({}) == DEFAULTS
+
+
+def test_the_environment_carries_the_options_to_the_preload():
+    opts = Options("yappi", 0.25)
+    env = {**opts.environment(), "DASK_CORRELATE_MARKERS": "1"}
+    assert Options.from_environment(env) == Options("yappi", 0.25, markers=True)
+    assert opts.manifest() == {"profile": "yappi", "flush_interval_s": 0.25}
+    with pytest.raises(OptionsError, match="flush interval 'soon'"):
+        Options.from_environment({"DASK_CORRELATE_FLUSH_INTERVAL": "soon"})
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--flush-interval", "0", "flush interval 0.0 is not a number of seconds above 0"),
+    ("--flush-interval", "often", "flush interval 'often' is not a number"),
+    ("--profile", "typo", "invalid choice: 'typo'"),
+])
+def test_collect_refuses_bad_flags_in_one_line_before_starting(tmp_path, flag, value, message):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "collectors.launcher", "-o", str(out), flag,
+                           value, "--", sys.executable, "-c", "print('ran')"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert "ran" not in proc.stdout and not out.exists()
+
+
+@pytest.fixture(scope="module")
+def client():
+    import dask
+    from distributed import Client, LocalCluster
+
+    # non-daemonic workers, so that one can start a process pool
+    with dask.config.set({"distributed.worker.daemon": False}), LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        yield c
+
+
+def _add_process_pool(dask_worker):
+    dask_worker.executors["processes"] = ProcessPoolExecutor(1)
+
+
+@pytest.mark.cluster
+def test_record_refuses_a_typo_before_touching_the_cluster(client, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(OptionsError, match="profile 'typo' is not one of"):
+        with collectors.record(client, out, profile="typo"):
+            pass
+    assert not out.exists()
+    plugins = client.run(lambda dask_worker: list(dask_worker.plugins))
+    assert len(plugins) == 2
+    assert not any("dask-correlate" in name for names in plugins.values() for name in names)
+
+
+@pytest.mark.cluster
+def test_executions_not_timed_counts_executions_run_outside_the_thread_pool(client, tmp_path):
+    import dask
+
+    client.run(_add_process_pool)
+    run = tmp_path / "run"
+    # no flush before the end: the count must not depend on what was flushed by then
+    with collectors.record(client, run, profile="off", flush_interval=60):
+        threaded = client.gather(client.map(operator.neg, range(40), pure=False))
+        with dask.annotate(executor="processes"):
+            pooled = client.gather(client.map(operator.pos, range(7), pure=False))
+    assert threaded == [-i for i in range(40)] and pooled == list(range(7))
+    closed = [json.loads(p.read_text()) for p in run.glob("procs/worker-*/closed.json")]
+    assert len(closed) == 2
+    assert sum(c["executions_not_timed"] for c in closed) == 7
+    assert all(c["hook_errors"] == {} for c in closed)
+    timed = pl.concat([pl.read_parquet(f) for f in run.glob("procs/worker-*/task_executions/*")])
+    assert timed.height == 40 and timed["key"].str.contains("neg").all()
