@@ -163,8 +163,9 @@ def _with_stdio(parts: dict[str, pl.DataFrame], frames: RunFrames, ex: pl.DataFr
                 clocks: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """task_files, per-execution I/O totals and unattributed rows with the run's C stdio I/O
     (counted per file by Darshan, untraced by DXT) added to what the segments gave."""
-    files, unattributed = stdio_io.attribute_stdio(frames.io_file_counters, frames.file_opens,
-                                                   ex, frames.processes, clocks)
+    files, unattributed = stdio_io.attribute_stdio(
+        frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks,
+        coroutines.io_windows(ex, frames.execution_slices))
     if files.is_empty() and unattributed.is_empty():
         return parts["task_files"], parts["io_totals"], parts["unattributed"]
     files = pl.concat([parts["task_files"], files], how="diagonal_relaxed")

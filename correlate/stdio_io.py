@@ -90,20 +90,21 @@ def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
                             openers=pl.len().over(where)).drop("len")
 
 
-def _by_time(given: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+def _by_time(given: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """Among several openers of a record, the one whose window holds every stdio call of it
     (Darshan's first and last timestamps) gets it whole; the others none. A window that holds
     them as measured wins over one that holds them only within the clock's uncertainty
     (``slack_ns``: a short task right after the one that made the calls). Records whose calls
     no single opener's window holds keep their shares."""
-    windows = executions.select("execution_id", "local_start_ns", "local_stop_ns")
-    g = given.join(windows, on="execution_id", how="left")
-
     def holds(slack: pl.Expr) -> pl.Expr:
         return ((pl.col("local_start_ns") - slack <= pl.col("first_ns"))
                 & (pl.col("last_ns") <= pl.col("local_stop_ns") + slack)).fill_null(False)
     record = ["host", "pid", "path", "op"]
-    g = g.with_columns(exact=holds(pl.lit(0)), near=holds(pl.col("slack_ns"))).with_columns(
+    g = given.join(windows.select("execution_id", "local_start_ns", "local_stop_ns"),
+                   on="execution_id", how="left").with_columns(
+        exact=holds(pl.lit(0)), near=holds(pl.col("slack_ns")))
+    g = g.group_by(*given.columns, maintain_order=True).agg(  # any of its windows
+        pl.col("exact").any(), pl.col("near").any()).with_columns(
         exacts=pl.col("exact").sum().over(record), nears=pl.col("near").sum().over(record))
     several = pl.col("openers") > 1
     by_exact = several & (pl.col("exacts") == 1)
@@ -116,10 +117,12 @@ def _by_time(given: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
 
 
 def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
-                    processes: pl.DataFrame, clocks: pl.DataFrame
-                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+                    processes: pl.DataFrame, clocks: pl.DataFrame,
+                    windows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(task_files rows without ``key``, unattributed rows) of the run's STDIO I/O;
-    ``clocks`` holds the Darshan clock offset of each process (``domain`` darshan)."""
+    ``clocks`` holds the Darshan clock offset of each process (``domain`` darshan);
+    ``windows`` the executions' windows as I/O attribution sees them (a coroutine's active
+    slices: ``coroutines.io_windows``), by default their whole windows."""
     rec = _records(counters, processes, clocks)
     files_schema = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
                     "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
@@ -128,7 +131,8 @@ def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.
         return pl.DataFrame(schema=files_schema), _unattributed(rec, processes, opens)
     who = _openers(opens, executions)
     on = ["host", "pid", "path", "op"]
-    given = _by_time(rec.join(who, on=on, how="inner", nulls_equal=True), executions)
+    given = _by_time(rec.join(who, on=on, how="inner", nulls_equal=True),
+                     executions if windows is None else windows)
     files = given.select(
         "execution_id", "path", "op",
         *(pl.col(c) * pl.col("weight") for c in ("bytes", "ops", "io_time_s")),

@@ -108,6 +108,23 @@ def test_a_window_holding_the_calls_as_measured_wins_over_one_within_the_clocks_
                                                                              "stdio-file")]
 
 
+def test_a_coroutines_window_is_its_active_slices():
+    # GIVEN look is a coroutine active only at 40-42 and 48-50 ms, load a thread task at 20-30:
+    # the reads at 44-45 ms (Darshan clock 42-43) lie in look's whole window but in none
+    # of its slices, nor in load's
+    op = opens([(2, "/d/a.npy", "read"), (3, "/d/a.npy", "read")])
+    cnt = counters([(1, "STDIO", "/d/a.npy", 900, 0)], reads=(42, 43))
+    look_slices = EX.filter(pl.col("key") == "look").drop("local_start_ns", "local_stop_ns").join(
+        pl.DataFrame({"execution_id": [2, 2], "local_start_ns": [40 * MS, 48 * MS],
+                      "local_stop_ns": [42 * MS, 50 * MS]}), on="execution_id")
+    slices = pl.concat([EX.filter(pl.col("key") != "look"), look_slices.select(EX.columns)])
+    files, _un = attribute_stdio(cnt, op, EX, PROCS, CLOCKS, slices)
+    # THEN by whole windows look would hold them; by its slices nobody does: shared by opens
+    assert sorted(files["attribution"].cast(pl.String)) == ["stdio-split", "stdio-split"]
+    files, _un = attribute_stdio(cnt, op, EX, PROCS, CLOCKS)
+    assert files.select("execution_id", "attribution").rows() == [(2, "stdio-file")]
+
+
 def test_an_open_for_reading_and_writing_or_of_unknown_mode_allows_both():
     cnt = counters([(1, "STDIO", "/d/b", 10, 20), (1, "STDIO", "/d/c", 30, 0)])
     op = opens([(2, "/d/b", "read-write"), (3, "/d/c", None)])
