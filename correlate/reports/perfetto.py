@@ -277,8 +277,8 @@ def _instants(sched: pl.DataFrame, procs: pl.DataFrame, t0: int) -> tuple[pl.Dat
 
 def _window(rows: pl.DataFrame, window: tuple[float, float | None] | None,
             out_dir: Path) -> tuple[int, int, str]:
-    """(first, end) ns of the executions to draw (``s`` in [first, end)) and what the notes
-    track says about it ("" when every execution is drawn)."""
+    """(first, end) ns of the executions to draw (``rows``: one per execution, its start
+    ``s`` in [first, end)) and what the notes track says about it ("" when all are drawn)."""
     if rows.is_empty():
         return 0, 0, ""
     r0 = int(rows["s"].min())  # type: ignore[arg-type]
@@ -296,7 +296,7 @@ def _window(rows: pl.DataFrame, window: tuple[float, float | None] | None,
     a, b, span = (w0 - r0) / 1e9, (w1 - r0) / 1e9, (r1 - r0) / 1e9
     nxt = f"{b:.3f}:{b + (b - a):.3f}"
     return w0, w1, (
-        f"showing the {kept:,} of {rows.height:,} task executions (drawn slices) that start "
+        f"showing the {kept:,} of {rows.height:,} task executions that start "
         f"{a:.3f}–{b:.3f} s after the first task start (the run's tasks start over "
         f"{span:.3f} s); their I/O, the scheduler's transitions and the counters of that "
         f"window only. Others: `correlate report {out_dir} --kinds trace --trace-window "
@@ -351,10 +351,13 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     drawn = coroutines.drawn(tasks_all, out["slices"]).filter(
         pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()).with_columns(
         s=pl.col("start_ns"))
-    w0, w1, window_note = _window(drawn, window, out.out_dir)
+    # an execution is in the window by its start (a coroutine's first slice), whole
+    starts = drawn.group_by("execution_id").agg(pl.col("s").min())
+    w0, w1, window_note = _window(starts, window, out.out_dir)
     bounded = bool(window_note)
     if bounded:
-        drawn = drawn.filter((pl.col("s") >= w0) & (pl.col("s") < w1))
+        kept = starts.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).select("execution_id")
+        drawn = drawn.join(kept, on="execution_id", how="semi", maintain_order="left")
     seg, sched = _in_window(out, drawn, w0, w1, bounded)
     t0 = _t0(drawn, seg, sched)
     procs = processes(out, seg, sched)
