@@ -16,6 +16,9 @@ In one run, on synthetic but schema-exact run folders (``testing.synthetic``, ge
    the per-execution bytes checked equal.
 3. ``--cluster local:2`` (2 worker processes) vs single-process on the largest run: speed-up,
    and the output tables compared row for row.
+   After each, the whole command with its reports (report.md + figures, report.html,
+   trace.json) on the same run: peak RSS and its time × the tables-only run just before
+   (targets ≤ 4 GB, ≤ 2×), and the trace's size and events (what Perfetto's UI must load).
 4. The largest run as Darshan before 3.5 logs it (DXT v1: no thread ids, so every segment is
    split over the task windows it overlaps): time and peak RSS.
 
@@ -49,17 +52,37 @@ AS_FROM_A_SHELL = {**os.environ, allocator.VARIABLE: allocator.settings()}
 TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments", "events")
 
 
-def correlate_cli(run: Path, out: Path, *extra: str) -> tuple[float, float]:
-    """(seconds, peak RSS in MB = 10⁶ bytes) of ``correlate RUN -o OUT --no-reports`` in its own process (RSS
-    of the whole process tree: the largest of the parent and, with --cluster, its workers)."""
+def correlate_cli(run: Path, out: Path, *extra: str, reports: bool = False
+                  ) -> tuple[float, float]:
+    """(seconds, peak RSS in MB = 10⁶ bytes) of ``correlate RUN -o OUT --no-reports`` (or with
+    its reports) in its own process (RSS of the whole process tree: the largest of the parent
+    and, with --cluster, its workers)."""
     cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "correlate.cli", "run", str(run),
-           "-o", str(out), "--no-reports", *extra]
+           "-o", str(out), *([] if reports else ["--no-reports"]), *extra]
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=AS_FROM_A_SHELL)
     dt = time.perf_counter() - t
     if proc.returncode:
         raise SystemExit(f"correlate failed on {run}:\n{proc.stderr[-3000:]}")
     return dt, int(proc.stderr.strip().splitlines()[-1]) * 1024 / 1e6  # time's %M is KiB
+
+
+#: what Perfetto's UI can hold: a browser tab's memory ("2gb is typical") for the loaded trace,
+#: whose representation "can be 2-4x" the trace file (perfetto.dev/docs/visualization/
+#: large-traces)
+TAB_MEMORY, INFLATION = 2e9, 4
+
+
+def trace_facts(path: Path) -> str:
+    """trace.json's size, events and whether it fits Perfetto's UI by its documented limits."""
+    trace = json.loads(path.read_text())
+    size = path.stat().st_size
+    fits = size * INFLATION <= TAB_MEMORY
+    return (f"trace.json {size / 1e6:,.0f} MB, {len(trace['traceEvents']):,} events, "
+            f"{trace['otherData']['executions']:,} of {trace['otherData']['executions_in_run']:,}"
+            f" executions drawn; ×{INFLATION} its size = {size * INFLATION / 1e9:.2f} GB "
+            f"{'≤' if fits else '>'} Perfetto UI's {TAB_MEMORY / 1e9:.0f} GB tab: "
+            f"{'opens' if fits else 'does NOT open'} in ui.perfetto.dev")
 
 
 def io_floor(run: Path, outputs: Path) -> dict[str, float]:
@@ -205,12 +228,14 @@ def main() -> None:
     n = rows[-1][0]
     big, out = root / f"run-{n}", root / f"out-{n}"
     runs, floors = [rows[-1][3]], [io_floor_in_process(big, out)]
+    whole = [correlate_cli(big, root / f"out-{n}-reports", reports=True)]
     rss = rows[-1][4]
     for _ in range(args.repeat - 1):
         dt, peak = correlate_cli(big, out)
         runs.append(dt)
         rss = max(rss, peak)
         floors.append(io_floor_in_process(big, out))
+        whole.append(correlate_cli(big, root / f"out-{n}-reports", reports=True))
     print(f"\nlargest, {len(runs)} runs, each followed by its I/O floor (fresh process: read "
           "run folder + decode DXT + write outputs, no joins):")
     for dt, f in zip(runs, floors, strict=True):
@@ -220,6 +245,12 @@ def main() -> None:
     print(f"largest: median {statistics.median(runs):.1f} s, best {min(runs):.1f} s (target ≤ 20 s "
           f"for 1M + 10M), peak {rss / 1e3:.2f} GB (target ≤ 4); median ×"
           f"{statistics.median(ratios):.2f} the I/O floor")
+    times = [w / dt for (w, _), dt in zip(whole, runs, strict=True)]
+    print("\nwhole command with reports, each after the tables-only run above: " + ", ".join(
+        f"{w:.1f} s ×{w / dt:.2f}" for (w, _), dt in zip(whole, runs, strict=True))
+        + f"; median ×{statistics.median(times):.2f} tables-only (target ≤ 2), peak "
+        f"{max(r for _, r in whole) / 1e3:.2f} GB (target ≤ 4)")
+    print(trace_facts(root / f"out-{n}-reports" / "trace.json"))
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         print(f"growth {first[0]:,} → {last[0]:,} executions ({last[0] / first[0]:.0f}×): time "

@@ -19,6 +19,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS),
                    help="which reports to write (default: all): report.md + figures/, "
                         "report.html, trace.json")
+    p.add_argument("--trace-window", metavar="START:END", type=trace_window, default=None,
+                   help="draw in trace.json the executions starting START to END seconds after "
+                        "the first task start (END empty: to the last; `0:` all). Default: "
+                        "all, or the first 100,000 executions of a larger run (the trace's "
+                        "first track says which), so that Perfetto's UI can open it")
+
+
+def trace_window(text: str) -> tuple[float, float | None]:
+    """``START:END`` seconds (END may be empty) → (start, end or None)."""
+    start, sep, end = text.partition(":")
+    try:
+        window = (float(start or 0), float(end) if end else None)
+    except ValueError:
+        window = None
+    if not sep or window is None or window[0] < 0 or (
+            window[1] is not None and window[1] <= window[0]):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected START:END in seconds after the first task start, "
+            "START < END (END may be empty), e.g. 0:30 or 120:")
+    return window
 
 
 def _output_folder(path: Path) -> Path:
@@ -35,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = _output_folder(args.out_dir)
     with console().status(f"writing reports into {out}"):
-        written = write_reports(out, kinds=tuple(args.kinds))
+        written = write_reports(out, kinds=tuple(args.kinds),
+                                trace_window=args.trace_window)
     for path in written:
         results().print(f"wrote {path}")
     return 0

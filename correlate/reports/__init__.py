@@ -39,11 +39,24 @@ def _writer(kind: str) -> Callable[[Outputs, Path], list[Path]]:
     raise CorrelateError(None, f"unknown report kind {kind!r} (choose from {', '.join(KINDS)})")
 
 
-def write_reports(out_dir: Path, *, kinds: Sequence[str] = KINDS) -> list[Path]:
-    """Render the requested report kinds into ``out_dir``; return the written paths."""
+def write_reports(out_dir: Path, *, kinds: Sequence[str] = KINDS,
+                  trace_window: tuple[float, float | None] | None = None) -> list[Path]:
+    """Render the requested report kinds into ``out_dir``; return the written paths.
+    ``trace_window``: the trace's (start, end) in seconds after the first task start (end
+    None: to the last); by default a large run's trace shows its first executions."""
     writers = [_writer(k) for k in kinds]
     outputs = load_outputs(Path(out_dir))
     written: list[Path] = []
-    for write in writers:
-        written += write(outputs, Path(out_dir))
+    for kind, write in zip(kinds, writers, strict=True):
+        if kind == "trace":
+            written += write_trace_window(outputs, Path(out_dir), trace_window)
+        else:
+            written += write(outputs, Path(out_dir))
     return written
+
+
+def write_trace_window(outputs: Outputs, out_dir: Path,
+                       window: tuple[float, float | None] | None) -> list[Path]:
+    from correlate.reports.perfetto import write_trace
+
+    return write_trace(outputs, out_dir, window)

@@ -81,34 +81,27 @@ def lanes(tasks: pl.DataFrame) -> pl.DataFrame:
                              ).drop("inferred")
 
 
-def _most_at_once(starts: list[int], stops: list[int]) -> int:
-    """The most intervals holding one instant (a stop at the instant another starts frees
-    the thread first)."""
-    events = sorted([(b, -1) for b in stops] + [(a, 1) for a in starts])
-    most = now = 0
-    for _, d in events:
-        now += d
-        most = max(most, now)
-    return most
-
-
 def thread_counts(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per worker: ``threads`` and ``threads_bound``. With every execution's thread known:
     the threads seen. Otherwise (imported runs without thread ids) the thread count is not
     known and ``threads`` is its lower bound, the most executions running at once (also
     never below the threads seen); ``threads_bound`` is then True. Executions of one thread
     never overlap, so busy time never exceeds ``threads`` × the run window."""
-    t = tasks.with_columns(worker=worker_label()).filter(pl.col("start_ns").is_not_null())
-    rows = []
-    for (worker,), g in t.group_by("worker"):
-        seen = g.get_column("thread_id").drop_nulls().n_unique()
-        at_once = _most_at_once(g.get_column("start_ns").to_list(),
-                                g.select(pl.max_horizontal("stop_ns", "start_ns"))
-                                .to_series().to_list())
-        unknown = g.get_column("thread_id").null_count() > 0
-        rows.append((worker, max(seen, at_once), unknown or at_once > seen))
-    return pl.DataFrame(rows, schema={"worker": pl.String, "threads": pl.Int64,
-                                      "threads_bound": pl.Boolean}, orient="row")
+    t = tasks.select(worker=worker_label(), thread_id="thread_id", a=pl.col("start_ns"),
+                     b=pl.max_horizontal("stop_ns", "start_ns")).filter(
+        pl.col("a").is_not_null())
+    # +1 at each start, -1 at each stop; a stop at the instant another starts sorts first
+    # (frees the thread first)
+    edges = pl.concat([t.select("worker", at="a", d=pl.lit(1, pl.Int8)),
+                       t.select("worker", at="b", d=pl.lit(-1, pl.Int8))])
+    at_once = edges.sort("worker", "at", "d").group_by("worker").agg(
+        at_once=pl.col("d").cast(pl.Int64).cum_sum().max().clip(lower_bound=0))
+    seen = t.group_by("worker").agg(seen=pl.col("thread_id").drop_nulls().n_unique(),
+                                    unknown=pl.col("thread_id").null_count() > 0)
+    both = seen.join(at_once, on="worker", how="left")
+    return both.select(
+        "worker", threads=pl.max_horizontal("seen", "at_once").cast(pl.Int64),
+        threads_bound=pl.col("unknown") | (pl.col("at_once") > pl.col("seen")))
 
 
 def threads_text(threads: int, bound: bool) -> str:
@@ -215,15 +208,19 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
         "total_bytes", "path", descending=[True, False], nulls_last=True)
 
 
-def top_functions(task_functions: pl.DataFrame, tasks: pl.DataFrame, prefix_names: list[str],
-                  n: int) -> pl.DataFrame:
+def top_functions(task_functions: pl.DataFrame | pl.LazyFrame, tasks: pl.DataFrame,
+                  prefix_names: list[str], n: int) -> pl.DataFrame:
     """Per prefix in ``prefix_names``: the ``n`` functions with most exclusive time summed over
-    its executions (and their inclusive time and calls)."""
-    f = task_functions.join(tasks.select("execution_id", "prefix"), on="execution_id",
-                            how="inner").filter(pl.col("prefix").is_in(prefix_names))
+    its executions (and their inclusive time and calls). ``task_functions`` may be a scan:
+    summed while reading (a million executions' profile rows are never held whole)."""
+    ids = tasks.select("execution_id", "prefix").filter(pl.col("prefix").is_in(prefix_names))
+    f = task_functions.lazy().select("execution_id", "module", "name", "file", "line", "clock",
+                                     "tsub_s", "ttot_s", "ncall").join(
+        ids.lazy(), on="execution_id", how="inner")
     agg = f.group_by("prefix", "module", "name", "file", "line", "clock").agg(
         tsub_s=pl.col("tsub_s").sum(), ttot_s=pl.col("ttot_s").sum(),
-        ncall=pl.col("ncall").sum(), executions=pl.col("execution_id").n_unique())
+        ncall=pl.col("ncall").sum(), executions=pl.col("execution_id").n_unique()
+    ).collect(engine="streaming")
     ranked = agg.sort("prefix", "tsub_s", "ttot_s", "name", "file", "line",
                       descending=[False, True, True, False, False, False], nulls_last=True)
     return ranked.group_by("prefix", maintain_order=True).head(n)

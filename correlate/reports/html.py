@@ -25,7 +25,6 @@ from correlate import coroutines
 from correlate.reports import aggregate as agg
 from correlate.reports.load import Outputs
 from correlate.reports.timeline import (
-    IO_BAR_COLUMNS,
     IO_COLOURS,
     io_bars,
     prefix_colours,
@@ -89,7 +88,7 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
         return {"lanes": [], "tasks": {}, "io": {}, "notes": [], "span_ms": 0}
     bars = task_bars(coroutines.drawn(tasks, out["slices"]), lanes, window[0])
     shown = sample_bars(bars, TASK_LIMIT)
-    io = io_bars(out.read("segments", IO_BAR_COLUMNS), lanes, bars, window[0], window[1],
+    io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1],
                  IO_LIMIT)
     names = list(colours)
     ms = 1e6
@@ -127,7 +126,7 @@ def _top_tasks(tasks: pl.DataFrame) -> list[dict[str, Any]]:
 
 def _functions(out: Outputs) -> list[dict[str, Any]]:
     names = agg.prefixes(out["tasks"]).head(TOP_FUNCTION_PREFIXES)["prefix"].to_list()
-    f = agg.top_functions(out["task_functions"], out["tasks"], names, TOP_FUNCTIONS)
+    f = agg.top_functions(out.scan("task_functions"), out["tasks"], names, TOP_FUNCTIONS)
     return _rows(f.with_columns(pl.col("clock").cast(pl.String)),
                  ["prefix", "module", "name", "file", "line", "tsub_s", "ttot_s", "ncall",
                   "executions", "clock"])

@@ -174,7 +174,7 @@ def _files(out: Outputs) -> list[str]:
 
 def _functions(out: Outputs) -> list[str]:
     names = agg.prefixes(out["tasks"]).head(TOP_PREFIXES_FOR_FUNCTIONS)["prefix"].to_list()
-    f = agg.top_functions(out["task_functions"], out["tasks"], names, TOP_FUNCTIONS)
+    f = agg.top_functions(out.scan("task_functions"), out["tasks"], names, TOP_FUNCTIONS)
     lines = ["## Top functions per heavy prefix", ""]
     if f.is_empty():
         return [*lines, "No function profiles were recorded for these prefixes.", ""]
@@ -314,7 +314,6 @@ def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
     """Draw the PNGs into ``out_dir/figures``; return name → path relative to ``out_dir``."""
     from correlate.reports import figures
     from correlate.reports.timeline import (
-        IO_BAR_COLUMNS,
         io_bars,
         prefix_colours,
         sample_bars,
@@ -329,7 +328,7 @@ def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     lanes = agg.lanes(tasks)
     bars = task_bars(coroutines.drawn(tasks, out["slices"]), lanes, window[0])
-    io = io_bars(out.read("segments", IO_BAR_COLUMNS), lanes, bars, window[0], window[1],
+    io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1],
                  50_000)
     shown = sample_bars(bars, 50_000)
     note = "; ".join(n for n in (shown.note, io.note) if n)

@@ -10,6 +10,13 @@ issued it (or on the thread's own track when that thread ran no task). ``C`` cou
 cumulative bytes read/written and task CPU seconds per process; scheduler transitions are
 ``i`` instant events (thread scope) on the scheduler's "transitions" track.
 
+A large run's trace shows a window of it: by default the first ``TASK_LIMIT`` task
+executions (by start), or the window asked for (``--trace-window START:END``, seconds after the
+first task start); its first track ("what this trace shows") says what was left out and the
+option that shows the rest. Perfetto's UI runs in a browser tab whose memory (about 2 GB)
+must hold the loaded trace, several times its file size, so an unbounded trace of a
+million-execution run (about 850 MB of JSON) would not open.
+
 Timestamps are µs since ``otherData.t0_ns`` (ns since the epoch on the run timeline). Slices on
 one track never partly overlap (a slice starting before its predecessor ends is clipped), so
 viewers nest them correctly. Events are built as polars columns (``struct.json_encode``), sorted
@@ -28,6 +35,8 @@ from correlate import coroutines
 from correlate.reports.aggregate import worker_label
 from correlate.reports.load import Outputs
 
+#: task executions (drawn slices) in a trace when no window is asked for
+TASK_LIMIT = 100_000
 SEGMENT_LIMIT = 200_000
 EVENT_LIMIT = 100_000
 COUNTER_BINS = 500
@@ -36,6 +45,8 @@ OUTSIDE_TID = 100_000
 #: tid of the "I/O without thread id" track of a process
 NO_THREAD_TID = 99_999
 TRANSITIONS_TID = 1
+#: pid of the "what this trace shows" process (its sort index puts it first)
+NOTES_PID = 999_999
 #: events written to trace.json per slice
 WRITE_ROWS = 100_000
 
@@ -46,9 +57,8 @@ SEGMENT_COLUMNS = ["host", "pid", "thread_id", "execution_id", "start_ns", "stop
 EVENT_COLUMNS = ["time_ns", "key", "worker", "host", "pid", "start", "finish", "stimulus_id"]
 
 
-def _t0(out: Outputs, seg: pl.DataFrame) -> int:
-    first_event = out.collect("events", out.scan("events").select(pl.col("time_ns").min()))
-    starts = [out["tasks"]["start_ns"].min(), seg["start_ns"].min(), first_event.item()]
+def _t0(tasks: pl.DataFrame, seg: pl.DataFrame, sched: pl.DataFrame) -> int:
+    starts = [tasks["start_ns"].min(), seg["start_ns"].min(), sched["time_ns"].min()]
     known = [int(s) for s in starts if s is not None]  # type: ignore[call-overload]
     return min(known) if known else 0
 
@@ -62,6 +72,7 @@ def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFr
     """(host, pid) → trace pid 1.., with a name and role."""
     # each source's distinct rows first (concatenating all segments and events costs memory)
     t = out["tasks"].select("host", "pid", worker=worker_label(), role=pl.lit("worker")).unique()
+    # (every worker is listed, also those without an execution in a bounded trace's window)
     s = seg.select("host", "pid").unique().with_columns(worker=pl.lit(None, pl.String),
                                                         role=pl.lit(None, pl.String))
     u = out["unattributed"].select("host", "pid", worker=pl.lit(None, pl.String),
@@ -79,14 +90,14 @@ def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFr
     return allp.with_columns(pl.col("tpid").cast(pl.Int64), name=name)
 
 
-def threads(out: Outputs, seg: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
+def threads(tasks: pl.DataFrame, seg: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
     """(host, pid, thread_id) of executing and I/O threads → tid 1.. within its process."""
     keys = ["host", "pid", "thread_id"]
-    both = pl.concat([out["tasks"].select(keys).unique(), seg.select(keys).unique()]).drop_nulls(
+    both = pl.concat([tasks.select(keys).unique(), seg.select(keys).unique()]).drop_nulls(
         "thread_id").unique().sort(keys)
     both = both.join(procs.select("host", "pid", "tpid"), on=["host", "pid"],
                      nulls_equal=True)
-    ran = out["tasks"].select(keys).drop_nulls("thread_id").unique().with_columns(
+    ran = tasks.select(keys).drop_nulls("thread_id").unique().with_columns(
         has_tasks=pl.lit(True))
     both = both.join(ran, on=keys, how="left").with_columns(pl.col("has_tasks").fill_null(False))
     return both.with_columns(
@@ -129,10 +140,8 @@ def _no_overlap(df: pl.DataFrame, track: list[str]) -> pl.DataFrame:
     return df.with_columns(e=pl.max_horizontal("e", "s"))
 
 
-def _task_rows(out: Outputs, thr: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
-    t = coroutines.drawn(out["tasks"], out["slices"]).filter(
-        pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
-    t = t.join(procs.select("host", "pid", "tpid"), on=["host", "pid"], how="left",
+def _task_rows(drawn: pl.DataFrame, thr: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
+    t = drawn.join(procs.select("host", "pid", "tpid"), on=["host", "pid"], how="left",
                nulls_equal=True)
     t = t.join(thr.select("host", "pid", "thread_id", "tid"), on=["host", "pid", "thread_id"],
                how="left", nulls_equal=True).with_columns(tid=pl.col("tid").fill_null(1))
@@ -266,18 +275,97 @@ def _instants(sched: pl.DataFrame, procs: pl.DataFrame, t0: int) -> tuple[pl.Dat
                    s=pl.lit("t"), ts="ts_t", pid="pid_t", tid="tid_t", args=args), note
 
 
-def build_events(out: Outputs) -> tuple[pl.DataFrame, dict[str, Any]]:
+def _window(rows: pl.DataFrame, window: tuple[float, float | None] | None,
+            out_dir: Path) -> tuple[int, int, str]:
+    """(first, end) ns of the executions to draw (``rows``: one per execution, its start
+    ``s`` in [first, end)) and what the notes track says about it ("" when all are drawn)."""
+    if rows.is_empty():
+        return 0, 0, ""
+    r0 = int(rows["s"].min())  # type: ignore[arg-type]
+    r1 = int(rows["s"].max()) + 1  # type: ignore[arg-type]
+    if window is not None:
+        w0 = r0 + int(window[0] * 1e9)
+        w1 = r1 if window[1] is None else r0 + int(window[1] * 1e9)
+    elif rows.height > TASK_LIMIT:
+        w0, w1 = r0, int(rows["s"].sort().gather(TASK_LIMIT).item())
+    else:
+        return r0, r1, ""
+    kept = rows.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).height
+    if kept == rows.height:
+        return w0, w1, ""
+    a, b, span = (w0 - r0) / 1e9, (w1 - r0) / 1e9, (r1 - r0) / 1e9
+    nxt = f"{b:.3f}:{b + (b - a):.3f}"
+    return w0, w1, (
+        f"showing the {kept:,} of {rows.height:,} task executions that start "
+        f"{a:.3f}–{b:.3f} s after the first task start (the run's tasks start over "
+        f"{span:.3f} s); their I/O, the scheduler's transitions and the counters of that "
+        f"window only. Others: `correlate report {out_dir} --kinds trace --trace-window "
+        f"START:END` (seconds after the first task start), e.g. --trace-window {nxt}; "
+        "--trace-window 0: draws them all, a file too large for Perfetto's UI at this size")
+
+
+def _in_window(out: Outputs, rows: pl.DataFrame, w0: int, w1: int,
+               bounded: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The segments and scheduler events of the window (all of them when not ``bounded``),
+    filtered while reading: a million executions' 10M segments are never read whole."""
+    segs = out.scan("segments").select(SEGMENT_COLUMNS)
+    sched = out.scan("events").filter(pl.col("side") == "scheduler").select(EVENT_COLUMNS)
+    if bounded:
+        ids = rows.select(pl.col("execution_id").unique()).lazy()
+        segs = pl.concat([
+            segs.join(ids, on="execution_id", how="semi"),
+            segs.filter(pl.col("execution_id").is_null() & (pl.col("start_ns") >= w0)
+                        & (pl.col("start_ns") < w1))])
+        sched = sched.filter((pl.col("time_ns") >= w0) & (pl.col("time_ns") < w1))
+    return out.collect("segments", segs), out.collect("events", sched)
+
+
+def _notes_track(note: str, left_out: bool, first: int, last: int,
+                 t0: int) -> tuple[pl.DataFrame, ...]:
+    """The first track: one slice over the window whose name and args say what was left out."""
+    meta = pl.DataFrame({"pid_t": [NOTES_PID], "tid_t": [1]}, schema_overrides={
+                         "pid_t": pl.Int64, "tid_t": pl.Int64}).with_columns(
+                         name=pl.lit("what this trace shows"))
+    zero = {"ts_t": pl.lit(0.0), "dur_t": pl.lit(0.0)}
+    pname = _encode(meta.with_columns(**zero), 0, name=pl.lit("process_name"), ph=pl.lit("M"),
+                    pid="pid_t", tid="tid_t", args=pl.struct(name="name"))
+    psort = _encode(meta.with_columns(**zero), 0, name=pl.lit("process_sort_index"),
+                    ph=pl.lit("M"), pid="pid_t", tid="tid_t",
+                    args=pl.struct(sort_index=pl.lit(-1)))
+    tname = _encode(meta.with_columns(**zero), 0, name=pl.lit("thread_name"), ph=pl.lit("M"),
+                    pid="pid_t", tid="tid_t", args=pl.struct(name=pl.lit("notes")))
+    span = pl.DataFrame({"s": [first], "e": [max(first, last)], "note": [note]}).with_columns(
+        pid_t=pl.lit(NOTES_PID, pl.Int64), tid_t=pl.lit(1, pl.Int64), ts_t=_us("s", t0),
+        dur_t=(_us("e", t0) - _us("s", t0)).round(3))
+    title = ("this trace shows part of the run: args.note says what and how to see the rest"
+             if left_out else "merged in this trace: args.note says what")
+    slice_ = _encode(span, 1, name=pl.lit(title), cat=pl.lit("notes"), ph=pl.lit("X"), ts="ts_t",
+                     dur="dur_t", pid="pid_t", tid="tid_t", args=pl.struct(note="note"))
+    return pname, psort, tname, slice_
+
+
+def build_events(out: Outputs, window: tuple[float, float | None] | None = None
+                 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """All trace events as sorted JSON strings (column ``json``) and ``otherData``."""
-    seg = out.read("segments", SEGMENT_COLUMNS)
-    sched = out.collect("events", out.scan("events").filter(pl.col("side") == "scheduler")
-                        .select(EVENT_COLUMNS))
-    t0 = _t0(out, seg)
+    tasks_all = out["tasks"]
+    drawn = coroutines.drawn(tasks_all, out["slices"]).filter(
+        pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()).with_columns(
+        s=pl.col("start_ns"))
+    # an execution is in the window by its start (a coroutine's first slice), whole
+    starts = drawn.group_by("execution_id").agg(pl.col("s").min())
+    w0, w1, window_note = _window(starts, window, out.out_dir)
+    bounded = bool(window_note)
+    if bounded:
+        kept = starts.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).select("execution_id")
+        drawn = drawn.join(kept, on="execution_id", how="semi", maintain_order="left")
+    seg, sched = _in_window(out, drawn, w0, w1, bounded)
+    t0 = _t0(drawn, seg, sched)
     procs = processes(out, seg, sched)
-    thr = threads(out, seg, procs)
-    task_rows = _task_rows(out, thr, procs)
+    thr = threads(drawn, seg, procs)
+    task_rows = _task_rows(drawn, thr, procs)
     in_run = seg.height
     seg = _segment_rows(seg, task_rows, procs, thr)
-    notes = []
+    notes = [window_note] if window_note else []
     if seg.height > SEGMENT_LIMIT:
         notes.append(f"{seg.height:,} I/O segments: nested slices merged per execution × "
                      "file × operation, outside-task I/O per 100 ms × file × operation "
@@ -292,20 +380,25 @@ def build_events(out: Outputs) -> tuple[pl.DataFrame, dict[str, Any]]:
     meta = _meta(procs, thr, pl.concat([_extra_tracks(seg, thr), sched]))
     parts = [meta, _tasks(task_rows, t0), _segments(seg, t0),
              _counters(seg, task_rows, t0, max(ends)), instants]
+    if notes:
+        parts += _notes_track(" · ".join(notes), bounded, t0, max(ends), t0)
     events = pl.concat(parts).with_columns(meta=pl.col("order") != 0).sort(
         "meta", "pid", "tid", "ts", "dur", "order", "json",
         descending=[False, False, False, False, True, False, False])
     other = {"generator": "dask-correlate", "format": "chrome-trace-events",
              "t0_ns": t0, "time_unit": "µs since t0_ns on the run timeline",
              "executions": int(task_rows["execution_id"].n_unique()),
-             "segments_in_run": in_run,
+             "executions_in_run": int(tasks_all.height),
+             "segments_drawn": in_run,
              "notes": notes}
     return events, other
 
 
-def write_trace(out: Outputs, out_dir: Path) -> list[Path]:
-    """Write ``trace.json``; return its path."""
-    events, other = build_events(out)
+def write_trace(out: Outputs, out_dir: Path,
+                window: tuple[float, float | None] | None = None) -> list[Path]:
+    """Write ``trace.json`` (of ``window``, seconds after the first task start; by default
+    the first ``TASK_LIMIT`` executions); return its path."""
+    events, other = build_events(out, window)
     path = Path(out_dir) / "trace.json"
     with path.open("w", encoding="utf-8") as fh:  # a slice of events at a time: the whole
         fh.write('{"displayTimeUnit":"ms","otherData":'  # file as one string held it 3 times

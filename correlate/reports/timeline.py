@@ -61,20 +61,22 @@ THREAD_KEYS = ["host", "pid", "thread_id"]
 IO_BAR_COLUMNS = [*THREAD_KEYS, "execution_id", "start_ns", "stop_ns", "op", "length", "path"]
 
 
-def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0: int,
-            t1: int, limit: int) -> Sampled:
+def io_bars(segments: pl.DataFrame | pl.LazyFrame, lanes: pl.DataFrame, bars: pl.DataFrame,
+            t0: int, t1: int, limit: int) -> Sampled:
     """DXT segments on task lanes (threads that ran no task are left out; segments without a
     thread id, or of a thread without a lane given to an execution on a ``thread ?`` lane,
     go to the lane of the execution holding them), as
     ``lane, op, start, stop, bytes, ops, path`` relative to ``t0``; merged per time bin when
-    there are more than ``limit``."""
+    there are more than ``limit``. ``segments`` may be a scan: the bins are then summed while
+    reading, and a large run's segments are never held whole."""
     threads = lanes.filter(pl.col("slot").is_null()).select(*THREAD_KEYS, "lane")
-    s = segments.select(IO_BAR_COLUMNS).join(threads, on=THREAD_KEYS, how="left")
+    s = segments.lazy().select(IO_BAR_COLUMNS).join(threads.lazy(), on=THREAD_KEYS,
+                                                     how="left")
     # an execution on a ``thread ?`` lane (thread unknown) shows the I/O given to it there
     slotted = lanes.filter(pl.col("slot").is_not_null()).get_column("lane").implode()
     by_exec = bars.select("execution_id", exec_lane="lane",
                           slotted=pl.col("lane").is_in(slotted)).unique("execution_id")
-    s = s.join(by_exec, on="execution_id", how="left").with_columns(
+    s = s.join(by_exec.lazy(), on="execution_id", how="left").with_columns(
         lane=pl.coalesce("lane", pl.when(pl.col("thread_id").is_null()
                                          | pl.col("slotted").fill_null(False))
                          .then(pl.col("exec_lane")))).filter(pl.col("lane").is_not_null())
@@ -82,29 +84,35 @@ def io_bars(segments: pl.DataFrame, lanes: pl.DataFrame, bars: pl.DataFrame, t0:
         "lane", pl.col("op").cast(pl.String), start=pl.col("start_ns") - t0,
         stop=pl.col("stop_ns") - t0, bytes=pl.col("length").cast(pl.Float64),
         ops=pl.lit(1, pl.Int64), path="path", execution_id="execution_id")
-    if s.height <= limit:
-        return Sampled(s.sort("lane", "start", "op", "path", nulls_last=True), s.height)
     nlanes = max(1, lanes.height)
     nbins = max(100, min(4000, limit // (2 * nlanes)))
-    return _binned(s, max(1, -(-(t1 - t0) // nbins)), nbins)
+    binned, total = _binned(s, max(1, -(-(t1 - t0) // nbins)), nbins)
+    if total <= limit:
+        exact = s.collect().sort("lane", "start", "op", "path", nulls_last=True)
+        return Sampled(exact, exact.height)
+    return binned
 
 
-def _binned(s: pl.DataFrame, width: int, nbins: int) -> Sampled:
+def _binned(s: pl.LazyFrame, width: int, nbins: int) -> tuple[Sampled, int]:
     """Per lane × operation × time bin: bytes, ops and time inside I/O calls; drawn as a bar
     at the bin's start whose width is that I/O time (at most the bin width), so the picture
-    keeps how much of each stretch went to I/O. A segment counts in the bin it starts in."""
-    binned = s.with_columns(bin=(pl.col("start") // width).clip(0, nbins - 1),
-                            busy=pl.col("stop") - pl.col("start"))
+    keeps how much of each stretch went to I/O. A segment counts in the bin it starts in.
+    Also the number of segments binned."""
+    binned = s.select("lane", "op", "bytes", "ops",
+                      bin=(pl.col("start") // width).clip(0, nbins - 1),
+                      busy=pl.col("stop") - pl.col("start"))
     per_bin = binned.group_by("lane", "op", "bin").agg(
-        bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum(), busy=pl.col("busy").sum())
+        bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum(), busy=pl.col("busy").sum()
+    ).collect(engine="streaming")
+    total = int(per_bin["ops"].sum())
     frame = per_bin.select(
         "lane", "op", start=pl.col("bin") * width,
         stop=pl.col("bin") * width + pl.col("busy").clip(1, width), bytes="bytes", ops="ops",
         path=pl.lit(None, pl.String), execution_id=pl.lit(None, pl.Int64))
     frame = frame.sort("lane", "start", "op")
-    note = (f"{s.height:,} I/O segments merged into {frame.height:,} bins of "
+    note = (f"{total:,} I/O segments merged into {frame.height:,} bins of "
             f"{width / 1e6:.3g} ms per thread and operation (bar width = time in I/O)")
-    return Sampled(frame, s.height, note)
+    return Sampled(frame, total, note), total
 
 
 #: colours for prefixes in order of wall time (tab20-like, colour-blind-friendlier first)

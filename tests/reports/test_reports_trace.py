@@ -104,3 +104,64 @@ def test_trace_written_in_slices_is_the_same_file(
     sliced = (out / "trace.json").read_bytes()
     assert sliced == (literal_reports / "trace.json").read_bytes()
     assert len(json.loads(sliced)["traceEvents"]) > 2 * 2  # several slices were written
+
+
+def _slices(trace: dict) -> list[dict]:
+    return [e for e in trace["traceEvents"] if e["ph"] == "X" and "key" in e["args"]]
+
+
+def test_a_large_run_draws_its_first_executions_and_says_so_on_the_first_track(
+        literal_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = shutil.copytree(literal_out, tmp_path / "out")
+    tasks = pl.read_parquet(out / "tasks.parquet").sort("start_ns", "execution_id")
+    assert tasks.height >= 4
+    monkeypatch.setattr(perfetto, "TASK_LIMIT", 2)
+    write_reports(out, kinds=["trace"])
+    trace = json.loads((out / "trace.json").read_text())
+    first = tasks.filter(pl.col("start_ns") < tasks["start_ns"][2])
+    validate(trace, first)  # nesting, order, fields; exactly the first executions drawn
+    segs = pl.read_parquet(out / "segments.parquet")
+    io = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "io"]
+    assert {e["args"]["execution_id"] for e in io} <= set(first["execution_id"].to_list()) | {None}
+    assert sum(e["args"]["ops"] for e in io) < segs.height  # the others' I/O is left out
+    # the first track (sorted first) says what was left out and how to see the rest
+    notes_pid = perfetto.NOTES_PID
+    sort_index = {e["pid"]: e["args"]["sort_index"] for e in trace["traceEvents"]
+                  if e["name"] == "process_sort_index"}
+    assert min(sort_index, key=sort_index.__getitem__) == notes_pid
+    note = [e for e in trace["traceEvents"] if e["pid"] == notes_pid and e["ph"] == "X"]
+    assert len(note) == 1
+    text = note[0]["args"]["note"]
+    assert f"showing the {first.height:,} of {tasks.height:,} task executions" in text
+    assert "--trace-window" in text and str(out) in text
+    assert trace["otherData"]["executions_in_run"] == tasks.height
+
+
+def test_trace_window_draws_the_executions_starting_in_it(
+        literal_out: Path, tmp_path: Path) -> None:
+    out = shutil.copytree(literal_out, tmp_path / "out")
+    tasks = pl.read_parquet(out / "tasks.parquet")
+    first = tasks["start_ns"].min()
+    # a window from the second execution's start on: the first is left out
+    second = tasks["start_ns"].drop_nulls().unique().sort()[1]
+    start_s = (second - first) / 1e9
+    write_reports(out, kinds=["trace"], trace_window=(start_s, None))
+    trace = json.loads((out / "trace.json").read_text())
+    shown = tasks.filter(pl.col("start_ns") >= second)
+    assert 0 < shown.height < tasks.height
+    validate(trace, shown)
+    assert f"showing the {shown.height:,} of {tasks.height:,} task executions" in (
+        trace["otherData"]["notes"][0])
+    # 0: draws every execution, like the default for a small run
+    write_reports(out, kinds=["trace"], trace_window=(0.0, None))
+    validate(json.loads((out / "trace.json").read_text()), tasks)
+
+
+def test_trace_window_option_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    from correlate.commands.report import trace_window
+
+    assert trace_window("1.5:3") == (1.5, 3.0)
+    assert trace_window("120:") == (120.0, None)
+    for bad in ("3", "3:1", "a:b", "-1:2"):
+        with pytest.raises(Exception, match="START:END"):
+            trace_window(bad)
