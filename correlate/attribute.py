@@ -309,6 +309,21 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
                                                       return_dtype=pl.String))
 
 
+def not_a_tasks_reason(otherwise: pl.Expr) -> pl.Expr:
+    """Why I/O of a row (``role``, ``local_directory`` of its process, ``path``) belongs to no
+    task: a process that is no known Dask process or no worker, the worker's spill directory;
+    for a worker's other I/O, ``otherwise``."""
+    local_dir = pl.col("local_directory")
+    return (pl.when(pl.col("role").is_null())
+            .then(pl.lit("process is not a known Dask process"))
+            .when(pl.col("role") != "worker")
+            .then(pl.concat_str(pl.col("role"), pl.lit(" process")))
+            .when(local_dir.is_not_null()
+                  & pl.col("path").str.starts_with(local_dir.fill_null("\0")))
+            .then(pl.lit("worker local directory (spill)"))
+            .otherwise(otherwise))
+
+
 def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.DataFrame,
                     marker_paths: list[str]) -> pl.DataFrame:
     """The remainder ``1 − attributed_weight`` of every segment, grouped by why."""
@@ -325,18 +340,11 @@ def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.
             .when(pl.col("is_executor").fill_null(False))
             .then(pl.lit("executor-outside-task"))
             .otherwise(pl.lit("other-thread")))
-    local_dir = pl.col("local_directory")
     reason = (pl.when(pl.col("path").is_in(marker_paths)).then(pl.lit("collector clock marker"))
-              .when(pl.col("role").is_null())
-              .then(pl.lit("process is not a known Dask process"))
-              .when(pl.col("role") != "worker")
-              .then(pl.concat_str(pl.col("role"), pl.lit(" process")))
-              .when(local_dir.is_not_null()
-                    & pl.col("path").str.starts_with(local_dir.fill_null("\0")))
-              .then(pl.lit("worker local directory (spill)"))
-              .when(pl.col("attribution") == "none")
-              .then(pl.lit("worker without task windows"))
-              .otherwise(pl.lit("outside any task execution")))
+              .otherwise(not_a_tasks_reason(
+                  pl.when(pl.col("attribution") == "none")
+                  .then(pl.lit("worker without task windows"))
+                  .otherwise(pl.lit("outside any task execution")))))
     rem = rem.with_columns(*_weighted(pl.col("weight")), thread_kind=kind, reason=reason,
                            role=pl.col("role").fill_null("unknown"))
     return (rem.group_by("host", "pid", "role", "thread_kind", "reason", "path", "op")

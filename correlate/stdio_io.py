@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.attribute import METHOD
+from correlate.attribute import METHOD, not_a_tasks_reason
 
 #: what ``summary.io.stdio`` and the unattributed reasons call it
 NOT_TRACED = "C stdio (not traced by DXT)"
@@ -148,17 +148,9 @@ def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame, opens: pl.DataFram
     procs = processes.select("host", "pid", pl.col("role").cast(pl.String),
                              "local_directory").unique(["host", "pid"])
     rem = rec.join(procs, on=["host", "pid"], how="left", nulls_equal=True)
-    local_dir = pl.col("local_directory")
-    reason = (pl.when(pl.col("role").is_null())
-              .then(pl.lit("process is not a known Dask process"))
-              .when(pl.col("role") != "worker").then(pl.concat_str(pl.col("role"),
-                                                                    pl.lit(" process")))
-              .when(local_dir.is_not_null()
-                    & pl.col("path").str.starts_with(local_dir.fill_null("\0")))
-              .then(pl.lit("worker local directory (spill)"))
-              .otherwise(pl.lit(f"{NOT_TRACED}: " + (
-                  "the run has no record of the files tasks opened" if opens.is_empty()
-                  else "no task opened the file for it in Python"))))
+    reason = not_a_tasks_reason(pl.lit(f"{NOT_TRACED}: " + (
+        "the run has no record of the files tasks opened" if opens.is_empty()
+        else "no task opened the file for it in Python")))
     return rem.select("host", "pid", role=pl.col("role").fill_null("unknown"),
                       thread_kind=pl.lit("no-thread-id"), reason=reason, path="path",
                       op="op", bytes="bytes", ops="ops", io_time_s="io_time_s")
