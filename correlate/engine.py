@@ -128,10 +128,12 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
     key_waits = _key_waits(transitions, frames.dependencies)
     del transitions
-    parts = attribute_all(frames.io_segments, frames.darshan_logs,
-                          coroutines.io_windows(ex, frames.execution_slices),
+    windows = coroutines.io_windows(ex, frames.execution_slices)
+    parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
                           frames.clock_markers, frames.file_opens, worker_clocks,
                           frames.processes, sink, mapper)
+    # the stdio pass needs only the windows (a coroutine's slices), not a copy of everything
+    windows = windows.select("execution_id", "local_start_ns", "local_stop_ns")
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(_with_inferred_threads(ex, parts["inferred_threads"]), clocks)
@@ -143,7 +145,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
         pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
         & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    files, io_totals, unattributed = _with_stdio(parts, frames, ex, clocks)
+    files, io_totals, unattributed = _with_stdio(parts, frames, ex, windows, clocks)
     task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
@@ -160,12 +162,13 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
 
 
 def _with_stdio(parts: dict[str, pl.DataFrame], frames: RunFrames, ex: pl.DataFrame,
-                clocks: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+                windows: pl.DataFrame, clocks: pl.DataFrame
+                ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """task_files, per-execution I/O totals and unattributed rows with the run's C stdio I/O
-    (counted per file by Darshan, untraced by DXT) added to what the segments gave."""
+    (counted per file by Darshan, untraced by DXT) added to what the segments gave;
+    ``windows`` the executions as the segments' attribution saw them."""
     files, unattributed = stdio_io.attribute_stdio(
-        frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks,
-        coroutines.io_windows(ex, frames.execution_slices))
+        frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks, windows)
     if files.is_empty() and unattributed.is_empty():
         return parts["task_files"], parts["io_totals"], parts["unattributed"]
     files = pl.concat([parts["task_files"], files], how="diagonal_relaxed")

@@ -78,8 +78,7 @@ def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
     by its share of those opens in that process."""
     ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
         "host", "pid", "execution_seq", "execution_id")
-    access = (pl.col("access").cast(pl.String) if "access" in opens.columns
-              else pl.lit(None, pl.String))
+    access = pl.col("access").cast(pl.String)
     found = opens.join(ex, on=["host", "pid", "execution_seq"], how="inner",
                        nulls_equal=True).with_columns(access=access)
     parts = [found.filter(access.is_null() | (access == op) | (access == "read-write"))
