@@ -15,13 +15,14 @@ import argparse
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from collectors import darshan_env, manifest, options
-from collectors.profiling import PROFILE_MODES
+from collectors import darshan_env, options
+from collectors.options import PROFILE_MODES
 
 PROFILE_HELP = """function profiles per task execution (default: sample).
 CPU added to a job of many short tasks (benchmarks/bench_many_tasks.py, workload
@@ -60,16 +61,45 @@ def build_parser() -> argparse.ArgumentParser:
 PRELOAD = "collectors.preload"
 
 
+def dask_may_set_preloads() -> bool:
+    """Whether Dask's settings could name a preload: a ``DASK_DISTRIBUTED…`` variable (or a
+    config inherited from a parent Dask process), or a config file that mentions one, in the
+    folders ``dask.config`` reads (``/etc/dask`` or ``$DASK_ROOT_CONFIG``, ``<prefix>/etc/dask``,
+    ``~/.config/dask``, ``$DASK_CONFIG``). Without any, ``import dask`` (most of `collect`'s
+    start-up, paid before the job may start) is not needed to know that there are none."""
+    if any(k.upper().startswith(("DASK_DISTRIBUTED", "DASK_INTERNAL_INHERIT_CONFIG"))
+           for k in os.environ):
+        return True
+    places = {os.environ.get("DASK_ROOT_CONFIG", "/etc/dask"),
+              os.path.join(sys.prefix, "etc", "dask"),
+              *(os.path.join(prefix, "etc", "dask") for prefix in site.PREFIXES),
+              os.path.join(os.path.expanduser("~"), ".config", "dask"),
+              os.environ.get("DASK_CONFIG")}
+    for place in filter(None, places):
+        files = ([os.path.join(place, f) for f in os.listdir(place)]
+                 if os.path.isdir(place) else [place] if os.path.isfile(place) else [])
+        for f in files:
+            try:
+                with open(f, "rb") as fh:
+                    if b"preload" in fh.read():
+                        return True
+            except OSError:  # dask reads what it can; a file we cannot read, it cannot either
+                continue
+    return False
+
+
 def preload_variables(role: str) -> dict[str, str]:
     """``DASK_DISTRIBUTED__<ROLE>__PRELOAD`` naming the job's own preloads for ``role``
     (``scheduler`` or ``worker``: from its Dask config files and variables) and then ours; the
     variable wins over the files, so theirs must be in it. Their ``preload-argv`` is kept per
     preload (ours takes none)."""
+    name = f"DASK_DISTRIBUTED__{role.upper()}__PRELOAD"
+    if not dask_may_set_preloads():
+        return {name: repr([PRELOAD])}
     import dask.config
 
     theirs = dask.config.get(f"distributed.{role}.preload", default=None) or []
     theirs = [p for p in ([theirs] if isinstance(theirs, str) else theirs) if p != PRELOAD]
-    name = f"DASK_DISTRIBUTED__{role.upper()}__PRELOAD"
     out = {name: repr([*theirs, PRELOAD])}
     argv = dask.config.get(f"distributed.{role}.preload-argv", default=None) or []
     if argv:  # one list for every preload, or one list per preload (Dask's own rule)
@@ -116,10 +146,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     lib, how = darshan_env.find_runtime(args.darshan)
     if not lib and args.darshan != "off":
         print(f"collect: {how}", file=sys.stderr)
+    proc = subprocess.Popen(command, env=job_environment(run_dir, args, lib))
+    # the manifest (package versions, Dask's config) is gathered while the job starts, not
+    # before it: this process's start-up adds to the job's wall time. Should the scheduler's
+    # preload write one first, this one replaces it and `finish` has the last word.
+    from collectors import manifest
+
     info = manifest.start(run_dir, command=command, options={
         **options.Options(args.profile, args.flush_interval).manifest(),
         "darshan": args.darshan}, darshan={"runtime": lib, "reason": how})
-    proc = subprocess.Popen(command, env=job_environment(run_dir, args, lib))
     try:
         code = proc.wait()
     except KeyboardInterrupt:

@@ -14,12 +14,14 @@ grouped by who writes them, each listing its tables in ``ALL``:
 - ``schema.canonical``— the frames every source adapter produces for the engine
 - ``schema.outputs``  — what ``correlate`` writes (tasks.parquet, task_files.parquet, …)
 
-``TABLES`` holds all of them, keyed by name.
+``TABLES`` holds all of them, keyed by name. It is built when first asked for: a collector
+importing ``correlate.schema.run`` inside a worker does not import the other declarations.
 """
 
 from __future__ import annotations
 
-from correlate.schema import canonical, darshan, outputs, run
+from typing import Any
+
 from correlate.schema.table import Column, Table, conform, describe
 
 __all__ = ["OUTPUT_FORMAT_VERSION", "RUN_FORMAT_VERSION", "TABLES", "Column", "Table", "conform",
@@ -40,4 +42,11 @@ def _by_name(*groups: tuple[Table, ...]) -> dict[str, Table]:
     return tables
 
 
-TABLES: dict[str, Table] = _by_name(run.ALL, darshan.ALL, canonical.ALL, outputs.ALL)
+def __getattr__(name: str) -> Any:
+    if name == "TABLES":
+        from correlate.schema import canonical, darshan, outputs, run
+
+        tables = _by_name(run.ALL, darshan.ALL, canonical.ALL, outputs.ALL)
+        globals()["TABLES"] = tables
+        return tables
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

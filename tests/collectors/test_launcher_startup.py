@@ -1,0 +1,86 @@
+"""`collect` starts the job without importing Dask when no Dask setting can name a preload, and
+gives the same preload variables as Dask's own config would; any place that could name one
+(a variable, a config file in any folder Dask reads) takes the path through ``dask.config``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collectors import launcher
+
+
+@pytest.fixture
+def no_dask_settings(tmp_path, monkeypatch):
+    """Every place Dask reads settings from, empty (folders under tmp_path)."""
+    for k in list(os.environ):
+        if k.upper().startswith("DASK_"):
+            monkeypatch.delenv(k)
+    home, root, prefix = (tmp_path / n for n in ("home", "etc-dask", "prefix"))
+    for d in (home, root, prefix):
+        d.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DASK_ROOT_CONFIG", str(root))
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    monkeypatch.setattr(launcher.site, "PREFIXES", [str(prefix)])
+    return tmp_path
+
+
+def test_without_settings_the_variables_are_those_dask_gives(no_dask_settings, monkeypatch):
+    assert not launcher.dask_may_set_preloads()
+    fast = {role: launcher.preload_variables(role) for role in ("scheduler", "worker")}
+    monkeypatch.setattr(launcher, "dask_may_set_preloads", lambda: True)
+    slow = {role: launcher.preload_variables(role) for role in ("scheduler", "worker")}
+    assert fast == slow == {
+        "scheduler": {"DASK_DISTRIBUTED__SCHEDULER__PRELOAD": "['collectors.preload']"},
+        "worker": {"DASK_DISTRIBUTED__WORKER__PRELOAD": "['collectors.preload']"}}
+
+
+@pytest.mark.parametrize("where", ["home", "root", "prefix", "DASK_CONFIG dir",
+                                   "DASK_CONFIG file"])
+def test_a_config_file_naming_a_preload_is_read_through_dask(no_dask_settings, monkeypatch,
+                                                             where):
+    text = "distributed:\n  worker:\n    preload: [theirs]\n"
+    folder = {"home": no_dask_settings / "home" / ".config" / "dask",
+              "root": no_dask_settings / "etc-dask",
+              "prefix": no_dask_settings / "prefix" / "etc" / "dask"}.get(
+        where, no_dask_settings / "conf")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "other.yaml").write_text("distributed:\n  comm:\n    timeouts: {}\n")
+    assert not launcher.dask_may_set_preloads()
+    (folder / "distributed.yaml").write_text(text)
+    if where.startswith("DASK_CONFIG"):
+        monkeypatch.setenv("DASK_CONFIG", str(folder / "distributed.yaml"
+                                                  if where.endswith("file") else folder))
+    assert launcher.dask_may_set_preloads()
+
+
+def test_a_distributed_variable_is_read_through_dask(no_dask_settings, monkeypatch):
+    monkeypatch.setenv("DASK_DISTRIBUTED__WORKER", "{'preload': ['theirs']}")
+    assert launcher.dask_may_set_preloads()
+
+
+def test_collect_starts_the_job_before_importing_dask(no_dask_settings, tmp_path):
+    """The job's environment is ready, and the job started, with no `dask` module loaded."""
+    probe = ("import subprocess, sys\n"
+             "from collectors import launcher\n"
+             "seen = []\n"
+             "class Popen(subprocess.Popen):\n"
+             "    def __init__(self, *a, **k):\n"
+             "        seen.append('dask' in sys.modules)\n"
+             "        super().__init__(*a, **k)\n"
+             "subprocess.Popen = Popen\n"
+             f"code = launcher.main(['-o', {str(tmp_path / 'run')!r}, '--darshan', 'off', '--',"
+             " 'true'])\n"
+             "print(code, seen)\n")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DASK_")}
+    env.update(HOME=str(tmp_path / "home"), DASK_ROOT_CONFIG=str(tmp_path / "etc-dask"))
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env=env, cwd=Path(__file__).parents[2], timeout=60)
+    code, seen = out.stdout.split(" ", 1)
+    assert code == "0" and seen.startswith("[False"), out.stderr[-2000:]  # the job: first
+    assert (tmp_path / "run" / "manifest.json").is_file()
