@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
 from collectors.options import PROFILE_MODES
@@ -117,14 +118,26 @@ class StackSampler:
                 self.total_s[key] = self.total_s.get(key, 0.0) + dt
                 self.total_counts[key] += 1
 
-    def rows(self) -> list[tuple]:
+    def rows(self, seqs: Collection[int] | None = None) -> list[tuple]:
+        """Rows of the executions ``seqs`` (0: outside tasks), or of all."""
         out = []
         for key, total in list(self.total_s.items()):
             tid, seq, code = key
+            if seqs is not None and seq not in seqs:
+                continue
             module, name, file, line = _identity(code)
             out.append(("sample", "wall", tid, seq, module, name, file, line,
                         self.total_counts[key], total, self.self_s.get(key, 0.0)))
         return out
+
+    def forget(self, seqs: Collection[int]) -> None:
+        """Drop the entries of executions whose rows are written for good, so that each
+        snapshot reads the entries of the executions not yet written, not of the whole run
+        (they get no more samples: they ended a snapshot round earlier)."""
+        for key in [k for k in self.total_s if k[1] in seqs]:
+            self.total_s.pop(key, None)
+            self.self_s.pop(key, None)
+            self.total_counts.pop(key, None)
 
 
 class YappiProfile:
@@ -183,6 +196,9 @@ class YappiProfile:
 
         yappi.stop()
 
+    def forget(self, seqs: Collection[int]) -> None:
+        """Yappi has no way to drop some entries; ``rows`` reads by tag instead."""
+
     def loop_step(self) -> tuple[Any, Any]:
         """What to call around a coroutine task's step on the event loop: in ``yappi`` mode the
         loop's hook is off, so it is put back for the step (Yappi's own per-thread entry point,
@@ -192,13 +208,17 @@ class YappiProfile:
             return None, None
         return self.task_hooks()
 
-    def rows(self) -> list[tuple]:
-        """One row per (function, thread, tag). ``yappi.get_func_stats()`` merges the entries
-        of one function across threads and tags, so the C extension's own enumeration is
-        read. Not paused as ``yappi.get_*_stats`` do: pausing and resuming loses the time of
-        every call in flight (a running task's function came back with ttot 0). Instead the
-        enumeration runs no Python code that Yappi could record while its tables are walked:
-        the callbacks are C (``list.append``), builtins are not profiled, and the garbage
+    def rows(self, seqs: Collection[int] | None = None) -> list[tuple]:
+        """One row per (function, thread, tag) of the executions ``seqs`` (tags; 0: outside
+        tasks), or of all. ``yappi.get_func_stats()`` merges the entries of one function
+        across threads and tags, so the C extension's own enumeration is read, one tag at a
+        time: Yappi keeps each thread's entries by tag and skips other tags whole, so a
+        snapshot costs the entries of the executions asked for, not of every execution so
+        far (each entry read builds a tuple, and its list of callees). Not paused as
+        ``yappi.get_*_stats`` do: pausing and resuming loses the time of every call in
+        flight (a running task's function came back with ttot 0). Instead the enumeration
+        runs no Python code that Yappi could record while its tables are walked: the
+        callbacks are C (``list.append``), builtins are not profiled, and the garbage
         collector (which could run finalizers) is off meanwhile; the GIL keeps other threads
         out."""
         import _yappi
@@ -209,7 +229,11 @@ class YappiProfile:
         gc.disable()
         try:
             _yappi.enum_context_stats(contexts.append)
-            _yappi.enum_func_stats(entries.append, {})
+            if seqs is None:
+                _yappi.enum_func_stats(entries.append, {})
+            else:
+                for seq in seqs:
+                    _yappi.enum_func_stats(entries.append, {"tag": seq})
         finally:
             if collecting:
                 gc.enable()

@@ -297,12 +297,11 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                           or time.monotonic() < self._next_snapshot):
             return
         t0 = time.monotonic()
-        rows = self.profiler.rows()
         # Rows of executions that had ended by the previous snapshot (one round of margin for
         # the sampler thread, which may be attributing a last sample) are final: written once,
-        # as parts. Running executions and work outside tasks go to the snapshot, rewritten
-        # each time; executions that ended since the previous snapshot wait for the next. So
-        # each row of an execution is written once, not at every flush.
+        # as parts. Running executions and work outside tasks (0) go to the snapshot,
+        # rewritten each time; executions that ended since the previous snapshot wait for the
+        # next. So each row of an execution is read and written once, not at every flush.
         final, written = self._final_before, self._profiles_written
         ended = self._final_before = set(drain(self.profiles_final))
         # at the end the profiler has stopped: every ended execution is final, and rows
@@ -310,14 +309,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         parts = self.profile_rows[0] if self.profile_rows is not None else []
         if end:
             final, ended = final | ended, set()
+        running = set(self.tags.current.values()) - ended - written
         snapshot = []
-        for row in rows:
-            seq = row[3]
-            if seq in final:
-                parts.append(row)
-            elif seq not in written and seq not in ended:
-                snapshot.append(row)
+        for row in self.profiler.rows(final | running | {0}):
+            (parts if row[3] in final else snapshot).append(row)
         written |= final
+        self.profiler.forget(final)
         self.profile_rows = (parts, snapshot)
         now = time.monotonic()
         self._next_snapshot = now + (now - t0) / SNAPSHOT_SHARE

@@ -11,23 +11,30 @@ from pathlib import Path
 
 import polars as pl
 
+from collectors.profiling import TaskTags
 from collectors.sink import ProcessSink
 from collectors.worker_plugin import CorrelateWorkerPlugin
 from correlate.schema import run as schema
 
 
 class FakeProfiler:
-    """rows(): one row per (execution, function) seen so far, as the profilers give them."""
+    """rows(seqs): one row per (execution, function) seen so far, as the profilers give them,
+    for the executions asked for; remembers what each snapshot asked for."""
 
     def __init__(self) -> None:
         self.seen: dict[tuple[int, str], int] = {}
+        self.asked: list[set[int]] = []
 
     def call(self, seq: int, fn: str) -> None:
         self.seen[(seq, fn)] = self.seen.get((seq, fn), 0) + 1
 
-    def rows(self) -> list[tuple]:
+    def rows(self, seqs=None) -> list[tuple]:
+        self.asked.append(set(seqs))
         return [("yappi", "wall", 1, seq, "m", fn, "/m.py", 1, n, 0.5 * n, 0.25 * n)
-                for (seq, fn), n in self.seen.items()]
+                for (seq, fn), n in self.seen.items() if seq in seqs]
+
+    def forget(self, seqs) -> None:
+        pass
 
     def stop(self) -> None:
         pass
@@ -40,6 +47,7 @@ def plugin(tmp_path: Path) -> CorrelateWorkerPlugin:
     p.transitions = deque()
     p.executions = deque()
     p.profiler = FakeProfiler()
+    p.tags = TaskTags()
     p.profile_rows = None
     p._next_snapshot = 0.0
     p.profiles_final = deque()
@@ -59,7 +67,8 @@ def test_ended_executions_are_written_once_as_parts(tmp_path):
     prof.call(0, "loop")           # work outside tasks
     prof.call(1, "a")
     prof.call(2, "a")
-    p.profiles_final.append(1)     # execution 1 ended; 2 still runs
+    p.profiles_final.append(1)     # execution 1 ended; 2 still runs (on thread 11)
+    p.tags.current[11] = 2
     p._snapshot_profile()
     p.sink.flush()
     df = on_disk(tmp_path)
@@ -68,7 +77,8 @@ def test_ended_executions_are_written_once_as_parts(tmp_path):
     assert sorted(df["execution_seq"]) == [0, 2]
     prof.call(2, "b")
     prof.call(3, "a")
-    p.profiles_final.append(2)
+    p.profiles_final.append(2)     # 2 ended, 3 runs on thread 11
+    p.tags.current[11] = 3
     p._next_snapshot = 0.0
     p._snapshot_profile()
     p.sink.flush()
@@ -80,11 +90,15 @@ def test_ended_executions_are_written_once_as_parts(tmp_path):
     p._next_snapshot = 0.0
     p._snapshot_profile()
     p.sink.flush()
+    # each snapshot read work outside tasks, the executions running and those final now:
+    # never an execution written before
+    assert prof.asked == [{0, 2}, {0, 1, 3}, {0, 2, 3}]
     df = on_disk(tmp_path)
     assert sorted(df.filter(pl.col("file") != "snapshot.parquet")["execution_seq"]) == [1, 2, 2]
     assert sorted(df["execution_seq"]) == [0, 1, 2, 2, 3]
     assert df.filter(pl.col("execution_seq") == 0)["ncall"].to_list() == [2]  # latest counts
     p.profiles_final.append(3)
+    del p.tags.current[11]
     p._snapshot_profile(end=True)  # the end: every ended execution final
     p.sink.close()
     df = on_disk(tmp_path)

@@ -86,3 +86,45 @@ def test_task_threads_profile_only_the_task_function(profiler):
     task_threads = {r[2] for r in mine if r[3] > 0}
     # nothing of the executor's own loop on the task thread (tag 0): hook only around tasks
     assert not [r for r in rows if r[2] in task_threads and r[3] == 0]
+
+
+def test_rows_of_some_executions_are_read_by_tag(profiler):
+    """A snapshot asks for the executions not written yet: Yappi's entries of those tags, the
+    same rows as in the whole enumeration, and none of the others."""
+    tags = profiler.tags
+    profiler.start()
+
+    def task(seq: int) -> None:
+        tags.local.seq = seq
+        short_call()
+        tags.local.seq = 0
+
+    for seq in range(1, 21):
+        th = threading.Thread(target=task, args=(seq,))
+        th.start()
+        th.join()
+    every = profiler.rows()
+    some = profiler.rows({0, 3, 17})
+    profiler.stop()
+    assert {r[3] for r in every} >= set(range(1, 21))
+    assert sorted(some) == sorted(r for r in every if r[3] in {0, 3, 17})
+    assert {r[3] for r in some if r[5] == "short_call"} == {3, 17}
+
+
+def test_the_sampler_forgets_written_executions():
+    from collectors.profiling import StackSampler
+
+    tags = TaskTags()
+    sampler = StackSampler(tags)
+    release = threading.Event()
+    th = threading.Thread(target=release.wait, args=(10,))
+    th.start()
+    for seq in (1, 2):
+        tags.current[th.ident] = seq
+        sampler.sample_once()
+    release.set()
+    th.join()
+    assert {r[3] for r in sampler.rows()} == {1, 2}
+    assert {r[3] for r in sampler.rows({2})} == {2}
+    sampler.forget({1})
+    assert {r[3] for r in sampler.rows()} == {2}
