@@ -62,9 +62,15 @@ class StackSampler:
     sampler needs the GIL to run, so under contention it wakes late, and counting samples ×
     interval would under-state busy tasks."""
 
-    def __init__(self, tags: TaskTags, interval: float = 0.005) -> None:
+    def __init__(self, tags: TaskTags, interval: float = 0.005,
+                 boundary: Collection[Any] = ()) -> None:
         self.tags = tags
         self.interval = interval
+        #: code objects of the frames a task runs inside (the plugin's wrappers): the walk of
+        #: a stack stops there, so the thread's own machinery below them (bootstrap, the
+        #: executor's loop), the same in every sample, is neither walked nor reported, as
+        #: Yappi, whose hook is on only inside them, does not see it either
+        self.boundary = frozenset(boundary)
         self.max_gap = 20 * interval
         self.self_s: dict[tuple[int, int, Any], float] = {}
         self.total_s: dict[tuple[int, int, Any], float] = {}
@@ -102,7 +108,8 @@ class StackSampler:
         stacks = []
         for tid, seq, frame in tops:
             codes = []
-            while frame is not None:
+            boundary = self.boundary
+            while frame is not None and frame.f_code not in boundary:
                 codes.append(frame.f_code)
                 frame = frame.f_back
             stacks.append((tid, seq, codes))
@@ -263,11 +270,13 @@ class YappiProfile:
         return out
 
 
-def make_profiler(mode: str, tags: TaskTags) -> StackSampler | YappiProfile | None:
+def make_profiler(mode: str, tags: TaskTags, boundary: Collection[Any] = ()
+                  ) -> StackSampler | YappiProfile | None:
+    """``boundary``: code objects of the frames tasks run inside (``StackSampler``)."""
     if mode == "off":
         return None
     if mode == "sample":
-        return StackSampler(tags)
+        return StackSampler(tags, boundary=boundary)
     if mode in ("yappi", "yappi-all", "yappi-cpu"):
         return YappiProfile(tags, "cpu" if mode == "yappi-cpu" else "wall",
                             event_loop=mode == "yappi-all")

@@ -88,7 +88,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.marker_offset = 0
         self._patch(worker)
         file_opens.install()
-        self.profiler = make_profiler(self.profile, self.tags)
+        self.profiler = make_profiler(self.profile, self.tags, boundary=(
+            CorrelateWorkerPlugin._timed.__code__, CoroutineSteps._step.__code__))
         self.profile_rows: tuple[list[tuple], list[tuple]] | None = None
         # executions whose profile entries are final (appended when they end), those final
         # at the previous snapshot, and those already written as parts

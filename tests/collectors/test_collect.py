@@ -112,6 +112,16 @@ def test_profiles_split_per_task_execution(recorded):
         assert ncall == 1 if "yappi" in mode else ncall >= 1, (key, ncall)
 
 
+def test_task_profiles_hold_the_task_not_the_threads_machinery(recorded):
+    """In every mode a task's functions start at Dask's call of the task: not the executor
+    thread's bootstrap and loop, nor the plugin's wrapper, the same in every task."""
+    mode, run, _truth = recorded
+    tasks = parts(run, "worker_func_stats").filter(pl.col("execution_seq") > 0)
+    names = set(tasks["name"])
+    assert any("distinctive_cpu_burner" in n for n in names)
+    assert not names & {"_bootstrap", "_bootstrap_inner", "_worker", "_timed"}, mode
+
+
 def test_yappi_profiles_the_event_loop_only_when_asked(recorded):
     mode, run, _truth = recorded
     if not mode.startswith("yappi"):
