@@ -20,7 +20,10 @@ In one run, on synthetic but schema-exact run folders (``testing.synthetic``, ge
    trace.json) on the same run: peak RSS and its time × the tables-only run just before
    (targets ≤ 4 GB, ≤ 2×), and the trace's size and events (what Perfetto's UI must load).
 4. The largest run as Darshan before 3.5 logs it (DXT v1: no thread ids, so every segment is
-   split over the task windows it overlaps): time and peak RSS.
+   split over the task windows it overlaps): time and peak RSS (target ≤ 4 GB).
+5. ``correlate darshan LOG -o x.parquet`` on a 1M-segment DXT v2 log against
+   ``darshan-dxt-parser LOG > /dev/null`` (``bench_darshan.whole_command``; target ≥ 2×; said
+   SKIPPED when darshan-dxt-parser is not on PATH), and where the command's time goes.
 
     python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--repeat 3]
                                      [--workers 8 --threads 4] [--keep DIR]
@@ -265,7 +268,8 @@ def main() -> None:
     methods = summary[f"out-{n}-v1"]["io"]["segments_by_method"]
     print(f"\nwithout thread ids (DXT v1, Darshan before 3.5: segments split over the windows "
           f"they overlap): {dt_v1:.1f} s, ×{dt_v1 / statistics.median(runs):.1f} the median "
-          f"above, peak {rss_v1 / 1e3:.2f} GB; segments by method {methods}; same I/O total: "
+          f"above, peak {rss_v1 / 1e3:.2f} GB (target ≤ 4); segments by method {methods}; "
+          f"same I/O total: "
           f"{summary[f'out-{n}']['io']['total'] == summary[f'out-{n}-v1']['io']['total']}")
 
     seg, ex = attribution_inputs(big)
@@ -287,6 +291,14 @@ def main() -> None:
           f"{single:.1f} s: speed-up ×{single / dt_c:.2f} (includes starting the cluster); "
           f"outputs identical row for row: "
           f"{same_outputs(root / f'out-{size}', root / 'out-cluster')}")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_darshan import make_segments, whole_command
+
+    from testing.darshan_writer import write_log
+
+    log = write_log(root / "dxt-v2-1M.darshan", make_segments(1_000_000, 4096), layout="v2-40",
+                    posix=False)
+    whole_command(log, 5)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -35,9 +35,11 @@ OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clock
 
 #: what events and waits read of the transitions (read once, let go after both); the columns
 #: with a handful of distinct values are held as Categorical (4 bytes a row instead of a 16-byte
-#: string view) and written back as strings
-TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "host", "pid", "stimulus_id",
-                      *(pl.col(c).cast(pl.Categorical) for c in ("worker", "start", "finish"))]
+#: string view, and no string copied when the table is made contiguous or put in order) and
+#: written back as strings
+TRANSITION_COLUMNS = ["local_time_ns", "side", "key", "pid", "stimulus_id",
+                      *(pl.col(c).cast(pl.Categorical) for c in ("host", "worker", "start",
+                                                                  "finish"))]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,11 @@ def group_agg(df: pl.DataFrame, keys: Sequence[str], **aggs: pl.Expr) -> pl.Data
     """``df.group_by(keys).agg(**aggs)``, each group's rows taken in their order in ``df``
     (groups come out in key order, nulls last)."""
     keys = list(keys)
+    # only the columns the aggregations read are put in order (sorting every column of a wide
+    # or long table, such as task_files with its keys and paths, copied all of it)
+    if not any(agg.meta.has_multiple_outputs() for agg in aggs.values()):  # (no wildcards)
+        used = {name for agg in aggs.values() for name in agg.meta.root_names()}
+        df = df.select(*keys, *(c for c in df.columns if c in used and c not in keys))
     ordered = df.sort(keys, nulls_last=True, maintain_order=True).with_columns(
         pl.struct(keys).rle_id().alias(_GROUP)).set_sorted(_GROUP)
     return ordered.group_by(_GROUP, maintain_order=True).agg(

@@ -46,4 +46,5 @@ def message_bounds(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
             .agg(lower_ns=(pl.col("s_send") - pl.col("w_recv")).max(),
                  upper_ns=(pl.col("s_done") - pl.col("w_done")).min(),
                  pairs=pl.len().cast(pl.Int64))
+            .with_columns(pl.col("host").cast(pl.String))  # (Categorical in the engine)
             .sort("host", "pid").collect())

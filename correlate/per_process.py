@@ -11,8 +11,10 @@ import polars as pl
 
 
 def runs(df: pl.DataFrame) -> pl.DataFrame:
-    """``host``, ``pid`` and ``len`` of each run of consecutive rows of one process, in order."""
-    return df.select(run=pl.struct("host", "pid").rle()).unnest("run").unnest("value")
+    """``host`` (a string, also where ``df`` holds it as Categorical), ``pid`` and ``len`` of
+    each run of consecutive rows of one process, in order."""
+    return (df.select(run=pl.struct("host", "pid").rle()).unnest("run").unnest("value")
+            .with_columns(pl.col("host").cast(pl.String)))
 
 
 def spread(per_run: pl.DataFrame, columns: list[str]) -> pl.DataFrame:

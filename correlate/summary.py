@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from correlate.grouping import group_agg
+from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
 
 
@@ -168,18 +169,6 @@ def _incomplete_logs(logs: pl.DataFrame) -> list[str]:
     more = f"; … ({why.height} in all)" if why.height > 3 else ""
     return [f"{why.height} of {logs.height} Darshan log(s) incomplete, so I/O totals and "
             f"attributed shares count only what was read: {'; '.join(names)}{more}"]
-
-
-def incomplete_logs(logs: pl.DataFrame) -> pl.DataFrame:
-    """The logs (``log``, ``failed``, ``partial``, ``untraced``) whose I/O is partly missing."""
-    if logs.is_empty():
-        return pl.DataFrame({"log": [], "failed": [], "partial": [], "untraced": []})
-    return logs.select(
-        log=pl.col("log").cast(pl.String),
-        failed=pl.col("modules_failed").list.join("; "),
-        partial=pl.col("partial"),
-        untraced=pl.col("dxt_untraced_ops").fill_null(0),
-    ).filter((pl.col("failed") != "") | pl.col("partial") | (pl.col("untraced") > 0))
 
 
 def _log_problem(r: dict[str, Any]) -> str:

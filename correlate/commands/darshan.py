@@ -10,7 +10,10 @@ read (problems with the others are printed as warnings), 1 when none could be re
 from __future__ import annotations
 
 import argparse
+import sys
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from correlate.errors import InputError
 
@@ -28,9 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from correlate.console import console, results, warn
-    from correlate.sources.darshan_logs import expand_paths, load
-    from correlate.summary import incomplete_logs
+    from correlate.sinks import COMPRESSION
+    from correlate.sources.darshan_logs import expand_paths, incomplete_logs, load
 
     missing = [p for p in args.logs if not p.exists()]
     if missing:
@@ -38,17 +40,20 @@ def run(args: argparse.Namespace) -> int:
     paths = expand_paths(args.logs)
     if not paths:
         raise InputError(args.logs[0], "no .darshan logs found")
-    with console().status(f"decoding {len(paths)} log(s)"):
+    with _status(f"decoding {len(paths)} log(s)"):
         frames = load(paths)
     if frames.darshan_logs.is_empty() and len(frames.problems) == 1:
         raise InputError(*frames.problems[0])  # the one message, said once, as the error
-    for file, problem in frames.problems:
-        warn(f"{file}: {problem}")
+    if frames.problems:
+        from correlate.console import warn
+
+        for file, problem in frames.problems:
+            warn(f"{file}: {problem}")
     if frames.darshan_logs.is_empty():
         raise InputError(args.logs[0], "none of the logs could be read")
     table = getattr(frames, TABLES[args.table])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    table.write_parquet(args.out, statistics=False)
+    table.write_parquet(args.out, compression=COMPRESSION, statistics=False)
     seg = frames.io_segments
     rd = seg.filter(pl.col("op") == "read")["length"].sum()
     wr = seg.filter(pl.col("op") == "write")["length"].sum()
@@ -56,7 +61,19 @@ def run(args: argparse.Namespace) -> int:
     # a truncated log still gives a table (what could be read): say it is partial
     partial = (f" ({incomplete} incomplete: the table holds only what could be read)"
                if incomplete else "")
-    results().print(f"{frames.darshan_logs.height} log(s){partial}, {seg.height:,} DXT segments, "
-                    f"{rd:,} bytes read, {wr:,} bytes written, {len(frames.problems)} "
-                    f"warning(s) → {args.out} ({args.table}: {table.height:,} rows)")
+    # the result line, on stdout, as is (paths are not rich markup; rich is not even loaded
+    # on this command's usual path, which is most of a small log's time)
+    print(f"{frames.darshan_logs.height} log(s){partial}, {seg.height:,} DXT segments, "
+          f"{rd:,} bytes read, {wr:,} bytes written, {len(frames.problems)} "
+          f"warning(s) → {args.out} ({args.table}: {table.height:,} rows)", flush=True)
     return 0
+
+
+def _status(message: str) -> AbstractContextManager[Any]:
+    """A spinner on stderr when it is a terminal (rich draws none elsewhere, so it is not
+    loaded then)."""
+    if not sys.stderr.isatty():
+        return nullcontext()
+    from correlate.console import console
+
+    return console().status(message)

@@ -8,8 +8,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rich.text import Text
-
 from correlate.commands.run import FORMATS
 from correlate.errors import InputError
 
@@ -35,6 +33,8 @@ def _pick(keys: list[str], wanted: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.text import Text  # not at the top: every command's parser imports this module
+
     from correlate.console import results
     from correlate.lifecycles import all_keys, story, with_transitions
     from correlate.sources.detect import load

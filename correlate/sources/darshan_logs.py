@@ -104,32 +104,38 @@ class _Log:
 def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
                start_ns: int, log: str) -> pl.DataFrame:
     seg = recs.segments
+    n = len(seg)
+    per_record = recs.write_count + recs.read_count
     counts = np.column_stack([recs.write_count, recs.read_count]).ravel()
-    rec_index = np.repeat(np.arange(len(recs.record_id)), recs.write_count + recs.read_count)
     is_write = np.repeat(np.tile(np.array([True, False]), len(recs.record_id)), counts)
     block_start = np.repeat(np.cumsum(counts) - counts, counts)
-    seg_index = np.arange(len(seg), dtype=np.int64) - block_start
+    seg_index = np.arange(n, dtype=np.int64) - block_start
     if recs.layout == "v2-40":
-        thread = pl.Series("thread_id", seg["pthread_id"], dtype=pl.UInt64)
+        thread = pl.Series("thread_id", np.ascontiguousarray(seg["pthread_id"]),
+                           dtype=pl.UInt64)
     elif recs.layout == "modified-96":
         t = L.pthread_from_text(seg)
         thread = pl.Series("thread_id", t, dtype=pl.UInt64).replace(0, None)
     else:
-        thread = pl.Series("thread_id", [None] * len(seg), dtype=pl.UInt64)
-    hosts = pl.Series(recs.hostname, dtype=pl.String)
-    rec_paths = pl.Series([names.get(int(r)) for r in recs.record_id], dtype=pl.String)
-    idx = pl.Series(rec_index, dtype=pl.UInt32)
+        thread = pl.Series("thread_id", [None] * n, dtype=pl.UInt64)
+    # a record's values repeated over its segments: numbers by numpy, strings by one gather
+    # (each column built contiguous, so polars takes it without another copy)
+    idx = pl.Series(np.repeat(np.arange(len(recs.record_id), dtype=np.uint32), per_record))
+    strings = pl.DataFrame({
+        "host": pl.Series(recs.hostname, dtype=pl.String),
+        "path": pl.Series([names.get(int(r)) for r in recs.record_id], dtype=pl.String),
+    })[idx]
     return pl.DataFrame({
-        "host": hosts.gather(idx),
-        "pid": pl.Series([pid], dtype=pl.Int64).gather(pl.zeros(len(seg), pl.UInt32, eager=True)),
-        "rank": pl.Series(recs.rank, dtype=pl.Int64).gather(idx),
-        "record_id": pl.Series(recs.record_id, dtype=pl.UInt64).gather(idx),
-        "path": rec_paths.gather(idx),
-        "module": _MODULES.gather(pl.Series(np.full(len(seg), _MODULES.to_list().index(module),
-                                                    dtype=np.uint32))),
+        "host": strings.get_column("host"),
+        "pid": pl.repeat(pid, n, dtype=pl.Int64, eager=True),
+        "rank": np.repeat(recs.rank.astype(np.int64, copy=False), per_record),
+        "record_id": np.repeat(recs.record_id.astype(np.uint64, copy=False), per_record),
+        "path": strings.get_column("path"),
+        "module": pl.repeat(module, n, dtype=_MODULES.dtype, eager=True),
         "op": _OPS.gather(pl.Series(is_write.view(np.uint8))),
-        "offset": seg["offset"] if recs.offsets_known else _unknown(len(seg)),
-        "length": seg["length"],
+        "offset": (np.ascontiguousarray(seg["offset"]) if recs.offsets_known
+                   else _unknown(n)),
+        "length": np.ascontiguousarray(seg["length"]),
         "local_start_ns": start_ns + np.rint(seg["start"] * NS).astype(np.int64),
         "local_stop_ns": start_ns + np.rint(seg["end"] * NS).astype(np.int64),
         "thread_id": thread,
@@ -326,3 +332,15 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
     cnt = (conform(pl.concat(counters, how="diagonal"), IO_FILE_COUNTERS) if counters
            else IO_FILE_COUNTERS.empty())
     return DarshanFrames(logs, seg, cnt, tuple(problems))
+
+
+def incomplete_logs(logs: pl.DataFrame) -> pl.DataFrame:
+    """The logs (``log``, ``failed``, ``partial``, ``untraced``) whose I/O is partly missing."""
+    if logs.is_empty():
+        return pl.DataFrame({"log": [], "failed": [], "partial": [], "untraced": []})
+    return logs.select(
+        log=pl.col("log").cast(pl.String),
+        failed=pl.col("modules_failed").list.join("; "),
+        partial=pl.col("partial"),
+        untraced=pl.col("dxt_untraced_ops").fill_null(0),
+    ).filter((pl.col("failed") != "") | pl.col("partial") | (pl.col("untraced") > 0))

@@ -28,3 +28,19 @@ def test_several_keys_and_an_empty_frame():
     got = group_agg(df, ["a", "b"], v=pl.col("v").sum())
     assert got.rows() == [("x", 1, 3.0), ("y", 2, 3.0), (None, 2, 4.0)]
     assert group_agg(df.clear(), ["a", "b"], v=pl.col("v").sum()).columns == ["a", "b", "v"]
+
+
+def test_only_the_columns_read_are_ordered_and_any_column_can_still_be_read():
+    # GIVEN a table with columns no aggregation reads (task_files: keys and paths) beside the
+    # ones summed
+    df = pl.DataFrame({"m": ["b", "a", "b"], "path": ["/x", "/y", "/z"], "bytes": [1.0, 2.0, 4.0],
+                       "ops": [1, 1, 2], "key": ["k1", "k2", "k3"]})
+    # WHEN grouped with plain aggregations, with an aggregation of no column, and with a
+    # wildcard (which reads columns it does not name)
+    got = group_agg(df, ["m"], bytes=pl.col("bytes").sum(), n=pl.len(),
+                    last=pl.col("path").last())
+    wild = group_agg(df.select("m", "bytes", "ops"), ["m"], total=pl.sum_horizontal(
+        pl.exclude("m")).sum())
+    # THEN the same groups and sums as group_by, in key order
+    assert got.rows() == [("a", 2.0, 1, "/y"), ("b", 5.0, 2, "/z")]
+    assert wild.rows() == [("a", 3.0), ("b", 8.0)]
