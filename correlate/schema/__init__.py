@@ -43,6 +43,10 @@ def _by_name(*groups: tuple[Table, ...]) -> dict[str, Table]:
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("canonical", "darshan", "outputs", "run"):  # ``schema.run`` without an import
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "TABLES":
         from correlate.schema import canonical, darshan, outputs, run
 
