@@ -71,12 +71,7 @@ def dask_may_set_preloads() -> bool:
     if any(k.upper().startswith(("DASK_DISTRIBUTED", "DASK_INTERNAL_INHERIT_CONFIG"))
            for k in os.environ):
         return True
-    places = {os.environ.get("DASK_ROOT_CONFIG", "/etc/dask"),
-              os.path.join(sys.prefix, "etc", "dask"),
-              *(os.path.join(prefix, "etc", "dask") for prefix in site.PREFIXES),
-              os.path.join(os.path.expanduser("~"), ".config", "dask"),
-              os.environ.get("DASK_CONFIG")}
-    for place in filter(None, places):
+    for place in dask_config_places():
         files = ([os.path.join(place, f) for f in os.listdir(place)]
                  if os.path.isdir(place) else [place] if os.path.isfile(place) else [])
         for f in files:
@@ -87,6 +82,17 @@ def dask_may_set_preloads() -> bool:
             except OSError:  # dask reads what it can; a file we cannot read, it cannot either
                 continue
     return False
+
+
+def dask_config_places() -> list[str]:
+    """The files and folders ``dask.config`` reads its YAML from (``dask.config.paths``; a
+    test checks that this covers them, so a Dask that reads a new place fails it)."""
+    places = [os.environ.get("DASK_ROOT_CONFIG", "/etc/dask"),
+              os.path.join(sys.prefix, "etc", "dask"),
+              *(os.path.join(prefix, "etc", "dask") for prefix in site.PREFIXES),
+              os.path.join(os.path.expanduser("~"), ".config", "dask"),
+              os.environ.get("DASK_CONFIG")]
+    return list(dict.fromkeys(p for p in places if p))
 
 
 def preload_variables(role: str) -> dict[str, str]:

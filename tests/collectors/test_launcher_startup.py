@@ -84,3 +84,15 @@ def test_collect_starts_the_job_before_importing_dask(no_dask_settings, tmp_path
     code, seen = out.stdout.split(" ", 1)
     assert code == "0" and seen.startswith("[False"), out.stderr[-2000:]  # the job: first
     assert (tmp_path / "run" / "manifest.json").is_file()
+
+
+def test_the_places_checked_cover_those_dask_reads(tmp_path):
+    """Dask reads its YAML from ``dask.config.paths`` (fixed when it is imported, so compared in
+    a fresh process): a Dask that reads a new place fails here, not silently in a user's job."""
+    probe = ("import dask.config\n"
+             "from collectors import launcher\n"
+             "print(sorted(set(dask.config.paths) - set(launcher.dask_config_places())))\n")
+    env = dict(os.environ, DASK_CONFIG=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                         cwd=Path(__file__).parents[2], timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr[-2000:]
