@@ -95,23 +95,27 @@ def dask_config_places() -> list[str]:
     return list(dict.fromkeys(p for p in places if p))
 
 
-def preload_variables(role: str) -> dict[str, str]:
-    """``DASK_DISTRIBUTED__<ROLE>__PRELOAD`` naming the job's own preloads for ``role``
-    (``scheduler`` or ``worker``: from its Dask config files and variables) and then ours; the
-    variable wins over the files, so theirs must be in it. Their ``preload-argv`` is kept per
-    preload (ours takes none)."""
-    name = f"DASK_DISTRIBUTED__{role.upper()}__PRELOAD"
+def preload_variables() -> dict[str, str]:
+    """``DASK_DISTRIBUTED__<ROLE>__PRELOAD`` for the scheduler and the worker, each naming the
+    job's own preloads for that role (from its Dask config files and variables) and then ours;
+    the variable wins over the files, so theirs must be in it. Their ``preload-argv`` is kept
+    per preload (ours takes none)."""
+    roles = ("scheduler", "worker")
     if not dask_may_set_preloads():
-        return {name: repr([PRELOAD])}
+        return {f"DASK_DISTRIBUTED__{r.upper()}__PRELOAD": repr([PRELOAD]) for r in roles}
     import dask.config
 
-    theirs = dask.config.get(f"distributed.{role}.preload", default=None) or []
-    theirs = [p for p in ([theirs] if isinstance(theirs, str) else theirs) if p != PRELOAD]
-    out = {name: repr([*theirs, PRELOAD])}
-    argv = dask.config.get(f"distributed.{role}.preload-argv", default=None) or []
-    if argv:  # one list for every preload, or one list per preload (Dask's own rule)
-        per = [argv] * len(theirs) if isinstance(argv[0], str) else list(argv)
-        out[f"{name}_ARGV"] = repr([*per, []])
+    out = {}
+    for role in roles:
+        name = f"DASK_DISTRIBUTED__{role.upper()}__PRELOAD"
+        theirs = dask.config.get(f"distributed.{role}.preload", default=None) or []
+        theirs = [p for p in ([theirs] if isinstance(theirs, str) else theirs)
+                  if p != PRELOAD]
+        out[name] = repr([*theirs, PRELOAD])
+        argv = dask.config.get(f"distributed.{role}.preload-argv", default=None) or []
+        if argv:  # one list for every preload, or one list per preload (Dask's own rule)
+            per = [argv] * len(theirs) if isinstance(argv[0], str) else list(argv)
+            out[f"{name}_ARGV"] = repr([*per, []])
     return out
 
 
@@ -123,7 +127,7 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
     env.update({
         "DASK_CORRELATE_RUN_DIR": str(run_dir.resolve()),
         **options.Options(args.profile, args.flush_interval).environment(),
-        **preload_variables("scheduler"), **preload_variables("worker"),
+        **preload_variables(),
     })
     if darshan_lib:
         env.update(darshan_env.environment(darshan_lib, run_dir.resolve()))

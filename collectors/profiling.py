@@ -106,9 +106,9 @@ class StackSampler:
         tops = [(tid, seq, frames.get(tid)) for tid, seq in running.items()]
         del frames
         stacks = []
+        boundary = self.boundary
         for tid, seq, frame in tops:
             codes = []
-            boundary = self.boundary
             while frame is not None and frame.f_code not in boundary:
                 codes.append(frame.f_code)
                 frame = frame.f_back

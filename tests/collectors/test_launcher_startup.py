@@ -32,12 +32,12 @@ def no_dask_settings(tmp_path, monkeypatch):
 
 def test_without_settings_the_variables_are_those_dask_gives(no_dask_settings, monkeypatch):
     assert not launcher.dask_may_set_preloads()
-    fast = {role: launcher.preload_variables(role) for role in ("scheduler", "worker")}
+    fast = launcher.preload_variables()
     monkeypatch.setattr(launcher, "dask_may_set_preloads", lambda: True)
-    slow = {role: launcher.preload_variables(role) for role in ("scheduler", "worker")}
+    slow = launcher.preload_variables()
     assert fast == slow == {
-        "scheduler": {"DASK_DISTRIBUTED__SCHEDULER__PRELOAD": "['collectors.preload']"},
-        "worker": {"DASK_DISTRIBUTED__WORKER__PRELOAD": "['collectors.preload']"}}
+        "DASK_DISTRIBUTED__SCHEDULER__PRELOAD": "['collectors.preload']",
+        "DASK_DISTRIBUTED__WORKER__PRELOAD": "['collectors.preload']"}
 
 
 @pytest.mark.parametrize("where", ["home", "root", "prefix", "DASK_CONFIG dir",
