@@ -317,16 +317,29 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
               f"repetitions, medians; plain: {base_t:.2f} s whole job, {base_cpu:.2f} s CPU "
               f"(all processes), {base_c:.2f} s in job")
         print("| mode | whole job s | whole job | CPU s | CPU | CPU µs/task added | in job s "
-              "| in job | target (whole job) |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "| in job | target (whole job) | CPU µs/task vs @base, paired |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for m in res:
             c, t, cpu = med(m, 0), med(m, 1), med(m, 3)
             target = f"≤ {TARGETS[m]:.0%}" if m in TARGETS and workload == "tiles" else ""
             target = "" if m and m.endswith("@base") else target
             print(f"| {m or 'plain'} | {t:.2f} | {t / base_t - 1:+.1%} | {cpu:.2f} | "
                   f"{cpu / base_cpu - 1:+.1%} | {(cpu - base_cpu) / tasks * 1e6:+.0f} | "
-                  f"{c:.2f} | {c / base_c - 1:+.1%} | {target} |")
+                  f"{c:.2f} | {c / base_c - 1:+.1%} | {target} | {paired(res, m, tasks)} |")
         sys.stdout.flush()
+
+
+def paired(res: dict[str | None, list[tuple[float, float, int, float]]], mode: str | None,
+           tasks: int) -> str:
+    """Median over repetitions of the CPU µs per task ``mode`` used more than its ``@base``
+    run just before it: the machine's drift from one minute to the next (tens of per cent on
+    a shared VM) cancels in each difference, which the medians of the columns before do not
+    (empty without a baseline)."""
+    base = res.get(f"{mode}@base")
+    if base is None:
+        return ""
+    diffs = [r[3] - b[3] for r, b in zip(res[mode], base, strict=True)]
+    return f"{statistics.median(diffs) / tasks * 1e6:+.0f}"
 
 
 def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str | None) -> None:
