@@ -17,7 +17,7 @@ and ``coro`` (``async def`` tasks with a few awaits each).
    wrapped in a timer (a ``sitecustomize`` on ``PYTHONPATH`` patches the plugin classes in each
    process; the timers' own cost is measured in each process and subtracted). Reports µs per
    task by where it is paid: the scheduler's event loop (its plugin hooks), the scheduler's
-   flush thread (rows expanded, keys rendered, parquet written), the workers' event loops
+   flush thread (rows expanded, keys rendered, parts written), the workers' event loops
    (transition hook, execute/submit wrappers, periodic callback incl. profile snapshots), the
    task threads (the ``_timed`` wrapper around the task function: clocks, tags, row), the audit
    hook, the workers' flush threads and sampler threads, and start-up (plugin set-up; the
@@ -158,7 +158,7 @@ SITE = textwrap.dedent('''
             try:
                 return orig_write(self, *a, **k)
             finally:
-                add(f"{ROLE[0]} flush thread: rows to parquet", pc() - t)
+                add(f"{ROLE[0]} flush thread: rows to parts", pc() - t)
         sink.ProcessSink._write = _write
         hook = file_opens._hook
         EVENTS = [0, 0]  # audited events, opens; their cost is measured at dump time
@@ -373,8 +373,7 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
         print("| processes reporting | " + " | ".join(
             str(int(table[m]["(processes reporting)"])) for m in modes) + " |")
         sys.stdout.flush()
-    mods = ["collectors.worker_plugin", "correlate.schema.run", "pyarrow", "pyarrow.parquet",
-            "yappi"]
+    mods = ["collectors.worker_plugin", "correlate.schema.run", "yappi"]
     rows = []
     for _ in range(3):
         out = subprocess.run([sys.executable, "-c", IMPORTS, *mods], capture_output=True,
@@ -387,10 +386,9 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
 
 
 ROWS = textwrap.dedent('''
-    """µs per row to build a part's columns and write it, for rows shaped like a tiles run's."""
+    """µs per row for the sink to write a part, for rows shaped like a tiles run's."""
     import tempfile, time
     from pathlib import Path
-    import pyarrow as pa
     from collectors import sink as s
     from correlate.schema import run as schema
 
@@ -406,42 +404,42 @@ ROWS = textwrap.dedent('''
             1_700_000_000_000_000_000 + i, key.format(i), "ready", "executing",
             f"compute-task-{1e9 + i}") for i in range(n)],
     }
+    t0 = time.process_time()
+    first = s.ProcessSink(Path(tempfile.mkdtemp()), {schema.WORKER_TRANSITIONS.name: schema.WORKER_TRANSITIONS})
+    first._write(schema.WORKER_TRANSITIONS.name, shapes[schema.WORKER_TRANSITIONS][:10])
+    print(f"first-part {(time.process_time() - t0) * 1e3:.3f}")
     for table, rows in shapes.items():
         sink = s.ProcessSink(Path(tempfile.mkdtemp()), {table.name: table})
-        build = total = 1e9
+        best = 1e9
         for _ in range(5):
             t0 = time.perf_counter()
-            cols = list(zip(*rows))
-            pa.Table.from_arrays([s.arrow_column(c, col) for c, col in zip(cols, table.columns)],
-                                 schema=table.arrow_schema())
-            t1 = time.perf_counter()
-            sink._write(table.name, rows)  # the sink's own path: columns, then the parquet
-            t2 = time.perf_counter()
-            build, total = min(build, t1 - t0), min(total, t2 - t1)
-        print(f"{table.name} {build / n * 1e6:.3f} {(total - build) / n * 1e6:.3f}")
+            sink._write(table.name, rows)
+            best = min(best, time.perf_counter() - t0)
+        print(f"{table.name} {best / n * 1e6:.3f}")
 ''')
 
 
 def rows(args: argparse.Namespace) -> None:
-    """Build + write cost per row, this tree against --baseline-tree, alternating processes."""
+    """A part's cost per row, and the first part's in a fresh process (imports included), this
+    tree against --baseline-tree, alternating processes."""
     trees = [("this tree", REPO)]
     if args.baseline_tree:
         trees.insert(0, ("baseline", args.baseline_tree))
-    best: dict[tuple[str, str], tuple[float, float]] = {}
+    best: dict[tuple[str, str], float] = {}
     for _ in range(3):
         for name, tree in trees:
             env = dict(os.environ, PYTHONPATH=str(tree))
             out = subprocess.run([sys.executable, "-c", ROWS], capture_output=True,
                                  text=True, check=True, cwd=tree, env=env).stdout
             for line in out.splitlines():
-                table, build, write = line.split()
-                old = best.get((name, table), (1e9, 1e9))
-                best[(name, table)] = (min(old[0], float(build)), min(old[1], float(write)))
-    print("\nparquet parts: µs per row to build the columns, and the rest of the sink's write "
-          "(parquet), 20,000 rows, best of 3 processes x 5")
-    print("| tree | table | build columns | write part |\n|---|---|---:|---:|")
-    for (name, table), (b, w) in best.items():
-        print(f"| {name} | {table} | {b:.2f} | {w:.2f} |")
+                table, value = line.split()
+                best[(name, table)] = min(best.get((name, table), 1e9), float(value))
+    print("\nparts: the first part of a fresh process (ms of CPU, the writer's imports "
+          "included), then µs per row of a 20,000-row part; best of 3 processes (x 5 parts)")
+    print("| tree | table | cost |\n|---|---|---:|")
+    for (name, table), v in best.items():
+        unit = "ms" if table == "first-part" else "µs/row"
+        print(f"| {name} | {table} | {v:.2f} {unit} |")
 
 
 def main() -> None:
@@ -455,7 +453,8 @@ def main() -> None:
     ap.add_argument("--breakdown", action="store_true", help="µs per task by where it is paid")
     ap.add_argument("--no-overhead", action="store_true", help="skip the overhead runs")
     ap.add_argument("--rows", action="store_true",
-                    help="µs per row to build and write a parquet part (and the baseline's)")
+                    help="a part's cost: the first in a fresh process, and µs per row (and the "
+                         "baseline's)")
     ap.add_argument("--baseline-tree", type=Path, default=None,
                     help="a source tree (e.g. `git archive REV collectors correlate`) whose "
                          "collectors run as MODE@base, interleaved with this tree's")

@@ -94,12 +94,14 @@ def io_floor(run: Path, outputs: Path) -> dict[str, float]:
     two at a time as correlate's partitions are, and the output tables (read first, untimed)
     written again through correlate's own sink. No joins, sorts or attribution."""
     from correlate.mappers import local_map
+    from correlate.schema import TABLES
     from correlate.sinks import ParquetSink
-    from correlate.sources import darshan_logs
+    from correlate.sources import darshan_logs, run_parts
 
     t = time.perf_counter()
     for table_dir in sorted(d for d in (run / "procs").glob("*/*") if d.is_dir()):
-        pl.read_parquet(sorted(table_dir.glob("*.parquet")), missing_columns="insert")
+        for part in run_parts.part_files(table_dir):
+            run_parts.read(part, TABLES[table_dir.name])
     read = time.perf_counter() - t
     t = time.perf_counter()
     for _log in local_map(darshan_logs.read_log, darshan_logs.expand_paths([run / "darshan"])):

@@ -1,7 +1,8 @@
 """Collectors: run inside the user's Dask processes and write the run folder.
 
-Importing this package imports nothing heavy (no polars, pyarrow or yappi); the plugins import
-pyarrow/yappi lazily at setup. Public API: ``collectors.record`` (see ``collectors.api``).
+Importing this package imports nothing heavy (no polars, pyarrow, numpy or yappi); the plugins
+import yappi lazily at setup, and write their parts with the standard library alone. Public
+API: ``collectors.record`` (see ``collectors.api``).
 """
 
 from __future__ import annotations

@@ -2,10 +2,15 @@
 
 The hot path is ``sink.append(table, row)``: a ``list.append`` of a tuple. A background thread
 swaps each buffer out every ``interval`` seconds and writes it as
-``<proc_dir>/<table>/part-NNNNNN.parquet`` (temp name + ``os.replace``, so every part on disk is
-complete). A killed process loses at most one interval. Buffers are bounded: rows beyond
-``max_rows`` per table between flushes are counted as dropped, never silently lost.
-``close()`` flushes and writes ``closed.json`` (row counts, drops, hook errors).
+``<proc_dir>/<table>/part-NNNNNN.arrow`` (the format: ``correlate.schema.run``; temp name +
+``os.replace``, so every part on disk is complete). A killed process loses at most one interval.
+Buffers are bounded: rows beyond ``max_rows`` per table between flushes are counted as dropped,
+never silently lost. ``close()`` flushes and writes ``closed.json`` (row counts, drops, hook
+errors).
+
+Parts are Arrow IPC files written by the standard library alone (``collectors.arrow_file``):
+the pyarrow Parquet writer this replaced cost each Dask process about 40 MB of memory, its
+imports and its allocator's first-write stalls (about a tenth of a second of CPU).
 """
 
 from __future__ import annotations
@@ -14,14 +19,12 @@ import json
 import os
 import threading
 import time
-from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
-from itertools import repeat
-from operator import is_not
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from collectors.arrow_file import ipc_file
 from collectors.guard import ERRORS, never_raise
 
 
@@ -71,14 +74,8 @@ class ProcessSink:
             self.dropped[table] += 1
 
     def _run(self) -> None:
-        self._warm()
         while not self._stop.wait(self.interval):
             self.flush()
-
-    @never_raise
-    def _warm(self) -> None:
-        """Import the writer on this thread while the job runs, not at shutdown."""
-        import pyarrow.parquet  # noqa: F401
 
     @never_raise
     def flush(self) -> None:
@@ -91,24 +88,15 @@ class ProcessSink:
                     self._write(name, rows)
 
     def _write(self, name: str, rows: list[tuple], *, snapshot: bool = False) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = self.tables[name]
-        columns = list(zip(*rows, strict=True))
-        arrays = [arrow_column(col, c) for col, c in zip(columns, table.columns, strict=True)]
-        data = pa.Table.from_arrays(arrays, schema=table.arrow_schema())
         folder = self.proc_dir / name
         folder.mkdir(exist_ok=True)
         if snapshot:
-            final = folder / "snapshot.parquet"
+            final = folder / f"snapshot{PART_SUFFIX}"
         else:
             self.parts += 1
-            final = folder / f"part-{self.parts:06d}.parquet"
+            final = folder / f"part-{self.parts:06d}{PART_SUFFIX}"
         tmp = folder / f".{final.name}.tmp"
-        # no dictionary pages: most strings here (keys, stimulus ids) are distinct, and zstd
-        # takes the repeats; writing is quicker and the parts smaller
-        pq.write_table(data, tmp, compression="zstd", use_dictionary=False)
+        tmp.write_bytes(arrow_part(self.tables[name].columns, rows))
         os.replace(tmp, final)
         self.written[name] += len(rows) if not snapshot else 0
 
@@ -120,7 +108,7 @@ class ProcessSink:
             if rows:
                 self._write(name, rows, snapshot=True)
             elif self.snapshot_rows[name]:
-                (self.proc_dir / name / "snapshot.parquet").unlink(missing_ok=True)
+                (self.proc_dir / name / f"snapshot{PART_SUFFIX}").unlink(missing_ok=True)
             self.snapshot_rows[name] = len(rows)
 
     def close(self, extra: dict[str, Any] | None = None) -> None:
@@ -135,58 +123,26 @@ class ProcessSink:
             "hook_errors": dict(ERRORS), **(extra or {})})
 
 
-_CODES = {"int64": "q", "uint64": "Q", "double": "d"}
-_NONE = type(None)
+#: the parts' file suffix (``correlate.schema.run`` says what they hold)
+PART_SUFFIX = ".arrow"
+#: the Arrow column kind of each raw-table dtype (text for the others: String and Enum)
+_KINDS = {"Int64": "int64", "UInt64": "uint64", "Float64": "double"}
 
 
-def arrow_column(values: tuple, column: Any) -> Any:
-    """One column of rows as an Arrow array, the same as ``pa.array(values, type)``, built
-    from buffers (``array``/``bytes``) for the column types of the raw tables: ``pa.array`` on
-    a Python sequence first asks whether it is a pandas object, which imports pandas (a
-    quarter-second per process, at the first flush). Each step runs over the column in C
-    (``map``, ``str.join``, ``array``): a Python loop per value would cost more than the
-    parquet writer. Other types, and values these buffers do not take, go through
-    ``pa.array``."""
-    import numpy as np  # pyarrow imports it
-    import pyarrow as pa
-
-    typ = column.arrow_type()
-    kind = str(typ)
+def arrow_part(columns: Sequence[Any], rows: list[tuple]) -> bytes:
+    """A part's bytes: an Arrow IPC file of one record batch. A column whose values its type
+    cannot hold (a float in an integer column) is written as text, so that its rows stay on
+    disk and ``correlate`` names the part it cannot use."""
+    kinds = [_KINDS.get(c.dtype, "utf8") for c in columns]
     try:
-        n = len(values)
-        nulls = values.count(None)
-        types = set(map(type, values))
-        types.discard(_NONE)
-        validity = None
-        if nulls:
-            valid = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=n)
-            validity = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
-        if kind in _CODES:
-            if bool in types:
-                raise TypeError("bool")  # pa.array refuses bools in integer columns
-            data = array(_CODES[kind], values if not nulls else
-                         [0 if v is None else v for v in values])
-            return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(data)], nulls)
-        if kind == "string":
-            if not types <= {str}:
-                raise TypeError("not str")
-            text = values if not nulls else ["" if v is None else v for v in values]
-            joined = "".join(text)
-            if joined.isascii():  # one byte per character: lengths are the str lengths
-                data, lengths = joined.encode("ascii"), map(len, text)
-            else:
-                encoded = list(map(str.encode, text))
-                data, lengths = b"".join(encoded), map(len, encoded)
-            offsets = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n), out=offsets[1:])
-            if offsets[-1] >= 2**31:
-                raise OverflowError("string column over 2 GiB")
-            return pa.Array.from_buffers(typ, n, [validity,
-                                                  pa.py_buffer(offsets.astype(np.int32)),
-                                                  pa.py_buffer(data)], nulls)
-    except (TypeError, ValueError, OverflowError, UnicodeError):
+        return ipc_file([c.name for c in columns], kinds, rows)
+    except (TypeError, OverflowError):
         pass
-    return pa.array(values, type=typ)
+    text = [(tuple(None if v is None else str(v) for v in column)
+             if kind != "utf8" else column) for column, kind in zip(
+                 zip(*rows, strict=True), kinds, strict=True)]
+    return ipc_file([c.name for c in columns], ["utf8"] * len(kinds),
+                    list(zip(*text, strict=True)))
 
 
 def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:

@@ -9,7 +9,7 @@ processes) can use it without importing polars; ``polars_schema``/``arrow_schema
 library lazily. ``schema.table`` says how a table is declared; the submodules declare them,
 grouped by who writes them, each listing its tables in ``ALL``:
 
-- ``schema.run``      — raw capture tables in the run folder (``procs/<proc>/<table>/part-*.parquet``)
+- ``schema.run``      — raw capture tables in the run folder (``procs/<proc>/<table>/part-*.arrow``)
 - ``schema.darshan``  — canonical tables decoded from Darshan logs
 - ``schema.canonical``— the frames every source adapter produces for the engine
 - ``schema.outputs``  — what ``correlate`` writes (tasks.parquet, task_files.parquet, …)
@@ -28,7 +28,8 @@ __all__ = ["OUTPUT_FORMAT_VERSION", "RUN_FORMAT_VERSION", "TABLES", "Column", "T
            "describe"]
 
 #: Version of the run-folder format written by ``collectors`` (manifest.json, proc.json).
-RUN_FORMAT_VERSION = 1
+#: 2: parts are Arrow IPC files (``schema.run``), no longer Parquet (1, still read).
+RUN_FORMAT_VERSION = 2
 #: Version of the tables written by ``correlate`` into its output folder.
 OUTPUT_FORMAT_VERSION = 1
 

@@ -1,5 +1,12 @@
-"""Raw capture tables of the run folder (``procs/<role>-<host>-<pid>/<table>/part-*.parquet``),
+"""Raw capture tables of the run folder (``procs/<role>-<host>-<pid>/<table>/part-*.arrow``),
 written by ``collectors`` and read by ``correlate.sources.run_folder``.
+
+Parts (``collectors.sink.arrow_part``): Arrow IPC files (the columnar format's file form,
+uncompressed), one record batch each, the columns of the table in order: 64-bit integers,
+doubles and UTF-8 text (Enum columns as text). Each flush writes one ``part-NNNNNN.arrow`` per
+table that has rows (numbered per process); ``snapshot.arrow`` holds a cumulative table that
+each flush replaces. Run format 1 wrote the same tables as ``part-NNNNNN.parquet``; they are
+still read.
 
 Clocks: ``local_*_ns`` = the recording process's ``time.time_ns()``; ``reported_*_ns`` = what
 Dask reported in ``startstops`` (worker clock + ``scheduler_delay`` for compute and transfer,

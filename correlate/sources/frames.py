@@ -74,7 +74,7 @@ class RunFrames:
             return df
         try:
             got = df.collect()
-        except pl.exceptions.PolarsError as err:
+        except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
             raise unreadable(self.lazy_parts, name, err) from None
         return _contiguous(got) if contiguous else got
 
@@ -105,12 +105,16 @@ def first_line(err: BaseException) -> str:
 
 def unreadable(parts: tuple[str, ...] | list, what: str, err: Exception) -> InputError:
     """The error for lazily read data that could not be decoded: naming the first of
-    ``parts`` that cannot be decoded alone (footers were checked when the scan was built, the
-    data pages only now), else ``what``."""
-    for part in parts:
+    ``parts`` (raw table parts, in ``<table>/`` folders) that cannot be decoded alone (headers
+    were checked when the scan was built, the data only now), else ``what``."""
+    from pathlib import Path
+
+    from correlate.sources import run_parts
+
+    for part in map(Path, parts):
         try:
-            pl.read_parquet(part)
-        except (OSError, pl.exceptions.PolarsError) as bad:  # the undecodable part
+            run_parts.read(part, TABLES[part.parent.name])
+        except run_parts.UNREADABLE_PART as bad:  # the undecodable part
             return InputError(part, f"unreadable data: {first_line(bad)}")
     return InputError(what, f"unreadable data: {first_line(err)}")
 

@@ -1,7 +1,8 @@
 """Our run folder (written by ``collect``) → canonical ``RunFrames``.
 
 Layout: ``manifest.json``; ``procs/<role>-<host>-<pid>/{proc.json, closed.json,
-<table>/part-*.parquet}`` (tables in ``correlate.schema.run``); ``darshan/*.darshan``.
+<table>/part-*.arrow}`` (tables in ``correlate.schema.run``, parts read by
+``correlate.sources.run_parts``); ``darshan/*.darshan``.
 Only ``procs/`` is required: a folder recorded by ``--preload`` alone, with no scheduler
 preloaded (so no manifest), is read too, and ``facts["unknown"]`` says what is then unknown.
 A newer format version is refused with one sentence; a process without ``closed.json`` did not
@@ -20,10 +21,10 @@ from typing import Any
 import polars as pl
 
 import correlate.schema.run as raw
-from correlate.errors import InputError, SchemaError, UnsupportedVersionError
+from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
-from correlate.sources import darshan_logs
+from correlate.sources import darshan_logs, run_parts
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
 #: raw tables read lazily (the largest: transitions and profile rows)
@@ -92,10 +93,6 @@ def _proc_info(path: Path, warnings: list[str]) -> dict[str, Any]:
     return info
 
 
-#: what reading a damaged or mistyped part raises (a missing column: ``conform``'s SchemaError)
-UNREADABLE_PART = (OSError, pl.exceptions.PolarsError, SchemaError)
-
-
 class _Reader:
     """Collects tables across process folders, with rejects for unreadable parts."""
 
@@ -106,70 +103,37 @@ class _Reader:
         self.unchecked: list[Path] = []
 
     def table(self, proc_dir: Path, name: str) -> pl.DataFrame:
-        parts = [p for p in _parts(proc_dir, name) if self._typed(p, name)]
-        if len(parts) > 1:
-            try:  # all parts at once (read in parallel); part by part when any is unreadable
-                whole = pl.read_parquet(parts, missing_columns="insert")
-                return conform(whole, TABLES[name], path=str(proc_dir))
-            except UNREADABLE_PART:  # the loop below names the part and rejects it
-                pass
         frames = []
-        for part in parts:
+        for part in self._checked(proc_dir, name):
             try:
-                frames.append(conform(pl.read_parquet(part), TABLES[name], path=str(part)))
-            except UNREADABLE_PART as err:  # any unreadable part is a reject
+                frames.append(run_parts.read(part, TABLES[name]))
+            except run_parts.UNREADABLE_PART as err:  # any unreadable part is a reject
                 self._reject(part, f"unreadable part: {first_line(err)}")
-        if not frames:
-            return TABLES[name].empty()
-        return pl.concat(frames)
+        return pl.concat(frames) if frames else TABLES[name].empty()
 
     def scan(self, proc_dir: Path, name: str) -> pl.LazyFrame:
-        """The table's parts as one lazy scan; a part whose footer cannot be read, or whose
+        """The table's parts as one lazy scan; a part whose header cannot be read, or whose
         columns have the wrong types, is a reject now, not an error when the scan is read
         (``unchecked`` keeps the parts, to name one whose data turns out unreadable then)."""
         scans = []
-        for part in _parts(proc_dir, name):
-            if self._typed(part, name):
-                self.unchecked.append(part)
-                scans.append(conform(pl.scan_parquet(part), TABLES[name], path=str(part)))
+        for part in self._checked(proc_dir, name):
+            self.unchecked.append(part)
+            scans.append(run_parts.scan(part, TABLES[name]))
         return pl.concat(scans) if scans else TABLES[name].empty().lazy()
 
-    def _typed(self, part: Path, name: str) -> bool:
-        """Whether ``part``'s footer reads and its columns have their declared kinds of type
-        (else it is a reject)."""
-        try:
-            schema = pl.read_parquet_schema(part)
-        except UNREADABLE_PART as err:  # any unreadable part is a reject
-            self._reject(part, f"unreadable part: {first_line(err)}")
-            return False
-        for column in TABLES[name].columns:
-            found = schema.get(column.name)
-            if found is not None and _kind(found) not in (_kind(column.polars_dtype()), "null"):
-                self._reject(part, f"column {column.name!r} is {found}, expected "
-                             f"{column.dtype}")
-                return False
-        return True
+    def _checked(self, proc_dir: Path, name: str) -> list[Path]:
+        """The table's parts that ``run_parts.check`` passes (the others are rejects)."""
+        out = []
+        for part in run_parts.part_files(proc_dir / name):
+            problem = run_parts.check(part, TABLES[name])
+            if problem is None:
+                out.append(part)
+            else:
+                self._reject(part, problem)
+        return out
 
     def _reject(self, part: Path, reason: str) -> None:
         self.rejects.append(("run-folder", str(part), reason, 1))
-
-
-def _kind(dtype: pl.DataType) -> str:
-    """The kind of values a type holds: a part written with another width of integer or
-    another string encoding is the same data; a float where an integer belongs is not."""
-    if dtype.is_integer():
-        return "integer"
-    if dtype.is_float():
-        return "float"
-    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
-        return "text"
-    if dtype == pl.Null:
-        return "null"
-    return str(dtype)
-
-
-def _parts(proc_dir: Path, name: str) -> list[Path]:
-    return sorted((proc_dir / name).glob("*.parquet")) if (proc_dir / name).is_dir() else []
 
 
 def _procs(run_dir: Path, reader: _Reader
@@ -249,7 +213,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         _quality(d, info, closed, reader)
         for t in raw.RUN_TABLES:
             if t.name in LAZY_TABLES:
-                if _parts(d, t.name):
+                if run_parts.part_files(d / t.name):
                     per_table[t.name].append(_with_proc(reader.scan(d, t.name), info))
                 continue
             df = reader.table(d, t.name)
@@ -261,7 +225,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
           if (run_dir / "darshan").is_dir() else None)
     try:
         frames = _canonical(tables, processes, io, reader)
-    except pl.exceptions.PolarsError as err:
+    except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
         raise unreadable(reader.unchecked, run_dir, err) from None
     facts = (_facts(manifest, processes) if manifest is not None
              else _facts_without_manifest(procs, processes))

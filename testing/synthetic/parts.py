@@ -1,5 +1,5 @@
-"""Writing tables the way the collector does: parquet parts cut at its flush times, numbered
-per process like ``ProcessSink``, with the run folder's Arrow schemas."""
+"""Writing tables the way the collector does: Arrow IPC parts (``correlate.schema.run``) cut at
+its flush times, numbered per process like ``ProcessSink``, typed by the run folder's schemas."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+import pyarrow.ipc as ipc
 
+from collectors.sink import PART_SUFFIX
 from correlate.schema import Table
 
 
@@ -27,7 +28,8 @@ def write_table(path: Path, table: Table, arrays: list[Any]) -> None:
             for a, f in zip(arrays, schema, strict=True)]
     cols = [c.cast(f.type) if c.type != f.type else c for c, f in zip(cols, schema, strict=True)]
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_arrays(cols, schema=schema), path, compression="zstd")
+    with ipc.new_file(path, schema) as writer:
+        writer.write_table(pa.Table.from_arrays(cols, schema=schema))
 
 
 def nulls(n: int, type_: pa.DataType) -> pa.Array:
@@ -67,7 +69,7 @@ class PartWriter:
                 lo, hi = int(cut[k]), int(cut[k + 1])
                 if hi > lo:
                     part += 1
-                    write_table(self.proc_dir / table.name / f"part-{part:06d}.parquet", table,
+                    write_table(self.proc_dir / table.name / f"part-{part:06d}{PART_SUFFIX}", table,
                            build(lo, hi))
         for table, t, _ in self.tables:
             rows[table.name] = len(t)

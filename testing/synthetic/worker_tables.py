@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from collectors.sink import PART_SUFFIX
 from collectors.worker_plugin import MARKER_BYTES
 from correlate.schema import RUN_FORMAT_VERSION
 from correlate.schema import run as raw
@@ -192,7 +193,7 @@ def func_stats(job: Job, wk: Worker, pdir: Path, ex: np.ndarray, n_samples: int)
     col = [pa.array([x[i] for x in funcs]) for i in range(4)]
     rows = len(fid_all)
     clock = "cpu" if job.profile == "yappi-cpu" else "wall"
-    write_table(pdir / raw.FUNC_STATS_RAW.name / "snapshot.parquet", raw.FUNC_STATS_RAW, [
+    write_table(pdir / raw.FUNC_STATS_RAW.name / f"snapshot{PART_SUFFIX}", raw.FUNC_STATS_RAW, [
         pa.repeat("yappi", rows), pa.repeat(clock, rows), tid_all, seq_all,
         col[0].take(f), col[1].take(f), col[2].take(f), col[3].take(f), ncall_all,
         ttot, tsub])

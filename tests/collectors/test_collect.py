@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from correlate.sources.detect import load
+from testing.raw_parts import read_raw
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.cluster
@@ -26,9 +27,7 @@ def collect(out: Path, *args: str, timeout: int = 180) -> subprocess.CompletedPr
 
 
 def parts(run: Path, table: str) -> pl.DataFrame:
-    files = sorted(run.glob(f"procs/*/{table}/*.parquet"))
-    return pl.concat([pl.read_parquet(f).with_columns(proc=pl.lit(f.parts[-3]))
-                      for f in files]) if files else pl.DataFrame()
+    return read_raw(run, table)
 
 
 @pytest.fixture(scope="module", params=["sample", "yappi", "yappi-all"])
@@ -167,8 +166,7 @@ def test_sigkilled_worker_leaves_readable_rows(tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     killed = [p for p in manifest["processes_not_closed"] if p.startswith("worker-")]
     assert len(killed) == 1
-    ex = pl.concat([pl.read_parquet(p) for p in (run / "procs" / killed[0]).glob(
-        "task_executions/*.parquet")])
+    ex = read_raw(run, "task_executions", killed[0])
     assert {f"early-{i}" for i in range(6)} <= set(ex["key"])
     frames = load(run)
     assert any("did not close cleanly" in w for w in frames.warnings)

@@ -12,12 +12,12 @@ import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-import polars as pl
 import pytest
 
 import collectors
 from collectors import launcher
 from collectors.options import DEFAULTS, Options, OptionsError
+from testing.raw_parts import read_raw
 
 BAD = [
     ({"profile": "typo"}, "profile 'typo' is not one of off, sample, yappi"),
@@ -111,5 +111,5 @@ def test_executions_not_timed_counts_executions_run_outside_the_thread_pool(clie
     assert len(closed) == 2
     assert sum(c["executions_not_timed"] for c in closed) == 7
     assert all(c["hook_errors"] == {} for c in closed)
-    timed = pl.concat([pl.read_parquet(f) for f in run.glob("procs/worker-*/task_executions/*")])
+    timed = read_raw(run, "task_executions", "worker-*")
     assert timed.height == 40 and timed["key"].str.contains("neg").all()

@@ -12,9 +12,12 @@ from pathlib import Path
 import polars as pl
 
 from collectors.profiling import TaskTags
-from collectors.sink import ProcessSink
+from collectors.sink import PART_SUFFIX, ProcessSink
 from collectors.worker_plugin import CorrelateWorkerPlugin
 from correlate.schema import run as schema
+from correlate.sources import run_parts
+
+SNAPSHOT = f"snapshot{PART_SUFFIX}"
 
 
 class FakeProfiler:
@@ -57,8 +60,9 @@ def plugin(tmp_path: Path) -> CorrelateWorkerPlugin:
 
 
 def on_disk(tmp_path: Path) -> pl.DataFrame:
-    files = sorted((tmp_path / "worker_func_stats").glob("*.parquet"))
-    return pl.concat([pl.read_parquet(f).with_columns(file=pl.lit(f.name)) for f in files])
+    table = schema.FUNC_STATS_RAW
+    return pl.concat([run_parts.read(f, table).with_columns(file=pl.lit(f.name))
+                      for f in run_parts.part_files(tmp_path / table.name)])
 
 
 def test_ended_executions_are_written_once_as_parts(tmp_path):
@@ -73,7 +77,7 @@ def test_ended_executions_are_written_once_as_parts(tmp_path):
     p.sink.flush()
     df = on_disk(tmp_path)
     # first round: nothing was final at the previous snapshot; 1 ended since: waits a round
-    assert set(df["file"]) == {"snapshot.parquet"}
+    assert set(df["file"]) == {SNAPSHOT}
     assert sorted(df["execution_seq"]) == [0, 2]
     prof.call(2, "b")
     prof.call(3, "a")
@@ -83,7 +87,7 @@ def test_ended_executions_are_written_once_as_parts(tmp_path):
     p._snapshot_profile()
     p.sink.flush()
     df = on_disk(tmp_path)
-    parts = df.filter(pl.col("file") != "snapshot.parquet")
+    parts = df.filter(pl.col("file") != SNAPSHOT)
     assert sorted(parts["execution_seq"]) == [1]
     assert sorted(df["execution_seq"]) == [0, 1, 3]  # 2 ended: waits a round, never twice
     prof.call(0, "loop")
@@ -94,7 +98,7 @@ def test_ended_executions_are_written_once_as_parts(tmp_path):
     # never an execution written before
     assert prof.asked == [{0, 2}, {0, 1, 3}, {0, 2, 3}]
     df = on_disk(tmp_path)
-    assert sorted(df.filter(pl.col("file") != "snapshot.parquet")["execution_seq"]) == [1, 2, 2]
+    assert sorted(df.filter(pl.col("file") != SNAPSHOT)["execution_seq"]) == [1, 2, 2]
     assert sorted(df["execution_seq"]) == [0, 1, 2, 2, 3]
     assert df.filter(pl.col("execution_seq") == 0)["ncall"].to_list() == [2]  # latest counts
     p.profiles_final.append(3)
@@ -102,7 +106,7 @@ def test_ended_executions_are_written_once_as_parts(tmp_path):
     p._snapshot_profile(end=True)  # the end: every ended execution final
     p.sink.close()
     df = on_disk(tmp_path)
-    assert sorted(df.filter(pl.col("file") == "snapshot.parquet")["execution_seq"]) == [0]
+    assert sorted(df.filter(pl.col("file") == SNAPSHOT)["execution_seq"]) == [0]
     assert sorted(df["execution_seq"]) == [0, 1, 2, 2, 3]
     closed = json.loads((tmp_path / "closed.json").read_text())
     assert closed["rows"]["worker_func_stats"] == 5

@@ -1,31 +1,51 @@
-"""The collectors' parquet parts: columns built from buffers hold exactly what ``pa.array``
-gives, for every column type of the raw tables, with nulls, non-ASCII text and extreme values;
-values the buffers do not take still convert (or fail) as ``pa.array`` does; writing a part does
-not import pandas into the worker."""
+"""The collectors' parts (Arrow IPC files written without pyarrow): every column type of the raw
+tables reads back exactly as written, through pyarrow (with full validation) and through
+correlate, with nulls, empty and non-ASCII text and extreme values; text that is not valid
+UTF-8 is kept, escaped; values a column's type cannot hold leave a part that correlate names;
+writing parts imports neither pyarrow, numpy nor pandas into the Dask process."""
 
 from __future__ import annotations
 
+import io
+import math
 import subprocess
 import sys
 
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pytest
 
-from collectors.sink import arrow_column
-from correlate.schema import Column
+from collectors.sink import PART_SUFFIX, ProcessSink, arrow_part
+from correlate.schema import Column, Table
 from correlate.schema import run as schema
+from correlate.sources import run_parts
 
 CASES = {
     "Int64": [0, -1, 2**63 - 1, -(2**63), None, 17, None],
     "UInt64": [0, 2**64 - 1, None, 140_000_000_000, 3],
-    "Float64": [0.0, -1.5, 1e300, None, 3, float("inf")],
-    "String": ["", "('x-1', 0, 0)", None, "é ünïcode ✓ 日本", "a" * 1000, None],
+    "Float64": [0.0, -1.5, 1e300, None, 5e-324, 0.1 + 0.2, float("inf"), -0.0],
+    "String": ["('x-1', 0, 0)", None, "é ünïcode ✓ 日本", "a" * 1000, 'say "hi", then\nbye\r\n',
+               "", " lead and trail ", "NA", "null", None],
+    "Enum:read,write": ["read", None, "write"],
 }
+
+
+def round_trip(tmp_path, table: Table, rows: list[tuple]):
+    data = arrow_part(table.columns, rows)
+    arrow = ipc.open_file(io.BytesIO(data)).read_all()
+    arrow.validate(full=True)
+    part = tmp_path / f"part-000001{PART_SUFFIX}"
+    part.write_bytes(data)
+    assert run_parts.check(part, table) is None
+    eager = run_parts.read(part, table)
+    assert run_parts.scan(part, table).collect().equals(eager)
+    assert arrow.to_pylist() == [dict(zip(table.names, r, strict=True)) for r in rows]
+    return eager
 
 
 @pytest.mark.parametrize("dtype", sorted(CASES))
 @pytest.mark.parametrize("shape", ["with nulls", "no nulls", "all null", "empty"])
-def test_columns_equal_pa_array(dtype, shape):
+def test_every_column_type_reads_back_as_written(tmp_path, dtype, shape):
     values = CASES[dtype]
     if shape == "no nulls":
         values = [v for v in values if v is not None]
@@ -33,39 +53,59 @@ def test_columns_equal_pa_array(dtype, shape):
         values = [None] * 9
     elif shape == "empty":
         values = []
-    col = Column("c", dtype, "")
-    got = arrow_column(tuple(values), col)
-    want = pa.array(values, type=col.arrow_type())
-    got.validate(full=True)
-    assert got.type == want.type and got.null_count == want.null_count
-    assert got.equals(want), (got, want)
-    assert got.to_pylist() == values
+    table = Table("t", "", (Column("n", "Int64", "", nullable=False), Column("c", dtype, "")))
+    df = round_trip(tmp_path, table, [(i, v) for i, v in enumerate(values)])
+    assert df.schema == table.polars_schema()
+    got = df.get_column("c").to_list()
+    assert got == values
+    if dtype == "Float64":  # the sign of zero, which == does not see
+        assert [math.copysign(1, v) for v in got if v == 0] == [
+            math.copysign(1, v) for v in values if v == 0]
 
 
-@pytest.mark.parametrize("dtype,values", [
-    ("Int64", [1.0, 2]),         # a float in an integer column
-    ("UInt64", [-1]),            # out of range
-    ("Int64", [True, 2]),        # a bool
-    ("String", [b"bytes", "s"]),  # not text
-    ("String", ["\ud800"]),      # not encodable
-])
-def test_values_buffers_do_not_take_behave_as_pa_array(dtype, values):
-    col = Column("c", dtype, "")
-    try:
-        want = pa.array(values, type=col.arrow_type())
-    except Exception as err:  # noqa: BLE001
-        with pytest.raises(type(err)):
-            arrow_column(tuple(values), col)
-    else:
-        assert arrow_column(tuple(values), col).equals(want)
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 63, 64, 65, 1000])
+def test_null_bitmaps_of_every_length(tmp_path, n):
+    table = Table("t", "", (Column("i", "Int64", ""), Column("s", "String", "")))
+    rows = [(None, f"s{k}") if k % 3 else (k, None) for k in range(n)]
+    assert round_trip(tmp_path, table, rows).rows() == rows
 
 
-def test_every_raw_table_column_type_is_built_from_buffers():
-    types = {str(c.arrow_type()) for t in schema.RUN_TABLES for c in t.columns}
-    assert types <= {"int64", "uint64", "double", "string"}, types
+def test_text_that_is_not_utf8_is_kept_escaped(tmp_path):
+    """A path decoded with surrogate escapes (undecodable bytes in a file name)."""
+    table = Table("t", "", (Column("path", "String", "", nullable=False),))
+    name = b"/data/caf\xe9.bin".decode("utf-8", "surrogateescape")
+    part = tmp_path / f"part-000001{PART_SUFFIX}"
+    part.write_bytes(arrow_part(table.columns, [(name,), ("plain",)]))
+    assert run_parts.read(part, table).get_column("path").to_list() == [
+        "/data/caf\\udce9.bin", "plain"]
 
 
-def test_writing_parts_does_not_import_pandas(tmp_path):
+def test_values_an_integer_column_cannot_hold_leave_a_part_correlate_names(tmp_path):
+    table = Table("t", "", (Column("a", "Int64", "", nullable=False),
+                            Column("b", "String", "")))
+    part = tmp_path / f"part-000001{PART_SUFFIX}"
+    part.write_bytes(arrow_part(table.columns, [(1, "x"), (2.5, None)]))
+    assert ipc.open_file(part).read_all().column("a").to_pylist() == ["1", "2.5"]
+    assert run_parts.check(part, table) == "column 'a' is String, expected Int64"
+
+
+def test_every_raw_table_column_type_round_trips():
+    """The cases above cover every type the raw tables declare."""
+    kinds = {"Enum" if c.dtype.startswith("Enum:") else c.dtype
+             for t in schema.RUN_TABLES for c in t.columns}
+    assert kinds <= {"Int64", "UInt64", "Float64", "String", "Enum"}, kinds
+
+
+def test_a_part_holds_the_declared_arrow_types():
+    for table in schema.RUN_TABLES:
+        data = arrow_part(table.columns, [])
+        got = ipc.open_file(io.BytesIO(data)).schema
+        assert got.names == list(table.names)
+        assert [f.type for f in got] == [pa.string() if str(c.arrow_type()) == "string"
+                                         else c.arrow_type() for c in table.columns]
+
+
+def test_writing_parts_imports_no_arrow_numpy_or_pandas(tmp_path):
     code = f"""
 import sys, time
 from pathlib import Path
@@ -79,13 +119,24 @@ sink.append("worker_clock_samples", (1, 2, None, 0.5, 1.25))
 sink.flush()
 sink.write_snapshot("worker_func_stats", [("yappi", "wall", 1, 2, "m", "f", "/f.py", 3, 4,
                                            0.5, 0.25)])
-print("pandas" in sys.modules)
+print(sorted(m for m in ("pyarrow", "numpy", "pandas", "polars") if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"
-    import polars as pl
-
-    df = pl.read_parquet(tmp_path / "scheduler_transitions" / "part-000001.parquet")
+    assert out.stdout.strip() == "[]"
+    tables = {t.name: t for t in schema.RUN_TABLES}
+    part = tmp_path / "scheduler_transitions" / f"part-000001{PART_SUFFIX}"
+    df = run_parts.read(part, tables["scheduler_transitions"])
     assert df.row(0)[1:] == ("k", None, "g", "a", "b", None, "w", 1, None, "int")
-    assert pl.read_parquet(tmp_path / "worker_func_stats" / "snapshot.parquet").height == 1
+    snapshot = tmp_path / "worker_func_stats" / f"snapshot{PART_SUFFIX}"
+    assert run_parts.read(snapshot, tables["worker_func_stats"]).height == 1
+
+
+def test_an_empty_snapshot_removes_the_previous_one(tmp_path):
+    table = schema.FUNC_STATS_RAW
+    sink = ProcessSink(tmp_path, {table.name: table})
+    row = ("yappi", "wall", 1, 2, "m", "f", "/f.py", 3, 4, 0.5, 0.25)
+    sink.write_snapshot(table.name, [row])
+    assert run_parts.part_files(tmp_path / table.name)
+    sink.write_snapshot(table.name, [])
+    assert run_parts.part_files(tmp_path / table.name) == []

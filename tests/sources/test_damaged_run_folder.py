@@ -2,8 +2,8 @@
 run still correlates) or a one-line error naming the file, never in "internal error".
 
 Classes: manifest.json / proc.json / closed.json that are not JSON objects, lack fields or hold
-fields of the wrong type, or nest too deep; parquet parts with overwritten bytes; parquet parts
-with a column of the wrong type. Each class is applied to every file it fits in the run."""
+fields of the wrong type, or nest too deep; parts (Arrow IPC, and the Parquet of run format 1)
+with overwritten bytes or a column of the wrong type. Each class is applied to every file it fits in the run."""
 
 from __future__ import annotations
 
@@ -12,11 +12,15 @@ import random
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from collectors.sink import arrow_part
 from correlate.cli import main
+from correlate.schema import TABLES, Column
+from testing.raw_parts import to_current_parts
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "run-v1"
 NOT_OBJECTS = {"list": "[1, 2]", "string": '"run"', "number": "3", "null": "null",
@@ -123,4 +127,40 @@ def test_parquet_parts_with_a_column_of_the_wrong_type(run, tmp_path, capsys):
         for column in table.column_names:
             pq.write_table(_retyped(table, column), part)
             _check(run, tmp_path, capsys, part)
+        part.write_bytes(saved)
+
+
+@pytest.fixture
+def current_run(run: Path) -> Path:
+    """The sample with its parts rewritten as the collectors write them now (Arrow IPC)."""
+    to_current_parts(run)
+    return run
+
+
+def test_arrow_parts_with_overwritten_bytes(current_run, tmp_path, capsys):
+    rng = random.Random(31)
+    for part in sorted(current_run.glob("procs/*/*/*.arrow")):
+        saved = part.read_bytes()
+        for where in (0.1, 0.5, 0.9):
+            data = bytearray(saved)
+            at = int(len(data) * where)
+            data[at:at + 48] = bytes(rng.randrange(256) for _ in range(48))
+            part.write_bytes(bytes(data))
+            _check(current_run, tmp_path, capsys, part, detectable=False)
+        part.write_bytes(saved)
+
+
+def test_arrow_parts_with_text_in_a_numeric_column(current_run, tmp_path, capsys):
+    for part in sorted(current_run.glob("procs/*/*/*.arrow")):
+        saved = part.read_bytes()
+        table = TABLES[part.parent.name]
+        rows = pl.read_ipc(part).rows()
+        for i, column in enumerate(table.columns):
+            if column.dtype not in ("Int64", "UInt64", "Float64"):
+                continue
+            columns = [*table.columns[:i], Column(column.name, "String", ""),
+                       *table.columns[i + 1:]]
+            bad = [(*r[:i], f"x{k}", *r[i + 1:]) for k, r in enumerate(rows)]
+            part.write_bytes(arrow_part(columns, bad))
+            _check(current_run, tmp_path, capsys, part)
         part.write_bytes(saved)

@@ -1,5 +1,6 @@
-"""A table written in several parts reads as the one table; an unreadable part is rejected by
-name and the other parts are still used."""
+"""A table written in several parts reads as the one table, in either kind of part (Arrow IPC,
+and the Parquet of run format 1); an unreadable part is rejected by name and the other parts
+are still used."""
 
 from __future__ import annotations
 
@@ -7,28 +8,41 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 
+from collectors.sink import arrow_part
+from correlate.schema import TABLES, Column
 from correlate.sources.detect import load
+from testing.raw_parts import to_current_parts
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "run-v1"
 
 
-def split_parts(run: Path) -> Path:
+def write_part(df: pl.DataFrame, path: Path) -> None:
+    if path.name.endswith(".arrow"):
+        table = TABLES[path.parent.name]
+        path.write_bytes(arrow_part([table.column(c) for c in df.columns], df.rows()))
+    else:
+        df.write_parquet(path)
+
+
+def split_parts(run: Path, suffix: str = ".parquet") -> Path:
     """Rewrite one worker's task_executions as two parts; return that table's folder."""
     folder = next((run / "procs").glob("worker-*")) / "task_executions"
     (only,) = folder.glob("*.parquet")
     df = pl.read_parquet(only)
     only.unlink()
     half = df.height // 2
-    df.head(half).write_parquet(folder / "part-000001.parquet")
-    df.slice(half).drop("status").write_parquet(folder / "part-000002.parquet")  # older part
+    write_part(df.head(half), folder / f"part-000001{suffix}")
+    write_part(df.slice(half).drop("status"), folder / f"part-000002{suffix}")  # older part
     return folder
 
 
-def test_parts_read_as_one_table(tmp_path):
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+def test_parts_read_as_one_table(tmp_path, suffix):
     run = tmp_path / "run"
     shutil.copytree(SAMPLE, run)
-    split_parts(run)
+    split_parts(run, suffix)
     whole, parts = load(SAMPLE), load(run)
     missing = parts.executions.filter(pl.col("status").is_null()).height
     assert missing > 0  # the second part's rows came with a null status
@@ -36,16 +50,28 @@ def test_parts_read_as_one_table(tmp_path):
     assert parts.rejects.is_empty()
 
 
-def test_an_unreadable_part_is_rejected_and_the_others_are_used(tmp_path):
+@pytest.mark.parametrize("suffix,damage", [
+    (".parquet", b"PAR1 not really"), (".arrow", b"ARROW1 not really"),
+    (".arrow", "cut"),  # a file cut short (its footer lost)
+    (".arrow", "mistyped")])  # text where the table declares integers
+def test_an_unreadable_part_is_rejected_and_the_others_are_used(tmp_path, suffix, damage):
     run = tmp_path / "run"
     shutil.copytree(SAMPLE, run)
-    folder = split_parts(run)
-    (folder / "part-000003.parquet").write_bytes(b"PAR1 not really")
+    folder = split_parts(run, suffix)
+    bad = folder / f"part-000003{suffix}"
+    if damage == "cut":
+        bad.write_bytes((folder / f"part-000001{suffix}").read_bytes()[:60])
+    elif damage == "mistyped":
+        bad.write_bytes(arrow_part([Column("execution_seq", "String", ""),
+                                    TABLES["task_executions"].column("key")], [("one", "k")]))
+    else:
+        bad.write_bytes(damage)
     whole, parts = load(SAMPLE), load(run)
     assert parts.executions.height == whole.executions.height
     (reject,) = parts.rejects.iter_rows(named=True)
-    assert reject["file"].endswith("part-000003.parquet") and reject["count"] == 1
-    assert "unreadable part" in reject["reason"]
+    assert reject["file"].endswith(bad.name) and reject["count"] == 1
+    assert ("unreadable part" in reject["reason"] if damage != "mistyped"
+            else reject["reason"] == "column 'execution_seq' is String, expected Int64")
 
 
 def test_lazy_tables_read_the_same_as_loaded_up_front():
@@ -92,3 +118,22 @@ def test_names_come_from_any_transition_of_the_key(tmp_path):
     assert names[first] == (f"{first}-prefix", f"{first}-group")
     assert names[later] == (f"{later}-prefix", f"{later}-group")
     assert names[never] == (None, None)
+
+
+def test_the_sample_rewritten_in_current_parts_loads_as_recorded(tmp_path):
+    """The same rows in the collectors' current parts load to the same frames as from
+    Parquet."""
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    assert len(to_current_parts(run)) > 10
+    want, got = load(SAMPLE), load(run)
+    assert want.table_names() == got.table_names()
+    for name in want.table_names():
+        a, b = getattr(want, name), getattr(got, name)
+        if name == "processes":
+            a, b = a.sort("host", "pid"), b.sort("host", "pid")
+        if name in ("io_segments", "io_file_counters", "darshan_logs"):  # paths of the copy
+            a, b = (f.with_columns(pl.col(pl.Categorical).cast(pl.String).str.replace_all(
+                str(folder), "RUN", literal=True)) for f, folder in ((a, SAMPLE), (b, run)))
+        assert b.equals(a), name
+    assert got.rejects.is_empty() and got.executions.height > 0

@@ -1,0 +1,43 @@
+"""A run folder's raw parts for tests and benchmarks: every part of a table read across the
+process folders, and a recorded run folder rewritten in the collectors' current part format
+(``samples/run-v1`` was recorded with Parquet parts, run format 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from collectors.sink import PART_SUFFIX, arrow_part
+from correlate.schema import RUN_FORMAT_VERSION, TABLES
+from correlate.sources import run_parts
+
+
+def read_raw(run: Path, table: str, procs: str = "*") -> pl.DataFrame:
+    """Every part of ``table`` in ``run/procs/<procs>``, with the process folder as ``proc``
+    (an empty frame when there is none)."""
+    frames = [run_parts.read(part, TABLES[table]).with_columns(proc=pl.lit(d.name),
+                                                                part=pl.lit(part.name))
+              for d in sorted((run / "procs").glob(procs))
+              for part in run_parts.part_files(d / table)]
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def to_current_parts(run: Path) -> list[Path]:
+    """Rewrite every Parquet part of ``run`` as the collectors' current part of the same name
+    and rows, and mark the folder with the current run format; return the new parts."""
+    out = []
+    for part in sorted(run.glob("procs/*/*/*.parquet")):
+        df = pl.read_parquet(part)
+        new = part.with_name(part.name.removesuffix(".parquet") + PART_SUFFIX)
+        table = TABLES[part.parent.name]
+        new.write_bytes(arrow_part([table.column(c) for c in df.columns], df.rows()))
+        part.unlink()
+        out.append(new)
+    for meta in [run / "manifest.json", *run.glob("procs/*/proc.json")]:
+        if meta.exists():
+            info = json.loads(meta.read_text())
+            info["format_version"] = RUN_FORMAT_VERSION
+            meta.write_text(json.dumps(info, indent=1, sort_keys=True))
+    return out
