@@ -142,6 +142,15 @@ def _column(values: Sequence, kind: str) -> tuple[int, list[bytes]]:
     return nulls, [validity, offsets.tobytes(), data]
 
 
+def holds(kind: str, values: Sequence) -> bool:
+    """Whether a numeric column of ``kind`` can hold ``values`` (``None`` aside)."""
+    try:
+        array(KINDS[kind][1], (v for v in values if v is not None))
+    except (TypeError, OverflowError):
+        return False
+    return True
+
+
 def ipc_file(names: Sequence[str], kinds: Sequence[str], rows: Sequence[tuple]) -> bytes:
     """An Arrow IPC file of ``rows`` (tuples, ``None`` for null) as one record batch."""
     n = len(rows)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from collectors.arrow_file import ipc_file
+from collectors.arrow_file import holds, ipc_file
 from collectors.guard import ERRORS, never_raise
 
 
@@ -133,16 +133,17 @@ def arrow_part(columns: Sequence[Any], rows: list[tuple]) -> bytes:
     """A part's bytes: an Arrow IPC file of one record batch. A column whose values its type
     cannot hold (a float in an integer column) is written as text, so that its rows stay on
     disk and ``correlate`` names the part it cannot use."""
-    kinds = [_KINDS.get(c.dtype, "utf8") for c in columns]
+    names, kinds = [c.name for c in columns], [_KINDS.get(c.dtype, "utf8") for c in columns]
     try:
-        return ipc_file([c.name for c in columns], kinds, rows)
+        return ipc_file(names, kinds, rows)
     except (TypeError, OverflowError):
         pass
-    text = [(tuple(None if v is None else str(v) for v in column)
-             if kind != "utf8" else column) for column, kind in zip(
-                 zip(*rows, strict=True), kinds, strict=True)]
-    return ipc_file([c.name for c in columns], ["utf8"] * len(kinds),
-                    list(zip(*text, strict=True)))
+    values = list(zip(*rows, strict=True))
+    for i, kind in enumerate(kinds):
+        if kind != "utf8" and not holds(kind, values[i]):
+            kinds[i] = "utf8"
+            values[i] = tuple(None if v is None else str(v) for v in values[i])
+    return ipc_file(names, kinds, list(zip(*values, strict=True)))
 
 
 def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:

@@ -84,8 +84,11 @@ def test_values_an_integer_column_cannot_hold_leave_a_part_correlate_names(tmp_p
     table = Table("t", "", (Column("a", "Int64", "", nullable=False),
                             Column("b", "String", "")))
     part = tmp_path / f"part-000001{PART_SUFFIX}"
-    part.write_bytes(arrow_part(table.columns, [(1, "x"), (2.5, None)]))
-    assert ipc.open_file(part).read_all().column("a").to_pylist() == ["1", "2.5"]
+    columns = (Column("n", "Int64", ""), *table.columns)  # the good column stays an integer
+    part.write_bytes(arrow_part(columns, [(7, 1, "x"), (8, 2.5, None)]))
+    written = ipc.open_file(part).read_all()
+    assert written.column("a").to_pylist() == ["1", "2.5"]
+    assert written.column("n").type == pa.int64()
     assert run_parts.check(part, table) == "column 'a' is String, expected Int64"
 
 
