@@ -3,7 +3,7 @@
 
 The collectors' parts are such files: any Arrow reader (polars, pyarrow, DuckDB) reads them,
 memory-mapped, without parsing, and writing one imports nothing into the Dask process (pyarrow
-and numpy cost each process about 40 MB and a tenth of a second). The format is Arrow's
+and numpy would add their memory and start-up to every scheduler and worker). The format is Arrow's
 columnar IPC file format (arrow.apache.org/docs/format/Columnar.html), version 5; its
 metadata are FlatBuffers, which ``_Builder`` writes the way the FlatBuffers library does
 (back to front, every offset pointing forward).
@@ -35,8 +35,6 @@ class _Builder:
 
     def __init__(self) -> None:
         self.buf = bytearray()
-        self.fields: dict[int, int] = {}
-        self.start = 0
 
     def _pad(self, align: int, extra: int = 0) -> None:
         self.buf[0:0] = bytes((-(len(self.buf) + extra)) % align)
@@ -72,7 +70,7 @@ class _Builder:
               refs: Sequence[tuple[int, int]] = ()) -> int:
         """A table of ``(slot, struct format, value)`` scalars and ``(slot, object)``
         offsets."""
-        self.start = len(self.buf)
+        start = len(self.buf)
         at = {}
         for slot, fmt, value in sorted(scalars, key=lambda s: -struct.calcsize(s[1])):
             at[slot] = self._put(fmt, value)
@@ -81,7 +79,7 @@ class _Builder:
         table = self._put("i", 0)
         slots = max(at, default=-1) + 1
         entries = [table - at[s] if s in at else 0 for s in range(slots)]
-        vtable = struct.pack(f"<HH{slots}H", 4 + 2 * slots, table - self.start, *entries)
+        vtable = struct.pack(f"<HH{slots}H", 4 + 2 * slots, table - start, *entries)
         self._pad(2, len(vtable))
         self.buf[0:0] = vtable
         struct.pack_into("<i", self.buf, len(self.buf) - table, len(self.buf) - table)
@@ -133,9 +131,9 @@ def _column(values: Sequence, kind: str) -> tuple[int, list[bytes]]:
     if kind != "utf8":
         return nulls, [validity, array(KINDS[kind][1], values).tobytes()]
     joined = "".join(values)
-    if joined.isascii():
+    if joined.isascii():  # one byte per character: lengths are the str lengths
         data, lengths = joined.encode("ascii"), map(len, values)
-    else:  # text that is not valid UTF-8 (surrogate escapes) is kept, backslash-escaped
+    else:  # lengths in bytes; text that is not valid UTF-8 (surrogate escapes) is escaped
         encoded = list(map(str.encode, values, repeat("utf-8"), repeat("backslashreplace")))
         data, lengths = b"".join(encoded), map(len, encoded)
     offsets = array("i", accumulate(lengths, initial=0))

@@ -9,8 +9,8 @@ never silently lost. ``close()`` flushes and writes ``closed.json`` (row counts,
 errors).
 
 Parts are Arrow IPC files written by the standard library alone (``collectors.arrow_file``):
-the pyarrow Parquet writer this replaced cost each Dask process about 40 MB of memory, its
-imports and its allocator's first-write stalls (about a tenth of a second of CPU).
+the pyarrow Parquet writer this replaced cost each Dask process its memory, its imports and its
+allocator's first-write stalls (docs/performance.md, fourth pass).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 
 from collectors.arrow_file import holds, ipc_file
 from collectors.guard import ERRORS, never_raise
+from correlate.schema.run import PART_SUFFIX
 
 
 def drain(buf: deque) -> Iterator[Any]:
@@ -123,8 +124,6 @@ class ProcessSink:
             "hook_errors": dict(ERRORS), **(extra or {})})
 
 
-#: the parts' file suffix (``correlate.schema.run`` says what they hold)
-PART_SUFFIX = ".arrow"
 #: the Arrow column kind of each raw-table dtype (text for the others: String and Enum)
 _KINDS = {"Int64": "int64", "UInt64": "uint64", "Float64": "double"}
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import polars as pl
 
-from collectors.sink import PART_SUFFIX, arrow_part
+from collectors.sink import arrow_part
 from correlate.schema import RUN_FORMAT_VERSION, TABLES
+from correlate.schema.run import PART_SUFFIX
 from correlate.sources import run_parts
 
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from correlate.schema.table import Column, Table
 
+#: the suffix of the parts the collectors write (run format 1's: ``.parquet``)
+PART_SUFFIX = ".arrow"
+
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.keys.key_str)", nullable=False)
 

@@ -105,7 +105,7 @@ def first_line(err: BaseException) -> str:
 
 def unreadable(parts: tuple[str, ...] | list, what: str, err: Exception) -> InputError:
     """The error for lazily read data that could not be decoded: naming the first of
-    ``parts`` (raw table parts, in ``<table>/`` folders) that cannot be decoded alone (headers
+    ``parts`` (raw table parts, in ``<table>/`` folders) that cannot be decoded alone (footers
     were checked when the scan was built, the data only now), else ``what``."""
     from pathlib import Path
 

@@ -112,7 +112,7 @@ class _Reader:
         return pl.concat(frames) if frames else TABLES[name].empty()
 
     def scan(self, proc_dir: Path, name: str) -> pl.LazyFrame:
-        """The table's parts as one lazy scan; a part whose header cannot be read, or whose
+        """The table's parts as one lazy scan; a part whose footer cannot be read, or whose
         columns have the wrong types, is a reject now, not an error when the scan is read
         (``unchecked`` keeps the parts, to name one whose data turns out unreadable then)."""
         scans = []

@@ -14,10 +14,11 @@ import polars as pl
 
 from correlate.errors import SchemaError
 from correlate.schema import Table, conform
+from correlate.schema.run import PART_SUFFIX
 from correlate.sources.frames import first_line
 
 #: suffixes of the parts of a table, in the order the collectors adopted them
-PART_SUFFIXES = (".parquet", ".arrow")
+PART_SUFFIXES = (".parquet", PART_SUFFIX)
 #: what reading a damaged or mistyped part raises (a missing column: ``conform``'s SchemaError)
 UNREADABLE_PART = (OSError, pl.exceptions.PolarsError, SchemaError)
 

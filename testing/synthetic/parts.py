@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from collectors.sink import PART_SUFFIX
 from correlate.schema import Table
+from correlate.schema.run import PART_SUFFIX
 
 
 def flush_index(times: np.ndarray, flushes: np.ndarray) -> np.ndarray:

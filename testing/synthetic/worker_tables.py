@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from collectors.sink import PART_SUFFIX
 from collectors.worker_plugin import MARKER_BYTES
 from correlate.schema import RUN_FORMAT_VERSION
 from correlate.schema import run as raw
+from correlate.schema.run import PART_SUFFIX
 from testing.synthetic.job import MS, SEC, US, Job, Worker
 from testing.synthetic.parts import PartWriter, nulls, write_json, write_table
 

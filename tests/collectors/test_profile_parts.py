@@ -12,9 +12,10 @@ from pathlib import Path
 import polars as pl
 
 from collectors.profiling import TaskTags
-from collectors.sink import PART_SUFFIX, ProcessSink
+from collectors.sink import ProcessSink
 from collectors.worker_plugin import CorrelateWorkerPlugin
 from correlate.schema import run as schema
+from correlate.schema.run import PART_SUFFIX
 from correlate.sources import run_parts
 
 SNAPSHOT = f"snapshot{PART_SUFFIX}"

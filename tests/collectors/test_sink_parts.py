@@ -15,9 +15,10 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from collectors.sink import PART_SUFFIX, ProcessSink, arrow_part
+from collectors.sink import ProcessSink, arrow_part
 from correlate.schema import Column, Table
 from correlate.schema import run as schema
+from correlate.schema.run import PART_SUFFIX
 from correlate.sources import run_parts
 
 CASES = {
