@@ -442,6 +442,38 @@ def rows(args: argparse.Namespace) -> None:
         print(f"| {name} | {table} | {v:.2f} {unit} |")
 
 
+def darshan_process_cost(lib: str, work: Path, repeat: int) -> None:
+    """What Darshan costs every process it is preloaded into (the job's short-lived
+    subprocesses too: ``uname`` and the like), by DXT cap: CPU of a fresh ``python -c pass``,
+    interleaved, medians. DXT zeroes a buffer of its whole cap at exit."""
+    from collectors import darshan_env
+
+    caps = {"no Darshan": None, f"--dxt-segments {darshan_env.DXT_SEGMENTS:,} (default)":
+            darshan_env.DXT_SEGMENTS, "--dxt-segments 5,000,000 (the cap before)": 5_000_000}
+    envs = {}
+    for name, segments in caps.items():
+        if segments is not None:
+            folder = work / f"dxt-{segments}"
+            envs[name] = {**os.environ,
+                          **darshan_env.environment(lib, folder, dxt_segments=segments)}
+        else:
+            envs[name] = dict(os.environ)
+    cpu: dict[str, list[float]] = {name: [] for name in caps}
+    for _ in range(max(repeat, 5)):
+        for name, env in envs.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    base = statistics.median(cpu["no Darshan"])
+    print("\nDarshan's cost per process (`python -c pass`, CPU of the whole process, "
+          f"medians of {len(cpu['no Darshan'])} interleaved)")
+    print("| configuration | CPU ms | added ms |\n|---|---:|---:|")
+    for name, values in cpu.items():
+        m = statistics.median(values)
+        print(f"| {name} | {m * 1e3:.1f} | {(m - base) * 1e3:+.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -471,6 +503,8 @@ def main() -> None:
     try:
         if not args.no_overhead:
             overhead(args, modes, work, lib)
+        if lib and "darshan" in modes:
+            darshan_process_cost(lib, work, args.repeat)
         if args.breakdown:
             breakdown(args, [m for m in modes if m != "darshan"], work, lib)
         if args.rows:

@@ -4,6 +4,7 @@ keeps the job's data files but drops interpreter noise."""
 
 from __future__ import annotations
 
+import argparse
 import glob
 import os
 import shutil
@@ -24,9 +25,13 @@ FILE_RECORDS = {"POSIX": 100_000, "STDIO": 25_000}
 #: bytes of one record in the newest module versions: (id, rank) + int64 and double counters
 #: (POSIX 4: 69 + 17, STDIO 2: 14 + 15; tests check these against the log decoder's layouts)
 RECORD_BYTES = {"POSIX": 16 + 8 * (69 + 17), "STDIO": 16 + 8 * (14 + 15)}
-#: DXT's own trace buffer, in units of 1 KiB (DXT_DEF_RECORD_SIZE): DXT allocates it apart from
-#: the module memory below
-DXT_TRACE_KIB = 200_000
+#: DXT segments each process keeps (``collect --dxt-segments``); the rest are counted as untraced.
+#: DXT zeroes a buffer of its whole memory cap when the process exits, used or not, so every
+#: process (the job's short-lived subprocesses too) pays for the cap in CPU at exit: sized for
+#: long-running workers, not unbounded
+DXT_SEGMENTS = 1_000_000
+#: bytes DXT keeps per segment (``segment_info``: offset, length, start, end, pthread id)
+SEGMENT_BYTES = 40
 #: module memory for the modules left at their defaults (Lustre, heatmap, ...)
 OTHER_MODULES_MIB = 8
 #: room per record for its file name (the name pool, 1 MiB unless set, caps the files recorded
@@ -42,6 +47,12 @@ def module_memory_mib() -> int:
     file, so only the records in use cost memory."""
     need = sum(FILE_RECORDS[m] * RECORD_BYTES[m] for m in FILE_RECORDS)
     return -(-need // 2**20) + OTHER_MODULES_MIB
+
+
+def dxt_memory_kib(segments: int) -> int:
+    """DXT's memory cap for ``segments`` segments, in its units of 1 KiB (DXT_DEF_RECORD_SIZE),
+    with room for the per-file records (a few hundred bytes per file traced)."""
+    return -(-segments * SEGMENT_BYTES // 1024) + 1024
 
 
 def name_memory_mib() -> int:
@@ -61,6 +72,27 @@ NAME_EXCLUDE \\.py$,\\.pyc$,\\.so$,\\.so\\.[0-9.]*$,\\.pth$ {mods}
 NAME_EXCLUDE ^/proc,^/sys,^/dev,^/etc,^/usr/lib,^/lib {mods}
 {excludes}
 """
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--darshan`` and ``--dxt-segments``, for `collect` and `collect env`."""
+    parser.add_argument("--darshan", default="auto", metavar="auto|off|PATH",
+                        help="darshan-runtime: find it (auto), disable it, or use this "
+                             "libdarshan.so")
+    parser.add_argument("--dxt-segments", type=_segments, default=DXT_SEGMENTS, metavar="N",
+                        help=f"DXT segments (reads, writes) traced per process (default\n"
+                             f"{DXT_SEGMENTS:,}; past them Darshan only counts them). Every\n"
+                             f"process zeroes {SEGMENT_BYTES} bytes per segment at exit")
+
+
+def _segments(text: str) -> int:
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of segments above 0")
+    return value
 
 
 def _from_config_tool() -> str | None:
@@ -104,7 +136,7 @@ def find_runtime(option: str) -> tuple[str | None, str]:
                   "continuing without I/O capture")
 
 
-def environment(lib: str, run_dir: Path) -> dict[str, str]:
+def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS) -> dict[str, str]:
     """Environment for the job: preload, non-MPI, DXT, log path and generated config."""
     log_dir = run_dir / "darshan"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -115,7 +147,7 @@ def environment(lib: str, run_dir: Path) -> dict[str, str]:
     config.write_text(CONFIG.format(
         excludes=excludes, mods=EXCLUDE_MODULES, modmem=module_memory_mib(),
         namemem=name_memory_mib(),
-        posix=FILE_RECORDS["POSIX"], stdio=FILE_RECORDS["STDIO"], dxt=DXT_TRACE_KIB))
+        posix=FILE_RECORDS["POSIX"], stdio=FILE_RECORDS["STDIO"], dxt=dxt_memory_kib(dxt_segments)))
     preload = " ".join(x for x in (lib, os.environ.get("LD_PRELOAD", "")) if x)
     return {"LD_PRELOAD": preload, "DARSHAN_ENABLE_NONMPI": "1", "DXT_ENABLE_IO_TRACE": "1",
             "DARSHAN_LOGPATH": str(log_dir), "DARSHAN_LOG_DIR_PATH": str(log_dir),

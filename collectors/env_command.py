@@ -36,20 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run folder (on a file system every node sees)")
     p.add_argument("--profile", choices=options.PROFILE_MODES, default=options.DEFAULTS.profile,
                    help="function profiles per task execution (see `collect --help`)")
-    p.add_argument("--darshan", default="auto", metavar="auto|off|PATH",
-                   help="darshan-runtime: find it (auto), disable it, or use this libdarshan.so")
+    darshan_env.add_arguments(p)
     p.add_argument("--flush-interval", type=options.flush_interval_arg,
                    default=options.DEFAULTS.flush_interval,
                    help="seconds between flushes of each process's buffers (default 5)")
     return p
 
 
-def variables(run_dir: Path, profile: str, flush_interval: float, lib: str | None
-              ) -> dict[str, str]:
+def variables(run_dir: Path, args: argparse.Namespace, lib: str | None) -> dict[str, str]:
     """The job's variables: the same as `collect` gives its child (see launcher)."""
     from collectors.launcher import job_environment
 
-    args = argparse.Namespace(profile=profile, flush_interval=flush_interval)
     env = job_environment(run_dir, args, lib)
     return {k: env[k] for k in ORDER if k in env}
 
@@ -72,7 +69,7 @@ def main(argv: Sequence[str]) -> int:
         lines.append(f"# Darshan DXT: {lib} ({how}); logs in {run_dir / 'darshan'}")
     else:
         lines.append(f"# Darshan: {how}")
-    for name, value in variables(run_dir, args.profile, args.flush_interval, lib).items():
+    for name, value in variables(run_dir, args, lib).items():
         lines.append(f"export {name}={_quote(value)}")
     print("\n".join(lines))
     if not lib and args.darshan != "off":

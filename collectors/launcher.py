@@ -50,8 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", type=Path, required=True, help="run folder to create")
     p.add_argument("--profile", "--yappi", dest="profile", choices=PROFILE_MODES,
                    default=options.DEFAULTS.profile, help=PROFILE_HELP)
-    p.add_argument("--darshan", default="auto", metavar="auto|off|PATH",
-                   help="darshan-runtime: find it (auto), disable it, or use this libdarshan.so")
+    darshan_env.add_arguments(p)
     p.add_argument("--flush-interval", type=options.flush_interval_arg,
                    default=options.DEFAULTS.flush_interval,
                    help="seconds between flushes of each process's buffers (default 5)")
@@ -130,7 +129,7 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
         **preload_variables(),
     })
     if darshan_lib:
-        env.update(darshan_env.environment(darshan_lib, run_dir.resolve()))
+        env.update(darshan_env.environment(darshan_lib, run_dir.resolve(), args.dxt_segments))
     return env
 
 
@@ -165,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     info = manifest.start(run_dir, command=command, options={
         **options.Options(args.profile, args.flush_interval).manifest(),
-        "darshan": args.darshan}, darshan={"runtime": lib, "reason": how})
+        "darshan": args.darshan, "dxt_segments": args.dxt_segments}, darshan={"runtime": lib, "reason": how})
     try:
         code = proc.wait()
     except KeyboardInterrupt:

@@ -36,7 +36,8 @@ DARSHAN_LOGS = Table(
         Column("dxt_layout", f"Enum:{DXT_LAYOUTS}", "DXT segment layout (null: no DXT)"),
         Column("segment_count", "Int64", "DXT segments decoded"),
         Column("dxt_untraced_ops", "Int64", "POSIX reads/writes the DXT trace lacks (Darshan's "
-               "DXT memory was full: 2 MiB unless built --with-mod-mem); 0 = complete"),
+               "DXT memory was full: see `collect --dxt-segments`; 2 MiB in a Darshan "
+               "left at its defaults); 0 = complete"),
     ),
     sort_by=("log",),
 )

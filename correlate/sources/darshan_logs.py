@@ -320,7 +320,8 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
         if got.row.get("dxt_untraced_ops"):
             problems.append((str(path), f"DXT trace incomplete: {got.row['dxt_untraced_ops']:,} "
                              "POSIX read/write calls were not traced (Darshan's DXT memory was "
-                             "full; build darshan-runtime --with-mod-mem=MiB)"))
+                             "full: record with a larger `collect --dxt-segments`, or raise "
+                             "DXT's MAX_RECORDS in the Darshan config)"))
         if got.segments is not None:
             segs.append(got.segments)
         host = got.row["host"] if got.traced else None
