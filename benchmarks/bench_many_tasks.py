@@ -7,7 +7,9 @@ and ``coro`` (``async def`` tasks with a few awaits each).
 
 1. Overhead: each workload plain and under ``collect`` in every mode (``off``, ``sample``,
    ``yappi``, and ``darshan`` = ``--profile off`` + Darshan DXT when a runtime is found:
-   ``DARSHAN_RUNTIME``, ``darshan-config``, common paths), interleaved, ``--repeat`` times, in
+   ``DARSHAN_RUNTIME``, ``darshan-config``, common paths), and ``yappi-alone`` (the plain job
+   with Yappi started in each worker as ``yappi`` starts it, and nothing else: Yappi's own
+   floor, ``many_tasks_job.py --yappi-alone``), interleaved, ``--repeat`` times, in
    one invocation. Reports medians of the whole command's wall time and of the job's own timer
    (``compute_seconds``: the workload, cluster start-up excluded), as ratios to plain, and the
    CPU time of all the job's processes (``getrusage`` of the reaped children: the command,
@@ -22,10 +24,11 @@ and ``coro`` (``async def`` tasks with a few awaits each).
    task threads (the ``_timed`` wrapper around the task function: clocks, tags, row), the audit
    hook, the workers' flush threads and sampler threads, and start-up (plugin set-up; the
    imports a worker adds, timed in a fresh process). Yappi's per-call cost on the task threads
-   has no hook to time: it is the in-job difference ``yappi`` - ``off`` of part 1.
+   has no hook to time: it is ``yappi-alone`` of part 1. With Darshan, its cost per process
+   (``darshan_process_cost``).
 
     python benchmarks/bench_many_tasks.py [--repeat 3] [--tiles 600] [--tasks 5000]
-        [--workloads tiles,noop,coro] [--modes off,sample,yappi,darshan] [--breakdown]
+        [--workloads tiles,noop,coro] [--modes off,sample,yappi,yappi-alone,darshan] [--breakdown]
         [--no-overhead] [--rows] [--baseline-tree DIR]
 """
 
@@ -271,8 +274,8 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
     env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
     job = [sys.executable, str(JOB), workload, "--out", str(work / "tiles"), "--tiles",
            str(args.tiles), "--tasks", str(args.tasks)]
-    if mode is None:
-        cmd = job
+    if mode is None or mode == "yappi-alone":
+        cmd = job + (["--yappi-alone"] if mode else [])
     else:
         out = work / f"run-{workload}-{mode}-{time.monotonic_ns()}"
         profile = "off" if mode == "darshan" else mode
@@ -288,7 +291,7 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     compute = float(re.search(r"compute_seconds=([0-9.]+)", proc.stdout).group(1))
     tasks = int(re.search(r"tasks=([0-9]+)", proc.stdout).group(1))
-    if mode is not None:
+    if mode not in (None, "yappi-alone"):
         for closed in out.glob("procs/*/closed.json"):
             errors = json.loads(closed.read_text()).get("hook_errors")
             if errors:
@@ -302,7 +305,8 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
         run(workload, None, work, args, lib)  # warm caches (imports, page cache, tile files)
         order = [None, *modes]
         if args.baseline_tree:
-            order = [None, *(x for m in modes for x in (f"{m}@base", m))]
+            order = [None, *(x for m in modes
+                             for x in ((m,) if m == "yappi-alone" else (f"{m}@base", m)))]
         res: dict[str | None, list[tuple[float, float, int, float]]] = {m: [] for m in order}
         for _ in range(args.repeat):
             for m in res:
@@ -481,7 +485,7 @@ def main() -> None:
     ap.add_argument("--tiles", type=int, default=600, help="tiles workload: 5 tasks per tile")
     ap.add_argument("--tasks", type=int, default=5000, help="noop and coro workloads")
     ap.add_argument("--workloads", default="tiles,noop,coro")
-    ap.add_argument("--modes", default="off,sample,yappi,darshan")
+    ap.add_argument("--modes", default="off,sample,yappi,yappi-alone,darshan")
     ap.add_argument("--breakdown", action="store_true", help="µs per task by where it is paid")
     ap.add_argument("--no-overhead", action="store_true", help="skip the overhead runs")
     ap.add_argument("--rows", action="store_true",
@@ -506,7 +510,7 @@ def main() -> None:
         if lib and "darshan" in modes:
             darshan_process_cost(lib, work, args.repeat)
         if args.breakdown:
-            breakdown(args, [m for m in modes if m != "darshan"], work, lib)
+            breakdown(args, [m for m in modes if m not in ("darshan", "yappi-alone")], work, lib)
         if args.rows:
             rows(args)
     finally:

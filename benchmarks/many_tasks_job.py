@@ -12,6 +12,10 @@ starts a LocalCluster of 2 worker processes x 2 threads, runs one workload and p
   between workers), write a mask in 16 KiB writes.
 - ``noop``: ``client.map(inc, range(N))``: Dask's own cost per task, and the collectors'.
 - ``coro``: ``async def`` tasks awaiting a few times each (run on the workers' event loops).
+
+``--yappi-alone`` starts Yappi in every worker as ``collect --profile yappi`` does (wall clock,
+every thread but the event loop) with no collectors, no tags and no reading of its tables:
+what Yappi's per-call hook alone costs the job, the floor of any Yappi-based profile.
 """
 
 from __future__ import annotations
@@ -82,6 +86,24 @@ async def coro_task(i: int) -> int:
     return i + 1
 
 
+def yappi_alone_plugin():
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class YappiAlone(WorkerPlugin):
+        name = "yappi-alone"
+
+        def setup(self, worker) -> None:  # on the worker's event loop
+            import sys
+
+            import yappi
+
+            yappi.set_clock_type("wall")
+            yappi.start(builtins=False, profile_threads=True)
+            sys.setprofile(None)
+
+    return YappiAlone()
+
+
 def make_tiles(folder: Path, n: int) -> list[str]:
     rng = np.random.default_rng(0)
     base = rng.normal(0, 1, (TILE, TILE)).astype(np.float32)
@@ -116,11 +138,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/dask-correlate-tiles"))
     ap.add_argument("--tiles", type=int, default=600)
     ap.add_argument("--tasks", type=int, default=5000)
+    ap.add_argument("--yappi-alone", action="store_true")
     args = ap.parse_args()
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
+        if args.yappi_alone:
+            client.register_plugin(yappi_alone_plugin())
         if args.workload == "tiles":
             args.out.mkdir(parents=True, exist_ok=True)
             tasks = tiles_job(client, args.out, args.tiles)
