@@ -321,7 +321,7 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
               f"repetitions, medians; plain: {base_t:.2f} s whole job, {base_cpu:.2f} s CPU "
               f"(all processes), {base_c:.2f} s in job")
         print("| mode | whole job s | whole job | CPU s | CPU | CPU µs/task added | in job s "
-              "| in job | target (whole job) | CPU µs/task vs @base, paired |")
+              "| in job | target (whole job) | CPU µs/task added, paired |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for m in res:
             c, t, cpu = med(m, 0), med(m, 1), med(m, 3)
@@ -333,17 +333,23 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
         sys.stdout.flush()
 
 
+#: modes measured against another mode of the same repetition as well as against plain: the
+#: collectors' own share on top of what the tool they wrap costs by itself
+PAIRED_WITH = {"darshan": "off", "yappi": "yappi-alone"}
+
+
 def paired(res: dict[str | None, list[tuple[float, float, int, float]]], mode: str | None,
            tasks: int) -> str:
     """Median over repetitions of the CPU µs per task ``mode`` used more than its ``@base``
-    run just before it: the machine's drift from one minute to the next (tens of per cent on
-    a shared VM) cancels in each difference, which the medians of the columns before do not
-    (empty without a baseline)."""
-    base = res.get(f"{mode}@base")
+    run just before it (or than the mode ``PAIRED_WITH`` names, in the same repetition): the
+    machine's drift from one minute to the next (tens of per cent on a shared VM) cancels in
+    each difference, which the medians of the columns before do not (empty without a pair)."""
+    other = f"{mode}@base" if f"{mode}@base" in res else PAIRED_WITH.get(mode or "")
+    base = res.get(other) if other else None
     if base is None:
         return ""
     diffs = [r[3] - b[3] for r, b in zip(res[mode], base, strict=True)]
-    return f"{statistics.median(diffs) / tasks * 1e6:+.0f}"
+    return f"{statistics.median(diffs) / tasks * 1e6:+.0f} (vs {other})"
 
 
 def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str | None) -> None:

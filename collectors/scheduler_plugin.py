@@ -10,6 +10,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+import dask
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from collectors.guard import ERRORS, never_raise, set_log_dir
@@ -44,7 +45,8 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                                       schema.TASK_DEPENDENCIES, schema.CLUSTER_EVENTS)}
         self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
         set_log_dir(pdir)
-        proc_json(pdir, role="scheduler", address=scheduler.address)
+        proc_json(pdir, role="scheduler", address=scheduler.address,
+                  dask_config=dask.config.get("distributed", default={}))
         self.sink.before_flush.append(self._expand)
         self.sink.start()
 

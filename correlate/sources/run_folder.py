@@ -71,7 +71,7 @@ PROC_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "host": ((str,), True), "pid": ((int,), True), "role": ((str,), True),
     "address": ((str,), False), "name": ((str, int), False), "nthreads": ((int,), False),
     "main_thread_id": ((int,), False), "local_directory": ((str,), False),
-    "started_ns": ((int,), False)}
+    "started_ns": ((int,), False), "dask_config": ((dict,), False)}
 ROLES = TABLES["processes"].column("role").polars_dtype().categories.to_list()
 
 
@@ -229,6 +229,12 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         raise unreadable(reader.unchecked, run_dir, err) from None
     facts = (_facts(manifest, processes) if manifest is not None
              else _facts_without_manifest(procs, processes))
+    # `collect` does not import Dask: the scheduler records the settings it ran with
+    facts["dask_config"] = _of(manifest or {}, "dask_config", dict) or next(
+        (info["dask_config"] for _d, info, _c in procs
+         if info["role"] == "scheduler" and info.get("dask_config") is not None), None)
+    if facts["dask_config"] is not None:
+        facts["unknown"] = {k: v for k, v in facts["unknown"].items() if k != "dask_config"}
     return RunFrames(**frames, source_format="run-folder", facts=facts,
                      lazy_parts=tuple(str(p) for p in reader.unchecked),
                      warnings=tuple(reader.warnings + list(io.warnings if io else ())),

@@ -153,6 +153,10 @@ def test_run_folder_loads_into_canonical_frames(recorded):
     _mode, run, truth = recorded
     frames = load(run)
     assert set(truth) <= set(frames.executions["key"])
+    # Dask's settings, as the scheduler ran with them (`collect` itself does not import Dask)
+    config = frames.facts["dask_config"]
+    assert {"scheduler", "worker", "comm"} <= set(config)
+    assert "dask_config" not in frames.facts["unknown"]
     assert frames.executions["cpu_s"].null_count() == 0
     assert frames.clock_samples.height >= 2
 

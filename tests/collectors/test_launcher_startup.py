@@ -4,6 +4,7 @@ gives the same preload variables as Dask's own config would; any place that coul
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -64,8 +65,10 @@ def test_a_distributed_variable_is_read_through_dask(no_dask_settings, monkeypat
     assert launcher.dask_may_set_preloads()
 
 
-def test_collect_starts_the_job_before_importing_dask(no_dask_settings, tmp_path):
-    """The job's environment is ready, and the job started, with no `dask` module loaded."""
+def test_collect_never_imports_dask(no_dask_settings, tmp_path):
+    """The job's environment is ready, and the job started, with no `dask` module loaded, and
+    none is loaded afterwards either (the manifest leaves Dask's settings to the scheduler's
+    proc.json): importing Dask was most of `collect`'s own CPU."""
     probe = ("import subprocess, sys\n"
              "from collectors import launcher\n"
              "seen = []\n"
@@ -76,14 +79,15 @@ def test_collect_starts_the_job_before_importing_dask(no_dask_settings, tmp_path
              "subprocess.Popen = Popen\n"
              f"code = launcher.main(['-o', {str(tmp_path / 'run')!r}, '--darshan', 'off', '--',"
              " 'true'])\n"
-             "print(code, seen)\n")
+             "print(code, [seen[0], 'dask' in sys.modules])\n")
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DASK_")}
     env.update(HOME=str(tmp_path / "home"), DASK_ROOT_CONFIG=str(tmp_path / "etc-dask"))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          env=env, cwd=Path(__file__).parents[2], timeout=60)
     code, seen = out.stdout.split(" ", 1)
-    assert code == "0" and seen.startswith("[False"), out.stderr[-2000:]  # the job: first
-    assert (tmp_path / "run" / "manifest.json").is_file()
+    assert code == "0" and seen.strip() == "[False, False]", out.stderr[-2000:]
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["dask_config"] is None and "dask_config" in manifest["unknown"]
 
 
 def test_the_places_checked_cover_those_dask_reads(tmp_path):
@@ -96,3 +100,22 @@ def test_the_places_checked_cover_those_dask_reads(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
                          cwd=Path(__file__).parents[2], timeout=60)
     assert out.stdout.strip() == "[]", out.stderr[-2000:]
+
+
+def test_manifest_versions_are_those_importlib_metadata_reads():
+    """The manifest reads versions from dist-info folder names (importing importlib.metadata
+    cost `collect` more than the rest of its manifest); they must be what it would read."""
+    from importlib import metadata
+
+    from collectors import manifest
+
+    names = ("dask-correlate", "dask", "distributed", "yappi", "darshan", "numpy", "pyarrow",
+             "polars", "PyYAML", "typing_extensions", "no-such-distribution-x")
+    expected = {}
+    for name in names:
+        try:
+            expected[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            expected[name] = None
+    assert manifest.versions(names) == expected
+    assert expected["no-such-distribution-x"] is None and expected["dask"] is not None
