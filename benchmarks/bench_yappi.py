@@ -26,7 +26,10 @@ import asyncio
 import functools
 import statistics
 import threading
+import sys
+import subprocess
 import time
+from pathlib import Path
 
 import yappi
 
@@ -143,13 +146,63 @@ def check_tags_split_executions(local: threading.local) -> None:
     assert tags == {1, 2, 3, 4}, f"tags seen on leaf(): {tags}"
 
 
+def snapshot_reads(sizes: tuple[int, ...] = (1_000, 4_000, 16_000, 64_000)) -> None:
+    """What a profile snapshot costs as executions accumulate: 100 executions' entries read tag
+    by tag (each read walks every tag held), all entries read in one walk, and what
+    ``YappiProfile.rows`` does when asked for the last 100 and for the last 10 % (it picks).
+    Run in a child process: it leaves Yappi running with every tag it made."""
+    code = f"""
+import sys, time
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+import _yappi
+from collectors.profiling import TaskTags, YappiProfile
+prof = YappiProfile(TaskTags(), "wall")
+prof.start()
+on, off = prof.task_hooks()
+sys.setprofile(None)
+def leaf(x): return x
+def task(x): return leaf(x) + leaf(x + 1)
+done = 0
+print("| executions so far | 100 read tag by tag | all read at once | rows(last 100) | rows(last 10 %) |")
+print("|---:|---:|---:|---:|---:|")
+for n in {sizes!r}:
+    while done < n:
+        done += 1
+        prof.tags.local.seq = done
+        on(); task(done); off()
+    prof.tags.local.seq = 0
+    t = time.perf_counter()
+    for seq in range(n - 99, n + 1):
+        _yappi.enum_func_stats(lambda e: None, {{"tag": seq}})
+    by_tag = time.perf_counter() - t
+    t = time.perf_counter()
+    _yappi.enum_func_stats(lambda e: None, {{}})
+    whole = time.perf_counter() - t
+    t = time.perf_counter()
+    prof.rows(set(range(n - 99, n + 1)))
+    last100 = time.perf_counter() - t
+    t = time.perf_counter()
+    prof.rows(set(range(n - n // 10 + 1, n + 1)))
+    tenth = time.perf_counter() - t
+    print(f"| {{n:,}} | {{by_tag * 1e3:.1f}} ms | {{whole * 1e3:.1f}} ms | {{last100 * 1e3:.1f}} ms "
+          f"| {{tenth * 1e3:.1f}} ms |")
+"""
+    print("\nprofile snapshots as executions accumulate (2 entries per execution, one thread)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--calls", type=int, default=150_000, help="Python calls per task thread")
     ap.add_argument("--rounds", type=int, default=2_000,
                     help="event-loop rounds of 50 coroutines")
+    ap.add_argument("--snapshots-only", action="store_true",
+                    help="only the cost of profile snapshots as executions accumulate")
     args = ap.parse_args()
+    if args.snapshots_only:
+        snapshot_reads()
+        return
     check_tags_split_executions(TagLocal())
     parts = {"task threads": lambda local: run_tasks(args.calls, local),
              "event loop": lambda local: run_event_loop(args.rounds)}
@@ -176,6 +229,7 @@ def main() -> None:
               f"{(med[part, 'yappi wall, C-level tag callback'] - no_tag) / base:+.0%} as a C-level callable, "
               f"{(med[part, 'yappi wall, C tag, class default'] - no_tag) / base:+.0%} as a C-level "
               "callable on a threading.local with a class default")
+    snapshot_reads()
 
 
 if __name__ == "__main__":

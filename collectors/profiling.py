@@ -147,6 +147,13 @@ class StackSampler:
             self.total_counts.pop(key, None)
 
 
+#: Yappi's enumeration of one tag steps over each tag held (on every thread) to find it; a whole
+#: enumeration builds each entry. The cost of building one entry, in steps over a tag: reading
+#: K tags one by one costs K x (tags held) steps, reading all of them (tags held) x (entries per
+#: tag) entries, so tags are read one by one only while K x this < entries per tag
+TAG_WALK_PER_ENTRY = 1 / 30
+
+
 class YappiProfile:
     """Yappi with the execution tag; rows per (ctx thread, tag, function).
 
@@ -162,6 +169,9 @@ class YappiProfile:
         #: (context, tag, function index) of calls that were running at a snapshot before
         #: they ever returned (see ``rows``)
         self._counted_early: set[tuple[int, int, int]] = set()
+        #: tags read one by one so far, and the entries they held (``rows``' choice)
+        self._tags_read = 0
+        self._entries_read = 0
 
     def start(self, task_threads: tuple[str, ...] = ()) -> None:
         """``task_threads``: name prefixes of the threads that run tasks (the executors'):
@@ -215,13 +225,17 @@ class YappiProfile:
             return None, None
         return self.task_hooks()
 
+    def _entries_per_tag(self) -> float:
+        return self._entries_read / self._tags_read if self._tags_read else 10.0
+
     def rows(self, seqs: Collection[int] | None = None) -> list[tuple]:
         """One row per (function, thread, tag) of the executions ``seqs`` (tags; 0: outside
         tasks), or of all. ``yappi.get_func_stats()`` merges the entries of one function
-        across threads and tags, so the C extension's own enumeration is read, one tag at a
-        time: Yappi keeps each thread's entries by tag and skips other tags whole, so a
-        snapshot costs the entries of the executions asked for, not of every execution so
-        far (each entry read builds a tuple, and its list of callees). Not paused as
+        across threads and tags, so the C extension's own enumeration is read: one tag at a
+        time, or whole, whichever costs less. Reading one tag builds only that tag's entries
+        (a tuple each, with its list of callees) but walks every tag of every thread to find
+        it, so it costs in proportion to the executions so far: asked for many tags, one
+        walk of every entry is cheaper (``TAG_WALK_PER_ENTRY``). Not paused as
         ``yappi.get_*_stats`` do: pausing and resuming loses the time of every call in
         flight (a running task's function came back with ttot 0). Instead the enumeration
         runs no Python code that Yappi could record while its tables are walked: the
@@ -232,11 +246,12 @@ class YappiProfile:
 
         contexts: list[tuple] = []
         entries: list[tuple] = []
+        whole = seqs is None or len(seqs) * TAG_WALK_PER_ENTRY > self._entries_per_tag()
         collecting = gc.isenabled()
         gc.disable()
         try:
             _yappi.enum_context_stats(contexts.append)
-            if seqs is None:
+            if whole:
                 _yappi.enum_func_stats(entries.append, {})
             else:
                 for seq in seqs:
@@ -244,6 +259,11 @@ class YappiProfile:
         finally:
             if collecting:
                 gc.enable()
+        if seqs is not None:
+            if whole:
+                entries = [e for e in entries if e[12] in seqs]
+            self._tags_read += len(seqs)
+            self._entries_read += len(entries)
         idents = {c[1]: c[2] for c in contexts}
         out = []
         early = self._counted_early

@@ -88,9 +88,13 @@ def test_task_threads_profile_only_the_task_function(profiler):
     assert not [r for r in rows if r[2] in task_threads and r[3] == 0]
 
 
-def test_rows_of_some_executions_are_read_by_tag(profiler):
+@pytest.mark.parametrize("read", ["by tag", "whole"])
+def test_rows_of_some_executions_are_read_by_tag(profiler, monkeypatch, read):
     """A snapshot asks for the executions not written yet: Yappi's entries of those tags, the
-    same rows as in the whole enumeration, and none of the others."""
+    same rows as in the whole enumeration, and none of the others, whichever way they are
+    read."""
+    if read == "whole":
+        monkeypatch.setattr("collectors.profiling.TAG_WALK_PER_ENTRY", 1e9)
     tags = profiler.tags
     profiler.start()
 
@@ -128,3 +132,31 @@ def test_the_sampler_forgets_written_executions():
     assert {r[3] for r in sampler.rows({2})} == {2}
     sampler.forget({1})
     assert {r[3] for r in sampler.rows()} == {2}
+
+
+def test_many_tags_are_read_in_one_walk(profiler, monkeypatch):
+    """Reading one tag walks every tag Yappi holds, so a snapshot of many executions (a burst
+    of short tasks, the last one at teardown) reads everything once instead of walking every
+    tag once per execution asked for (quadratic in the executions so far)."""
+    import _yappi
+
+    calls = []
+    enum = _yappi.enum_func_stats
+    monkeypatch.setattr(_yappi, "enum_func_stats",
+                        lambda cb, flt: (calls.append(dict(flt)), enum(cb, flt))[1])
+    tags = profiler.tags
+    profiler.start()
+    on, off = profiler.task_hooks()
+    for seq in range(1, 3001):
+        tags.local.seq = seq
+        on()
+        short_call()
+        off()
+    tags.local.seq = 0
+    few = profiler.rows({5, 6})
+    assert calls == [{"tag": 5}, {"tag": 6}]
+    calls.clear()
+    many = profiler.rows(set(range(1, 3001)))
+    assert calls == [{}]
+    assert {r[3] for r in many if r[5] == "short_call"} == set(range(1, 3001))
+    assert sorted(few) == sorted(r for r in many if r[3] in {5, 6})
