@@ -340,16 +340,18 @@ PAIRED_WITH = {"darshan": "off", "yappi": "yappi-alone"}
 
 def paired(res: dict[str | None, list[tuple[float, float, int, float]]], mode: str | None,
            tasks: int) -> str:
-    """Median over repetitions of the CPU µs per task ``mode`` used more than its ``@base``
-    run just before it (or than the mode ``PAIRED_WITH`` names, in the same repetition): the
-    machine's drift from one minute to the next (tens of per cent on a shared VM) cancels in
-    each difference, which the medians of the columns before do not (empty without a pair)."""
-    other = f"{mode}@base" if f"{mode}@base" in res else PAIRED_WITH.get(mode or "")
-    base = res.get(other) if other else None
-    if base is None:
+    """Median over repetitions of the CPU µs per task ``mode`` used more than the plain job
+    (or the mode ``PAIRED_WITH`` names) in the same repetition, and than its ``@base`` run just
+    before it: the machine's drift from one minute to the next (tens of per cent on a shared
+    VM) cancels in each difference, which the medians of the columns before do not."""
+    if mode is None:
         return ""
-    diffs = [r[3] - b[3] for r, b in zip(res[mode], base, strict=True)]
-    return f"{statistics.median(diffs) / tasks * 1e6:+.0f} (vs {other})"
+    out = []
+    for other in (PAIRED_WITH.get(mode), f"{mode}@base"):  # None: the plain job
+        if other in res:
+            diffs = [r[3] - b[3] for r, b in zip(res[mode], res[other], strict=True)]
+            out.append(f"{statistics.median(diffs) / tasks * 1e6:+.0f} (vs {other or 'plain'})")
+    return ", ".join(out)
 
 
 def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str | None) -> None:
