@@ -25,9 +25,9 @@ import argparse
 import asyncio
 import functools
 import statistics
-import threading
-import sys
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
