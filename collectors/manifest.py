@@ -74,7 +74,8 @@ def start(run_dir: Path, *, command: list[str] | None, options: dict[str, Any],
         unknown["profile"] = "function profiling disabled (--profile off)"
     if not darshan.get("runtime"):
         unknown["darshan"] = darshan.get("reason")
-    if "dask" not in sys.modules:
+    config = dask_config()
+    if config is None:
         unknown["dask_config"] = ("`collect` does not import Dask: the scheduler's proc.json "
                                   "records its settings")
     manifest = {
@@ -95,7 +96,7 @@ def start(run_dir: Path, *, command: list[str] | None, options: dict[str, Any],
         "collector_options": options,
         "darshan": darshan,
         "job_environment": {k: os.environ.get(k) for k in JOB_VARIABLES if k in os.environ},
-        "dask_config": dask_config(),
+        "dask_config": config,
         "unknown": unknown,
         **(extra or {}),
     }

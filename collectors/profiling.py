@@ -169,7 +169,7 @@ class YappiProfile:
         #: (context, tag, function index) of calls that were running at a snapshot before
         #: they ever returned (see ``rows``)
         self._counted_early: set[tuple[int, int, int]] = set()
-        #: tags read one by one so far, and the entries they held (``rows``' choice)
+        #: tags asked for so far, and the entries they held (``rows``' choice of how to read)
         self._tags_read = 0
         self._entries_read = 0
 

@@ -10,10 +10,10 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-import dask
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from collectors.guard import ERRORS, never_raise, set_log_dir
+from collectors.manifest import dask_config
 from collectors.options import DEFAULTS, Options
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
 
@@ -46,7 +46,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
         set_log_dir(pdir)
         proc_json(pdir, role="scheduler", address=scheduler.address,
-                  dask_config=dask.config.get("distributed", default={}))
+                  dask_config=dask_config())
         self.sink.before_flush.append(self._expand)
         self.sink.start()
 
