@@ -68,6 +68,7 @@ def external_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame,
     ext = external_arrivals(transitions)
     if ext.is_empty() or dependencies.is_empty():
         return pl.DataFrame(schema={"key": pl.String, "wait_external_s": pl.Float64})
+    ext = ext.with_columns(pl.col("key").cast(pl.String))  # (Categorical in the engine)
     deps = dependencies.join(ext, left_on="depends_on", right_on="key").join(
         waits.select("key", "t_wait"), on="key")
     return deps.group_by("key").agg(
