@@ -32,12 +32,13 @@ import polars as pl
 
 from correlate import per_process
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
-from correlate.sorting import sort_order
+from correlate.sorting import packed_key, sort_order
 
 #: the order ``io_to_executions`` returns segments in: the ``segments`` output order (the run
 #: timeline differs from ``host_start_ns`` by one shift per process)
 SEGMENT_ORDER = ["host", "pid", "thread_id", "host_start_ns", "seg_id"]
 METHOD = SEGMENTS.column("attribution").polars_dtype()
+OP = SEGMENTS.column("op").polars_dtype()
 #: methods that give a segment whole to one execution (its ``execution_id``); the others give
 #: it in shares (``IOAttribution.split``)
 WHOLE = ("exact-thread", "inferred-thread", "helper-context")
@@ -245,19 +246,25 @@ def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttr
     return IOAttribution(segments=seg, split=split)
 
 
-#: a call's seconds inside I/O
+#: a call's seconds inside I/O, and its bytes
 IO_SECONDS = (pl.col("host_stop_ns") - pl.col("host_start_ns")).cast(pl.Float64) / 1e9
+LENGTH = pl.col("length")
 
 
-def _weighted(weight: pl.Expr, io_seconds: pl.Expr = IO_SECONDS) -> list[pl.Expr]:
+def _weighted(weight: pl.Expr, io_seconds: pl.Expr = IO_SECONDS,
+              length: pl.Expr = LENGTH) -> list[pl.Expr]:
     """A share's bytes, ops and I/O time, as columns summed by ``MEASURE_SUMS`` (plain column
     sums take polars' grouped-sum kernel, where an expression inside ``agg`` is evaluated group
     by group; the sums are the same)."""
-    return [(pl.col("length").cast(pl.Float64) * weight).alias("bytes"), weight.alias("ops"),
+    return [(length.cast(pl.Float64) * weight).alias("bytes"), weight.alias("ops"),
             (io_seconds * weight).alias("io_time_s")]
 
 
 MEASURE_SUMS = [pl.col(c).sum() for c in ("bytes", "ops", "io_time_s")]
+
+
+def _index(categories: pl.Expr) -> pl.Expr:
+    return categories.to_physical().cast(pl.UInt64)
 
 
 def task_files(att: IOAttribution) -> pl.DataFrame:
@@ -276,20 +283,33 @@ def task_files(att: IOAttribution) -> pl.DataFrame:
              .collect())
     if att.split.is_empty():
         return whole if whole.height else TASK_FILES.empty().drop("key")
-    # what a share needs of its segment, computed per segment (its file as an integer: no
-    # string per share while the shares are summed)
+    # what a share needs of its segment, computed per segment: its file, op and method as one
+    # integer (no string per share), its length and seconds; gathered per share inside one
+    # select, so that only the summed columns are materialised
     per_segment = att.segments.select(
-        "op", "length", "attribution", file=pl.col("path").cast(pl.Categorical).to_physical(),
-        io_s=IO_SECONDS)
-    shared = (att.split.select("row", "execution_id", "weight")
-              .with_columns(per_segment[att.split.get_column("row")])
-              .select("row", "execution_id", "file", "op", "attribution",
-                      *_weighted(pl.col("weight"), pl.col("io_s")))
-              .group_by("execution_id", "file", "op", "attribution")
-              .agg(pl.col("row").first(), *MEASURE_SUMS))
-    shared = shared.select("execution_id", path=att.segments.get_column("path").gather(
-        shared.get_column("row")), op="op", bytes="bytes", ops="ops", io_time_s="io_time_s",
-        attribution="attribution")
+        "length", io_s=IO_SECONDS,
+        what=(_index(pl.col("path").cast(pl.Categorical)) * len(OP.categories)
+              + _index(pl.col("op").cast(OP))) * len(METHOD.categories)
+        + _index(pl.col("attribution").cast(METHOD)))
+
+    def of_segment(name: str) -> pl.Expr:
+        return pl.lit(per_segment.get_column(name)).gather(pl.col("row"))
+
+    shares = att.split.select("row", "execution_id", of_segment("what").alias("what"),
+                              *_weighted(pl.col("weight"), of_segment("io_s"),
+                                         of_segment("length")))
+    # grouped by (execution, what) packed into one integer where it fits: a group-by on two
+    # keys encodes every row's keys first (twice the memory, 1.5× the time); the same groups,
+    # summed in the same row order
+    packed = packed_key(shares, ["execution_id", "what"])
+    group = pl.struct("execution_id", "what") if packed is None else pl.lit(packed)
+    shared = shares.group_by(group.alias("group")).agg(pl.col("row", "execution_id").first(),
+                                                       *MEASURE_SUMS)
+    at = shared.get_column("row")
+    shared = shared.select("execution_id", path=att.segments.get_column("path").gather(at),
+                           op=att.segments.get_column("op").gather(at), bytes="bytes", ops="ops",
+                           io_time_s="io_time_s",
+                           attribution=att.segments.get_column("attribution").gather(at))
     return pl.concat([whole, shared], how="vertical_relaxed")
 
 

@@ -43,12 +43,12 @@ def _stable_sort(df: Any, by: list[str]) -> Any:
 
 def _numeric_order(df: Any, keys: list[str]) -> Any:
     """Row numbers of ``df`` stably sorted by numeric ``keys``, nulls last. A last key already
-    in row order is left to the stable sort; keys that fit together in 64 bits (``_packed``)
+    in row order is left to the stable sort; keys that fit together in 64 bits (``packed_key``)
     are sorted as one key: polars' multi-column sort compares row by row and takes 2-3× longer."""
     last = df.get_column(keys[-1])
     if len(keys) > 1 and not last.null_count() and last.is_sorted():
         keys = keys[:-1]
-    packed = _packed(df, keys) if len(keys) > 1 else None
+    packed = packed_key(df, keys) if len(keys) > 1 else None
     if packed is None:
         return _stable_sort(df.select(*keys).with_row_index("row"), keys)["row"]
     return _order_of(packed)
@@ -62,7 +62,7 @@ def _order_of(key: Any) -> Any:
                                               ).to_series()
 
 
-def _packed(df: Any, keys: list[str]) -> Any:
+def packed_key(df: Any, keys: list[str]) -> Any:
     """One UInt64 per row ordered as ``keys`` (nulls last), or None when they do not fit: an
     integer key as its offset from its minimum (times, ids), or as its index among its distinct
     values when a sample shows few (thread ids); a float key, or an integer one too wide, as
@@ -173,7 +173,7 @@ def sort_order(df: Any, keys: list[str]) -> Any:
         # the tied rows sit in runs of equal lead, runs in lead order: sorting them all by the
         # full keys and putting them back into the same positions orders each run
         at = tied.arg_true()
-        packed = _packed(df, keys) if 2 * at.len() > df.height else None
+        packed = packed_key(df, keys) if 2 * at.len() > df.height else None
         if packed is not None:  # mostly ties (the files of each task): one sort of all rows
             return _order_of(packed)  # by every key, packed
         tied_rows = rows.gather(at)

@@ -102,6 +102,47 @@ def test_window_split_without_thread_ids_splits_by_overlap_and_conserves():
     assert un.filter(pl.col("path") == "/h")["thread_kind"].to_list() == ["no-thread-id"]
 
 
+def test_window_split_shares_are_summed_per_execution_file_and_op():
+    # GIVEN two overlapping executions without thread ids, and reads and a write of two files
+    ex = executions([(0, "a", "h", 1, None, 0, 10), (1, "b", "h", 1, None, 5, 20)])
+    seg = segments([("h", 1, None, 0, 4, 8, "read", "/f"),      # a only
+                    ("h", 1, None, 6, 8, 30, "read", "/f"),     # a and b, half each
+                    ("h", 1, None, 7, 9, 10, "write", "/f"),    # a and b, half each
+                    ("h", 1, None, 12, 14, 4, "read", "/g"),    # b only
+                    ("h", 1, None, 16, 18, 6, "read", "/g")])   # b only
+    # WHEN attributed
+    att = attribute.io_to_executions(seg, ex)
+    files, _ = conservation(att, ex)
+    # THEN one row per (execution, file, op), each with its shares summed
+    got = {(r["key"], r["path"], r["op"]): (r["bytes"], r["ops"])
+           for r in files.iter_rows(named=True)}
+    assert got == {("a", "/f", "read"): (8 + 15.0, 1.5), ("a", "/f", "write"): (5.0, 0.5),
+                   ("b", "/f", "read"): (15.0, 0.5), ("b", "/f", "write"): (5.0, 0.5),
+                   ("b", "/g", "read"): (10.0, 2.0)}
+    assert set(files["attribution"]) == {"window-split"}
+
+
+def test_window_split_sums_do_not_depend_on_how_far_apart_execution_ids_are():
+    # GIVEN the same 300 overlapping executions without thread ids (each shares segments with
+    # the one before and after it), numbered next to each other (their shares grouped by one
+    # packed integer key) or 2**53 apart (too wide to pack with the file: grouped by both)
+    def files_by_key(spacing):
+        ex = executions([(i * spacing, f"k{i}", "h", 1, None, 10 * i, 10 * i + 15)
+                         for i in range(300)])
+        seg = segments([("h", 1, None, 10 * i + 2, 10 * i + 12, 100 + i, op, f"/f{i % 3}")
+                        for i in range(300) for op in ("read", "write")])
+        files, _ = conservation(attribute.io_to_executions(seg, ex), ex)
+        return {(r["key"], r["path"], r["op"]): (r["bytes"], r["ops"], r["io_time_s"])
+                for r in files.iter_rows(named=True)}
+
+    # WHEN attributed
+    compact, spread = files_by_key(1), files_by_key(2**53)
+    # THEN one row per execution, file and op (three files per execution, two at the ends),
+    # summed alike
+    assert len(compact) == 2 * (3 * 300 - 2)
+    assert spread == compact
+
+
 def test_zero_length_segment_inside_two_windows_is_shared_equally():
     ex = executions([(0, "a", "h", 1, None, 0, 10), (1, "b", "h", 1, None, 0, 10)])
     seg = segments([("h", 1, None, 5, 5, 0, "read", "/eof")])

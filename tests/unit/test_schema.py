@@ -77,7 +77,7 @@ def test_sort_order_packs_integer_keys_and_equals_a_full_sort():
     import numpy as np
     import polars as pl
 
-    from correlate.sorting import _packed, sort_order
+    from correlate.sorting import packed_key, sort_order
 
     rng = np.random.default_rng(5)
     n = 20_000
@@ -102,7 +102,7 @@ def test_sort_order_packs_integer_keys_and_equals_a_full_sort():
     for name, (columns, packs) in cases.items():
         df = pl.DataFrame(columns)
         keys = list(columns)
-        assert (_packed(df, keys[:2]) is not None) == packs, name
+        assert (packed_key(df, keys[:2]) is not None) == packs, name
         expected = df.with_row_index("row").sort(keys, nulls_last=True, maintain_order=True)
         assert sort_order(df, keys).cast(pl.UInt32).equals(expected["row"]), name
 
