@@ -9,7 +9,8 @@ In one run, on synthetic but schema-exact run folders (``testing.synthetic``, ge
    process too, only reading what correlate reads (every run-folder part, every DXT segment
    decoded) and writing what it wrote, with no joins. The floor is this machine's speed at
    that minute (a shared VM's varies by ±20 %), so ``correlate ÷ floor`` is the figure that
-   compares across runs and machines.
+   compares across runs and machines. Every timed process starts right after a throwaway one
+   touched more memory than it will use (``fault_in``).
 2. The attribution (exact-thread: segment → execution on the same host/pid/thread whose
    window holds it, then I/O per execution × file × op and per execution) in polars vs a plain
    pandas ``merge_asof`` to the same output on the same data: segments/s and the ratio, with
@@ -55,11 +56,26 @@ AS_FROM_A_SHELL = {**os.environ, allocator.VARIABLE: allocator.settings()}
 TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments", "events")
 
 
+#: memory touched before each timed process (more than any of them holds)
+FAULT_IN_BYTES = 6 << 30
+
+
+def fault_in() -> None:
+    """Touch ``FAULT_IN_BYTES`` in a throwaway process, so that the next timed process finds the
+    memory it faults in backed by the host. On this VM a page the guest has not touched for a
+    while costs several times more to fault in than one freed just before (the same
+    ``correlate`` run: 12.5 s of system time after 90 s idle, 2.4 s right after another process
+    used the memory): without this, each figure depended on what ran before it and when."""
+    subprocess.run([sys.executable, "-c", f"b = bytearray({FAULT_IN_BYTES})\n"
+                    "for i in range(0, len(b), 4096): b[i] = 1"], check=True)
+
+
 def correlate_cli(run: Path, out: Path, *extra: str, reports: bool = False
                   ) -> tuple[float, float]:
     """(seconds, peak RSS in MB = 10⁶ bytes) of ``correlate RUN -o OUT --no-reports`` (or with
     its reports) in its own process (RSS of the whole process tree: the largest of the parent
-    and, with --cluster, its workers)."""
+    and, with --cluster, its workers), memory faulted in first."""
+    fault_in()
     cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "correlate.cli", "run", str(run),
            "-o", str(out), *([] if reports else ["--no-reports"]), *extra]
     t = time.perf_counter()
@@ -118,7 +134,9 @@ def io_floor(run: Path, outputs: Path) -> dict[str, float]:
 
 
 def io_floor_in_process(run: Path, outputs: Path) -> dict[str, float]:
-    """``io_floor`` in a fresh process, as correlate itself is measured."""
+    """``io_floor`` in a fresh process, as correlate itself is measured (memory faulted in
+    first)."""
+    fault_in()
     proc = subprocess.run([sys.executable, __file__, "--floor-of", str(run), str(outputs)],
                           capture_output=True, text=True, check=True, env=AS_FROM_A_SHELL)
     return json.loads(proc.stdout.splitlines()[-1])

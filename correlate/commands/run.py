@@ -54,16 +54,18 @@ def run(args: argparse.Namespace) -> int:
             write_lifecycles(frames, lifecycles)
         else:
             lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
-        reports = []
-        if not args.no_reports:
-            status.update(f"writing reports into {out}")
-            reports = write_reports(out)
+    # the summary first: the run's frames and tables are let go before the reports read theirs
     print_summary(result.summary, result.tables, out=out, top=args.top)
+    del frames, result
     if tasks > LIFECYCLES_MAX_TASKS:
         console().print(f"task_lifecycles.jsonl not written: {tasks:,} tasks (about 3 KB each; "
                         f"written up to {LIFECYCLES_MAX_TASKS:,}). `correlate lifecycles "
                         f"{run_dir} -o {lifecycles}` writes it; `correlate story {run_dir} KEY` "
                         "shows one task.")
+    reports = []
+    if not args.no_reports:
+        with console().status(f"writing reports into {out}"):
+            reports = write_reports(out)
     if reports:
         results().print("reports: " + ", ".join(sorted({p.name if p.parent == out else
                                                        p.parent.name + "/" for p in reports})))

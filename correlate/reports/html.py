@@ -117,8 +117,8 @@ def _top_tasks(tasks: pl.DataFrame) -> list[dict[str, Any]]:
     ids: set[int] = set()
     for by in ("duration_s", "cpu_s", "io_bytes"):
         ids |= set(agg.top_tasks(tasks, by, TOP_TASKS)["execution_id"].to_list())
-    top = agg.top_tasks(tasks, "duration_s", tasks.height).filter(
-        pl.col("execution_id").is_in(sorted(ids)))
+    top = agg.top_tasks(tasks.filter(pl.col("execution_id").is_in(sorted(ids))), "duration_s",
+                        len(ids))
     return _rows(top, ["execution_id", "key", "prefix", "worker", "thread_id", "duration_s",
                        "awaiting_s", "cpu_s", "io_time_s", "read_bytes", "write_bytes", "io_bytes",
                        "attribution", "status"])
