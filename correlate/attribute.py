@@ -299,8 +299,8 @@ def task_files(att: IOAttribution) -> pl.DataFrame:
                               *_weighted(pl.col("weight"), of_segment("io_s"),
                                          of_segment("length")))
     # grouped by (execution, what) packed into one integer where it fits: a group-by on two
-    # keys encodes every row's keys first (twice the memory, 1.5× the time); the same groups,
-    # summed in the same row order
+    # keys encodes every row's keys first, in more memory and time; the same groups, summed in
+    # the same row order
     packed = packed_key(shares, ["execution_id", "what"])
     group = pl.struct("execution_id", "what") if packed is None else pl.lit(packed)
     shared = shares.group_by(group.alias("group")).agg(pl.col("row", "execution_id").first(),

@@ -34,8 +34,8 @@ OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clock
 
 
 #: what events and waits read of the transitions (read once, let go after both); the columns
-#: with a handful of distinct values, and the key (about 11 transitions per key), are held as
-#: Categorical (4 bytes a row instead of a 16-byte string view and the key's text, and no string
+#: with a handful of distinct values, and the key (one transition per state a task passes
+#: through), are held as Categorical (4 bytes a row instead of a 16-byte string view and the key's text, and no string
 #: copied when the table is made contiguous or put in order) and written back as strings
 TRANSITION_COLUMNS = ["local_time_ns", "side", "pid", "stimulus_id",
                       *(pl.col(c).cast(pl.Categorical) for c in ("key", "host", "worker", "start",
@@ -60,7 +60,7 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
 
 def _key_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
     """Per key: its scheduler-side and external waits."""
-    key_waits = waits.scheduler_waits(transitions).with_columns(pl.col("key").cast(pl.String))
+    key_waits = waits.scheduler_waits(transitions)
     ext = waits.external_waits(transitions, dependencies, key_waits)
     return key_waits.drop("t_wait").join(ext, on="key", how="left")
 

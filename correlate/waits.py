@@ -24,8 +24,9 @@ def _at(side: str, finish: str, name: str) -> pl.Expr:
 
 
 def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
-    """Per key: wait_dependencies_s and wait_queued_s (scheduler side), wait_thread_s (worker).
-    Keys without any of the transitions used are left out (their waits are unknown)."""
+    """Per key (a string, whichever way the transitions hold it): wait_dependencies_s and
+    wait_queued_s (scheduler side), wait_thread_s (worker). Keys without any of the transitions
+    used are left out (their waits are unknown)."""
     used = (((pl.col("side") == "scheduler")
              & pl.col("finish").is_in(["waiting", "queued", "processing"]))
             | ((pl.col("side") == "worker") & pl.col("finish").is_in(["ready", "executing"])))
@@ -39,7 +40,7 @@ def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
         .group_by("key").agg(pl.col(times).min()).collect())
     s = 1e-9
     return firsts.select(
-        "key",
+        pl.col("key").cast(pl.String),  # (Categorical in the engine)
         wait_dependencies_s=(pl.coalesce("t_queued", "t_proc") - pl.col("t_wait")) * s,
         wait_queued_s=(pl.col("t_proc") - pl.col("t_queued")) * s,
         wait_thread_s=(pl.col("t_exec") - pl.col("t_ready")) * s,
