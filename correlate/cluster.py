@@ -56,9 +56,11 @@ def mapper_for(spec: str | None) -> Iterator[Mapper]:
 
 
 def _dask_map(client: Any) -> Mapper:
-    def dask_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
+    def dask_map(fn: Callable[[Any], Any], items: Sequence[Any], at_once: int = 2
+                 ) -> Iterator[Any]:
+        """``at_once`` applies to this process only (one item run here)."""
         if len(items) <= 1:  # nothing to spread: skip the round trip
-            yield from local_map(fn, items)
+            yield from local_map(fn, items, at_once)
             return
         futures = client.map(fn, list(items), pure=False)
         for future in futures:  # in order; each result leaves the cluster once read

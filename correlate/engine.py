@@ -147,9 +147,14 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
         pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
         & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    files, io_totals, unattributed = _with_stdio(parts, frames, ex, windows, clocks)
+    # taken out of ``parts``: the partitions' task_files (a row per execution and file, and
+    # per share of a split segment) is let go once its output copy with keys is made
+    files, io_totals, unattributed = _with_stdio(
+        *(parts.pop(n) for n in ("task_files", "io_totals", "unattributed")), frames, ex,
+        windows, clocks)
     task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
+    del files
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     tasks = _tasks_table(ex, io_totals, methods, key_waits, frames, parts["spill"])
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
@@ -163,20 +168,20 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     return Correlated(tables=kept, summary=summary)
 
 
-def _with_stdio(parts: dict[str, pl.DataFrame], frames: RunFrames, ex: pl.DataFrame,
-                windows: pl.DataFrame, clocks: pl.DataFrame
+def _with_stdio(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed: pl.DataFrame,
+                frames: RunFrames, ex: pl.DataFrame, windows: pl.DataFrame, clocks: pl.DataFrame
                 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """task_files, per-execution I/O totals and unattributed rows with the run's C stdio I/O
     (counted per file by Darshan, untraced by DXT) added to what the segments gave;
     ``windows`` the executions as the segments' attribution saw them."""
-    files, unattributed = stdio_io.attribute_stdio(
+    files, stdio_unattributed = stdio_io.attribute_stdio(
         frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks, windows)
-    if files.is_empty() and unattributed.is_empty():
-        return parts["task_files"], parts["io_totals"], parts["unattributed"]
-    files = pl.concat([parts["task_files"], files], how="diagonal_relaxed")
+    if files.is_empty() and stdio_unattributed.is_empty():
+        return task_files, io_totals, unattributed
+    files = pl.concat([task_files, files], how="diagonal_relaxed")
     files = sorted_for_output(files, TABLES["task_files"])
     return (files, attribute.task_io_totals(files),
-            pl.concat([parts["unattributed"], unattributed], how="diagonal_relaxed"))
+            pl.concat([unattributed, stdio_unattributed], how="diagonal_relaxed"))
 
 
 def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataFrame:

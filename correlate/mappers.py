@@ -8,20 +8,29 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
-
-Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
+from typing import Any, Protocol
 
 
-def local_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
-    """``fn`` over ``items`` in this process, in order, two at a time in threads (decoding a
-    Darshan log holds the GIL only part of the time; zlib and polars release it): at most two
-    results are computed or waiting while the caller uses the one before."""
-    with ThreadPoolExecutor(2) as pool:
+class Mapper(Protocol):
+    """Runs ``fn`` over ``items``, yielding the results in order; ``at_once``: how many items
+    this process computes at the same time (a cluster's mapper may ignore it: its workers each
+    have their own memory)."""
+
+    def __call__(self, fn: Callable[[Any], Any], items: Sequence[Any], at_once: int = 2
+                 ) -> Iterator[Any]: ...
+
+
+def local_map(fn: Callable[[Any], Any], items: Sequence[Any], at_once: int = 2
+              ) -> Iterator[Any]:
+    """``fn`` over ``items`` in this process, in order, ``at_once`` at a time in threads
+    (decoding a Darshan log holds the GIL only part of the time; zlib and polars release it).
+    The next item is queued while the caller uses the one before, so that with ``at_once=1`` it
+    is computed meanwhile: at most two results are computed or waiting."""
+    with ThreadPoolExecutor(at_once) as pool:
         pending: deque[Future[Any]] = deque()
         for item in items:
             pending.append(pool.submit(fn, item))
-            if len(pending) == 2:
+            if len(pending) == max(2, at_once):
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()

@@ -213,6 +213,15 @@ def _threads_of(processes: pl.DataFrame, part: Partition) -> tuple[int | None, i
     return (main[0] if main.len() else None), (int(n[0]) if n.len() else None)
 
 
+def _without_thread_ids(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame) -> bool:
+    """Whether some segments have no thread id: read from a DXT v1 log (Darshan before 3.5
+    recorded none), or in a table with null ``thread_id``s."""
+    if isinstance(segments, pl.LazyFrame):
+        return bool(logs.filter(pl.col("segment_count") > 0)
+                    .select((pl.col("dxt_layout") == "v1-32").any()).item())
+    return segments.height > 0 and segments.get_column("thread_id").null_count() > 0
+
+
 def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
                   executions: pl.DataFrame, markers: pl.DataFrame, opens: pl.DataFrame,
                   worker_clocks: pl.DataFrame, processes: pl.DataFrame, sink: TableSink,
@@ -230,8 +239,13 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
                  marker_paths=marker_paths)
     pieces: dict[str, list[pl.DataFrame]] = {name: [] for name in PARTIAL_TABLES}
 
+    # segments without thread ids are split over the windows they overlap: several shares
+    # per segment, a few times the memory of a partition attributed by thread, so one such
+    # partition is attributed at a time (while the one before is written)
+    at_once = 1 if _without_thread_ids(segments, logs) else 2
+
     def segments_of_each() -> Iterator[pl.DataFrame]:
-        for result in mapper(fn, parts):
+        for result in mapper(fn, parts, at_once=at_once):
             for name in PARTIAL_TABLES:
                 pieces[name].append(result[name])
             yield result["segments"]

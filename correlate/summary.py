@@ -44,8 +44,11 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
     methods = (seg.group_by("attribution").agg(pl.col("segments").sum()).sort("attribution")
                .rows_by_key("attribution", unique=True))
     share = (attributed["bytes"] / total["bytes"]) if total["bytes"] else None
-    by_method = group_agg(files.with_columns(pl.col("attribution").cast(pl.String)),
-                          ["attribution"], bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
+    # grouped on the Enum (no string per row of the largest table), named in name order after
+    by_method = group_agg(files, ["attribution"], bytes=pl.col("bytes").sum(),
+                          ops=pl.col("ops").sum())
+    by_method = by_method.with_columns(pl.col("attribution").cast(pl.String)).sort(
+        "attribution", nulls_last=True)
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
                .sort("bytes", descending=True))
     return {

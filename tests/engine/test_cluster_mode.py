@@ -51,3 +51,28 @@ def test_unreachable_cluster_is_one_clear_line(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert "cannot reach the Dask cluster at tcp://127.0.0.1:9" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("threads", ["exact", "threadless"])
+def test_partitions_without_thread_ids_are_attributed_one_at_a_time(tmp_path: Path,
+                                                                    threads: str) -> None:
+    """Window-split partitions (several shares per segment) take a few times the memory of
+    exact-thread ones: this process computes one of them at a time."""
+    from correlate.engine import correlate_frames
+    from correlate.mappers import local_map
+    from correlate.partitions import Partition
+    from correlate.sources import detect
+
+    run = tmp_path / "run"
+    write_run(run, workers=2, threads=2, executions=40, segments=200, seed=1)
+    if threads == "threadless":
+        run = without_thread_ids(run, tmp_path / "run-v1")
+    asked = []
+
+    def recording(fn, items, at_once=2):  # type: ignore[no-untyped-def]
+        if items and isinstance(items[0], Partition):
+            asked.append(at_once)
+        return local_map(fn, items, at_once)
+
+    correlate_frames(detect.load(run, lazy=True), mapper=recording)
+    assert asked == [1 if threads == "threadless" else 2]
