@@ -22,10 +22,13 @@ import polars as pl
 
 def message_bounds(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """Per worker process: ``host, pid, lower_ns, upper_ns, pairs`` (tasks used)."""
-    # keys as 64-bit hashes: the joins below compare integers, not strings (a collision would
-    # only drop or pair one task of millions, inside a bound that holds for every other)
-    t = transitions.lazy().select("side", pl.col("key").hash(), "worker", "host", "pid",
-                                  "local_time_ns", "start", "finish")
+    # keys as integers, so that the joins below compare no strings: a Categorical key (the
+    # engine's) as its code, a string as its 64-bit hash (a collision would only drop or pair
+    # one task of millions, inside a bound that holds for every other)
+    lf = transitions.lazy()
+    key = (pl.col("key").to_physical() if isinstance(lf.collect_schema()["key"], pl.Categorical)
+           else pl.col("key").hash())
+    t = lf.select("side", key, "worker", "host", "pid", "local_time_ns", "start", "finish")
     sched = t.filter(pl.col("side") == "scheduler")
     work = t.filter(pl.col("side") == "worker")
     sent = (sched.filter(pl.col("finish") == "processing").group_by("key")

@@ -83,6 +83,9 @@ def test_message_bounds_from_causality_skip_tasks_sent_twice():
              ("scheduler", "s", "tcp://w", "processing", "memory", 2601 * MS)]
     b = message_bounds(transitions(rows)).row(0, named=True)
     assert (b["host"], b["pid"], b["pairs"]) == ("b", 7, 3)
+    # keys held as Categorical (as the engine holds them) pair the same tasks
+    held = transitions(rows).with_columns(pl.col("key", "host").cast(pl.Categorical))
+    assert message_bounds(held).row(0, named=True) == b
     # the tightest one-way latencies: 1 ms in, 1 ms out
     assert (b["lower_ns"], b["upper_ns"]) == (off - 1 * MS, off + 1 * MS)
     clocks = worker_offsets(samples([("b", 7, 1, 0.2, 0.001)]),  # Dask's sample far off
