@@ -210,6 +210,13 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
         "total_bytes", "path", descending=[True, False], nulls_last=True)
 
 
+NS = 1e9
+
+
+def _ns(seconds: str) -> pl.Expr:
+    return (pl.col(seconds) * NS).round().cast(pl.Int64)
+
+
 def top_functions(task_functions: pl.DataFrame | pl.LazyFrame, tasks: pl.DataFrame,
                   prefix_names: list[str], n: int) -> pl.DataFrame:
     """Per prefix in ``prefix_names``: the ``n`` functions with most exclusive time summed over
@@ -219,8 +226,10 @@ def top_functions(task_functions: pl.DataFrame | pl.LazyFrame, tasks: pl.DataFra
     f = task_functions.lazy().select("execution_id", "module", "name", "file", "line", "clock",
                                      "tsub_s", "ttot_s", "ncall").join(
         ids.lazy(), on="execution_id", how="inner")
+    # times summed as integer nanoseconds: the streaming group-by adds rows in no fixed order,
+    # and float sums taken in another order differ in their last bits from run to run
     agg = f.group_by("prefix", "module", "name", "file", "line", "clock").agg(
-        tsub_s=pl.col("tsub_s").sum(), ttot_s=pl.col("ttot_s").sum(),
+        *(_ns(c).sum().truediv(NS).alias(c) for c in ("tsub_s", "ttot_s")),
         ncall=pl.col("ncall").sum(), executions=pl.col("execution_id").n_unique()
     ).collect(engine="streaming")
     ranked = agg.sort("prefix", "tsub_s", "ttot_s", "name", "file", "line",

@@ -138,3 +138,21 @@ def test_report_command_regenerates_from_an_output_folder(literal_out: Path,
     assert report.run(parser.parse_args([str(out), "--kinds", "html", "trace"])) == 0
     assert (out / "report.html").exists() and (out / "trace.json").exists()
     assert not (out / "report.md").exists()
+
+
+def test_top_functions_sums_do_not_depend_on_the_order_rows_are_added() -> None:
+    """Float sums taken in another order differ in their last bits ((0.1 + 0.2) + 0.3 is not
+    0.1 + (0.2 + 0.3)); the streaming group-by adds rows in no fixed order, so the sums are
+    taken exactly, in integer nanoseconds."""
+    from correlate.reports.aggregate import top_functions
+
+    times = [0.1, 0.2, 0.3, 1e-9, 2.5e-7]
+    rows = pl.DataFrame({"execution_id": list(range(len(times))), "module": "m", "name": "f",
+                         "file": "m.py", "line": 1, "clock": "wall", "tsub_s": times,
+                         "ttot_s": times, "ncall": 1})
+    tasks = pl.DataFrame({"execution_id": list(range(len(times))), "prefix": "p"})
+    got = [top_functions(order, tasks, ["p"], 5) for order in (rows, rows.reverse())]
+    assert got[0].equals(got[1])
+    exact = sum(round(t * 1e9) for t in times) / 1e9
+    assert got[0].row(0, named=True)["tsub_s"] == exact
+    assert got[0].row(0, named=True)["executions"] == len(times)
