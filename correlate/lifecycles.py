@@ -5,12 +5,16 @@ Each object: ``key``, ``prefix``, ``group``, ``depends_on`` / ``dependents`` (gr
 ``submitted_ns`` and ``client`` (first update_graph that carried it), ``executions`` (count) and
 ``events`` in time order. An event has ``time_ns``, ``kind`` (``scheduler-transition``,
 ``worker-transition``, ``execution``, ``startstop``, ``transfer``), ``clock`` (whose clock
-``time_ns`` is on: ``scheduler``, ``worker`` or ``worker+scheduler_delay``) and the fields of
-its source row that are not null — for scheduler transitions the start/finish states, stimulus,
-source (scheduler) address, worker, thread, begins/ends and any unknown CSV column.
+``time_ns`` is on: ``scheduler``, ``worker`` or ``worker+scheduler_delay``), ``run_time_ns``
+and the fields of its source row that are not null — for scheduler transitions the
+start/finish states, stimulus, source (scheduler) address, worker, thread, begins/ends and any
+unknown CSV column.
 
-Times stay on their recording clock (this view is the raw story; the aligned timeline is
-``events.parquet``), so events of different clocks may interleave by a few ms. Pure:
+``time_ns`` stays on its recording clock, as the source said it. ``run_time_ns`` is the same
+moment on the run timeline (the scheduler's clock), the worker clocks shifted by the offsets
+``correlate`` estimates for ``events.parquet`` and ``clocks.parquet``; the events are in that
+order, so that a task is received after it was sent even when the worker's clock runs behind
+(on their own clocks, events of two hosts interleave by as much as the clocks differ). Pure:
 ``lifecycle_lines(frames)`` builds each task's JSON line in polars (no Python per event);
 ``lifecycles`` parses them, ``write_lifecycles`` writes them.
 """
@@ -25,7 +29,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate import coroutines
+from correlate import align, coroutines
+from correlate.message_bounds import message_bounds
 from correlate.prefixes import key_splits
 from correlate.sources.frames import RunFrames
 
@@ -51,13 +56,18 @@ def _json_object(df: pl.DataFrame, cols: list[str]) -> pl.Expr:
 
 
 def _event_part(df: pl.DataFrame, time: str, kind: str, clock: pl.Expr,
-                cols: list[str]) -> pl.DataFrame:
+                cols: list[str], shift: pl.Series | None = None) -> pl.DataFrame:
+    """``shift``: per row, what turns a ``worker``-clock time into the run timeline."""
     df = df.with_columns(time_ns=pl.col(time), kind=pl.lit(kind), clock=clock)
-    return df.select("key", "time_ns", "kind",
-                     event=_json_object(df, [*cols, "time_ns", "kind", "clock"]))
+    run_time = pl.col("time_ns")
+    if shift is not None:
+        run_time = pl.when(pl.col("clock") == "worker").then(run_time + shift).otherwise(run_time)
+    df = df.with_columns(run_time_ns=run_time)
+    return df.select("key", "run_time_ns", "kind",
+                     event=_json_object(df, [*cols, "time_ns", "kind", "clock", "run_time_ns"]))
 
 
-def _transition_events(tr: pl.DataFrame) -> list[pl.DataFrame]:
+def _transition_events(tr: pl.DataFrame, clocks: pl.DataFrame) -> list[pl.DataFrame]:
     out = []
     for side in ("scheduler", "worker"):
         part = tr.filter(pl.col("side").cast(pl.String) == side)
@@ -65,13 +75,23 @@ def _transition_events(tr: pl.DataFrame) -> list[pl.DataFrame]:
             continue
         cols = [c for c in part.columns if c not in _TRANSITION_SKIP
                 and part[c].null_count() < part.height]
-        out.append(_event_part(part, "local_time_ns", f"{side}-transition", pl.lit(side), cols))
+        shift = align.worker_shift(part, clocks) if side == "worker" else None
+        out.append(_event_part(part, "local_time_ns", f"{side}-transition", pl.lit(side), cols,
+                               shift))
     return out
 
 
-def _events(frames: RunFrames) -> pl.DataFrame:
-    """key, time_ns, kind, event (one JSON object per event), in no particular order."""
-    parts = _transition_events(frames.transitions)
+def run_clocks(frames: RunFrames) -> pl.DataFrame:
+    """The worker clocks' offsets from the scheduler's (``clocks`` rows), estimated as for the
+    run's ``events.parquet``: from every task message of the run, so compute them before taking
+    a slice of keys."""
+    return align.worker_offsets(frames.clock_samples, frames.processes,
+                                message_bounds(frames.transitions))
+
+
+def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
+    """key, run_time_ns, kind, event (one JSON object per event), in no particular order."""
+    parts = _transition_events(frames.transitions, clocks)
     ex = coroutines.with_awaiting(frames.executions, frames.execution_slices)
     if ex.height:
         cols = ["worker", "host", "pid", "thread_id", "local_start_ns", "local_stop_ns",
@@ -79,7 +99,8 @@ def _events(frames: RunFrames) -> pl.DataFrame:
         clock = (pl.when(pl.col("window_source").cast(pl.String).is_in(["startstops",
                                                                          "task-stream"]))
                  .then(pl.lit("worker+scheduler_delay")).otherwise(pl.lit("worker")))
-        parts.append(_event_part(ex, "local_start_ns", "execution", clock, cols))
+        parts.append(_event_part(ex, "local_start_ns", "execution", clock, cols,
+                                 align.worker_shift(ex, clocks)))
     ss = frames.startstops
     if ss.height:
         parts.append(_event_part(ss, "reported_start_ns", "startstop",
@@ -92,7 +113,7 @@ def _events(frames: RunFrames) -> pl.DataFrame:
                                  pl.lit("worker+scheduler_delay"),
                                  ["transfer_id", "direction", "worker", "peer", "nbytes",
                                   "total_bytes", "reported_start_ns", "reported_stop_ns"]))
-    schema = {"key": pl.String, "time_ns": pl.Int64, "kind": pl.String, "event": pl.String}
+    schema = {"key": pl.String, "run_time_ns": pl.Int64, "kind": pl.String, "event": pl.String}
     if not parts:
         return pl.DataFrame(schema=schema)
     return pl.concat([p.cast(schema) for p in parts])
@@ -118,13 +139,14 @@ def _names(frames: RunFrames) -> pl.DataFrame:
             .unique("key", keep="first", maintain_order=True))
 
 
-def lifecycle_lines(frames: RunFrames) -> pl.DataFrame:
+def lifecycle_lines(frames: RunFrames, clocks: pl.DataFrame | None = None) -> pl.DataFrame:
     """key, line: one JSON object per key (every key seen in any table, graph-only keys
-    included), sorted by key."""
-    events = _events(frames)
+    included), sorted by key. ``clocks``: ``run_clocks`` of the whole run (default: of
+    ``frames``)."""
+    events = _events(frames, run_clocks(frames) if clocks is None else clocks)
     # each key's events in time order (ties in source order): sorting within each key is
     # cheaper than sorting all events by their string key first
-    in_time_order = pl.col("event").sort_by("time_ns", "kind", nulls_last=True,
+    in_time_order = pl.col("event").sort_by("run_time_ns", "kind", nulls_last=True,
                                             maintain_order=True)
     per_key = events.group_by("key").agg(
         events=in_time_order.str.join(","),
@@ -181,7 +203,8 @@ def _key_slice(frames: RunFrames, lo: str, hi: str) -> RunFrames:
 
 def story(frames: RunFrames, key: str) -> dict[str, Any]:
     """One task's lifecycle object, built from that key's rows only (any run size)."""
-    lines = lifecycle_lines(_key_slice(frames, key, key)).filter(pl.col("key") == key)
+    lines = lifecycle_lines(_key_slice(frames, key, key), run_clocks(frames)).filter(
+        pl.col("key") == key)
     return json.loads(lines["line"][0])
 
 
@@ -197,12 +220,14 @@ def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = 200_00
     frames = with_transitions(frames)
     path.parent.mkdir(parents=True, exist_ok=True)
     ranges = _key_ranges(all_keys(frames), keys_per_chunk)
+    clocks = run_clocks(frames)
     written = 0
     with path.open("wb") as fh:
         for lo, hi in ranges:
             part = frames if len(ranges) == 1 else _key_slice(frames, lo, hi)
             # edges list neighbours from other chunks: keep this chunk's keys only
-            lines = lifecycle_lines(part).filter(pl.col("key").is_between(pl.lit(lo), pl.lit(hi)))
+            lines = lifecycle_lines(part, clocks).filter(
+                pl.col("key").is_between(pl.lit(lo), pl.lit(hi)))
             # one column, never quoted: each row is written as its JSON text
             lines.select("line").write_csv(fh, include_header=False, quote_style="never")
             written += lines.height

@@ -137,3 +137,41 @@ def test_run_writes_lifecycles_up_to_the_limit_and_the_command_writes_them_beyon
     out = tmp_path / "big" / "task_lifecycles.jsonl"
     assert main(["lifecycles", str(sample), "-o", str(out)]) == 0
     assert out.read_bytes() == (tmp_path / "small" / "task_lifecycles.jsonl").read_bytes()
+
+
+def test_events_are_in_run_time_order_so_a_task_is_received_after_it_was_sent(tmp_path):
+    """Worker clocks run up to a few ms off the scheduler's (the synthetic run's workers are
+    skewed both ways): on their own clocks a worker often receives a task before the
+    scheduler sent it. On the run timeline (the offsets ``correlate`` estimates from the task
+    messages) every task sent once is received after it was sent and reported after it was
+    done, and the story lists it so."""
+    from correlate.lifecycles import with_transitions
+    from testing.synthetic import write_run
+
+    write_run(tmp_path / "run", workers=4, threads=2, executions=400, segments=4000, seed=2)
+    frames = with_transitions(load(tmp_path / "run", lazy=True))
+
+    def one(events: list[dict], kind: str, start: str | None, finish: str) -> dict | None:
+        hits = [e for e in events if e["kind"] == kind and e.get("finish") == finish
+                and (start is None or e.get("start") == start)]
+        return hits[0] if len(hits) == 1 else None
+
+    checked = raw_out_of_order = 0
+    for story in lifecycles(frames):
+        ev = story["events"]
+        send = one(ev, "scheduler-transition", None, "processing")
+        receive = one(ev, "worker-transition", "released", "waiting")
+        done = one(ev, "worker-transition", "executing", "memory")
+        back = one(ev, "scheduler-transition", "processing", "memory")
+        if not (send and receive and done and back):
+            continue
+        checked += 1
+        raw_out_of_order += receive["time_ns"] < send["time_ns"]
+        assert send["run_time_ns"] <= receive["run_time_ns"], story["key"]
+        assert done["run_time_ns"] <= back["run_time_ns"], story["key"]
+        order = [id(e) for e in ev]
+        assert (order.index(id(send)) < order.index(id(receive))
+                < order.index(id(done)) < order.index(id(back))), story["key"]
+        assert [e["run_time_ns"] for e in ev] == sorted(e["run_time_ns"] for e in ev)
+    assert checked == 400
+    assert raw_out_of_order > 0  # (else the run's clocks are not skewed enough to test this)

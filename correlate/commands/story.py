@@ -63,7 +63,7 @@ def value_text(v: Any) -> str:
 def story_lines(story: dict[str, Any]) -> list[str]:
     """The story as aligned columns, one line per event: its details stay on that line (on
     80 columns a table column wrapped them into 5-10 lines each)."""
-    times = [e["time_ns"] for e in story["events"] if e["time_ns"] is not None]
+    times = [e["run_time_ns"] for e in story["events"] if e["run_time_ns"] is not None]
     t0 = min(times) if times else 0
     deps = ", ".join(story["depends_on"][:5]) or "none"
     more = f" (+{len(story['depends_on']) - 5})" if len(story["depends_on"]) > 5 else ""
@@ -71,9 +71,10 @@ def story_lines(story: dict[str, Any]) -> list[str]:
             f"depends on {deps}{more} · {len(story['dependents'])} dependent(s)"]
     rows = [("t+ s", "what", "clock", "details")]
     for e in story["events"]:
-        t = "" if e["time_ns"] is None else f"{(e['time_ns'] - t0) / 1e9:.4f}"
+        t = "" if e["run_time_ns"] is None else f"{(e['run_time_ns'] - t0) / 1e9:.4f}"
         details = ", ".join(f"{k}={value_text(v)}" for k, v in e.items()
-                            if k not in ("time_ns", "kind", "clock") and v is not None)
+                            if k not in ("time_ns", "run_time_ns", "kind", "clock")
+                            and v is not None)
         rows.append((t, e["kind"], e.get("clock") or "", details))
     if not story["events"]:
         rows.append(("", "graph only", "", "no transition, execution or transfer recorded"))
