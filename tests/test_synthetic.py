@@ -182,3 +182,16 @@ def test_tables_written_as_they_are_made_equal_the_in_memory_result(correlated):
         assert written.equals(result.tables[name]), name
     assert json.loads(json.dumps(result.summary, default=str)) == {
         k: v for k, v in summary.items() if k != "output_format_version"}
+
+
+def test_fewer_segments_than_executions_leave_some_without_io(tmp_path):
+    """A run with about two segments per execution: some executions have none (the generator
+    used to fail on them); each still gets exactly its bytes."""
+    run, out = tmp_path / "run", tmp_path / "out"
+    exp = write_run(run, workers=4, threads=2, executions=400, segments=800, seed=2)
+    assert correlate_main([str(run), "-o", str(out), "--no-reports"]) == 0
+    tasks = pl.read_parquet(out / "tasks.parquet")
+    assert tasks.height == 400 and 0 < exp.executions_with_io < 400
+    both = exp.per_execution.join(tasks, on="key", how="left", suffix="_got")
+    for col in IO_COLS:
+        assert both.filter(pl.col(col) != pl.col(f"{col}_got")).is_empty(), col

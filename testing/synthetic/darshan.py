@@ -34,7 +34,9 @@ def worker_segments(job: Job, wk: Worker) -> pl.DataFrame:
     is_read = rng.random(len(e)) < job.read_share[p]
     length = SIZES[rng.choice(len(SIZES), size=len(e), p=SIZE_P)]
     off = np.cumsum(length) - length
-    off -= np.repeat(off[np.cumsum(k) - k], k) if len(e) else off
+    # each execution's offsets from 0 (executions with no segment have no first one to index)
+    some = k > 0
+    off -= np.repeat(off[(np.cumsum(k) - k)[some]], k[some])
     c = job.chunk[e]
     off += (c // job.fpp[p]) * (1 << 32)
     path_id = job.file_offsets[p] + c % job.fpp[p]
