@@ -11,10 +11,12 @@ start/finish states, stimulus, source (scheduler) address, worker, thread, begin
 unknown CSV column.
 
 ``time_ns`` stays on its recording clock, as the source said it. ``run_time_ns`` is the same
-moment on the run timeline (the scheduler's clock), the worker clocks shifted by the offsets
-``correlate`` estimates for ``events.parquet`` and ``clocks.parquet``; the events are in that
-order, so that a task is received after it was sent even when the worker's clock runs behind
-(on their own clocks, events of two hosts interleave by as much as the clocks differ). Pure:
+moment on the run timeline (the scheduler's clock): worker-clock times shifted by the offsets
+``correlate`` estimates for ``events.parquet`` and ``clocks.parquet``, times Dask shifted by its
+own scheduler_delay estimate (compute and transfer startstops, transfers) first brought back by
+the delay it had then. The events are in that order, so that a task is received after it was
+sent even when the worker's clock runs behind (on their own clocks, events of two hosts
+interleave by as much as the clocks differ). Pure:
 ``lifecycle_lines(frames)`` builds each task's JSON line in polars (no Python per event);
 ``lifecycles`` parses them, ``write_lifecycles`` writes them.
 """
@@ -55,16 +57,38 @@ def _json_object(df: pl.DataFrame, cols: list[str]) -> pl.Expr:
             .str.replace(r'^\{"[^"\\]+":null,?', "{"))
 
 
-def _event_part(df: pl.DataFrame, time: str, kind: str, clock: pl.Expr,
-                cols: list[str], shift: pl.Series | None = None) -> pl.DataFrame:
-    """``shift``: per row, what turns a ``worker``-clock time into the run timeline."""
+def _event_part(df: pl.DataFrame, time: str, kind: str, clock: pl.Expr, cols: list[str],
+                to_run: pl.Series | None = None) -> pl.DataFrame:
+    """``to_run``: per row, what turns ``time`` into the run timeline (None: it is on it)."""
     df = df.with_columns(time_ns=pl.col(time), kind=pl.lit(kind), clock=clock)
-    run_time = pl.col("time_ns")
-    if shift is not None:
-        run_time = pl.when(pl.col("clock") == "worker").then(run_time + shift).otherwise(run_time)
-    df = df.with_columns(run_time_ns=run_time)
+    df = df.with_columns(run_time_ns=pl.col("time_ns") if to_run is None
+                         else pl.col("time_ns") + to_run)
     return df.select("key", "run_time_ns", "kind",
                      event=_json_object(df, [*cols, "time_ns", "kind", "clock", "run_time_ns"]))
+
+
+def _to_run_timeline(df: pl.DataFrame, time: str, clock: pl.Expr, clocks: pl.DataFrame,
+                     samples: pl.DataFrame) -> pl.Series:
+    """Per row of ``df`` (with ``host`` and ``pid``): what turns its ``time``, on ``clock``
+    (``worker``, or ``worker+scheduler_delay`` as Dask shifts its startstops), into the run
+    timeline: the worker's offset, minus, for a shifted time, the scheduler_delay Dask added
+    (the process's sample nearest in time). A shifted time whose process has no sample is
+    taken as it is (Dask meant it to be on the scheduler's clock)."""
+    rows = df.select("host", "pid", pl.col(time).alias("t"), shifted=clock != "worker",
+                     shift=align.worker_shift(df, clocks)).with_row_index("row")
+    delays = (samples.filter(pl.col("scheduler_delay_s").is_not_null())
+              .select("host", "pid", t="local_time_ns",
+                      delay=(pl.col("scheduler_delay_s") * 1e9).round().cast(pl.Int64))
+              .sort("t"))
+    got = (rows.drop_nulls("t").sort("t")
+           .join_asof(delays, on="t", by=["host", "pid"], strategy="nearest",
+                      check_sortedness=False)  # (both sorted on t just above)
+           .select("row", "delay"))
+    rows = rows.join(got, on="row", how="left").sort("row")
+    return rows.select(pl.when(~pl.col("shifted")).then(pl.col("shift"))
+                       .when(pl.col("delay").is_not_null())
+                       .then(pl.col("shift") - pl.col("delay"))
+                       .otherwise(0)).to_series()
 
 
 def _transition_events(tr: pl.DataFrame, clocks: pl.DataFrame) -> list[pl.DataFrame]:
@@ -81,6 +105,11 @@ def _transition_events(tr: pl.DataFrame, clocks: pl.DataFrame) -> list[pl.DataFr
     return out
 
 
+#: Dask shifts the times of these startstops by its scheduler_delay; the others (disk-read,
+#: disk-write) are on the worker's own clock
+SHIFTED_ACTIONS = ("compute", "transfer")
+
+
 def run_clocks(frames: RunFrames) -> pl.DataFrame:
     """The worker clocks' offsets from the scheduler's (``clocks`` rows), estimated as for the
     run's ``events.parquet``: from every task message of the run, so compute them before taking
@@ -93,6 +122,7 @@ def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
     """key, run_time_ns, kind, event (one JSON object per event), in no particular order."""
     parts = _transition_events(frames.transitions, clocks)
     ex = coroutines.with_awaiting(frames.executions, frames.execution_slices)
+    samples = frames.clock_samples
     if ex.height:
         cols = ["worker", "host", "pid", "thread_id", "local_start_ns", "local_stop_ns",
                 "cpu_s", "awaiting_s", "status", "window_source"]
@@ -100,19 +130,27 @@ def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
                                                                          "task-stream"]))
                  .then(pl.lit("worker+scheduler_delay")).otherwise(pl.lit("worker")))
         parts.append(_event_part(ex, "local_start_ns", "execution", clock, cols,
-                                 align.worker_shift(ex, clocks)))
-    ss = frames.startstops
+                                 _to_run_timeline(ex, "local_start_ns", clock, clocks, samples)))
+    # startstops name their worker by address only
+    ss = frames.startstops.join(
+        frames.processes.drop_nulls("worker").unique("worker", keep="first")
+        .select("worker", "host", "pid"), on="worker", how="left", maintain_order="left")
     if ss.height:
-        parts.append(_event_part(ss, "reported_start_ns", "startstop",
-                                 pl.lit("worker+scheduler_delay"),
+        clock = (pl.when(pl.col("action").is_in(SHIFTED_ACTIONS))
+                 .then(pl.lit("worker+scheduler_delay")).otherwise(pl.lit("worker")))
+        parts.append(_event_part(ss, "reported_start_ns", "startstop", clock,
                                  ["action", "worker", "source", "reported_start_ns",
-                                  "reported_stop_ns"]))
+                                  "reported_stop_ns"],
+                                 _to_run_timeline(ss, "reported_start_ns", clock, clocks,
+                                                  samples)))
     tk = frames.transfer_keys.join(frames.transfers, on="transfer_id")
     if tk.height:
-        parts.append(_event_part(tk, "reported_start_ns", "transfer",
-                                 pl.lit("worker+scheduler_delay"),
+        clock = pl.lit("worker+scheduler_delay")
+        parts.append(_event_part(tk, "reported_start_ns", "transfer", clock,
                                  ["transfer_id", "direction", "worker", "peer", "nbytes",
-                                  "total_bytes", "reported_start_ns", "reported_stop_ns"]))
+                                  "total_bytes", "reported_start_ns", "reported_stop_ns"],
+                                 _to_run_timeline(tk, "reported_start_ns", clock, clocks,
+                                                  samples)))
     schema = {"key": pl.String, "run_time_ns": pl.Int64, "kind": pl.String, "event": pl.String}
     if not parts:
         return pl.DataFrame(schema=schema)

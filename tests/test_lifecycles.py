@@ -175,3 +175,47 @@ def test_events_are_in_run_time_order_so_a_task_is_received_after_it_was_sent(tm
         assert [e["run_time_ns"] for e in ev] == sorted(e["run_time_ns"] for e in ev)
     assert checked == 400
     assert raw_out_of_order > 0  # (else the run's clocks are not skewed enough to test this)
+
+
+def test_startstops_are_put_on_the_run_timeline_by_their_own_clock():
+    """Dask reports compute and transfer startstops on the worker's clock plus its
+    scheduler_delay, and disk-read/disk-write on the worker's clock alone: each is brought to the
+    run timeline accordingly, so that a task's compute startstop and its execution coincide."""
+    from correlate.lifecycles import run_clocks, story
+
+    ms = 1_000_000
+    off = 50 * ms  # scheduler clock − worker clock
+    delay = 40 * ms  # Dask's own (rougher) estimate of it
+    w_start, w_stop = 1000 * ms, 1010 * ms  # the execution, worker clock
+    tr = pl.DataFrame({
+        "key": ["a"] * 4, "side": ["scheduler", "worker", "worker", "scheduler"],
+        "worker": [None, "tcp://w", "tcp://w", "tcp://w"],
+        "host": ["s", "w", "w", "s"], "pid": [1, 2, 2, 1],
+        "start": ["waiting", "released", "executing", "processing"],
+        "finish": ["processing", "waiting", "memory", "memory"],
+        # one-way latencies of 1 ms: the message bounds put the offset at 50 ms ± 0
+        "local_time_ns": [w_start - 2 * ms + off, w_start - 1 * ms, w_stop, w_stop + ms + off]})
+    f = RunFrames(
+        processes=conform(pl.DataFrame({"host": ["s", "w"], "pid": [1, 2],
+                                        "role": ["scheduler", "worker"],
+                                        "worker": [None, "tcp://w"]}), TABLES["processes"]),
+        transitions=conform(tr, TABLES["transitions"]),
+        executions=conform(pl.DataFrame({
+            "key": ["a"], "worker": ["tcp://w"], "host": ["w"], "pid": [2], "thread_id": [7],
+            "local_start_ns": [w_start], "local_stop_ns": [w_stop],
+            "window_source": ["executor-hook"]}), TABLES["executions"]),
+        startstops=conform(pl.DataFrame({
+            "key": ["a", "a"], "worker": ["tcp://w"] * 2, "action": ["compute", "disk-read"],
+            "reported_start_ns": [w_start + delay, w_start - 5 * ms],
+            "reported_stop_ns": [w_stop + delay, w_start - 4 * ms]}), TABLES["startstops"]),
+        clock_samples=conform(pl.DataFrame({
+            "host": ["w", "w"], "pid": [2, 2], "local_time_ns": [500 * ms, 2000 * ms],
+            "scheduler_delay_s": [delay / 1e9, delay / 1e9]}), TABLES["clock_samples"]))
+    assert run_clocks(f).row(0, named=True)["offset_ns"] == off
+    ev = {(e["kind"], e.get("action")): e for e in story(f, "a")["events"]}
+    execution, compute = ev[("execution", None)], ev[("startstop", "compute")]
+    disk = ev[("startstop", "disk-read")]
+    assert execution["run_time_ns"] == compute["run_time_ns"] == w_start + off
+    assert (disk["clock"], disk["run_time_ns"]) == ("worker", w_start - 5 * ms + off)
+    assert compute["clock"] == "worker+scheduler_delay"
+    assert compute["time_ns"] == w_start + delay  # as Dask reported it
