@@ -6,6 +6,7 @@ the tasks made. Every task's bytes and ops must come out exact."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -127,22 +128,47 @@ def _exact_and_inferred(run):
 IO_COLUMNS = ("read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s")
 
 
+def _indistinguishable(both: pl.DataFrame, truth: list[dict]) -> set[str]:
+    """Keys whose own I/O cannot tell them apart: two executions on two threads of one process
+    where every call of each (any instant of it) may lie inside the other's window. Their
+    evidence is symmetric (either thread fits either task), so thread inference must leave
+    them undecided, never guess. Two tasks that start within each other's first call and end
+    within each other's last one do this: rare, but it happens (a GIL hand-off of a few µs)."""
+    calls = {t["key"]: [(a * 1e9, b * 1e9) for _op, _off, _n, a, b in t["ops"]] for t in truth}
+    rows = both.select("key", "pid", "thread_id", "local_start_ns", "local_stop_ns").rows()
+
+    def within(key: str, start: int, stop: int) -> bool:
+        return all(b >= start and a <= stop for a, b in calls[key])
+    pairs = [(x, y) for x, y in itertools.combinations(rows, 2)
+             if x[1] == y[1] and x[2] != y[2] and within(x[0], *y[3:]) and within(y[0], *x[3:])]
+    return {r[0] for pair in pairs for r in pair}
+
+
 def test_every_task_leaving_io_gets_its_real_thread_and_exactly_its_bytes(recorded_every):
     run, truth, _real = recorded_every
     both, summary = _exact_and_inferred(run)
     assert both.height == len(truth) == 28
     real = {t["key"]: t["thread"] for t in truth}
-    # 100% of the threads inferred, each the real one
-    assert both["thread_inferred_inf"].all()
-    assert dict(both.select("key", "thread_id_inf").iter_rows()) == real
-    assert set(both["attribution_inf"]) == {"inferred-thread"}
+    # every task whose I/O tells it apart gets a thread, the real one; only tasks whose
+    # evidence is symmetric with another's may be left undecided
+    left = set(both.filter(~pl.col("thread_inferred_inf"))["key"])
+    assert left <= _indistinguishable(both, truth), left
+    got = both.filter(pl.col("thread_inferred_inf"))
+    assert dict(got.select("key", "thread_id_inf").iter_rows()) == {k: real[k] for k in got["key"]}
+    assert set(got["attribution_inf"]) == {"inferred-thread"}
     assert set(both["attribution"]) == {"exact-thread"}
     for col in IO_COLUMNS:  # per-task bytes, ops and I/O time identical to exact-thread
-        diff = both.filter(pl.col(col).ne_missing(pl.col(f"{col}_inf")))
+        diff = got.filter(pl.col(col).ne_missing(pl.col(f"{col}_inf")))
         assert diff.is_empty(), diff.select("key", col, f"{col}_inf")
     counts = summary["thread_inference"]
-    assert counts["executions_inferred"] == 28 and counts["threads_inferred"] == 8
-    assert counts["segments_ambiguous"] == counts["executions_ambiguous"] == 0
+    assert counts["executions_inferred"] == got.height == 28 - len(left)
+    assert counts["executions_ambiguous"] == len(left)
+    assert counts["threads_inferred"] == (8 if not left else got["thread_id_inf"].n_unique())
+    assert counts["segments_ambiguous"] == sum(len(t["ops"]) for t in truth if t["key"] in left)
+    io = summary["io"]
+    for m in ("bytes", "ops", "io_time_s"):
+        assert io["attributed"][m] + io["unattributed"][m] == pytest.approx(io["total"][m],
+                                                                            abs=1e-6)
 
 
 def test_tasks_without_io_leave_ambiguity_that_is_never_guessed(recorded):
