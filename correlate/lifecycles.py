@@ -252,13 +252,15 @@ def with_transitions(frames: RunFrames) -> RunFrames:
     return replace(frames, transitions=frames.table("transitions"))
 
 
-def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = 200_000) -> int:
+def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = 200_000,
+                     clocks: pl.DataFrame | None = None) -> int:
     """Write ``task_lifecycles.jsonl`` (a chunk of keys at a time, so memory stays bounded on
-    runs with millions of tasks); returns the number of tasks written."""
+    runs with millions of tasks); returns the number of tasks written. ``clocks``: the run's
+    ``clocks`` table when it was just correlated (default: ``run_clocks``, the same offsets)."""
     frames = with_transitions(frames)
     path.parent.mkdir(parents=True, exist_ok=True)
     ranges = _key_ranges(all_keys(frames), keys_per_chunk)
-    clocks = run_clocks(frames)
+    clocks = run_clocks(frames) if clocks is None else clocks
     written = 0
     with path.open("wb") as fh:
         for lo, hi in ranges:

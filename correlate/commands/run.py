@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         tasks = result.summary["tasks"]
         lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:
-            write_lifecycles(frames, lifecycles)
+            # on the run timeline of the tables just written (their clock offsets)
+            write_lifecycles(frames, lifecycles, clocks=result.tables["clocks"])
         else:
             lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
     # the summary first: the run's frames and tables are let go before the reports read theirs
