@@ -149,10 +149,12 @@ def holds(kind: str, values: Sequence) -> bool:
     return True
 
 
-def ipc_file(names: Sequence[str], kinds: Sequence[str], rows: Sequence[tuple]) -> bytes:
-    """An Arrow IPC file of ``rows`` (tuples, ``None`` for null) as one record batch."""
-    n = len(rows)
-    columns = zip(*rows, strict=True) if rows else ((),) * len(names)
+def ipc_file(names: Sequence[str], kinds: Sequence[str], columns: Sequence[list]) -> bytes:
+    """An Arrow IPC file of ``columns`` (lists of equal length, ``None`` for null) as one
+    record batch."""
+    n = len(columns[0]) if columns else 0
+    if any(len(c) != n for c in columns) or len(columns) != len(names):
+        raise ValueError("columns of different lengths")
     nodes, buffers, body = [], [], bytearray()
     for values, kind in zip(columns, kinds, strict=True):
         nulls, bufs = _column(values, kind)

@@ -15,10 +15,11 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from collectors.guard import ERRORS, never_raise, set_log_dir
 from collectors.manifest import dask_config
 from collectors.options import DEFAULTS, Options
-from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
+from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir, take
+from correlate.keys import key_str
 
-# raw rows buffered in the hot path, expanded at flush
-_RAW = ("transitions", "graphs")
+#: values per raw transition (flat, as in collectors.sink): time, key, start, finish, kwargs
+_TRANSITION = 5
 
 
 class CorrelateSchedulerPlugin(SchedulerPlugin):
@@ -29,8 +30,10 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.run_dir = run_dir
         self.options = options
         self.sink: ProcessSink | None = None
-        self._raw: dict[str, deque] = {n: deque() for n in _RAW}
-        self._append_transition = self._raw["transitions"].append
+        # raw rows buffered in the hot path, expanded at flush
+        self._transitions: list = []
+        self._graphs: deque = deque()
+        self._append_transition = self._transitions.extend
 
     async def start(self, scheduler: Any) -> None:
         self._start(scheduler)
@@ -64,36 +67,52 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
             ts = get(key)
             if ts is not None:
                 edges[key] = [d.key for d in ts.dependencies]
-        self._raw["graphs"].append((time.time_ns(), client, edges))
+        self._graphs.append((time.time_ns(), client, edges))
 
     @never_raise
     def _expand(self) -> None:
         """Flush-time: turn raw hook arguments into table rows (off the event loop)."""
-        from correlate.keys import key_str
-
         sink = self.sink
         assert sink is not None
-        for t_ns, key, start, finish, kw in drain(self._raw["transitions"]):
-            k = key_str(key)
-            ts = self.scheduler.tasks.get(key)
-            prefix = ts.prefix.name if ts is not None else None
-            group = ts.group.name if ts is not None else None
-            worker, thread = kw.get("worker"), kw.get("thread")
-            typ = kw.get("type")
-            sink.append("scheduler_transitions", (
-                t_ns, k, prefix, group, start, finish, kw.get("stimulus_id"), worker, thread,
-                kw.get("nbytes"), getattr(typ, "__name__", None) if typ is not None else None))
-            for ss in kw.get("startstops") or ():
-                sink.append("task_startstops", (
-                    t_ns, k, worker, thread, ss.get("action"), int(ss["start"] * 1e9),
-                    int(ss["stop"] * 1e9), ss.get("source")))
-        for t_ns, client, deps in drain(self._raw["graphs"]):
+        raw = take(self._transitions, _TRANSITION)
+        if raw:
+            self._expand_transitions(sink, *raw)
+        for t_ns, client, deps in drain(self._graphs):
             for key, dset in (deps or {}).items():
                 k = key_str(key)
                 for dep in dset or ():
                     sink.append("task_dependencies", (t_ns, k, key_str(dep), client))
                 if not dset:
                     sink.append("task_dependencies", (t_ns, k, None, client))
+
+    def _expand_transitions(self, sink: ProcessSink, times: list, keys: list, starts: list,
+                            finishes: list, kwargs: list) -> None:
+        # a key makes several transitions: rendered and looked up once per flush
+        get = self.scheduler.tasks.get
+        text, prefix, group = {}, {}, {}
+        for key in set(keys):
+            ts = get(key)
+            text[key] = key_str(key)
+            prefix[key], group[key] = ((ts.prefix.name, ts.group.name) if ts is not None
+                                       else (None, None))
+        rendered = list(map(text.__getitem__, keys))
+        # most transitions carry only their stimulus: the others are filled in by position
+        n = len(keys)
+        workers, threads, nbytes, types = [None] * n, [None] * n, [None] * n, [None] * n
+        for i in [i for i, kw in enumerate(kwargs) if len(kw) > 1]:
+            kw = kwargs[i]
+            workers[i], threads[i], nbytes[i] = kw.get("worker"), kw.get("thread"), kw.get("nbytes")
+            # Dask sends the type pickled, and its name beside it
+            typ = kw.get("type")
+            types[i] = kw.get("typename") or (typ.__name__ if isinstance(typ, type) else None)
+            for ss in kw.get("startstops") or ():
+                sink.append("task_startstops", (
+                    times[i], rendered[i], workers[i], threads[i], ss.get("action"),
+                    int(ss["start"] * 1e9), int(ss["stop"] * 1e9), ss.get("source")))
+        sink.write_columns("scheduler_transitions", [
+            times, rendered, list(map(prefix.__getitem__, keys)),
+            list(map(group.__getitem__, keys)), starts, finishes,
+            [kw.get("stimulus_id") for kw in kwargs], workers, threads, nbytes, types])
 
     def _event(self, row: tuple) -> None:
         # workers and clients still leave after the scheduler closed this plugin's sink (a

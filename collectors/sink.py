@@ -1,7 +1,10 @@
 """Crash-tolerant, append-only writer of one process's tables.
 
-The hot path is ``sink.append(table, row)``: a ``list.append`` of a tuple. A background thread
-swaps each buffer out every ``interval`` seconds and writes it as
+The hot path is ``sink.append(table, row)``: one ``list.extend`` of the row's tuple onto the
+table's flat buffer of values. That is atomic under the GIL (any thread may append), and it
+keeps no container per row: a tuple that lives until the next flush would be one more object
+for every garbage collection of the job's process to track and count (``take``). A background
+thread takes each buffer's rows as columns every ``interval`` seconds and writes them as
 ``<proc_dir>/<table>/part-NNNNNN.arrow`` (the format: ``correlate.schema.run``; temp name +
 ``os.replace``, so every part on disk is complete). A killed process loses at most one interval.
 Buffers are bounded: rows beyond ``max_rows`` per table between flushes are counted as dropped,
@@ -39,6 +42,18 @@ def drain(buf: deque) -> Iterator[Any]:
             return
 
 
+def take(buf: list, width: int) -> list[list] | None:
+    """The rows at the front of a flat buffer of ``width`` values per row, as columns, removed
+    from it (None when there are none). Writers add whole rows with one ``extend``, so rows
+    other threads add meanwhile stay behind the ones taken, for the next call."""
+    n = len(buf) // width * width
+    if not n:
+        return None
+    chunk = buf[:n]
+    del buf[:n]
+    return [chunk[i::width] for i in range(width)]
+
+
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
@@ -52,7 +67,8 @@ class ProcessSink:
         self.tables = tables  # name -> correlate.schema.Table
         self.interval = interval
         self.max_rows = max_rows
-        self.buffers: dict[str, deque[tuple]] = {name: deque() for name in tables}
+        self.widths = {name: len(t.columns) for name, t in tables.items()}
+        self.buffers: dict[str, list] = {name: [] for name in tables}
         self.written: dict[str, int] = dict.fromkeys(tables, 0)
         self.dropped: dict[str, int] = dict.fromkeys(tables, 0)
         self.snapshot_rows: dict[str, int] = dict.fromkeys(tables, 0)
@@ -69,10 +85,20 @@ class ProcessSink:
 
     def append(self, table: str, row: tuple) -> None:
         buf = self.buffers[table]
-        if len(buf) < self.max_rows:
-            buf.append(row)
+        if len(buf) < self.max_rows * self.widths[table]:
+            buf.extend(row)
         else:
             self.dropped[table] += 1
+
+    def write_columns(self, table: str, columns: list[list]) -> None:
+        """Write rows a plugin has prepared as columns (in a ``before_flush`` hook), bounded
+        like appended rows."""
+        n = len(columns[0])
+        if n > self.max_rows:
+            self.dropped[table] += n - self.max_rows
+            columns = [c[:self.max_rows] for c in columns]
+        with self._lock:
+            self._write(table, columns)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -84,11 +110,11 @@ class ProcessSink:
             for hook in self.before_flush:
                 never_raise(hook)()
             for name in self.tables:
-                rows = list(drain(self.buffers[name]))
-                if rows:
-                    self._write(name, rows)
+                columns = take(self.buffers[name], self.widths[name])
+                if columns:
+                    self._write(name, columns)
 
-    def _write(self, name: str, rows: list[tuple], *, snapshot: bool = False) -> None:
+    def _write(self, name: str, columns: list[list], *, snapshot: bool = False) -> None:
         folder = self.proc_dir / name
         folder.mkdir(exist_ok=True)
         if snapshot:
@@ -97,9 +123,9 @@ class ProcessSink:
             self.parts += 1
             final = folder / f"part-{self.parts:06d}{PART_SUFFIX}"
         tmp = folder / f".{final.name}.tmp"
-        tmp.write_bytes(arrow_part(self.tables[name].columns, rows))
+        tmp.write_bytes(arrow_part(self.tables[name].columns, columns))
         os.replace(tmp, final)
-        self.written[name] += len(rows) if not snapshot else 0
+        self.written[name] += len(columns[0]) if not snapshot else 0
 
     @never_raise
     def write_snapshot(self, name: str, rows: list[tuple]) -> None:
@@ -107,7 +133,7 @@ class ProcessSink:
         removes it."""
         with self._lock:
             if rows:
-                self._write(name, rows, snapshot=True)
+                self._write(name, columns_of(rows, self.widths[name]), snapshot=True)
             elif self.snapshot_rows[name]:
                 (self.proc_dir / name / f"snapshot{PART_SUFFIX}").unlink(missing_ok=True)
             self.snapshot_rows[name] = len(rows)
@@ -128,21 +154,26 @@ class ProcessSink:
 _KINDS = {"Int64": "int64", "UInt64": "uint64", "Float64": "double"}
 
 
-def arrow_part(columns: Sequence[Any], rows: list[tuple]) -> bytes:
-    """A part's bytes: an Arrow IPC file of one record batch. A column whose values its type
-    cannot hold (a float in an integer column) is written as text, so that its rows stay on
-    disk and ``correlate`` names the part it cannot use."""
+def columns_of(rows: Sequence[tuple], width: int) -> list[list]:
+    return [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
+
+
+def arrow_part(columns: Sequence[Any], values: list[list]) -> bytes:
+    """A part's bytes: an Arrow IPC file of one record batch of ``values`` (one list per
+    column). A column whose values its type cannot hold (a float in an integer column) is
+    written as text, so that its rows stay on disk and ``correlate`` names the part it cannot
+    use."""
     names, kinds = [c.name for c in columns], [_KINDS.get(c.dtype, "utf8") for c in columns]
     try:
-        return ipc_file(names, kinds, rows)
+        return ipc_file(names, kinds, values)
     except (TypeError, OverflowError):
         pass
-    values = list(zip(*rows, strict=True))
+    values = list(values)
     for i, kind in enumerate(kinds):
         if kind != "utf8" and not holds(kind, values[i]):
             kinds[i] = "utf8"
-            values[i] = tuple(None if v is None else str(v) for v in values[i])
-    return ipc_file(names, kinds, list(zip(*values, strict=True)))
+            values[i] = [None if v is None else str(v) for v in values[i]]
+    return ipc_file(names, kinds, values)
 
 
 def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:

@@ -31,13 +31,29 @@ from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, quietly, set_log_dir
 from collectors.options import DEFAULTS, Options
 from collectors.profiling import TaskTags, YappiProfile, make_profiler
-from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir
+from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir, take
 from correlate.keys import key_str
 
 _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correlate_key")
 MARKER_BYTES = b"dask-correlate-clock-marker\n"
 #: at most this share of the event loop's time goes to profile snapshots (see _snapshot_profile)
 SNAPSHOT_SHARE = 0.02
+
+
+class _NativeThreadId(threading.local):
+    """The calling thread's native id, read once per thread (``get_native_id`` is a system
+    call). Thread-local rather than a dict by ``get_ident()``: those are reused by new
+    threads, such as the ones Dask starts when a task secedes."""
+
+    value = 0
+
+
+_NATIVE = _NativeThreadId()
+
+
+def _native_id() -> int:
+    _NATIVE.value = threading.get_native_id()
+    return _NATIVE.value
 
 
 class CorrelateWorkerPlugin(WorkerPlugin):
@@ -72,9 +88,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
             schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
-        # raw rows: keys are rendered by the flush thread, not the task thread or the loop
-        self.transitions: deque = deque()
-        self.executions: deque = deque()
+        # raw rows, flat (collectors.sink): keys are rendered by the flush thread, not the task
+        # thread or the loop
+        self.transitions: list = []
+        self.executions: list = []
         self.seq = itertools.count(1)
         self.tags = TaskTags()
         self.last_transfer: dict[str, Any] = {"incoming": None, "outgoing": None}
@@ -226,8 +243,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             tags.current.pop(tid, None)
             self.profiles_final.append(seq)
             self.timed_seqs.add(seq)
-            self.executions.append((seq, key, tid, threading.get_native_id(), t0, t1, c1 - c0,
-                                    status))
+            native = _NATIVE.value or _native_id()
+            self.executions.extend((seq, key, tid, native, t0, t1, c1 - c0, status))
 
     def _coroutine(self, coro: Any, key: Any, seq: int) -> CoroutineSteps:
         """A coroutine task's execute coroutine, driven step by step on the loop thread (this
@@ -268,13 +285,13 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         for a, b, cpu in kept:
             sink.append("coroutine_slices", (seq, a, b, cpu))
         status = "ok" if type(result).__name__ == "ExecuteSuccessEvent" else "error"
-        self.executions.append((seq, key, tid, threading.get_native_id(), window[0], window[1],
+        self.executions.extend((seq, key, tid, threading.get_native_id(), window[0], window[1],
                                 sum(c for *_, c in kept), status))
 
     # ---- transitions -----------------------------------------------------------------------
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        self.transitions.append((time.time_ns(), key, start, finish, kwargs.get("stimulus_id")))
+        self.transitions.extend((time.time_ns(), key, start, finish, kwargs.get("stimulus_id")))
 
     # ---- periodic (event loop): transfers, clock samples, markers --------------------------
 
@@ -293,6 +310,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         which keeps the loop's share bounded (a killed worker loses the profiles since the
         last snapshot)."""
         if self.profiler is None:
+            self.profiles_final.clear()
             return
         if not end and (self.profile_rows is not None
                           or time.monotonic() < self._next_snapshot):
@@ -370,10 +388,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     @never_raise
     def _flush_rows(self) -> None:
         sink = self.sink
-        for seq, key, *rest in drain(self.executions):
-            sink.append("task_executions", (seq, key_str(key), *rest))
-        for t_ns, key, start, finish, stim in drain(self.transitions):
-            sink.append("worker_transitions", (t_ns, key_str(key), start, finish, stim))
+        for name, raw in (("task_executions", self.executions),
+                          ("worker_transitions", self.transitions)):
+            columns = take(raw, sink.widths[name])
+            if columns:
+                columns[1] = list(map(key_str, columns[1]))
+                sink.write_columns(name, columns)
         rows, self.profile_rows = self.profile_rows, None
         if rows is not None:
             parts, snapshot = rows

@@ -33,7 +33,8 @@ def to_current_parts(run: Path) -> list[Path]:
         df = pl.read_parquet(part)
         new = part.with_name(part.name.removesuffix(".parquet") + PART_SUFFIX)
         table = TABLES[part.parent.name]
-        new.write_bytes(arrow_part([table.column(c) for c in df.columns], df.rows()))
+        new.write_bytes(arrow_part([table.column(c) for c in df.columns],
+                                   [s.to_list() for s in df.get_columns()]))
         part.unlink()
         out.append(new)
     for meta in [run / "manifest.json", *run.glob("procs/*/proc.json")]:

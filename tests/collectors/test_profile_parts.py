@@ -127,3 +127,13 @@ def test_rows_taken_but_not_flushed_survive_the_end(tmp_path):
     p.sink.close()
     df = on_disk(tmp_path)
     assert sorted(df["execution_seq"]) == [1, 2]
+
+
+def test_without_a_profiler_ended_executions_are_not_kept(tmp_path):
+    """``--profile off``: nothing reads the ended executions, so the worker must not keep one
+    entry per task for the whole job."""
+    p = plugin(tmp_path)
+    p.profiler = None
+    p.profiles_final.extend(range(1000))
+    p._snapshot_profile()
+    assert not p.profiles_final

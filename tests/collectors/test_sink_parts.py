@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from collectors.sink import ProcessSink, arrow_part
+from collectors.sink import ProcessSink, arrow_part, columns_of
 from correlate.schema import Column, Table
 from correlate.schema import run as schema
 from correlate.schema.run import PART_SUFFIX
@@ -32,7 +32,7 @@ CASES = {
 
 
 def round_trip(tmp_path, table: Table, rows: list[tuple]):
-    data = arrow_part(table.columns, rows)
+    data = arrow_part(table.columns, columns_of(rows, len(table.columns)))
     arrow = ipc.open_file(io.BytesIO(data)).read_all()
     arrow.validate(full=True)
     part = tmp_path / f"part-000001{PART_SUFFIX}"
@@ -76,7 +76,7 @@ def test_text_that_is_not_utf8_is_kept_escaped(tmp_path):
     table = Table("t", "", (Column("path", "String", "", nullable=False),))
     name = b"/data/caf\xe9.bin".decode("utf-8", "surrogateescape")
     part = tmp_path / f"part-000001{PART_SUFFIX}"
-    part.write_bytes(arrow_part(table.columns, [(name,), ("plain",)]))
+    part.write_bytes(arrow_part(table.columns, [[name, "plain"]]))
     assert run_parts.read(part, table).get_column("path").to_list() == [
         "/data/caf\\udce9.bin", "plain"]
 
@@ -86,7 +86,7 @@ def test_values_an_integer_column_cannot_hold_leave_a_part_correlate_names(tmp_p
                             Column("b", "String", "")))
     part = tmp_path / f"part-000001{PART_SUFFIX}"
     columns = (Column("n", "Int64", ""), *table.columns)  # the good column stays an integer
-    part.write_bytes(arrow_part(columns, [(7, 1, "x"), (8, 2.5, None)]))
+    part.write_bytes(arrow_part(columns, [[7, 8], [1, 2.5], ["x", None]]))
     written = ipc.open_file(part).read_all()
     assert written.column("a").to_pylist() == ["1", "2.5"]
     assert written.column("n").type == pa.int64()
@@ -102,7 +102,7 @@ def test_every_raw_table_column_type_round_trips():
 
 def test_a_part_holds_the_declared_arrow_types():
     for table in schema.RUN_TABLES:
-        data = arrow_part(table.columns, [])
+        data = arrow_part(table.columns, columns_of([], len(table.columns)))
         got = ipc.open_file(io.BytesIO(data)).schema
         assert got.names == list(table.names)
         assert [f.type for f in got] == [pa.string() if str(c.arrow_type()) == "string"

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from collectors.sink import arrow_part
+from collectors.sink import arrow_part, columns_of
 from correlate.cli import main
 from correlate.schema import TABLES, Column
 from testing.raw_parts import to_current_parts
@@ -151,6 +151,6 @@ def test_arrow_parts_with_text_in_a_numeric_column(current_run, tmp_path, capsys
             columns = [*table.columns[:i], Column(column.name, "String", ""),
                        *table.columns[i + 1:]]
             bad = [(*r[:i], f"x{k}", *r[i + 1:]) for k, r in enumerate(rows)]
-            part.write_bytes(arrow_part(columns, bad))
+            part.write_bytes(arrow_part(columns, columns_of(bad, len(columns))))
             _check(current_run, tmp_path, capsys, part)
         part.write_bytes(saved)

@@ -21,7 +21,8 @@ SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "run-v1"
 def write_part(df: pl.DataFrame, path: Path) -> None:
     if path.name.endswith(".arrow"):
         table = TABLES[path.parent.name]
-        path.write_bytes(arrow_part([table.column(c) for c in df.columns], df.rows()))
+        path.write_bytes(arrow_part([table.column(c) for c in df.columns],
+                                    [s.to_list() for s in df.get_columns()]))
     else:
         df.write_parquet(path)
 
@@ -63,7 +64,7 @@ def test_an_unreadable_part_is_rejected_and_the_others_are_used(tmp_path, suffix
         bad.write_bytes((folder / f"part-000001{suffix}").read_bytes()[:60])
     elif damage == "mistyped":
         bad.write_bytes(arrow_part([Column("execution_seq", "String", ""),
-                                    TABLES["task_executions"].column("key")], [("one", "k")]))
+                                    TABLES["task_executions"].column("key")], [["one"], ["k"]]))
     else:
         bad.write_bytes(damage)
     whole, parts = load(SAMPLE), load(run)
