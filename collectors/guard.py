@@ -23,7 +23,8 @@ def set_log_dir(path: Path) -> None:
     _LOG[:] = [path / "hook_errors.log"]
 
 
-def _record(where: str, err: BaseException) -> None:
+def record(err: BaseException, where: str) -> None:
+    """Count a failure of the hook ``where``; the first of its kind is logged."""
     kind = f"{where}: {type(err).__name__}"
     with _lock:
         ERRORS[kind] += 1
@@ -42,7 +43,7 @@ def quietly(call: Callable[[], Any], where: str) -> None:
     try:
         call()
     except Exception as err:  # noqa: BLE001 - never fail the task
-        _record(where, err)
+        record(err, where)
 
 
 def never_raise(fn: F) -> F:
@@ -53,7 +54,7 @@ def never_raise(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except Exception as err:  # noqa: BLE001 - the point of the guard
-            _record(fn.__qualname__, err)
+            record(err, fn.__qualname__)
             return None
 
     return wrapper  # type: ignore[return-value]

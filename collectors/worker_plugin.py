@@ -28,7 +28,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from collectors import coroutine_steps, file_opens
 from collectors.coroutine_steps import CoroutineSteps
-from collectors.guard import never_raise, quietly, set_log_dir
+from collectors.guard import never_raise, quietly, record, set_log_dir
 from collectors.options import DEFAULTS, Options
 from collectors.profiling import TaskTags, YappiProfile, make_profiler
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir, take
@@ -220,25 +220,35 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         return wrapped
 
     def _timed(self, key: Any, seq: int, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Runs on the executing thread: times the task function, tags the thread."""
+        """Runs on the executing thread: times the task function, tags the thread.
+
+        In ``yappi`` mode the profiler's hook is on only around ``fn``: nothing else runs
+        while it is on, not even the clocks. Yappi files every call it sees, C functions
+        included (its ``builtins=False`` only hides them when it reports), under the
+        execution's tag, and each new tag makes it build a new entry for each function: a
+        clock read inside the window cost a new entry per task."""
         tid = threading.get_ident()
         tags = self.tags
         tags.current[tid] = seq
         tags.local.seq = seq
-        status = "error"
+        status, result = "error", None
         resume, pause = self.task_hooks
+        c0, t0 = time.thread_time_ns(), time.time_ns()
         if resume is not None:
             quietly(resume, "_timed: profiler on")
-        c0, t0 = time.thread_time_ns(), time.time_ns()
         try:
             result = fn(*args, **kwargs)
-            status = "ok" if not isinstance(result, dict) or result.get(
-                "op") != "task-erred" else "error"
+            status = "ok"
             return result
         finally:
-            t1, c1 = time.time_ns(), time.thread_time_ns()
             if pause is not None:
-                quietly(pause, "_timed: profiler off")
+                try:  # not through quietly: a Python call that Yappi would see
+                    pause()
+                except Exception as err:  # noqa: BLE001 - never fail the task
+                    record(err, "_timed: profiler off")
+            t1, c1 = time.time_ns(), time.thread_time_ns()
+            if isinstance(result, dict) and result.get("op") == "task-erred":
+                status = "error"
             tags.local.seq = 0
             tags.current.pop(tid, None)
             self.profiles_final.append(seq)

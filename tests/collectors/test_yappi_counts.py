@@ -160,3 +160,60 @@ def test_many_tags_are_read_in_one_walk(profiler, monkeypatch):
     assert calls == [{}]
     assert {r[3] for r in many if r[5] == "short_call"} == set(range(1, 3001))
     assert sorted(few) == sorted(r for r in many if r[3] in {5, 6})
+
+
+def test_forgotten_executions_leave_no_note_of_early_counts(profiler):
+    """Calls shorter than Yappi's wall-clock tick look like calls still running (one call, no
+    time); the notes kept to correct such counts go with the executions once written."""
+    tags = profiler.tags
+
+    def task() -> None:
+        for seq in range(1, 201):
+            tags.local.seq = seq
+            short_call()
+        tags.local.seq = 0
+
+    profiler.start()
+    th = threading.Thread(target=task)
+    th.start()
+    th.join()
+    rows = profiler.rows(set(range(1, 201)))
+    profiler.stop()
+    assert {r[3] for r in rows if r[5] == "short_call"} == set(range(1, 201))
+    assert any(ident[1] <= 100 for ident in profiler._counted_early)  # the case arises
+    profiler.forget(set(range(1, 101)))
+    assert profiler._counted_early and all(
+        ident[1] > 100 for ident in profiler._counted_early)
+
+
+def test_the_worker_runs_nothing_but_the_task_while_yappi_is_on(profiler):
+    """Yappi builds an entry per function, C functions included, per execution: anything
+    ``_timed`` calls while the hook is on (a clock, a guard) costs every task a few more.
+    Yappi's memory per task under ``_timed`` is that of the bare resume, task, pause."""
+    from collectors.worker_plugin import CorrelateWorkerPlugin
+
+    plugin = CorrelateWorkerPlugin.__new__(CorrelateWorkerPlugin)
+    plugin.tags, plugin.profiles_final, plugin.timed_seqs, plugin.executions = (
+        profiler.tags, [], set(), [])
+    profiler.start(("task-thread",))
+    resume, pause = plugin.task_hooks = profiler.task_hooks()
+
+    def bare(seq: int) -> None:
+        profiler.tags.local.seq = seq
+        resume()
+        short_call()
+        pause()
+
+    def growth(each, first: int) -> float:  # noqa: ANN001
+        before = yappi.get_mem_usage()
+        for seq in range(first, first + 300):
+            each(seq)
+        return (yappi.get_mem_usage() - before) / 300
+
+    with ThreadPoolExecutor(1, thread_name_prefix="task-thread") as ex:
+        per_task = ex.submit(lambda: (
+            growth(bare, 1), growth(lambda s: plugin._timed("k", s, short_call), 1001))).result()
+    profiler.stop()
+    bare_bytes, timed_bytes = per_task
+    assert bare_bytes > 0
+    assert timed_bytes <= bare_bytes * 1.05, per_task
