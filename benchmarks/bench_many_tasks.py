@@ -23,7 +23,10 @@ and ``coro`` (``async def`` tasks with a few awaits each).
    (transition hook, execute/submit wrappers, periodic callback incl. profile snapshots), the
    task threads (the ``_timed`` wrapper around the task function: clocks, tags, row), the audit
    hook, the workers' flush threads and sampler threads, and start-up (plugin set-up; the
-   imports a worker adds, timed in a fresh process). Yappi's per-call cost on the task threads
+   imports a worker adds, timed in a fresh process). The garbage collector's time in each
+   process is a row of its own: a collection runs on whichever thread allocates when a
+   threshold trips, so it is also inside the row of the hook that was running then, and the
+   objects the collectors keep alive make every collection of the job longer. Yappi's per-call cost on the task threads
    has no hook to time: it is ``yappi-alone`` of part 1. With Darshan, its cost per process
    (``darshan_process_cost``).
 
@@ -102,7 +105,7 @@ SITE = textwrap.dedent('''
             ACC["audit hook (every audited event; counted, cost timed in a loop)"] = [
                 hook_cost(), sum(EVENTS)]
             out = {"role": ROLE[0], "pid": os.getpid(), "timer_ns": over,
-                   "parts": {k: [v[0] - (0 if k.startswith("audit") else
+                   "parts": {k: [v[0] - (0 if k.startswith(("audit", "garbage")) else
                                          over * v[1] * NESTED.get(k, 1)), v[1]]
                              for k, v in ACC.items()}}
             path = os.path.join(_OUT, f"{ROLE[0]}-{os.getpid()}-{pc()}.json")
@@ -163,6 +166,18 @@ SITE = textwrap.dedent('''
             finally:
                 add(f"{ROLE[0]} flush thread: rows to parts", pc() - t)
         sink.ProcessSink._write = _write
+        import gc
+        GC_START = [0]
+
+        def gc_timer(phase, info):
+            """Collections run on whichever thread allocates when a threshold trips: their
+            time is also inside whatever row above was running then."""
+            if phase == "start":
+                GC_START[0] = pc()
+            else:
+                add(f"garbage collector ({ROLE[0]}, any thread; also in the rows above)",
+                    pc() - GC_START[0])
+        gc.callbacks.append(gc_timer)
         hook = file_opens._hook
         EVENTS = [0, 0]  # audited events, opens; their cost is measured at dump time
 
