@@ -108,11 +108,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.profiler = make_profiler(self.profile, self.tags, boundary=(
             CorrelateWorkerPlugin._timed.__code__, CoroutineSteps._step.__code__))
         self.profile_rows: tuple[list[tuple], list[tuple]] | None = None
-        # executions whose profile entries are final (appended when they end), those final
-        # at the previous snapshot, and those already written as parts
+        # executions whose profile entries are final (appended when they end), and those
+        # final at the previous snapshot
         self.profiles_final: deque[int] = deque()
         self._final_before: set[int] = set()
-        self._profiles_written: set[int] = set()
         self._next_snapshot = 0.0
         if isinstance(self.profiler, YappiProfile):
             prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
@@ -331,18 +330,18 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         # as parts. Running executions and work outside tasks (0) go to the snapshot,
         # rewritten each time; executions that ended since the previous snapshot wait for the
         # next. So each row of an execution is read and written once, not at every flush.
-        final, written = self._final_before, self._profiles_written
+        final = self._final_before
         ended = self._final_before = set(drain(self.profiles_final))
         # at the end the profiler has stopped: every ended execution is final, and rows
-        # taken but not flushed yet (already marked written) are kept
+        # taken but not flushed yet are kept
         parts = self.profile_rows[0] if self.profile_rows is not None else []
         if end:
             final, ended = final | ended, set()
-        running = set(self.tags.current.values()) - ended - written
+        # an execution leaves ``tags.current`` before it is appended to the ended ones
+        running = set(self.tags.current.values()) - ended
         snapshot = []
         for row in self.profiler.rows(final | running | {0}):
             (parts if row[3] in final else snapshot).append(row)
-        written |= final
         self.profiler.forget(final)
         self.profile_rows = (parts, snapshot)
         now = time.monotonic()

@@ -56,7 +56,6 @@ def plugin(tmp_path: Path) -> CorrelateWorkerPlugin:
     p._next_snapshot = 0.0
     p.profiles_final = deque()
     p._final_before = set()
-    p._profiles_written = set()
     return p
 
 
