@@ -31,7 +31,15 @@ from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, quietly, record, set_log_dir
 from collectors.options import DEFAULTS, Options
 from collectors.profiling import TaskTags, YappiProfile, make_profiler
-from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir, take
+from collectors.sink import (
+    ProcessSink,
+    columns_of,
+    drain,
+    hostname,
+    proc_json,
+    process_dir,
+    take,
+)
 from correlate.keys import key_str
 
 _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correlate_key")
@@ -408,5 +416,6 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             parts, snapshot = rows
             # the snapshot first: a process killed in between loses rows, never doubles them
             sink.write_snapshot("worker_func_stats", snapshot)
-            for row in parts:
-                sink.append("worker_func_stats", row)
+            if parts:
+                sink.write_columns("worker_func_stats",
+                                   columns_of(parts, sink.widths["worker_func_stats"]))
