@@ -17,6 +17,7 @@ worker's comms and transitions). Interleaved configurations, median of ``--repea
 Checks first that the C-level tag splits stats per execution.
 
     python benchmarks/bench_yappi.py [--repeat 5] [--calls 150000] [--rounds 2000]
+    python benchmarks/bench_yappi.py --snapshots-only | --memory-only
 """
 
 from __future__ import annotations
@@ -191,6 +192,48 @@ for n in {sizes!r}:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def memory_per_execution(executions: int = 20_000, functions: int = 28) -> None:
+    """What Yappi keeps per execution for the rest of the job: tasks that each call
+    ``functions`` distinct Python functions (and a builtin in each), each under its own tag,
+    with the hook on only around the task, as ``collect --profile yappi`` runs them. Yappi's
+    own count (``get_mem_usage``) and the process's peak RSS, per execution. Run in a child
+    process (it leaves Yappi running with every tag it made)."""
+    code = f"""
+import resource, sys, threading
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+import yappi
+from collectors.profiling import TaskTags, YappiProfile
+prof = YappiProfile(TaskTags(), "wall")
+ns = {{}}
+src = "".join(f"def f{{i}}(x):\\n    return len([x]) + {{i}}\\n" for i in range({functions}))
+exec(compile(src, "/job/module.py", "exec"), ns)
+fs = [ns[f"f{{i}}"] for i in range({functions})]
+out = []
+def executor():
+    on, off = prof.task_hooks()
+    m0, r0 = yappi.get_mem_usage(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for seq in range(1, {executions} + 1):
+        prof.tags.local.seq = seq
+        on()
+        for f in fs:
+            f(seq)
+        off()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r0
+    out.append(((yappi.get_mem_usage() - m0) / {executions}, rss * 1024 / {executions}))
+prof.start(("executor",))
+t = threading.Thread(target=executor, name="executor-0")
+t.start()
+t.join()
+prof.stop()
+print(f"| {functions} | {{out[0][0]:,.0f}} | {{out[0][1]:,.0f}} |")
+"""
+    print(f"\nwhat Yappi keeps per execution ({executions:,} executions, one thread)")
+    print("| Python functions per task | bytes (Yappi's count) | bytes (peak RSS) |")
+    print("|---:|---:|---:|")
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
@@ -199,9 +242,14 @@ def main() -> None:
                     help="event-loop rounds of 50 coroutines")
     ap.add_argument("--snapshots-only", action="store_true",
                     help="only the cost of profile snapshots as executions accumulate")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="only what Yappi keeps per execution for the rest of the job")
     args = ap.parse_args()
     if args.snapshots_only:
         snapshot_reads()
+        return
+    if args.memory_only:
+        memory_per_execution()
         return
     check_tags_split_executions(TagLocal())
     parts = {"task threads": lambda local: run_tasks(args.calls, local),
