@@ -172,6 +172,7 @@ class YappiProfile:
         #: tags asked for so far, and the entries they held (``rows``' choice of how to read)
         self._tags_read = 0
         self._entries_read = 0
+        self.stopped = False
 
     def start(self, task_threads: tuple[str, ...] = ()) -> None:
         """``task_threads``: name prefixes of the threads that run tasks (the executors'):
@@ -209,9 +210,17 @@ class YappiProfile:
                 functools.partial(sys.setprofile, None))
 
     def stop(self) -> None:
+        """Stop Yappi for good (its entries stay readable); again: nothing."""
         import yappi
 
+        self.stopped = True
         yappi.stop()
+
+    def memory(self) -> int:
+        """Bytes Yappi holds, all of which it keeps until the process ends."""
+        import yappi
+
+        return yappi.get_mem_usage()
 
     def forget(self, seqs: Collection[int]) -> None:
         """Yappi has no way to drop some entries (``rows`` reads by tag instead); what goes
@@ -226,7 +235,7 @@ class YappiProfile:
         loop's hook is off, so it is put back for the step (Yappi's own per-thread entry point,
         which installs its C hook at the next call) and taken off after; C-level callables, so
         Yappi sees no frame of this machinery."""
-        if self.event_loop:
+        if self.event_loop or self.stopped:
             return None, None
         return self.task_hooks()
 

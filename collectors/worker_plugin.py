@@ -46,6 +46,10 @@ _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correla
 MARKER_BYTES = b"dask-correlate-clock-marker\n"
 #: at most this share of the event loop's time goes to profile snapshots (see _snapshot_profile)
 SNAPSHOT_SHARE = 0.02
+#: Yappi may hold this share of the worker's memory limit (without a limit: the default bytes)
+#: before it is stopped (see _bound_profile_memory)
+PROFILE_MEMORY_SHARE = 0.10
+PROFILE_MEMORY_DEFAULT = 1 << 30
 
 
 class _NativeThreadId(threading.local):
@@ -121,6 +125,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.profiles_final: deque[int] = deque()
         self._final_before: set[int] = set()
         self._next_snapshot = 0.0
+        limit = worker.memory_manager.memory_limit
+        self.profile_budget = int(limit * PROFILE_MEMORY_SHARE) if limit else PROFILE_MEMORY_DEFAULT
+        self.profile_stopped: dict[str, int] | None = None
         if isinstance(self.profiler, YappiProfile):
             prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
                                                  None) for name in self._orig_submits) if p)
@@ -163,6 +170,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         totals = {"incoming": worker.state.transfer_incoming_count_total,
                   "outgoing": worker.transfer_outgoing_count_total}
         self.sink.close({
+            **({"profile_stopped": self.profile_stopped} if self.profile_stopped else {}),
             "executions_not_timed": self.executions_not_timed,
             "transfers_lost_to_dask_log_limit": {
                 d: max(0, totals[d] - self.seen_transfers[d]) for d in totals}})
@@ -317,7 +325,27 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._read_transfers("incoming", self.worker.transfer_incoming_log)
         self._read_transfers("outgoing", self.worker.transfer_outgoing_log)
         self._sample()
+        self._bound_profile_memory()
         self._snapshot_profile()
+
+    def _bound_profile_memory(self) -> None:
+        """Yappi keeps the entries of every execution until the process ends (it cannot drop
+        some tags), so its memory grows with the executions: past ``profile_budget`` it is
+        stopped for the rest of the run, before it could cost the job its memory limit. The
+        executions profiled so far are still read and written; those that start later get
+        no function rows (``closed.json``: ``profile_stopped``). Stopping is safe with tasks
+        running: one that turns the hook on after this records into Yappi's tables (still
+        there) until its end."""
+        profiler = self.profiler
+        if self.profile_stopped is not None or not isinstance(profiler, YappiProfile):
+            return
+        used = profiler.memory()
+        if used <= self.profile_budget:
+            return
+        self.task_hooks = (None, None)
+        profiler.stop()
+        self.profile_stopped = {"time_ns": time.time_ns(), "memory_bytes": used,
+                                "budget_bytes": self.profile_budget}
 
     def _snapshot_profile(self, end: bool = False) -> None:
         """Profile rows are read here, on the event loop, and written by the flush thread: a

@@ -258,6 +258,15 @@ def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
     if untimed:
         reader.warnings.append(f"{name}: {untimed} execution(s) not timed on their thread "
                                "(non-thread executors)")
+    stopped = _counts(closed, "profile_stopped")
+    if {"time_ns", "memory_bytes", "budget_bytes"} <= stopped.keys():
+        after = (f" after {(stopped['time_ns'] - info['started_ns']) / 1e9:.0f} s"
+                 if isinstance(info.get("started_ns"), int) else "")
+        reader.warnings.append(
+            f"{name}: Yappi was stopped{after}: it held {stopped['memory_bytes'] / 2**20:.0f} MiB, "
+            f"over the collectors' budget of {stopped['budget_bytes'] / 2**20:.0f} MiB (a tenth "
+            "of the worker's memory limit, 1 GiB without one); executions that started later "
+            "have no function profile (for long jobs: --profile sample)")
     lost = sum(_counts(closed, "transfers_lost_to_dask_log_limit").values())
     if lost:
         reader.rejects.append(("collector", name, "transfers lost to Dask's bounded log", lost))

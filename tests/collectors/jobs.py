@@ -340,7 +340,38 @@ def spill_job(args: str) -> None:
     Path(truth_path).write_text(json.dumps({"spill": seen}))
 
 
+def many_functions(i: int) -> int:
+    """Calls a hundred distinct functions: each execution leaves a hundred entries in Yappi's
+    tables (made once per worker process; this function is sent by value)."""
+    import types
+
+    many = sys.modules.get("_many_functions")
+    if many is None:
+        many = types.ModuleType("_many_functions")
+        exec("".join(f"def f{k}(x):\n    return x + {k}\n" for k in range(100)), many.__dict__)
+        sys.modules["_many_functions"] = many
+    return sum(getattr(many, f"f{k}")(i) for k in range(100))
+
+
+def profile_budget_job(truth_path: str) -> None:
+    """Workers of a 100 MB memory limit (Dask's own pause, spill and terminate off): the
+    collectors give Yappi a tenth of it, which these executions exceed."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    memory = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
+              "distributed.worker.memory.pause": False,
+              "distributed.worker.memory.terminate": False}
+    with dask.config.set(memory), LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=True, memory_limit="100MB",
+            dashboard_address=None) as cluster, Client(cluster) as client:
+        for batch in range(8):
+            client.gather(client.map(many_functions, range(batch * 150, (batch + 1) * 150)))
+            time.sleep(0.1)
+    Path(truth_path).write_text(json.dumps({"batches": 8}))
+
+
 if __name__ == "__main__":
     {"cluster": cluster_job, "kill": kill_job, "io": io_job, "io-every": io_every_job,
      "parquet": parquet_job, "zarr": zarr_job, "coro": coro_job,
-     "spill": spill_job}[sys.argv[1]](sys.argv[2])
+     "spill": spill_job, "profile-budget": profile_budget_job}[sys.argv[1]](sys.argv[2])

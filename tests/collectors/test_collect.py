@@ -201,3 +201,33 @@ def test_help_lists_every_profile_mode_with_its_cost():
     assert proc.returncode == 0, proc.stderr
     for mode in PROFILE_MODES:
         assert re.search(rf"^\s+{re.escape(mode)}\s+(~|\+)\d+(-\d+)?%", proc.stdout, re.M), mode
+
+
+def test_yappi_is_stopped_past_its_memory_budget_and_correlate_says_so(tmp_path):
+    """Yappi keeps every execution's entries for the whole job: past a tenth of the worker's
+    memory limit the collectors stop it, keep what it recorded, and say when."""
+    run = tmp_path / "run"
+    proc = collect(run, "--profile", "yappi", "--", sys.executable, "jobs.py",
+                   "profile-budget", str(tmp_path / "truth.json"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stopped = {}
+    for closed in run.glob("procs/worker-*/closed.json"):
+        info = json.loads(closed.read_text())
+        if "profile_stopped" in info:
+            stopped[closed.parent.name] = info["profile_stopped"]
+    assert stopped, "no worker stopped Yappi"
+    ex = parts(run, "task_executions")
+    stats = parts(run, "worker_func_stats").filter(pl.col("name") == "many_functions")
+    for proc_name, s in stopped.items():
+        assert s["budget_bytes"] == 10_000_000 and s["memory_bytes"] > s["budget_bytes"]
+        mine = ex.filter(pl.col("proc") == proc_name).join(
+            stats.select("proc", "execution_seq", "ncall"), on=["proc", "execution_seq"],
+            how="left")
+        before = mine.filter(pl.col("local_stop_ns") < s["time_ns"])
+        after = mine.filter(pl.col("local_start_ns") > s["time_ns"] + 100_000_000)
+        # what Yappi recorded before is kept, one call per execution; later: nothing
+        assert before.height > 50 and (before["ncall"] == 1).all()
+        assert after.height > 50 and after["ncall"].null_count() == after.height
+    frames = load(run)
+    warned = [w for w in frames.warnings if "Yappi was stopped" in w]
+    assert len(warned) == len(stopped) and all("10 MiB" in w for w in warned)
