@@ -84,8 +84,12 @@ class ProcessSink:
         self._thread.start()
 
     def append(self, table: str, row: tuple) -> None:
-        buf = self.buffers[table]
-        if len(buf) < self.max_rows * self.widths[table]:
+        """Callers are guarded hooks: a row of the wrong width raises rather than shift every
+        later row of the table."""
+        buf, width = self.buffers[table], self.widths[table]
+        if len(row) != width:
+            raise ValueError(f"{table}: a row of {len(row)} values, expected {width}")
+        if len(buf) < self.max_rows * width:
             buf.extend(row)
         else:
             self.dropped[table] += 1

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from collectors.sink import ProcessSink, take
 from correlate.schema import Column, Table
@@ -93,3 +94,13 @@ def test_take_leaves_an_incomplete_row_behind():
     assert take(buf, 2) == [[1, 2], ["a", "b"]]
     assert buf == [3]
     assert take(buf, 2) is None
+
+
+def test_a_row_of_the_wrong_width_is_refused_and_the_others_stay_aligned(tmp_path):
+    sink = ProcessSink(tmp_path, {"t": TABLE})
+    sink.append("t", (1, 1, "a", None))
+    with pytest.raises(ValueError, match="3 values, expected 4"):
+        sink.append("t", (2, 2, "b"))
+    sink.append("t", (3, 3, "c", 1.5))
+    sink.flush()
+    assert written(tmp_path).rows() == [(1, 1, "a", None), (3, 3, "c", 1.5)]
