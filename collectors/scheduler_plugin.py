@@ -99,7 +99,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         # most transitions carry only their stimulus: the others are filled in by position
         n = len(keys)
         workers, threads, nbytes, types = [None] * n, [None] * n, [None] * n, [None] * n
-        for i in [i for i, kw in enumerate(kwargs) if len(kw) > 1]:
+        for i in [i for i, kw in enumerate(kwargs) if len(kw) > ("stimulus_id" in kw)]:
             kw = kwargs[i]
             workers[i], threads[i], nbytes[i] = kw.get("worker"), kw.get("thread"), kw.get("nbytes")
             # Dask sends the type pickled, and its name beside it

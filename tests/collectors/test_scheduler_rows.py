@@ -1,0 +1,48 @@
+"""The scheduler plugin's rows from Dask's transition arguments: keys rendered as every source
+renders them, prefix and group looked up while the task is known, what task-finished carries
+(worker, thread, size, type name, startstops) on that transition's row only."""
+
+from __future__ import annotations
+
+import pickle
+from types import SimpleNamespace
+
+from collectors.scheduler_plugin import CorrelateSchedulerPlugin
+from collectors.sink import ProcessSink
+from correlate.schema import run as schema
+from testing.raw_parts import read_raw
+
+
+def test_transition_rows_carry_what_each_transition_brought(tmp_path):
+    plugin = CorrelateSchedulerPlugin(str(tmp_path))
+    task = SimpleNamespace(prefix=SimpleNamespace(name="x"), group=SimpleNamespace(name="x-1"))
+    plugin.scheduler = SimpleNamespace(tasks={("x-1", 0): task})
+    proc = tmp_path / "procs" / "scheduler-h-1"
+    plugin.sink = ProcessSink(proc, {t.name: t for t in (
+        schema.SCHEDULER_TRANSITIONS, schema.TASK_STARTSTOPS, schema.TASK_DEPENDENCIES)})
+    plugin.sink.before_flush.append(plugin._expand)
+    plugin.transition(("x-1", 0), "released", "waiting", stimulus_id="s1")
+    plugin.transition(("x-1", 0), "processing", "memory", stimulus_id="s2", worker="tcp://w:1",
+                      nbytes=8, type=pickle.dumps(int), typename="int", thread=5, metadata={},
+                      startstops=[{"action": "compute", "start": 1.5, "stop": 2.25},
+                                  {"action": "transfer", "start": 1.0, "stop": 1.25,
+                                   "source": "tcp://v:2"}])
+    plugin.transition("gone-2", "memory", "forgotten", stimulus_id="s3")
+    plugin.transition("odd-3", "a", "b", worker="tcp://w:1")  # no stimulus given
+    plugin.sink.flush()
+    rows = read_raw(tmp_path, "scheduler_transitions").sort("local_time_ns")
+    cols = ["key", "prefix", "group", "start", "finish", "stimulus_id", "worker", "thread_id",
+            "nbytes", "type"]
+    assert rows.select(cols).rows() == [
+        ("('x-1', 0)", "x", "x-1", "released", "waiting", "s1", None, None, None, None),
+        ("('x-1', 0)", "x", "x-1", "processing", "memory", "s2", "tcp://w:1", 5, 8, "int"),
+        ("gone-2", None, None, "memory", "forgotten", "s3", None, None, None, None),
+        ("odd-3", None, None, "a", "b", None, "tcp://w:1", None, None, None)]
+    starts = read_raw(tmp_path, "task_startstops").sort("reported_start_ns")
+    memory_ns = rows["local_time_ns"][1]
+    assert starts.select("local_time_ns", "key", "worker", "thread_id", "action",
+                         "reported_start_ns", "reported_stop_ns", "source").rows() == [
+        (memory_ns, "('x-1', 0)", "tcp://w:1", 5, "transfer", 1_000_000_000, 1_250_000_000,
+         "tcp://v:2"),
+        (memory_ns, "('x-1', 0)", "tcp://w:1", 5, "compute", 1_500_000_000, 2_250_000_000,
+         None)]
