@@ -365,10 +365,10 @@ def profile_budget_job(truth_path: str) -> None:
     with dask.config.set(memory), LocalCluster(
             n_workers=2, threads_per_worker=2, processes=True, memory_limit="100MB",
             dashboard_address=None) as cluster, Client(cluster) as client:
-        for batch in range(8):
+        for batch in range(10):
             client.gather(client.map(many_functions, range(batch * 150, (batch + 1) * 150)))
             time.sleep(0.1)
-    Path(truth_path).write_text(json.dumps({"batches": 8}))
+    Path(truth_path).write_text(json.dumps({"batches": 10}))
 
 
 if __name__ == "__main__":
