@@ -16,7 +16,7 @@ from collectors.guard import ERRORS, never_raise, set_log_dir
 from collectors.manifest import dask_config
 from collectors.options import DEFAULTS, Options
 from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir, take
-from correlate.keys import key_str
+from correlate.keys import key_str, key_texts
 
 #: values per raw transition (flat, as in collectors.sink): time, key, start, finish, kwargs
 _TRANSITION = 5
@@ -89,13 +89,12 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                             finishes: list, kwargs: list) -> None:
         # a key makes several transitions: rendered and looked up once per flush
         get = self.scheduler.tasks.get
-        text, prefix, group = {}, {}, {}
+        prefix, group = {}, {}
         for key in set(keys):
             ts = get(key)
-            text[key] = key_str(key)
             prefix[key], group[key] = ((ts.prefix.name, ts.group.name) if ts is not None
                                        else (None, None))
-        rendered = list(map(text.__getitem__, keys))
+        rendered = key_texts(keys)
         # most transitions carry only their stimulus: the others are filled in by position
         n = len(keys)
         workers, threads, nbytes, types = [None] * n, [None] * n, [None] * n, [None] * n

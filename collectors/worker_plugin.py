@@ -40,7 +40,7 @@ from collectors.sink import (
     process_dir,
     take,
 )
-from correlate.keys import key_str
+from correlate.keys import key_str, key_texts
 
 _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correlate_key")
 MARKER_BYTES = b"dask-correlate-clock-marker\n"
@@ -437,7 +437,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                           ("worker_transitions", self.transitions)):
             columns = take(raw, sink.widths[name])
             if columns:
-                columns[1] = list(map(key_str, columns[1]))
+                columns[1] = key_texts(columns[1])
                 sink.write_columns(name, columns)
         rows, self.profile_rows = self.profile_rows, None
         if rows is not None:

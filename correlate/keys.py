@@ -14,6 +14,13 @@ def key_str(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
 
+def key_texts(keys: list) -> list[str]:
+    """``key_str`` of each key, each distinct key rendered once (a task's key comes back with
+    each of its transitions)."""
+    text = {key: key_str(key) for key in set(keys)}
+    return list(map(text.__getitem__, keys))
+
+
 def parse_key_text(text: str) -> str:
     """Normalise key text read from a file: tuple literals are parsed safely
     (``ast.literal_eval``, never ``eval``) and re-rendered; anything else is kept as text."""
