@@ -26,9 +26,9 @@ and ``coro`` (``async def`` tasks with a few awaits each).
    imports a worker adds, timed in a fresh process). The garbage collector's time in each
    process is a row of its own: a collection runs on whichever thread allocates when a
    threshold trips, so it is also inside the row of the hook that was running then, and the
-   objects the collectors keep alive make every collection of the job longer. Yappi's per-call cost on the task threads
-   has no hook to time: it is ``yappi-alone`` of part 1. With Darshan, its cost per process
-   (``darshan_process_cost``).
+   objects the collectors keep alive make every collection of the job longer. Yappi's
+   per-call cost on the task threads has no hook to time: it is ``yappi-alone`` of part 1.
+   With Darshan, its cost per process (``darshan_process_cost``).
 
     python benchmarks/bench_many_tasks.py [--repeat 3] [--tiles 600] [--tasks 5000]
         [--workloads tiles,noop,coro] [--modes off,sample,yappi,yappi-alone,darshan] [--breakdown]

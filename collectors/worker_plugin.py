@@ -310,8 +310,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         for a, b, cpu in kept:
             sink.append("coroutine_slices", (seq, a, b, cpu))
         status = "ok" if type(result).__name__ == "ExecuteSuccessEvent" else "error"
-        self.executions.extend((seq, key, tid, threading.get_native_id(), window[0], window[1],
-                                sum(c for *_, c in kept), status))
+        self.executions.extend((seq, key, tid, _NATIVE.value or _native_id(), window[0],
+                                window[1], sum(c for *_, c in kept), status))
 
     # ---- transitions -----------------------------------------------------------------------
 
