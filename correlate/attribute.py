@@ -382,7 +382,7 @@ def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) 
     only those go through the group-by on the string columns."""
     ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
         "execution_seq", "execution_id")
-    function = ["module", "name", "file", "line", "clock"]
+    function = ["module", "name", "file", "line", "clock", "ncall_kind"]
     rows = func_stats.select(*function, "ncall", "tsub_s", "ttot_s", "execution_seq").join(
         ex, on="execution_seq", how="inner").drop("execution_seq")
     maybe_repeated = rows.select(pl.struct("execution_id", "line", "clock").is_duplicated()

@@ -51,13 +51,13 @@ def info(message: str) -> None:
 
 def shorten(name: str, width: int, *, keep_tail: bool = False) -> str:
     """``name`` in at most ``width`` characters, cut whole with an ellipsis rather than folded
-    mid-word. Paths keep their tail (the file name tells rows apart), other names their head."""
+    mid-word. Paths are shortened from the left, keeping their tail (the file name tells rows
+    apart: a cut in its middle made two files' rows read alike), other names their head."""
     if len(name) <= width:
         return name
     if not keep_tail:
         return name[:width - 1] + "…"
-    head = width // 3
-    return name[:head] + "…" + name[len(name) - (width - head - 1):]
+    return "…" + name[len(name) - (width - 1):]
 
 
 def name_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,

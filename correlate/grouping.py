@@ -28,3 +28,11 @@ def group_agg(df: pl.DataFrame, keys: Sequence[str], **aggs: pl.Expr) -> pl.Data
         pl.struct(keys).rle_id().alias(_GROUP)).set_sorted(_GROUP)
     return ordered.group_by(_GROUP, maintain_order=True).agg(
         pl.col(keys).first(), **aggs).drop(_GROUP)
+
+
+def measured_sum(column: str | pl.Expr) -> pl.Expr:
+    """The sum of a column's measured values, null when none of them was measured: polars sums
+    nulls to 0, which would report an unmeasured quantity (CPU of a source that records none,
+    I/O of a run without Darshan) as measured to be nothing."""
+    c = pl.col(column) if isinstance(column, str) else column
+    return pl.when(c.is_not_null().any()).then(c.sum())

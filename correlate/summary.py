@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.grouping import group_agg
+from correlate.grouping import group_agg, measured_sum
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
 
@@ -66,6 +66,18 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
     }
 
 
+def _io(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
+        stdio: dict[str, float], captured: bool) -> dict[str, Any]:
+    """The I/O totals; without a Darshan log every figure is null (unknown), never 0."""
+    io = {**_io_totals(tables, segment_totals, stdio), "captured": captured,
+          "stdio": _totals(stdio)}
+    if captured:
+        return io
+    unknown = {"bytes": None, "ops": None, "io_time_s": None}
+    return {**io, **{k: dict(unknown) for k in ("total", "attributed", "unattributed",
+                                                "stdio")}}
+
+
 def _cpu_per_worker(tasks: pl.DataFrame, samples: pl.DataFrame) -> list[dict[str, Any]]:
     """Per worker process: its whole CPU (last sample), CPU inside task executions and the
     rest (event loop, communication, start-up, profiler and other threads)."""
@@ -74,10 +86,13 @@ def _cpu_per_worker(tasks: pl.DataFrame, samples: pl.DataFrame) -> list[dict[str
     if proc.is_empty():
         return []
     in_tasks = group_agg(tasks, ["host", "pid"], worker=pl.col("worker").drop_nulls().first(),
-                         task_cpu_s=pl.col("cpu_s").sum())
+                         executions=pl.len(), task_cpu_s=measured_sum("cpu_s"))
+    # a process that ran no task spent none of its CPU in tasks; one whose executions have no
+    # CPU measured has an unknown split
     rows = proc.join(in_tasks, on=["host", "pid"], how="left").with_columns(
-        pl.col("task_cpu_s").fill_null(0.0)).with_columns(
-        outside_tasks_cpu_s=pl.col("process_cpu_s") - pl.col("task_cpu_s"))
+        task_cpu_s=pl.when(pl.col("executions").is_null()).then(0.0)
+        .otherwise(pl.col("task_cpu_s"))).with_columns(
+        outside_tasks_cpu_s=pl.col("process_cpu_s") - pl.col("task_cpu_s")).drop("executions")
     return [{k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()}
             for r in rows.sort("host", "pid").iter_rows(named=True)]
 
@@ -87,7 +102,7 @@ def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
     return {
         "executions_with_cpu": measured.height,
         "executions": tasks.height,
-        "task_cpu_s": _round(measured["cpu_s"].sum()),
+        "task_cpu_s": _round(measured["cpu_s"].sum()) if measured.height else None,
         "task_wall_s": _round(tasks["duration_s"].sum()),
         "per_worker": _cpu_per_worker(tasks, samples),
     }
@@ -96,25 +111,31 @@ def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
 def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
     agg = group_agg(
         tasks, ["prefix"], executions=pl.len(), wall_s=pl.col("duration_s").sum(),
-        cpu_s=pl.col("cpu_s").sum(), read_bytes=pl.col("read_bytes").sum(),
-        write_bytes=pl.col("write_bytes").sum(), io_time_s=pl.col("io_time_s").sum())
+        cpu_s=measured_sum("cpu_s"), read_bytes=measured_sum("read_bytes"),
+        write_bytes=measured_sum("write_bytes"), io_time_s=measured_sum("io_time_s"))
     rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)
     return [{k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()}
             for r in rows.iter_rows(named=True)]
 
 
 def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
-    """Spill totals and where each figure came from."""
+    """Spill totals and where each figure came from; the figures read from Darshan's spill
+    file segments are null (unknown) in a run without Darshan logs."""
+    known = io_captured(frames)
     written = tasks.filter(pl.col("spill_writes") > 0)
+
+    def total(col: str) -> float | None:
+        return tasks[col].sum() if known else None
+
     return {
         "source": {"bytes_and_times": "darshan (spill file segments)"
-                   if not frames.darshan_logs.is_empty() else "unknown (no Darshan logs)",
+                   if known else "unknown (no Darshan logs)",
                    "input_read_back_s": "dask startstops (disk-read)"},
-        "keys_spilled": written.height,
-        "spilled_bytes": _count(tasks["spilled_bytes"].sum()),
-        "spill_write_s": _round(tasks["spill_write_s"].sum()),
-        "unspilled_bytes": _count(tasks["unspilled_bytes"].sum()),
-        "unspill_read_s": _round(tasks["unspill_read_s"].sum()),
+        "keys_spilled": written.height if known else None,
+        "spilled_bytes": _count(total("spilled_bytes")),
+        "spill_write_s": _round(total("spill_write_s")),
+        "unspilled_bytes": _count(total("unspilled_bytes")),
+        "unspill_read_s": _round(total("unspill_read_s")),
         "input_read_back_s": _round(tasks["input_read_back_s"].sum()),
     }
 
@@ -190,6 +211,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
     (``stdio_io.stdio_totals``)."""
     tasks = tables["tasks"]
     warnings = list(frames.warnings)
+    headline = headline_problems(frames)
     clocks = tables["clocks"]
     workers = tasks.select("host", "pid").unique().drop_nulls()
     aligned = clocks.filter(pl.col("domain") == "worker").select("host", "pid")
@@ -210,10 +232,13 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "facts": frames.facts,
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
-        "io": {**_io_totals(tables, segment_totals, stdio), "captured": io_captured(frames),
-               "stdio": _totals(stdio)},
+        "io": _io(tables, segment_totals, stdio, io_captured(frames)),
+        # the runtime that wrote the logs (lib_ver of each log's job metadata), not the
+        # PyDarshan package of the environment (facts.versions.darshan)
+        "darshan_runtime_versions": sorted(
+            frames.darshan_logs.get_column("darshan_version").drop_nulls().unique().to_list()),
         # problems that change the numbers above: shown first, not only after the tables
-        "headline": headline_problems(frames),
+        "headline": headline,
         "cpu": _cpu(tasks, frames.clock_samples),
         "spill": _spill(tasks, frames),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
@@ -221,5 +246,5 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "clocks": _clocks(clocks),
         "processes": _processes(frames.processes),
         "rejects": _rejects(frames.rejects),
-        "warnings": warnings,
+        "warnings": [*headline, *warnings],
     }

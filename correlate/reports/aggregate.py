@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.grouping import group_agg
+from correlate.grouping import group_agg, measured_sum
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
 
@@ -62,23 +62,31 @@ def with_slots(tasks: pl.DataFrame) -> pl.DataFrame:
 
 def lanes(tasks: pl.DataFrame) -> pl.DataFrame:
     """One row per executing thread: host, pid, thread_id, slot, worker, lane (0..), label.
-    A thread the source did not record but ``correlate`` inferred from the DXT pthread ids
-    says so; executions whose thread is unknown share ``thread ?`` lanes (``with_slots``), as
-    few as can hold them."""
+    Labels name the worker and the thread's index in it (``thread 2``; the id itself, long
+    and alike from thread to thread, is in ``thread_id`` for tooltips and tables); the
+    thread that ran only ``async def`` tasks is the worker's ``event loop``. A thread the
+    source did not record but ``correlate`` inferred from the DXT pthread ids says so;
+    executions whose thread is unknown share ``thread ?`` lanes (``with_slots``), as few as
+    can hold them."""
     t = with_slots(tasks).with_columns(worker=worker_label())
     inferred = (pl.col("thread_inferred").any() if "thread_inferred" in t.columns
                 else pl.lit(False))
-    lane = (t.group_by(*LANE_KEYS).agg(pl.col("worker").min(), inferred=inferred)
+    loop = is_coroutine().all() if "awaiting_s" in t.columns else pl.lit(False)
+    lane = (t.group_by(*LANE_KEYS).agg(pl.col("worker").min(), inferred=inferred, loop=loop)
             .sort(*LANE_KEYS, nulls_last=True)
             .with_row_index("lane").with_columns(pl.col("lane").cast(pl.Int64)))
-    thread = (pl.when(pl.col("thread_id").is_not_null())
-              .then(pl.col("thread_id").cast(pl.String)
+    known = pl.col("thread_id").is_not_null() & ~pl.col("loop")
+    index = known.cast(pl.Int64).cum_sum().over("host", "pid", "worker")
+    thread = (pl.when(pl.col("loop") & pl.col("thread_id").is_not_null())
+              .then(pl.lit("event loop"))
+              .when(known)
+              .then(pl.format("thread {}", index.cast(pl.String))
                     + pl.when(pl.col("inferred")).then(pl.lit(" (inferred)")).otherwise(pl.lit("")))
               .when(pl.col("slot").is_not_null())
-              .then(pl.format("? #{}", (pl.col("slot") + 1).cast(pl.String)))
-              .otherwise(pl.lit("?")))
-    return lane.with_columns(label=pl.format("{} · thread {}", pl.col("worker"), thread)
-                             ).drop("inferred")
+              .then(pl.format("thread ? #{}", (pl.col("slot") + 1).cast(pl.String)))
+              .otherwise(pl.lit("thread ?")))
+    return lane.with_columns(label=pl.format("{} · {}", pl.col("worker"), thread)
+                             ).drop("inferred", "loop")
 
 
 def thread_counts(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -115,28 +123,51 @@ THREADS_BOUND_NOTE = ("≥ N: the run recorded no thread per task, so the thread
                       "that worker (thread time and busy use it, so busy is an upper bound)")
 
 
+def is_coroutine() -> pl.Expr:
+    """An execution of an ``async def`` task: it ran on the worker's event loop, not on an
+    executor thread (``awaiting_s`` is set for those only)."""
+    return pl.col("awaiting_s").is_not_null()
+
+
 def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
-    """Per worker: thread-seconds over the run window split into compute, I/O and idle, plus
-    the task-seconds spent waiting for a thread and receiving inputs (those overlap idle).
-    ``threads`` comes from ``thread_counts`` (a lower bound when ``threads_bound``)."""
+    """Per worker: executor-thread-seconds over the run window split into the tasks' thread
+    CPU, time inside I/O calls, the rest of their wall time (``other_s``: sleep, locks, the
+    GIL, waits inside the task) and idle, plus the task-seconds spent waiting for a thread and
+    receiving inputs (those overlap idle). Executions of ``async def`` tasks ran on the event
+    loop, not on an executor thread: their wall time is ``coroutine_s``, outside the thread
+    count and the busy share. ``threads`` comes from ``thread_counts`` (a lower bound when
+    ``threads_bound``). CPU and I/O are null where no execution's was measured; ``other_s``
+    is null without CPU, and holds the I/O time too where I/O was not measured
+    (``other_includes_io``); an I/O call's own CPU is in both CPU and I/O, so ``other_s`` is a
+    lower bound."""
     window = run_window(tasks)
     span_s = 0.0 if window is None else (window[1] - window[0]) / 1e9
-    t = tasks.with_columns(worker=worker_label())
+    coroutine = is_coroutine() if "awaiting_s" in tasks.columns else pl.lit(False)
+    t = tasks.with_columns(worker=worker_label(), coroutine=coroutine)
+    on_threads = pl.col("coroutine").not_()
+
+    def threaded(c: str) -> pl.Expr:
+        return pl.col(c).filter(on_threads)
+
     agg = group_agg(
         t, ["worker"],
         executions=pl.len(),
-        busy_s=pl.col("duration_s").sum(),
-        io_s=pl.col("io_time_s").fill_null(0.0).sum(),
-        cpu_s=pl.col("cpu_s").sum(),
+        busy_s=threaded("duration_s").sum(),
+        io_s=measured_sum(threaded("io_time_s")),
+        cpu_s=measured_sum(threaded("cpu_s")),
+        coroutine_s=pl.col("duration_s").filter(pl.col("coroutine")).sum(),
+        coroutines=pl.col("coroutine").sum(),
         transfer_s=pl.col("transfer_s").fill_null(0.0).sum(),
         waiting_s=pl.col("wait_thread_s").fill_null(0.0).sum(),
         read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
-    ).join(thread_counts(tasks), on="worker", how="left").with_columns(
+    ).join(thread_counts(t.filter(on_threads)), on="worker", how="left").with_columns(
         threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
         .fill_null(False))
     return agg.with_columns(
         thread_s=pl.col("threads") * span_s,
-        compute_s=(pl.col("busy_s") - pl.col("io_s")).clip(lower_bound=0.0),
+        other_s=(pl.col("busy_s") - pl.col("cpu_s") - pl.col("io_s").fill_null(0.0))
+        .clip(lower_bound=0.0),
+        other_includes_io=pl.col("io_s").is_null(),
     ).with_columns(
         idle_s=(pl.col("thread_s") - pl.col("busy_s")).clip(lower_bound=0.0),
         busy_share=pl.when(pl.col("thread_s") > 0)
@@ -146,15 +177,16 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
-    """Per task prefix: executions, wall, CPU, I/O time and bytes; sorted by wall time."""
+    """Per task prefix: executions, wall, CPU, I/O time and bytes (each null where none of the
+    prefix's executions had it measured); sorted by wall time."""
     agg = group_agg(
         tasks, ["prefix"],
         executions=pl.len(),
         wall_s=pl.col("duration_s").sum(),
-        cpu_s=pl.col("cpu_s").sum(),
-        io_s=pl.col("io_time_s").fill_null(0.0).sum(),
-        read_bytes=pl.col("read_bytes").fill_null(0.0).sum(),
-        write_bytes=pl.col("write_bytes").fill_null(0.0).sum(),
+        cpu_s=measured_sum("cpu_s"),
+        io_s=measured_sum("io_time_s"),
+        read_bytes=measured_sum("read_bytes"),
+        write_bytes=measured_sum("write_bytes"),
         max_s=pl.col("duration_s").max(),
     )
     return agg.with_columns(
@@ -171,7 +203,7 @@ SPILL = ("spilled_bytes", "spill_writes", "spill_write_s", "unspilled_bytes", "u
 def spill(tasks: pl.DataFrame, by: str) -> pl.DataFrame:
     """Spill per ``by`` (``prefix`` or ``key``): bytes and times written and read back, and
     the time executions waited for spilled inputs; only rows with any, heaviest first."""
-    agg = group_agg(tasks, [by], **{c: pl.col(c).fill_null(0).sum() for c in SPILL})
+    agg = group_agg(tasks, [by], **{c: measured_sum(c) for c in SPILL})
     return agg.filter(pl.sum_horizontal(pl.col(c).cast(pl.Float64) for c in SPILL) > 0).sort(
         "spilled_bytes", "input_read_back_s", by, descending=[True, True, False])
 
@@ -180,7 +212,9 @@ def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
     """The ``n`` executions with the largest ``by`` (``cpu_s``, ``io_bytes``, ``duration_s``…);
     rows where it is null or zero are left out. Ranked on ``by`` alone, and only the rows kept
     are gathered (a million executions' every column is not copied, filtered and sorted)."""
-    io_bytes = pl.col("read_bytes").fill_null(0.0) + pl.col("write_bytes").fill_null(0.0)
+    # null when neither direction was measured (a run without Darshan ranks nothing by bytes)
+    io_bytes = (pl.when(pl.col("read_bytes").is_not_null() | pl.col("write_bytes").is_not_null())
+                .then(pl.col("read_bytes").fill_null(0.0) + pl.col("write_bytes").fill_null(0.0)))
     value = io_bytes if by == "io_bytes" else pl.col(by)
     rows = (tasks.select(value.alias("by"), "execution_id").with_row_index("row")
             .filter(pl.col("by").is_not_null() & (pl.col("by") > 0))
@@ -224,11 +258,11 @@ def top_functions(task_functions: pl.DataFrame | pl.LazyFrame, tasks: pl.DataFra
     summed while reading (a million executions' profile rows are never held whole)."""
     ids = tasks.select("execution_id", "prefix").filter(pl.col("prefix").is_in(prefix_names))
     f = task_functions.lazy().select("execution_id", "module", "name", "file", "line", "clock",
-                                     "tsub_s", "ttot_s", "ncall").join(
+                                     "ncall_kind", "tsub_s", "ttot_s", "ncall").join(
         ids.lazy(), on="execution_id", how="inner")
     # times summed as integer nanoseconds: the streaming group-by adds rows in no fixed order,
     # and float sums taken in another order differ in their last bits from run to run
-    agg = f.group_by("prefix", "module", "name", "file", "line", "clock").agg(
+    agg = f.group_by("prefix", "module", "name", "file", "line", "clock", "ncall_kind").agg(
         *(_ns(c).sum().truediv(NS).alias(c) for c in ("tsub_s", "ttot_s")),
         ncall=pl.col("ncall").sum(), executions=pl.col("execution_id").n_unique()
     ).collect(engine="streaming")
@@ -255,7 +289,7 @@ def cpu_coverage(tasks: pl.DataFrame) -> pl.DataFrame:
         executions=pl.len(),
         unmeasured=(~pl.col("measured")).sum(),
         unmeasured_wall_s=pl.col("duration_s").filter(~pl.col("measured")).sum(),
-        cpu_s=pl.col("cpu_s").sum(),
+        cpu_s=measured_sum("cpu_s"),
         wall_s=pl.col("duration_s").sum(),
     ).sort("worker")
 
@@ -275,13 +309,15 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
         "clocks": clocks.sort("host", "pid", "domain", nulls_last=True),
         "worst_uncertainty_ns": clocks["uncertainty_ns"].max() if clocks.height else None,
         "unknown_uncertainty": clocks.filter(pl.col("uncertainty_ns").is_null()).height,
-        "warnings": [str(w) for w in summary.get("warnings") or []],
+        # the headline problems are also warnings (summary.json): shown once, at the top
+        "warnings": [str(w) for w in summary.get("warnings") or []
+                     if w not in (summary.get("headline") or [])],
         "rejects": list(summary.get("rejects") or []),
         "not_closed": [p for p in procs if p.get("closed_cleanly") is False],
-        "segments_by_method": dict(sorted((summary.get("io") or {})
-                                          .get("segments_by_method", {}).items())),
+        "segments_by_method": dict(sorted(((summary.get("io") or {})
+                                           .get("segments_by_method") or {}).items())),
         "attributed_by_method": dict((summary.get("io") or {})
-                                     .get("attributed_by_method", {})),
+                                     .get("attributed_by_method") or {}),
         "attribution": (tasks.group_by("attribution").agg(executions=pl.len())
                         .with_columns(pl.col("attribution").cast(pl.String))
                         .sort("attribution")),
@@ -331,6 +367,20 @@ def _threads_text(workers: Any, nthreads: Any) -> str | None:
     return f"{workers if workers is not None else '?'} × {nthreads if nthreads else '?'} threads"
 
 
+def versions_text(versions: Any, summary: dict[str, Any]) -> str | None:
+    """The job's package versions, with the Darshan runtime that wrote the logs read from
+    their headers (``none`` when the run has no log): the manifest's ``darshan`` is the
+    PyDarshan package of the environment, not a runtime, and is named as such."""
+    if not isinstance(versions, dict) or not versions:
+        return None
+    names = {"darshan": "PyDarshan"}
+    parts = [f"{names.get(k, k)} {v}" for k, v in sorted(versions.items())]
+    if "darshan_runtime_versions" in summary:  # (a summary.json from before it was recorded)
+        runtime = ", ".join(summary["darshan_runtime_versions"]) or "none (no Darshan log)"
+        parts.append(f"Darshan runtime {runtime}")
+    return ", ".join(parts)
+
+
 def run_facts(summary: dict[str, Any], tasks: pl.DataFrame) -> list[tuple[str, str]]:
     """(label, value) pairs describing the run; every summary fact is optional."""
     facts = summary.get("facts") or {}
@@ -352,9 +402,8 @@ def run_facts(summary: dict[str, Any], tasks: pl.DataFrame) -> list[tuple[str, s
          f"{tasks.height:,} / {tasks['key'].n_unique():,}"),
         ("exit code", None if facts.get("exit_code") is None else str(facts["exit_code"])),
     ]
-    versions = facts.get("versions")
-    if isinstance(versions, dict) and versions:
-        rows.append(("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))))
+    if (versions := versions_text(facts.get("versions"), summary)) is not None:
+        rows.append(("versions", versions))
     options = facts.get("collector_options")
     if isinstance(options, dict) and options:
         rows.append(("collector options",

@@ -114,25 +114,36 @@ def _legend(ax: object, colours: dict[str, str]) -> None:
 
 def prefix_bars(prefixes: pl.DataFrame, colours: dict[str, str], path: Path) -> Path:
     """Per prefix (heaviest by wall time first): wall, CPU and I/O seconds; MiB read and
-    written."""
+    written. A quantity no execution had measured (null for every prefix) is not drawn: no
+    bar of 0, and no bytes panel at all for a run whose I/O was not captured."""
     p = prefixes.head(MAX_PREFIX_BARS)
     names = [plain(x) for x in p["prefix"].fill_null("?").to_list()]
     y = np.arange(len(names))
+    times = _measured([("wall", p["wall_s"], "#4e79a7"), ("CPU", p["cpu_s"], "#f28e2b"),
+                       ("I/O", p["io_s"], "#1b1b1b")])
+    sizes = _measured([("read", p["read_bytes"] / 2**20, IO_COLOURS["read"]),
+                       ("written", p["write_bytes"] / 2**20, IO_COLOURS["write"])])
     with rc_context(RC):
         fig = Figure(figsize=(WIDTH_IN, 1.4 + 0.36 * max(len(names), 1)), dpi=DPI,
                      layout="constrained")
-        left, right = fig.subplots(1, 2, sharey=True)
-        _grouped(left, y, [("wall", p["wall_s"], "#4e79a7"), ("CPU", p["cpu_s"], "#f28e2b"),
-                           ("I/O", p["io_s"], "#1b1b1b")])
+        axes = fig.subplots(1, 2 if sizes else 1, sharey=True, squeeze=False)[0]
+        left = axes[0]
+        _grouped(left, y, times)
         left.set_xlabel("seconds (sum over executions)")
-        _grouped(right, y, [("read", p["read_bytes"] / 2**20, IO_COLOURS["read"]),
-                            ("written", p["write_bytes"] / 2**20, IO_COLOURS["write"])])
-        right.set_xlabel("MiB")
+        if sizes:
+            _grouped(axes[1], y, sizes)
+            axes[1].set_xlabel("MiB")
+            axes[1].set_title("Bytes per task prefix", loc="left")
         left.set_yticks(y, names)
         left.set_ylim(len(names) - 0.5, -0.5)
-        left.set_title("Time per task prefix", loc="left")
-        right.set_title("Bytes per task prefix", loc="left")
+        left.set_title("Time per task prefix" + ("" if sizes else " (I/O not captured)"),
+                       loc="left")
         return _save(fig, path)
+
+
+def _measured(series: list[tuple[str, pl.Series, str]]) -> list[tuple[str, pl.Series, str]]:
+    """The series with at least one measured value."""
+    return [s for s in series if s[1].is_not_null().any()]
 
 
 def _grouped(ax: object, y: np.ndarray, series: list[tuple[str, pl.Series, str]]) -> None:

@@ -85,7 +85,8 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
     window = agg.run_window(tasks)
     lanes = agg.lanes(tasks)
     if window is None:
-        return {"lanes": [], "tasks": {}, "io": {}, "notes": [], "span_ms": 0}
+        return {"lanes": [], "lane_threads": [], "tasks": {}, "io": {}, "notes": [],
+                "span_ms": 0}
     bars = task_bars(coroutines.drawn(tasks, out["slices"]), lanes, window[0])
     shown = sample_bars(bars, TASK_LIMIT)
     io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1],
@@ -108,6 +109,7 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
         "op": (pl.col("op") == "write").cast(pl.Int8), "bytes": pl.col("bytes").round(1),
         "ops": pl.col("ops"), "path": pl.col("pi")})
     return {"lanes": lanes["label"].to_list(), "tasks": task_cols, "io": io_cols,
+            "lane_threads": lanes["thread_id"].cast(pl.String).to_list(),
             "paths": paths, "span_ms": round((window[1] - window[0]) / ms, 4),
             "task_total": shown.total, "io_total": io.total,
             "notes": [n for n in (shown.note, io.note) if n]}
@@ -127,9 +129,10 @@ def _top_tasks(tasks: pl.DataFrame) -> list[dict[str, Any]]:
 def _functions(out: Outputs) -> list[dict[str, Any]]:
     names = agg.prefixes(out["tasks"]).head(TOP_FUNCTION_PREFIXES)["prefix"].to_list()
     f = agg.top_functions(out.scan("task_functions"), out["tasks"], names, TOP_FUNCTIONS)
-    return _rows(f.with_columns(pl.col("clock").cast(pl.String)),
+    return _rows(f.with_columns(pl.col("clock").cast(pl.String),
+                                pl.col("ncall_kind").cast(pl.String)),
                  ["prefix", "module", "name", "file", "line", "tsub_s", "ttot_s", "ncall",
-                  "executions", "clock"])
+                  "ncall_kind", "executions", "clock"])
 
 
 def _quality(out: Outputs) -> dict[str, Any]:
@@ -167,9 +170,10 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "io_colours": IO_COLOURS,
         "prefixes": prefixes,
         "workers": _rows(_budget(tasks), ["worker", "threads", "threads_label", "executions",
-                                                    "thread_s", "compute_s", "io_s",
-                                                    "idle_s", "busy_share", "waiting_s",
-                                                    "transfer_s", "read_back_s", "cpu_s"]),
+                                          "thread_s", "cpu_s", "io_s", "other_s",
+                                          "other_includes_io", "idle_s", "busy_share",
+                                          "coroutine_s", "coroutines", "waiting_s",
+                                          "transfer_s", "read_back_s"]),
         "spill": _rows(agg.spill(tasks, "key").head(TOP_FILES), ["key", *agg.SPILL])
         if set(agg.SPILL) <= set(tasks.columns) else [],
         "top_tasks": _top_tasks(tasks),

@@ -53,6 +53,12 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "")
 
 
 UNKNOWN = "unknown"
+NOT_CAPTURED = "not captured"
+
+
+def measured(s: float | None) -> str:
+    """Seconds, or ``not captured`` where the source measured none."""
+    return NOT_CAPTURED if s is None else seconds(s)
 
 
 def _io_known(out: Outputs) -> bool:
@@ -81,20 +87,32 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
     lines = ["## Where time went", ""]
     if b.is_empty():
         return [*lines, "No task executions were recorded.", ""]
+    known = _io_known(out)
+    coroutines = bool(b.get_column("coroutines").sum())
     rows = [[code(r["worker"]), agg.threads_text(r["threads"], r["threads_bound"]),
-             count(r["executions"]),
-             seconds(r["thread_s"]), seconds(r["compute_s"]),
-             seconds(r["io_s"]) if _io_known(out) else UNKNOWN,
-             seconds(r["idle_s"]), share(r["busy_share"]), seconds(r["waiting_s"]),
-             seconds(r["transfer_s"]), seconds(r["read_back_s"])] for r in b.iter_rows(named=True)]
-    lines += table(["worker", "threads", "executions", "thread time", "compute", "I/O",
-                    "idle", "busy", "waiting for a thread¹", "receiving inputs¹",
+             count(r["executions"]), seconds(r["thread_s"]), measured(r["cpu_s"]),
+             measured(r["io_s"]) if known else UNKNOWN, measured(r["other_s"]),
+             seconds(r["idle_s"]), share(r["busy_share"]),
+             *([seconds(r["coroutine_s"])] if coroutines else []),
+             seconds(r["waiting_s"]), seconds(r["transfer_s"]), seconds(r["read_back_s"])]
+            for r in b.iter_rows(named=True)]
+    lines += table(["worker", "executor threads", "executions", "thread time", "CPU", "I/O",
+                    "other²", "idle", "busy", *(["coroutines³"] if coroutines else []),
+                    "waiting for a thread¹", "receiving inputs¹",
                     "reading spilled inputs back¹"], rows)
-    lines += ["Thread time = threads × task window. Compute = task wall time minus time "
-              "inside attributed I/O calls; idle = thread time not spent in tasks. "
+    lines += ["Thread time = executor threads × task window, split into the tasks' thread CPU, "
+              "time inside I/O calls, other² and idle (thread time not spent in tasks). "
               "¹ Task-seconds spent before a task ran (ready with no free thread; fetching "
               "its inputs from peers; reading its inputs back from the spill directory); they "
-              "overlap idle time and are not part of the thread-time sum.", ""]
+              "overlap idle time and are not part of the thread-time sum. "
+              "² The rest of the tasks' wall time: sleep, locks, the GIL, waits inside the task "
+              "(an I/O call's own CPU counts in both CPU and I/O, so this is a lower bound)"
+              + ("; it includes the time inside I/O calls, which was not captured"
+                 if b.get_column("other_includes_io").any() else "")
+              + ". Not captured where CPU was not measured."
+              + (" ³ Wall time of `async def` tasks, which ran on the worker's event loop, not "
+                 "on an executor thread (their awaiting time included); not in the thread "
+                 "count or the busy share." if coroutines else ""), ""]
     if b.get_column("threads_bound").any():
         lines += [agg.THREADS_BOUND_NOTE[0].upper() + agg.THREADS_BOUND_NOTE[1:] + ".", ""]
     if "timeline" in figures:
@@ -107,7 +125,7 @@ def _prefixes(out: Outputs, figures: dict[str, str]) -> list[str]:
     if p.is_empty():
         return []
     rows = [[code(r["prefix"]), count(r["executions"]), seconds(r["wall_s"]),
-             seconds(r["mean_s"]), seconds(r["max_s"]), seconds(r["cpu_s"]),
+             seconds(r["mean_s"]), seconds(r["max_s"]), measured(r["cpu_s"]),
              *_io_cells(r, "io_s", known=_io_known(out))]
             for r in p.head(TOP).iter_rows(named=True)]
     lines = [f"## Heaviest task prefixes ({_shown(p.height, 'wall time')})", ""]
@@ -136,7 +154,7 @@ def _task_rows(t: pl.DataFrame, awaiting: bool, known: bool = True) -> list[list
     return [[code(r["key"]), code(r["prefix"]), code(r["worker"]), seconds(r["duration_s"]),
              *([seconds(r["awaiting_s"]) if r["awaiting_s"] is not None else "thread"]
                if awaiting else []),
-             seconds(r["cpu_s"]), *_io_cells(r, "io_time_s", known=known)]
+             measured(r["cpu_s"]), *_io_cells(r, "io_time_s", known=known)]
             for r in t.iter_rows(named=True)]
 
 
@@ -151,6 +169,9 @@ def _tasks(out: Outputs) -> list[str]:
         lines += [f"### {title} ({_shown(tasks.height, None)})", ""]
         if by == "io_bytes" and not _io_known(out):  # a ranking of unknowns ranks nothing
             lines += ["Unknown: I/O was not captured (see the top).", ""]
+            continue
+        if by == "cpu_s" and not tasks["cpu_s"].is_not_null().any():
+            lines += ["Not captured: the source recorded no CPU time for any execution.", ""]
             continue
         t = agg.top_tasks(tasks, by, TOP)
         align = "lll" + "r" * (len(header) - 3)
@@ -187,8 +208,16 @@ def _functions(out: Outputs) -> list[str]:
                  code(f"{r['file']}:{r['line']}"), seconds(r["tsub_s"]), seconds(r["ttot_s"]),
                  count(r["ncall"])] for r in part.iter_rows(named=True)]
         lines += [f"### {code(prefix)} ({clock or 'unknown'} clock)", ""]
-        lines += table(["function", "where", "exclusive", "inclusive", "calls"], rows, "llrrr")
+        lines += table(["function", "where", "exclusive", "inclusive", ncall_header(part)],
+                       rows, "llrrr")
     return lines
+
+
+def ncall_header(functions: pl.DataFrame) -> str:
+    """What the ``ncall`` column of these profile rows counts: ``calls`` (Yappi, pstats) or
+    ``samples`` (the stack sampler counts samples, not calls)."""
+    kinds = sorted({str(k) for k in functions["ncall_kind"].to_list() if k is not None})
+    return " / ".join(kinds) or "calls"
 
 
 def _unattributed(out: Outputs) -> list[str]:
@@ -221,9 +250,12 @@ def _unattributed(out: Outputs) -> list[str]:
 def _cpu(out: Outputs) -> list[str]:
     c = agg.cpu_coverage(out["tasks"])
     cpu = out.summary.get("cpu") or {}
-    lines = [f"CPU: {seconds(cpu.get('task_cpu_s'))} of thread CPU inside task executions "
-             f"(task wall time {seconds(cpu.get('task_wall_s'))}). CPU spent outside task "
-             "executions (event loop, communication, spilling) is not in the output tables.", ""]
+    inside = (f"{seconds(cpu['task_cpu_s'])} of thread CPU inside task executions"
+              if cpu.get("task_cpu_s") is not None
+              else "not captured inside task executions (the source recorded none)")
+    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}). CPU spent "
+             "outside task executions (event loop, communication, spilling) is not in the "
+             "output tables.", ""]
     missing = c.filter(pl.col("unmeasured") > 0)
     if missing.height:
         rows = [[code(r["worker"]), count(r["unmeasured"]), count(r["executions"]),

@@ -244,7 +244,9 @@ def _counters(seg: pl.DataFrame, tasks: pl.DataFrame, t0: int, t1: int) -> pl.Da
                     written=pl.when(pl.col("op") == "write").then("bytes").otherwise(0))
     io = _counter_bins(io, t0, width, read=pl.col("read").sum(),
                        written=pl.col("written").sum())
-    cpu = _counter_bins(tasks.select("tpid", t=pl.col("e"), cpu=pl.col("cpu_s").fill_null(0.0)),
+    # only executions whose CPU was measured: a source that records none draws no counter
+    cpu = _counter_bins(tasks.filter(pl.col("cpu_s").is_not_null())
+                        .select("tpid", t=pl.col("e"), cpu=pl.col("cpu_s")),
                         t0, width, cpu_s=pl.col("cpu").sum())
     events = []
     for frame, name, args in ((io, "I/O bytes (cumulative)", pl.struct("read", "written")),

@@ -10,7 +10,7 @@ import polars as pl
 from rich.text import Text
 
 from correlate.console import name_table, results
-from correlate.grouping import group_agg
+from correlate.grouping import group_agg, measured_sum
 
 
 def _bytes(n: float | None) -> str:
@@ -25,13 +25,18 @@ def _bytes(n: float | None) -> str:
 
 def _prefix_rows(tasks: pl.DataFrame, top: int, io_known: bool = True) -> list[list[Any]]:
     agg = (group_agg(tasks, ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
-                     cpu=pl.col("cpu_s").sum(), rd=pl.col("read_bytes").sum(),
-                     wr=pl.col("write_bytes").sum(), io=pl.col("io_time_s").sum())
+                     cpu=measured_sum("cpu_s"), rd=measured_sum("read_bytes"),
+                     wr=measured_sum("write_bytes"), io=measured_sum("io_time_s"))
            .sort("wall", "prefix", descending=[True, False]).head(top))
-    return [[r["prefix"], r["n"], f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
-             *([_bytes(r["rd"]), _bytes(r["wr"]), f"{r['io']:.3f}"] if io_known
+    return [[r["prefix"], r["n"], f"{r['wall']:.3f}", _secs(r["cpu"]),
+             *([_bytes(r["rd"]), _bytes(r["wr"]), _secs(r["io"])] if io_known
                else ["unknown"] * 3)]  # no Darshan log: not 0 B
             for r in agg.iter_rows(named=True)]
+
+
+def _secs(s: float | None, digits: int = 3) -> str:
+    """Seconds to ``digits`` decimals; ``-`` where the source measured none (not ``0.000``)."""
+    return "-" if s is None else f"{s:.{digits}f}"
 
 
 def _file_rows(files: pl.DataFrame, top: int) -> list[list[Any]]:
@@ -75,19 +80,21 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
                    if summary.get("headline") else ""))
     else:
         c.print("I/O: unknown (not captured)")
-    c.print(f"CPU: {cpu['task_cpu_s'] or 0:.3f} s in tasks (measured for "
-            f"{cpu['executions_with_cpu']:,}/{cpu['executions']:,} executions), task wall "
-            f"{cpu['task_wall_s'] or 0:.3f} s")
+    inside = ("not captured in tasks" if cpu.get("task_cpu_s") is None
+              else f"{cpu['task_cpu_s']:.3f} s in tasks")
+    c.print(f"CPU: {inside} (measured for {cpu['executions_with_cpu']:,}/"
+            f"{cpu['executions']:,} executions), task wall {_secs(cpu['task_wall_s'])} s")
     sp = summary.get("spill") or {}
     if sp.get("keys_spilled") or sp.get("input_read_back_s"):
-        c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys written "
-                f"({sp['spill_write_s'] or 0:.3f} s), {_bytes(sp['unspilled_bytes'])} read back "
-                f"({sp['unspill_read_s'] or 0:.3f} s); executions waited "
-                f"{sp['input_read_back_s'] or 0:.3f} s for spilled inputs")
+        keys = "-" if sp.get("keys_spilled") is None else f"{sp['keys_spilled']:,}"
+        c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {keys} keys written "
+                f"({_secs(sp['spill_write_s'])} s), {_bytes(sp['unspilled_bytes'])} read back "
+                f"({_secs(sp['unspill_read_s'])} s); executions waited "
+                f"{_secs(sp['input_read_back_s'])} s for spilled inputs")
     outside = [w for w in cpu.get("per_worker", []) if w["process_cpu_s"]]
     if outside:
         c.print("CPU outside tasks (event loop, comms, start-up, other threads): " + ", ".join(
-            f"{w['worker'] or w['pid']} {w['outside_tasks_cpu_s']:.2f} of "
+            f"{w['worker'] or w['pid']} {_secs(w['outside_tasks_cpu_s'], 2)} of "
             f"{w['process_cpu_s']:.2f} s" for w in outside[:top]))
     if tasks.height:
         c.print(name_table("Heaviest task prefixes (by wall time)",
@@ -96,13 +103,14 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     if files.height:
         c.print(name_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
                            _file_rows(files, top), width=c.width, keep_tail=True))
-    for r in io["unattributed_by_reason"][:top]:
+    for r in (io.get("unattributed_by_reason") or [])[:top]:
         c.print(Text(f"unattributed: {_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
     unc = [r["uncertainty_ns"] for r in summary["clocks"] if r["uncertainty_ns"] is not None]
     if unc:
         c.print(f"clocks: {len(summary['clocks'])} offsets, worst uncertainty "
                 f"{max(unc) / 1e6:.3f} ms")
-    for w in summary["warnings"]:
+    headline = set(summary.get("headline") or [])
+    for w in (w for w in summary["warnings"] if w not in headline):  # printed at the top
         c.print(Text(f"warning: {w}", style="yellow"))
     for r in summary["rejects"]:
         c.print(Text(f"rejected: {r['count']:,} from {r['source']} {r['file'] or ''}: "

@@ -9,6 +9,7 @@ fixed-width time bins per lane and operation (the note says so).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import polars as pl
@@ -125,6 +126,17 @@ IO_COLOURS = {"read": "#1b1b1b", "write": "#c2185b"}
 
 def prefix_colours(prefix_names: list[str]) -> dict[str, str]:
     """Colour per prefix: the first ``len(PALETTE)`` (heaviest first) get their own colour,
-    the rest share ``OTHER_COLOUR``."""
-    return {p: (PALETTE[i] if i < len(PALETTE) else OTHER_COLOUR)
-            for i, p in enumerate(prefix_names)}
+    the rest share ``OTHER_COLOUR``. A prefix's colour is chosen by a hash of its name (the
+    next free one when a heavier prefix holds it), so the same prefix has the same colour in
+    two reports side by side, whatever else ran."""
+    free = list(range(len(PALETTE)))
+    out = {}
+    for p in prefix_names:
+        if not free:
+            out[p] = OTHER_COLOUR
+            continue
+        want = zlib.crc32(p.encode("utf-8")) % len(PALETTE)
+        slot = min(free, key=lambda i: (i - want) % len(PALETTE))
+        free.remove(slot)
+        out[p] = PALETTE[slot]
+    return out

@@ -136,6 +136,9 @@ DEPENDENCIES = Table(
     sort_by=("key", "depends_on"),
 )
 
+#: what a profile row's ``ncall`` counts
+NCALL_KIND = "Enum:calls,samples"
+
 FUNC_STATS = Table(
     "func_stats",
     "Profile rows per (process, thread, execution, function).",
@@ -149,10 +152,12 @@ FUNC_STATS = Table(
         Column("name", "String", "function name", nullable=False),
         Column("file", "String", "source file"),
         Column("line", "Int64", "first line"),
-        Column("ncall", "Int64", "calls"),
+        Column("ncall", "Int64", "calls, or stack samples (see ncall_kind)"),
         Column("ttot_s", "Float64", "inclusive time"),
         Column("tsub_s", "Float64", "exclusive time"),
         Column("clock", "Enum:wall,cpu", "clock of ttot/tsub"),
+        Column("ncall_kind", NCALL_KIND, "what ncall counts: calls (a deterministic profiler: "
+               "Yappi, pstats) or samples (the stack sampler: not calls)"),
     ),
     sort_by=("host", "pid", "thread_id", "execution_seq", "file", "line", "name"),
 )

@@ -38,6 +38,7 @@ least exact method that gave it I/O (else the best its process allowed).
 
 from __future__ import annotations
 
+from correlate.schema.canonical import NCALL_KIND
 from correlate.schema.table import Column, Table
 
 ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,stdio-file,"
@@ -119,10 +120,12 @@ TASK_FUNCTIONS = Table(
         Column("name", "String", "function", nullable=False),
         Column("file", "String", "source file"),
         Column("line", "Int64", "line"),
-        Column("ncall", "Int64", "calls"),
+        Column("ncall", "Int64", "calls, or stack samples (see ncall_kind)"),
         Column("tsub_s", "Float64", "exclusive time"),
         Column("ttot_s", "Float64", "inclusive time"),
         Column("clock", "Enum:wall,cpu", "clock"),
+        Column("ncall_kind", NCALL_KIND, "what ncall counts: calls (Yappi, pstats) or samples "
+               "(the stack sampler)"),
     ),
     sort_by=("execution_id", "tsub_s", "file", "line", "name"),
 )

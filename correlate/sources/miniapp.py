@@ -127,7 +127,7 @@ def _yappi(folder: Path, warnings: list[str]) -> tuple[pl.DataFrame, int | None]
         return TABLES["func_stats"].empty(), pid
     rows = [{"pid": pid, "file": file, "line": line, "name": func,
              "module": Path(file).stem if file else None, "ncall": nc, "tsub_s": tt,
-             "ttot_s": ct, "clock": clock}
+             "ttot_s": ct, "clock": clock, "ncall_kind": "calls"}
             for (file, line, func), (_cc, nc, tt, ct, _callers) in stats.items()]
     warnings.append(f"Yappi stats ({len(rows):,} functions, {clock} clock) come from process "
                     f"{pid} aggregated over all threads without task tags: they cannot be split "

@@ -302,7 +302,9 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
                                                                 maintain_order=True)
     funcs = _lazy_or(t["worker_func_stats"], "worker_func_stats")
     funcs = funcs.with_columns(execution_seq=pl.when(pl.col("execution_seq") > 0)
-                               .then(pl.col("execution_seq")))
+                               .then(pl.col("execution_seq")),
+                               ncall_kind=pl.when(pl.col("profiler") == "sample")
+                               .then(pl.lit("samples")).otherwise(pl.lit("calls")))
     out = {
         "processes": _processes(processes, io),
         "executions": executions,

@@ -30,8 +30,9 @@ def test_unknown_threads_share_as_few_lanes_as_can_hold_them():
                 (2, "w", None, False, 5, 12), (3, "w", None, False, 11, 20),
                 (4, "w", 7, True, 0, 5)])
     lanes = agg.lanes(t)
-    assert lanes["label"].to_list() == ["w · thread 7 (inferred)", "w · thread ? #1",
+    assert lanes["label"].to_list() == ["w · thread 1 (inferred)", "w · thread ? #1",
                                         "w · thread ? #2"]
+    assert lanes["thread_id"].to_list() == [7, None, None]  # the id, for tooltips
     bars = task_bars(t, lanes, 0)
     # no two executions overlap on one lane
     clash = bars.sort("lane", "start").filter(
@@ -62,7 +63,24 @@ def test_io_of_an_unknown_thread_execution_is_drawn_on_its_lane():
     io = io_bars(seg, lanes, bars, 0, 10 * S, 100).frame
     lane_of = dict(zip(lanes["label"], lanes["lane"], strict=True))
     assert dict(zip(io["bytes"], io["lane"], strict=True)) == {
-        1.0: lane_of["w · thread ? #1"], 2.0: lane_of["w · thread 7 (inferred)"]}
+        1.0: lane_of["w · thread ? #1"], 2.0: lane_of["w · thread 1 (inferred)"]}
+
+
+def test_lanes_are_numbered_per_worker_and_the_event_loop_is_its_own_line():
+    """Threads are labelled by their index in their worker (ids are long and alike); the
+    thread that ran only coroutine tasks is the event loop, and it is neither counted as an
+    executor thread nor part of the busy share: its tasks' time is a line of its own."""
+    t = _tasks([(0, "w", 900, False, 0, 10), (1, "w", 500, False, 0, 10),
+                (2, "w", 700, False, 0, 4), (3, "x", 950, False, 0, 10)]).with_columns(
+        awaiting_s=pl.Series([None, None, 0.000_000_003, None], dtype=pl.Float64))
+    lanes = agg.lanes(t)
+    assert lanes.select("worker", "thread_id", "label").rows() == [
+        ("w", 500, "w · thread 1"), ("w", 700, "w · event loop"), ("w", 900, "w · thread 2"),
+        ("x", 950, "x · thread 1")]
+    b = {r["worker"]: r for r in agg.worker_budget(t).iter_rows(named=True)}
+    assert (b["w"]["threads"], b["w"]["coroutines"]) == (2, 1)
+    assert (b["w"]["busy_s"], b["w"]["coroutine_s"]) == (20, 4)  # (durations as given)
+    assert b["w"]["busy_share"] == pytest.approx(1.0)  # 2 threads busy the whole window
 
 
 @pytest.mark.fixtures

@@ -148,7 +148,8 @@ def test_top_functions_sums_do_not_depend_on_the_order_rows_are_added() -> None:
 
     times = [0.1, 0.2, 0.3, 1e-9, 2.5e-7]
     rows = pl.DataFrame({"execution_id": list(range(len(times))), "module": "m", "name": "f",
-                         "file": "m.py", "line": 1, "clock": "wall", "tsub_s": times,
+                         "file": "m.py", "line": 1, "clock": "wall", "ncall_kind": "calls",
+                         "tsub_s": times,
                          "ttot_s": times, "ncall": 1})
     tasks = pl.DataFrame({"execution_id": list(range(len(times))), "prefix": "p"})
     got = [top_functions(order, tasks, ["p"], 5) for order in (rows, rows.reverse())]

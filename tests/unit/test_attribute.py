@@ -263,18 +263,20 @@ def test_window_split_matches_the_rule_on_many_processes_and_thread_layouts():
 
 
 def _profile_rows(rows):
-    """rows: (execution_seq, module, name, file, line, ncall, tsub_s, ttot_s), wall clock."""
+    """rows: (execution_seq, module, name, file, line, ncall, tsub_s, ttot_s), wall clock,
+    calls."""
     schema = {"execution_seq": pl.Int64, "module": pl.String, "name": pl.String,
               "file": pl.String, "line": pl.Int64, "ncall": pl.Int64, "tsub_s": pl.Float64,
               "ttot_s": pl.Float64}
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
-        clock=pl.lit("wall").cast(pl.Enum(["wall", "cpu"])))
+        clock=pl.lit("wall").cast(pl.Enum(["wall", "cpu"])),
+        ncall_kind=pl.lit("calls").cast(pl.Enum(["calls", "samples"])))
 
 
 def _summed_by_rule(func_stats, ex):
-    """The rule: the rows of one function (module, name, file, line, clock) in one execution
-    summed; rows of no execution left out."""
-    function = ["module", "name", "file", "line", "clock"]
+    """The rule: the rows of one function (module, name, file, line, clock, what ncall
+    counts) in one execution summed; rows of no execution left out."""
+    function = ["module", "name", "file", "line", "clock", "ncall_kind"]
     return (func_stats.join(ex.select("execution_seq", "execution_id"), on="execution_seq")
             .group_by("execution_id", *function)
             .agg(pl.col("ncall").sum(), pl.col("tsub_s").sum(), pl.col("ttot_s").sum())

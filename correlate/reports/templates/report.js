@@ -16,7 +16,8 @@
   const ioText = io.captured === false ? "I/O not captured" :
     `I/O ${fmtBytes((io.total || {}).bytes)}, ${fmtPct(io.attributed_bytes_share)} attributed to tasks`;
   $("headline").textContent = `${fmtN(h.executions)} task executions of ${fmtN(h.tasks)} tasks ` +
-    `(${fmtText(h.source_format)}); ${ioText}; task CPU ${fmtS((h.cpu || {}).task_cpu_s)}.`;
+    `(${fmtText(h.source_format)}); ${ioText}; task CPU ` +
+    `${(h.cpu || {}).task_cpu_s === null ? "not captured" : fmtS((h.cpu || {}).task_cpu_s)}.`;
   // problems that change the numbers below, before any table (as in report.md)
   for (const p of h.problems || []) {
     const li = el("li", p); li.className = "warn"; $("headline-problems").appendChild(li);
@@ -156,6 +157,8 @@
       drawTimeline(); return;
     }
     const lane = Math.floor((py - AXIS_H) / LANE_H);
+    // the lane's label names the thread by its index; the tooltip adds its id
+    const laneText = (l) => TL.lanes[l] + (TL.lane_threads[l] ? ` (thread id ${TL.lane_threads[l]})` : "");
     if (px < LABEL_W || lane < 0 || lane >= TL.lanes.length) { tip.hidden = true; return; }
     const t = timeAt(px), pxPerMs = plotGeom().plotW / (view.b - view.a);
     const yIn = py - AXIS_H - lane * LANE_H;
@@ -165,13 +168,13 @@
       showTip(ev, [(IO.op[i] ? "write " : "read ") + (IO.path[i] === null || IO.path[i] === undefined ? "(merged I/O bin)" : TL.paths[IO.path[i]]),
         `${fmtBytes(IO.bytes[i])} in ${fmtN(IO.ops[i])} op(s)`,
         `${IO.start[i].toFixed(3)} ms → ${(IO.start[i] + IO.dur[i]).toFixed(3)} ms (${fmtS(IO.dur[i] / 1000)})`,
-        TL.lanes[lane]]);
+        laneText(lane)]);
       return;
     }
     const i = taskAt(lane, t, pxPerMs);
     if (i < 0) { tip.hidden = true; return; }
     const p = prefixes[T.prefix[i]] || {};
-    showTip(ev, [T.key[i], `prefix ${fmtText(p.prefix)} · execution ${T.id[i]}`, TL.lanes[lane],
+    showTip(ev, [T.key[i], `prefix ${fmtText(p.prefix)} · execution ${T.id[i]}`, laneText(lane),
       `${T.start[i].toFixed(3)} ms → ${(T.start[i] + T.dur[i]).toFixed(3)} ms (${fmtS(T.dur[i] / 1000)})`,
       `CPU ${fmtS(T.cpu[i])} · I/O time ${fmtS(T.io[i])}`,
       `read ${fmtBytes(T.rb[i])} · written ${fmtBytes(T.wb[i])}`]);
@@ -206,9 +209,10 @@
       ctx.save(); ctx.beginPath(); ctx.rect(0, y, LW - 8, rowH); ctx.clip();
       ctx.fillText(label, 4, y + rowH / 2); ctx.restore();
       series.forEach((s, k) => {
-        const v = s.values[i] || 0, bw = (v / max) * plotW;
+        const raw = s.values[i], v = raw || 0, bw = (v / max) * plotW;
         ctx.fillStyle = s.colour; ctx.fillRect(LW, y + 4 + k * 12, Math.max(v > 0 ? 1 : 0, bw), 10);
-        ctx.fillStyle = "#444"; ctx.fillText(unitFmt(v), LW + bw + 4, y + 9 + k * 12);
+        // an unmeasured value is labelled as such, not as 0
+        ctx.fillStyle = "#444"; ctx.fillText(unitFmt(raw), LW + bw + 4, y + 9 + k * 12);
         drawn++;
       });
     });
@@ -216,24 +220,32 @@
   }
   const topP = prefixes.slice(0, 20);
   function drawCharts() {
+    const known = (k) => topP.some((p) => p[k] !== null && p[k] !== undefined);
     hbars($("prefix-chart"), topP.map((p) => p.prefix), [
-      { label: "wall", colour: "#4e79a7", values: topP.map((p) => p.wall_s) },
-      { label: "CPU", colour: "#f28e2b", values: topP.map((p) => p.cpu_s) },
-      { label: "I/O", colour: "#1b1b1b", values: topP.map((p) => p.io_s) }], fmtS);
+      { label: "wall", colour: "#4e79a7", values: topP.map((p) => p.wall_s), key: "wall_s" },
+      { label: "CPU", colour: "#f28e2b", values: topP.map((p) => p.cpu_s), key: "cpu_s" },
+      { label: "I/O", colour: "#1b1b1b", values: topP.map((p) => p.io_s), key: "io_s" }]
+      .filter((s) => known(s.key)), fmtS);
     const W = DATA.workers;
+    // a quantity that was not measured is not drawn (a bar of 0 would claim none)
+    const measured = (k) => W.some((r) => r[k] !== null && r[k] !== undefined);
     hbars($("budget"), W.map((r) => r.worker), [
-      { label: "compute", colour: "#4e79a7", values: W.map((r) => r.compute_s) },
-      { label: "I/O", colour: "#1b1b1b", values: W.map((r) => r.io_s) },
-      { label: "idle", colour: "#c8c8c8", values: W.map((r) => r.idle_s) }], fmtS);
+      { label: "CPU", colour: "#f28e2b", values: W.map((r) => r.cpu_s), key: "cpu_s" },
+      { label: "I/O", colour: "#1b1b1b", values: W.map((r) => r.io_s), key: "io_s" },
+      { label: "other", colour: "#4e79a7", values: W.map((r) => r.other_s), key: "other_s" },
+      { label: "idle", colour: "#c8c8c8", values: W.map((r) => r.idle_s), key: "idle_s" }]
+      .filter((s) => measured(s.key)), fmtS);
   }
 
   // ---------- tables ----------
   sortableTable($("workers"), [["worker", "worker", "text"], ["threads_label", "threads", "text"],
-    ["executions", "executions", "n"], ["thread_s", "thread time", "s"], ["compute_s", "compute", "s"],
-    ["io_s", "I/O", "s"], ["idle_s", "idle", "s"], ["busy_share", "busy", "pct"],
+    ["executions", "executions", "n"], ["thread_s", "thread time", "s"], ["cpu_s", "CPU", "s"],
+    ["io_s", "I/O", "s"],
+    ["other_s", DATA.workers.some((r) => r.other_includes_io) ? "other (incl. I/O)" : "other", "s"],
+    ["idle_s", "idle", "s"], ["busy_share", "busy", "pct"],
+    ...(DATA.workers.some((r) => r.coroutines) ? [["coroutine_s", "coroutines (event loop)", "s"]] : []),
     ["waiting_s", "waiting for a thread", "s"], ["transfer_s", "receiving inputs", "s"],
-    ["read_back_s", "reading spilled inputs back", "s"],
-    ["cpu_s", "CPU", "s"]], DATA.workers, "worker", false);
+    ["read_back_s", "reading spilled inputs back", "s"]], DATA.workers, "worker", false);
   $("spill-section").hidden = !DATA.spill.length;
   sortableTable($("spill"), [["key", "key", "text"], ["spilled_bytes", "written", "bytes"],
     ["spill_writes", "times", "n"], ["spill_write_s", "write time", "s"],
@@ -262,15 +274,19 @@
   function drawFunctions() {
     const rows = DATA.functions.filter((f) => f.prefix === fsel.value).map((f) => (
       { ...f, function: f.module ? f.module + "." + f.name : f.name, where: `${fmtText(f.file)}:${fmtText(f.line)}` }));
+    // the stack sampler counts samples, not calls
+    const counted = [...new Set(rows.map((f) => f.ncall_kind || "calls"))].sort().join(" / ") || "calls";
     sortableTable($("functions"), [["function", "function", "text"], ["where", "where", "text"],
-      ["tsub_s", "exclusive", "s"], ["ttot_s", "inclusive", "s"], ["ncall", "calls", "n"],
+      ["tsub_s", "exclusive", "s"], ["ttot_s", "inclusive", "s"], ["ncall", counted, "n"],
       ["executions", "executions", "n"], ["clock", "clock", "text"]], rows, "tsub_s");
   }
   fsel.addEventListener("change", drawFunctions);
   drawFunctions();
 
   const stdio = (io.stdio || {}).bytes;
-  $("io-share").textContent = `${stdio ? `I/O in DXT and C stdio (${fmtBytes(stdio)} counted per file, untraced)` : "I/O in DXT"}: ${fmtBytes((io.total || {}).bytes)} in ${fmtN((io.total || {}).ops)} operations; ` +
+  $("io-share").textContent = io.captured === false
+    ? "I/O: not captured (no Darshan logs): read, written and I/O time are unknown, not zero."
+    : `${stdio ? `I/O in DXT and C stdio (${fmtBytes(stdio)} counted per file, untraced)` : "I/O in DXT"}: ${fmtBytes((io.total || {}).bytes)} in ${fmtN((io.total || {}).ops)} operations; ` +
     `attributed to task executions: ${fmtBytes((io.attributed || {}).bytes)} (${fmtPct(io.attributed_bytes_share)}).`;
   sortableTable($("unattributed"), [["reason", "reason", "text"], ["role", "process role", "text"],
     ["thread_kind", "thread", "text"], ["bytes", "bytes", "bytes"], ["ops", "ops", "n"],
