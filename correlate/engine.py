@@ -27,7 +27,7 @@ from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
-from correlate.summary import build_summary
+from correlate.summary import build_summary, dxt_captured
 
 OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
                  "events", "slices")
@@ -70,13 +70,14 @@ def _spill_columns(ex: pl.DataFrame, spill_io: pl.DataFrame, frames: RunFrames
     """execution_id → its key's spill figures, on the key's last execution; zero where the
     run has DXT and no spill of the key, null without DXT."""
     per_key = spill.per_key(spill_io)
+    traced = dxt_captured(frames)
     if per_key.is_empty():  # (the usual case: no string group-by over every key)
-        zero = None if frames.darshan_logs.is_empty() else 0
+        zero = 0 if traced else None
         return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
                                            in per_key.drop("key").schema.items()))
     last = ex.group_by("key").agg(pl.col("execution_id").max())
     figures = last.join(per_key, on="key", how="left").drop("key")
-    if frames.darshan_logs.is_empty():
+    if not traced:
         return figures
     return figures.with_columns(pl.exclude("execution_id").fill_null(0))
 

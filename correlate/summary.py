@@ -120,16 +120,17 @@ def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
 
 def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
     """Spill totals and where each figure came from; the figures read from Darshan's spill
-    file segments are null (unknown) in a run without Darshan logs."""
-    known = io_captured(frames)
+    file segments are null (unknown) in a run whose Darshan logs traced no operation."""
+    known = dxt_captured(frames)
     written = tasks.filter(pl.col("spill_writes") > 0)
 
     def total(col: str) -> float | None:
         return tasks[col].sum() if known else None
 
     return {
-        "source": {"bytes_and_times": "darshan (spill file segments)"
-                   if known else "unknown (no Darshan logs)",
+        "source": {"bytes_and_times": "darshan (spill file segments)" if known
+                   else "unknown (no DXT trace)" if io_captured(frames)
+                   else "unknown (no Darshan logs)",
                    "input_read_back_s": "dask startstops (disk-read)"},
         "keys_spilled": written.height if known else None,
         "spilled_bytes": _count(total("spilled_bytes")),
@@ -158,6 +159,13 @@ def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
 def io_captured(frames: RunFrames) -> bool:
     """Whether any Darshan log was read: without one, tasks' I/O is unknown, not zero."""
     return not frames.darshan_logs.is_empty()
+
+
+def dxt_captured(frames: RunFrames) -> bool:
+    """Whether any Darshan log traced operations (DXT): the spill figures come from the spill
+    files' DXT segments, so a run whose logs hold counters only has its spill unknown."""
+    modules = frames.darshan_logs.get_column("modules").explode()
+    return bool(modules.str.starts_with("DXT_").any())
 
 
 def headline_problems(frames: RunFrames) -> list[str]:

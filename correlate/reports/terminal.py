@@ -86,11 +86,14 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
             f"{cpu['executions']:,} executions), task wall {_secs(cpu['task_wall_s'])} s")
     sp = summary.get("spill") or {}
     if sp.get("keys_spilled") or sp.get("input_read_back_s"):
-        keys = "-" if sp.get("keys_spilled") is None else f"{sp['keys_spilled']:,}"
-        c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {keys} keys written "
-                f"({_secs(sp['spill_write_s'])} s), {_bytes(sp['unspilled_bytes'])} read back "
-                f"({_secs(sp['unspill_read_s'])} s); executions waited "
-                f"{_secs(sp['input_read_back_s'])} s for spilled inputs")
+        waited = f"executions waited {_secs(sp['input_read_back_s'])} s for spilled inputs"
+        if sp.get("keys_spilled") is None:
+            c.print(f"spill: bytes written and read back {sp['source']['bytes_and_times']}; "
+                    + waited)
+        else:
+            c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys "
+                    f"written ({_secs(sp['spill_write_s'])} s), {_bytes(sp['unspilled_bytes'])} "
+                    f"read back ({_secs(sp['unspill_read_s'])} s); {waited}")
     outside = [w for w in cpu.get("per_worker", []) if w["process_cpu_s"]]
     if outside:
         c.print("CPU outside tasks (event loop, comms, start-up, other threads): " + ", ".join(
