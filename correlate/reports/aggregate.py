@@ -178,7 +178,8 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
 
 def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per task prefix: executions, wall, CPU, I/O time and bytes (each null where none of the
-    prefix's executions had it measured); sorted by wall time."""
+    prefix's executions had it measured), and ``other_s``, the rest of the wall time (sleep,
+    locks, the GIL, waits inside the task: as in ``worker_budget``); sorted by wall time."""
     agg = group_agg(
         tasks, ["prefix"],
         executions=pl.len(),
@@ -192,6 +193,8 @@ def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
     return agg.with_columns(
         mean_s=pl.col("wall_s") / pl.col("executions"),
         io_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
+        other_s=(pl.col("wall_s") - pl.col("cpu_s") - pl.col("io_s").fill_null(0.0))
+        .clip(lower_bound=0.0),
     ).sort("wall_s", "prefix", descending=[True, False], nulls_last=True)
 
 

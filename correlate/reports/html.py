@@ -155,8 +155,8 @@ def build_data(out: Outputs) -> dict[str, Any]:
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     s = out.summary
     prefixes = _rows(pre.with_columns(pl.col("prefix").fill_null("?")),
-                     ["prefix", "executions", "wall_s", "mean_s", "max_s", "cpu_s", "io_s",
-                      "read_bytes", "write_bytes"])
+                     ["prefix", "executions", "wall_s", "mean_s", "max_s", "cpu_s", "other_s",
+                      "io_s", "read_bytes", "write_bytes"])
     for row in prefixes:
         row["colour"] = colours[row["prefix"]]
     return {

@@ -126,11 +126,11 @@ def _prefixes(out: Outputs, figures: dict[str, str]) -> list[str]:
         return []
     rows = [[code(r["prefix"]), count(r["executions"]), seconds(r["wall_s"]),
              seconds(r["mean_s"]), seconds(r["max_s"]), measured(r["cpu_s"]),
-             *_io_cells(r, "io_s", known=_io_known(out))]
+             measured(r["other_s"]), *_io_cells(r, "io_s", known=_io_known(out))]
             for r in p.head(TOP).iter_rows(named=True)]
     lines = [f"## Heaviest task prefixes ({_shown(p.height, 'wall time')})", ""]
-    lines += table(["prefix", "runs", "wall", "mean", "max", "CPU", "I/O time", "read",
-                    "written"], rows)
+    lines += table(["prefix", "runs", "wall", "mean", "max", "CPU", "other²", "I/O time",
+                    "read", "written"], rows)
     if "prefixes" in figures:
         lines += [f"![Time and bytes per task prefix]({figures['prefixes']})", ""]
     return lines

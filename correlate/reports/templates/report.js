@@ -253,7 +253,7 @@
     ["input_read_back_s", "waited for spilled inputs", "s"]], DATA.spill, "spilled_bytes");
   sortableTable($("prefixes"), [["prefix", "prefix", "text"], ["executions", "runs", "n"],
     ["wall_s", "wall", "s"], ["mean_s", "mean", "s"], ["max_s", "max", "s"], ["cpu_s", "CPU", "s"],
-    ["io_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"]],
+    ["other_s", "other (sleep, locks, GIL, waits)", "s"], ["io_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"]],
     prefixes, "wall_s");
   $("tasks-note").textContent = `The heaviest ${DATA.top_tasks.length} of ${fmtN(h.executions)} executions ` +
     "(top 100 by wall time, by CPU and by I/O bytes); click a column to sort.";
