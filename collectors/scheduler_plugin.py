@@ -1,9 +1,11 @@
 """Scheduler plugin: every transition with its context and every startstops entry, the task
-graph's edges, workers and clients joining and leaving. Hooks append tuples; keys are rendered
-and rows expanded in the background flush."""
+graph's edges, each task's span and annotations, Dask's spans and their fine performance
+metrics, workers and clients joining and leaving. Hooks append tuples; keys are rendered and
+rows expanded in the background flush."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import deque
@@ -33,6 +35,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         # raw rows buffered in the hot path, expanded at flush
         self._transitions: list = []
         self._graphs: deque = deque()
+        self._annotations: deque = deque()
         self._append_transition = self._transitions.extend
 
     async def start(self, scheduler: Any) -> None:
@@ -45,7 +48,9 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.scheduler = scheduler
         pdir = process_dir(Path(self.run_dir), "scheduler", hostname(), os.getpid())
         tables = {t.name: t for t in (schema.SCHEDULER_TRANSITIONS, schema.TASK_STARTSTOPS,
-                                      schema.TASK_DEPENDENCIES, schema.CLUSTER_EVENTS)}
+                                      schema.TASK_DEPENDENCIES, schema.TASK_ANNOTATIONS,
+                                      schema.SPANS_RAW, schema.SPAN_METRICS_RAW,
+                                      schema.CLUSTER_EVENTS)}
         self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
         set_log_dir(pdir)
         proc_json(pdir, role="scheduler", address=scheduler.address,
@@ -59,15 +64,21 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
     @never_raise
     def update_graph(self, scheduler: Any, *, client: str, tasks: list | None = None,
                      **kwargs: Any) -> None:
-        """Edges are read from the task states now (they may be forgotten by flush time);
-        once per submitted graph, O(edges), like the scheduler's own update_graph work."""
+        """Edges, spans and annotations are read from the task states now (they may be
+        forgotten by flush time); once per submitted graph, O(edges), like the scheduler's own
+        update_graph work (which has just put each task in its span)."""
         get = scheduler.tasks.get
-        edges = {}
+        edges, labels = {}, {}
         for key in tasks or ():
             ts = get(key)
             if ts is not None:
                 edges[key] = [d.key for d in ts.dependencies]
-        self._graphs.append((time.time_ns(), client, edges))
+                if ts.annotations:  # (a copy: the scheduler may change them later)
+                    labels[key] = dict(ts.annotations)
+        now = time.time_ns()
+        self._graphs.append((now, client, edges))
+        if labels:
+            self._annotations.append((now, labels))
 
     @never_raise
     def _expand(self) -> None:
@@ -84,6 +95,33 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                     sink.append("task_dependencies", (t_ns, k, key_str(dep), client))
                 if not dset:
                     sink.append("task_dependencies", (t_ns, k, None, client))
+        for t_ns, labels in drain(self._annotations):
+            for key, ann in labels.items():
+                span = ann.get("span") or {}
+                ids = span.get("ids") or (None,)
+                rest = {k: v for k, v in ann.items() if k != "span"}
+                sink.append("task_annotations", (
+                    t_ns, key_str(key), ids[-1],
+                    json.dumps(rest, sort_keys=True, default=str) if rest else None))
+        self._snapshot_spans(sink)
+
+    def _snapshot_spans(self, sink: ProcessSink) -> None:
+        """Dask's spans and the fine performance metrics the workers' heartbeats gave each
+        (Dask's ``cumulative_worker_metrics``: the span's and its children's)."""
+        ext = getattr(self.scheduler, "extensions", {}).get("spans")
+        if ext is None:
+            return
+        spans, metrics = [], []
+        for span in list(ext.spans.values()):  # (a copy: the event loop adds spans)
+            parent = span.parent
+            spans.append((span.id, json.dumps(list(span.name)),
+                          None if parent is None else parent.id))
+            for k, v in span.cumulative_worker_metrics.items():
+                if len(k) == 4:  # (context, prefix, activity, unit)
+                    metrics.append((span.id, str(k[0]), None if k[1] is None else str(k[1]),
+                                    str(k[2]), str(k[3]), float(v)))
+        sink.write_snapshot("spans", spans)
+        sink.write_snapshot("span_metrics", metrics)
 
     def _expand_transitions(self, sink: ProcessSink, times: list, keys: list, starts: list,
                             finishes: list, kwargs: list) -> None:

@@ -27,6 +27,7 @@ from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
+from correlate.spans import DEFAULT_SPAN
 from correlate.summary import build_summary, dxt_captured
 
 OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
@@ -94,17 +95,32 @@ def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFram
                nulls_equal=True)
          .join(methods, on="execution_id", how="left")
          .join(key_waits, on="key", how="left")
-         .join(inputs, on=["key", "worker"], how="left", nulls_equal=True))
+         .join(inputs, on=["key", "worker"], how="left", nulls_equal=True)
+         .join(_spans_of_keys(frames), on="key", how="left"))
     io_cols = ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"]
     measured = [pl.when(pl.col("attribution").is_not_null()).then(pl.col(c).fill_null(0.0))
                 .otherwise(pl.col(c)).alias(c) for c in io_cols]
-    return t.with_columns(
+    return _in_default_span(t, frames).with_columns(
         *measured,
         duration_s=(pl.col("local_stop_ns") - pl.col("local_start_ns")) * 1e-9,
         attribution=pl.coalesce(pl.col("io_method"), pl.col("attribution").cast(pl.String),
                                 pl.lit("none")),
         window_source=pl.col("window_source").cast(pl.String),
     )
+
+
+def _spans_of_keys(frames: RunFrames) -> pl.DataFrame:
+    """key → span_id, span (name path), annotations. A run that recorded spans puts a task
+    submitted outside any span in Dask's default span (Dask removes the span annotation of
+    those)."""
+    return frames.task_labels.join(frames.span_tree.select("span_id", "span"), on="span_id",
+                                   how="left").select("key", "span_id", "span", "annotations")
+
+
+def _in_default_span(tasks: pl.DataFrame, frames: RunFrames) -> pl.DataFrame:
+    if frames.span_tree.is_empty():
+        return tasks
+    return tasks.with_columns(pl.col("span").fill_null(DEFAULT_SPAN))
 
 
 def _events_table(transitions: pl.DataFrame, worker_clocks: pl.DataFrame) -> pl.DataFrame:
@@ -116,8 +132,8 @@ def _events_table(transitions: pl.DataFrame, worker_clocks: pl.DataFrame) -> pl.
         .otherwise(pl.col("local_time_ns") + shift))
 
 
-def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
-               ) -> Correlated:
+def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
+               group_by: tuple[str, ...] = ()) -> Correlated:
     """The pipeline; every output table goes to ``sink`` once final (the big ones as early as
     possible, so that a sink that writes them lets them go). Returns the summary and the tables
     it was built from."""
@@ -162,7 +178,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
             "unattributed": _put(sink, "unattributed", unattributed),
             "clocks": _put(sink, "clocks", clocks)}
     summary = build_summary(frames, kept, parts["segment_totals"],
-                            stdio_io.stdio_totals(frames.io_file_counters))
+                            stdio_io.stdio_totals(frames.io_file_counters), group_by)
     inference = thread_inference.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference
@@ -232,23 +248,25 @@ def _functions_by_process(func_stats: pl.DataFrame, ex: pl.DataFrame
                                             table, path="task_functions"), table)
 
 
-def correlate_frames(frames: RunFrames, mapper: Mapper = local_map) -> Correlated:
+def correlate_frames(frames: RunFrames, mapper: Mapper = local_map,
+                     group_by: tuple[str, ...] = ()) -> Correlated:
     """Correlate one run in memory: every output table in ``tables``. ``mapper`` runs the
     per-process attribution partitions (in this process by default, or on a Dask cluster —
-    the result is the same)."""
+    the result is the same); ``group_by``: annotation keys the summary groups tasks by."""
     sink = MemorySink()
-    result = _correlate(frames, mapper, sink)
+    result = _correlate(frames, mapper, sink, group_by)
     return Correlated(tables={name: sink.tables[name] for name in OUTPUT_TABLES},
                       summary=result.summary)
 
 
-def correlate_to(frames: RunFrames, out_dir: Path, mapper: Mapper = local_map) -> Correlated:
+def correlate_to(frames: RunFrames, out_dir: Path, mapper: Mapper = local_map,
+                 group_by: tuple[str, ...] = ()) -> Correlated:
     """Correlate one run into ``out_dir`` (every output table and summary.json), writing each
     table as soon as it is final so that the large ones are never all in memory at once.
     ``tables`` of the result holds only the small ones: tasks, task_files, unattributed and
     clocks."""
     sink = ParquetSink(out_dir)
-    result = _correlate(frames, mapper, sink)
+    result = _correlate(frames, mapper, sink, group_by)
     _write_summary(result.summary, out_dir)
     return result
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import spans
 from correlate.grouping import group_agg, measured_sum
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
@@ -213,10 +214,11 @@ def _log_problem(r: dict[str, Any]) -> str:
 
 
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
-                  segment_totals: pl.DataFrame, stdio: dict[str, float]) -> dict[str, Any]:
+                  segment_totals: pl.DataFrame, stdio: dict[str, float],
+                  group_by: tuple[str, ...] = ()) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks), the totals
     of the ``segments`` table per (host, pid, attribution) and those of the C stdio I/O
-    (``stdio_io.stdio_totals``)."""
+    (``stdio_io.stdio_totals``); ``group_by``: annotation keys to group the tasks by."""
     tasks = tables["tasks"]
     warnings = list(frames.warnings)
     headline = headline_problems(frames)
@@ -255,4 +257,18 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "processes": _processes(frames.processes),
         "rejects": _rejects(frames.rejects),
         "warnings": [*headline, *warnings],
+        **_labelled(tasks, frames, group_by),
     }
+
+
+def _labelled(tasks: pl.DataFrame, frames: RunFrames, group_by: tuple[str, ...]
+              ) -> dict[str, Any]:
+    """``spans`` (where the run has spans the user named: per span path, its subtree's
+    figures beside Dask's own thread-cpu) and ``groups`` (per annotation key asked for)."""
+    out: dict[str, Any] = {}
+    if spans.has_spans(tasks):
+        out["spans"] = spans.rows(spans.span_totals(tasks, frames.span_tree,
+                                                    frames.span_dask_metrics))
+    if group_by:
+        out["groups"] = {k: spans.rows(spans.annotation_groups(tasks, k)) for k in group_by}
+    return out

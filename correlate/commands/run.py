@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="read the Darshan logs and attribute each process's I/O as tasks on this "
                         "Dask scheduler (tcp://host:8786), or on a LocalCluster started for the "
                         "run: `local` (2 worker processes) or `local:N`; same output as without")
+    p.add_argument("--group-by", metavar="KEY", action="append", default=[],
+                   help="also group the tasks by this key of their Dask annotations "
+                        "(dask.annotate(KEY=...)); repeatable")
     p.add_argument("--no-reports", action="store_true",
                    help="write only the tables, not report.md/report.html/trace.json "
                         "(`correlate report OUT` renders them later)")
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                       lazy=True)
         status.update(f"correlating {frames.executions.height:,} executions, "
                       f"{frames.darshan_logs['segment_count'].sum():,} I/O segments")
-        result = correlate_to(frames, out, mapper)
+        result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by))
         tasks = result.summary["tasks"]
         lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:

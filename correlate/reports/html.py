@@ -189,6 +189,8 @@ def build_data(out: Outputs) -> dict[str, Any]:
                                                         "unmeasured_wall_s", "cpu_s",
                                                         "wall_s"]),
         "quality": _quality(out),
+        "spans": s.get("spans") or [],
+        "groups": s.get("groups") or {},
     }
 
 

@@ -157,7 +157,7 @@ def _tasks(rows: pl.DataFrame, t0: int) -> pl.DataFrame:
         thread_id=pl.col("thread_id").cast(pl.String), cpu_s="cpu_s",
         read_bytes="read_bytes", write_bytes="write_bytes", io_time_s="io_time_s",
         attribution=pl.col("attribution").cast(pl.String), status="status",
-        awaiting_s="awaiting_s")
+        awaiting_s="awaiting_s", span="span")
     return _encode(df, 1, name="key", cat=pl.col("prefix").fill_null("task"), ph=pl.lit("X"),
                    ts="ts_t", dur="dur_t", pid="pid_t", tid="tid_t", args=args)
 

@@ -51,6 +51,23 @@ def _file_rows(files: pl.DataFrame, top: int) -> list[list[Any]]:
             for r in agg.iter_rows(named=True)]
 
 
+def _labelled(summary: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(title, rows) of the span breakdown and of each annotation grouping asked for."""
+    out = [("By span (each with its sub-spans; dask cpu s: Dask's own thread-cpu)",
+            summary["spans"])] if summary.get("spans") else []
+    return out + [(f"By annotation {k!r}", rows)
+                  for k, rows in (summary.get("groups") or {}).items()]
+
+
+def _group_row(r: dict[str, Any], span: bool, io_known: bool) -> list[Any]:
+    name = ("  " * r["depth"] + r["span"].rsplit(" / ", 1)[-1]) if span else (
+        r["value"] if r["value"] is not None else "(not annotated)")
+    return [name, r["executions"], _secs(r["wall_s"]), _secs(r["cpu_s"]),
+            *([_secs(r["dask_thread_cpu_s"])] if span else []),
+            *([_bytes(r["read_bytes"]), _bytes(r["write_bytes"]), _secs(r["io_time_s"])]
+              if io_known else ["unknown"] * 3)]
+
+
 def _by_method(io: dict[str, Any]) -> str:
     """How the attributed bytes were attributed: exact-thread, helper-*, window-split."""
     total = io["total"]["bytes"]
@@ -103,6 +120,12 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
         c.print(name_table("Heaviest task prefixes (by wall time)",
                            ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],
                            _prefix_rows(tasks, top, io_known), width=c.width))
+    for title, groups in _labelled(summary):
+        c.print(name_table(title, ["span" if title.startswith("By span") else "value", "runs",
+                                   "wall s", "cpu s", *(["dask cpu s"] if title.startswith(
+                                       "By span") else []), "read", "written", "io s"],
+                           [_group_row(r, title.startswith("By span"), io_known)
+                            for r in groups[:top * 3]], width=c.width))
     if files.height:
         c.print(name_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
                            _file_rows(files, top), width=c.width, keep_tail=True))

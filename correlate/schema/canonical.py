@@ -221,6 +221,42 @@ EXECUTION_SLICES = Table(
     sort_by=("host", "pid", "execution_seq", "local_start_ns"),
 )
 
+TASK_LABELS = Table(
+    "task_labels",
+    "Each task's Dask span and annotations (one row per key).",
+    (
+        Column("key", "String", "Dask key", nullable=False),
+        Column("span_id", "String", "Dask span id"),
+        Column("annotations", "String", "other annotations, JSON with sorted keys"),
+    ),
+    sort_by=("key",),
+)
+
+SPAN_TREE = Table(
+    "span_tree",
+    "Dask's spans (distributed.span): id, name path, parent.",
+    (
+        Column("span_id", "String", "span id", nullable=False),
+        Column("span", "String", "name path, its tags joined by ' / '", nullable=False),
+        Column("parent_id", "String", "enclosing span (null: a root)"),
+    ),
+    sort_by=("span", "span_id"),
+)
+
+SPAN_DASK_METRICS = Table(
+    "span_dask_metrics",
+    "Dask's fine performance metrics per span, the span's subtree included.",
+    (
+        Column("span_id", "String", "span id", nullable=False),
+        Column("context", "String", "execute, p2p, …", nullable=False),
+        Column("prefix", "String", "task prefix (execute)"),
+        Column("activity", "String", "thread-cpu, thread-noncpu, disk-read, …", nullable=False),
+        Column("unit", "String", "seconds, bytes, count", nullable=False),
+        Column("value", "Float64", "cumulative value", nullable=False),
+    ),
+    sort_by=("span_id", "context", "prefix", "activity", "unit"),
+)
+
 REJECTS = Table(
     "rejects",
     "Input records that were not used, with the reason (nothing is dropped silently).",
@@ -234,4 +270,5 @@ REJECTS = Table(
 )
 
 ALL = (PROCESSES, EXECUTIONS, TRANSITIONS, STARTSTOPS, TRANSFERS, TRANSFER_KEYS, DEPENDENCIES,
-       FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, EXECUTION_SLICES, REJECTS)
+       FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, EXECUTION_SLICES, TASK_LABELS,
+       SPAN_TREE, SPAN_DASK_METRICS, REJECTS)

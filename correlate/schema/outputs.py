@@ -52,6 +52,11 @@ TASKS = Table(
         Column("key", "String", "Dask key", nullable=False),
         Column("prefix", "String", "task prefix"),
         Column("group", "String", "task group"),
+        Column("span", "String", "Dask span name path, tags joined by ' / ' (distributed.span; "
+               "'default' for tasks outside any span; null: not recorded)"),
+        Column("span_id", "String", "Dask span id"),
+        Column("annotations", "String", "the task's other Dask annotations (dask.annotate: "
+               "priority, retries, resources, the user's own), JSON with sorted keys"),
         Column("worker", "String", "worker address"),
         Column("host", "String", "worker host"),
         Column("pid", "Int64", "worker process id"),

@@ -55,6 +55,35 @@ TASK_DEPENDENCIES = Table(
      Column("client", "String", "submitting client")),
     sort_by=("local_time_ns", "key", "depends_on"))
 
+TASK_ANNOTATIONS = Table(
+    "task_annotations", "Each task's span and annotations, read once per submitted graph "
+    "(update_graph).",
+    (_T, _KEY,
+     Column("span_id", "String", "Dask span id (the last of annotations['span']['ids'])"),
+     Column("annotations", "String", "the task's other annotations (priority, retries, "
+            "resources, the user's own), JSON with sorted keys; null: none")),
+    sort_by=("local_time_ns", "key"))
+
+SPANS_RAW = Table(
+    "spans", "Dask's spans (distributed.span), a snapshot of the scheduler's spans extension "
+    "that each flush replaces.",
+    (Column("span_id", "String", "span id", nullable=False),
+     Column("name", "String", "the span's name path, JSON list of its tags", nullable=False),
+     Column("parent_id", "String", "enclosing span (null: a root)")),
+    sort_by=("span_id",))
+
+SPAN_METRICS_RAW = Table(
+    "span_metrics", "Dask's fine performance metrics per span (Dask's "
+    "cumulative_worker_metrics: the span's and its children's), a snapshot that each flush "
+    "replaces.",
+    (Column("span_id", "String", "span id", nullable=False),
+     Column("context", "String", "execute, gather-dep, get-data, …", nullable=False),
+     Column("prefix", "String", "task prefix (execute context)"),
+     Column("activity", "String", "thread-cpu, thread-noncpu, disk-read, …", nullable=False),
+     Column("unit", "String", "seconds, bytes, count", nullable=False),
+     Column("value", "Float64", "cumulative value", nullable=False)),
+    sort_by=("span_id", "context", "prefix", "activity", "unit"))
+
 CLUSTER_EVENTS = Table(
     "cluster_events", "Workers and clients joining and leaving (scheduler side).",
     (_T,
@@ -164,7 +193,8 @@ COROUTINE_SLICES_RAW = Table(
             "clipped)")),
     sort_by=("execution_seq", "local_start_ns"))
 
-RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, CLUSTER_EVENTS,
+RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, TASK_ANNOTATIONS,
+              SPANS_RAW, SPAN_METRICS_RAW, CLUSTER_EVENTS,
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
               CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW,
               COROUTINE_SLICES_RAW)

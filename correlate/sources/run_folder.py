@@ -318,11 +318,25 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
         "file_opens": _empty_or(t["task_file_opens"], "task_file_opens"),
         "execution_slices": _empty_or(t["coroutine_slices"], "coroutine_slices").with_columns(
             cpu_s=pl.col("thread_cpu_ns") / 1e9),
+        **_spans(t),
     }
     if io is not None:
         out.update(io_segments=io.io_segments, io_file_counters=io.io_file_counters,
                    darshan_logs=io.darshan_logs)
     return {name: conform(df, TABLES[name], path=name) for name, df in out.items()}
+
+
+def _spans(t: dict[str, Any]) -> dict[str, pl.DataFrame]:
+    """Tasks' spans and annotations (a key's last reading: a graph submitted again may move
+    it), the span tree with name paths, and Dask's metrics per span."""
+    labels = _empty_or(t["task_annotations"], "task_annotations").sort(
+        "local_time_ns", maintain_order=True).unique("key", keep="last", maintain_order=True)
+    raw = _empty_or(t["spans"], "spans").unique("span_id", keep="last", maintain_order=True)
+    names = pl.Series([" / ".join(map(str, json.loads(n))) for n in raw["name"]],
+                      dtype=pl.String)
+    return {"task_labels": labels.drop("local_time_ns"),
+            "span_tree": raw.with_columns(span=names).drop("name"),
+            "span_dask_metrics": _empty_or(t["span_metrics"], "span_metrics")}
 
 
 def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame) -> pl.DataFrame:

@@ -246,6 +246,18 @@
     ...(DATA.workers.some((r) => r.coroutines) ? [["coroutine_s", "coroutines (event loop)", "s"]] : []),
     ["waiting_s", "waiting for a thread", "s"], ["transfer_s", "receiving inputs", "s"],
     ["read_back_s", "reading spilled inputs back", "s"]], DATA.workers, "worker", false);
+  $("spans-section").hidden = !DATA.spans.length && !Object.keys(DATA.groups).length;
+  sortableTable($("spans"), [["span", "span", "text"], ["executions", "runs", "n"],
+    ["wall_s", "wall", "s"], ["cpu_s", "CPU", "s"], ["dask_thread_cpu_s", "Dask CPU", "s"],
+    ["io_time_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"],
+    ["wait_thread_s", "waiting for a thread", "s"], ["transfer_s", "receiving inputs", "s"],
+    ["spilled_bytes", "spilled", "bytes"]], DATA.spans, null);
+  Object.keys(DATA.groups).sort().forEach((key) => {
+    const box = el("div"); $("groups").appendChild(el("h3", `By annotation ${key}`)); $("groups").appendChild(box);
+    sortableTable(box, [["value", key, "text"], ["executions", "runs", "n"], ["wall_s", "wall", "s"],
+      ["cpu_s", "CPU", "s"], ["io_time_s", "I/O time", "s"], ["read_bytes", "read", "bytes"],
+      ["write_bytes", "written", "bytes"]], DATA.groups[key], "wall_s");
+  });
   $("spill-section").hidden = !DATA.spill.length;
   sortableTable($("spill"), [["key", "key", "text"], ["spilled_bytes", "written", "bytes"],
     ["spill_writes", "times", "n"], ["spill_write_s", "write time", "s"],
