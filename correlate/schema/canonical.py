@@ -13,6 +13,7 @@ execution window, the worker host's clock); ``reported_*_ns`` is what Dask repor
 
 from __future__ import annotations
 
+from correlate.schema.run import SPAN_METRICS_RAW
 from correlate.schema.table import Column, Table
 
 ROLES = "scheduler,worker,nanny,client,other"
@@ -243,19 +244,11 @@ SPAN_TREE = Table(
     sort_by=("span", "span_id"),
 )
 
+#: as the collectors record them (the same columns: no adapter reshapes them)
 SPAN_DASK_METRICS = Table(
     "span_dask_metrics",
     "Dask's fine performance metrics per span, the span's subtree included.",
-    (
-        Column("span_id", "String", "span id", nullable=False),
-        Column("context", "String", "execute, p2p, …", nullable=False),
-        Column("prefix", "String", "task prefix (execute)"),
-        Column("activity", "String", "thread-cpu, thread-noncpu, disk-read, …", nullable=False),
-        Column("unit", "String", "seconds, bytes, count", nullable=False),
-        Column("value", "Float64", "cumulative value", nullable=False),
-    ),
-    sort_by=("span_id", "context", "prefix", "activity", "unit"),
-)
+    SPAN_METRICS_RAW.columns, sort_by=SPAN_METRICS_RAW.sort_by)
 
 REJECTS = Table(
     "rejects",
