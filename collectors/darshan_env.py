@@ -111,6 +111,16 @@ def _from_config_tool() -> str | None:
     return None
 
 
+def named_runtime_missing(option: str) -> str | None:
+    """The error when ``--darshan PATH`` names a runtime that is not there (None otherwise):
+    the user asked for I/O capture, so running the job without it would waste the run."""
+    if option in ("auto", "", "off") or find_runtime(option)[0]:
+        return None
+    return (f"--darshan {option}: no libdarshan.so there; give the path of libdarshan.so or "
+            "of its install folder, or --darshan auto (find one) or off (run without I/O "
+            "capture)")
+
+
 def find_runtime(option: str) -> tuple[str | None, str]:
     """(path to libdarshan.so or None, how it was found or why not)."""
     if option == "off":

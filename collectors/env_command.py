@@ -60,6 +60,10 @@ def _quote(value: str) -> str:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
+    missing = darshan_env.named_runtime_missing(args.darshan)
+    if missing:  # nothing on stdout: `eval "$(collect env …)"` then exports nothing
+        print(f"collect env: {missing}", file=sys.stderr)
+        return 2
     run_dir: Path = args.out.resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     lib, how = darshan_env.find_runtime(args.darshan)
