@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from collectors.darshan_after import MMAP_FOLDER
+
 #: searched in order after --darshan PATH and $DARSHAN_RUNTIME
 COMMON_LIBS = ("/usr/lib/libdarshan.so", "/usr/lib64/libdarshan.so", "/usr/local/lib/libdarshan.so",
                "/usr/lib/x86_64-linux-gnu/libdarshan.so", "/opt/darshan*/lib/libdarshan.so")
@@ -150,6 +152,10 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS) -> di
     """Environment for the job: preload, non-MPI, DXT, log path and generated config."""
     log_dir = run_dir / "darshan"
     log_dir.mkdir(parents=True, exist_ok=True)
+    # each process's memory-mapped records (left behind by a process that does not close its
+    # log) stay in the run folder, not in /tmp; collectors.darshan_after tidies them
+    mmap_dir = run_dir / MMAP_FOLDER
+    mmap_dir.mkdir(exist_ok=True)
     prefixes = sorted({sys.prefix, sys.base_prefix, str(run_dir / "procs")})
     excludes = "\n".join(f"NAME_EXCLUDE ^{p.replace('.', chr(92) + '.')} {EXCLUDE_MODULES}"
                          for p in prefixes)
@@ -161,4 +167,5 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS) -> di
     preload = " ".join(x for x in (lib, os.environ.get("LD_PRELOAD", "")) if x)
     return {"LD_PRELOAD": preload, "DARSHAN_ENABLE_NONMPI": "1", "DXT_ENABLE_IO_TRACE": "1",
             "DARSHAN_LOGPATH": str(log_dir), "DARSHAN_LOG_DIR_PATH": str(log_dir),
+            "DARSHAN_MMAP_LOGPATH": str(mmap_dir),
             "DARSHAN_CONFIG_PATH": str(config), "DASK_CORRELATE_MARKERS": "1"}

@@ -133,6 +133,16 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
     return env
 
 
+def report_darshan_logs(run_dir: Path) -> None:
+    """Wait (bounded) for the job's processes still writing their Darshan logs, tidy the
+    memory-mapped ones and say, in one line, what is incomplete (collectors.darshan_after)."""
+    from collectors import darshan_after
+
+    message = darshan_after.settle(run_dir).message(run_dir)
+    if message:
+        print(f"collect: {message}", file=sys.stderr)
+
+
 def create_run_folder(run_dir: Path) -> str | None:
     """Create RUN_DIR before the job starts; the one-line problem if it cannot be created or
     written (a job that then records nothing would be wasted)."""
@@ -191,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
         code = proc.wait()
+    if lib:
+        report_darshan_logs(run_dir)
     manifest.finish(run_dir, info, code)
     if not any((run_dir / "procs").glob("*/proc.json")):
         print(f"collect: the job started no Dask scheduler or worker that recorded into "
