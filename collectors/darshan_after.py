@@ -19,9 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: run-folder subfolder for Darshan's memory-mapped logs (beside ``darshan/``, whose logs
-#: ``correlate`` reads, because these are not complete logs)
-MMAP_FOLDER = "darshan-mmap"
+from correlate.schema.run import MMAP_FOLDER
+
 #: seconds `collect` waits, at most, for the job's processes still alive after its main process
 WAIT_S = 10.0
 

@@ -18,6 +18,10 @@ from __future__ import annotations
 from correlate.schema.table import Column, Table
 
 #: the suffix of the parts the collectors write (run format 1's: ``.parquet``)
+#: run-folder subfolder for Darshan's memory-mapped logs (DARSHAN_MMAP_LOGPATH), beside
+#: ``darshan/``, whose complete logs ``correlate`` reads: these are the records of processes
+#: that did not close their log (``collectors.darshan_after`` removes the empty ones)
+MMAP_FOLDER = "darshan-mmap"
 PART_SUFFIX = ".arrow"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
