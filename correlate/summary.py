@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from correlate.grouping import group_agg
+from correlate.outcome import job_outcome
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
 
@@ -208,6 +209,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
     return {
         "source_format": frames.source_format,
         "facts": frames.facts,
+        "job": job_outcome(frames.facts, frames.transitions, tasks),
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
         "io": {**_io_totals(tables, segment_totals, stdio), "captured": io_captured(frames),
