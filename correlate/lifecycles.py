@@ -73,9 +73,14 @@ def _to_run_timeline(df: pl.DataFrame, time: str, clock: pl.Expr, clocks: pl.Dat
     (``worker``, or ``worker+scheduler_delay`` as Dask shifts its startstops), into the run
     timeline: the worker's offset, minus, for a shifted time, the scheduler_delay Dask added
     (the process's sample nearest in time). A shifted time whose process has no sample is
-    taken as it is (Dask meant it to be on the scheduler's clock)."""
+    taken as it is (Dask meant it to be on the scheduler's clock). Where the source gives the
+    delay Dask added to that very row (``scheduler_delay_ns``: outgoing transfers), that is
+    used: Dask's estimate changes at every heartbeat, so a sample from another instant can
+    put a transfer before the execution that made its data."""
+    exact = (pl.col("scheduler_delay_ns") if "scheduler_delay_ns" in df.columns
+             else pl.lit(None, pl.Int64))
     rows = df.select("host", "pid", pl.col(time).alias("t"), shifted=clock != "worker",
-                     shift=align.worker_shift(df, clocks)).with_row_index("row")
+                     shift=align.worker_shift(df, clocks), exact=exact).with_row_index("row")
     delays = (samples.filter(pl.col("scheduler_delay_s").is_not_null())
               .select("host", "pid", t="local_time_ns",
                       delay=(pl.col("scheduler_delay_s") * 1e9).round().cast(pl.Int64))
@@ -86,6 +91,8 @@ def _to_run_timeline(df: pl.DataFrame, time: str, clock: pl.Expr, clocks: pl.Dat
            .select("row", "delay"))
     rows = rows.join(got, on="row", how="left").sort("row")
     return rows.select(pl.when(~pl.col("shifted")).then(pl.col("shift"))
+                       .when(pl.col("exact").is_not_null())
+                       .then(pl.col("shift") - pl.col("exact"))
                        .when(pl.col("delay").is_not_null())
                        .then(pl.col("shift") - pl.col("delay"))
                        .otherwise(0)).to_series()

@@ -103,7 +103,10 @@ TRANSFERS_RAW = Table(
      Column("compressed_bytes", "Int64", "bytes on the wire (outgoing)"),
      Column("reported_start_ns", "Int64", "worker clock + scheduler_delay"),
      Column("reported_stop_ns", "Int64", "worker clock + scheduler_delay"),
-     Column("nkeys", "Int64", "keys in the transfer")),
+     Column("nkeys", "Int64", "keys in the transfer"),
+     Column("scheduler_delay_ns", "Int64", "the scheduler_delay Dask added to this entry's "
+            "times, where the entry gives it exactly (outgoing: from Dask's unshifted middle); "
+            "null otherwise (and in runs recorded before it)")),
     sort_by=("transfer_seq",))
 
 TRANSFER_KEYS_RAW = Table(
