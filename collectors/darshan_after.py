@@ -14,21 +14,15 @@ record of a killed process's I/O; darshan-parser reads them) and removes the emp
 from __future__ import annotations
 
 import os
-import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from correlate.schema.run import MMAP_FOLDER
+from correlate.sources.darshan_coverage import mmap_log_holds_records
 
 #: seconds `collect` waits, at most, for the job's processes still alive after its main process
 WAIT_S = 10.0
-
-#: ``struct darshan_header`` (darshan-log-format.h): version string, magic number, compression
-#: type, partial flags, then the name map and DARSHAN_MAX_MODS (64) module maps, each an
-#: (offset, length) pair of uint64
-_HEADER = struct.Struct("<8sqB7xQ" + "QQ" * 65)
-_MAGIC = 6567223
 
 
 @dataclass
@@ -101,23 +95,6 @@ def _zombie(pid: int) -> bool:
             return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
     except (OSError, IndexError):
         return True  # gone
-
-
-def mmap_log_holds_records(path: Path) -> bool | None:
-    """Whether a memory-mapped log holds any name or module record (None: not a Darshan log
-    or unreadable, so it is left alone)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_HEADER.size)
-    except OSError:
-        return None
-    if len(head) < _HEADER.size:
-        return None
-    fields = _HEADER.unpack(head)
-    if fields[1] != _MAGIC:
-        return None
-    lengths = fields[5::2]  # name map and module maps: (offset, length) pairs
-    return any(lengths)
 
 
 def settle(run_dir: Path, limit_s: float = WAIT_S) -> Outcome:

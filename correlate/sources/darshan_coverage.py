@@ -1,5 +1,7 @@
 """Which Dask processes of a run have no complete Darshan log, and why, in one warning.
 
+Imported by `collect` (``collectors.darshan_after``): standard library only.
+
 Darshan writes a process's log when the process exits normally: first as
 ``….darshan_partial``, renamed to ``…_1.darshan`` once written. A process killed before its
 exit (SIGKILL, SIGINT without a clean shutdown, a crash) writes none; one killed while writing
@@ -11,11 +13,36 @@ is missing from every total, which the summary must say rather than show less I/
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 #: a non-MPI log's name carries the process id: ``<user>_<exe>_id<jobid>-<pid>_<date>…``
 _LOG_PID = re.compile(r"_id\d+-(\d+)_")
+
+
+#: ``struct darshan_header`` (darshan-log-format.h): version string, magic number, compression
+#: type, partial flags, then the name map and DARSHAN_MAX_MODS (64) module maps, each an
+#: (offset, length) pair of uint64
+_HEADER = struct.Struct("<8sqB7xQ" + "QQ" * 65)
+_MAGIC = 6567223
+
+
+def mmap_log_holds_records(path: Path) -> bool | None:
+    """Whether a memory-mapped log (or any uncompressed-header log) holds a name or module
+    record (None: not a Darshan log, or unreadable). Light: `collect` uses it too."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_HEADER.size)
+    except OSError:
+        return None
+    if len(head) < _HEADER.size:
+        return None
+    fields = _HEADER.unpack(head)
+    if fields[1] != _MAGIC:
+        return None
+    return any(fields[5::2])  # the lengths of the name map and of each module map
 
 
 @dataclass(frozen=True)

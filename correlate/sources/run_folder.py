@@ -257,7 +257,8 @@ def _darshan_gaps(run_dir: Path, procs: list[tuple[Path, dict[str, Any], Any]],
     hosts = ({Path(log).name: host for log, host in io.darshan_logs.select("log", "host")
               .iter_rows()} if io is not None else {})
     mmap = run_dir / MMAP_FOLDER
-    kept = sorted(p.name for p in mmap.glob("*.darshan")) if mmap.is_dir() else []
+    kept = sorted(p.name for p in mmap.glob("*.darshan")
+                  if darshan_coverage.mmap_log_holds_records(p)) if mmap.is_dir() else []
     return darshan_coverage.warning(
         [darshan_coverage.Process(d.name, info.get("host"), info["pid"]) for d, info, _c in procs
          if isinstance(info.get("pid"), int)],

@@ -6,6 +6,7 @@ runtime, on a job whose worker is SIGKILLed."""
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,12 @@ from correlate.sources import darshan_coverage as cov
 from correlate.sources.detect import load
 
 SAMPLE = Path(__file__).parents[2] / "samples" / "run-v1"
+
+
+def _mmap_header(name_len: int, module_lens: dict[int, int]) -> bytes:
+    """A memory-mapped log's header as darshan-core lays it out (darshan-log-format.h)."""
+    maps = [0, name_len] + [x for i in range(64) for x in (0, module_lens.get(i, 0))]
+    return struct.pack("<8sqB7xQ" + "QQ" * 65, b"3.41", 6567223, 2, 0, *maps) + bytes(4096)
 
 
 def _gaps(warnings) -> list[str]:
@@ -35,7 +42,10 @@ def test_a_partial_and_a_missing_log_are_named_with_why(tmp_path):
     (gone,) = logs.glob("*id21013-21013_*.darshan")
     gone.unlink()
     (run / "darshan-mmap").mkdir()
-    (run / "darshan-mmap" / "0_python_id21013_mmap-log-1-0.darshan").write_bytes(b"")
+    (run / "darshan-mmap" / "0_python_id21013_mmap-log-1-0.darshan").write_bytes(
+        _mmap_header(120, {1: 1408}))
+    (run / "darshan-mmap" / "0_sh_id21020_mmap-log-2-0.darshan").write_bytes(
+        _mmap_header(0, {}))  # empty: not a record of anything
     (line,) = _gaps(load(run).warnings)
     assert line == (
         "Darshan: 2 of 3 Dask process(es) have no complete log, so their I/O is missing from "
