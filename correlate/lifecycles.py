@@ -117,6 +117,28 @@ def _transition_events(tr: pl.DataFrame, clocks: pl.DataFrame) -> list[pl.DataFr
 SHIFTED_ACTIONS = ("compute", "transfer")
 
 
+def compute_delays(executions: pl.DataFrame, startstops: pl.DataFrame) -> pl.DataFrame:
+    """key, worker, action ("compute"), scheduler_delay_ns: the delay Dask added to a compute
+    startstop, read off the execution the collectors timed on the worker's own clock (the same
+    call, timed microseconds apart): Dask passes the estimate in force when the task starts,
+    which samples taken at other instants do not know. Only where the key ran once on that
+    worker (a retry's pairing would be a guess)."""
+    schema = {"key": pl.String, "worker": pl.String, "action": pl.String,
+              "scheduler_delay_ns": pl.Int64}
+    if "window_source" not in executions.columns or not executions.height:
+        return pl.DataFrame(schema=schema)
+    timed = (executions.filter(pl.col("window_source").cast(pl.String) == "executor-hook")
+             .select("key", "worker", "local_start_ns")
+             .filter(pl.len().over("key", "worker") == 1))
+    reported = (startstops.filter(pl.col("action") == "compute")
+                .select("key", "worker", "reported_start_ns")
+                .filter(pl.len().over("key", "worker") == 1))
+    return (timed.join(reported, on=["key", "worker"])
+            .select("key", "worker", action=pl.lit("compute"),
+                    scheduler_delay_ns=pl.col("reported_start_ns") - pl.col("local_start_ns"))
+            .cast(schema))
+
+
 def run_clocks(frames: RunFrames) -> pl.DataFrame:
     """The worker clocks' offsets from the scheduler's (``clocks`` rows), estimated as for the
     run's ``events.parquet``: from every task message of the run, so compute them before taking
@@ -143,6 +165,8 @@ def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
         frames.processes.drop_nulls("worker").unique("worker", keep="first")
         .select("worker", "host", "pid"), on="worker", how="left", maintain_order="left")
     if ss.height:
+        ss = ss.join(compute_delays(frames.executions, frames.startstops),
+                     on=["key", "worker", "action"], how="left", maintain_order="left")
         clock = (pl.when(pl.col("action").is_in(SHIFTED_ACTIONS))
                  .then(pl.lit("worker+scheduler_delay")).otherwise(pl.lit("worker")))
         parts.append(_event_part(ss, "reported_start_ns", "startstop", clock,

@@ -84,3 +84,16 @@ def test_without_the_exact_delay_the_samples_would_misplace_it(frames):
         scheduler_delay_ns=pl.lit(None, pl.Int64)))
     ended_old, sent_old = _order(_skewed(old, (sent - ended) / 1e9 + 0.01))
     assert sent_old < ended_old
+
+
+@pytest.mark.parametrize("by_s", [0.0, 0.05, -0.05])
+def test_a_compute_startstop_lies_on_its_execution_whatever_the_samples_say(frames, by_s):
+    """Dask's compute startstop and the collectors' execution time the same call: on the run
+    timeline they coincide (to the microseconds between the two clock reads), with the delay
+    Dask added to the startstop read off that execution."""
+    skewed = _skewed(frames, by_s)
+    for key in ("burn-0", "nap-1", "block-0", "consume-0"):
+        events = story(skewed, key)["events"]
+        (ex,) = [e for e in events if e["kind"] == "execution"]
+        (ss,) = [e for e in events if e["kind"] == "startstop" and e["action"] == "compute"]
+        assert abs(ss["run_time_ns"] - ex["run_time_ns"]) < 1_000_000, key
