@@ -79,11 +79,12 @@ def test_without_the_exact_delay_the_samples_would_misplace_it(frames):
     """The same run with the delay column emptied (a run recorded before it) falls back to
     the samples, and samples off by more than the gap put the transfer before the
     execution's end: what the exact delay prevents."""
-    ended, sent = _order(frames)
     old = replace(frames, transfers=frames.transfers.with_columns(
         scheduler_delay_ns=pl.lit(None, pl.Int64)))
-    ended_old, sent_old = _order(_skewed(old, (sent - ended) / 1e9 + 0.01))
+    ended, by_samples = _order(old)  # the samples' own error shows here too
+    ended_old, sent_old = _order(_skewed(old, (by_samples - ended) / 1e9 + 0.01))
     assert sent_old < ended_old
+    assert _order(_skewed(frames, (by_samples - ended) / 1e9 + 0.01))[1] >= ended
 
 
 @pytest.mark.parametrize("by_s", [0.0, 0.05, -0.05])
