@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from collectors.darshan_after import MMAP_FOLDER
+
 #: searched in order after --darshan PATH and $DARSHAN_RUNTIME
 COMMON_LIBS = ("/usr/lib/libdarshan.so", "/usr/lib64/libdarshan.so", "/usr/local/lib/libdarshan.so",
                "/usr/lib/x86_64-linux-gnu/libdarshan.so", "/opt/darshan*/lib/libdarshan.so")
@@ -111,6 +113,16 @@ def _from_config_tool() -> str | None:
     return None
 
 
+def named_runtime_missing(option: str) -> str | None:
+    """The error when ``--darshan PATH`` names a runtime that is not there (None otherwise):
+    the user asked for I/O capture, so running the job without it would waste the run."""
+    if option in ("auto", "", "off") or find_runtime(option)[0]:
+        return None
+    return (f"--darshan {option}: no libdarshan.so there; give the path of libdarshan.so or "
+            "of its install folder, or --darshan auto (find one) or off (run without I/O "
+            "capture)")
+
+
 def find_runtime(option: str) -> tuple[str | None, str]:
     """(path to libdarshan.so or None, how it was found or why not)."""
     if option == "off":
@@ -140,6 +152,10 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS) -> di
     """Environment for the job: preload, non-MPI, DXT, log path and generated config."""
     log_dir = run_dir / "darshan"
     log_dir.mkdir(parents=True, exist_ok=True)
+    # each process's memory-mapped records (left behind by a process that does not close its
+    # log) stay in the run folder, not in /tmp; collectors.darshan_after tidies them
+    mmap_dir = run_dir / MMAP_FOLDER
+    mmap_dir.mkdir(exist_ok=True)
     prefixes = sorted({sys.prefix, sys.base_prefix, str(run_dir / "procs")})
     excludes = "\n".join(f"NAME_EXCLUDE ^{p.replace('.', chr(92) + '.')} {EXCLUDE_MODULES}"
                          for p in prefixes)
@@ -151,4 +167,5 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS) -> di
     preload = " ".join(x for x in (lib, os.environ.get("LD_PRELOAD", "")) if x)
     return {"LD_PRELOAD": preload, "DARSHAN_ENABLE_NONMPI": "1", "DXT_ENABLE_IO_TRACE": "1",
             "DARSHAN_LOGPATH": str(log_dir), "DARSHAN_LOG_DIR_PATH": str(log_dir),
+            "DARSHAN_MMAP_LOGPATH": str(mmap_dir),
             "DARSHAN_CONFIG_PATH": str(config), "DASK_CORRELATE_MARKERS": "1"}

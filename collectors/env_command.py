@@ -22,7 +22,7 @@ ORDER = ("DASK_CORRELATE_RUN_DIR", "DASK_CORRELATE_PROFILE", "DASK_CORRELATE_FLU
          "DASK_DISTRIBUTED__SCHEDULER__PRELOAD", "DASK_DISTRIBUTED__SCHEDULER__PRELOAD_ARGV",
          "DASK_DISTRIBUTED__WORKER__PRELOAD", "DASK_DISTRIBUTED__WORKER__PRELOAD_ARGV",
          "LD_PRELOAD", "DARSHAN_ENABLE_NONMPI", "DXT_ENABLE_IO_TRACE", "DARSHAN_LOGPATH",
-         "DARSHAN_LOG_DIR_PATH", "DARSHAN_CONFIG_PATH", "DASK_CORRELATE_MARKERS")
+         "DARSHAN_LOG_DIR_PATH", "DARSHAN_MMAP_LOGPATH", "DARSHAN_CONFIG_PATH", "DASK_CORRELATE_MARKERS")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +60,10 @@ def _quote(value: str) -> str:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
+    missing = darshan_env.named_runtime_missing(args.darshan)
+    if missing:  # nothing on stdout: `eval "$(collect env …)"` then exports nothing
+        print(f"collect env: {missing}", file=sys.stderr)
+        return 2
     run_dir: Path = args.out.resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     lib, how = darshan_env.find_runtime(args.darshan)

@@ -133,6 +133,30 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
     return env
 
 
+def report_darshan_logs(run_dir: Path) -> None:
+    """Wait (bounded) for the job's processes still writing their Darshan logs, tidy the
+    memory-mapped ones and say, in one line, what is incomplete (collectors.darshan_after)."""
+    from collectors import darshan_after
+
+    message = darshan_after.settle(run_dir).message(run_dir)
+    if message:
+        print(f"collect: {message}", file=sys.stderr)
+
+
+def create_run_folder(run_dir: Path) -> str | None:
+    """Create RUN_DIR before the job starts; the one-line problem if it cannot be created or
+    written (a job that then records nothing would be wasted)."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / f".collect-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        return (f"{run_dir}: cannot create a run folder there ({err.strerror or err}); "
+                "give -o a folder you can write, e.g. -o runs/my_job")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["env"]:
@@ -147,12 +171,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shutil.which(command[0]) is None:
         print(f"collect: {command[0]}: command not found", file=sys.stderr)
         return 127
+    missing = darshan_env.named_runtime_missing(args.darshan)
+    if missing:
+        print(f"collect: {missing}", file=sys.stderr)
+        return 2
     run_dir: Path = args.out
     if (run_dir / "manifest.json").exists():
         print(f"collect: {run_dir}: already holds a run; choose another folder",
               file=sys.stderr)
         return 2
-    run_dir.mkdir(parents=True, exist_ok=True)
+    problem = create_run_folder(run_dir)
+    if problem:
+        print(f"collect: {problem}", file=sys.stderr)
+        return 2
     lib, how = darshan_env.find_runtime(args.darshan)
     if not lib and args.darshan != "off":
         print(f"collect: {how}", file=sys.stderr)
@@ -170,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
         code = proc.wait()
+    if lib:
+        report_darshan_logs(run_dir)
     manifest.finish(run_dir, info, code)
     if not any((run_dir / "procs").glob("*/proc.json")):
         print(f"collect: the job started no Dask scheduler or worker that recorded into "

@@ -52,6 +52,18 @@ PROFILE_MEMORY_SHARE = 0.10
 PROFILE_MEMORY_DEFAULT = 1 << 30
 
 
+def _delay_added(entry: dict) -> int | None:
+    """The scheduler_delay Dask added to an outgoing transfer's start and stop, exactly: its
+    ``middle`` is on the worker's own clock (Dask shifts only start and stop of outgoing
+    entries), so it is start - (middle - (stop - start) / 2). The delay changes at every
+    heartbeat; a sample taken at another time is off by that change."""
+    try:
+        start, stop, middle = entry["start"], entry["stop"], entry["middle"]
+        return round((start - (middle - (stop - start) / 2)) * 1e9)
+    except (KeyError, TypeError):
+        return None
+
+
 class _NativeThreadId(threading.local):
     """The calling thread's native id, read once per thread (``get_native_id`` is a system
     call). Thread-local rather than a dict by ``get_ident()``: those are reused by new
@@ -403,7 +415,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.sink.append("worker_transfers", (
                 seq, direction, e.get("who"), e.get("total"), e.get("compressed"),
                 int(e["start"] * 1e9) if "start" in e else None,
-                int(e["stop"] * 1e9) if "stop" in e else None, len(keys)))
+                int(e["stop"] * 1e9) if "stop" in e else None, len(keys),
+                _delay_added(e) if direction == "outgoing" else None))
             for k, nbytes in keys.items():
                 self.sink.append("worker_transfer_keys", (seq, key_str(k), nbytes))
 

@@ -73,9 +73,14 @@ def _to_run_timeline(df: pl.DataFrame, time: str, clock: pl.Expr, clocks: pl.Dat
     (``worker``, or ``worker+scheduler_delay`` as Dask shifts its startstops), into the run
     timeline: the worker's offset, minus, for a shifted time, the scheduler_delay Dask added
     (the process's sample nearest in time). A shifted time whose process has no sample is
-    taken as it is (Dask meant it to be on the scheduler's clock)."""
+    taken as it is (Dask meant it to be on the scheduler's clock). Where the source gives the
+    delay Dask added to that very row (``scheduler_delay_ns``: outgoing transfers), that is
+    used: Dask's estimate changes at every heartbeat, so a sample from another instant can
+    put a transfer before the execution that made its data."""
+    exact = (pl.col("scheduler_delay_ns") if "scheduler_delay_ns" in df.columns
+             else pl.lit(None, pl.Int64))
     rows = df.select("host", "pid", pl.col(time).alias("t"), shifted=clock != "worker",
-                     shift=align.worker_shift(df, clocks)).with_row_index("row")
+                     shift=align.worker_shift(df, clocks), exact=exact).with_row_index("row")
     delays = (samples.filter(pl.col("scheduler_delay_s").is_not_null())
               .select("host", "pid", t="local_time_ns",
                       delay=(pl.col("scheduler_delay_s") * 1e9).round().cast(pl.Int64))
@@ -86,6 +91,8 @@ def _to_run_timeline(df: pl.DataFrame, time: str, clock: pl.Expr, clocks: pl.Dat
            .select("row", "delay"))
     rows = rows.join(got, on="row", how="left").sort("row")
     return rows.select(pl.when(~pl.col("shifted")).then(pl.col("shift"))
+                       .when(pl.col("exact").is_not_null())
+                       .then(pl.col("shift") - pl.col("exact"))
                        .when(pl.col("delay").is_not_null())
                        .then(pl.col("shift") - pl.col("delay"))
                        .otherwise(0)).to_series()
@@ -108,6 +115,28 @@ def _transition_events(tr: pl.DataFrame, clocks: pl.DataFrame) -> list[pl.DataFr
 #: Dask shifts the times of these startstops by its scheduler_delay; the others (disk-read,
 #: disk-write) are on the worker's own clock
 SHIFTED_ACTIONS = ("compute", "transfer")
+
+
+def compute_delays(executions: pl.DataFrame, startstops: pl.DataFrame) -> pl.DataFrame:
+    """key, worker, action ("compute"), scheduler_delay_ns: the delay Dask added to a compute
+    startstop, read off the execution the collectors timed on the worker's own clock (the same
+    call, timed microseconds apart): Dask passes the estimate in force when the task starts,
+    which samples taken at other instants do not know. Only where the key ran once on that
+    worker (a retry's pairing would be a guess)."""
+    schema = {"key": pl.String, "worker": pl.String, "action": pl.String,
+              "scheduler_delay_ns": pl.Int64}
+    if "window_source" not in executions.columns or not executions.height:
+        return pl.DataFrame(schema=schema)
+    timed = (executions.filter(pl.col("window_source").cast(pl.String) == "executor-hook")
+             .select("key", "worker", "local_start_ns")
+             .filter(pl.len().over("key", "worker") == 1))
+    reported = (startstops.filter(pl.col("action") == "compute")
+                .select("key", "worker", "reported_start_ns")
+                .filter(pl.len().over("key", "worker") == 1))
+    return (timed.join(reported, on=["key", "worker"])
+            .select("key", "worker", action=pl.lit("compute"),
+                    scheduler_delay_ns=pl.col("reported_start_ns") - pl.col("local_start_ns"))
+            .cast(schema))
 
 
 def run_clocks(frames: RunFrames) -> pl.DataFrame:
@@ -136,6 +165,8 @@ def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
         frames.processes.drop_nulls("worker").unique("worker", keep="first")
         .select("worker", "host", "pid"), on="worker", how="left", maintain_order="left")
     if ss.height:
+        ss = ss.join(compute_delays(frames.executions, frames.startstops),
+                     on=["key", "worker", "action"], how="left", maintain_order="left")
         clock = (pl.when(pl.col("action").is_in(SHIFTED_ACTIONS))
                  .then(pl.lit("worker+scheduler_delay")).otherwise(pl.lit("worker")))
         parts.append(_event_part(ss, "reported_start_ns", "startstop", clock,

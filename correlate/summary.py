@@ -11,6 +11,7 @@ import polars as pl
 
 from correlate import spans
 from correlate.grouping import group_agg, measured_sum
+from correlate.outcome import job_outcome
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
 
@@ -240,6 +241,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
     return {
         "source_format": frames.source_format,
         "facts": frames.facts,
+        "job": job_outcome(frames.facts, frames.transitions, tasks),
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, io_captured(frames)),

@@ -33,8 +33,11 @@ def to_current_parts(run: Path) -> list[Path]:
         df = pl.read_parquet(part)
         new = part.with_name(part.name.removesuffix(".parquet") + PART_SUFFIX)
         table = TABLES[part.parent.name]
-        new.write_bytes(arrow_part([table.column(c) for c in df.columns],
-                                   [s.to_list() for s in df.get_columns()]))
+        # every column the collectors write now; those added since the part was written
+        # (nullable) are null, as the readers take them from older parts
+        new.write_bytes(arrow_part(list(table.columns), [
+            df.get_column(c.name).to_list() if c.name in df.columns else [None] * df.height
+            for c in table.columns]))
         part.unlink()
         out.append(new)
     for meta in [run / "manifest.json", *run.glob("procs/*/proc.json")]:

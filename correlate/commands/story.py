@@ -41,11 +41,55 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.run_dir.exists():
         raise InputError(args.run_dir, "no such file or directory")
-    frames = with_transitions(load(args.run_dir, args.format, lazy=True))
+    run_dir = args.run_dir
+    if args.format is None and is_output_folder(run_dir):
+        run_dir = _run_folder_of(run_dir)
+        if run_dir is None:  # no run folder around it: the lifecycles it wrote tell the story
+            told = story_from_lifecycles(args.run_dir / "task_lifecycles.jsonl", args.key)
+            results().print(Text("\n".join(story_lines(told))))
+            return 0
+    frames = with_transitions(load(run_dir, args.format, lazy=True))
     key = _pick(all_keys(frames).to_list(), args.key)
     # the story is the command's output: stdout
     results().print(Text("\n".join(story_lines(story(frames, key)))))
     return 0
+
+
+def is_output_folder(path: Path) -> bool:
+    """A folder `correlate RUN` wrote (its tables and summary), not a run folder."""
+    return (path / "summary.json").is_file() and (path / "tasks.parquet").is_file()
+
+
+def _run_folder_of(out: Path) -> Path | None:
+    """The run folder an output folder sits in (``RUN/correlated``, the default), if its
+    parent is one."""
+    from correlate.sources.detect import detect
+
+    try:
+        detect(out.resolve().parent)
+    except InputError:
+        return None
+    return out.resolve().parent
+
+
+def story_from_lifecycles(path: Path, wanted: str) -> dict[str, Any]:
+    """The story of one key from an output folder's ``task_lifecycles.jsonl`` (written by
+    `correlate RUN` up to its task limit), for an output folder outside its run folder."""
+    import json
+
+    if not path.is_file():
+        raise InputError(path.parent, "is correlate's output folder, without "
+                         "task_lifecycles.jsonl (not written for this many tasks), and not "
+                         "inside its run folder: give the run folder it was made from, e.g. "
+                         "correlate story RUN_DIR KEY")
+    lines: dict[str, str] = {}
+    text = json.dumps(wanted)[1:-1]  # as the key's text appears in a line
+    with path.open() as fh:
+        for line in fh:
+            if text in line:  # a key holding it is in its line; json only for those
+                lines[json.loads(line)["key"]] = line
+    key = _pick(sorted(lines), wanted)
+    return json.loads(lines[key])
 
 
 def value_text(v: Any) -> str:

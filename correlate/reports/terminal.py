@@ -11,6 +11,7 @@ from rich.text import Text
 
 from correlate.console import name_table, results
 from correlate.grouping import group_agg, measured_sum
+from correlate.outcome import outcome_line
 
 
 def _bytes(n: float | None) -> str:
@@ -83,6 +84,9 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     io, cpu = summary["io"], summary["cpu"]
     c.print(f"[bold]{summary['executions']:,}[/] executions of {summary['tasks']:,} tasks "
             f"({summary['source_format']})")
+    failure = outcome_line(summary.get("job"))
+    if failure:
+        c.print(Text(failure, style="bold red"))
     # problems that change the numbers below come first, not after the tables
     for p in summary.get("headline", []):
         c.print(Text(f"data quality: {p}", style="bold yellow"))

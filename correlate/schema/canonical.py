@@ -110,6 +110,8 @@ TRANSFERS = Table(
         Column("compressed_bytes", "Int64", "bytes on the wire (outgoing only)"),
         Column("reported_start_ns", "Int64", "worker clock + scheduler_delay"),
         Column("reported_stop_ns", "Int64", "worker clock + scheduler_delay"),
+        Column("scheduler_delay_ns", "Int64", "the scheduler_delay in reported_start/stop, "
+               "where the source gives it exactly (null: estimated from the worker's samples)"),
     ),
     sort_by=("transfer_id",),
 )

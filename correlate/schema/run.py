@@ -18,6 +18,10 @@ from __future__ import annotations
 from correlate.schema.table import Column, Table
 
 #: the suffix of the parts the collectors write (run format 1's: ``.parquet``)
+#: run-folder subfolder for Darshan's memory-mapped logs (DARSHAN_MMAP_LOGPATH), beside
+#: ``darshan/``, whose complete logs ``correlate`` reads: these are the records of processes
+#: that did not close their log (``collectors.darshan_after`` removes the empty ones)
+MMAP_FOLDER = "darshan-mmap"
 PART_SUFFIX = ".arrow"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
@@ -128,7 +132,10 @@ TRANSFERS_RAW = Table(
      Column("compressed_bytes", "Int64", "bytes on the wire (outgoing)"),
      Column("reported_start_ns", "Int64", "worker clock + scheduler_delay"),
      Column("reported_stop_ns", "Int64", "worker clock + scheduler_delay"),
-     Column("nkeys", "Int64", "keys in the transfer")),
+     Column("nkeys", "Int64", "keys in the transfer"),
+     Column("scheduler_delay_ns", "Int64", "the scheduler_delay Dask added to this entry's "
+            "times, where the entry gives it exactly (outgoing: from Dask's unshifted middle); "
+            "null otherwise (and in runs recorded before it)")),
     sort_by=("transfer_seq",))
 
 TRANSFER_KEYS_RAW = Table(

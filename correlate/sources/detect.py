@@ -41,6 +41,25 @@ def detect(path: Path) -> str:
     _unrecognised(path)
 
 
+def detected_as(path: Path, fmt: str) -> str | None:
+    """``fmt`` when the folder holds what that format needs; else the format it looks like
+    (None: none)."""
+    if path.is_dir() and _adapter(fmt).looks_like(path):
+        return fmt
+    try:
+        return detect(path)
+    except InputError:
+        return None
+
+
+def _not_that_format(path: Path, fmt: str) -> None:
+    """A ``--format`` the folder is not in, as one line saying what to give instead."""
+    found = detected_as(path, fmt)
+    hint = (f"the folder is in format {found}: drop --format or give --format {found}" if found
+            else "drop --format to be told what the folder lacks")
+    raise InputError(path, f"--format {fmt} needs {FORMATS[fmt][1]}, not found here; {hint}")
+
+
 def _unrecognised(path: Path) -> None:
     """Why ``path`` is no run folder, and what to do instead, as one line."""
     names = sorted(p.name for p in path.iterdir())
@@ -75,5 +94,7 @@ def load(path: Path, fmt: str | None = None, mapper: Mapper = local_map, *,
     fmt = fmt or detect(path)
     if fmt not in FORMATS:
         raise InputError(path, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt != detected_as(path, fmt):
+        _not_that_format(path, fmt)
     frames = _adapter(fmt).load(path, mapper=mapper)
     return frames if lazy else frames.collected()

@@ -24,7 +24,8 @@ import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
-from correlate.sources import darshan_logs, run_parts
+from correlate.schema.run import MMAP_FOLDER
+from correlate.sources import darshan_coverage, darshan_logs, run_parts
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
 #: raw tables read lazily (the largest: transitions and profile rows)
@@ -235,10 +236,33 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
          if info["role"] == "scheduler" and info.get("dask_config") is not None), None)
     if facts["dask_config"] is not None:
         facts["unknown"] = {k: v for k, v in facts["unknown"].items() if k != "dask_config"}
+    if facts.get("darshan"):
+        gaps = _darshan_gaps(run_dir, procs, io)
+        reader.warnings += [gaps] if gaps else []
     return RunFrames(**frames, source_format="run-folder", facts=facts,
                      lazy_parts=tuple(str(p) for p in reader.unchecked),
                      warnings=tuple(reader.warnings + list(io.warnings if io else ())),
                      rejects=make_rejects(reader.rejects))
+
+
+def _darshan_gaps(run_dir: Path, procs: list[tuple[Path, dict[str, Any], Any]],
+                  io: darshan_logs.DarshanFrames | None) -> str | None:
+    """The Dask processes without a complete Darshan log, when the run had a runtime and it
+    wrote logs (without any, the summary already says I/O was not captured)."""
+    folder = run_dir / "darshan"
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(
+        (".darshan", ".darshan_partial"))) if folder.is_dir() else []
+    if not names:
+        return None
+    hosts = ({Path(log).name: host for log, host in io.darshan_logs.select("log", "host")
+              .iter_rows()} if io is not None else {})
+    mmap = run_dir / MMAP_FOLDER
+    kept = sorted(p.name for p in mmap.glob("*.darshan")
+                  if darshan_coverage.mmap_log_holds_records(p)) if mmap.is_dir() else []
+    return darshan_coverage.warning(
+        [darshan_coverage.Process(d.name, info.get("host"), info["pid"]) for d, info, _c in procs
+         if isinstance(info.get("pid"), int)],
+        [darshan_coverage.LogFile(n, hosts.get(n)) for n in names], kept)
 
 
 def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,

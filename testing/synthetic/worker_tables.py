@@ -116,7 +116,8 @@ def _transfers(job: Job, wk: Worker, writer: PartWriter, samples: np.ndarray) ->
     writer.add(raw.TRANSFERS_RAW, tr_seen, lambda lo, hi: [
         seqs[lo:hi], pa.repeat("outgoing", hi - lo), nulls(hi - lo, pa.string()),
         total[lo:hi], total[lo:hi] + 600 + 40 * nkeys[lo:hi], tr_start[lo:hi],
-        tr_stop[lo:hi], nkeys[lo:hi]])
+        tr_stop[lo:hi], nkeys[lo:hi],
+        nulls(hi - lo, pa.int64())])  # scheduler_delay_ns: as in runs recorded before it
     key_seen = tr_seen[batch] if nb else np.zeros(0, dtype=np.int64)
     writer.add(raw.TRANSFER_KEYS_RAW, key_seen, lambda lo, hi: [
         batch[lo:hi] + 1, job.keys.take(pa.array(fin[lo:hi])), job.nbytes[fin[lo:hi]]])

@@ -371,7 +371,41 @@ def profile_budget_job(truth_path: str) -> None:
     Path(truth_path).write_text(json.dumps({"batches": 10}))
 
 
+def raise_on(i: int) -> bytes:
+    if i % 2:
+        raise ValueError(f"odd input {i}")
+    return b"x" * i
+
+
+def flaky_once(marker: str) -> int:
+    """Raises on its first run only: retried (``retries=1``), the task ends in memory."""
+    if not os.path.exists(marker):
+        Path(marker).write_text("raised")
+        raise RuntimeError("first try fails")
+    return 1
+
+
+def fail_job(truth_path: str) -> None:
+    """4 of 8 ``raise_on`` tasks raise; each has a ``consume`` task that depends on it; a
+    retried task succeeds the second time; the job then exits with code 3. The truth: the
+    keys that raised and those that erred with them."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        roots = client.map(raise_on, range(8), key=[f"raise_on-{i}" for i in range(8)])
+        leaves = [client.submit(consume, f"consume-{i}", r, key=f"consume-{i}")
+                  for i, r in enumerate(roots)]
+        flaky = client.submit(flaky_once, truth_path + ".flaky", key="flaky_once-0", retries=1)
+        flaky.result()
+        client.gather(leaves, errors="skip")
+        raised = [f"raise_on-{i}" for i in range(1, 8, 2)]
+        Path(truth_path).write_text(json.dumps({
+            "raised": raised, "erred": raised + [f"consume-{i}" for i in range(1, 8, 2)]}))
+    sys.exit(3)
+
+
 if __name__ == "__main__":
-    {"cluster": cluster_job, "kill": kill_job, "io": io_job, "io-every": io_every_job,
+    {"cluster": cluster_job, "fail": fail_job, "kill": kill_job, "io": io_job, "io-every": io_every_job,
      "parquet": parquet_job, "zarr": zarr_job, "coro": coro_job,
      "spill": spill_job, "profile-budget": profile_budget_job}[sys.argv[1]](sys.argv[2])

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 
 def collect_env(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -45,14 +48,23 @@ def test_with_a_runtime_prints_darshan_variables_and_writes_its_config(tmp_path)
     assert got["LD_PRELOAD"].split()[0] == str(lib)
     assert got["DARSHAN_ENABLE_NONMPI"] == "1" and got["DXT_ENABLE_IO_TRACE"] == "1"
     assert got["DARSHAN_LOGPATH"] == str(run / "darshan") and (run / "darshan").is_dir()
+    # memory-mapped logs in the run folder, not /tmp (collectors.darshan_after)
+    assert got["DARSHAN_MMAP_LOGPATH"] == str(run / "darshan-mmap")
+    assert (run / "darshan-mmap").is_dir()
     assert Path(got["DARSHAN_CONFIG_PATH"]).read_text().startswith("# generated")
     assert got["DASK_CORRELATE_MARKERS"] == "1"
 
 
-def test_missing_runtime_is_one_line_on_stderr_and_a_comment(tmp_path):
-    proc = collect_env("-o", str(tmp_path / "run"), "--darshan", str(tmp_path / "nope.so"))
+def test_no_runtime_found_is_one_line_on_stderr_and_a_comment(tmp_path):
+    """Auto-detection that finds nothing is no error (a named runtime that is missing is:
+    test_collect_cli)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DARSHAN_RUNTIME", "DARSHAN_ROOT")}
+    env["PATH"] = os.path.dirname(sys.executable)  # no darshan-config on it
+    proc = collect_env("-o", str(tmp_path / "run"), env=env)
+    if "no darshan-runtime found" not in proc.stderr:
+        pytest.skip("a darshan-runtime is installed in a common path on this machine")
     assert proc.returncode == 0
-    assert proc.stderr.strip().count("\n") == 0 and "nope.so: not found" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
     assert "# Darshan: " in proc.stdout and "LD_PRELOAD" not in proc.stdout
 
 
