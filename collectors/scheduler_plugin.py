@@ -30,7 +30,8 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.run_dir = run_dir
         self.options = options
         self.sink: ProcessSink | None = None
-        # raw rows buffered in the hot path, expanded at flush
+        # raw rows buffered in the hot path (bounded by the sink once it exists), expanded at
+        # flush
         self._transitions: list = []
         self._graphs: deque = deque()
         self._append_transition = self._transitions.extend
@@ -47,6 +48,8 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         tables = {t.name: t for t in (schema.SCHEDULER_TRANSITIONS, schema.TASK_STARTSTOPS,
                                       schema.TASK_DEPENDENCIES, schema.CLUSTER_EVENTS)}
         self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
+        self._transitions, self._append_transition = self.sink.raw("scheduler_transitions",
+                                                                   _TRANSITION)
         set_log_dir(pdir)
         proc_json(pdir, role="scheduler", address=scheduler.address,
                   dask_config=dask_config())

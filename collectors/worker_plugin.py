@@ -63,6 +63,10 @@ class _NativeThreadId(threading.local):
 _NATIVE = _NativeThreadId()
 
 
+def sink_width(tables: dict[str, Any], name: str) -> int:
+    return len(tables[name].columns)
+
+
 def _native_id() -> int:
     _NATIVE.value = threading.get_native_id()
     return _NATIVE.value
@@ -100,10 +104,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
             schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
-        # raw rows, flat (collectors.sink): keys are rendered by the flush thread, not the task
-        # thread or the loop
-        self.transitions: list = []
-        self.executions: list = []
+        # raw rows, flat and bounded (collectors.sink): keys are rendered by the flush thread,
+        # not the task thread or the loop
+        self.transitions, self._add_transition = self.sink.raw(
+            "worker_transitions", sink_width(tables, "worker_transitions"))
+        self.executions, self._add_execution = self.sink.raw(
+            "task_executions", sink_width(tables, "task_executions"))
         self.seq = itertools.count(1)
         self.tags = TaskTags()
         self.last_transfer: dict[str, Any] = {"incoming": None, "outgoing": None}
@@ -169,8 +175,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._unpatch(worker)
         totals = {"incoming": worker.state.transfer_incoming_count_total,
                   "outgoing": worker.transfer_outgoing_count_total}
+        # executions still running now end after this close: their rows cannot be written,
+        # so they are counted
+        running = len(set(self.tags.current.values()))
         self.sink.close({
             **({"profile_stopped": self.profile_stopped} if self.profile_stopped else {}),
+            "executions_running_at_close": running,
             "executions_not_timed": self.executions_not_timed,
             "transfers_lost_to_dask_log_limit": {
                 d: max(0, totals[d] - self.seen_transfers[d]) for d in totals}})
@@ -269,7 +279,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.profiles_final.append(seq)
             self.timed_seqs.add(seq)
             native = _NATIVE.value or _native_id()
-            self.executions.extend((seq, key, tid, native, t0, t1, c1 - c0, status))
+            self._add_execution((seq, key, tid, native, t0, t1, c1 - c0, status))
 
     def _coroutine(self, coro: Any, key: Any, seq: int) -> CoroutineSteps:
         """A coroutine task's execute coroutine, driven step by step on the loop thread (this
@@ -310,13 +320,13 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         for a, b, cpu in kept:
             sink.append("coroutine_slices", (seq, a, b, cpu))
         status = "ok" if type(result).__name__ == "ExecuteSuccessEvent" else "error"
-        self.executions.extend((seq, key, tid, _NATIVE.value or _native_id(), window[0],
-                                window[1], sum(c for *_, c in kept), status))
+        self._add_execution((seq, key, tid, _NATIVE.value or _native_id(), window[0],
+                             window[1], sum(c for *_, c in kept), status))
 
     # ---- transitions -----------------------------------------------------------------------
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        self.transitions.extend((time.time_ns(), key, start, finish, kwargs.get("stimulus_id")))
+        self._add_transition((time.time_ns(), key, start, finish, kwargs.get("stimulus_id")))
 
     # ---- periodic (event loop): transfers, clock samples, markers --------------------------
 

@@ -248,12 +248,25 @@ def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
         reader.warnings.append(f"{name} did not close cleanly (killed or crashed): data up to "
                                "its last flush is used")
         return
-    for table, n in _counts(closed, "dropped").items():
-        reader.rejects.append(("collector", name, f"{table}: rows dropped (buffer full)", n))
+    for table, reason, n in _dropped(closed):
+        reader.rejects.append(("collector", name, f"{table}: rows dropped ({reason})", n))
+    failed = _counts(closed, "write_errors")
+    if failed:
+        reader.warnings.append(
+            f"{name}: {sum(failed.values())} write(s) into the run folder failed ("
+            + ", ".join(f"{reason}: {n}" for reason, n in sorted(failed.items()))
+            + "); their rows were kept for the next flush, those that could not be are "
+            "counted as dropped")
     errors = sum(_counts(closed, "hook_errors").values())
     if errors:
-        reader.warnings.append(f"{name}: {errors} collector hook error(s), see "
-                               f"{d / 'hook_errors.log'}")
+        log = d / "hook_errors.log"
+        reader.warnings.append(f"{name}: {errors} collector hook error(s)" + (
+            f", see {log}" if log.exists() else
+            f" ({', '.join(sorted(_counts(closed, 'hook_errors')))}; no log could be written)"))
+    running = _of(closed, "executions_running_at_close", int) or 0
+    if running:
+        reader.rejects.append(("collector", name, "task_executions: still running when the "
+                               "worker closed (not recorded)", running))
     untimed = _of(closed, "executions_not_timed", int) or 0
     if untimed:
         reader.warnings.append(f"{name}: {untimed} execution(s) not timed on their thread "
@@ -270,6 +283,19 @@ def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
     lost = sum(_counts(closed, "transfers_lost_to_dask_log_limit").values())
     if lost:
         reader.rejects.append(("collector", name, "transfers lost to Dask's bounded log", lost))
+
+
+def _dropped(closed: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(table, reason, rows) dropped: ``{table: {reason: n}}``, or ``{table: n}`` (a buffer
+    full, the format before reasons were recorded)."""
+    out = []
+    for table, value in (_of(closed, "dropped", dict) or {}).items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            out.append((str(table), "buffer full", value))
+        elif isinstance(value, dict):
+            out += [(str(table), str(r), n) for r, n in value.items()
+                    if isinstance(n, int) and not isinstance(n, bool) and n]
+    return [r for r in out if r[2]]
 
 
 def _counts(closed: dict[str, Any], name: str) -> dict[str, int]:
