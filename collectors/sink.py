@@ -321,8 +321,22 @@ def arrow_part(columns: Sequence[Any], values: list[list]) -> bytes:
     return ipc_file(names, kinds, values)
 
 
+#: writer folders taken in this process (several workers may run in one: processes=False)
+_CLAIMED: set[Path] = set()
+_claim_lock = threading.Lock()
+
+
 def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:
-    return run_dir / "procs" / f"{role}-{host}-{pid}"
+    """This writer's folder: ``<role>-<host>-<pid>``, and ``….2``, ``….3`` for further writers
+    of the same role in this process, so that none overwrites another's parts."""
+    base = run_dir / "procs" / f"{role}-{host}-{pid}"
+    with _claim_lock:
+        path, n = base, 1
+        while path in _CLAIMED:
+            n += 1
+            path = base.with_name(f"{base.name}.{n}")
+        _CLAIMED.add(path)
+    return path
 
 
 #: overrides the host name the collectors record (tests simulating two hosts on one machine,

@@ -119,7 +119,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         # without it
         self.timed_seqs: set[int] = set()
         self.executions_not_timed = 0
-        self.marker_path = Path(self.run_dir) / "darshan" / "markers" / f"{hostname()}-{self.pid}"
+        self.marker_path = (Path(self.run_dir) / "darshan" / "markers"
+                            / pdir.name.removeprefix("worker-"))
         self.marker_offset = 0
         self._patch(worker)
         file_opens.install()
