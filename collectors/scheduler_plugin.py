@@ -15,7 +15,15 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from collectors.guard import ERRORS, never_raise, set_log_dir
 from collectors.manifest import dask_config
 from collectors.options import DEFAULTS, Options
-from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir, take
+from collectors.sink import (
+    ProcessSink,
+    drain,
+    hostname,
+    proc_json,
+    process_dir,
+    stop_with,
+    take,
+)
 from correlate.keys import key_str, key_texts
 
 #: values per raw transition (flat, as in collectors.sink): time, key, start, finish, kwargs
@@ -54,6 +62,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         proc_json(pdir, role="scheduler", address=scheduler.address,
                   dask_config=dask_config())
         self.sink.before_flush.append(self._expand)
+        stop_with(scheduler, self.sink)
         self.sink.start()
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:

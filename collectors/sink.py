@@ -121,6 +121,7 @@ class ProcessSink:
         self.snapshot_rows: dict[str, int] = dict.fromkeys(tables, 0)
         self._snapshot_kept: dict[str, list[tuple]] = {}
         self.parts = 0
+        self.closed = False
         self.before_flush: list[Callable[[], None]] = []
         self._raw: list[tuple[str, list, int]] = []
         self._stop = threading.Event()
@@ -268,6 +269,7 @@ class ProcessSink:
     def close(self, extra: dict[str, Any] | None = None) -> None:
         self.stop()
         self.flush()
+        self.closed = True
         # what still cannot be written is lost with the process: counted, by reason
         for name, (columns, reason) in self.kept.items():
             self.dropped[name][reason] += len(columns[0])
@@ -324,6 +326,28 @@ def arrow_part(columns: Sequence[Any], values: list[list]) -> bytes:
 #: writer folders taken in this process (several workers may run in one: processes=False)
 _CLAIMED: set[Path] = set()
 _claim_lock = threading.Lock()
+
+
+def stop_with(server: Any, sink: ProcessSink) -> None:
+    """Stop ``sink``'s flush thread when the Dask server stops (``Server.stop``, also called
+    by ``close``), after one last flush: a server stopped and never closed leaves no thread
+    behind."""
+    orig = server.stop
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        try:
+            if not sink.closed:
+                sink.stop()
+                sink.flush()
+        except Exception as err:  # noqa: BLE001 - never fail the server's stop
+            from collectors.guard import record
+
+            record(err, "stop_with")
+        finally:
+            server.stop = orig
+        return orig(*args, **kwargs)
+
+    server.stop = stop
 
 
 def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:

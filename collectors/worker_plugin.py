@@ -38,6 +38,7 @@ from collectors.sink import (
     hostname,
     proc_json,
     process_dir,
+    stop_with,
     take,
 )
 from correlate.keys import key_str, key_texts
@@ -150,6 +151,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.sink.before_flush.append(self._flush_rows)
         self._sample()
         self._callback = self._start_periodic(worker)
+        stop_with(worker, self.sink)
         self.sink.start()
 
     def _start_periodic(self, worker: Any) -> Any:
