@@ -33,7 +33,7 @@ from typing import Any
 
 from collectors.arrow_file import holds, ipc_file
 from collectors.guard import ERRORS, never_raise
-from correlate.schema.run import PART_SUFFIX
+from correlate.schema.run import CLOSED_RESERVE_NAME, PART_SUFFIX
 
 
 def drain(buf: deque) -> Iterator[Any]:
@@ -92,7 +92,7 @@ def rewrite_in_place(path: Path, data: dict[str, Any]) -> bool:
 REASONS = {errno.ENOSPC: "no space", errno.EDQUOT: "no space (quota)",
            errno.EACCES: "permission", errno.EPERM: "permission",
            errno.EROFS: "read-only file system"}
-#: bytes reserved at start for closed.json (``close`` in a full folder)
+#: bytes reserved at start for closed.json (``close`` in a full folder), and their file
 CLOSED_RESERVE = 16384
 
 
@@ -129,7 +129,7 @@ class ProcessSink:
         self._thread = threading.Thread(target=self._run, name="dask-correlate-flush",
                                         daemon=True)
         proc_dir.mkdir(parents=True, exist_ok=True)
-        self._reserve = proc_dir / ".closed.json.reserve"
+        self._reserve = proc_dir / CLOSED_RESERVE_NAME
         try:
             self._reserve.write_bytes(b" " * CLOSED_RESERVE)
         except OSError:
@@ -138,11 +138,11 @@ class ProcessSink:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, join_timeout: float = 30) -> None:
         """Stop the flush thread (the server stopped); ``close`` still writes what is left."""
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=join_timeout)
 
     def append(self, table: str, row: tuple) -> None:
         """Callers are guarded hooks: a row of the wrong width raises rather than shift every
@@ -266,10 +266,12 @@ class ProcessSink:
                 return
             self.snapshot_rows[name] = len(rows)
 
-    def close(self, extra: dict[str, Any] | None = None) -> None:
-        self.stop()
-        self.flush()
+    def close(self, extra: dict[str, Any] | None = None, join_timeout: float = 30) -> None:
+        if self.closed:
+            return
         self.closed = True
+        self.stop(join_timeout)
+        self.flush()
         # what still cannot be written is lost with the process: counted, by reason
         for name, (columns, reason) in self.kept.items():
             self.dropped[name][reason] += len(columns[0])
@@ -290,11 +292,19 @@ class ProcessSink:
         try:
             write_json_atomic(path, closed)
         except OSError:
-            # a full folder: the bytes reserved at start take it, renamed into place
+            # a full folder: the bytes reserved at start take it, renamed into place; where
+            # the folder refuses the rename (its write permission removed) they stay under
+            # the reserve's name, which correlate reads too
             if not rewrite_in_place(self._reserve, closed):
                 raise
-            os.replace(self._reserve, path)
-        self._reserve.unlink(missing_ok=True)
+            try:
+                os.replace(self._reserve, path)
+            except OSError:
+                return
+        try:
+            self._reserve.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 #: the Arrow column kind of each raw-table dtype (text for the others: String and Enum)

@@ -26,7 +26,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from collectors import coroutine_steps, file_opens
+from collectors import coroutine_steps, exit_flush, file_opens
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, quietly, record, set_log_dir
 from collectors.options import DEFAULTS, Options
@@ -152,6 +152,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._sample()
         self._callback = self._start_periodic(worker)
         stop_with(worker, self.sink)
+        exit_flush.register(self._on_exit)
         self.sink.start()
 
     def _start_periodic(self, worker: Any) -> Any:
@@ -176,18 +177,33 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.profiler.stop()
             self._snapshot_profile(end=True)
         self._unpatch(worker)
+        exit_flush.unregister(self._on_exit)
+        self._close_sink()
+        self.sink = None
+
+    def _on_exit(self) -> None:
+        """The process ends with ``os._exit`` (its parent went away): write what is buffered
+        and closed.json, within a few seconds, with the tasks still running counted."""
+        if self.sink is not None:
+            self._close_sink({"ended_by": "os._exit: the worker's parent process went away"},
+                             join_timeout=2.0)
+
+    def _close_sink(self, extra: dict[str, Any] | None = None, join_timeout: float = 30
+                    ) -> None:
+        worker = self.worker
         totals = {"incoming": worker.state.transfer_incoming_count_total,
                   "outgoing": worker.transfer_outgoing_count_total}
         # executions still running now end after this close: their rows cannot be written,
         # so they are counted
         running = len(set(self.tags.current.values()))
         self.sink.close({
+            **(extra or {}),
             **({"profile_stopped": self.profile_stopped} if self.profile_stopped else {}),
             "executions_running_at_close": running,
             "executions_not_timed": self.executions_not_timed,
             "transfers_lost_to_dask_log_limit": {
-                d: max(0, totals[d] - self.seen_transfers[d]) for d in totals}})
-        self.sink = None
+                d: max(0, totals[d] - self.seen_transfers[d]) for d in totals}},
+            join_timeout=join_timeout)
 
     # ---- executions ------------------------------------------------------------------------
 

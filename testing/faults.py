@@ -9,6 +9,7 @@ import contextlib
 import errno
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,8 +38,14 @@ class Tmpfs:
         self.filler.unlink(missing_ok=True)
 
     def read_only(self, flag: bool = True) -> None:
-        subprocess.run(["mount", "-o", f"remount,{'ro' if flag else 'rw'}", str(self.path)],
-                       check=True, capture_output=True)
+        """Remount read-only (or back): retried while a writer holds a file open (EBUSY)."""
+        for _ in range(200):
+            done = subprocess.run(["mount", "-o", f"remount,{'ro' if flag else 'rw'}",
+                                   str(self.path)], capture_output=True, text=True)
+            if done.returncode == 0:
+                return
+            time.sleep(0.01)
+        raise OSError(f"cannot remount {self.path}: {done.stderr.strip()}")
 
 
 def mount_error(path: Path) -> str | None:

@@ -19,6 +19,10 @@ from correlate.schema.table import Column, Table
 
 #: the suffix of the parts the collectors write (run format 1's: ``.parquet``)
 PART_SUFFIX = ".arrow"
+#: space each process reserves at start for its closed.json; where the folder refuses the
+#: rename to closed.json at its close (write permission removed), closed.json's content stays
+#: here (blank: not written)
+CLOSED_RESERVE_NAME = ".closed.json.reserve"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.keys.key_str)", nullable=False)

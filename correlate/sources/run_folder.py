@@ -24,7 +24,8 @@ import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
-from correlate.sources import darshan_logs, run_parts
+from correlate.schema.run import CLOSED_RESERVE_NAME
+from correlate.sources import darshan_logs, missing, run_parts
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
 #: raw tables read lazily (the largest: transitions and profile rows)
@@ -152,17 +153,31 @@ def _procs(run_dir: Path, reader: _Reader
                                    f"process folder skipped: {err.problem}", 1))
             continue
         closed = None
-        if (d / "closed.json").exists():
+        # closed.json, or, where the folder refused its rename, the reserved bytes it was
+        # written into (blank until then)
+        path = d / "closed.json"
+        if not path.exists() and _written(d / CLOSED_RESERVE_NAME):
+            path = d / CLOSED_RESERVE_NAME
+        if path.exists():
             try:
-                closed = _json(d / "closed.json")
+                closed = _json(path)
                 if _of(closed, "closed_ns", int) is None:
-                    raise InputError(d / "closed.json", "no closing time (closed_ns)")
+                    raise InputError(path, "no closing time (closed_ns)")
             except InputError as err:
                 closed = None
-                reader.warnings.append(f"{d / 'closed.json'}: {err.problem}; the process is "
+                reader.warnings.append(f"{path}: {err.problem}; the process is "
                                        "treated as not closed cleanly")
         out.append((d, info, closed))
     return out
+
+
+def _written(reserve: Path) -> bool:
+    """Whether the closed.json reserve holds anything but its blank bytes."""
+    try:
+        with reserve.open("rb") as fh:
+            return bool(fh.read(64).strip())
+    except OSError:
+        return False
 
 
 def _with_proc(df: pl.DataFrame, info: dict[str, Any]) -> pl.DataFrame:
@@ -196,6 +211,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     if manifest is None:
         reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or a "
                                "preloaded scheduler): command, exit code and versions unknown")
+    elif not missing.job_ended(manifest):
+        reader.warnings.append(f"{run_dir / 'manifest.json'}: no exit code: the job is still "
+                               "running, or `collect` was killed before it ended (end time and "
+                               "exit code unknown)")
     elif manifest.get("recorded_by") == "scheduler preload":
         reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
                                "(no `collect`): the job's command and exit code are unknown")
@@ -210,7 +229,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "main_thread_id": info.get("main_thread_id"),
                           "local_directory": info.get("local_directory"),
                           "closed_cleanly": closed is not None, "match": "pid"})
-        _quality(d, info, closed, reader)
+        _quality(d, info, closed, reader, missing.job_ended(manifest))
         for t in raw.RUN_TABLES:
             if t.name in LAZY_TABLES:
                 if run_parts.part_files(d / t.name):
@@ -225,6 +244,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
           if (run_dir / "darshan").is_dir() else None)
     try:
         frames = _canonical(tables, processes, io, reader)
+        _missing(tables, frames["executions"], procs, manifest, reader)
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
         raise unreadable(reader.unchecked, run_dir, err) from None
     facts = (_facts(manifest, processes) if manifest is not None
@@ -241,13 +261,42 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                      rejects=make_rejects(reader.rejects))
 
 
+def _missing(tables: dict[str, Any], executions: pl.DataFrame,
+             procs: list[tuple[Path, dict[str, Any], dict[str, Any] | None]],
+             manifest: dict[str, Any] | None, reader: _Reader) -> None:
+    """Count the executions the scheduler saw finish on a worker that has no row for them,
+    with the reason; those the worker's collector counted itself are not counted again."""
+    if tables["scheduler_transitions"] is None:
+        return
+    gaps = missing.missing_per_worker(tables["scheduler_transitions"], executions)
+    by_address = {info.get("address"): (d, closed) for d, info, closed in procs
+                  if info["role"] == "worker"}
+    ended = missing.job_ended(manifest)
+    for worker, n in sorted(gaps.items()):
+        d, closed = by_address.get(worker, (None, None))
+        if closed is not None:
+            counted = sum(c for t, _r, c in _dropped(closed) if t == "task_executions")
+            n -= counted + (_of(closed, "executions_running_at_close", int) or 0)
+        if n <= 0:
+            continue
+        why = missing.reason(d, closed, worker, tables["cluster_events"], ended)
+        reader.rejects.append(("collector", d.name if d is not None else worker,
+                               f"task_executions: executions missing ({why})", n))
+        reader.warnings.append(f"{n} execution(s) of worker {worker} are missing ({why})")
+
+
 def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
-             reader: _Reader) -> None:
+             reader: _Reader, ended: bool = True) -> None:
     name = d.name
     if closed is None:
-        reader.warnings.append(f"{name} did not close cleanly (killed or crashed): data up to "
-                               "its last flush is used")
+        reader.warnings.append(
+            f"{name} did not close cleanly (killed or crashed): data up to its last flush is "
+            "used" if ended else f"{name} has not closed: the job may still be running, or "
+            "it and `collect` were killed; data up to its last flush is used")
         return
+    if isinstance(ended := closed.get("ended_by"), str):
+        reader.warnings.append(f"{name} was ended without a clean close ({ended}); its rows "
+                               "were flushed as it exited")
     for table, reason, n in _dropped(closed):
         reader.rejects.append(("collector", name, f"{table}: rows dropped ({reason})", n))
     failed = _counts(closed, "write_errors")

@@ -37,8 +37,11 @@ def cluster_job(folder: str, n: str, seconds: str) -> None:
 
     with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        Path(folder, "..", "ready").resolve().touch()
-        run_tasks(client, folder, int(n), float(seconds))
+        client.wait_for_workers(2)
+        Path(folder).parent.joinpath("ready").touch()
+        pids = run_tasks(client, folder, int(n), float(seconds))
+        assert len(pids) == int(n)
+    Path(folder).parent.joinpath("done").touch()
 
 
 if __name__ == "__main__":
