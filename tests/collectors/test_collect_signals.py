@@ -78,3 +78,42 @@ def test_sigterm_to_collect_ends_a_job_that_does_not_handle_it_with_143(tmp_path
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 == manifest(tmp_path)["exit_code"]
     assert "Traceback" not in err
+
+
+#: a job that counts the SIGINTs it receives and exits with that count
+COUNTING_JOB = """
+import signal, sys, time, pathlib
+got = []
+signal.signal(signal.SIGINT, lambda *_: got.append(1))
+pathlib.Path(sys.argv[1], "ready").write_text("x")
+deadline = time.monotonic() + 60
+while not got and time.monotonic() < deadline:
+    time.sleep(0.05)
+time.sleep(1.0)
+sys.exit(len(got))
+"""
+
+
+def test_ctrl_c_at_a_terminal_reaches_the_job_once(tmp_path):
+    """A terminal's Ctrl-C goes to its whole foreground process group, the job included:
+    `collect` does not send it a second time (a job would take it for a second interrupt)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: collect in the pty's foreground process group
+        os.execv(sys.executable, [sys.executable, "-m", "collectors.launcher", "-o",
+                                  str(tmp_path / "run"), "--darshan", "off", "--",
+                                  sys.executable, "-c", COUNTING_JOB, str(tmp_path)])
+    output = bytearray()
+    try:
+        wait_for(tmp_path / "ready")
+        os.write(fd, b"\x03")  # ^C: the kernel signals the foreground group
+        _, status = os.waitpid(pid, 0)
+    finally:
+        try:
+            output += os.read(fd, 65536)
+        except OSError:
+            pass
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 1, output.decode(errors="replace")
+    assert manifest(tmp_path)["exit_code"] == 1
