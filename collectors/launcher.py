@@ -14,14 +14,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import site
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from collectors import darshan_env, options
+from collectors import darshan_env, job_process, options
 from collectors.options import PROFILE_MODES
 
 PROFILE_HELP = """function profiles per task execution (default: sample).
@@ -187,29 +185,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     lib, how = darshan_env.find_runtime(args.darshan)
     if not lib and args.darshan != "off":
         print(f"collect: {how}", file=sys.stderr)
-    proc = subprocess.Popen(command, env=job_environment(run_dir, args, lib))
+    proc = job_process.run(command, job_environment(run_dir, args, lib))
     # the manifest (package versions, Dask's config) is gathered while the job starts, not
     # before it: this process's start-up adds to the job's wall time. Should the scheduler's
     # preload write one first, this one replaces it and `finish` has the last word.
+    # A run-folder fault never changes the job's outcome: it is said in one line.
     from collectors import manifest
 
-    info = manifest.start(run_dir, command=command, options={
-        **options.Options(args.profile, args.flush_interval).manifest(),
-        "darshan": args.darshan, "dxt_segments": args.dxt_segments}, darshan={"runtime": lib, "reason": how})
+    info = None
     try:
-        code = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait()
-    if lib:
-        report_darshan_logs(run_dir)
-    manifest.finish(run_dir, info, code)
-    if not any((run_dir / "procs").glob("*/proc.json")):
-        print(f"collect: the job started no Dask scheduler or worker that recorded into "
-              f"{run_dir} (a LocalCluster the job creates, or `dask scheduler|worker` it "
-              "starts, inherit the collectors; a cluster started elsewhere needs `collect "
-              "env` on its nodes)", file=sys.stderr)
+        info = manifest.start(run_dir, command=command, options={
+            **options.Options(args.profile, args.flush_interval).manifest(),
+            "darshan": args.darshan, "dxt_segments": args.dxt_segments},
+            darshan={"runtime": lib, "reason": how})
+    except OSError as err:
+        _could_not("write", run_dir / "manifest.json", err)
+    code = job_process.wait(proc)
+    try:
+        if lib:
+            report_darshan_logs(run_dir)
+        if info is not None:
+            manifest.finish(run_dir, info, code)
+        if not any((run_dir / "procs").glob("*/proc.json")):
+            print(f"collect: the job started no Dask scheduler or worker that recorded into "
+                  f"{run_dir} (a LocalCluster the job creates, or `dask scheduler|worker` it "
+                  "starts, inherit the collectors; a cluster started elsewhere needs `collect "
+                  "env` on its nodes)", file=sys.stderr)
+    except OSError as err:
+        _could_not("finish", run_dir / "manifest.json", err)
     return code
+
+
+def _could_not(what: str, path: Path, err: OSError) -> None:
+    print(f"collect: could not {what} {path}: {err.strerror or err} (the job's exit code is "
+          "passed through)", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from collectors.sink import hostname, write_json_atomic
+from collectors.sink import hostname, rewrite_in_place, write_json_atomic
 
 JOB_VARIABLES = ("PBS_JOBID", "PBS_NODEFILE", "PBS_NUM_NODES", "SLURM_JOB_ID",
                  "SLURM_JOB_NODELIST", "SLURM_NNODES", "SLURM_NTASKS", "LSB_JOBID",
@@ -100,17 +100,32 @@ def start(run_dir: Path, *, command: list[str] | None, options: dict[str, Any],
         "unknown": unknown,
         **(extra or {}),
     }
-    write_json_atomic(run_dir / "manifest.json", manifest)
+    write_json_atomic(run_dir / "manifest.json", manifest, pad=FINISH_RESERVE)
     return manifest
 
 
+#: spaces after the manifest's JSON: room for ``finish`` to rewrite it in place in a full folder
+FINISH_RESERVE = 65536
+
+
 def finish(run_dir: Path, manifest: dict[str, Any], exit_code: int) -> None:
-    procs = sorted(p.name for p in (run_dir / "procs").glob("*") if p.is_dir())
-    unclosed = [p for p in procs if not (run_dir / "procs" / p / "closed.json").exists()]
+    """The job's end and exit code; in a full folder, into the manifest's own reserved bytes
+    (the list of processes is left out if it does not fit)."""
+    try:
+        procs = sorted(p.name for p in (run_dir / "procs").glob("*") if p.is_dir())
+        unclosed = [p for p in procs if not (run_dir / "procs" / p / "closed.json").exists()]
+    except OSError:
+        procs, unclosed = [], []
     manifest.update(ended_ns=time.time_ns(), exit_code=exit_code, processes=procs,
                     processes_not_closed=unclosed,
                     hosts=sorted({p.split("-", 1)[1].rsplit("-", 1)[0] for p in procs}))
-    write_json_atomic(run_dir / "manifest.json", manifest)
+    path = run_dir / "manifest.json"
+    try:
+        write_json_atomic(path, manifest)
+    except OSError:
+        if not rewrite_in_place(path, manifest) and not rewrite_in_place(
+                path, {**manifest, "processes": None, "processes_not_closed": None}):
+            raise
 
 
 #: manifest fields the scheduler's preload cannot know, and why

@@ -30,19 +30,19 @@ _WRITTEN: dict[str, Any] = {}
 
 @click.command()
 @click.option("--dask-correlate-run-dir", default=None, help="run folder to write into")
-def dask_setup(server, dask_correlate_run_dir: str | None = None) -> None:  # noqa: ANN001
+def dask_setup(server, dask_correlate_run_dir: str | None = None) -> Any:  # noqa: ANN001
     run_dir = dask_correlate_run_dir or os.environ.get("DASK_CORRELATE_RUN_DIR")
     if not run_dir:
         logger.warning("dask-correlate: no run folder (set DASK_CORRELATE_RUN_DIR); "
                        "not recording")
-        return
+        return None
     from collectors.options import Options, OptionsError
 
     try:
         opts = Options.from_environment()
     except OptionsError as err:  # set by hand (collect checks its flags): never fail the job
         logger.warning("dask-correlate: %s; not recording", err)
-        return
+        return None
     from distributed import Scheduler, Worker
 
     if isinstance(server, Scheduler):
@@ -53,8 +53,10 @@ def dask_setup(server, dask_correlate_run_dir: str | None = None) -> None:  # no
     elif isinstance(server, Worker):
         from collectors.worker_plugin import CorrelateWorkerPlugin
 
-        plugin = CorrelateWorkerPlugin(run_dir, opts)
-        server._pending_plugins = (*getattr(server, "_pending_plugins", ()), plugin)
+        # Dask awaits what dask_setup returns once the worker has started: the plugin is added
+        # through the worker's public plugin_add, as a client's register_plugin would
+        return server.plugin_add(plugin=CorrelateWorkerPlugin(run_dir, opts))
+    return None
 
 
 @never_raise

@@ -17,7 +17,15 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from collectors.guard import ERRORS, never_raise, set_log_dir
 from collectors.manifest import dask_config
 from collectors.options import DEFAULTS, Options
-from collectors.sink import ProcessSink, drain, hostname, proc_json, process_dir, take
+from collectors.sink import (
+    ProcessSink,
+    drain,
+    hostname,
+    proc_json,
+    process_dir,
+    stop_with,
+    take,
+)
 from correlate.keys import key_str, key_texts
 
 #: values per raw transition (flat, as in collectors.sink): time, key, start, finish, kwargs
@@ -32,7 +40,8 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.run_dir = run_dir
         self.options = options
         self.sink: ProcessSink | None = None
-        # raw rows buffered in the hot path, expanded at flush
+        # raw rows buffered in the hot path (bounded by the sink once it exists), expanded at
+        # flush
         self._transitions: list = []
         self._graphs: deque = deque()
         self._annotations: deque = deque()
@@ -52,10 +61,13 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                                       schema.SPANS_RAW, schema.SPAN_METRICS_RAW,
                                       schema.CLUSTER_EVENTS)}
         self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
+        self._transitions, self._append_transition = self.sink.raw("scheduler_transitions",
+                                                                   _TRANSITION)
         set_log_dir(pdir)
         proc_json(pdir, role="scheduler", address=scheduler.address,
                   dask_config=dask_config())
         self.sink.before_flush.append(self._expand)
+        stop_with(scheduler, self.sink)
         self.sink.start()
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:

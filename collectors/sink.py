@@ -7,9 +7,12 @@ for every garbage collection of the job's process to track and count (``take``).
 thread takes each buffer's rows as columns every ``interval`` seconds and writes them as
 ``<proc_dir>/<table>/part-NNNNNN.arrow`` (the format: ``correlate.schema.run``; temp name +
 ``os.replace``, so every part on disk is complete). A killed process loses at most one interval.
-Buffers are bounded: rows beyond ``max_rows`` per table between flushes are counted as dropped,
-never silently lost. ``close()`` flushes and writes ``closed.json`` (row counts, drops, hook
-errors).
+Buffers are bounded: rows beyond ``max_rows`` per table (buffered, or kept after a failed write)
+are counted as dropped with their reason, never silently lost; hooks that buffer raw rows of
+their own bound them through ``raw`` the same way. A write that fails (a full or read-only run
+folder: ``OSError``) removes its temp file and keeps its rows for the next flush. ``close()``
+flushes and writes ``closed.json`` (row counts, drops per table and reason, failed writes, hook
+errors), into space reserved at start when the folder is full by then.
 
 Parts are Arrow IPC files written by the standard library alone (``collectors.arrow_file``):
 the pyarrow Parquet writer this replaced cost each Dask process its memory, its imports and its
@@ -18,18 +21,19 @@ allocator's first-write stalls (docs/performance.md, fourth pass).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from collectors.arrow_file import holds, ipc_file
 from collectors.guard import ERRORS, never_raise
-from correlate.schema.run import PART_SUFFIX
+from correlate.schema.run import CLOSED_RESERVE_NAME, PART_SUFFIX
 
 
 def drain(buf: deque) -> Iterator[Any]:
@@ -54,10 +58,47 @@ def take(buf: list, width: int) -> list[list] | None:
     return [chunk[i::width] for i in range(width)]
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, data: dict[str, Any], *, pad: int = 0) -> None:
+    """Write ``path`` whole or not at all (temp name + rename); ``pad`` trailing spaces leave
+    room for a later in-place rewrite (``rewrite_in_place``) when the folder is full."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + " " * pad)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def rewrite_in_place(path: Path, data: dict[str, Any]) -> bool:
+    """Overwrite an existing file's bytes with ``data`` (JSON, space-padded to the file's size):
+    no new block is needed, so it works in a full folder. False if it does not fit or fails."""
+    text = json.dumps(data, indent=1, sort_keys=True, default=str).encode()
+    try:
+        size = path.stat().st_size
+        if len(text) > size:
+            return False
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, text + b" " * (size - len(text)), 0)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
+
+
+#: the reason a write failed, by errno (others: the errno's name)
+REASONS = {errno.ENOSPC: "no space", errno.EDQUOT: "no space (quota)",
+           errno.EACCES: "permission", errno.EPERM: "permission",
+           errno.EROFS: "read-only file system"}
+#: bytes reserved at start for closed.json (``close`` in a full folder), and their file
+CLOSED_RESERVE = 16384
+
+
+def reason_of(err: OSError) -> str:
+    return REASONS.get(err.errno or 0) or (errno.errorcode.get(err.errno or 0)
+                                          or type(err).__name__)
 
 
 class ProcessSink:
@@ -70,18 +111,38 @@ class ProcessSink:
         self.widths = {name: len(t.columns) for name, t in tables.items()}
         self.buffers: dict[str, list] = {name: [] for name in tables}
         self.written: dict[str, int] = dict.fromkeys(tables, 0)
-        self.dropped: dict[str, int] = dict.fromkeys(tables, 0)
+        #: table -> reason -> rows dropped ("buffer full", or why their write failed)
+        self.dropped: dict[str, Counter[str]] = {name: Counter() for name in tables}
+        #: rows whose write failed, kept for the next flush: table -> (columns, reason)
+        self.kept: dict[str, tuple[list[list], str]] = {}
+        #: failed writes by reason, and the first one's message
+        self.write_errors: Counter[str] = Counter()
+        self.first_write_error: str | None = None
         self.snapshot_rows: dict[str, int] = dict.fromkeys(tables, 0)
+        self._snapshot_kept: dict[str, list[tuple]] = {}
         self.parts = 0
+        self.closed = False
         self.before_flush: list[Callable[[], None]] = []
+        self._raw: list[tuple[str, list, int]] = []
         self._stop = threading.Event()
         self._lock = threading.RLock()
         self._thread = threading.Thread(target=self._run, name="dask-correlate-flush",
                                         daemon=True)
         proc_dir.mkdir(parents=True, exist_ok=True)
+        self._reserve = proc_dir / CLOSED_RESERVE_NAME
+        try:
+            self._reserve.write_bytes(b" " * CLOSED_RESERVE)
+        except OSError:
+            pass
 
     def start(self) -> None:
         self._thread.start()
+
+    def stop(self, join_timeout: float = 30) -> None:
+        """Stop the flush thread (the server stopped); ``close`` still writes what is left."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=join_timeout)
 
     def append(self, table: str, row: tuple) -> None:
         """Callers are guarded hooks: a row of the wrong width raises rather than shift every
@@ -92,14 +153,31 @@ class ProcessSink:
         if len(buf) < self.max_rows * width:
             buf.extend(row)
         else:
-            self.dropped[table] += 1
+            self.dropped[table]["buffer full"] += 1
+
+    def raw(self, table: str, width: int) -> tuple[list, Callable[[tuple], None]]:
+        """A flat buffer of raw rows (``width`` values each) that a ``before_flush`` hook turns
+        into ``table``'s rows, and its bounded ``add``: past ``max_rows`` rows a row is
+        counted as dropped from ``table`` instead of growing the buffer."""
+        buf: list = []
+        cap = self.max_rows * width
+        extend, counts = buf.extend, self.dropped[table]
+
+        def add(row: tuple) -> None:
+            if len(buf) < cap:
+                extend(row)
+            else:
+                counts["buffer full"] += 1
+
+        self._raw.append((table, buf, width))
+        return buf, add
 
     def write_columns(self, table: str, columns: list[list]) -> None:
         """Write rows a plugin has prepared as columns (in a ``before_flush`` hook), bounded
         like appended rows."""
         n = len(columns[0])
         if n > self.max_rows:
-            self.dropped[table] += n - self.max_rows
+            self.dropped[table]["buffer full"] += n - self.max_rows
             columns = [c[:self.max_rows] for c in columns]
         with self._lock:
             self._write(table, columns)
@@ -115,43 +193,118 @@ class ProcessSink:
                 never_raise(hook)()
             for name in self.tables:
                 columns = take(self.buffers[name], self.widths[name])
-                if columns:
-                    self._write(name, columns)
+                if columns or name in self.kept:
+                    self._write(name, columns or [[] for _ in range(self.widths[name])])
+            for name, rows in list(self._snapshot_kept.items()):
+                if name in self._snapshot_kept:  # not replaced by a newer one meanwhile
+                    self.write_snapshot(name, rows)
 
-    def _write(self, name: str, columns: list[list], *, snapshot: bool = False) -> None:
+    def _write(self, name: str, columns: list[list]) -> None:
+        """Write a part of ``columns`` after the rows kept from failed writes; if it fails,
+        keep them all (within the bound) for the next flush."""
+        if name in self.kept:
+            old, _reason = self.kept.pop(name)
+            columns = [a + b for a, b in zip(old, columns, strict=True)]
+        if not columns[0]:
+            return
+        try:
+            self._write_file(name, f"part-{self.parts + 1:06d}{PART_SUFFIX}", columns)
+        except OSError as err:
+            self._keep(name, columns, self._failed(err))
+            return
+        self.parts += 1
+        self.written[name] += len(columns[0])
+
+    def _failed(self, err: OSError) -> str:
+        reason = reason_of(err)
+        self.write_errors[reason] += 1
+        if self.first_write_error is None:
+            self.first_write_error = f"{time.time_ns()} {err}"
+        return reason
+
+    def _keep(self, name: str, columns: list[list], reason: str) -> None:
+        """Keep the rows of a failed write as long as the table's buffer and these stay within
+        ``max_rows``; the oldest beyond it are counted as dropped for ``reason``."""
+        room = max(0, self.max_rows - len(self.buffers[name]) // self.widths[name])
+        n = len(columns[0])
+        if n > room:
+            self.dropped[name][reason] += n - room
+            columns = [c[n - room:] for c in columns]
+        if room:
+            self.kept[name] = (columns, reason)
+
+    def _write_file(self, name: str, file: str, columns: list[list]) -> None:
         folder = self.proc_dir / name
-        folder.mkdir(exist_ok=True)
-        if snapshot:
-            final = folder / f"snapshot{PART_SUFFIX}"
-        else:
-            self.parts += 1
-            final = folder / f"part-{self.parts:06d}{PART_SUFFIX}"
-        tmp = folder / f".{final.name}.tmp"
-        tmp.write_bytes(arrow_part(self.tables[name].columns, columns))
-        os.replace(tmp, final)
-        self.written[name] += len(columns[0]) if not snapshot else 0
+        tmp = folder / f".{file}.tmp"
+        try:
+            folder.mkdir(exist_ok=True)
+            tmp.write_bytes(arrow_part(self.tables[name].columns, columns))
+            os.replace(tmp, folder / file)
+        except OSError:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise
 
     @never_raise
     def write_snapshot(self, name: str, rows: list[tuple]) -> None:
         """Replace the table's snapshot (for cumulative data such as profiles); an empty one
-        removes it."""
+        removes it. One that cannot be written is retried at the next flush (a newer one
+        replaces it)."""
         with self._lock:
-            if rows:
-                self._write(name, columns_of(rows, self.widths[name]), snapshot=True)
-            elif self.snapshot_rows[name]:
-                (self.proc_dir / name / f"snapshot{PART_SUFFIX}").unlink(missing_ok=True)
+            self._snapshot_kept.pop(name, None)
+            try:
+                if rows:
+                    self._write_file(name, f"snapshot{PART_SUFFIX}",
+                                     columns_of(rows, self.widths[name]))
+                elif self.snapshot_rows[name]:
+                    (self.proc_dir / name / f"snapshot{PART_SUFFIX}").unlink(missing_ok=True)
+            except OSError as err:
+                self._failed(err)
+                self._snapshot_kept[name] = rows
+                return
             self.snapshot_rows[name] = len(rows)
 
-    def close(self, extra: dict[str, Any] | None = None) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=30)
+    def close(self, extra: dict[str, Any] | None = None, join_timeout: float = 30) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.stop(join_timeout)
         self.flush()
-        write_json_atomic(self.proc_dir / "closed.json", {
+        # what still cannot be written is lost with the process: counted, by reason
+        for name, (columns, reason) in self.kept.items():
+            self.dropped[name][reason] += len(columns[0])
+        self.kept.clear()
+        for name, rows in self._snapshot_kept.items():
+            self.dropped[name]["snapshot not written"] += len(rows)
+        for name, buf, width in self._raw:  # left by a hook that failed
+            if len(buf) >= width:
+                self.dropped[name]["not flushed (hook error)"] += len(buf) // width
+        closed = {
             "closed_ns": time.time_ns(),
             "rows": {n: w + self.snapshot_rows[n] for n, w in self.written.items()},
-            "dropped": self.dropped,
-            "hook_errors": dict(ERRORS), **(extra or {})})
+            "dropped": {n: dict(c) for n, c in self.dropped.items() if c},
+            "write_errors": dict(self.write_errors),
+            "first_write_error": self.first_write_error,
+            "hook_errors": dict(ERRORS), **(extra or {})}
+        path = self.proc_dir / "closed.json"
+        try:
+            write_json_atomic(path, closed)
+        except OSError:
+            # a full folder: the bytes reserved at start take it, renamed into place; where
+            # the folder refuses the rename (its write permission removed) they stay under
+            # the reserve's name, which correlate reads too
+            if not rewrite_in_place(self._reserve, closed):
+                raise
+            try:
+                os.replace(self._reserve, path)
+            except OSError:
+                return
+        try:
+            self._reserve.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 #: the Arrow column kind of each raw-table dtype (text for the others: String and Enum)
@@ -180,8 +333,44 @@ def arrow_part(columns: Sequence[Any], values: list[list]) -> bytes:
     return ipc_file(names, kinds, values)
 
 
+#: writer folders taken in this process (several workers may run in one: processes=False)
+_CLAIMED: set[Path] = set()
+_claim_lock = threading.Lock()
+
+
+def stop_with(server: Any, sink: ProcessSink) -> None:
+    """Stop ``sink``'s flush thread when the Dask server stops (``Server.stop``, also called
+    by ``close``), after one last flush: a server stopped and never closed leaves no thread
+    behind."""
+    orig = server.stop
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        try:
+            if not sink.closed:
+                sink.stop()
+                sink.flush()
+        except Exception as err:  # noqa: BLE001 - never fail the server's stop
+            from collectors.guard import record
+
+            record(err, "stop_with")
+        finally:
+            server.stop = orig
+        return orig(*args, **kwargs)
+
+    server.stop = stop
+
+
 def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:
-    return run_dir / "procs" / f"{role}-{host}-{pid}"
+    """This writer's folder: ``<role>-<host>-<pid>``, and ``….2``, ``….3`` for further writers
+    of the same role in this process, so that none overwrites another's parts."""
+    base = run_dir / "procs" / f"{role}-{host}-{pid}"
+    with _claim_lock:
+        path, n = base, 1
+        while path in _CLAIMED:
+            n += 1
+            path = base.with_name(f"{base.name}.{n}")
+        _CLAIMED.add(path)
+    return path
 
 
 #: overrides the host name the collectors record (tests simulating two hosts on one machine,

@@ -26,7 +26,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from collectors import coroutine_steps, file_opens
+from collectors import coroutine_steps, exit_flush, file_opens
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, quietly, record, set_log_dir
 from collectors.options import DEFAULTS, Options
@@ -38,6 +38,7 @@ from collectors.sink import (
     hostname,
     proc_json,
     process_dir,
+    stop_with,
     take,
 )
 from correlate.keys import key_str, key_texts
@@ -73,6 +74,10 @@ class _NativeThreadId(threading.local):
 
 
 _NATIVE = _NativeThreadId()
+
+
+def sink_width(tables: dict[str, Any], name: str) -> int:
+    return len(tables[name].columns)
 
 
 def _native_id() -> int:
@@ -112,10 +117,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
             schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
-        # raw rows, flat (collectors.sink): keys are rendered by the flush thread, not the task
-        # thread or the loop
-        self.transitions: list = []
-        self.executions: list = []
+        # raw rows, flat and bounded (collectors.sink): keys are rendered by the flush thread,
+        # not the task thread or the loop
+        self.transitions, self._add_transition = self.sink.raw(
+            "worker_transitions", sink_width(tables, "worker_transitions"))
+        self.executions, self._add_execution = self.sink.raw(
+            "task_executions", sink_width(tables, "task_executions"))
         self.seq = itertools.count(1)
         self.tags = TaskTags()
         self.last_transfer: dict[str, Any] = {"incoming": None, "outgoing": None}
@@ -125,7 +132,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         # without it
         self.timed_seqs: set[int] = set()
         self.executions_not_timed = 0
-        self.marker_path = Path(self.run_dir) / "darshan" / "markers" / f"{hostname()}-{self.pid}"
+        self.marker_path = (Path(self.run_dir) / "darshan" / "markers"
+                            / pdir.name.removeprefix("worker-"))
         self.marker_offset = 0
         self._patch(worker)
         file_opens.install()
@@ -155,6 +163,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.sink.before_flush.append(self._flush_rows)
         self._sample()
         self._callback = self._start_periodic(worker)
+        stop_with(worker, self.sink)
+        exit_flush.register(self._on_exit)
         self.sink.start()
 
     def _start_periodic(self, worker: Any) -> Any:
@@ -179,14 +189,33 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.profiler.stop()
             self._snapshot_profile(end=True)
         self._unpatch(worker)
+        exit_flush.unregister(self._on_exit)
+        self._close_sink()
+        self.sink = None
+
+    def _on_exit(self) -> None:
+        """The process ends with ``os._exit`` (its parent went away): write what is buffered
+        and closed.json, within a few seconds, with the tasks still running counted."""
+        if self.sink is not None:
+            self._close_sink({"ended_by": "os._exit: the worker's parent process went away"},
+                             join_timeout=2.0)
+
+    def _close_sink(self, extra: dict[str, Any] | None = None, join_timeout: float = 30
+                    ) -> None:
+        worker = self.worker
         totals = {"incoming": worker.state.transfer_incoming_count_total,
                   "outgoing": worker.transfer_outgoing_count_total}
+        # executions still running now end after this close: their rows cannot be written,
+        # so they are counted
+        running = len(set(self.tags.current.values()))
         self.sink.close({
+            **(extra or {}),
             **({"profile_stopped": self.profile_stopped} if self.profile_stopped else {}),
+            "executions_running_at_close": running,
             "executions_not_timed": self.executions_not_timed,
             "transfers_lost_to_dask_log_limit": {
-                d: max(0, totals[d] - self.seen_transfers[d]) for d in totals}})
-        self.sink = None
+                d: max(0, totals[d] - self.seen_transfers[d]) for d in totals}},
+            join_timeout=join_timeout)
 
     # ---- executions ------------------------------------------------------------------------
 
@@ -281,7 +310,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.profiles_final.append(seq)
             self.timed_seqs.add(seq)
             native = _NATIVE.value or _native_id()
-            self.executions.extend((seq, key, tid, native, t0, t1, c1 - c0, status))
+            self._add_execution((seq, key, tid, native, t0, t1, c1 - c0, status))
 
     def _coroutine(self, coro: Any, key: Any, seq: int) -> CoroutineSteps:
         """A coroutine task's execute coroutine, driven step by step on the loop thread (this
@@ -322,13 +351,13 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         for a, b, cpu in kept:
             sink.append("coroutine_slices", (seq, a, b, cpu))
         status = "ok" if type(result).__name__ == "ExecuteSuccessEvent" else "error"
-        self.executions.extend((seq, key, tid, _NATIVE.value or _native_id(), window[0],
-                                window[1], sum(c for *_, c in kept), status))
+        self._add_execution((seq, key, tid, _NATIVE.value or _native_id(), window[0],
+                             window[1], sum(c for *_, c in kept), status))
 
     # ---- transitions -----------------------------------------------------------------------
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        self.transitions.extend((time.time_ns(), key, start, finish, kwargs.get("stimulus_id")))
+        self._add_transition((time.time_ns(), key, start, finish, kwargs.get("stimulus_id")))
 
     # ---- periodic (event loop): transfers, clock samples, markers --------------------------
 

@@ -11,6 +11,7 @@ tasks → summary (from the small tables and the per-process segment totals).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,6 +283,8 @@ def write_outputs(result: Correlated, out_dir: Path) -> list[Path]:
 
 def _write_summary(summary: dict[str, Any], out_dir: Path) -> Path:
     path = out_dir / "summary.json"
-    path.write_text(json.dumps({"output_format_version": OUTPUT_FORMAT_VERSION, **summary},
-                               indent=2, sort_keys=True, default=str) + "\n")
+    tmp = path.with_name(f".{path.name}.tmp")  # renamed into place: never read half-written
+    tmp.write_text(json.dumps({"output_format_version": OUTPUT_FORMAT_VERSION, **summary},
+                              indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
     return path

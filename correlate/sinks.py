@@ -1,7 +1,7 @@
 """Where the engine puts each output table as soon as it is final.
 
 ``MemorySink`` keeps them (``correlate_frames``: tests, small runs); ``ParquetSink`` writes each
-one into the output folder at once, so the engine can drop it before the next stage: a large
+one into the output folder at once (temp name, then renamed), so the engine can drop it before the next stage: a large
 run never holds its two largest tables (``segments`` and ``events``, about ten rows per
 execution each) together. A table produced in parts (``segments``, one part per process) is written by polars'
 streaming engine straight from the iterator of parts: parts are encoded while the next one is
@@ -10,6 +10,7 @@ computed, in order, and never all in memory.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
@@ -62,6 +63,13 @@ class ParquetSink:
                                              schema=TABLES[name].polars_schema()))
 
     def _sink(self, name: str, lf: pl.LazyFrame) -> None:
+        """Written under a temp name and renamed: a reader of the folder meanwhile sees the
+        previous table or the new one, whole, never a half-written file."""
         path = self.out_dir / f"{name}.parquet"
-        lf.sink_parquet(path, compression=COMPRESSION, statistics=False)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            lf.sink_parquet(tmp, compression=COMPRESSION, statistics=False)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
         self.paths.append(path)

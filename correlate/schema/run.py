@@ -23,6 +23,10 @@ from correlate.schema.table import Column, Table
 #: that did not close their log (``collectors.darshan_after`` removes the empty ones)
 MMAP_FOLDER = "darshan-mmap"
 PART_SUFFIX = ".arrow"
+#: space each process reserves at start for its closed.json; where the folder refuses the
+#: rename to closed.json at its close (write permission removed), closed.json's content stays
+#: here (blank: not written)
+CLOSED_RESERVE_NAME = ".closed.json.reserve"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.keys.key_str)", nullable=False)

@@ -24,8 +24,8 @@ import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
-from correlate.schema.run import MMAP_FOLDER
-from correlate.sources import darshan_coverage, darshan_logs, run_parts
+from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
+from correlate.sources import darshan_coverage, darshan_logs, missing, run_parts
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
 #: raw tables read lazily (the largest: transitions and profile rows)
@@ -153,17 +153,31 @@ def _procs(run_dir: Path, reader: _Reader
                                    f"process folder skipped: {err.problem}", 1))
             continue
         closed = None
-        if (d / "closed.json").exists():
+        # closed.json, or, where the folder refused its rename, the reserved bytes it was
+        # written into (blank until then)
+        path = d / "closed.json"
+        if not path.exists() and _written(d / CLOSED_RESERVE_NAME):
+            path = d / CLOSED_RESERVE_NAME
+        if path.exists():
             try:
-                closed = _json(d / "closed.json")
+                closed = _json(path)
                 if _of(closed, "closed_ns", int) is None:
-                    raise InputError(d / "closed.json", "no closing time (closed_ns)")
+                    raise InputError(path, "no closing time (closed_ns)")
             except InputError as err:
                 closed = None
-                reader.warnings.append(f"{d / 'closed.json'}: {err.problem}; the process is "
+                reader.warnings.append(f"{path}: {err.problem}; the process is "
                                        "treated as not closed cleanly")
         out.append((d, info, closed))
     return out
+
+
+def _written(reserve: Path) -> bool:
+    """Whether the closed.json reserve holds anything but its blank bytes."""
+    try:
+        with reserve.open("rb") as fh:
+            return bool(fh.read(64).strip())
+    except OSError:
+        return False
 
 
 def _with_proc(df: pl.DataFrame, info: dict[str, Any]) -> pl.DataFrame:
@@ -197,6 +211,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     if manifest is None:
         reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or a "
                                "preloaded scheduler): command, exit code and versions unknown")
+    elif not missing.job_ended(manifest):
+        reader.warnings.append(f"{run_dir / 'manifest.json'}: no exit code: the job is still "
+                               "running, or `collect` was killed before it ended (end time and "
+                               "exit code unknown)")
     elif manifest.get("recorded_by") == "scheduler preload":
         reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
                                "(no `collect`): the job's command and exit code are unknown")
@@ -211,7 +229,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "main_thread_id": info.get("main_thread_id"),
                           "local_directory": info.get("local_directory"),
                           "closed_cleanly": closed is not None, "match": "pid"})
-        _quality(d, info, closed, reader)
+        _quality(d, info, closed, reader, missing.job_ended(manifest))
         for t in raw.RUN_TABLES:
             if t.name in LAZY_TABLES:
                 if run_parts.part_files(d / t.name):
@@ -226,6 +244,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
           if (run_dir / "darshan").is_dir() else None)
     try:
         frames = _canonical(tables, processes, io, reader)
+        _missing(tables, frames["executions"], procs, manifest, reader)
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
         raise unreadable(reader.unchecked, run_dir, err) from None
     facts = (_facts(manifest, processes) if manifest is not None
@@ -265,19 +284,61 @@ def _darshan_gaps(run_dir: Path, procs: list[tuple[Path, dict[str, Any], Any]],
         [darshan_coverage.LogFile(n, hosts.get(n)) for n in names], kept)
 
 
+def _missing(tables: dict[str, Any], executions: pl.DataFrame,
+             procs: list[tuple[Path, dict[str, Any], dict[str, Any] | None]],
+             manifest: dict[str, Any] | None, reader: _Reader) -> None:
+    """Count the executions the scheduler saw finish on a worker that has no row for them,
+    with the reason; those the worker's collector counted itself are not counted again."""
+    if tables["scheduler_transitions"] is None:
+        return
+    gaps = missing.missing_per_worker(tables["scheduler_transitions"], executions)
+    by_address = {info.get("address"): (d, closed) for d, info, closed in procs
+                  if info["role"] == "worker"}
+    ended = missing.job_ended(manifest)
+    for worker, n in sorted(gaps.items()):
+        d, closed = by_address.get(worker, (None, None))
+        if closed is not None:
+            counted = sum(c for t, _r, c in _dropped(closed) if t == "task_executions")
+            n -= counted + (_of(closed, "executions_running_at_close", int) or 0)
+        if n <= 0:
+            continue
+        why = missing.reason(d, closed, worker, tables["cluster_events"], ended)
+        reader.rejects.append(("collector", d.name if d is not None else worker,
+                               f"task_executions: executions missing ({why})", n))
+        reader.warnings.append(f"{n} execution(s) of worker {worker} are missing ({why})")
+
+
 def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
-             reader: _Reader) -> None:
+             reader: _Reader, ended: bool = True) -> None:
     name = d.name
     if closed is None:
-        reader.warnings.append(f"{name} did not close cleanly (killed or crashed): data up to "
-                               "its last flush is used")
+        reader.warnings.append(
+            f"{name} did not close cleanly (killed or crashed): data up to its last flush is "
+            "used" if ended else f"{name} has not closed: the job may still be running, or "
+            "it and `collect` were killed; data up to its last flush is used")
         return
-    for table, n in _counts(closed, "dropped").items():
-        reader.rejects.append(("collector", name, f"{table}: rows dropped (buffer full)", n))
+    if isinstance(ended := closed.get("ended_by"), str):
+        reader.warnings.append(f"{name} was ended without a clean close ({ended}); its rows "
+                               "were flushed as it exited")
+    for table, reason, n in _dropped(closed):
+        reader.rejects.append(("collector", name, f"{table}: rows dropped ({reason})", n))
+    failed = _counts(closed, "write_errors")
+    if failed:
+        reader.warnings.append(
+            f"{name}: {sum(failed.values())} write(s) into the run folder failed ("
+            + ", ".join(f"{reason}: {n}" for reason, n in sorted(failed.items()))
+            + "); their rows were kept for the next flush, those that could not be are "
+            "counted as dropped")
     errors = sum(_counts(closed, "hook_errors").values())
     if errors:
-        reader.warnings.append(f"{name}: {errors} collector hook error(s), see "
-                               f"{d / 'hook_errors.log'}")
+        log = d / "hook_errors.log"
+        reader.warnings.append(f"{name}: {errors} collector hook error(s)" + (
+            f", see {log}" if log.exists() else
+            f" ({', '.join(sorted(_counts(closed, 'hook_errors')))}; no log could be written)"))
+    running = _of(closed, "executions_running_at_close", int) or 0
+    if running:
+        reader.rejects.append(("collector", name, "task_executions: still running when the "
+                               "worker closed (not recorded)", running))
     untimed = _of(closed, "executions_not_timed", int) or 0
     if untimed:
         reader.warnings.append(f"{name}: {untimed} execution(s) not timed on their thread "
@@ -294,6 +355,19 @@ def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
     lost = sum(_counts(closed, "transfers_lost_to_dask_log_limit").values())
     if lost:
         reader.rejects.append(("collector", name, "transfers lost to Dask's bounded log", lost))
+
+
+def _dropped(closed: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(table, reason, rows) dropped: ``{table: {reason: n}}``, or ``{table: n}`` (a buffer
+    full, the format before reasons were recorded)."""
+    out = []
+    for table, value in (_of(closed, "dropped", dict) or {}).items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            out.append((str(table), "buffer full", value))
+        elif isinstance(value, dict):
+            out += [(str(table), str(r), n) for r, n in value.items()
+                    if isinstance(n, int) and not isinstance(n, bool) and n]
+    return [r for r in out if r[2]]
 
 
 def _counts(closed: dict[str, Any], name: str) -> dict[str, int]:

@@ -85,7 +85,7 @@ def test_rows_beyond_the_bound_are_counted_as_dropped(tmp_path):
         sink.append("t", (1, n, "x", None))
     sink.write_columns("t", [[2] * 7, list(range(7)), ["y"] * 7, [None] * 7])
     sink.flush()
-    assert sink.dropped["t"] == 3 + 2
+    assert sink.dropped["t"] == {"buffer full": 3 + 2}
     assert written(tmp_path).height == 10 == sink.written["t"]
 
 
@@ -104,3 +104,12 @@ def test_a_row_of_the_wrong_width_is_refused_and_the_others_stay_aligned(tmp_pat
     sink.append("t", (3, 3, "c", 1.5))
     sink.flush()
     assert written(tmp_path).rows() == [(1, 1, "a", None), (3, 3, "c", 1.5)]
+
+
+def test_a_raw_buffer_is_bounded_between_flushes_and_counts_what_it_refuses(tmp_path):
+    sink = ProcessSink(tmp_path, {"t": TABLE}, max_rows=5)
+    buf, add = sink.raw("t", 2)
+    for n in range(9):
+        add((n, "x"))
+    assert len(buf) == 10
+    assert sink.dropped["t"] == {"buffer full": 4}

@@ -195,6 +195,7 @@ def test_the_worker_runs_nothing_but_the_task_while_yappi_is_on(profiler):
     plugin = CorrelateWorkerPlugin.__new__(CorrelateWorkerPlugin)
     plugin.tags, plugin.profiles_final, plugin.timed_seqs, plugin.executions = (
         profiler.tags, [], set(), [])
+    plugin._add_execution = plugin.executions.extend
     profiler.start(("task-thread",))
     resume, pause = plugin.task_hooks = profiler.task_hooks()
 

@@ -46,3 +46,46 @@ def test_no_parts_is_an_empty_table_with_the_schema(tmp_path: Path) -> None:
     written = pl.read_parquet(tmp_path / "task_files.parquet")
     assert written.height == 0
     assert written.schema == TABLES["task_files"].polars_schema()
+
+
+def test_a_reader_never_sees_a_half_written_table(tmp_path: Path) -> None:
+    import threading
+
+    df = pl.DataFrame({"execution_id": range(300_000), "key": [f"k{i}" for i in range(300_000)]})
+    sink = ParquetSink(tmp_path)
+    sink.write("t", df)
+    stop, reads, errors = threading.Event(), [0], []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                assert pl.read_parquet(tmp_path / "t.parquet").height == df.height
+                reads[0] += 1
+            except Exception as err:  # noqa: BLE001 - counted
+                errors.append(err)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for _ in range(15):
+        sink.write("t", df)
+    stop.set()
+    reader.join()
+    assert reads[0] > 0 and errors == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+
+
+def test_a_table_whose_parts_fail_leaves_the_previous_one_and_no_temp_file(tmp_path: Path
+                                                                           ) -> None:
+    sink = ParquetSink(tmp_path)
+    sink.write_parts("task_files", iter(_parts()))
+
+    def failing():
+        yield _parts()[0]
+        raise RuntimeError("the engine failed")
+
+    try:
+        sink.write_parts("task_files", failing())
+    except Exception:  # noqa: BLE001, S110 - polars wraps it
+        pass
+    assert pl.read_parquet(tmp_path / "task_files.parquet").height == 9
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]

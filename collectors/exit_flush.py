@@ -1,0 +1,42 @@
+"""Flush before ``os._exit``: a Dask worker process whose parent (the nanny, or the job holding
+a LocalCluster) goes away ends itself at once with ``os._exit`` (``distributed.process``), which
+runs no ``atexit`` and no plugin teardown. The collectors' callbacks run first, each bounded,
+so that the rows gathered since the last flush are written and ``closed.json`` says how the
+process ended; the exit itself is unchanged."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_CALLBACKS: list[Callable[[], None]] = []
+_lock = threading.Lock()
+_original: list[Callable[[int], Any]] = []
+
+
+def _exit(code: int) -> Any:
+    with _lock:
+        callbacks = list(_CALLBACKS)
+        _CALLBACKS.clear()
+    for callback in callbacks:
+        try:
+            callback()
+        except BaseException:  # noqa: BLE001, S110 - the exit must happen
+            pass
+    return _original[0](code)
+
+
+def register(callback: Callable[[], None]) -> None:
+    with _lock:
+        if not _original:
+            _original.append(os._exit)
+            os._exit = _exit
+        _CALLBACKS.append(callback)
+
+
+def unregister(callback: Callable[[], None]) -> None:
+    with _lock:
+        if callback in _CALLBACKS:
+            _CALLBACKS.remove(callback)

@@ -1,0 +1,227 @@
+"""Faults met by real jobs under `collect`, with tasks that leave marker files (the truth):
+the job's exit code is unchanged, there is no traceback, and every execution the job ran is
+either in ``task_executions`` or counted in the summary's rejects with its reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import psutil
+import pytest
+
+import collectors
+from correlate.sources.detect import load
+from testing.faults import mount_error, tmpfs
+
+HERE = Path(__file__).parent
+COLLECTORS = Path(collectors.__file__).parent
+pytestmark = pytest.mark.cluster
+
+
+def collect(out: Path, *args: str, timeout: int = 240) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--darshan", "off",
+           "--profile", "off", "--flush-interval", "0.5", "--", sys.executable,
+           "fault_jobs.py", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=HERE)
+
+
+def ran(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+def test_two_workers_in_one_process_each_keep_every_execution(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = collect(tmp_path / "run", "inprocess", str(marks), "60")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    workers = sorted(p.name for p in (tmp_path / "run" / "procs").glob("worker-*"))
+    assert len(workers) == 2 and workers[1] == f"{workers[0]}.2"
+    frames = load(tmp_path / "run")
+    ex = frames.executions
+    assert ex.height == 60 == len(ran(marks))
+    assert set(ex["key"]) == ran(marks)
+    assert ex["worker"].n_unique() == 2
+    assert pl.Series(ex["key"]).is_unique().all()
+
+
+# ---- faults injected into a running job (2 worker processes x 2 threads) ---------------------
+
+N_TASKS, TASK_S = 400, 0.02
+
+
+def start_job(run: Path, marks: Path, deny: Path | None = None) -> subprocess.Popen:
+    """The job under `collect`; with ``deny``, writes into the run folder fail with EACCES
+    while that file exists (``deny_writes``: root ignores permissions)."""
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
+           "--profile", "off", "--flush-interval", "0.5", "--", sys.executable,
+           "fault_jobs.py", "cluster", str(marks), str(N_TASKS), str(TASK_S)]
+    env = dict(os.environ)
+    if deny is not None:
+        env.update(DENY_WRITES_UNDER=str(run), DENY_WRITES_FLAG=str(deny),
+                   DASK_DISTRIBUTED__SCHEDULER__PRELOAD="['deny_writes']",
+                   DASK_DISTRIBUTED__WORKER__PRELOAD="['deny_writes']",
+                   PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]))
+    return subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def wait_for(path: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def worker_pids(run: Path) -> list[int]:
+    return [json.loads(p.read_text())["pid"]
+            for p in sorted((run / "procs").glob("worker-*/proc.json"))]
+
+
+def accounted(run: Path, marks: Path) -> tuple[set[str], int, object]:
+    """(keys that ran without an execution row, executions counted as missing, frames)."""
+    frames = load(run)
+    absent = ran(marks) - set(frames.executions["key"])
+    rejects = frames.rejects.filter(pl.col("reason").str.starts_with("task_executions"))
+    return absent, int(rejects["count"].sum() or 0), frames
+
+
+def check(proc: subprocess.Popen, run: Path, marks: Path, code: int) -> object:
+    _out, err = proc.communicate(timeout=240)
+    assert proc.returncode == code, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    absent, counted, frames = accounted(run, marks)
+    assert len(absent) <= counted, (sorted(absent)[:5], counted, frames.warnings)
+    return frames
+
+
+@pytest.fixture
+def fs(tmp_path):
+    if (why := mount_error(tmp_path / "probe")) is not None:
+        pytest.skip(why)
+    with tmpfs(tmp_path / "fs", "16m") as mounted:
+        yield mounted
+
+
+@pytest.mark.parametrize("fault", ["full then freed", "full for good", "read-only then restored"])
+def test_a_run_folder_that_fills_up_or_turns_read_only(tmp_path, fs, fault):
+    marks, run = tmp_path / "marks", fs.path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    fs.fill() if fault.startswith("full") else fs.read_only()
+    if not fault.endswith("for good"):
+        time.sleep(1.5)
+        fs.free() if fault.startswith("full") else fs.read_only(False)
+    frames = check(proc, run, marks, 0)
+    assert json.loads((run / "manifest.json").read_text())["exit_code"] == 0
+    assert any("write(s) into the run folder failed" in w for w in frames.warnings)
+    assert list(run.rglob(".part-*.tmp")) == []
+
+
+@pytest.mark.parametrize("for_good", [False, True])
+def test_a_run_folder_whose_write_permission_is_removed_partway(tmp_path, for_good):
+    marks, run, deny = tmp_path / "marks", tmp_path / "run", tmp_path / "deny"
+    marks.mkdir()
+    proc = start_job(run, marks, deny)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    deny.touch()
+    if not for_good:
+        time.sleep(1.5)
+        deny.unlink()
+    frames = check(proc, run, marks, 0)
+    assert any("write(s) into the run folder failed (permission" in w for w in frames.warnings)
+    assert not any("did not close" in w for w in frames.warnings)
+
+
+def test_a_run_folder_read_only_for_good_is_said_without_a_traceback(tmp_path, fs):
+    """Nothing can be written after the remount, not even closed.json: the job's exit code is
+    kept, `collect` says in one line what it could not write, and correlate reads what was
+    written before and says the processes did not close."""
+    marks, run = tmp_path / "marks", fs.path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    fs.read_only()
+    _out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert [line for line in err.splitlines() if line.startswith("collect:")] == [
+        f"collect: could not finish {run / 'manifest.json'}: Read-only file system (the job's "
+        "exit code is passed through)"]
+    frames = load(run)
+    assert any("no exit code" in w for w in frames.warnings)
+    assert any("has not closed" in w for w in frames.warnings)
+
+
+def test_sigkill_of_a_worker_counts_what_it_had_not_flushed(tmp_path):
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.8)
+    os.kill(worker_pids(run)[0], signal.SIGKILL)
+    frames = check(proc, run, marks, 0)
+    assert any("did not close cleanly" in w for w in frames.warnings)
+
+
+def test_sigkill_of_collect_leaves_a_run_that_says_it_has_no_exit_code(tmp_path):
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    wait_for(tmp_path / "done")  # the job goes on and ends by itself
+    time.sleep(2)
+    absent, counted, frames = accounted(run, marks)
+    assert len(absent) <= counted
+    assert any("no exit code" in w for w in frames.warnings)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("target", ["collect", "job"])
+def test_sigterm_and_sigint_to_collect_or_the_job(tmp_path, sig, target):
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.8)
+    job = [c for c in psutil.Process(proc.pid).children() if "fault_jobs.py" in c.cmdline()]
+    os.kill(proc.pid if target == "collect" else job[0].pid, sig)
+    # the job's own outcome: Python dies of SIGTERM, and of SIGINT after its
+    # KeyboardInterrupt (which prints the job's traceback, not collect's)
+    _out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 128 + sig
+    assert f"{COLLECTORS}/" not in err and "collect:" not in err, err[-3000:]
+    time.sleep(2)  # the workers close after their parent
+    absent, counted, _frames = accounted(run, marks)
+    assert len(absent) <= counted
+
+
+def test_sigkill_of_the_scheduler_in_the_jobs_process(tmp_path):
+    """The LocalCluster's scheduler lives in the job's process: killing it kills the job (exit
+    137, passed through); its workers, whose parent went away, flush as Dask ends them."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.8)
+    scheduler = json.loads(next((run / "procs").glob("scheduler-*/proc.json")).read_text())
+    os.kill(scheduler["pid"], signal.SIGKILL)
+    _out, err = proc.communicate(timeout=240)
+    # Dask's own workers log their lost scheduler (tracebacks of the job): none of ours
+    assert proc.returncode == 137 and f"{COLLECTORS}/" not in err, err[-3000:]
+    time.sleep(2)  # the workers end after their parent
+    absent, counted, frames = accounted(run, marks)
+    assert len(absent) <= counted
+    assert sum("its rows were flushed as it exited" in w for w in frames.warnings) == 2
