@@ -37,19 +37,20 @@ NOT_TRACED = "C stdio (not traced by DXT)"
 HEADER_CLOCK_SLACK_NS = 5_000_000
 
 
-def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame
-             ) -> pl.DataFrame:
-    """STDIO records with bytes, one row per (record, op) with the first and last such call
+def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame,
+             module: str = "STDIO", keep_offset: bool = False) -> pl.DataFrame:
+    """``module``'s (STDIO by default) records with bytes, one row per (record, op) with the first and last such call
     on the process's own clock (``first_ns``/``last_ns``, and ``slack_ns`` around them), the
     host filled from the processes table where the log had no DXT record to name it (the pid
     alone then decides, when one host has it)."""
-    stdio = counters.filter((pl.col("module").cast(pl.String) == "STDIO")
+    stdio = counters.filter((pl.col("module").cast(pl.String) == module)
                             & ((pl.col("read_bytes") > 0) | (pl.col("write_bytes") > 0)))
     if stdio.is_empty():
         return pl.DataFrame(schema={
             "host": pl.String, "pid": pl.Int64, "path": pl.String, "op": pl.String,
             "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
-            "first_ns": pl.Int64, "last_ns": pl.Int64, "slack_ns": pl.Int64})
+            "first_ns": pl.Int64, "last_ns": pl.Int64, "slack_ns": pl.Int64,
+            **({"offset_ns": pl.Int64} if keep_offset else {})})
     hosts = (processes.filter(pl.col("pid").is_not_null()).select("pid", "host").unique()
              .filter(pl.col("pid").count().over("pid") == 1).rename({"host": "pid_host"}))
     darshan = clocks.filter(pl.col("domain").cast(pl.String) == "darshan").select(
@@ -59,7 +60,8 @@ def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFra
         darshan, on=["host", "pid"], how="left", nulls_equal=True).with_columns(
         pl.col("offset_ns").fill_null(0),
         slack_ns=pl.col("uncertainty_ns").fill_null(HEADER_CLOCK_SLACK_NS))
-    parts = [stdio.select("host", "pid", "path", "slack_ns", op=pl.lit(op),
+    kept = ["offset_ns"] if keep_offset else []
+    parts = [stdio.select("host", "pid", "path", "slack_ns", *kept, op=pl.lit(op),
                           bytes=pl.col(f"{op}_bytes").cast(pl.Float64),
                           ops=pl.col(f"{op}_ops").cast(pl.Float64),
                           io_time_s=pl.col(f"{op}_time_s").fill_null(0.0),
@@ -69,7 +71,8 @@ def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFra
     return pl.concat(parts).filter(pl.col("bytes") > 0).group_by(
         "host", "pid", "path", "op").agg(pl.col("bytes", "ops", "io_time_s").sum(),
                                          pl.col("first_ns").min(), pl.col("last_ns").max(),
-                                         pl.col("slack_ns").max())
+                                         pl.col("slack_ns").max(),
+                                         *(pl.col(k).first() for k in kept))
 
 
 def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:

@@ -30,12 +30,14 @@ def _totals(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
-               stdio: dict[str, float]) -> dict[str, Any]:
+               stdio: dict[str, float], counters: dict[str, float]) -> dict[str, Any]:
     seg = segment_totals
-    # DXT segments and the C stdio bytes Darshan counts per file (DXT traces no stdio call)
-    total = {"bytes": seg["bytes"].sum() + stdio["bytes"],
-             "ops": seg["segments"].sum() + stdio["ops"],
-             "io_time_s": seg["io_time_ns"].sum() / 1e9 + stdio["io_time_s"]}
+    # DXT segments, the C stdio bytes Darshan counts per file (DXT traces no stdio call) and
+    # the POSIX counters of the processes whose logs have no DXT
+    total = {"bytes": seg["bytes"].sum() + stdio["bytes"] + counters["bytes"],
+             "ops": seg["segments"].sum() + stdio["ops"] + counters["ops"],
+             "io_time_s": (seg["io_time_ns"].sum() / 1e9 + stdio["io_time_s"]
+                           + counters["io_time_s"])}
     files, un = tables["task_files"], tables["unattributed"]
     attributed = {"bytes": files["bytes"].sum(), "ops": files["ops"].sum(),
                   "io_time_s": files["io_time_s"].sum()}
@@ -184,10 +186,13 @@ def _log_problem(r: dict[str, Any]) -> str:
 
 
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
-                  segment_totals: pl.DataFrame, stdio: dict[str, float]) -> dict[str, Any]:
+                  segment_totals: pl.DataFrame, stdio: dict[str, float],
+                  counters: dict[str, float] | None = None) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks), the totals
-    of the ``segments`` table per (host, pid, attribution) and those of the C stdio I/O
-    (``stdio_io.stdio_totals``)."""
+    of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
+    (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
+    (``counters_io.counter_totals``)."""
+    counters = counters or {"bytes": 0.0, "ops": 0.0, "io_time_s": 0.0}
     tasks = tables["tasks"]
     warnings = list(frames.warnings)
     clocks = tables["clocks"]
@@ -210,8 +215,9 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "facts": frames.facts,
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
-        "io": {**_io_totals(tables, segment_totals, stdio), "captured": io_captured(frames),
-               "stdio": _totals(stdio)},
+        "io": {**_io_totals(tables, segment_totals, stdio, counters),
+               "captured": io_captured(frames), "stdio": _totals(stdio),
+               "posix_counters_without_dxt": _totals(counters)},
         # problems that change the numbers above: shown first, not only after the tables
         "headline": headline_problems(frames),
         "cpu": _cpu(tasks, frames.clock_samples),

@@ -200,8 +200,12 @@ def _unattributed(out: Outputs) -> list[str]:
                 *_cpu(out)]
     if total:
         stdio = (io.get("stdio") or {}).get("bytes")
-        where = (f"I/O in DXT and C stdio ({human_bytes(stdio)} counted per file, untraced)"
-                 if stdio else "I/O in DXT")
+        posix = (io.get("posix_counters_without_dxt") or {}).get("bytes")
+        parts = [f"C stdio ({human_bytes(stdio)} counted per file, untraced)"] if stdio else []
+        if posix:
+            parts.append(f"POSIX counters of processes without DXT ({human_bytes(posix)}, "
+                         "per task by time: counter-*)")
+        where = "I/O in DXT" + "".join(f" and {p}" for p in parts)
         lines += [f"{where}: {human_bytes(total.get('bytes'))} in "
                   f"{count(total.get('ops'))} operations; attributed to task executions: "
                   f"{human_bytes(attributed.get('bytes'))} "

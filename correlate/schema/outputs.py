@@ -27,6 +27,16 @@ Attribution methods (column ``attribution``):
   fractional). The part outside every window stays unattributed.
 - ``stdio-split``: as stdio-file, for a file that several executions of the process opened:
   shared in proportion to how often each opened it.
+- ``counter-file`` (task_files and tasks only): a process whose Darshan log has no DXT: a
+  file's POSIX counter bytes given whole to the one execution that opened the file (the record
+  of opens) and whose window holds the file's first and last call (``correlate/counters_io.py``).
+- ``counter-split``: as counter-file, for a file whose openers' windows do not single one out:
+  the counters' span (first to last call) shared by time among the openers running in it,
+  weighted by the process's HEATMAP bins where the log has them; the part of the span no
+  opener ran in stays unattributed. An estimate.
+- ``counter-window``: no record of opens (imported runs): the counters' span shared by the same
+  time rule among every execution of the process running in it. An estimate: nothing says
+  which of them touched the file.
 - ``none``: the execution has no I/O attributed (or no I/O data exists for its process); a
   segment given to no execution (its reason is in ``unattributed``).
 - ``spill`` (segments only): a read or write of a Dask spill file, given to no execution; the
@@ -41,7 +51,8 @@ from __future__ import annotations
 from correlate.schema.table import Column, Table
 
 ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,stdio-file,"
-               "helper-split,window-split,stdio-split,none,spill")
+               "counter-file,helper-split,window-split,stdio-split,counter-split,"
+               "counter-window,none,spill")
 
 TASKS = Table(
     "tasks",
