@@ -185,6 +185,28 @@ def _log_problem(r: dict[str, Any]) -> str:
     return f"{Path(r['log']).name} ({', '.join(parts)})"
 
 
+#: the methods of bytes given against the file Darshan filed them under
+INCONSISTENT_METHODS = ("stdio-reassigned", "inconsistent-split")
+
+
+def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
+    """A warning naming every execution given bytes of a Darshan record that contradicts the
+    record of opens, with the bytes (a task may hold bytes it did not move: say which)."""
+    odd = files.filter(pl.col("attribution").cast(pl.String).is_in(INCONSISTENT_METHODS))
+    if odd.is_empty():
+        return []
+    per = (odd.group_by("key", "op", pl.col("attribution").cast(pl.String))
+           .agg(pl.col("bytes").sum(), pl.col("path").unique().sort().first())
+           .sort("bytes", "key", descending=[True, False]))
+    named = "; ".join(f"{k} {b:,.0f} B {op} of {p} ({m})"
+                      for k, op, m, b, p in per.head(shown).rows())
+    more = f"; and {per.height - shown} more" if per.height > shown else ""
+    return [f"Darshan's C stdio records contradict the record of opens (calls outside the "
+            f"windows of the tasks that opened the file, or a file opened only in the other "
+            f"mode): {odd['bytes'].sum():,.0f} B given not as Darshan filed them, to the evident "
+            f"owner (stdio-reassigned) or by time (inconsistent-split): {named}{more}"]
+
+
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
                   segment_totals: pl.DataFrame, stdio: dict[str, float],
                   counters: dict[str, float] | None = None) -> dict[str, Any]:
@@ -210,6 +232,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         if n:
             warnings.append(f"{n} worker process(es) with DXT but no clock markers: Darshan "
                             "times use the log header clock (typically a few ms off)")
+    warnings += _inconsistent_records(tables["task_files"])
     return {
         "source_format": frames.source_format,
         "facts": frames.facts,

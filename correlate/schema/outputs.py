@@ -27,6 +27,13 @@ Attribution methods (column ``attribution``):
   fractional). The part outside every window stays unattributed.
 - ``stdio-split``: as stdio-file, for a file that several executions of the process opened:
   shared in proportion to how often each opened it.
+- ``stdio-reassigned``: a C stdio record Darshan filed under a file whose openers' windows
+  cannot hold its calls (the runtime names an ``fdopen``'d stream from its descriptor table),
+  given whole to the one execution of the process that opened a file for that operation, got
+  no stdio bytes of its own, and whose window holds the calls. Named in a warning.
+- ``inconsistent-split``: such a record where no one owner is evident: shared by time among
+  the openers and those executions running during its calls; the rest unattributed. Named in
+  a warning.
 - ``counter-file`` (task_files and tasks only): a process whose Darshan log has no DXT: a
   file's POSIX counter bytes given whole to the one execution that opened the file (the record
   of opens) and whose window holds the file's first and last call (``correlate/counters_io.py``).
@@ -51,8 +58,8 @@ from __future__ import annotations
 from correlate.schema.table import Column, Table
 
 ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,stdio-file,"
-               "counter-file,helper-split,window-split,stdio-split,counter-split,"
-               "counter-window,none,spill")
+               "counter-file,helper-split,window-split,stdio-split,stdio-reassigned,"
+               "counter-split,counter-window,inconsistent-split,none,spill")
 
 TASKS = Table(
     "tasks",
