@@ -144,14 +144,22 @@ def _heat(heatmap: pl.DataFrame, rec: pl.DataFrame) -> pl.DataFrame:
 
 def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.DataFrame,
                        executions: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame,
-                       windows: pl.DataFrame | None = None
+                       windows: pl.DataFrame | None = None,
+                       markers: pl.DataFrame | None = None
                        ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(task_files rows without ``key``, unattributed rows) of POSIX counter rows
     (``untraced_counters``); ``heatmap`` as ``darshan_logs.read_heatmap`` gives it (any
-    number of logs); ``windows`` as for ``stdio_io.attribute_stdio``."""
+    number of logs); ``windows`` as for ``stdio_io.attribute_stdio``; ``markers`` the
+    collectors' clock marker writes (their file is no task's)."""
     rec = _records(counters, processes, clocks, module="POSIX", keep_offset=True)
+    marked = (rec.head(0) if markers is None or markers.is_empty() else rec.filter(
+        pl.col("path").is_in(markers.get_column("path").unique().implode())))
+    rec = rec.join(marked.select(_RECORD), on=_RECORD, how="anti", nulls_equal=True)
+    marked = _unattributed(marked.with_columns(why=pl.lit("collector clock marker")),
+                           processes).with_columns(reason=pl.lit("collector clock marker"))
     if rec.is_empty():
-        return pl.DataFrame(schema=_FILES_SCHEMA), _unattributed(rec, processes)
+        return pl.DataFrame(schema=_FILES_SCHEMA), pl.concat([_unattributed(rec, processes),
+                                                              marked])
     win = (executions if windows is None else windows).select(
         "execution_id", "local_start_ns", "local_stop_ns")
     with_opens = not opens.is_empty()
@@ -192,7 +200,7 @@ def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.
                              "it")))
     left = left.with_columns(*(pl.col(c) * pl.col("left") for c in ("bytes", "ops",
                                                                      "io_time_s")), why=why)
-    return files.cast(_FILES_SCHEMA), _unattributed(left, processes)
+    return files.cast(_FILES_SCHEMA), pl.concat([_unattributed(left, processes), marked])
 
 
 def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame:

@@ -138,7 +138,11 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
                           frames.processes, sink, mapper)
     # the stdio pass needs only the windows (a coroutine's slices), not a copy of everything
     windows = windows.select("execution_id", "local_start_ns", "local_stop_ns")
-    clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
+    darshan_clocks = parts["darshan_clocks"]
+    by_counters = align.counter_offsets(
+        untraced_counters(frames.io_file_counters, frames.darshan_logs), frames.clock_markers
+    ).join(darshan_clocks, on=["host", "pid"], how="anti")
+    clocks = pl.concat([worker_clocks, darshan_clocks, by_counters]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(_with_inferred_threads(ex, parts["inferred_threads"]), clocks)
     func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
@@ -186,7 +190,8 @@ def _with_stdio(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed:
     if not untraced.is_empty():
         heat = _heatmaps(frames.darshan_logs, untraced)
         more, more_unattributed = attribute_counters(
-            untraced, heat, frames.file_opens, ex, frames.processes, clocks, windows)
+            untraced, heat, frames.file_opens, ex, frames.processes, clocks, windows,
+            frames.clock_markers)
         files = pl.concat([files, more], how="diagonal_relaxed")
         stdio_unattributed = pl.concat([stdio_unattributed, more_unattributed],
                                        how="diagonal_relaxed")

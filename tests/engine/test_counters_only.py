@@ -166,3 +166,49 @@ def test_counters_only_without_record_of_opens_split_by_time_and_conserved(count
     io_tasks = tasks.filter(pl.col("key").str.starts_with("io-"))
     got = io_tasks["read_bytes"].sum() + io_tasks["write_bytes"].sum()
     assert got > 0.5 * total
+
+
+def test_dxt_off_writes_a_config_and_environment_without_dxt(tmp_path):
+    from collectors.darshan_env import environment
+
+    on = environment("/x/libdarshan.so", tmp_path / "on")
+    off = environment("/x/libdarshan.so", tmp_path / "off", dxt=False)
+    assert on["DXT_ENABLE_IO_TRACE"] == "1" and "DXT_ENABLE_IO_TRACE" not in off
+    assert off["DASK_CORRELATE_MARKERS"] == "1"  # their POSIX counters time the log's clock
+    assert "DXT_POSIX" in (tmp_path / "on" / "darshan.conf").read_text().split("NAME_EXCLUDE")[0]
+    conf = (tmp_path / "off" / "darshan.conf").read_text()
+    assert "MOD_ENABLE DXT_POSIX" not in conf and "MAX_RECORDS" in conf
+
+
+@pytest.mark.cluster
+def test_live_job_with_dxt_off_gives_each_sole_opener_its_files_bytes(tmp_path):
+    """The io job under the real darshan-runtime with ``collect --dxt off``."""
+    import subprocess
+    import sys
+
+    from collectors.darshan_env import find_runtime
+    from tests.engine.collect_job import JOBS
+
+    lib, how = find_runtime("auto")
+    if not lib:
+        pytest.skip(f"needs a darshan-runtime (DARSHAN_RUNTIME): {how}")
+    (tmp_path / "data").mkdir()
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp_path / "run"),
+           "--darshan", lib, "--dxt", "off", "--profile", "off", "--flush-interval", "1", "--",
+           sys.executable, "jobs.py", "io", f"{tmp_path / 'truth.json'},{tmp_path / 'data'}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=JOBS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    frames = load(tmp_path / "run").collected()
+    assert frames.darshan_logs.height >= 2
+    assert frames.darshan_logs["segment_count"].sum() == 0  # no DXT
+    result = correlate_frames(frames)
+    tasks = result.tables["tasks"]
+    for t in truth:
+        if not t.get("ops"):
+            continue
+        row = tasks.filter(pl.col("key") == t["key"]).row(0, named=True)
+        for op in ("read", "write"):
+            want = float(sum(n for o, _off, n, *_ in t["ops"] if o == op))
+            assert row[f"{op}_bytes"] == want, (t["key"], op)
+        assert row["attribution"] == "counter-file", t["key"]
