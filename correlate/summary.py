@@ -29,6 +29,25 @@ def _totals(d: dict[str, Any]) -> dict[str, Any]:
     return {k: _count(v) if k in ("bytes", "ops") else _round(v) for k, v in d.items()}
 
 
+def _per_process(tables: dict[str, pl.DataFrame]) -> list[dict[str, Any]]:
+    """Bytes read and written per process, attributed or not (every source's I/O is in
+    task_files or unattributed), busiest first."""
+    files = tables["task_files"].join(tables["tasks"].select("execution_id", "host", "pid"),
+                                      on="execution_id", how="left")
+    cols = ["host", "pid", "op", "bytes", "ops"]
+    rows = pl.concat([files.select(cols), tables["unattributed"].select(cols)],
+                     how="vertical_relaxed").with_columns(pl.col("op").cast(pl.String))
+
+    def of(op: str) -> pl.Expr:
+        return pl.col("bytes").filter(pl.col("op") == op).sum()
+    per = rows.group_by("host", "pid").agg(read_bytes=of("read"), write_bytes=of("write"),
+                                           ops=pl.col("ops").sum())
+    per = per.sort(pl.col("read_bytes") + pl.col("write_bytes"), "host", "pid",
+                   descending=[True, False, False], nulls_last=True)
+    return [{"host": h, "pid": p, "read_bytes": _count(r), "write_bytes": _count(w),
+             "ops": _count(o)} for h, p, r, w, o in per.rows()]
+
+
 def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
                stdio: dict[str, float], counters: dict[str, float]) -> dict[str, Any]:
     seg = segment_totals
@@ -54,6 +73,7 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
                .sort("bytes", descending=True))
     return {
+        "per_process": _per_process(tables),
         "total": _totals(total),
         "attributed": _totals(attributed),
         "unattributed": _totals(unattr),
