@@ -227,6 +227,21 @@ def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
             f"owner (stdio-reassigned) or by time (inconsistent-split): {named}{more}"]
 
 
+def _shared_readers(files: pl.DataFrame, shown: int = 5) -> list[str]:
+    """A note per file whose helper-thread reads were shared among concurrent readers."""
+    shared = files.filter(pl.col("attribution").cast(pl.String) == "helper-shared")
+    if shared.is_empty():
+        return []
+    per = shared.group_by("path").agg(pl.col("bytes").sum(),
+                                      readers=pl.col("execution_id").n_unique()).sort(
+        "bytes", "path", descending=[True, False])
+    named = "; ".join(f"{p}: {b:,.0f} B shared with {n} concurrent readers of the file"
+                      for p, b, n in per.head(shown).rows())
+    more = f"; and {per.height - shown} more file(s)" if per.height > shown else ""
+    return [f"helper-thread reads of files several running tasks had opened cannot be told "
+            f"apart (helper-shared, split by overlap): {named}{more}"]
+
+
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
                   segment_totals: pl.DataFrame, stdio: dict[str, float],
                   counters: dict[str, float] | None = None) -> dict[str, Any]:
@@ -253,6 +268,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
             warnings.append(f"{n} worker process(es) with DXT but no clock markers: Darshan "
                             "times use the log header clock (typically a few ms off)")
     warnings += _inconsistent_records(tables["task_files"])
+    warnings += _shared_readers(tables["task_files"])
     return {
         "source_format": frames.source_format,
         "facts": frames.facts,

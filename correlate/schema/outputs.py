@@ -16,6 +16,10 @@ Attribution methods (column ``attribution``):
 - ``helper-file``: a helper thread's segment on a file that the executions overlapping it
   touched themselves (on their own thread, or an open in their context); whole for one such
   execution, shared in proportion to the overlap among several.
+- ``helper-shared``: as helper-file, for a segment that several executions overlapping it had
+  touched the file of (concurrent readers of one file through pyarrow's I/O pool): shared in
+  proportion to the overlap, since no evidence separates them; ``summary.json`` (and the
+  warnings) say per file with how many concurrent readers.
 - ``stdio-file`` (task_files and tasks only): bytes a process moved through C stdio
   (``fread``/``fwrite``, numpy's ``tofile``/``fromfile``), which Darshan counts per file but DXT
   does not trace, given whole to the one execution of that process whose context opened the
@@ -60,7 +64,8 @@ from __future__ import annotations
 
 from correlate.schema.table import Column, Table
 
-ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,stdio-file,"
+ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,helper-shared,"
+               "stdio-file,"
                "counter-file,helper-split,window-split,stdio-split,stdio-reassigned,"
                "counter-split,counter-window,inconsistent-split,none,spill")
 
