@@ -127,7 +127,8 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
         **preload_variables(),
     })
     if darshan_lib:
-        env.update(darshan_env.environment(darshan_lib, run_dir.resolve(), args.dxt_segments))
+        env.update(darshan_env.environment(darshan_lib, run_dir.resolve(), args.dxt_segments,
+                                           getattr(args, "dxt", "on") == "on"))
     return env
 
 
@@ -196,8 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         info = manifest.start(run_dir, command=command, options={
             **options.Options(args.profile, args.flush_interval).manifest(),
-            "darshan": args.darshan, "dxt_segments": args.dxt_segments},
-            darshan={"runtime": lib, "reason": how})
+            "darshan": args.darshan, "dxt_segments": args.dxt_segments,
+            "dxt": getattr(args, "dxt", "on")}, darshan={"runtime": lib, "reason": how})
     except OSError as err:
         _could_not("write", run_dir / "manifest.json", err)
     code = job_process.wait(proc)

@@ -133,6 +133,30 @@ def darshan_offsets(io_segments: pl.DataFrame, clock_markers: pl.DataFrame) -> p
     return conform(out, TABLES["clocks"])
 
 
+def counter_offsets(counters: pl.DataFrame, clock_markers: pl.DataFrame) -> pl.DataFrame:
+    """``clocks`` rows (domain darshan) for processes whose log has no DXT: the marker file's
+    POSIX counters keep the start of its first write and the end of its last, made at the
+    first and last marker's known instants. The offset is the first's difference; the
+    uncertainty how far the last's differs from it."""
+    posix = counters.filter(pl.col("module").cast(pl.String) == "POSIX")
+    if clock_markers.is_empty() or posix.is_empty():
+        return TABLES["clocks"].empty()
+    marks = clock_markers.group_by("host", "pid", "path").agg(
+        first=pl.col("local_time_ns").min(), last=pl.col("local_time_ns").max(),
+        samples=pl.len().cast(pl.Int64))
+    stamps = posix.filter(pl.col("first_write_ns").is_not_null()).select(
+        "pid", "path", "first_write_ns", "last_write_ns")
+    out = marks.join(stamps, on=["pid", "path"]).with_columns(
+        offset_ns=pl.col("first") - pl.col("first_write_ns"))
+    if out.is_empty():
+        return TABLES["clocks"].empty()
+    out = out.with_columns(
+        uncertainty_ns=(pl.col("last") - pl.col("last_write_ns") - pl.col("offset_ns")).abs(),
+        domain=pl.lit("darshan"),
+        method=pl.lit("collector marker writes in the POSIX counters (first and last)"))
+    return conform(out.unique(["host", "pid"]), TABLES["clocks"])
+
+
 def _contained(mids: np.ndarray, threads: np.ndarray, windows: dict[int, tuple[np.ndarray,
                np.ndarray]], deltas: np.ndarray) -> np.ndarray:
     """For each delta: how many ``mids + delta`` fall inside a window of their own thread."""

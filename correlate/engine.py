@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from correlate import align, attribute, coroutines, spill, stdio_io, thread_inference, waits
+from correlate.counters_io import attribute_counters, counter_totals, untraced_counters
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
 from correlate.partitions import attribute_all, by_process, process_order
@@ -27,6 +28,7 @@ from correlate.prefixes import key_splits
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
+from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames
 from correlate.spans import DEFAULT_SPAN
 from correlate.summary import build_summary, dxt_captured
@@ -154,7 +156,11 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                           frames.processes, sink, mapper)
     # the stdio pass needs only the windows (a coroutine's slices), not a copy of everything
     windows = windows.select("execution_id", "local_start_ns", "local_stop_ns")
-    clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
+    darshan_clocks = parts["darshan_clocks"]
+    by_counters = align.counter_offsets(
+        untraced_counters(frames.io_file_counters, frames.darshan_logs), frames.clock_markers
+    ).join(darshan_clocks, on=["host", "pid"], how="anti")
+    clocks = pl.concat([worker_clocks, darshan_clocks, by_counters]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(_with_inferred_threads(ex, parts["inferred_threads"]), clocks)
     func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
@@ -165,6 +171,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
         & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
+    methods = _counted_processes(methods, ex, frames)
     # taken out of ``parts``: the partitions' task_files (a row per execution and file, and
     # per share of a split segment) is let go once its output copy with keys is made
     files, io_totals, unattributed = _with_stdio(
@@ -179,7 +186,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
             "unattributed": _put(sink, "unattributed", unattributed),
             "clocks": _put(sink, "clocks", clocks)}
     summary = build_summary(frames, kept, parts["segment_totals"],
-                            stdio_io.stdio_totals(frames.io_file_counters), group_by)
+                            stdio_io.stdio_totals(frames.io_file_counters),
+                            counter_totals(untraced_counters(
+                                frames.io_file_counters, frames.darshan_logs)), group_by)
     inference = thread_inference.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference
@@ -190,16 +199,50 @@ def _with_stdio(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed:
                 frames: RunFrames, ex: pl.DataFrame, windows: pl.DataFrame, clocks: pl.DataFrame
                 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """task_files, per-execution I/O totals and unattributed rows with the run's C stdio I/O
-    (counted per file by Darshan, untraced by DXT) added to what the segments gave;
-    ``windows`` the executions as the segments' attribution saw them."""
+    (counted per file by Darshan, untraced by DXT) and the POSIX counters of the logs without
+    DXT added to what the segments gave; ``windows`` the executions as the segments'
+    attribution saw them."""
     files, stdio_unattributed = stdio_io.attribute_stdio(
         frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks, windows)
+    untraced = untraced_counters(frames.io_file_counters, frames.darshan_logs)
+    if not untraced.is_empty():
+        heat = _heatmaps(frames.darshan_logs, untraced)
+        more, more_unattributed = attribute_counters(
+            untraced, heat, frames.file_opens, ex, frames.processes, clocks, windows,
+            frames.clock_markers)
+        files = pl.concat([files, more], how="diagonal_relaxed")
+        stdio_unattributed = pl.concat([stdio_unattributed, more_unattributed],
+                                       how="diagonal_relaxed")
     if files.is_empty() and stdio_unattributed.is_empty():
         return task_files, io_totals, unattributed
     files = pl.concat([task_files, files], how="diagonal_relaxed")
     files = sorted_for_output(files, TABLES["task_files"])
     return (files, attribute.task_io_totals(files),
             pl.concat([unattributed, stdio_unattributed], how="diagonal_relaxed"))
+
+
+def _counted_processes(methods: pl.DataFrame, ex: pl.DataFrame, frames: RunFrames
+                       ) -> pl.DataFrame:
+    """``methods`` with ``none`` for the executions of processes whose log has POSIX counters
+    but no DXT: Darshan counted every file such a process touched, so an execution the
+    counters gave nothing moved none of it (0 B, not unknown)."""
+    counted = untraced_counters(frames.io_file_counters, frames.darshan_logs)
+    if counted.is_empty():
+        return methods
+    pids = counted.get_column("pid").unique()
+    more = ex.filter(pl.col("pid").is_in(pids.implode())).select(
+        "execution_id", attribution=pl.lit("none", methods.schema["attribution"]))
+    return pl.concat([methods, more.join(methods, on="execution_id", how="anti")])
+
+
+def _heatmaps(logs: pl.DataFrame, untraced: pl.DataFrame) -> pl.DataFrame:
+    """The HEATMAP bins of the logs whose POSIX counters are attributed without DXT."""
+    wanted = set(untraced.get_column("log").cast(pl.String).unique().to_list())
+    paths = logs.filter(pl.col("modules").list.contains("HEATMAP")).get_column("log").cast(
+        pl.String).to_list()
+    got = [darshan_logs.read_heatmap(p) for p in paths if p in wanted]
+    return (pl.concat(got) if got
+            else pl.DataFrame(schema=darshan_logs.HEATMAP_SCHEMA))
 
 
 def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataFrame:

@@ -15,7 +15,9 @@ helper segment is given, in this order of evidence:
   themselves — a segment on their own thread (pyarrow reads the footer on the executor thread,
   the pages on its pool) or an open in their context. One such execution gets it whole;
   several (two running tasks reading one file) share it in proportion to their overlap with
-  it, and the shares add up to the whole segment.
+  it, and the shares add up to the whole segment: ``helper-shared`` then, since nothing
+  separates concurrent readers of one file (pyarrow's pool reading row groups for several
+  tasks at once); the summary says with how many.
 - ``helper-split``: otherwise, split over every execution of the process that overlaps it, as
   ``window-split`` does (the part outside every window stays unattributed). Only where the
   event-loop thread is known, so that the loop's own I/O is never split over tasks.
@@ -152,7 +154,11 @@ def helper_io(att: IOAttribution, executions: pl.DataFrame, opens: pl.DataFrame,
     if shares.height:
         rows, total, best = _largest_shares(shares, seg.height)
         eid, weight = eid.scatter(rows, best), weight.scatter(rows, total)
-        method = (method.scatter(by_file.get_column("row").unique(), "helper-file")
+        readers = by_file.group_by("row").len()
+        method = (method.scatter(readers.filter(pl.col("len") == 1).get_column("row"),
+                                 "helper-file")
+                  .scatter(readers.filter(pl.col("len") > 1).get_column("row"),
+                           "helper-shared")
                   .scatter(split.get_column("row").unique(), "helper-split"))
     seg = seg.with_columns(method.cast(METHOD), eid, weight)
     return IOAttribution(segments=seg, split=_concat_shares(att.split, shares))

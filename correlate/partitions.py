@@ -158,7 +158,8 @@ def _process_method(segments: pl.DataFrame) -> pl.DataFrame:
                if one else segments.group_by("host", "pid", "attribution").len())
     return methods.group_by("host", "pid").agg(
         attribution=pl.when(pl.col("attribution").is_in(
-            ["exact-thread", "helper-context", "helper-file", "helper-split"]).any())
+            ["exact-thread", "helper-context", "helper-file", "helper-shared",
+             "helper-split"]).any())
         .then(pl.lit("exact-thread"))
         .when((pl.col("attribution") == "inferred-thread").any())
         .then(pl.lit("inferred-thread"))

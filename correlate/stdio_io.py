@@ -23,9 +23,11 @@ the process totals are exact, the file (hence the execution) is Darshan's.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from correlate.attribute import METHOD, not_a_tasks_reason
+from correlate.span_shares import time_shares
 
 #: what ``summary.io.stdio`` and the unattributed reasons call it
 NOT_TRACED = "C stdio (not traced by DXT)"
@@ -37,19 +39,20 @@ NOT_TRACED = "C stdio (not traced by DXT)"
 HEADER_CLOCK_SLACK_NS = 5_000_000
 
 
-def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame
-             ) -> pl.DataFrame:
-    """STDIO records with bytes, one row per (record, op) with the first and last such call
+def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame,
+             module: str = "STDIO", keep_offset: bool = False) -> pl.DataFrame:
+    """``module``'s (STDIO by default) records with bytes, one row per (record, op) with the first and last such call
     on the process's own clock (``first_ns``/``last_ns``, and ``slack_ns`` around them), the
     host filled from the processes table where the log had no DXT record to name it (the pid
     alone then decides, when one host has it)."""
-    stdio = counters.filter((pl.col("module").cast(pl.String) == "STDIO")
+    stdio = counters.filter((pl.col("module").cast(pl.String) == module)
                             & ((pl.col("read_bytes") > 0) | (pl.col("write_bytes") > 0)))
     if stdio.is_empty():
         return pl.DataFrame(schema={
             "host": pl.String, "pid": pl.Int64, "path": pl.String, "op": pl.String,
             "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
-            "first_ns": pl.Int64, "last_ns": pl.Int64, "slack_ns": pl.Int64})
+            "first_ns": pl.Int64, "last_ns": pl.Int64, "slack_ns": pl.Int64,
+            **({"offset_ns": pl.Int64} if keep_offset else {})})
     hosts = (processes.filter(pl.col("pid").is_not_null()).select("pid", "host").unique()
              .filter(pl.col("pid").count().over("pid") == 1).rename({"host": "pid_host"}))
     darshan = clocks.filter(pl.col("domain").cast(pl.String) == "darshan").select(
@@ -59,7 +62,8 @@ def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFra
         darshan, on=["host", "pid"], how="left", nulls_equal=True).with_columns(
         pl.col("offset_ns").fill_null(0),
         slack_ns=pl.col("uncertainty_ns").fill_null(HEADER_CLOCK_SLACK_NS))
-    parts = [stdio.select("host", "pid", "path", "slack_ns", op=pl.lit(op),
+    kept = ["offset_ns"] if keep_offset else []
+    parts = [stdio.select("host", "pid", "path", "slack_ns", *kept, op=pl.lit(op),
                           bytes=pl.col(f"{op}_bytes").cast(pl.Float64),
                           ops=pl.col(f"{op}_ops").cast(pl.Float64),
                           io_time_s=pl.col(f"{op}_time_s").fill_null(0.0),
@@ -69,7 +73,8 @@ def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFra
     return pl.concat(parts).filter(pl.col("bytes") > 0).group_by(
         "host", "pid", "path", "op").agg(pl.col("bytes", "ops", "io_time_s").sum(),
                                          pl.col("first_ns").min(), pl.col("last_ns").max(),
-                                         pl.col("slack_ns").max())
+                                         pl.col("slack_ns").max(),
+                                         *(pl.col(k).first() for k in kept))
 
 
 def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
@@ -130,15 +135,152 @@ def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.
         return pl.DataFrame(schema=files_schema), _unattributed(rec, processes, opens)
     who = _openers(opens, executions)
     on = ["host", "pid", "path", "op"]
-    given = _by_time(rec.join(who, on=on, how="inner", nulls_equal=True),
-                     executions if windows is None else windows)
+    win = executions if windows is None else windows
+    given = _by_time(rec.join(who, on=on, how="inner", nulls_equal=True), win)
+    odd = _inconsistent(rec, given, win)
+    given = given.join(odd, on=on, how="anti", nulls_equal=True)
     files = given.select(
         "execution_id", "path", "op",
         *(pl.col(c) * pl.col("weight") for c in ("bytes", "ops", "io_time_s")),
         attribution=pl.when(pl.col("openers") == 1).then(pl.lit("stdio-file"))
         .otherwise(pl.lit("stdio-split")).cast(METHOD))
-    left = rec.join(who.select(on).unique(), on=on, how="anti", nulls_equal=True)
-    return files.cast(files_schema), _unattributed(left, processes, opens)
+    # a record that some task opened, but in another mode only, is inconsistent too
+    other_mode = (rec.join(who.select(on).unique(), on=on, how="anti", nulls_equal=True)
+                  .join(_any_opener(opens, executions), on=["host", "pid", "path"],
+                        nulls_equal=True).select(on))
+    odd = pl.concat([odd.with_columns(why=pl.lit(INCONSISTENT)),
+                     other_mode.with_columns(why=pl.lit(OTHER_MODE))]).unique(on)
+    fixed, odd_left = _resolve(rec.join(odd, on=on, nulls_equal=True), opens, executions,
+                               win, files, _expected(counters, opens, executions))
+    left = rec.join(who.select(on).unique(), on=on, how="anti", nulls_equal=True).join(
+        odd, on=on, how="anti", nulls_equal=True)
+    return (pl.concat([files.cast(files_schema), fixed.cast(files_schema)]),
+            pl.concat([_unattributed(left, processes, opens),
+                       _unattributed(odd_left, processes, opens)]))
+
+
+#: why the part of an inconsistent record no task's window explains stays unattributed
+INCONSISTENT = ("Darshan's record is inconsistent with the record of opens (its calls fall "
+                "outside the windows of the tasks that opened the file for it)")
+#: … and when the tasks that opened the file opened it only for the other operation
+OTHER_MODE = ("Darshan's record is inconsistent with the record of opens (the tasks that "
+              "opened the file opened it only for the other operation)")
+
+
+def _inconsistent(rec: pl.DataFrame, given: pl.DataFrame, windows: pl.DataFrame
+                  ) -> pl.DataFrame:
+    """Records (host, pid, path, op) whose first or last call lies in no window of the
+    executions they were given to, even within the clock's slack: Darshan filed another
+    stream's calls under this file (the calls in between may fall between the windows of
+    several openers: the counters keep no time of them)."""
+    on = ["host", "pid", "path", "op"]
+    slack = pl.col("slack_ns")
+
+    def inside(t: str) -> pl.Expr:
+        return ((pl.col("local_start_ns") - slack <= pl.col(t))
+                & (pl.col(t) <= pl.col("local_stop_ns") + slack)).fill_null(True)
+    w = given.select(*on, "execution_id", "first_ns", "last_ns", "slack_ns").join(
+        windows.select("execution_id", "local_start_ns", "local_stop_ns"), on="execution_id")
+    return w.group_by(on).agg(first=inside("first_ns").any(), last=inside("last_ns").any()
+                              ).filter(~(pl.col("first") & pl.col("last"))).select(on)
+
+
+def _any_opener(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+    """(host, pid, path) that some execution opened, in any mode."""
+    ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
+        "host", "pid", "execution_seq")
+    return opens.join(ex, on=["host", "pid", "execution_seq"], nulls_equal=True).select(
+        "host", "pid", "path").unique()
+
+
+def _by_size(r: dict, starts: np.ndarray, stops: np.ndarray, ids: np.ndarray,
+             expected: dict[tuple[int, str], float]) -> dict[int, float]:
+    """Shares of an inconsistent record when the candidates' own file sizes account for its
+    bytes exactly: those running during its span, or those whose window holds its first or
+    last call, whose expected bytes (``_expected``) add up to the record's. Else empty."""
+    slack, first, last = r["slack_ns"], r["first_ns"], r["last_ns"]
+    during = (starts - slack <= last) & (first <= stops + slack)
+    ends = (((starts - slack <= first) & (first <= stops + slack))
+            | ((starts - slack <= last) & (last <= stops + slack)))
+    for pick in (during, ends):
+        who = sorted({int(e) for e in ids[pick]})
+        sizes = [expected.get((e, r["op"])) for e in who]
+        if who and None not in sizes and sum(sizes) == r["bytes"]:
+            return {e: n / r["bytes"] for e, n in zip(who, sizes, strict=True)}
+    return {}
+
+
+def _expected(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame
+              ) -> dict[tuple[int, str], float]:
+    """(execution_id, op) → the bytes its own files say it moved: for reads, the sizes of the
+    files it opened for reading (the most any record wrote to each), for writes, the most any
+    record read back of the files it opened for writing. Absent when a file's size is
+    unknown (no record of the other operation)."""
+    sizes = counters.group_by("path").agg(read=pl.col("write_bytes").max(),
+                                          write=pl.col("read_bytes").max())
+    sizes = sizes.unpivot(index="path", variable_name="op", value_name="size").filter(
+        pl.col("size") > 0)
+    per = _openers(opens, executions).select("path", "op", "execution_id").unique().join(
+        sizes, on=["path", "op"], how="left")
+    known = per.group_by("execution_id", "op").agg(
+        pl.col("size").sum(), unknown=pl.col("size").is_null().any()).filter(~pl.col("unknown"))
+    return {(e, op): float(n) for e, op, n, _u in known.rows()}
+
+
+def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
+             windows: pl.DataFrame, files: pl.DataFrame,
+             expected: dict[tuple[int, str], float]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(task_files rows, unattributed rest) of the inconsistent records. Candidates: the
+    record's openers and the executions of its process that opened some file for the same
+    operation and got no stdio bytes for it from a consistent record (an owner whose own
+    record Darshan misfiled). One candidate whose window holds the whole span gets the record
+    whole (``stdio-reassigned``); otherwise it is shared by time among the candidates running
+    during its span (``inconsistent-split``, ``counters_io.time_shares``), the rest
+    unattributed."""
+    on = ["host", "pid", "path", "op"]
+    schema = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
+              "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
+              "attribution": METHOD}
+    if odd.is_empty():
+        return pl.DataFrame(schema=schema), odd
+    movers = _openers(opens, executions).select("host", "pid", "op", "execution_id").unique()
+    served = files.select("execution_id", "op").unique()
+    orphans = movers.join(served, on=["execution_id", "op"], how="anti")
+    own = _openers(opens, executions).select(*on, "execution_id")
+    cand = pl.concat([odd.select(on).join(orphans, on=["host", "pid", "op"],
+                                          nulls_equal=True).select(*on, "execution_id"),
+                      odd.select(on).join(own, on=on, nulls_equal=True)]).unique()
+    cand = cand.join(windows.select("execution_id", "local_start_ns", "local_stop_ns"),
+                     on="execution_id")
+    groups = cand.partition_by(*on, as_dict=True)
+    rows, rest = [], []
+    for r in odd.iter_rows(named=True):
+        g = groups.get(tuple(r[c] for c in on))
+        share: dict[int, float] = {}
+        method = "inconsistent-split"
+        if g is not None and r["first_ns"] is not None:
+            st, sp = g["local_start_ns"].to_numpy(), g["local_stop_ns"].to_numpy()
+            ids, slack = g["execution_id"].to_numpy(), r["slack_ns"]
+            holds = np.unique(ids[(st - slack <= r["first_ns"]) & (r["last_ns"] <= sp + slack)])
+            by_size = _by_size(r, st, sp, ids, expected)
+            if len(holds) == 1:
+                share, method = {int(holds[0]): 1.0}, "stdio-reassigned"
+            elif by_size:
+                share, method = by_size, "stdio-reassigned"
+            else:
+                for e, w in zip(ids, time_shares(r["first_ns"], r["last_ns"], st, sp, None),
+                                strict=True):
+                    share[int(e)] = share.get(int(e), 0.0) + float(w)
+        for e, w in share.items():
+            if w > 0:
+                rows.append({"execution_id": e, "path": r["path"], "op": r["op"],
+                             "bytes": r["bytes"] * w, "ops": r["ops"] * w,
+                             "io_time_s": r["io_time_s"] * w, "attribution": method})
+        left = max(0.0, 1.0 - sum(share.values()))
+        if left > 1e-12:
+            rest.append({**r, **{c: r[c] * left for c in ("bytes", "ops", "io_time_s")}})
+    return (pl.DataFrame(rows, schema=schema),
+            pl.DataFrame(rest, schema=odd.schema) if rest else odd.head(0))
 
 
 def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame, opens: pl.DataFrame
@@ -147,9 +289,10 @@ def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame, opens: pl.DataFram
     procs = processes.select("host", "pid", pl.col("role").cast(pl.String),
                              "local_directory").unique(["host", "pid"])
     rem = rec.join(procs, on=["host", "pid"], how="left", nulls_equal=True)
-    reason = not_a_tasks_reason(pl.lit(f"{NOT_TRACED}: " + (
-        "the run has no record of the files tasks opened" if opens.is_empty()
-        else "no task opened the file for it in Python")))
+    usual = pl.lit("the run has no record of the files tasks opened" if opens.is_empty()
+                   else "no task opened the file for it in Python")
+    why = pl.col("why").fill_null(usual) if "why" in rem.columns else usual
+    reason = not_a_tasks_reason(pl.concat_str(pl.lit(f"{NOT_TRACED}: "), why))
     return rem.select("host", "pid", role=pl.col("role").fill_null("unknown"),
                       thread_kind=pl.lit("no-thread-id"), reason=reason, path="path",
                       op="op", bytes="bytes", ops="ops", io_time_s="io_time_s")

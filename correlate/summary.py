@@ -31,13 +31,34 @@ def _totals(d: dict[str, Any]) -> dict[str, Any]:
     return {k: _count(v) if k in ("bytes", "ops") else _round(v) for k, v in d.items()}
 
 
+def _per_process(tables: dict[str, pl.DataFrame]) -> list[dict[str, Any]]:
+    """Bytes read and written per process, attributed or not (every source's I/O is in
+    task_files or unattributed), busiest first."""
+    files = tables["task_files"].join(tables["tasks"].select("execution_id", "host", "pid"),
+                                      on="execution_id", how="left")
+    cols = ["host", "pid", "op", "bytes", "ops"]
+    rows = pl.concat([files.select(cols), tables["unattributed"].select(cols)],
+                     how="vertical_relaxed").with_columns(pl.col("op").cast(pl.String))
+
+    def of(op: str) -> pl.Expr:
+        return pl.col("bytes").filter(pl.col("op") == op).sum()
+    per = rows.group_by("host", "pid").agg(read_bytes=of("read"), write_bytes=of("write"),
+                                           ops=pl.col("ops").sum())
+    per = per.sort(pl.col("read_bytes") + pl.col("write_bytes"), "host", "pid",
+                   descending=[True, False, False], nulls_last=True)
+    return [{"host": h, "pid": p, "read_bytes": _count(r), "write_bytes": _count(w),
+             "ops": _count(o)} for h, p, r, w, o in per.rows()]
+
+
 def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
-               stdio: dict[str, float]) -> dict[str, Any]:
+               stdio: dict[str, float], counters: dict[str, float]) -> dict[str, Any]:
     seg = segment_totals
-    # DXT segments and the C stdio bytes Darshan counts per file (DXT traces no stdio call)
-    total = {"bytes": seg["bytes"].sum() + stdio["bytes"],
-             "ops": seg["segments"].sum() + stdio["ops"],
-             "io_time_s": seg["io_time_ns"].sum() / 1e9 + stdio["io_time_s"]}
+    # DXT segments, the C stdio bytes Darshan counts per file (DXT traces no stdio call) and
+    # the POSIX counters of the processes whose logs have no DXT
+    total = {"bytes": seg["bytes"].sum() + stdio["bytes"] + counters["bytes"],
+             "ops": seg["segments"].sum() + stdio["ops"] + counters["ops"],
+             "io_time_s": (seg["io_time_ns"].sum() / 1e9 + stdio["io_time_s"]
+                           + counters["io_time_s"])}
     files, un = tables["task_files"], tables["unattributed"]
     attributed = {"bytes": files["bytes"].sum(), "ops": files["ops"].sum(),
                   "io_time_s": files["io_time_s"].sum()}
@@ -54,6 +75,7 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
                .sort("bytes", descending=True))
     return {
+        "per_process": _per_process(tables),
         "total": _totals(total),
         "attributed": _totals(attributed),
         "unattributed": _totals(unattr),
@@ -69,15 +91,16 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
 
 
 def _io(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
-        stdio: dict[str, float], captured: bool) -> dict[str, Any]:
+        stdio: dict[str, float], counters: dict[str, float], captured: bool
+        ) -> dict[str, Any]:
     """The I/O totals; without a Darshan log every figure is null (unknown), never 0."""
-    io = {**_io_totals(tables, segment_totals, stdio), "captured": captured,
-          "stdio": _totals(stdio)}
+    io = {**_io_totals(tables, segment_totals, stdio, counters), "captured": captured,
+          "stdio": _totals(stdio), "posix_counters_without_dxt": _totals(counters)}
     if captured:
         return io
     unknown = {"bytes": None, "ops": None, "io_time_s": None}
     return {**io, **{k: dict(unknown) for k in ("total", "attributed", "unattributed",
-                                                "stdio")}}
+                                                "stdio", "posix_counters_without_dxt")}}
 
 
 def _cpu_per_worker(tasks: pl.DataFrame, samples: pl.DataFrame) -> list[dict[str, Any]]:
@@ -214,12 +237,52 @@ def _log_problem(r: dict[str, Any]) -> str:
     return f"{Path(r['log']).name} ({', '.join(parts)})"
 
 
+#: the methods of bytes given against the file Darshan filed them under
+INCONSISTENT_METHODS = ("stdio-reassigned", "inconsistent-split")
+
+
+def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
+    """A warning naming every execution given bytes of a Darshan record that contradicts the
+    record of opens, with the bytes (a task may hold bytes it did not move: say which)."""
+    odd = files.filter(pl.col("attribution").cast(pl.String).is_in(INCONSISTENT_METHODS))
+    if odd.is_empty():
+        return []
+    per = (odd.group_by("key", "op", pl.col("attribution").cast(pl.String))
+           .agg(pl.col("bytes").sum(), pl.col("path").unique().sort().first())
+           .sort("bytes", "key", descending=[True, False]))
+    named = "; ".join(f"{k} {b:,.0f} B {op} of {p} ({m})"
+                      for k, op, m, b, p in per.head(shown).rows())
+    more = f"; and {per.height - shown} more" if per.height > shown else ""
+    return [f"Darshan's C stdio records contradict the record of opens (calls outside the "
+            f"windows of the tasks that opened the file, or a file opened only in the other "
+            f"mode): {odd['bytes'].sum():,.0f} B given not as Darshan filed them, to the evident "
+            f"owner (stdio-reassigned) or by time (inconsistent-split): {named}{more}"]
+
+
+def _shared_readers(files: pl.DataFrame, shown: int = 5) -> list[str]:
+    """A note per file whose helper-thread reads were shared among concurrent readers."""
+    shared = files.filter(pl.col("attribution").cast(pl.String) == "helper-shared")
+    if shared.is_empty():
+        return []
+    per = shared.group_by("path").agg(pl.col("bytes").sum(),
+                                      readers=pl.col("execution_id").n_unique()).sort(
+        "bytes", "path", descending=[True, False])
+    named = "; ".join(f"{p}: {b:,.0f} B shared with {n} concurrent readers of the file"
+                      for p, b, n in per.head(shown).rows())
+    more = f"; and {per.height - shown} more file(s)" if per.height > shown else ""
+    return [f"helper-thread reads of files several running tasks had opened cannot be told "
+            f"apart (helper-shared, split by overlap): {named}{more}"]
+
+
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
                   segment_totals: pl.DataFrame, stdio: dict[str, float],
+                  counters: dict[str, float] | None = None,
                   group_by: tuple[str, ...] = ()) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks), the totals
-    of the ``segments`` table per (host, pid, attribution) and those of the C stdio I/O
-    (``stdio_io.stdio_totals``); ``group_by``: annotation keys to group the tasks by."""
+    of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
+    (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
+    (``counters_io.counter_totals``); ``group_by``: annotation keys to group the tasks by."""
+    counters = counters or {"bytes": 0.0, "ops": 0.0, "io_time_s": 0.0}
     tasks = tables["tasks"]
     warnings = list(frames.warnings)
     headline = headline_problems(frames)
@@ -238,13 +301,15 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         if n:
             warnings.append(f"{n} worker process(es) with DXT but no clock markers: Darshan "
                             "times use the log header clock (typically a few ms off)")
+    warnings += _inconsistent_records(tables["task_files"])
+    warnings += _shared_readers(tables["task_files"])
     return {
         "source_format": frames.source_format,
         "facts": frames.facts,
         "job": job_outcome(frames.facts, frames.transitions, tasks),
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
-        "io": _io(tables, segment_totals, stdio, io_captured(frames)),
+        "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
         # the runtime that wrote the logs (lib_ver of each log's job metadata), not the
         # PyDarshan package of the environment (facts.versions.darshan)
         "darshan_runtime_versions": sorted(

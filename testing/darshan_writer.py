@@ -129,7 +129,11 @@ def _posix_buffer(seg: pl.DataFrame) -> bytes:
         rbytes=pl.col("length").filter(pl.col("op") == "read").sum(),
         wbytes=pl.col("length").filter(pl.col("op") == "write").sum(),
         rtime=(pl.col("end_s") - pl.col("start_s")).filter(pl.col("op") == "read").sum(),
-        wtime=(pl.col("end_s") - pl.col("start_s")).filter(pl.col("op") == "write").sum())
+        wtime=(pl.col("end_s") - pl.col("start_s")).filter(pl.col("op") == "write").sum(),
+        first_read=pl.col("start_s").filter(pl.col("op") == "read").min(),
+        last_read=pl.col("end_s").filter(pl.col("op") == "read").max(),
+        first_write=pl.col("start_s").filter(pl.col("op") == "write").min(),
+        last_write=pl.col("end_s").filter(pl.col("op") == "write").max())
     dtype = np.dtype([("id", "<u8"), ("rank", "<i8"), ("c", "<i8", (n_c,)),
                       ("f", "<f8", (n_f,))])
     rec = np.zeros(agg.height, dtype=dtype)
@@ -142,6 +146,8 @@ def _posix_buffer(seg: pl.DataFrame) -> bytes:
     rec["c"][:, c["write_bytes"]] = agg["wbytes"].to_numpy()
     rec["f"][:, f["read_time_s"]] = agg["rtime"].to_numpy()
     rec["f"][:, f["write_time_s"]] = agg["wtime"].to_numpy()
+    for name, i in layout.stamps.items():  # first_read_ns … from first_read …; 0 for none
+        rec["f"][:, i] = agg[name.removesuffix("_ns")].fill_null(0).to_numpy()
     return rec.tobytes()
 
 
@@ -180,9 +186,11 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
               start_ns: int = 1_700_000_000_000_000_000, end_ns: int | None = None,
               exe: str = "python job.py", uid: int = 1000, layout: str = "v2-40",
               posix: bool = True, partial: bool = False,
-              metadata: str = "lib_ver=3.5.0", stdio: pl.DataFrame | None = None) -> Path:
+              metadata: str = "lib_ver=3.5.0", stdio: pl.DataFrame | None = None,
+              dxt: bool = True) -> Path:
     """Write one non-MPI log (jobid = pid) with the given DXT_POSIX segments (and STDIO
-    records, ``STDIO_COLUMNS``, when given)."""
+    records, ``STDIO_COLUMNS``, when given); without ``dxt`` only their POSIX counters (as
+    Darshan with DXT off writes)."""
     path = Path(path)
     if path.exists():
         path.unlink()
@@ -211,7 +219,7 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
             buf = _stdio_buffer(stdio)
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["STDIO"], buf, len(buf), 2),
                    "put_mod STDIO")
-        if segments.height:
+        if dxt and segments.height:
             buf, _ = _dxt_buffer(segments, host, layout)
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["DXT_POSIX"], buf, len(buf),
                                            LAYOUT_VERSIONS[layout]), "put_mod DXT_POSIX")
@@ -234,11 +242,12 @@ def default_log_name(user: str, exe: str, pid: int, start_ns: int) -> str:
     return f"{user}_{exe}_id{pid}-{pid}_{t.tm_mon}-{t.tm_mday}-{secs}-{pid * 7919}_1.darshan"
 
 
-def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40") -> None:
+def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *,
+                          dxt: bool = True) -> None:
     """One genuine log per worker process in ``run/darshan``, holding exactly the calls its
     tasks made: ``truth`` is what the test jobs record, one dict per task with ``pid``,
     ``thread``, ``path`` and ``ops`` [(op, offset, length, t0_s, t1_s)] (tasks without ``ops``
-    made none)."""
+    made none). Without ``dxt`` the logs hold the POSIX counters only."""
     host = socket.gethostname().split(".", 1)[0]
     rows = [{"pid": t["pid"], "thread_id": t["thread"], "path": t["path"], "op": op,
              "offset": off, "length": n, "t0": a, "t1": b}
@@ -250,4 +259,5 @@ def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40") -
         seg = g.with_columns(start_s=pl.col("t0") - start_ns / 1e9,
                              end_s=pl.col("t1") - start_ns / 1e9)
         write_log(run / "darshan" / f"test_python_id{pid}-{pid}_1.darshan", seg, host=host,
-                  pid=pid, start_ns=start_ns, end_ns=start_ns + 600 * 10**9, layout=layout)
+                  pid=pid, start_ns=start_ns, end_ns=start_ns + 600 * 10**9, layout=layout,
+                  dxt=dxt)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+#: ../shared/fixtures beside the checkout; CORRELATE_FIXTURES points elsewhere (a worktree
+#: whose parent has no shared/)
+SHARED_FIXTURES = Path(os.environ.get("CORRELATE_FIXTURES") or REPO.parent / "shared"
+                       / "fixtures")
 
 
 def fixture_path(name: str) -> Path:

@@ -264,12 +264,26 @@ def _unattributed(out: Outputs) -> list[str]:
                 *_cpu(out)]
     if total:
         stdio = (io.get("stdio") or {}).get("bytes")
-        where = (f"I/O in DXT and C stdio ({human_bytes(stdio)} counted per file, untraced)"
-                 if stdio else "I/O in DXT")
+        posix = (io.get("posix_counters_without_dxt") or {}).get("bytes")
+        parts = [f"C stdio ({human_bytes(stdio)} counted per file, untraced)"] if stdio else []
+        if posix:
+            parts.append(f"POSIX counters of processes without DXT ({human_bytes(posix)}, "
+                         "per task by time: counter-*)")
+        where = "I/O in DXT" + "".join(f" and {p}" for p in parts)
         lines += [f"{where}: {human_bytes(total.get('bytes'))} in "
                   f"{count(total.get('ops'))} operations; attributed to task executions: "
                   f"{human_bytes(attributed.get('bytes'))} "
                   f"({share(io.get('attributed_bytes_share'))} of bytes).", ""]
+        procs = io.get("per_process") or []
+        if procs:
+            lines += ["| process | read | written | ops |", "| --- | ---: | ---: | ---: |"]
+            lines += [f"| {p.get('host') or '?'} pid {p.get('pid')} | "
+                      f"{human_bytes(p.get('read_bytes'))} | "
+                      f"{human_bytes(p.get('write_bytes'))} | {count(p.get('ops'))} |"
+                      for p in procs[:10]]
+            more = len(procs) - 10
+            lines += (["", f"and {more} more process(es) (summary.json: io.per_process)."]
+                      if more > 0 else []) + [""]
     u = agg.unattributed_io(out["unattributed"])
     if u.height:
         rows = [[text(r["reason"]), text(r["role"] or "-"), text(r["thread_kind"] or "-"),

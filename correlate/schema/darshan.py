@@ -83,7 +83,7 @@ IO_FILE_COUNTERS = Table(
         Column("write_time_s", "Float64", "cumulative time in writes"),
         Column("meta_time_s", "Float64", "cumulative time in metadata calls"),
         Column("first_read_ns", "Int64", "start of the first read, host clock, ns since epoch "
-               "(STDIO records; null: no read, or not recorded)"),
+               "(null: no read, or not recorded)"),
         Column("last_read_ns", "Int64", "end of the last read (as first_read_ns)"),
         Column("first_write_ns", "Int64", "start of the first write (as first_read_ns)"),
         Column("last_write_ns", "Int64", "end of the last write (as first_read_ns)"),

@@ -16,10 +16,17 @@ Attribution methods (column ``attribution``):
 - ``helper-file``: a helper thread's segment on a file that the executions overlapping it
   touched themselves (on their own thread, or an open in their context); whole for one such
   execution, shared in proportion to the overlap among several.
+- ``helper-shared``: as helper-file, for a segment that several executions overlapping it had
+  touched the file of (concurrent readers of one file through pyarrow's I/O pool): shared in
+  proportion to the overlap, since no evidence separates them; ``summary.json`` (and the
+  warnings) say per file with how many concurrent readers.
 - ``stdio-file`` (task_files and tasks only): bytes a process moved through C stdio
   (``fread``/``fwrite``, numpy's ``tofile``/``fromfile``), which Darshan counts per file but DXT
   does not trace, given whole to the one execution of that process whose context opened the
   file in Python (``correlate/stdio_io.py``). No segment, no time of its own.
+- ``counter-file`` (task_files and tasks only): a process whose Darshan log has no DXT: a
+  file's POSIX counter bytes given whole to the one execution that opened the file (the record
+  of opens) and whose window holds the file's first and last call (``correlate/counters_io.py``).
 - ``helper-split``: a helper thread's segment that no file links to a task, split across the
   executions of its process that overlap it, as window-split does.
 - ``window-split``: no thread ids on one side; the segment is split across the executions of the
@@ -27,6 +34,23 @@ Attribution methods (column ``attribution``):
   fractional). The part outside every window stays unattributed.
 - ``stdio-split``: as stdio-file, for a file that several executions of the process opened:
   shared in proportion to how often each opened it.
+- ``stdio-reassigned``: a C stdio record that contradicts the record of opens (its first or
+  last call lies in no window of the executions that opened the file for it, or the file was
+  opened only for the other operation: the runtime names an ``fdopen``'d stream from its
+  descriptor table), given to the evident owners among its openers and the executions of the
+  process that opened a file for that operation and got no stdio bytes of their own: the one
+  whose window holds its calls, whole, or those whose own files' sizes add up to its bytes,
+  each its size. Named in a warning.
+- ``counter-split``: as counter-file, for a file whose openers' windows do not single one out:
+  the counters' span (first to last call) shared by time among the openers running in it,
+  weighted by the process's HEATMAP bins where the log has them; the part of the span no
+  opener ran in stays unattributed. An estimate.
+- ``counter-window``: no record of opens (imported runs): the counters' span shared by the same
+  time rule among every execution of the process running in it. An estimate: nothing says
+  which of them touched the file.
+- ``inconsistent-split``: a C stdio record as for stdio-reassigned where no owner is evident:
+  shared by time among those candidates running during its calls; the rest unattributed.
+  Named in a warning.
 - ``none``: the execution has no I/O attributed (or no I/O data exists for its process); a
   segment given to no execution (its reason is in ``unattributed``).
 - ``spill`` (segments only): a read or write of a Dask spill file, given to no execution; the
@@ -41,8 +65,10 @@ from __future__ import annotations
 from correlate.schema.canonical import NCALL_KIND
 from correlate.schema.table import Column, Table
 
-ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,stdio-file,"
-               "helper-split,window-split,stdio-split,none,spill")
+ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,helper-shared,"
+               "stdio-file,"
+               "counter-file,helper-split,window-split,stdio-split,stdio-reassigned,"
+               "counter-split,counter-window,inconsistent-split,none,spill")
 
 TASKS = Table(
     "tasks",

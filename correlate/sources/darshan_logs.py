@@ -345,3 +345,61 @@ def incomplete_logs(logs: pl.DataFrame) -> pl.DataFrame:
         partial=pl.col("partial"),
         untraced=pl.col("dxt_untraced_ops").fill_null(0),
     ).filter((pl.col("failed") != "") | pl.col("partial") | (pl.col("untraced") > 0))
+
+
+HEATMAP_SCHEMA = {"pid": pl.Int64, "module": pl.String, "op": pl.String,
+                  "bin_start_ns": pl.Int64, "bin_stop_ns": pl.Int64, "bytes": pl.Float64}
+
+
+def _heatmap_records(region: bytes, byteorder: str) -> list[tuple[int, float, np.ndarray,
+                                                                    np.ndarray]]:
+    """(record id, bin width s, write bins, read bins) of a HEATMAP region: each record is the
+    in-memory struct as Darshan wrote it, i.e. the (id, rank) base, the bin width (double), the
+    bin count and two stale pointers, then that many write and read byte counts (int64)."""
+    out, pos, i8 = [], 0, np.dtype("i8").newbyteorder(byteorder)
+    head = np.dtype([("id", "u8"), ("rank", "i8"), ("width", "f8"), ("nbins", "i8"),
+                     ("pointers", "V16")]
+                    ).newbyteorder(byteorder)
+    while pos < len(region):
+        if pos + head.itemsize > len(region):
+            raise ValueError("HEATMAP: truncated record")
+        h = np.frombuffer(region, head, 1, pos)[0]
+        n = int(h["nbins"])
+        end = pos + head.itemsize + 16 * n
+        if n < 0 or end > len(region):
+            raise ValueError(f"HEATMAP: record of {n} bins runs past the module's end")
+        bins = np.frombuffer(region, i8, 2 * n, pos + head.itemsize).astype(np.int64)
+        out.append((int(h["id"]), float(h["width"]), bins[:n], bins[n:]))
+        pos = end
+    return out
+
+
+def read_heatmap(log: str) -> pl.DataFrame:
+    """The HEATMAP module of one log (Darshan 3.4+): bytes read and written per time bin of the
+    process, per I/O module (``module`` POSIX, STDIO, …), bins on the log host's clock; empty
+    when the log has none or it cannot be read (the counters are then weighed by time alone)."""
+    path = Path(log)
+    try:
+        with path.open("rb") as fh:
+            buf = fh.read()
+        hdr = L.parse_header(buf)
+        mod = L.MODULE_IDS["HEATMAP"]
+        if mod >= len(hdr.mod_map) or not hdr.mod_map[mod][1]:
+            return pl.DataFrame(schema=HEATMAP_SCHEMA)
+        job, _exe, _mounts = L.parse_job(_region(buf, hdr.size, _job_region_end(hdr, buf)
+                                                 - hdr.size, hdr.comp_type), hdr)
+        names, _ = _names(buf, hdr)
+        recs = _heatmap_records(_region(buf, *hdr.mod_map[mod], hdr.comp_type), hdr.byteorder)
+    except (OSError, ValueError):
+        return pl.DataFrame(schema=HEATMAP_SCHEMA)
+    start, pid, parts = int(job["start_ns"]), _pid_from_name(path, int(job["jobid"])), []
+    for rid, width, writes, reads in recs:
+        module = names.get(rid, "").removeprefix("heatmap:") or None
+        edges = start + np.rint(np.arange(len(reads) + 1) * width * NS).astype(np.int64)
+        for op, bins in (("read", reads), ("write", writes)):
+            parts.append(pl.DataFrame({"bin_start_ns": edges[:-1], "bin_stop_ns": edges[1:],
+                                       "bytes": bins.astype(np.float64)}).with_columns(
+                pid=pl.lit(pid, pl.Int64), module=pl.lit(module, pl.String),
+                op=pl.lit(op)))
+    return (pl.concat(parts).select(list(HEATMAP_SCHEMA)).cast(HEATMAP_SCHEMA) if parts
+            else pl.DataFrame(schema=HEATMAP_SCHEMA))

@@ -80,19 +80,26 @@ class CounterLayout(NamedTuple):
 _POSIX_TIMES_15 = {"read_time_s": 6, "write_time_s": 7, "meta_time_s": 8}
 _POSIX_TIMES_17 = {"read_time_s": 8, "write_time_s": 9, "meta_time_s": 10}
 _POSIX_OPS_64 = {"opens": 0, "read_ops": 1, "write_ops": 2, "read_bytes": 9, "write_bytes": 10}
+#: POSIX F_READ/WRITE_START/END_TIMESTAMP: before and after CLOSE_START/OPEN_END were inserted
+_POSIX_STAMPS_15 = {"first_read_ns": 1, "last_read_ns": 4, "first_write_ns": 2,
+                    "last_write_ns": 5}
+_POSIX_STAMPS_17 = {"first_read_ns": 1, "last_read_ns": 5, "first_write_ns": 2,
+                    "last_write_ns": 6}
 _STDIO_TIMES = {"read_time_s": 2, "write_time_s": 1, "meta_time_s": 0}
 _STDIO_STAMPS = {"first_read_ns": 6, "last_read_ns": 10, "first_write_ns": 5, "last_write_ns": 9}
 #: (module, module version) -> record layout, from darshan-util's up-conversion code
 COUNTERS = {
     # 3.0: stdio counters (FOPENS..FSEEKS) sat between MMAPS and FSYNCS
     ("POSIX", 1): CounterLayout(68, 15, {"opens": 0, "read_ops": 1, "write_ops": 2,
-                                         "read_bytes": 13, "write_bytes": 14}, _POSIX_TIMES_15),
-    ("POSIX", 2): CounterLayout(64, 15, _POSIX_OPS_64, _POSIX_TIMES_15),
+                                         "read_bytes": 13, "write_bytes": 14}, _POSIX_TIMES_15,
+                                _POSIX_STAMPS_15),
+    ("POSIX", 2): CounterLayout(64, 15, _POSIX_OPS_64, _POSIX_TIMES_15, _POSIX_STAMPS_15),
     # CLOSE_START and OPEN_END timestamps added
-    ("POSIX", 3): CounterLayout(64, 17, _POSIX_OPS_64, _POSIX_TIMES_17),
+    ("POSIX", 3): CounterLayout(64, 17, _POSIX_OPS_64, _POSIX_TIMES_17, _POSIX_STAMPS_17),
     # FILENOS, DUPS, RENAME_SOURCES, RENAME_TARGETS, RENAMED_FROM added
     ("POSIX", 4): CounterLayout(69, 17, {"opens": 0, "read_ops": 3, "write_ops": 4,
-                                         "read_bytes": 14, "write_bytes": 15}, _POSIX_TIMES_17),
+                                         "read_bytes": 14, "write_bytes": 15}, _POSIX_TIMES_17,
+                                _POSIX_STAMPS_17),
     ("STDIO", 1): CounterLayout(13, 15, {"opens": 0, "read_ops": 1, "write_ops": 2,
                                          "read_bytes": 6, "write_bytes": 5}, _STDIO_TIMES,
                                 _STDIO_STAMPS),

@@ -148,8 +148,9 @@ def _lacks(executions: pl.DataFrame, io: darshan_logs.DarshanFrames | None,
     if io is None:
         out.append("no Darshan logs in the folder: no I/O data")
     elif io.io_segments.is_empty():
-        out.append("the Darshan logs have no DXT traces: I/O is known per file and process "
-                   "only, not per task")
+        out.append("the Darshan logs have no DXT traces: I/O is known exactly per file and "
+                   "process only; per task it is estimated from the POSIX counters' first/last "
+                   "call times (and HEATMAP bins) over the tasks running then (counter-window)")
     if yappi_pid is not None and yappi_pid not in set(executions["pid"].drop_nulls()):
         out.append(f"Yappi ran in process {yappi_pid}, which ran no task (the client): its "
                    "profile says nothing about task code")

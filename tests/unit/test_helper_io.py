@@ -94,8 +94,9 @@ def test_a_file_touched_by_two_running_tasks_is_shared_by_overlap_and_wholly_att
     seg = segments([("h", 1, HELPER, 10, 40, 4000, "read", "/d/s")])
     op = opens([(11, "/d/s", 1, 1), (12, "/d/s", 2, 2)])
     att, files, un = attribute_with_helpers(seg, ex, op)
-    # THEN it is shared 1:3 and all of it is attributed
-    assert by_key(files) == {("a", "/d/s", "helper-file"): 1000, ("b", "/d/s", "helper-file"): 3000}
+    # THEN it is shared 1:3, all of it attributed, and the method says it was shared
+    assert by_key(files) == {("a", "/d/s", "helper-shared"): 1000,
+                             ("b", "/d/s", "helper-shared"): 3000}
     assert att.segments["attributed_weight"].to_list() == [pytest.approx(1.0)]
     assert att.segments["execution_id"].to_list() == [1]
     assert un.is_empty()
@@ -163,3 +164,20 @@ def test_an_executions_attribution_is_the_least_exact_method_that_gave_it_io():
     totals = attribute.task_io_totals(files).sort("execution_id")
     assert totals.select("execution_id", "io_method", "read_bytes").rows() == [
         (0, "helper-file", 150.0), (1, "exact-thread", 10.0)]
+
+
+def test_the_summary_says_with_how_many_concurrent_readers_a_file_was_shared():
+    from correlate.summary import _shared_readers
+
+    ex = ex_two_tasks(a=(0, 20), b=(0, 100))
+    seg = segments([("h", 1, HELPER, 10, 40, 4000, "read", "/d/s")])
+    _att, files, _un = attribute_with_helpers(seg, ex, opens([(11, "/d/s", 1, 1),
+                                                              (12, "/d/s", 2, 2)]))
+    assert _shared_readers(files) == [
+        "helper-thread reads of files several running tasks had opened cannot be told apart "
+        "(helper-shared, split by overlap): /d/s: 4,000 B shared with 2 concurrent readers of "
+        "the file"]
+    # one reader: a plain helper-file, no note
+    _att, files, _un = attribute_with_helpers(seg, ex, opens([(12, "/d/s", 2, 2)]))
+    assert set(files["attribution"].cast(pl.String)) == {"helper-file"}
+    assert _shared_readers(files) == []

@@ -12,7 +12,7 @@ from collectors.file_opens import _access
 from correlate.schema import conform
 from correlate.schema.canonical import FILE_OPENS
 from correlate.schema.darshan import IO_FILE_COUNTERS
-from correlate.stdio_io import attribute_stdio, stdio_totals
+from correlate.stdio_io import INCONSISTENT, OTHER_MODE, attribute_stdio, stdio_totals
 
 PROCS = pl.DataFrame({"host": ["h", "h"], "pid": [1, 2], "role": ["worker", "scheduler"],
                       "main_thread_id": pl.Series([99, 98], dtype=pl.UInt64),
@@ -89,10 +89,12 @@ def test_among_several_readers_the_one_whose_window_holds_the_calls_gets_them_wh
     got, _un = attributed(counters([(1, "STDIO", "/d/a.npy", 900, 0)], reads=(19, 46)), op)
     assert got == {("load", "/d/a.npy", "read", "stdio-split"): 450,
                    ("look", "/d/a.npy", "read", "stdio-split"): 450}
-    # a read just past load's end, by more than the clock's uncertainty, is no longer its own
-    got, _un = attributed(counters([(1, "STDIO", "/d/a.npy", 900, 0)], reads=(19, 28.1)), op)
-    assert set(got) == {("load", "/d/a.npy", "read", "stdio-split"),
-                        ("look", "/d/a.npy", "read", "stdio-split")}
+    # a read just past load's end, by more than the clock's uncertainty, fits no opener's
+    # window: inconsistent, shared by time among the openers running then (look, which ran
+    # 10 ms later, gets none of it), the 0.1 ms no window holds unattributed with why
+    got, un = attributed(counters([(1, "STDIO", "/d/a.npy", 900, 0)], reads=(19, 28.1)), op)
+    assert got == {("load", "/d/a.npy", "read", "inconsistent-split"): 900 * 9 / 9.1}
+    assert un["reason"].to_list() == [f"C stdio (not traced by DXT): {INCONSISTENT}"]
 
 
 def test_a_window_holding_the_calls_as_measured_wins_over_one_within_the_clocks_slack():
@@ -119,8 +121,11 @@ def test_a_coroutines_window_is_its_active_slices():
                       "local_stop_ns": [42 * MS, 50 * MS]}), on="execution_id")
     slices = pl.concat([EX.filter(pl.col("key") != "look"), look_slices.select(EX.columns)])
     files, _un = attribute_stdio(cnt, op, EX, PROCS, CLOCKS, slices)
-    # THEN by whole windows look would hold them; by its slices nobody does: shared by opens
-    assert sorted(files["attribution"].cast(pl.String)) == ["stdio-split", "stdio-split"]
+    # THEN by whole windows look would hold them; by its slices nobody does: inconsistent, and
+    # no candidate ran then, so nobody gets them (unattributed, with why)
+    assert files.is_empty()
+    assert _un["bytes"].to_list() == [900.0]
+    assert _un["reason"].to_list() == [f"C stdio (not traced by DXT): {INCONSISTENT}"]
     files, _un = attribute_stdio(cnt, op, EX, PROCS, CLOCKS)
     assert files.select("execution_id", "attribution").rows() == [(2, "stdio-file")]
 
@@ -144,7 +149,7 @@ def test_what_no_task_opened_for_it_stays_unattributed_with_its_reason():
     assert got == {}
     reasons = {(r["path"], r["op"]): r["reason"] for r in un.iter_rows(named=True)}
     assert reasons == {
-        ("/d/a", "write"): "C stdio (not traced by DXT): no task opened the file for it in Python",
+        ("/d/a", "write"): f"C stdio (not traced by DXT): {OTHER_MODE}",
         ("/d/never", "read"):
             "C stdio (not traced by DXT): no task opened the file for it in Python",
         ("/scratch/w1/spill/k", "read"): "worker local directory (spill)",

@@ -1,0 +1,214 @@
+"""Darshan without DXT (how most HPC centres run it): POSIX counters per file and process only.
+
+- The MiniApp fixture (a real run, counters and HEATMAP, no DXT): the run's, each process's and
+  each file's bytes equal what libdarshan-util itself reads from the logs (PyDarshan's bundled
+  library, independent of our decoder), and the tasks that did the I/O get it, by a named
+  method.
+- A real LocalCluster job whose tasks each write and read their own file, its calls written as
+  genuine counters-only logs through libdarshan-util: every task that alone opened its file
+  gets exactly that file's bytes (``counter-file``); without the record of opens the same
+  bytes are shared by time (``counter-window``), none lost.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from correlate.engine import correlate_frames
+from correlate.sources import miniapp
+from correlate.sources.run_folder import load
+from correlate.span_shares import time_shares
+from testing.darshan_writer import write_logs_from_truth
+from tests.conftest import fixture_path
+from tests.engine.collect_job import record
+
+
+def _libdarshan_bytes(folder: Path, module: str) -> pl.DataFrame:
+    """pid, path, read, written of every POSIX (or STDIO) record, read by libdarshan-util."""
+    from darshan.backend import cffi_backend as B
+
+    names = B.counter_names(module)
+    ir, iw = names.index(f"{module}_BYTES_READ"), names.index(f"{module}_BYTES_WRITTEN")
+    rows = []
+    for log in sorted(folder.glob("*.darshan")):
+        pid = int(log.name.split("_id", 1)[1].split("-")[1].split("_")[0])
+        h = B.log_open(str(log))
+        try:
+            paths = B.log_get_name_records(h)
+            while (rec := B.log_get_record(h, module, dtype="numpy")) is not None:
+                c = np.atleast_2d(rec["counters"])[0]
+                rows.append({"pid": pid, "path": paths[rec["id"]], "read": int(c[ir]),
+                             "written": int(c[iw])})
+        finally:
+            B.log_close(h)
+    return pl.DataFrame(rows).group_by("pid", "path").agg(pl.col("read", "written").sum())
+
+
+def _per_file(result) -> pl.DataFrame:
+    """pid, path, read, written over task_files (with their executions' pid) + unattributed."""
+    files = result.tables["task_files"].join(
+        result.tables["tasks"].select("execution_id", "pid"), on="execution_id")
+    rows = pl.concat([files.select("pid", "path", "op", "bytes"),
+                      result.tables["unattributed"].select("pid", "path", "op", "bytes")])
+    return rows.with_columns(pl.col("op").cast(pl.String)).group_by("pid", "path").agg(
+        read=pl.col("bytes").filter(pl.col("op") == "read").sum(),
+        written=pl.col("bytes").filter(pl.col("op") == "write").sum())
+
+
+@pytest.fixture(scope="module")
+def miniapp_result():
+    folder = fixture_path("recup-miniapp-20240215")
+    return folder, correlate_frames(miniapp.load(folder))
+
+
+def test_miniapp_totals_equal_libdarshan_util_per_run_process_and_file(miniapp_result):
+    folder, result = miniapp_result
+    posix, stdio = (_libdarshan_bytes(folder, m) for m in ("POSIX", "STDIO"))
+    io = result.summary["io"]
+    run_bytes = int(posix["read"].sum() + posix["written"].sum())
+    assert run_bytes > 60e9  # the log's ~66 GB, not the 2 B of C stdio
+    assert io["posix_counters_without_dxt"]["bytes"] == run_bytes
+    stdio_bytes = int(stdio["read"].sum() + stdio["written"].sum())
+    assert io["stdio"]["bytes"] == stdio_bytes
+    assert io["total"]["bytes"] == run_bytes + stdio_bytes
+    truth = pl.concat([posix, stdio]).group_by("pid", "path").agg(
+        pl.col("read", "written").sum())
+    assert io["attributed"]["bytes"] + io["unattributed"]["bytes"] == pytest.approx(
+        io["total"]["bytes"], rel=1e-9)
+    got = _per_file(result)
+    both = truth.join(got, on=["pid", "path"], how="left", suffix="_got")
+    # each file's (and so each process's) read and written bytes, as libdarshan-util reads them
+    for col in ("read", "written"):
+        bad = both.filter((pl.col(f"{col}_got").fill_null(0) - pl.col(col)).abs() > 1e-3)
+        assert bad.is_empty(), bad.head()
+    def per_process(df: pl.DataFrame) -> dict:
+        df = df.group_by("pid").agg(pl.col("read", "written").sum())
+        return {r[0]: r[1:] for r in df.filter(pl.col("read") + pl.col("written") > 0).rows()}
+    assert per_process(got).keys() == per_process(truth).keys()
+    for pid, want in per_process(truth).items():
+        assert per_process(got)[pid] == pytest.approx(want, rel=1e-9)
+
+
+def test_miniapp_io_tasks_get_their_counters_by_a_named_method(miniapp_result):
+    _folder, result = miniapp_result
+    tasks = result.tables["tasks"]
+    for prefix in ("map_read_frame", "save_file"):
+        rows = tasks.filter(pl.col("prefix") == prefix)
+        assert rows["read_bytes"].sum() + rows["write_bytes"].sum() > 1e9, prefix
+        assert set(rows.filter(pl.col("read_bytes") + pl.col("write_bytes") > 0)
+                   ["attribution"]) == {"counter-window"}
+    methods = result.summary["io"]["attributed_by_method"]
+    assert methods["counter-window"]["bytes"] == pytest.approx(
+        result.summary["io"]["attributed"]["bytes"])
+
+
+def test_time_shares_follow_the_heatmap_and_leave_uncovered_time_out():
+    starts, stops = np.array([0, 50]), np.array([50, 100])
+    assert time_shares(0, 100, starts, stops, None) == pytest.approx([0.5, 0.5])
+    heat = (np.array([0, 25, 50, 75]), np.array([25, 50, 75, 100]),
+            np.array([0.0, 10.0, 30.0, 0.0]))
+    assert time_shares(0, 100, starts, stops, heat) == pytest.approx([0.25, 0.75])
+    # two windows at once share a piece; a piece no window covers stays out
+    assert time_shares(0, 100, np.array([0, 0]), np.array([100, 50]), None) == pytest.approx(
+        [0.75, 0.25])
+    assert time_shares(0, 100, np.array([20]), np.array([40]), None) == pytest.approx([0.2])
+
+
+@pytest.fixture(scope="module")
+def counters_only(tmp_path_factory):
+    """The io job under ``collect``, its calls as counters-only logs (no DXT)."""
+    tmp = tmp_path_factory.mktemp("counters")
+    run, truth_path, _real = record(tmp, "io")
+    truth = json.loads(truth_path.read_text())
+    copy = tmp / "counters-only"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("darshan"))
+    write_logs_from_truth(copy, truth, dxt=False)
+    return load(copy).collected(), truth
+
+
+@pytest.mark.cluster
+def test_counters_only_each_sole_opener_gets_exactly_its_files_bytes(counters_only):
+    frames, truth = counters_only
+    assert frames.io_segments.is_empty() if isinstance(frames.io_segments, pl.DataFrame) else True
+    result = correlate_frames(frames)
+    tasks = result.tables["tasks"]
+    for t in truth:
+        row = tasks.filter(pl.col("key") == t["key"]).row(0, named=True)
+        ops = t.get("ops", [])
+        for op in ("read", "write"):
+            want = float(sum(n for o, _off, n, *_ in ops if o == op))
+            assert row[f"{op}_bytes"] == want, (t["key"], op)
+        if ops:
+            assert row["attribution"] == "counter-file", t["key"]
+    io = result.summary["io"]
+    assert io["unattributed"]["bytes"] == 0
+    assert io["attributed_by_method"]["counter-file"]["bytes"] == io["total"]["bytes"]
+
+
+@pytest.mark.cluster
+def test_counters_only_without_record_of_opens_split_by_time_and_conserved(counters_only):
+    frames, truth = counters_only
+    result = correlate_frames(replace(frames, file_opens=frames.file_opens.clear()))
+    io = result.summary["io"]
+    total = sum(n for t in truth for _o, _off, n, *_ in t.get("ops", []))
+    assert io["total"]["bytes"] == total
+    assert io["attributed"]["bytes"] + io["unattributed"]["bytes"] == pytest.approx(total)
+    assert set(result.tables["task_files"]["attribution"].cast(pl.String)) == {"counter-window"}
+    # the tasks that ran while a file moved share it: the io tasks get most of the bytes
+    tasks = result.tables["tasks"]
+    io_tasks = tasks.filter(pl.col("key").str.starts_with("io-"))
+    got = io_tasks["read_bytes"].sum() + io_tasks["write_bytes"].sum()
+    assert got > 0.5 * total
+
+
+def test_dxt_off_writes_a_config_and_environment_without_dxt(tmp_path):
+    from collectors.darshan_env import environment
+
+    on = environment("/x/libdarshan.so", tmp_path / "on")
+    off = environment("/x/libdarshan.so", tmp_path / "off", dxt=False)
+    assert on["DXT_ENABLE_IO_TRACE"] == "1" and "DXT_ENABLE_IO_TRACE" not in off
+    assert off["DASK_CORRELATE_MARKERS"] == "1"  # their POSIX counters time the log's clock
+    assert "DXT_POSIX" in (tmp_path / "on" / "darshan.conf").read_text().split("NAME_EXCLUDE")[0]
+    conf = (tmp_path / "off" / "darshan.conf").read_text()
+    assert "MOD_ENABLE DXT_POSIX" not in conf and "MAX_RECORDS" in conf
+
+
+@pytest.mark.cluster
+def test_live_job_with_dxt_off_gives_each_sole_opener_its_files_bytes(tmp_path):
+    """The io job under the real darshan-runtime with ``collect --dxt off``."""
+    import subprocess
+    import sys
+
+    from collectors.darshan_env import find_runtime
+    from tests.engine.collect_job import JOBS
+
+    lib, how = find_runtime("auto")
+    if not lib:
+        pytest.skip(f"needs a darshan-runtime (DARSHAN_RUNTIME): {how}")
+    (tmp_path / "data").mkdir()
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp_path / "run"),
+           "--darshan", lib, "--dxt", "off", "--profile", "off", "--flush-interval", "1", "--",
+           sys.executable, "jobs.py", "io", f"{tmp_path / 'truth.json'},{tmp_path / 'data'}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=JOBS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    frames = load(tmp_path / "run").collected()
+    assert frames.darshan_logs.height >= 2
+    assert frames.darshan_logs["segment_count"].sum() == 0  # no DXT
+    result = correlate_frames(frames)
+    tasks = result.tables["tasks"]
+    for t in truth:
+        if not t.get("ops"):
+            continue
+        row = tasks.filter(pl.col("key") == t["key"]).row(0, named=True)
+        for op in ("read", "write"):
+            want = float(sum(n for o, _off, n, *_ in t["ops"] if o == op))
+            assert row[f"{op}_bytes"] == want, (t["key"], op)
+        assert row["attribution"] == "counter-file", t["key"]
