@@ -44,6 +44,13 @@ from correlate.reports.markdown import code
 COUNT_TOLERANCE = 0.02
 #: a part of a change is named when it carries more than this share of it
 PART = 0.25
+#: a timing change smaller than this share of the row's own time is not named (immaterial)
+MATERIAL = 0.05
+#: nor one whose total is below this share of the job's span (nobody waits for it)
+JOB_FLOOR = 0.01
+#: a prefix whose thread CPU is at least this share of its task time is CPU-bound: its time
+#: stretches with the cores' contention
+CPU_BOUND = 0.1
 DIMENSIONS = ("prefix", "file", "function")
 #: counts per dimension (facts: reported whenever they move)
 COUNTS = {
@@ -205,11 +212,12 @@ def _count_changes(out: pl.DataFrame, counts: tuple[str, ...]) -> pl.Expr:
 
 def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame | None = None,
          samples_after: pl.DataFrame | None = None, *, by: str = "prefix",
-         exact_calls: bool = True) -> pl.DataFrame:
+         exact_calls: bool = True, span_s: float | None = None) -> pl.DataFrame:
     """Join two sides' profiles; add ``<m>_delta``/``<m>_rel`` for every metric, the judgement
     (``counts_changed``, ``p_<timing>``/``<timing>_changed``, ``evidence``, ``stretched``,
     ``significant``) and ``rank``. Without samples no timing is judged: only counts speak.
-    ``exact_calls=False``: the function profiles' ``ncall`` are stack samples, not a count."""
+    ``exact_calls=False``: the function profiles' ``ncall`` are stack samples, not a count.
+    ``span_s``: the job's span; a timing change below ``JOB_FLOOR`` of it is not named."""
     metrics = [c for c in before.columns if c != "item"]
     joined = before.join(after, on="item", how="full", coalesce=True, suffix="_after")
     joined = joined.rename({m: f"{m}_before" for m in metrics})
@@ -235,16 +243,53 @@ def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame
     out = out.with_columns(evidence=pl.when(few).then(
         pl.format("too few executions to judge timing ({} → {}; a rank test needs {} a side)",
                   nb.cast(pl.Int64), na.cast(pl.Int64), pl.lit(MIN_EXECUTIONS))))
-    timing_changed = pl.any_horizontal([pl.col(f"{t}_changed") for t in timings])
+    # a timing changed when the rank test says so and the change per execution is material to
+    # the row's own time per execution (a 0.1 ms shift of a 100 ms task is real, but nobody
+    # waits for it)
+    per_exec = {"wall": "wall_s", "cpu": "cpu_s", "io": "io_time_s"}
     if by == "prefix":
-        # longer or shorter at unchanged CPU per execution, counts and I/O time: a candidate for
-        # a machine or concurrency change, decided over all rows by ``machine_change``
+        out = out.with_columns(rest_b=pl.col("wall_s_before") - pl.col("cpu_s_before")
+                               - pl.col("io_time_s_before"),
+                               rest_a=pl.col("wall_s_after") - pl.col("cpu_s_after")
+                               - pl.col("io_time_s_after"))
+    wall_b = pl.col("wall_s_before") / pl.when(nb > 0).then(nb).otherwise(None)
+
+    def moved(t: str) -> pl.Expr:
+        if t == "rest":
+            b, a = pl.col("rest_b"), pl.col("rest_a")
+        else:
+            b, a = pl.col(f"{per_exec[t]}_before"), pl.col(f"{per_exec[t]}_after")
+        d = a / pl.when(na > 0).then(na).otherwise(None) - b / pl.when(nb > 0).then(nb
+                                                                                ).otherwise(None)
+        total = a - b if t == "rest" else pl.col(f"{per_exec[t]}_delta")
+        floor = JOB_FLOOR * (span_s or 0.0)
+        return ((d.abs() > MATERIAL * wall_b) & (total.abs() > floor)).fill_null(False)
+
+    out = out.with_columns([(pl.col(f"{t}_changed") & moved(t)).alias(f"{t}_changed")
+                            for t in timings])
+    if by == "prefix":
+        out = out.drop("rest_b", "rest_a")
+    timing_changed = pl.any_horizontal(
+        [pl.col(f"{t}_changed") for t in timings if t in per_exec])
+    if by == "prefix":
+        # longer or shorter at unchanged CPU per execution, counts and I/O time. For a CPU-bound
+        # prefix that is waiting for a core: the machine's load or the concurrency, decided over
+        # all rows by ``machine_change``, never this prefix's own change
         stretched = (pl.col("wall_changed") & ~pl.col("cpu_changed") & ~pl.col("io_changed")
                      & pl.col("counts_changed").is_null())
+        wall = pl.col("wall_s_before")
+        cpu_bound = pl.when(wall > 0).then(pl.col("cpu_s_before") / wall >= CPU_BOUND
+                                            ).otherwise(False)
     else:
-        stretched = pl.lit(False)
-    out = out.with_columns(stretched=stretched,
-                           significant=pl.col("counts_changed").is_not_null() | timing_changed)
+        stretched, cpu_bound = pl.lit(False), pl.lit(False)
+    out = out.with_columns(stretched=stretched, cpu_bound=cpu_bound)
+    contention = pl.col("stretched") & pl.col("cpu_bound")
+    out = out.with_columns(
+        significant=pl.col("counts_changed").is_not_null() | (timing_changed & ~contention),
+        evidence=pl.when(contention).then(pl.lit(
+            "CPU per execution unchanged: a CPU-bound prefix waiting longer or shorter for a "
+            "core, which the machine's load and the concurrency decide, not this prefix"))
+        .otherwise(pl.col("evidence")))
     return rank(out, by)
 
 
@@ -271,22 +316,31 @@ def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str
     and I/O time, or a setup difference in workers, threads, hosts or versions. Returns the
     prefix diff with those rows no longer ``significant`` (they are the machine's, column
     ``machine``) and one sentence, or the diff unchanged and None."""
-    stretched = d.filter(pl.col("stretched"))
     conc = concurrency_differences(setup)
-    if stretched.height < 2 and not conc:
+    cpu = d.filter(pl.col("stretched") & pl.col("cpu_bound"))
+    up = cpu.filter(pl.col("wall_s_delta") > 0).height
+    way = 1 if up >= cpu.height - up else -1
+    agree = cpu.filter(pl.col("wall_s_delta") * way > 0).height
+    if agree < 2 and not conc:
         return d.with_columns(machine=pl.lit(False)), None
+    # with the machine changed, a row whose task time moved the same way, at unchanged counts
+    # and CPU per execution, by no more than the CPU-bound prefixes stretched, is the machine's
+    # too (sleeps and I/O waits wake later on a loaded machine)
+    reach = cpu.filter(pl.col("wall_s_delta") * way > 0)["wall_s_rel"].abs().min()
+    same_way = (pl.col("stretched")
+                | (pl.col("counts_changed").is_null() & ~pl.col("cpu_changed")
+                   & (pl.col("wall_s_rel").abs() <= (reach if reach is not None else 0.0))))
+    stretched = d.filter(same_way & (pl.col("wall_s_delta") * way > 0))
     parts = []
     if conc:
         parts.append("the setup differs in " + "; ".join(conc))
-    if stretched.height >= 2:
-        longer = stretched.filter(pl.col("wall_s_delta") > 0).height
-        way = ("longer" if longer == stretched.height else "shorter" if not longer
-               else "longer or shorter")
+    if stretched.height:
         names = ", ".join(map(str, stretched["item"].head(6).to_list()))
         more = f" and {stretched.height - 6} more" if stretched.height > 6 else ""
         parts.append(
-            f"{stretched.height} unrelated prefixes ({names}{more}) take {way} per execution "
-            f"at unchanged CPU per execution, counts and I/O time (task time "
+            f"{stretched.height} unrelated prefix(es) ({names}{more}) take "
+            f"{'longer' if way > 0 else 'less time'} per execution "
+            f"at unchanged counts and CPU per execution (task time "
             f"{_fsum(stretched['wall_s_delta']):+.3f} s, CPU {_fsum(stretched['cpu_s_delta']):+.3f}"
             f" s, job span share {_fsum(stretched['span_s_delta']):+.3f} s)")
         if not conc:
@@ -294,7 +348,7 @@ def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str
                          "threads per core, a different CPU or versions stretch every "
                          "CPU-bound task alike")
     text = "The machine or the concurrency changed, not one prefix: " + "; ".join(parts) + "."
-    d = d.with_columns(machine=pl.col("stretched") & pl.lit(stretched.height >= 2))
+    d = d.with_columns(machine=pl.col("item").is_in(stretched["item"].to_list()))
     d = d.with_columns(significant=pl.col("significant") & ~pl.col("machine"))
     return rank(d, "prefix"), text
 
@@ -372,7 +426,7 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False) -> str:
     of the change; the rest is split into contention (the same wall per CPU second as before,
     for a prefix whose CPU grew), the machine (when ``machine``) and what no source explains."""
     dwall = row["wall_s_delta"]
-    part = max(PART * abs(dwall), 1e-3)
+    part = max(PART * abs(dwall), MATERIAL * row["wall_s_before"], 1e-3)
     nb, na = row["executions_before"], row["executions_after"]
     head = f"task time {dwall:+.3f} s ({_pct(row['wall_s_rel'])})"
     if row.get("span_s_delta") is not None:

@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     sb, sa = loaded["before"][0][1], loaded["after"][0][1]
     exact = compare.exact_call_counts(sb) and compare.exact_call_counts(sa)
     setup = compare.setup_differences(sb, sa)
+    spans = tuple([compare.job_span(t) for t, _ in loaded[side]] for side in ("before", "after"))
+    span = max((s for side in spans for s in side if s is not None), default=None)
     diffs, profiles = {}, {}
     for by in compare.DIMENSIONS:
         prof = [compare.mean_profile([compare.profile(t, by) for t, _ in loaded[side]])
@@ -102,9 +104,9 @@ def run(args: argparse.Namespace) -> int:
         smp = [pl.concat([compare.samples(t, by, i) for i, (t, _) in enumerate(loaded[side])])
                for side in ("before", "after")]
         profiles[by] = prof
-        diffs[by] = compare.diff(prof[0], prof[1], smp[0], smp[1], by=by, exact_calls=exact)
+        diffs[by] = compare.diff(prof[0], prof[1], smp[0], smp[1], by=by, exact_calls=exact,
+                                 span_s=span)
     diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup)
-    spans = tuple([compare.job_span(t) for t, _ in loaded[side]] for side in ("before", "after"))
     c = Comparison(diffs=diffs,
                    names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
                    setup=setup, machine=machine,
