@@ -50,7 +50,7 @@ MATERIAL = 0.05
 JOB_FLOOR = 0.01
 #: a prefix whose thread CPU is at least this share of its task time is CPU-bound: its time
 #: stretches with the cores' contention
-CPU_BOUND = 0.1
+CPU_BOUND = 0.15
 DIMENSIONS = ("prefix", "file", "function")
 #: counts per dimension (facts: reported whenever they move)
 COUNTS = {
@@ -155,7 +155,7 @@ def mean_profile(profiles: list[pl.DataFrame]) -> pl.DataFrame:
     metrics = [c for c in profiles[0].columns if c != "item"]
     items = pl.concat([p.select("item") for p in profiles]).unique()
     full = [items.join(p, on="item", how="left").with_columns(
-        [pl.col(m).fill_null(0) for m in metrics]) for p in profiles]
+        [pl.col(m).fill_null(0).cast(pl.Float64) for m in metrics]) for p in profiles]
     stacked = pl.concat(full)
     counts = [c for c in metrics if any(c in v for v in COUNTS.values())]
     return stacked.group_by("item").agg(
@@ -465,7 +465,7 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False) -> str:
     if cpu_named and dcpu > 0 and cpu_b and other_b > 0:
         # a CPU-bound task shares cores: its wall per CPU second before, applied to the new CPU
         contention = min(max(other_b / row["cpu_s_before"] * dcpu, 0.0), max(dother, 0.0))
-        if contention > part:
+        if contention > max(MATERIAL * row["wall_s_before"], 1e-3):
             reasons.append(f"{contention:+.3f} s more waiting for a core at the same contention "
                            "as before (its task time is CPU stretched by the threads sharing "
                            "the cores)")
