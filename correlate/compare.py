@@ -462,7 +462,7 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False) -> str:
     dother = _other(row, "after") - _other(row, "before")
     other_b = _other(row, "before")
     contention = 0.0
-    if cpu_named and dcpu > 0 and cpu_b and other_b > 0:
+    if cpu_named and dcpu > 0 and cpu_b and other_b > 0 and row.get("cpu_bound", True):
         # a CPU-bound task shares cores: its wall per CPU second before, applied to the new CPU
         contention = min(max(other_b / row["cpu_s_before"] * dcpu, 0.0), max(dother, 0.0))
         if contention > max(MATERIAL * row["wall_s_before"], 1e-3):
@@ -480,6 +480,10 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False) -> str:
         if machine:
             reasons.append(f"{amount}: the machine or the concurrency changed (see above), "
                            "not this prefix")
+        elif contention and residual > 0:  # CPU-bound, and its CPU grew: still a core's wait
+            reasons.append(f"{amount}: more waiting for a core than the contention before gives "
+                           "(the machine's load or the concurrency grew; host load is not "
+                           "recorded)")
         else:
             reasons.append(f"{amount}: time inside the task that no source explains "
                            "(sleeping, locks, GIL, external calls)")

@@ -6,7 +6,7 @@ check, and each execution's share of the job's span. numpy only (no scipy at run
   its own spread: 1,000 executions that each take 5% longer are certain, 2 executions that
   take 40% longer are not.
 - ``runs_apart(b, a)``: with several runs per side, a change counts only when every run of one
-  side lies beyond every run of the other by a gap comparable to the run-to-run range
+  side lies beyond every run of the other and the means differ by half the run-to-run range
   (run-to-run variance decides, not a fixed share).
 - ``span_shares(start, stop)``: every instant of the job's span (first start to last stop) is
   shared equally by the executions running at that instant; an execution's share is the sum of
@@ -58,14 +58,15 @@ def rank_test(before: np.ndarray, after: np.ndarray) -> tuple[float, int] | None
 
 def runs_apart(before: list[float], after: list[float]) -> bool | None:
     """With at least two runs per side: True when all runs of one side lie beyond all runs of
-    the other, by a gap of at least half the larger run-to-run range of a side (the runs of one
-    side differ among themselves less than the sides do); None with one run on either side
-    (run-to-run variance unknown)."""
+    the other and the means differ by at least half the larger run-to-run range of a side (the
+    runs of one side differ among themselves less than the sides do); None with one run on
+    either side (run-to-run variance unknown)."""
     if len(before) < 2 or len(after) < 2:
         return None
     spread = max(max(before) - min(before), max(after) - min(after))
-    gap = max(min(after) - max(before), min(before) - max(after))
-    return gap > 0 and gap >= 0.5 * spread
+    apart = min(after) > max(before) or max(after) < min(before)
+    shift = abs(sum(after) / len(after) - sum(before) / len(before))
+    return apart and shift >= 0.5 * spread
 
 
 def span_shares(start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, float]:

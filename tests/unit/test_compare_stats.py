@@ -32,10 +32,12 @@ def test_many_small_shifts_are_certain_and_few_large_ones_are_not():
     assert few == (1.0, 0)
 
 
-def test_runs_apart_needs_a_gap_beyond_the_run_to_run_range():
+def test_runs_apart_needs_a_shift_beyond_the_run_to_run_range():
     assert runs_apart([1.0], [2.0]) is None
     assert runs_apart([1.0, 1.1], [2.0, 2.1]) is True
-    assert runs_apart([1.0, 1.5], [1.6, 1.7]) is False  # apart, but by less than the spread
+    # apart, but the means differ by less than half a side's run-to-run range
+    assert runs_apart([1.0, 1.8, 1.8], [1.85, 1.85, 1.85]) is False
+    assert runs_apart([1.0, 1.1], [2.0, 5.0]) is True  # a wide side far beyond the other
     assert runs_apart([1.0, 1.5], [1.2, 1.7]) is False
     assert runs_apart([2.0, 2.1], [1.0, 1.1]) is True
 
