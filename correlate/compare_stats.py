@@ -24,6 +24,11 @@ import numpy as np
 MIN_EXECUTIONS = 5
 #: the rank test's level: a timing changed when its p-value is below it
 ALPHA = 0.01
+#: a timing change per execution smaller than this share of the row's own time per execution
+#: is not named (immaterial: a 0.1 ms shift of a 100 ms task is real, but nobody waits for it)
+MATERIAL = 0.05
+#: a count (bytes, operations, executions, …) that moved by more than this share changed
+COUNT_TOLERANCE = 0.02
 
 
 def _average_ranks(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -130,3 +130,15 @@ def test_tables_sort_and_mark_significant_rows(page: Browser) -> None:
         '#prefix-table tbody tr')].map(tr => tr.children[1].textContent);
         return JSON.stringify(n) === JSON.stringify(n.slice().sort((a, b) =>
         a.localeCompare(b))); })()""")
+
+
+@pytest.mark.browser
+def test_names_are_never_broken_inside_a_word(page: Browser) -> None:
+    # every name (explanations' code spans, the tables' name cells) keeps to one line: a long
+    # one scrolls its table instead of wrapping mid-word ("make_i/nput")
+    styles = page.evaluate("""[...document.querySelectorAll('#changes code, td.text')].map(e => {
+        const s = getComputedStyle(e); return [s.whiteSpace, s.wordBreak, s.overflowWrap]; })""")
+    assert styles and all(s == ["nowrap", "normal", "normal"] for s in styles), styles
+    heights = page.evaluate("""[...document.querySelectorAll('#prefix-table td.text')].map(
+        e => e.getClientRects().length)""")
+    assert heights and all(n == 1 for n in heights)
