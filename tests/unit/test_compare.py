@@ -120,15 +120,19 @@ def test_a_loaded_machine_is_named_once_and_a_cpu_regression_still_by_its_cpu():
     # GIVEN: every CPU-bound prefix takes 60% longer at unchanged CPU (a loaded machine), and
     # crunch (its task time 2.1× its CPU before: it shares the cores) does twice the CPU work
     before = [*BASE, ("hash", 10, 0.2, 0.19, 0.0, 0.0), ("crunch", 10, 0.4, 0.19, 0.0, 0.0)]
-    after = [BASE[0], ("gauss", 10, 0.48, 0.28, 0.0, 0.0), BASE[2],
+    # (sleep and I/O waits wake later: load's I/O takes 10% longer), and sleepy sleeps 3× as
+    # long: no machine does that to a sleep
+    after = [("load", 10, 0.22, 0.01, 1e6, 0.165), ("gauss", 10, 0.48, 0.28, 0.0, 0.0),
+             ("sleepy", 10, 0.3, 0.0, 0.0, 0.0),
              ("tiny", 10, 0.016, 0.01, 0.0, 0.0), ("hash", 10, 0.32, 0.19, 0.0, 0.0),
              ("crunch", 10, 1.28, 0.38, 0.0, 0.0)]
     d, machine = diff_tables(run_tables(before), run_tables(after, seed=1))
-    assert machine and "3 unrelated prefix(es) (gauss, hash, tiny) take longer" in machine
+    assert machine and "4 unrelated prefix(es) (gauss, hash, load, tiny) take longer" in machine
     assert "host load is not recorded" in machine
-    assert d.filter(pl.col("machine"))["item"].sort().to_list() == ["gauss", "hash", "tiny"]
+    assert d.filter(pl.col("machine"))["item"].sort().to_list() == [
+        "gauss", "hash", "load", "tiny"]
     named = compare.explanations(d, "prefix", machine=True)
-    assert [item for item, _ in named] == ["crunch"]
+    assert [item for item, _ in named] == ["crunch", "sleepy"]
     why = named[0][1]
     assert "CPU per execution +100% (+1.900 s in all)" in why
     assert "+2.100 s more waiting for a core at the same contention as before" in why
