@@ -5,10 +5,10 @@ Each argument is a run folder (ours or imported) or an output folder written by 
 With several runs per side, counts are averaged and judged against their run-to-run range, and
 a timing must differ by the rank test over all executions *and* lie beyond every run of the
 other side. A run folder without a ``correlated/`` output is correlated into the comparison's
-output folder (``before-<i>/`` or ``after-<i>/`` there), never into the input folder, and the
-command says so. Writes ``compare_<dimension>.parquet`` for prefix, file and function,
-``compare.md`` with ``figures/compare.png``, and ``compare.html`` (self-contained, styled like
-``report.html``) into ``-o``; the default is ``compare-<BEFORE name>-vs-<AFTER name>`` in the
+output folder (``before/`` or ``after/`` there; ``before-<i>/`` with several runs a side),
+never into the input folder, and the command says so. Writes ``compare_<dimension>.parquet``
+for prefix, file and function, ``compare.md`` with ``figures/compare.png``, and
+``compare.html`` (self-contained, styled like ``report.html``) into ``-o``; the default is ``compare-<BEFORE name>-vs-<AFTER name>`` in the
 current folder (never inside a run folder, which may be someone else's or read-only), and
 prints the top changes.
 """
@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
 
     before, after = sides(args)
     out = args.out or default_out(before[0], after[0])
-    loaded = {side: [read_outputs(_output_dir(p, out / f"{side}-{i + 1}"))
-                     for i, p in enumerate(paths)]
+    loaded = {side: [read_outputs(_output_dir(
+        p, out / (side if len(paths) == 1 else f"{side}-{i + 1}"))) for i, p in enumerate(paths)]
               for side, paths in (("before", before), ("after", after))}
     sb, sa = loaded["before"][0][1], loaded["after"][0][1]
     exact = compare.exact_call_counts(sb) and compare.exact_call_counts(sa)
