@@ -339,7 +339,8 @@ def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str
     same_way = (pl.col("stretched") & pl.col("cpu_bound")) | (
         pl.col("counts_changed").is_null() & ~pl.col("cpu_changed")
         & (rel <= reach) & (pl.col("cpu_bound") | (rel <= reach / 2)))
-    stretched = d.filter(same_way & (pl.col("wall_s_delta") * way > 0))
+    stretched = d.filter(same_way & (pl.col("wall_s_delta") * way > 0)).sort(
+        pl.col("span_s_delta").abs(), pl.col("wall_s_delta").abs(), descending=True)
     parts = []
     if conc:
         parts.append("the setup differs in " + "; ".join(conc))

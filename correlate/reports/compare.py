@@ -148,7 +148,7 @@ def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) 
         md += [text(c.totals), ""]
     lines = [f"- {code(item)}: {text(why)}" for item, why in c.explained]
     if c.machine:
-        lines.insert(0, f"- machine or concurrency: {text(c.machine)}")
+        lines.insert(0, f"- {text(c.machine)}")
     md += lines or [f"- {_noise_text(c)}"]
     md += [""]
     if figure:
