@@ -55,8 +55,9 @@ from correlate.compare_stats import (  # noqa: F401
 #: a timing change whose total is whose total is below this share of the job's span (nobody waits for it)
 JOB_FLOOR = 0.01
 #: a prefix whose thread CPU is at least this share of its task time is CPU-bound: its time
-#: stretches with the cores' contention
-CPU_BOUND = 0.15
+#: stretches with the cores' contention (low: on a busy machine a pure CPU task's task time
+#: was seen at 8.5× its CPU)
+CPU_BOUND = 0.05
 DIMENSIONS = ("prefix", "file", "function")
 #: counts per dimension (facts: reported whenever they move)
 COUNTS = {
@@ -281,8 +282,10 @@ def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame
         # longer or shorter at unchanged CPU per execution, counts and I/O time. For a CPU-bound
         # prefix that is waiting for a core: the machine's load or the concurrency, decided over
         # all rows by ``machine_change``, never this prefix's own change
+        # (a coroutine suspended longer on the event loop is not waiting for a core)
         stretched = (pl.col("wall_changed") & ~pl.col("cpu_changed") & ~pl.col("io_changed")
-                     & pl.col("counts_changed").is_null())
+                     & pl.col("counts_changed").is_null()
+                     & (pl.col("awaiting_s_delta").abs() < 0.5 * pl.col("wall_s_delta").abs()))
         wall = pl.col("wall_s_before")
         cpu_bound = pl.when(wall > 0).then(pl.col("cpu_s_before") / wall >= CPU_BOUND
                                             ).otherwise(False)

@@ -56,17 +56,24 @@ def _burners(n: int = 4) -> list[subprocess.Popen]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, list[Path]]:
+    """Every variant's runs, recorded round-robin (base, base, cpu, …, loaded, then again), so
+    that a drift of the machine's own load hits every side alike."""
     tmp = tmp_path_factory.mktemp("compare-real")
-    out = {"base": [_record(tmp, f"base-{i}", "base") for i in range(2 * RUNS)]}
-    for mode in job.MODES[1:]:
-        out[mode] = [_record(tmp, f"{mode}-{i}", mode) for i in range(RUNS)]
-    procs = _burners()
-    try:
-        out["loaded"] = [_record(tmp, f"loaded-{i}", "base") for i in range(RUNS)]
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
+    out: dict[str, list[Path]] = {}
+    for i in range(RUNS):
+        for mode in job.MODES:
+            for _ in range(2 if mode == "base" else 1):  # base: both sides of the no-change pair
+                n = len(out.get(mode, []))
+                out.setdefault(mode, []).append(_record(tmp, f"{mode}-{n}", mode))
+        procs = _burners()
+        try:
+            out.setdefault("loaded", []).append(_record(tmp, f"loaded-{i}", "base"))
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    # the no-change pair compares base runs 0, 1 with 2, 3: one of each round on each side
+    out["base"] = [out["base"][j] for j in (0, 2, 1, 3)]
     return out
 
 
