@@ -333,15 +333,14 @@ def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str
     if agree < 2 and not conc:
         return d.with_columns(machine=pl.lit(False)), None
     # with the machine changed, a row whose task time moved the same way, at unchanged counts
-    # and CPU per execution, by no more than the CPU-bound prefixes stretched, is the machine's
-    # too; one that is not CPU-bound by at most half that (sleeps and I/O waits wake later on a
-    # loaded machine, but less than CPU work stretches; a sleep twice as long is no load)
+    # and CPU per execution, by no more than the least stretched CPU-bound prefix, cannot be
+    # told apart from the machine (sleeps and I/O waits wake later on a loaded machine: a
+    # throttled read was seen 2.4x as long beside CPU burners); it is counted with it and named
+    # in its line. One that moved further (a sleep three times as long) is still named.
     reach = cpu.filter(pl.col("wall_s_delta") * way > 0)["wall_s_rel"].abs().min()
-    reach = reach if reach is not None else 0.0
-    rel = pl.col("wall_s_rel").abs()
     same_way = (pl.col("stretched") & pl.col("cpu_bound")) | (
         pl.col("counts_changed").is_null() & ~pl.col("cpu_changed")
-        & (rel <= reach) & (pl.col("cpu_bound") | (rel <= reach / 2)))
+        & (pl.col("wall_s_rel").abs() <= (reach if reach is not None else 0.0)))
     stretched = d.filter(same_way & (pl.col("wall_s_delta") * way > 0)).sort(
         pl.col("span_s_delta").abs(), pl.col("wall_s_delta").abs(), descending=True)
     parts = []
