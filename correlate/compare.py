@@ -1,59 +1,124 @@
-"""Compare two correlated runs: what got slower, where, and why.
+"""Compare correlated runs: what got slower, where, and why.
 
 Pure functions over output tables. ``profile(tables, by)`` aggregates one run per prefix, file or
-function; ``diff(before, after)`` joins two profiles and ranks rows by their contribution to the
-change in total wall time; ``explanations(diff_frame, by)`` turns the top significant rows into
-``(item, plain sentence)`` pairs (``explain`` into Markdown lines); ``totals_line`` sums up the
-whole run; ``setup_differences(summary_a, summary_b)`` lists what makes the comparison less
-meaningful.
+function, ``samples(tables, by)`` keeps the per-execution figures, ``mean_profile`` averages
+several runs of one side; ``diff(before, after, samples_before, samples_after)`` joins two
+sides, judges every row and ranks it; ``machine_change`` tells a change of the machine or the
+concurrency apart from a change of one prefix; ``explanations`` turns the named rows into
+``(item, plain sentence)`` pairs; ``totals_line`` sums up the job; ``setup_differences`` lists
+what differs in the runs' setup, concurrency first.
 
-A prefix's wall time is the sum of its executions' durations (start to stop on a thread); its
-change is split into thread CPU, time inside I/O calls and the rest, which no source measures
-(sleeping, locks, GIL, external calls). Waiting and input transfers happen before an execution
-starts: they are shown as context, never as the cause of a wall change.
+How a row is judged (never by a fixed share of the run):
 
-Noise: a row's change counts only when it is larger than ``REL_NOISE`` of its own value *and*
-larger than ``ABS_NOISE_SHARE`` of the dimension's total (``dimension_total``: task wall time
-for prefixes, I/O time for files, exclusive time for functions).
+- Counts are facts: executions, bytes, operations, calls, spilled and transferred bytes, files
+  touched. One that moved by more than ``COUNT_TOLERANCE`` (and, with several runs per side,
+  by more than its run-to-run range) is always reported, ranked on its size.
+- Timings are judged by their own spread: the per-execution durations, CPU, I/O time and the
+  rest of the two sides go through a rank test (``compare_stats.rank_test``); with several
+  runs per side every run of one side must also lie beyond every run of the other. Rows with
+  fewer than ``compare_stats.MIN_EXECUTIONS`` executions on a side say so instead.
+- When several prefixes take longer (or shorter) at unchanged CPU per execution, or the
+  workers, threads or hosts differ, the machine or the concurrency changed: that is said once,
+  and those prefixes are not named as regressions of their own.
+
+A prefix's task time is the sum of its executions' durations (start to stop on a thread); its
+change is split into thread CPU, time inside I/O calls and the rest (no source measures it:
+sleeping, locks, GIL, waiting for a core). Waiting (dependencies, queue, a thread), input
+transfers and spill read-back happen before an execution starts: shown beside it. Rows are
+ranked by their contribution to the change of the job's span (``compare_stats.span_shares``),
+with the summed task time alongside.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import polars as pl
 
-from correlate.reports.fmt import human_bytes
-from correlate.reports.markdown import code
+from correlate.compare_explain import (  # noqa: F401  (the comparison's one namespace)
+    _fsum,
+    exact_call_counts,
+    explain,
+    explanations,
+    totals_line,
+)
+from correlate.compare_stats import (  # noqa: F401
+    ALPHA,
+    COUNT_TOLERANCE,
+    MATERIAL,
+    MIN_EXECUTIONS,
+    rank_test,
+    runs_apart,
+    span_shares,
+)
 
-REL_NOISE = 0.10
-ABS_NOISE_SHARE = 0.03
+#: a timing change whose total is whose total is below this share of the job's span (nobody waits for it)
+JOB_FLOOR = 0.01
+#: a prefix whose thread CPU is at least this share of its task time is CPU-bound: its time
+#: stretches with the cores' contention (low: on a busy machine a pure CPU task's task time
+#: was seen at 8.5× its CPU)
+CPU_BOUND = 0.05
 DIMENSIONS = ("prefix", "file", "function")
+#: counts per dimension (facts: reported whenever they move)
+COUNTS = {
+    "prefix": ("executions", "read_bytes", "write_bytes", "read_ops", "write_ops",
+               "transfer_bytes", "spilled_bytes", "files"),
+    "file": ("executions", "read_bytes", "write_bytes", "read_ops", "write_ops"),
+    "function": ("executions", "ncall"),
+}
+#: per-execution timings tested per dimension: name -> column of ``samples``
+TIMINGS = {"prefix": ("wall", "cpu", "io", "rest"), "file": ("wall",), "function": ("wall",)}
+#: setup entries that change the concurrency or the machine
+CONCURRENCY_KEYS = ("workers", "nthreads", "hosts", "versions")
 
 
 def _sum(c: str) -> pl.Expr:
     return pl.col(c).fill_null(0).sum().alias(c)
 
 
-def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
-    """One run's metrics per ``by`` (prefix | file | function); the dimension column is ``item``."""
-    tasks = tables["tasks"].with_columns(
+def _with_wait(tasks: pl.DataFrame) -> pl.DataFrame:
+    return tasks.with_columns(
         wait_s=pl.sum_horizontal(pl.col("wait_dependencies_s").fill_null(0),
                                  pl.col("wait_queued_s").fill_null(0),
                                  pl.col("wait_thread_s").fill_null(0),
                                  pl.col("wait_external_s").fill_null(0)))
+
+
+def _with_span_share(tasks: pl.DataFrame) -> pl.DataFrame:
+    if "start_ns" not in tasks.columns or tasks.is_empty():
+        return tasks.with_columns(span_s=pl.lit(None, pl.Float64))
+    shares, _ = span_shares(tasks["start_ns"].cast(pl.Float64).to_numpy() / 1e9,
+                            tasks["stop_ns"].cast(pl.Float64).to_numpy() / 1e9)
+    return tasks.with_columns(span_s=pl.Series(shares, dtype=pl.Float64).fill_nan(None))
+
+
+def job_span(tables: dict[str, pl.DataFrame]) -> float | None:
+    """First task start to last task end, seconds (None: no timed execution)."""
+    t = tables["tasks"]
+    if "start_ns" not in t.columns or t["start_ns"].drop_nulls().is_empty():
+        return None
+    return (t["stop_ns"].max() - t["start_ns"].min()) / 1e9
+
+
+def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
+    """One run's metrics per ``by`` (prefix | file | function); the dimension column is ``item``."""
+    tasks = _with_wait(tables["tasks"])
     if by == "prefix":
+        tasks = _with_span_share(tasks)
+        files = tables["task_files"].join(tasks.select("execution_id", "prefix"),
+                                          on="execution_id").group_by("prefix").agg(
+            files=pl.col("path").n_unique().cast(pl.Float64))
         sums = [_sum(c) for c in ("cpu_s", "read_bytes", "write_bytes", "read_ops", "write_ops",
                                   "io_time_s", "transfer_bytes", "transfer_s", "wait_s",
-                                  "spilled_bytes", "input_read_back_s", "awaiting_s")]
-        return tasks.group_by(item="prefix").agg(
-            *sums, executions=pl.len(), wall_s=pl.col("duration_s").sum())
+                                  "spilled_bytes", "input_read_back_s", "awaiting_s", "span_s")]
+        return (tasks.group_by(item="prefix").agg(
+            *sums, executions=pl.len().cast(pl.Float64), wall_s=pl.col("duration_s").sum())
+            .join(files.rename({"prefix": "item"}), on="item", how="left")
+            .with_columns(pl.col("files").fill_null(0.0)))
     if by == "file":
-        files = tables["task_files"].join(tasks.select("execution_id", "duration_s"),
-                                          on="execution_id")
+        files = tables["task_files"]
         return files.group_by(item="path").agg(
-            executions=pl.col("execution_id").n_unique(),
+            executions=pl.col("execution_id").n_unique().cast(pl.Float64),
             wall_s=pl.col("io_time_s").sum(),
             read_bytes=pl.col("bytes").filter(pl.col("op") == "read").sum(),
             write_bytes=pl.col("bytes").filter(pl.col("op") == "write").sum(),
@@ -61,28 +126,105 @@ def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
             write_ops=pl.col("ops").filter(pl.col("op") == "write").sum(),
             io_time_s=pl.col("io_time_s").sum())
     if by == "function":
-        f = tables["task_functions"]
-        return f.group_by(item=pl.concat_str(pl.col("module").fill_null("?"), pl.lit(":"),
-                                             pl.col("name"))).agg(
-            executions=pl.col("execution_id").n_unique(), wall_s=pl.col("tsub_s").sum(),
-            ncall=pl.col("ncall").sum(), ttot_s=pl.col("ttot_s").sum())
+        return tables["task_functions"].group_by(item=_function_name()).agg(
+            executions=pl.col("execution_id").n_unique().cast(pl.Float64),
+            wall_s=pl.col("tsub_s").sum(), ncall=pl.col("ncall").sum(),
+            ttot_s=pl.col("ttot_s").sum())
     raise ValueError(f"unknown dimension {by!r}; expected one of {DIMENSIONS}")
 
 
-def dimension_total(before: pl.DataFrame, after: pl.DataFrame) -> float:
-    """The larger of the two profiles' summed ``wall_s``: task wall time per prefix, I/O time
-    per file, exclusive time per function. The absolute noise floor is a share of it."""
-    return max(math.fsum(sorted(p["wall_s"].fill_null(0).to_list())) for p in (before, after))
+def _function_name() -> pl.Expr:
+    return pl.concat_str(pl.col("module").fill_null("?"), pl.lit(":"), pl.col("name"))
 
 
-def diff(before: pl.DataFrame, after: pl.DataFrame, *,
-         total_wall_s: float | None = None) -> pl.DataFrame:
-    """Join two profiles; add ``<m>_delta``/``<m>_rel`` for every metric, ``significant`` and
-    ``rank`` (by |wall_s_delta|). ``total_wall_s`` defaults to ``dimension_total``: a file is
-    judged against all I/O time, a function against all profiled time, so a change spread over
-    many files is not lost under the run's task wall time."""
-    if total_wall_s is None:
-        total_wall_s = dimension_total(before, after)
+def samples(tables: dict[str, pl.DataFrame], by: str, run: int = 0) -> pl.DataFrame:
+    """Per-execution figures of one run: ``item, run, wall`` (+ ``cpu, io, rest`` per prefix):
+    the distributions the rank test compares."""
+    if by == "prefix":
+        t = tables["tasks"]
+        return t.select(item=pl.col("prefix"), run=pl.lit(run), wall=pl.col("duration_s"),
+                        cpu=pl.col("cpu_s"), io=pl.col("io_time_s").fill_null(0),
+                        rest=pl.col("duration_s") - pl.col("cpu_s")
+                        - pl.col("io_time_s").fill_null(0))
+    if by == "file":
+        return tables["task_files"].group_by(item="path", e="execution_id").agg(
+            wall=pl.col("io_time_s").sum()).select("item", run=pl.lit(run), wall="wall")
+    f = tables["task_functions"]
+    return f.group_by(item=_function_name(), e="execution_id").agg(
+        wall=pl.col("tsub_s").sum()).select("item", run=pl.lit(run), wall="wall")
+
+
+def mean_profile(profiles: list[pl.DataFrame]) -> pl.DataFrame:
+    """The mean of several runs' profiles of one side (an item absent from a run counts 0 there);
+    ``<count>_range`` holds each count's run-to-run range (max − min)."""
+    if len(profiles) == 1:
+        return profiles[0]
+    metrics = [c for c in profiles[0].columns if c != "item"]
+    items = pl.concat([p.select("item") for p in profiles]).unique()
+    full = [items.join(p, on="item", how="left").with_columns(
+        [pl.col(m).fill_null(0).cast(pl.Float64) for m in metrics]) for p in profiles]
+    stacked = pl.concat(full)
+    counts = [c for c in metrics if any(c in v for v in COUNTS.values())]
+    return stacked.group_by("item").agg(
+        *[pl.col(m).mean() for m in metrics],
+        *[(pl.col(m).max() - pl.col(m).min()).alias(f"{m}_range") for m in counts])
+
+
+def _timing_tests(sb: pl.DataFrame | None, sa: pl.DataFrame | None,
+                  timings: tuple[str, ...]) -> pl.DataFrame:
+    """Per item: ``p_<t>`` (rank test p-value, null: not judged), ``<t>_changed`` for each
+    timing, ``judged`` (both sides had enough executions)."""
+    schema = {"item": pl.String, "judged": pl.Boolean,
+              **{f"p_{t}": pl.Float64 for t in timings},
+              **{f"{t}_changed": pl.Boolean for t in timings}}
+    if sb is None or sa is None:
+        return pl.DataFrame(schema=schema)
+    by_b = {k[0]: g for k, g in sb.group_by("item")}
+    by_a = {k[0]: g for k, g in sa.group_by("item")}
+    rows = []
+    for item in sorted(set(by_b) & set(by_a), key=str):
+        b, a = by_b[item], by_a[item]
+        row: dict[str, Any] = {"item": str(item), "judged": False}
+        for t in timings:
+            res = rank_test(b[t].drop_nulls().to_numpy(), a[t].drop_nulls().to_numpy())
+            row[f"p_{t}"], row[f"{t}_changed"] = None, False
+            if res is None:
+                continue
+            row["judged"] = True
+            p, direction = res
+            means_b = b.group_by("run").agg(pl.col(t).mean())[t].drop_nulls().to_list()
+            means_a = a.group_by("run").agg(pl.col(t).mean())[t].drop_nulls().to_list()
+            apart = runs_apart(means_b, means_a)
+            row[f"p_{t}"] = p
+            row[f"{t}_changed"] = bool(p < ALPHA and direction != 0 and apart is not False)
+        rows.append(row)
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _count_changes(out: pl.DataFrame, counts: tuple[str, ...]) -> pl.Expr:
+    """The counts that moved beyond the tolerance and the run-to-run range, as a comma list."""
+    parts = []
+    for m in counts:
+        if f"{m}_before" not in out.columns:
+            continue
+        b, a = pl.col(f"{m}_before"), pl.col(f"{m}_after")
+        spread = pl.lit(0.0)
+        for side in ("before", "after"):
+            if f"{m}_range_{side}" in out.columns:
+                spread = pl.max_horizontal(spread, pl.col(f"{m}_range_{side}").fill_null(0))
+        moved = ((a - b).abs() > COUNT_TOLERANCE * pl.max_horizontal(b.abs(), a.abs()))
+        parts.append(pl.when(moved & ((a - b).abs() > spread)).then(pl.lit(m)))
+    return pl.concat_str(parts, separator=", ", ignore_nulls=True).replace("", None)
+
+
+def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame | None = None,
+         samples_after: pl.DataFrame | None = None, *, by: str = "prefix",
+         exact_calls: bool = True, span_s: float | None = None) -> pl.DataFrame:
+    """Join two sides' profiles; add ``<m>_delta``/``<m>_rel`` for every metric, the judgement
+    (``counts_changed``, ``p_<timing>``/``<timing>_changed``, ``evidence``, ``stretched``,
+    ``significant``) and ``rank``. Without samples no timing is judged: only counts speak.
+    ``exact_calls=False``: the function profiles' ``ncall`` are stack samples, not a count.
+    ``span_s``: the job's span; a timing change below ``JOB_FLOOR`` of it is not named."""
     metrics = [c for c in before.columns if c != "item"]
     joined = before.join(after, on="item", how="full", coalesce=True, suffix="_after")
     joined = joined.rename({m: f"{m}_before" for m in metrics})
@@ -94,171 +236,138 @@ def diff(before: pl.DataFrame, after: pl.DataFrame, *,
     out = joined.with_columns(*[pl.col(f"{m}_before").fill_null(0) for m in metrics],
                               *[pl.col(f"{m}_after").fill_null(0) for m in metrics]
                               ).with_columns(cols)
-    floor = ABS_NOISE_SHARE * max(total_wall_s, 1e-9)
-    significant = ((pl.col("wall_s_delta").abs() > floor)
-                   & ((pl.col("wall_s_rel").abs() > REL_NOISE) | pl.col("wall_s_rel").is_null()))
-    return (out.with_columns(significant=significant)
-            .sort(pl.col("wall_s_delta").abs(), "item", descending=[True, False])
-            .with_row_index("rank", offset=1))
+    out = out.drop([c for c in out.columns if "_range" in c and not c.endswith(
+        ("_range_before", "_range_after"))])
+    counts = tuple(c for c in COUNTS[by] if exact_calls or c != "ncall")
+    timings = TIMINGS[by]
+    tests = _timing_tests(samples_before, samples_after, timings)
+    out = out.with_columns(pl.col("item").cast(pl.String)).join(tests, on="item", how="left")
+    out = out.with_columns([pl.col(f"{t}_changed").fill_null(False) for t in timings]
+                           ).with_columns(judged=pl.col("judged").fill_null(False),
+                                          counts_changed=_count_changes(out, counts))
+    nb, na = pl.col("executions_before"), pl.col("executions_after")
+    few = (~pl.col("judged") & (nb > 0) & (na > 0) & (pl.col("wall_s_delta") != 0))
+    out = out.with_columns(evidence=pl.when(few).then(
+        pl.format("too few executions to judge timing ({} → {}; a rank test needs {} a side)",
+                  nb.cast(pl.Int64), na.cast(pl.Int64), pl.lit(MIN_EXECUTIONS))))
+    # a timing changed when the rank test says so and the change per execution is material to
+    # the row's own time per execution (a 0.1 ms shift of a 100 ms task is real, but nobody
+    # waits for it)
+    per_exec = {"wall": "wall_s", "cpu": "cpu_s", "io": "io_time_s"}
+    if by == "prefix":
+        out = out.with_columns(rest_b=pl.col("wall_s_before") - pl.col("cpu_s_before")
+                               - pl.col("io_time_s_before"),
+                               rest_a=pl.col("wall_s_after") - pl.col("cpu_s_after")
+                               - pl.col("io_time_s_after"))
+    wall_b = pl.col("wall_s_before") / pl.when(nb > 0).then(nb).otherwise(None)
 
-
-def _pct(x: float | None) -> str:
-    return "new" if x is None else f"{x:+.0%}"
-
-
-def _bytes_change(b: float, a: float) -> str:
-    """``+100% (16.0 MiB → 32.0 MiB)``; ``unchanged (…)``; ``32.0 MiB, none before``."""
-    if not b:
-        return f"{human_bytes(a)}, none before" if a else "none moved"
-    rel = (a - b) / b
-    if abs(rel) <= REL_NOISE:
-        return f"unchanged ({human_bytes(b)} → {human_bytes(a)})"
-    return f"{rel:+.0%} ({human_bytes(b)} → {human_bytes(a)})"
-
-
-def _per_exec(row: dict[str, Any], m: str, side: str) -> float:
-    n = row[f"executions_{side}"]
-    return row[f"{m}_{side}"] / n if n else 0.0
-
-
-def _other(row: dict[str, Any], side: str) -> float:
-    """Wall time of one side that is neither thread CPU nor time inside I/O calls."""
-    return row[f"wall_s_{side}"] - row[f"cpu_s_{side}"] - row[f"io_time_s_{side}"]
-
-
-def _prefix_reasons(row: dict[str, Any]) -> str:
-    """Why one prefix's summed execution wall time changed. The wall delta is split into CPU,
-    I/O time and the rest (no source measures it); a part is named when it carries more than a
-    quarter of the change. Waiting and input transfers happen before an execution starts, so
-    they are reported apart, as context, never as the cause of a wall change; so are the
-    results spilled to disk and the inputs read back from it."""
-    dwall = row["wall_s_delta"]
-    part = 0.25 * abs(dwall)
-    nb, na = row["executions_before"], row["executions_after"]
-    if not nb:
-        return f"wall {dwall:+.3f} s — new in this run ({na} executions)"
-    if not na:
-        return f"wall {dwall:+.3f} s — absent from this run ({nb} executions before)"
-    reasons = []
-    more = abs(na / nb - 1) > REL_NOISE
-    if more:
-        reasons.append(f"{na / nb:.1f}× the executions ({nb} → {na})")
-    dio, io_rel = row["io_time_s_delta"], row["io_time_s_rel"]
-    bytes_b = row["read_bytes_before"] + row["write_bytes_before"]
-    bytes_a = row["read_bytes_after"] + row["write_bytes_after"]
-    same_bytes = bool(bytes_b) and abs(bytes_a - bytes_b) <= REL_NOISE * bytes_b
-    if abs(dio) > part and (io_rel is None or abs(io_rel) > REL_NOISE):
-        io = f"I/O time {_pct(io_rel)} ({dio:+.3f} s)"
-        if same_bytes:
-            reasons.append(f"{io} while bytes are unchanged: slower storage, not more data")
+    def moved(t: str) -> pl.Expr:
+        if t == "rest":
+            b, a = pl.col("rest_b"), pl.col("rest_a")
         else:
-            reasons.append(f"{io} with bytes {_bytes_change(bytes_b, bytes_a)}")
-    elif bytes_b != bytes_a and not same_bytes:
-        reasons.append(f"bytes read and written {_bytes_change(bytes_b, bytes_a)}, I/O time "
-                       "about the same")
-    dcpu = row["cpu_s_delta"]
-    cpu_b, cpu_a = _per_exec(row, "cpu_s", "before"), _per_exec(row, "cpu_s", "after")
-    if cpu_b and abs(cpu_a / cpu_b - 1) > REL_NOISE and abs(dcpu) > part:
-        reasons.append(f"CPU per execution {cpu_a / cpu_b - 1:+.0%} ({dcpu:+.3f} s in all)")
-    elif not cpu_b and abs(dcpu) > part:
-        reasons.append(f"CPU {dcpu:+.3f} s (none measured before)")
-    elif cpu_b and more:
-        reasons.append("CPU per execution unchanged")
-    other_b, other_a = _other(row, "before"), _other(row, "after")
-    dother = other_a - other_b
-    per_exec_same = (more and other_b > 0
-                     and abs((other_a / na) / (other_b / nb) - 1) <= REL_NOISE)
-    if abs(dother) > part and not per_exec_same:
-        amount = ("none of it is CPU or I/O" if abs(dother - dwall) <= REL_NOISE * abs(dwall)
-                  else f"{dother:+.3f} s of it is neither CPU nor I/O")
-        reasons.append(f"{amount}: time inside the task that no source explains (sleeping, "
-                       "locks, GIL, external calls)")
-    if not reasons:
-        reasons.append("spread over CPU, I/O and unmeasured time, no part dominating")
-    context = []
-    dwait = row["wait_s_delta"]
-    if abs(dwait) > part:
-        context.append(f"waiting {dwait:+.3f} s")
-    tb, ta = row["transfer_bytes_before"], row["transfer_bytes_after"]
-    if tb != ta and not (tb and abs(ta - tb) <= REL_NOISE * tb):
-        context.append(f"input transfers {_bytes_change(tb, ta)}")
-    sb, sa = row["spilled_bytes_before"], row["spilled_bytes_after"]
-    if sb != sa and not (sb and abs(sa - sb) <= REL_NOISE * sb):
-        context.append(f"results spilled to disk {_bytes_change(sb, sa)}")
-    dawait = row["awaiting_s_delta"]
-    if abs(dawait) > part:  # coroutine tasks: inside wall, but suspended, not running
-        reasons.append(f"awaiting {dawait:+.3f} s of it (coroutine tasks suspended on the "
-                       "event loop)")
-    dback = row["input_read_back_s_delta"]
-    if abs(dback) > part:
-        context.append(f"reading spilled inputs back {dback:+.3f} s")
-    text = f"wall {dwall:+.3f} s ({_pct(row['wall_s_rel'])}) — " + "; ".join(reasons)
-    if context:
-        text += ". Before the executions, not in wall: " + "; ".join(context) + "."
-    return text
+            b, a = pl.col(f"{per_exec[t]}_before"), pl.col(f"{per_exec[t]}_after")
+        d = a / pl.when(na > 0).then(na).otherwise(None) - b / pl.when(nb > 0).then(nb
+                                                                                ).otherwise(None)
+        total = a - b if t == "rest" else pl.col(f"{per_exec[t]}_delta")
+        floor = JOB_FLOOR * (span_s or 0.0)
+        return ((d.abs() > MATERIAL * wall_b) & (total.abs() > floor)).fill_null(False)
+
+    out = out.with_columns([(pl.col(f"{t}_changed") & moved(t)).alias(f"{t}_changed")
+                            for t in timings])
+    if by == "prefix":
+        out = out.drop("rest_b", "rest_a")
+    timing_changed = pl.any_horizontal(
+        [pl.col(f"{t}_changed") for t in timings if t in per_exec])
+    if by == "prefix":
+        # longer or shorter at unchanged CPU per execution, counts and I/O time. For a CPU-bound
+        # prefix that is waiting for a core: the machine's load or the concurrency, decided over
+        # all rows by ``machine_change``, never this prefix's own change
+        # (a coroutine suspended longer on the event loop is not waiting for a core)
+        stretched = (pl.col("wall_changed") & ~pl.col("cpu_changed") & ~pl.col("io_changed")
+                     & pl.col("counts_changed").is_null()
+                     & (pl.col("awaiting_s_delta").abs() < 0.5 * pl.col("wall_s_delta").abs()))
+        wall = pl.col("wall_s_before")
+        cpu_bound = pl.when(wall > 0).then(pl.col("cpu_s_before") / wall >= CPU_BOUND
+                                            ).otherwise(False)
+    else:
+        stretched, cpu_bound = pl.lit(False), pl.lit(False)
+    out = out.with_columns(stretched=stretched, cpu_bound=cpu_bound)
+    contention = pl.col("stretched") & pl.col("cpu_bound")
+    out = out.with_columns(
+        significant=pl.col("counts_changed").is_not_null() | (timing_changed & ~contention),
+        evidence=pl.when(contention).then(pl.lit(
+            "CPU per execution unchanged: a CPU-bound prefix waiting longer or shorter for a "
+            "core, which the machine's load and the concurrency decide, not this prefix"))
+        .otherwise(pl.col("evidence")))
+    return rank(out, by)
 
 
-def _file_reasons(row: dict[str, Any]) -> str:
-    dio = row["io_time_s_delta"]
-    bytes_b = row["read_bytes_before"] + row["write_bytes_before"]
-    bytes_a = row["read_bytes_after"] + row["write_bytes_after"]
-    text = f"I/O time {dio:+.3f} s ({_pct(row['io_time_s_rel'])})"
-    if bytes_b and abs(bytes_a - bytes_b) <= REL_NOISE * bytes_b:
-        return text + " while bytes are unchanged: slower storage, not more data"
-    return text + f" with bytes {_bytes_change(bytes_b, bytes_a)}"
+def rank(d: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Named rows first, then by contribution to the job span's change (prefixes), the summed
+    time's change, the bytes' change; ``rank`` from 1."""
+    keys = [pl.col("significant").not_()]
+    if "span_s_delta" in d.columns:
+        keys.append(pl.col("span_s_delta").abs().neg())
+    keys.append(pl.col("wall_s_delta").abs().neg())
+    if "read_bytes_delta" in d.columns:
+        keys.append((pl.col("read_bytes_delta").abs() + pl.col("write_bytes_delta").abs()).neg())
+    d = d.drop("rank") if "rank" in d.columns else d
+    return d.sort([*keys, pl.col("item")]).with_row_index("rank", offset=1)
 
 
-def _function_reasons(row: dict[str, Any], call_counts: bool = True) -> str:
-    text = f"exclusive time {row['wall_s_delta']:+.3f} s ({_pct(row['wall_s_rel'])})"
-    cb, ca = row["ncall_before"], row["ncall_after"]
-    if call_counts and cb and ca and abs(ca / cb - 1) > REL_NOISE:
-        text += f", {ca / cb:.1f}× the calls ({cb:,.0f} → {ca:,.0f})"
-    return text
+def concurrency_differences(setup: list[str]) -> list[str]:
+    return [s for s in setup if s.split(":", 1)[0].split(".", 1)[0] in CONCURRENCY_KEYS]
 
 
-def explanations(d: pl.DataFrame, by: str, *, top: int = 5,
-                 call_counts: bool = True) -> list[tuple[str, str]]:
-    """``(item, why)`` for the significant top rows (empty: nothing beyond noise).
-    ``call_counts=False``: the function profiles' ``ncall`` are stack samples (``--profile
-    sample``), not calls, so no sentence mentions them."""
-    rows = d.filter(pl.col("significant")).head(top).iter_rows(named=True)
-    if by == "function":
-        return [(str(r["item"]), _function_reasons(r, call_counts)) for r in rows]
-    reasons = {"prefix": _prefix_reasons, "file": _file_reasons}[by]
-    return [(str(r["item"]), reasons(r)) for r in rows]
+def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str | None]:
+    """Whether the machine or the concurrency changed rather than one prefix: two or more
+    prefixes whose executions take longer (or shorter) at unchanged CPU per execution, counts
+    and I/O time, or a setup difference in workers, threads, hosts or versions. Returns the
+    prefix diff with those rows no longer ``significant`` (they are the machine's, column
+    ``machine``) and one sentence, or the diff unchanged and None."""
+    conc = concurrency_differences(setup)
+    cpu = d.filter(pl.col("stretched") & pl.col("cpu_bound"))
+    up = cpu.filter(pl.col("wall_s_delta") > 0).height
+    way = 1 if up >= cpu.height - up else -1
+    agree = cpu.filter(pl.col("wall_s_delta") * way > 0).height
+    if agree < 2 and not conc:
+        return d.with_columns(machine=pl.lit(False)), None
+    # with the machine changed, a row whose task time moved the same way, at unchanged counts
+    # and CPU per execution, by no more than the least stretched CPU-bound prefix, cannot be
+    # told apart from the machine (sleeps and I/O waits wake later on a loaded machine: a
+    # throttled read was seen 2.4x as long beside CPU burners); it is counted with it and named
+    # in its line. One that moved further (a sleep three times as long) is still named.
+    reach = cpu.filter(pl.col("wall_s_delta") * way > 0)["wall_s_rel"].abs().min()
+    same_way = (pl.col("stretched") & pl.col("cpu_bound")) | (
+        pl.col("counts_changed").is_null() & ~pl.col("cpu_changed")
+        & (pl.col("wall_s_rel").abs() <= (reach if reach is not None else 0.0)))
+    stretched = d.filter(same_way & (pl.col("wall_s_delta") * way > 0)).sort(
+        pl.col("span_s_delta").abs(), pl.col("wall_s_delta").abs(), descending=True)
+    parts = []
+    if conc:
+        parts.append("the setup differs in " + "; ".join(conc))
+    if stretched.height:
+        names = ", ".join(map(str, stretched["item"].head(6).to_list()))
+        more = f" and {stretched.height - 6} more" if stretched.height > 6 else ""
+        parts.append(
+            f"{stretched.height} unrelated prefix(es) ({names}{more}) take "
+            f"{'longer' if way > 0 else 'less time'} per execution "
+            f"at unchanged counts and CPU per execution (task time "
+            f"{_fsum(stretched['wall_s_delta']):+.3f} s, CPU {_fsum(stretched['cpu_s_delta']):+.3f}"
+            f" s, job span share {_fsum(stretched['span_s_delta']):+.3f} s)")
+        if not conc:
+            parts.append("host load is not recorded: other processes on the machine, more "
+                         "threads per core, a different CPU or versions stretch every "
+                         "CPU-bound task alike")
+    text = "The machine or the concurrency changed, not one prefix: " + "; ".join(parts) + "."
+    d = d.with_columns(machine=pl.col("item").is_in(stretched["item"].to_list()))
+    d = d.with_columns(significant=pl.col("significant") & ~pl.col("machine"))
+    return rank(d, "prefix"), text
 
 
-def exact_call_counts(summary: dict[str, Any]) -> bool:
-    """False when the run's function profiles came from the stack sampler (``ncall`` counts
-    samples); imported runs and Yappi profiles count calls."""
-    options = (summary.get("facts") or {}).get("collector_options") or {}
-    return options.get("profile") != "sample"
-
-
-def explain(d: pl.DataFrame, by: str, *, top: int = 5, call_counts: bool = True) -> list[str]:
-    """Plain-language Markdown lines for the significant top rows (empty list: nothing beyond
-    noise); the item is a code span."""
-    return [f"{code(item)}: {why}"
-            for item, why in explanations(d, by, top=top, call_counts=call_counts)]
-
-
-def totals_line(before: pl.DataFrame, after: pl.DataFrame, d: pl.DataFrame) -> str:
-    """One sentence on the whole run: summed execution wall time before → after, and how much of
-    the change the significant rows carry. ``before``/``after`` are prefix profiles."""
-    wb, wa = (math.fsum(sorted(p["wall_s"].fill_null(0).to_list())) for p in (before, after))
-    nb, na = int(before["executions"].sum()), int(after["executions"].sum())
-    text = (f"Task wall time summed over all executions: {wb:.3f} s → {wa:.3f} s "
-            f"({wa - wb:+.3f} s, {_pct((wa - wb) / wb if wb else None)}); executions "
-            f"{nb:,} → {na:,}.")
-    sig = d.filter(pl.col("significant"))
-    if sig.height and wa != wb:
-        share = float(sig["wall_s_delta"].sum()) / (wa - wb)
-        text += f" Significant per-prefix changes carry {share:.0%} of the difference."
-    return text
-
-
-SETUP_KEYS = ("command", "workers", "nthreads", "hosts", "versions", "collector_options",
-              "darshan", "dask_config", "job_environment")
+# concurrency and the machine first: they change the meaning of every other line
+SETUP_KEYS = ("workers", "nthreads", "hosts", "versions", "collector_options", "darshan",
+              "dask_config", "command", "job_environment")
 
 
 def setup_differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

@@ -1,11 +1,16 @@
-"""``correlate compare BEFORE AFTER``: what got slower, where, and why.
+"""``correlate compare BEFORE AFTER`` (or ``correlate compare B1 B2 … --after A1 A2 …``): what
+got slower, where, and why.
 
 Each argument is a run folder (ours or imported) or an output folder written by ``correlate``.
-A run folder without a ``correlated/`` output is correlated into the comparison's output folder
-(``before/`` or ``after/`` there), never into the input folder, and the command says so. Writes
-``compare_<dimension>.parquet`` for prefix, file and function, ``compare.md`` with
-``figures/compare.png``, and ``compare.html`` (self-contained, styled like ``report.html``) into
-``-o`` (default ``AFTER/compare``), and prints the top changes.
+With several runs per side, counts are averaged and judged against their run-to-run range, and
+a timing must differ by the rank test over all executions *and* lie beyond every run of the
+other side. A run folder without a ``correlated/`` output is correlated into the comparison's
+output folder (``before/`` or ``after/`` there; ``before-<i>/`` with several runs a side),
+never into the input folder, and the command says so. Writes ``compare_<dimension>.parquet``
+for prefix, file and function, ``compare.md`` with ``figures/compare.png``, and
+``compare.html`` (self-contained, styled like ``report.html``) into ``-o``; the default is ``compare-<BEFORE name>-vs-<AFTER name>`` in the
+current folder (never inside a run folder, which may be someone else's or read-only), and
+prints the top changes.
 """
 
 from __future__ import annotations
@@ -21,13 +26,36 @@ from correlate.errors import InputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("before", type=Path, help="the reference run (folder or its output folder)")
-    p.add_argument("after", type=Path, help="the run to explain")
+    p.add_argument("runs", type=Path, nargs="+", metavar="RUN",
+                   help="BEFORE AFTER; or, with --after, every run of the reference side")
+    p.add_argument("--after", dest="after_runs", type=Path, nargs="+", default=None,
+                   metavar="RUN", help="the runs to explain (several runs of each side: "
+                   "`compare B1 B2 --after A1 A2` uses their run-to-run variance)")
     p.add_argument("-o", "--out", type=Path, default=None,
-                   help="output folder (default: AFTER/compare)")
+                   help="output folder (default: ./compare-<BEFORE>-vs-<AFTER>)")
     p.add_argument("--by", choices=("prefix", "file", "function"), default="prefix",
                    help="dimension shown first (all three are written)")
     p.add_argument("--top", type=int, default=10, help="rows in the printed table")
+
+
+def sides(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
+    """The runs of each side from ``RUN…`` and ``--after RUN…``."""
+    if args.after_runs:
+        return list(args.runs), list(args.after_runs)
+    if len(args.runs) != 2:
+        raise InputError(Path(" ".join(map(str, args.runs))),
+                         f"{len(args.runs)} runs given: name two (BEFORE AFTER), or several "
+                         "runs of each side as `compare B1 B2 --after A1 A2`")
+    return [args.runs[0]], [args.runs[1]]
+
+
+def default_out(before: Path, after: Path) -> Path:
+    """``./compare-<before>-vs-<after>`` from the run folders' names (``correlated`` output
+    folders are named by their run)."""
+    def name(p: Path) -> str:
+        p = p.resolve()
+        return p.parent.name if p.name == "correlated" else p.name
+    return Path(f"compare-{name(before)}-vs-{name(after)}")
 
 
 def _output_dir(path: Path, cache: Path) -> Path:
@@ -59,20 +87,33 @@ def run(args: argparse.Namespace) -> int:
     from correlate import compare
     from correlate.reports.compare import Comparison, print_comparison, write_comparison
 
-    out = args.out or (args.after / "compare")
-    (tb, sb), (ta, sa) = (read_outputs(_output_dir(p, out / side))
-                          for p, side in ((args.before, "before"), (args.after, "after")))
-    profiles = {by: (compare.profile(tb, by), compare.profile(ta, by))
-                for by in compare.DIMENSIONS}
-    diffs = {by: compare.diff(b, a) for by, (b, a) in profiles.items()}
-    c = Comparison(diffs=diffs, names=(str(args.before), str(args.after)), by=args.by,
-                   setup=compare.setup_differences(sb, sa),
-                   explained=compare.explanations(
-                       diffs[args.by], args.by,
-                       call_counts=compare.exact_call_counts(sb) and compare.exact_call_counts(sa)),
-                   totals=compare.totals_line(*profiles["prefix"], diffs["prefix"]),
-                   noise_floor_s=compare.ABS_NOISE_SHARE * compare.dimension_total(
-                       *profiles[args.by]), rel_noise=compare.REL_NOISE)
+    before, after = sides(args)
+    out = args.out or default_out(before[0], after[0])
+    loaded = {side: [read_outputs(_output_dir(
+        p, out / (side if len(paths) == 1 else f"{side}-{i + 1}"))) for i, p in enumerate(paths)]
+              for side, paths in (("before", before), ("after", after))}
+    sb, sa = loaded["before"][0][1], loaded["after"][0][1]
+    exact = compare.exact_call_counts(sb) and compare.exact_call_counts(sa)
+    setup = compare.setup_differences(sb, sa)
+    spans = tuple([compare.job_span(t) for t, _ in loaded[side]] for side in ("before", "after"))
+    span = max((s for side in spans for s in side if s is not None), default=None)
+    diffs, profiles = {}, {}
+    for by in compare.DIMENSIONS:
+        prof = [compare.mean_profile([compare.profile(t, by) for t, _ in loaded[side]])
+                for side in ("before", "after")]
+        smp = [pl.concat([compare.samples(t, by, i) for i, (t, _) in enumerate(loaded[side])])
+               for side in ("before", "after")]
+        profiles[by] = prof
+        diffs[by] = compare.diff(prof[0], prof[1], smp[0], smp[1], by=by, exact_calls=exact,
+                                 span_s=span)
+    diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup)
+    c = Comparison(diffs=diffs,
+                   names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
+                   setup=setup, machine=machine,
+                   explained=compare.explanations(diffs[args.by], args.by, call_counts=exact,
+                                                  machine=machine is not None),
+                   totals=compare.totals_line(*profiles["prefix"], diffs["prefix"],
+                                              spans=spans, runs=(len(before), len(after))))
     write_comparison(out, c)
     print_comparison(c, top=args.top, out=out)
     return 0

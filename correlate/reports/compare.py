@@ -28,7 +28,7 @@ TOP_FIGURE = 15
 @dataclass(frozen=True)
 class Comparison:
     """Everything a comparison writer shows. ``explained`` holds ``(item, why)`` pairs for the
-    ``by`` dimension; ``noise_floor_s`` is the absolute part of the noise rule."""
+    ``by`` dimension; ``machine`` the sentence on a machine or concurrency change (or None)."""
 
     diffs: dict[str, pl.DataFrame]
     names: tuple[str, str]
@@ -36,8 +36,7 @@ class Comparison:
     setup: list[str] = field(default_factory=list)
     explained: list[tuple[str, str]] = field(default_factory=list)
     totals: str = ""
-    noise_floor_s: float = 0.0
-    rel_noise: float = 0.10
+    machine: str | None = None
 
 
 def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
@@ -48,12 +47,12 @@ def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
 
     rows = d.head(top)
     labels = [str(x) for x in rows["item"].to_list()][::-1]
-    values = rows["wall_s_delta"].to_list()[::-1]
+    values = rows["span_s_delta"].fill_null(0).to_list()[::-1]
     fig, ax = plt.subplots(figsize=(8, 0.35 * max(len(labels), 2) + 1), dpi=100)
     ax.barh(labels, values, color=["#c0392b" if v > 0 else "#27ae60" for v in values])
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("change in wall time (s), after − before")
-    ax.set_title("Per-prefix change in task wall time")
+    ax.set_xlabel("change in the job span's share (s), after − before")
+    ax.set_title("Per-prefix contribution to the job span's change")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, metadata={"Software": None})
@@ -85,33 +84,43 @@ def _both(r: dict[str, Any], m: str, fmt: Callable[[float], str] = _s) -> str:
 
 
 def _yes(r: dict[str, Any]) -> str:
-    return "**yes**" if r["significant"] else "no"
+    if r["significant"]:
+        return "**yes**"
+    if r.get("machine"):
+        return "machine"
+    return "too few runs" if r.get("evidence") else "no"
 
 
 MD_TABLES = {
-    "prefix": (["rank", "prefix", "runs", "wall s before → after", "Δ wall s", "Δ CPU s",
-                "Δ I/O time s", "Δ bytes read + written", "Δ waiting s¹", "significant"],
+    "prefix": (["rank", "prefix", "runs", "Δ span share s", "task time s before → after",
+                "Δ task time s", "Δ CPU s", "Δ I/O time s", "Δ bytes read + written",
+                "Δ waiting s¹", "changed"],
                lambda r: [str(r["rank"]), code(r["item"]), _both(r, "executions", _n),
-                          _both(r, "wall_s"), _ds(r["wall_s_delta"]), _ds(r["cpu_s_delta"]),
+                          _ds(r["span_s_delta"]), _both(r, "wall_s"), _ds(r["wall_s_delta"]),
+                          _ds(r["cpu_s_delta"]),
                           _ds(r["io_time_s_delta"]),
                           _dbytes(r["read_bytes_delta"] + r["write_bytes_delta"]),
                           _ds(r["wait_s_delta"]), _yes(r)]),
     "file": (["rank", "path", "tasks", "I/O time s before → after", "Δ I/O time s", "Δ read",
-              "Δ written", "significant"],
+              "Δ written", "changed"],
              lambda r: [str(r["rank"]), code(r["item"]), _both(r, "executions", _n),
                         _both(r, "io_time_s"), _ds(r["io_time_s_delta"]),
                         _dbytes(r["read_bytes_delta"]), _dbytes(r["write_bytes_delta"]),
                         _yes(r)]),
     "function": (["rank", "function", "executions", "exclusive s before → after",
-                  "Δ exclusive s", "Δ inclusive s", "Δ calls", "significant"],
+                  "Δ exclusive s", "Δ inclusive s", "Δ calls", "changed"],
                  lambda r: [str(r["rank"]), code(r["item"]), _both(r, "executions", _n),
                             _both(r, "wall_s"), _ds(r["wall_s_delta"]), _ds(r["ttot_s_delta"]),
                             f"{r['ncall_delta']:+,.0f}", _yes(r)]),
 }
 MD_NOTES = {
-    "prefix": "Wall = summed execution time (start to stop on a thread). ¹ Waiting (for "
-              "dependencies, the queue, a thread, external data) happens before an execution "
-              "starts and is not part of wall.",
+    "prefix": "Task time = summed execution time (start to stop on a thread); span share = "
+              "the prefix's part of the job's span (each instant shared by the executions "
+              "running then); rows ranked by its change. ¹ Waiting (for dependencies, the "
+              "queue, a thread, external data) happens before an execution starts and is not "
+              "part of task time. Changed: counts beyond 2% (and their run-to-run range), or "
+              "timings by a rank test of the executions (p below 0.01); machine: the machine or "
+              "the concurrency, not this prefix.",
     "file": "I/O time = time inside the calls on the file, summed over attributed task "
             "executions; tasks = executions that touched it.",
     "function": "Exclusive = time in the function itself, inclusive = with its callees, "
@@ -120,14 +129,13 @@ MD_NOTES = {
 }
 
 
-NOISE_OF = {"prefix": "the total task wall time", "file": "all I/O time",
-            "function": "all profiled exclusive time"}
-
-
 def _noise_text(c: Comparison) -> str:
-    return (f"no change beyond noise: no {c.by} changed by more than "
-            f"{c.rel_noise:.0%} of its own time and more than {c.noise_floor_s:.3f} s "
-            f"(3% of {NOISE_OF[c.by]})")
+    from correlate.compare import COUNT_TOLERANCE
+    from correlate.compare_stats import ALPHA
+
+    return (f"no change beyond noise: no {c.by} moved a count (executions, bytes, "
+            f"operations, calls, spill, transfers, files) by more than {COUNT_TOLERANCE:.0%}, "
+            f"and no timing differs by a rank test of its executions (p below {ALPHA})")
 
 
 def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) -> str:
@@ -138,8 +146,10 @@ def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) 
     md += ["", "## What changed", ""]
     if c.totals:
         md += [text(c.totals), ""]
-    md += [f"- {code(item)}: {text(why)}" for item, why in c.explained] or [
-        f"- {_noise_text(c)}"]
+    lines = [f"- {code(item)}: {text(why)}" for item, why in c.explained]
+    if c.machine:
+        lines.insert(0, f"- {text(c.machine)}")
+    md += lines or [f"- {_noise_text(c)}"]
     md += [""]
     if figure:
         md += [f"![per-prefix change]({figure})", ""]
@@ -162,14 +172,16 @@ def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) 
 HTML_COLUMNS = {
     "prefix": [("rank", "rank", "n"), ("item", "prefix", "text"),
                ("executions_before", "runs before", "n"), ("executions_after", "runs after", "n"),
-               ("wall_s_before", "wall before", "s"), ("wall_s_after", "wall after", "s"),
-               ("wall_s_delta", "Δ wall", "ds"), ("wall_s_rel", "Δ wall %", "dpct"),
+               ("span_s_delta", "Δ span share", "ds"),
+               ("wall_s_before", "task time before", "s"),
+               ("wall_s_after", "task time after", "s"),
+               ("wall_s_delta", "Δ task time", "ds"), ("wall_s_rel", "Δ task time %", "dpct"),
                ("cpu_s_delta", "Δ CPU", "ds"), ("io_time_s_delta", "Δ I/O time", "ds"),
                ("read_bytes_delta", "Δ read", "dbytes"),
                ("write_bytes_delta", "Δ written", "dbytes"),
                ("wait_s_delta", "Δ waiting", "ds"),
                ("transfer_bytes_delta", "Δ input transfers", "dbytes"),
-               ("significant", "significant", "bool")],
+               ("significant", "changed", "bool")],
     "file": [("rank", "rank", "n"), ("item", "path", "text"),
              ("executions_before", "tasks before", "n"), ("executions_after", "tasks after", "n"),
              ("io_time_s_before", "I/O time before", "s"),
@@ -177,7 +189,7 @@ HTML_COLUMNS = {
              ("io_time_s_delta", "Δ I/O time", "ds"), ("io_time_s_rel", "Δ I/O time %", "dpct"),
              ("read_bytes_delta", "Δ read", "dbytes"),
              ("write_bytes_delta", "Δ written", "dbytes"),
-             ("significant", "significant", "bool")],
+             ("significant", "changed", "bool")],
     "function": [("rank", "rank", "n"), ("item", "function", "text"),
                  ("executions_before", "executions before", "n"),
                  ("executions_after", "executions after", "n"),
@@ -185,7 +197,7 @@ HTML_COLUMNS = {
                  ("wall_s_after", "exclusive after", "s"),
                  ("wall_s_delta", "Δ exclusive", "ds"), ("wall_s_rel", "Δ exclusive %", "dpct"),
                  ("ttot_s_delta", "Δ inclusive", "ds"), ("ncall_delta", "Δ calls", "n"),
-                 ("significant", "significant", "bool")],
+                 ("significant", "changed", "bool")],
 }
 
 
@@ -202,10 +214,11 @@ def build_html_data(c: Comparison, *, rows: int = HTML_ROWS) -> dict[str, Any]:
     prefix = c.diffs["prefix"].head(TOP_FIGURE)
     return {
         "names": list(c.names), "by": c.by, "setup": list(c.setup), "totals": c.totals,
+        "machine": c.machine,
         "explained": [{"item": item, "why": why} for item, why in c.explained],
         "noise": _noise_text(c),
         "chart": {"labels": prefix["item"].cast(pl.String).to_list(),
-                  "values": prefix["wall_s_delta"].to_list()},
+                  "values": prefix["span_s_delta"].fill_null(0).to_list()},
         "dimensions": dims, "notes": {dim: MD_NOTES[dim].replace("`", "").replace("¹ ", "")
                                      for dim in dims},
     }
@@ -250,7 +263,9 @@ def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
         cons.print(Text(f"setup differs: {s}", style="yellow"))
     if c.totals:
         cons.print(Text(c.totals))
-    if not c.explained:
+    if c.machine:
+        cons.print(Text(c.machine, style="yellow"))
+    if not c.explained and not c.machine:
         cons.print(Text(_noise_text(c)))
     for item, why in c.explained:
         cons.print(Text.assemble((item, "bold"), f": {why}"))

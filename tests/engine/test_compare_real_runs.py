@@ -1,18 +1,20 @@
-"""``correlate compare`` on two real runs of one workload (compare_job.py under ``collect`` on a
-LocalCluster, 2 worker processes × 2 threads), the second slowed down on purpose in two known
-ways: every ``nap`` task sleeps 0.3 s more, every ``load`` task reads twice the bytes from
-throttled storage. The comparison must rank exactly those two prefixes first, blame sleeping
-(time no source explains) for ``nap`` and I/O with twice the bytes for ``load``; a run compared
-with itself must show no change and say so.
+"""``correlate compare`` on real runs of one workload (compare_job.py under ``collect`` on a
+LocalCluster, 2 worker processes × 2 threads), each side recorded twice: a baseline, and one
+planted change per variant (more CPU in one prefix, more bytes at the same time, slower
+storage, a longer sleep, spilling, more tasks, fewer threads per worker), a pair without any
+change and a pair where only the machine is loaded (CPU burners beside the AFTER runs).
+Each planted change must be named first and explained by the right dimension; the no-change
+pair names nothing; the loaded pair is named as a machine change, not as one prefix's.
 
 The Darshan logs are always written through ``testing.darshan_writer`` from the calls the tasks
-recorded (never a real darshan-runtime: the storage throttle is a sleep inside each recorded
-call, which a real LD_PRELOAD would not count as I/O time), so every byte is known.
+(and Dask's spill store) recorded, never a real darshan-runtime: the storage throttle is a
+sleep inside each recorded call, which a real LD_PRELOAD would not count as I/O time.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,118 +27,171 @@ from correlate.cli import main
 from testing.darshan_writer import write_logs_from_truth
 
 HERE = Path(__file__).parent
+RUNS = 2  # per side
 pytestmark = pytest.mark.cluster
 
 
-def _record(tmp: Path, mode: str) -> tuple[Path, list[dict]]:
-    run, truth = tmp / mode, tmp / f"truth-{mode}.json"
+def _record(tmp: Path, name: str, mode: str) -> Path:
+    """One run of ``mode``; runs of one mode have the same command (each writes its truth
+    into its own working folder), so only a planted change differs in their setup."""
+    run, work = tmp / name, tmp / f"work-{name}"
+    work.mkdir()
+    truth = work / "truth.json"
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
-           "--flush-interval", "0.5", "--", sys.executable, "compare_job.py", mode, str(truth),
-           str(tmp / "data")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=HERE)
+           "--flush-interval", "0.5", "--", sys.executable, str(HERE / "compare_job.py"), mode,
+           "truth.json", str(tmp / "data")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=work, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    records = json.loads(truth.read_text())
-    write_logs_from_truth(run, records)
-    return run, records
+    write_logs_from_truth(run, json.loads(truth.read_text()))
+    assert main(["run", str(run), "--no-reports"]) == 0  # compare reads RUN/correlated
+    return run
+
+
+def _burners(n: int = 4) -> list[subprocess.Popen]:
+    """CPU burners beside a run: the machine is loaded, nothing in the job changes."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
 @pytest.fixture(scope="module")
-def compared(tmp_path_factory):
+def runs(tmp_path_factory) -> dict[str, list[Path]]:
+    """Every variant's runs, recorded round-robin (base, base, cpu, …, loaded, then again), so
+    that a drift of the machine's own load hits every side alike."""
     tmp = tmp_path_factory.mktemp("compare-real")
-    (before, truth_b), (after, truth_a) = (_record(tmp, m) for m in ("before", "after"))
-    assert main(["compare", str(before), str(after), "-o", str(tmp / "diff")]) == 0
-    return tmp / "diff", before, after, truth_b, truth_a
+    out: dict[str, list[Path]] = {}
+    for i in range(RUNS):
+        for mode in job.MODES:
+            for _ in range(2 if mode == "base" else 1):  # base: both sides of the no-change pair
+                n = len(out.get(mode, []))
+                out.setdefault(mode, []).append(_record(tmp, f"{mode}-{n}", mode))
+        procs = _burners()
+        try:
+            out.setdefault("loaded", []).append(_record(tmp, f"loaded-{i}", "base"))
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    # the no-change pair compares base runs 0, 1 with 2, 3: one of each round on each side
+    out["base"] = [out["base"][j] for j in (0, 2, 1, 3)]
+    return out
 
 
-def _read_bytes(truth: list[dict], prefix: str) -> float:
-    return float(sum(n for t in truth if t["key"].startswith(prefix + "-")
-                     for op, _o, n, *_ in t["ops"] if op == "read"))
-
-
-def _read_time(truth: list[dict], prefix: str) -> float:
-    """Seconds the tasks of ``prefix`` spent inside their read calls, as they recorded them."""
-    return sum(b - a for t in truth if t["key"].startswith(prefix + "-")
-               for op, _o, _n, a, b in t["ops"] if op == "read")
-
-
-def _changed(md: str) -> list[str]:
-    """The bullet lines of compare.md's "What changed" section."""
-    section = md.split("## What changed\n\n", 1)[1].split("\n## ", 1)[0]
-    return [line for line in section.splitlines() if line.startswith("- ")]
-
-
-def test_the_two_injected_causes_rank_first_with_the_right_resource(compared):
-    out, _before, _after, truth_b, truth_a = compared
-    d = pl.read_parquet(out / "compare_prefix.parquet")
-    top = d.head(2).rows_by_key("item", named=True, unique=True)
-    # which of the two is larger depends on the machine's load (sleep overshoot); both lead
-    assert set(top) == {"nap", "load"}, d.select("rank", "item", "wall_s_delta")
-    assert all(r["significant"] for r in top.values())
-    nap, load = top["nap"], top["load"]
-    # nap: 0.3 s more sleep in each of 8 executions; no CPU, no I/O
-    assert 0.7 * 8 * job.EXTRA_NAP_S < nap["wall_s_delta"] < 1.5 * 8 * job.EXTRA_NAP_S
-    assert abs(nap["cpu_s_delta"]) < 0.05 and nap["io_time_s_delta"] == 0
-    assert nap["read_bytes_delta"] == 0 == nap["write_bytes_delta"]
-    # load: exactly twice the bytes read (those the tasks made), exactly the I/O time the
-    # tasks spent in their reads (about twice as long: throttled storage, but each sleep
-    # overshoots by what the machine's load makes it), and the I/O time carries the wall change
-    assert load["read_bytes_before"] == _read_bytes(truth_b, "load") == 8 * job.INPUT_BYTES
-    assert load["read_bytes_after"] == _read_bytes(truth_a, "load") == 16 * job.INPUT_BYTES
-    assert load["io_time_s_before"] == pytest.approx(_read_time(truth_b, "load"), abs=1e-6)
-    assert load["io_time_s_after"] == pytest.approx(_read_time(truth_a, "load"), abs=1e-6)
-    assert load["io_time_s_rel"] > 0.6
-    assert load["io_time_s_delta"] > 0.8 * load["wall_s_delta"] > 0
-    assert abs(load["cpu_s_delta"]) < 0.2 * load["wall_s_delta"]
-    # the plain-language lines: these two first, each blaming its own resource
-    changed = _changed((out / "compare.md").read_text())
-    lines = dict(line[2:].split(": ", 1) for line in changed[:2])
-    assert set(lines) == {"`nap`", "`load`"}, changed
-    assert "no source explains (sleeping" in lines["`nap`"]
-    assert "I/O time" not in lines["`nap`"] and "CPU per" not in lines["`nap`"]
-    assert "with bytes +100% (16.0 MiB → 32.0 MiB)" in lines["`load`"]
-    assert "no source explains" not in lines["`load`"] and "CPU" not in lines["`load`"]
-    md = (out / "compare.md").read_text()
-    # the two jobs ran with different arguments: the only setup difference
-    setup = md.split("## Setup differences")[1].split("##")[0].strip().splitlines()
-    assert len(setup) == 1 and setup[0].startswith("- command: … before "), setup
-    assert " → … after " in setup[0], setup
-
-
-def test_the_html_page_holds_the_same_comparison(compared):
-    out, *_ = compared
+def _compare(runs: dict[str, list[Path]], mode: str, out: Path, *extra: str) -> dict:
+    """``compare BASE1 BASE2 --after M1 M2``: the page's data and the prefix table."""
+    before = runs["base"][:RUNS]
+    after = runs["base"][RUNS:] if mode == "none" else runs[mode]
+    assert main(["compare", *map(str, before), "--after", *map(str, after), "-o", str(out),
+                 *extra]) == 0
     page = (out / "compare.html").read_text()
     data = json.loads(page.split('<script type="application/json" id="compare-data">', 1)[1]
                       .split("</script>", 1)[0])
-    assert {e["item"] for e in data["explained"][:2]} == {"nap", "load"}
-    assert data["dimensions"]["prefix"]["total"] == 4
-    assert "http://" not in page and "https://" not in page and "src=" not in page
+    data["prefix"] = pl.read_parquet(out / "compare_prefix.parquet")
+    data["md"] = (out / "compare.md").read_text()
+    return data
 
 
-def test_each_input_file_shows_its_doubled_reads(compared, tmp_path):
-    out, before, after, *_ = compared
+def _first(data: dict) -> tuple[str, list[str]]:
+    """The first named item and its reasons (the text after " — ", split at "; ")."""
+    assert data["explained"], (data["machine"], data["prefix"].head(6))
+    item, why = data["explained"][0]["item"], data["explained"][0]["why"]
+    return item, why.split(" — ", 1)[1].split(". Before the executions")[0].split("; ")
+
+
+# (mode, planted prefix, what its first reason starts with, text that must be in the reasons)
+PLANTED = [
+    ("cpu", "burn", "CPU per execution +", "CPU per execution +"),
+    ("bytes", "load", "bytes read +100% (8.0 MiB → 16.0 MiB)", "bytes read +100%"),
+    ("slowio", "load", "I/O time +", "slower storage, not more data"),
+    ("sleep", "nap", "none of it is CPU or I/O", "no source explains (sleeping"),
+    ("more", "crunch", "2.0× the executions (8 → 16)", "CPU per execution unchanged"),
+]
+
+
+@pytest.mark.parametrize(("mode", "prefix", "lead", "said"), PLANTED,
+                         ids=[p[0] for p in PLANTED])
+def test_a_planted_change_is_named_first_with_its_own_dimension(runs, tmp_path, mode, prefix,
+                                                                 lead, said):
+    data = _compare(runs, mode, tmp_path / mode)
+    item, reasons = _first(data)
+    assert item == prefix, data["explained"]
+    assert reasons[0].startswith(lead), reasons
+    assert any(said in r for r in reasons), reasons
+    top = data["prefix"].row(0, named=True)
+    assert top["item"] == prefix and top["significant"] and top["rank"] == 1
+    # the first line of "What changed" in compare.md is the planted prefix (unless the machine
+    # line stands before it)
+    changed = data["md"].split("## What changed\n\n", 1)[1].split("\n## ", 1)[0]
+    bullets = [b for b in changed.splitlines() if b.startswith("- `")]
+    assert bullets[0].startswith(f"- `{prefix}`: job span share "), bullets
+
+
+def test_more_cpu_is_explained_by_cpu_not_by_an_unknown(runs, tmp_path):
+    data = _compare(runs, "cpu", tmp_path / "cpu")
+    burn = data["prefix"].filter(pl.col("item") == "burn").row(0, named=True)
+    assert burn["cpu_changed"] and burn["p_cpu"] < 1e-3
+    # 3× the CPU work: the thread CPU per execution roughly triples
+    cpu_b, cpu_a = (burn[f"cpu_s_{s}"] / burn[f"executions_{s}"] for s in ("before", "after"))
+    assert 2.5 < cpu_a / cpu_b < 3.5
+    why = data["explained"][0]["why"]
+    assert "no source explains" not in why and "I/O time" not in why
+
+
+def test_spilling_is_named_with_the_spilled_bytes(runs, tmp_path):
+    data = _compare(runs, "spill", tmp_path / "spill")
+    assert data["explained"][0]["item"] == "hold", data["explained"]
+    why = data["explained"][0]["why"]
+    assert "results spilled to disk" in why and "none before" in why, why
+    hold = data["prefix"].filter(pl.col("item") == "hold").row(0, named=True)
+    assert hold["spilled_bytes_before"] == 0 and hold["spilled_bytes_after"] > 0
+    assert "spilled_bytes" in hold["counts_changed"]
+
+
+def test_fewer_threads_per_worker_is_a_setup_change_named_first(runs, tmp_path):
+    data = _compare(runs, "threads", tmp_path / "threads")
+    assert data["setup"][0] == "nthreads: 2 → 1", data["setup"]
+    assert data["machine"] and "nthreads: 2 → 1" in data["machine"]
+    md = data["md"]
+    assert md.index("nthreads: 2 → 1") < md.index("## What changed")
+
+
+def test_a_pair_without_a_change_names_nothing(runs, tmp_path):
+    data = _compare(runs, "none", tmp_path / "none")
+    assert data["explained"] == [] and data["machine"] is None, (
+        data["explained"], data["machine"])
+    assert not data["prefix"]["significant"].any()
+    assert data["setup"] == []
+    assert "- no change beyond noise: no prefix moved a count" in data["md"]
+
+
+def test_a_loaded_machine_is_named_as_such_not_as_one_prefix(runs, tmp_path):
+    data = _compare(runs, "loaded", tmp_path / "loaded")
+    assert data["setup"] == []
+    assert data["machine"], data["prefix"].select("item", "wall_s_delta", "cpu_s_delta",
+                                                  "stretched", "significant")
+    assert "unrelated prefix(es)" in data["machine"] and "burn" in data["machine"]
+    assert "crunch" in data["machine"]
+    assert data["explained"] == [], data["explained"]
+    machine = data["prefix"].filter(pl.col("machine"))
+    assert (machine["wall_s_delta"] > 0).all() and not machine["cpu_changed"].any()
+
+
+def test_more_bytes_per_file_in_the_file_view(runs, tmp_path):
+    out = tmp_path / "by-file"
+    _compare(runs, "bytes", out, "--by", "file")
     d = pl.read_parquet(out / "compare_file.parquet")
     inputs = d.filter(pl.col("item").str.contains("/input-"))
-    outputs = d.filter(pl.col("item").str.contains("/out-"))
-    assert inputs.height == job.N_TASKS and outputs.height == job.N_TASKS // 2
-    assert (inputs["read_bytes_before"] == job.INPUT_BYTES).all()
-    assert (inputs["read_bytes_rel"] == 1.0).all() and inputs["significant"].all()
+    assert inputs.height == job.N_TASKS and inputs["significant"].all()
+    assert (inputs["read_bytes_rel"] == 1.0).all()
     assert set(d.head(job.N_TASKS)["item"]) == set(inputs["item"])
-    assert (outputs["write_bytes_delta"] == 0).all() and not outputs["significant"].any()
-    # --by file: the plain-language lines name the input files and their doubled bytes
-    assert main(["compare", str(before), str(after), "-o", str(tmp_path / "by-file"),
-                 "--by", "file"]) == 0
-    changed = _changed((tmp_path / "by-file" / "compare.md").read_text())
-    assert 1 <= len(changed) <= 5 and all("/input-" in line for line in changed), changed
-    assert all("with bytes +100% (2.0 MiB → 4.0 MiB)" in line for line in changed), changed
 
 
-def test_a_run_compared_with_itself_shows_no_change_and_says_so(compared, tmp_path):
-    _out, before, *_ = compared
-    assert main(["compare", str(before), str(before), "-o", str(tmp_path / "same")]) == 0
+def test_one_run_per_side_still_works_and_a_run_equals_itself(runs, tmp_path):
+    base = runs["base"][0]
+    assert main(["compare", str(base), str(base), "-o", str(tmp_path / "same")]) == 0
     d = pl.read_parquet(tmp_path / "same" / "compare_prefix.parquet")
     assert not d["significant"].any() and (d["wall_s_delta"] == 0).all()
-    md = (tmp_path / "same" / "compare.md").read_text()
-    assert _changed(md) == [
-        "- no change beyond noise: no prefix changed by more than 10% of its own time and more "
-        f"than {0.03 * d['wall_s_before'].sum():.3f} s (3% of the total task wall time)"]
-    assert "(+0.000 s, +0%); executions 28 → 28." in md
+    assert (d["p_wall"] == 1.0).all()
+    assert main(["compare", str(base), str(runs["sleep"][0]), "-o", str(tmp_path / "one")]) == 0
+    d = pl.read_parquet(tmp_path / "one" / "compare_prefix.parquet")
+    assert d.row(0, named=True)["item"] == "nap"

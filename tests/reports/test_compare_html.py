@@ -25,13 +25,17 @@ FILES = ["compare_prefix.parquet", "compare_file.parquet", "compare_function.par
 
 def _variant(literal_out: Path, dest: Path, slower: float) -> Path:
     """A copy of the literal output folder with hostile prefixes; ``SLOW`` and ``XSS_IMG``
-    executions take ``slower`` times as long, the rest of the time not CPU or I/O."""
+    executions take ``slower`` times as long, the rest of the time not CPU or I/O, and spill
+    ``slower - 1`` MiB each (a count: named although the literal run has too few executions
+    for a rank test of its timings)."""
     out = shutil.copytree(literal_out, dest)
     tasks = pl.read_parquet(out / "tasks.parquet").with_columns(
         prefix=pl.col("prefix").replace({"read-a": SLOW, "img": XSS_IMG}))
     tasks = tasks.with_columns(duration_s=pl.when(pl.col("prefix").is_in([SLOW, XSS_IMG]))
                                .then(pl.col("duration_s") * slower)
-                               .otherwise(pl.col("duration_s")))
+                               .otherwise(pl.col("duration_s")),
+                               spilled_bytes=pl.when(pl.col("prefix").is_in([SLOW, XSS_IMG]))
+                               .then((slower - 1) * 2.0**20).otherwise(pl.col("spilled_bytes")))
     tasks.write_parquet(out / "tasks.parquet")
     return out
 
@@ -77,7 +81,7 @@ def test_the_page_embeds_the_comparison_with_markup_escaped(compared: Path) -> N
 
 def test_markdown_keeps_hostile_names_inside_code_spans(compared: Path) -> None:
     md = (compared / "compare.md").read_text()
-    assert f"- `{SLOW}`: wall " in md and f"- `{XSS_IMG}`: wall " in md
+    assert f"- `{SLOW}`: job span share " in md and f"- `{XSS_IMG}`: job span share " in md
     outside = re.sub(r"(`+).*?\1", "", md)
     assert "<" not in outside and "__pwned" not in outside
 
@@ -126,3 +130,15 @@ def test_tables_sort_and_mark_significant_rows(page: Browser) -> None:
         '#prefix-table tbody tr')].map(tr => tr.children[1].textContent);
         return JSON.stringify(n) === JSON.stringify(n.slice().sort((a, b) =>
         a.localeCompare(b))); })()""")
+
+
+@pytest.mark.browser
+def test_names_are_never_broken_inside_a_word(page: Browser) -> None:
+    # every name (explanations' code spans, the tables' name cells) keeps to one line: a long
+    # one scrolls its table instead of wrapping mid-word ("make_i/nput")
+    styles = page.evaluate("""[...document.querySelectorAll('#changes code, td.text')].map(e => {
+        const s = getComputedStyle(e); return [s.whiteSpace, s.wordBreak, s.overflowWrap]; })""")
+    assert styles and all(s == ["nowrap", "normal", "normal"] for s in styles), styles
+    heights = page.evaluate("""[...document.querySelectorAll('#prefix-table td.text')].map(
+        e => e.getClientRects().length)""")
+    assert heights and all(n == 1 for n in heights)

@@ -31,7 +31,9 @@ def test_command_with_its_arguments_stays_the_command(in_tmp):
     (in_tmp / "compare").mkdir()
     (in_tmp / "run").mkdir()
     _parser, args = cli._parse(["compare", "a", "b"])
-    assert args.command == "compare" and str(args.after) == "b"
+    assert args.command == "compare" and list(map(str, args.runs)) == ["a", "b"]
+    _parser, args = cli._parse(["compare", "a", "b", "--after", "c", "d"])
+    assert args.command == "compare" and list(map(str, args.after_runs)) == ["c", "d"]
     _parser, args = cli._parse(["run", "run"])
     assert args.command == "run" and str(args.run_dir) == "run"
 

@@ -25,7 +25,8 @@
   if (!DATA.setup.length) $("setup").appendChild(el("li", "none: same command, workers, threads, versions, environment and collectors"));
   for (const s of DATA.setup) $("setup").appendChild(el("li", s, "warn"));
   $("totals").textContent = DATA.totals;
-  if (!DATA.explained.length) $("changes").appendChild(el("li", DATA.noise));
+  if (DATA.machine) $("changes").appendChild(el("li", DATA.machine, "warn"));
+  if (!DATA.explained.length && !DATA.machine) $("changes").appendChild(el("li", DATA.noise));
   for (const e of DATA.explained) {
     const li = el("li");
     li.append(el("code", e.item), ": " + e.why);

@@ -1,0 +1,247 @@
+"""Plain-language explanations of a comparison's named rows, and the job's totals line.
+
+``explanations(d, by)`` turns the named rows of a ``correlate.compare.diff`` frame into
+``(item, sentence)`` pairs: a prefix's counts first (facts), then CPU per execution, I/O time
+(with bytes, or "slower storage" when bytes are unchanged), then the rest of its task time,
+split into waiting for a core at the contention before, the machine (when a machine change was
+found) and what no source explains; waiting, transfers and spill beside it. ``totals_line``
+sums up the job: span, summed task time, executions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+
+from correlate.compare_stats import COUNT_TOLERANCE, MATERIAL
+from correlate.reports.fmt import human_bytes
+from correlate.reports.markdown import code
+
+#: a part of a change is named when it carries more than this share of it
+PART = 0.25
+
+
+def _fsum(s: pl.Series) -> float:
+    return math.fsum(sorted(s.fill_null(0).to_list()))
+
+
+def _pct(x: float | None) -> str:
+    return "new" if x is None else f"{x:+.0%}"
+
+
+def _same(b: float, a: float) -> bool:
+    return abs(a - b) <= COUNT_TOLERANCE * max(abs(a), abs(b))
+
+
+def _bytes_change(b: float, a: float) -> str:
+    """``+100% (16.0 MiB → 32.0 MiB)``; ``unchanged (…)``; ``32.0 MiB, none before``."""
+    if not b:
+        return f"{human_bytes(a)}, none before" if a else "none moved"
+    if _same(b, a):
+        return f"unchanged ({human_bytes(b)} → {human_bytes(a)})"
+    return f"{(a - b) / b:+.0%} ({human_bytes(b)} → {human_bytes(a)})"
+
+
+def _per_exec(row: dict[str, Any], m: str, side: str) -> float:
+    n = row[f"executions_{side}"]
+    return row[f"{m}_{side}"] / n if n else 0.0
+
+
+def _other(row: dict[str, Any], side: str) -> float:
+    """Task time of one side that is neither thread CPU nor time inside I/O calls."""
+    return row[f"wall_s_{side}"] - row[f"cpu_s_{side}"] - row[f"io_time_s_{side}"]
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.1f}"
+
+
+def _count_reasons(row: dict[str, Any]) -> list[str]:
+    changed = set((row.get("counts_changed") or "").split(", ")) - {""}
+    out = []
+    nb, na = row["executions_before"], row["executions_after"]
+    if "executions" in changed:
+        out.append(f"{na / nb:.1f}× the executions ({_n(nb)} → {_n(na)})")
+    for m, what in (("read_bytes", "bytes read"), ("write_bytes", "bytes written")):
+        if m in changed:
+            out.append(f"{what} {_bytes_change(row[f'{m}_before'], row[f'{m}_after'])}")
+    if "files" in changed:
+        out.append(f"files touched {_n(row['files_before'])} → {_n(row['files_after'])}")
+    return out
+
+
+def _context(row: dict[str, Any], part: float) -> list[str]:
+    """What happens before an execution starts: waiting, input transfers, spill read-back."""
+    changed = set((row.get("counts_changed") or "").split(", "))
+    out = []
+    if abs(row["wait_s_delta"]) > part:
+        out.append(f"waiting (dependencies, queue, a thread) {row['wait_s_delta']:+.3f} s")
+    if "transfer_bytes" in changed or abs(row["transfer_s_delta"]) > part:
+        out.append("input transfers " + _bytes_change(row["transfer_bytes_before"],
+                                                      row["transfer_bytes_after"])
+                   + f", {row['transfer_s_delta']:+.3f} s")
+    if "spilled_bytes" in changed:
+        out.append("results spilled to disk "
+                   + _bytes_change(row["spilled_bytes_before"], row["spilled_bytes_after"]))
+    if abs(row["input_read_back_s_delta"]) > part:
+        out.append(f"reading spilled inputs back {row['input_read_back_s_delta']:+.3f} s")
+    return out
+
+
+def _prefix_reasons(row: dict[str, Any], machine: bool = False) -> str:
+    """Why one prefix changed: its counts first (facts), then CPU, I/O time and the rest of its
+    task time, each named when the rank test says it changed or it carries more than ``PART``
+    of the change; the rest is split into contention (the same wall per CPU second as before,
+    for a prefix whose CPU grew), the machine (when ``machine``) and what no source explains."""
+    dwall = row["wall_s_delta"]
+    part = max(PART * abs(dwall), MATERIAL * row["wall_s_before"], 1e-3)
+    nb, na = row["executions_before"], row["executions_after"]
+    head = f"task time {dwall:+.3f} s ({_pct(row['wall_s_rel'])})"
+    if row.get("span_s_delta") is not None:
+        head = f"job span share {row['span_s_delta']:+.3f} s, " + head
+    if not nb:
+        return f"{head} — new in this run ({_n(na)} executions)"
+    if not na:
+        return f"{head} — absent from this run ({_n(nb)} executions before)"
+    reasons = _count_reasons(row)
+    more = "executions" in (row.get("counts_changed") or "")
+    dcpu = row["cpu_s_delta"]
+    cpu_b, cpu_a = _per_exec(row, "cpu_s", "before"), _per_exec(row, "cpu_s", "after")
+    cpu_named = bool(row.get("cpu_changed")) or (not row.get("judged") and abs(dcpu) > part)
+    if cpu_named and cpu_b:
+        reasons.append(f"CPU per execution {cpu_a / cpu_b - 1:+.0%} ({dcpu:+.3f} s in all)")
+    elif cpu_named:
+        reasons.append(f"CPU {dcpu:+.3f} s (none measured before)")
+    elif cpu_b and more:
+        reasons.append("CPU per execution unchanged")
+    dio, io_rel = row["io_time_s_delta"], row["io_time_s_rel"]
+    bytes_b = row["read_bytes_before"] + row["write_bytes_before"]
+    bytes_a = row["read_bytes_after"] + row["write_bytes_after"]
+    io_named = bool(row.get("io_changed")) or (not row.get("judged") and abs(dio) > part)
+    if io_named:
+        io = f"I/O time {_pct(io_rel)} ({dio:+.3f} s)"
+        if bytes_b and _same(bytes_b, bytes_a):
+            io += " while bytes are unchanged: slower storage, not more data"
+        elif not any(r.startswith("bytes") for r in reasons):
+            io += f" with bytes {_bytes_change(bytes_b, bytes_a)}"
+        reasons.append(io)
+    elif any(r.startswith("bytes") for r in reasons):
+        reasons.append(f"I/O time about the same ({dio:+.3f} s)")
+    dother = _other(row, "after") - _other(row, "before")
+    other_b = _other(row, "before")
+    contention = 0.0
+    if cpu_named and dcpu > 0 and cpu_b and other_b > 0 and row.get("cpu_bound", True):
+        # a CPU-bound task shares cores: its wall per CPU second before, applied to the new CPU
+        contention = min(max(other_b / row["cpu_s_before"] * dcpu, 0.0), max(dother, 0.0))
+        if contention > max(MATERIAL * row["wall_s_before"], 1e-3):
+            reasons.append(f"{contention:+.3f} s more waiting for a core at the same contention "
+                           "as before (its task time is CPU stretched by the threads sharing "
+                           "the cores)")
+    residual = dother - contention
+    per_exec_same = (more and other_b > 0
+                     and abs((_other(row, "after") / na) / (other_b / nb) - 1) <= 0.1)
+    rest_named = (bool(row.get("rest_changed")) or not row.get("judged")) and abs(residual) > part
+    if rest_named and not per_exec_same:
+        whole = abs(residual - dwall) <= 0.1 * abs(dwall)
+        amount = "none of it is CPU or I/O" if whole else (
+            f"{residual:+.3f} s of it is neither CPU nor I/O")
+        if machine:
+            reasons.append(f"{amount}: the machine or the concurrency changed (see above), "
+                           "not this prefix")
+        elif contention and residual > 0:  # CPU-bound, and its CPU grew: still a core's wait
+            reasons.append(f"{amount}: more waiting for a core than the contention before gives "
+                           "(the machine's load or the concurrency grew; host load is not "
+                           "recorded)")
+        else:
+            reasons.append(f"{amount}: time inside the task that no source explains "
+                           "(sleeping, locks, GIL, external calls)")
+    if abs(row.get("awaiting_s_delta") or 0.0) > part:  # coroutines: in wall, but suspended
+        reasons.append(f"awaiting {row['awaiting_s_delta']:+.3f} s of it (coroutine tasks "
+                       "suspended on the event loop)")
+    if not reasons:
+        reasons.append("spread over CPU, I/O and unmeasured time, no part dominating")
+    text = f"{head} — " + "; ".join(reasons)
+    if row.get("evidence"):
+        text += f" ({row['evidence']})"
+    context = _context(row, part)
+    if context:
+        text += ". Before the executions, not in task time: " + "; ".join(context) + "."
+    return text
+
+
+def _file_reasons(row: dict[str, Any]) -> str:
+    dio = row["io_time_s_delta"]
+    bytes_b = row["read_bytes_before"] + row["write_bytes_before"]
+    bytes_a = row["read_bytes_after"] + row["write_bytes_after"]
+    text = f"I/O time {dio:+.3f} s ({_pct(row['io_time_s_rel'])})"
+    if bytes_b and _same(bytes_b, bytes_a):
+        return text + " while bytes are unchanged: slower storage, not more data"
+    return text + f" with bytes {_bytes_change(bytes_b, bytes_a)}"
+
+
+def _function_reasons(row: dict[str, Any], call_counts: bool = True) -> str:
+    text = f"exclusive time {row['wall_s_delta']:+.3f} s ({_pct(row['wall_s_rel'])})"
+    cb, ca = row["ncall_before"], row["ncall_after"]
+    if call_counts and cb and ca and not _same(cb, ca):
+        text += f", {ca / cb:.1f}× the calls ({cb:,.0f} → {ca:,.0f})"
+    return text
+
+
+def explanations(d: pl.DataFrame, by: str, *, top: int = 5, call_counts: bool = True,
+                 machine: bool = False) -> list[tuple[str, str]]:
+    """``(item, why)`` for the named top rows (empty: nothing beyond noise).
+    ``call_counts=False``: ``ncall`` are stack samples (``--profile sample``), not calls.
+    ``machine``: a machine or concurrency change was found (the rest of a row's change is
+    blamed on it)."""
+    rows = d.filter(pl.col("significant")).head(top).iter_rows(named=True)
+    if by == "function":
+        return [(str(r["item"]), _function_reasons(r, call_counts)) for r in rows]
+    if by == "file":
+        return [(str(r["item"]), _file_reasons(r)) for r in rows]
+    return [(str(r["item"]), _prefix_reasons(r, machine)) for r in rows]
+
+
+def exact_call_counts(summary: dict[str, Any]) -> bool:
+    """False when the run's function profiles came from the stack sampler (``ncall`` counts
+    samples); imported runs and Yappi profiles count calls."""
+    options = (summary.get("facts") or {}).get("collector_options") or {}
+    return options.get("profile") != "sample"
+
+
+def explain(d: pl.DataFrame, by: str, *, top: int = 5, call_counts: bool = True) -> list[str]:
+    """Plain-language Markdown lines for the named top rows (empty list: nothing beyond
+    noise); the item is a code span."""
+    return [f"{code(item)}: {why}"
+            for item, why in explanations(d, by, top=top, call_counts=call_counts)]
+
+
+def _mean(xs: list[float | None]) -> float | None:
+    vals = [x for x in xs if x is not None]
+    return math.fsum(vals) / len(vals) if vals else None
+
+
+def totals_line(before: pl.DataFrame, after: pl.DataFrame, d: pl.DataFrame, *,
+                spans: tuple[list[float | None], list[float | None]] = ([], []),
+                runs: tuple[int, int] = (1, 1)) -> str:
+    """The whole job: its span (first task start to last task end) before → after, the task
+    time summed over all executions, the executions, and how much of the span's change the
+    named rows carry. ``before``/``after`` are prefix profiles (means with several runs)."""
+    wb, wa = (math.fsum(sorted(p["wall_s"].fill_null(0).to_list())) for p in (before, after))
+    nb, na = float(before["executions"].sum()), float(after["executions"].sum())
+    text = ""
+    sb, sa = _mean(spans[0]), _mean(spans[1])
+    if sb is not None and sa is not None:
+        text = (f"Job span (first task start to last task end): {sb:.3f} s → {sa:.3f} s "
+                f"({sa - sb:+.3f} s, {_pct((sa - sb) / sb if sb else None)}). ")
+    text += (f"Task time summed over all executions: {wb:.3f} s → {wa:.3f} s "
+             f"({wa - wb:+.3f} s, {_pct((wa - wb) / wb if wb else None)}); executions "
+             f"{_n(nb)} → {_n(na)}.")
+    if runs != (1, 1):
+        text += f" Means of {runs[0]} run(s) before and {runs[1]} after."
+    named = d.filter(pl.col("significant"))
+    if named.height and sb is not None and sa is not None and sa != sb:
+        share = _fsum(named["span_s_delta"]) / (sa - sb)
+        text += f" Named prefixes carry {share:.0%} of the span's change."
+    return text

@@ -1,0 +1,53 @@
+"""compare_stats: the rank test against scipy's (a test extra), the run-to-run check, and the
+span shares that add up to the job's span."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+
+from correlate.compare_stats import MIN_EXECUTIONS, rank_test, runs_apart, span_shares
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_rank_test_agrees_with_scipy_including_ties(seed):
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.normal(1.0, 0.2, 12 + seed), 1)  # rounded: many ties
+    y = np.round(rng.normal(1.0 + 0.1 * seed, 0.2, 9 + 2 * seed), 1)
+    p, direction = rank_test(x, y)
+    ref = mannwhitneyu(y, x, alternative="two-sided", method="asymptotic", use_continuity=True)
+    assert p == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-12)
+    assert direction == (0 if ref.statistic == len(x) * len(y) / 2
+                         else 1 if ref.statistic > len(x) * len(y) / 2 else -1)
+
+
+def test_many_small_shifts_are_certain_and_few_large_ones_are_not():
+    rng = np.random.default_rng(1)
+    base = rng.normal(1.0, 0.05, 1000)
+    p, direction = rank_test(base, base * 1.05)
+    assert p < 1e-6 and direction == 1
+    assert rank_test([1.0, 1.1], [1.4, 1.5]) is None  # too few executions to judge
+    few = rank_test([1.0] * MIN_EXECUTIONS, [1.0] * MIN_EXECUTIONS)
+    assert few == (1.0, 0)
+
+
+def test_runs_apart_needs_a_shift_beyond_the_run_to_run_range():
+    assert runs_apart([1.0], [2.0]) is None
+    assert runs_apart([1.0, 1.1], [2.0, 2.1]) is True
+    # apart, but the means differ by less than half a side's run-to-run range
+    assert runs_apart([1.0, 1.8, 1.8], [1.85, 1.85, 1.85]) is False
+    assert runs_apart([1.0, 1.1], [2.0, 5.0]) is True  # a wide side far beyond the other
+    assert runs_apart([1.0, 1.5], [1.2, 1.7]) is False
+    assert runs_apart([2.0, 2.1], [1.0, 1.1]) is True
+
+
+def test_span_shares_add_up_to_the_span_less_idle_time():
+    # two executions overlap for 1 s, then a 1 s gap, then one alone
+    start = np.array([0.0, 1.0, 4.0, np.nan])
+    stop = np.array([2.0, 3.0, 5.0, 1.0])
+    shares, span = span_shares(start, stop)
+    assert span == 5.0
+    assert shares[:3] == pytest.approx([1.5, 1.5, 1.0])
+    assert np.isnan(shares[3])
+    assert np.nansum(shares) + 1.0 == pytest.approx(span)  # + the idle second
