@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from correlate import align, attribute, coroutines, spill, stdio_io, thread_inference, waits
+from correlate.local_dir import barrier_owners
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
 from correlate.partitions import attribute_all, by_process, process_order
@@ -133,7 +134,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     windows = coroutines.io_windows(ex, frames.execution_slices)
     parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
                           frames.clock_markers, frames.file_opens, worker_clocks,
-                          frames.processes, sink, mapper)
+                          frames.processes, sink, mapper,
+                          shuffle_owners=barrier_owners(ex))
     # the stdio pass needs only the windows (a coroutine's slices), not a copy of everything
     windows = windows.select("execution_id", "local_start_ns", "local_stop_ns")
     clocks = pl.concat([worker_clocks, parts["darshan_clocks"]]).sort(
@@ -161,7 +163,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
             "unattributed": _put(sink, "unattributed", unattributed),
             "clocks": _put(sink, "clocks", clocks)}
     summary = build_summary(frames, kept, parts["segment_totals"],
-                            stdio_io.stdio_totals(frames.io_file_counters))
+                            stdio_io.stdio_totals(frames.io_file_counters),
+                            parts["shuffle_io"])
     inference = thread_inference.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference

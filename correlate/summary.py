@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import local_dir, p2p
 from correlate.grouping import group_agg
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
@@ -63,7 +64,28 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
                                  for m, b, o in by_method.rows()},
         "unattributed_by_reason": [
             {"reason": r, "bytes": _count(b), "ops": _count(o)} for r, b, o in reasons.rows()],
+        "by_destination": _destinations(total["bytes"], attributed["bytes"], by_method, reasons),
     }
+
+
+def _destinations(total: float, attributed: float, by_method: pl.DataFrame,
+                  reasons: pl.DataFrame) -> dict[str, Any]:
+    """Where the bytes went, adding up to the total: ``tasks`` (given to executions by their
+    threads, files or windows), ``shuffles`` (P2P shard I/O given to its shuffle's owner, or in
+    a shuffle folder and held by no task), ``spill`` (Dask's spill store) and ``unexplained``
+    (every other unattributed byte; ``unattributed_by_reason`` says why)."""
+    def method(m: str) -> float:
+        return float(by_method.filter(pl.col("attribution") == m).get_column("bytes").sum())
+
+    def reason(r: str) -> float:
+        return float(reasons.filter(pl.col("reason") == r).get_column("bytes").sum())
+    shuffles = method(p2p.METHOD_NAME) + reason(local_dir.P2P)
+    spill = reason(local_dir.SPILL)
+    unattributed = float(reasons.get_column("bytes").sum())
+    parts = {"tasks": attributed - method(p2p.METHOD_NAME), "shuffles": shuffles,
+             "spill": spill, "unexplained": unattributed - reason(local_dir.P2P) - spill}
+    return {k: {"bytes": _count(v), "share": _round(v / total, 4) if total else None}
+            for k, v in parts.items()}
 
 
 def _cpu_per_worker(tasks: pl.DataFrame, samples: pl.DataFrame) -> list[dict[str, Any]]:
@@ -184,7 +206,8 @@ def _log_problem(r: dict[str, Any]) -> str:
 
 
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
-                  segment_totals: pl.DataFrame, stdio: dict[str, float]) -> dict[str, Any]:
+                  segment_totals: pl.DataFrame, stdio: dict[str, float],
+                  shuffle_io: pl.DataFrame | None = None) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks), the totals
     of the ``segments`` table per (host, pid, attribution) and those of the C stdio I/O
     (``stdio_io.stdio_totals``)."""
@@ -216,6 +239,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "headline": headline_problems(frames),
         "cpu": _cpu(tasks, frames.clock_samples),
         "spill": _spill(tasks, frames),
+        "shuffles": (p2p.shuffle_summary(shuffle_io, tasks, frames.dependencies)
+                     if shuffle_io is not None else []),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
         "top_prefixes_by_io": _top(tasks, "io_time_s"),
         "clocks": _clocks(clocks),

@@ -27,6 +27,10 @@ Attribution methods (column ``attribution``):
   fractional). The part outside every window stays unattributed.
 - ``stdio-split``: as stdio-file, for a file that several executions of the process opened:
   shared in proportion to how often each opened it.
+- ``p2p-shuffle``: a write into a P2P shuffle's disk buffer (``<local_directory>/shuffle-<id>-
+  <run>/``) that the worker itself issued (event loop or offload thread, no task's thread):
+  given whole to that shuffle's barrier task ``shuffle-barrier-<id>``, its owner
+  (``correlate/p2p.py``); which transfer task sent the bytes is not recorded. Not thread-exact.
 - ``none``: the execution has no I/O attributed (or no I/O data exists for its process); a
   segment given to no execution (its reason is in ``unattributed``).
 - ``spill`` (segments only): a read or write of a Dask spill file, given to no execution; the
@@ -41,7 +45,7 @@ from __future__ import annotations
 from correlate.schema.table import Column, Table
 
 ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,stdio-file,"
-               "helper-split,window-split,stdio-split,none,spill")
+               "helper-split,window-split,stdio-split,p2p-shuffle,none,spill")
 
 TASKS = Table(
     "tasks",
