@@ -152,8 +152,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink
     # taken out of ``parts``: the partitions' task_files (a row per execution and file, and
     # per share of a split segment) is let go once its output copy with keys is made
     files, io_totals, unattributed = _with_stdio(
-        *(parts.pop(n) for n in ("task_files", "io_totals", "unattributed")), frames, ex,
-        windows, clocks)
+        *_across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
+        parts.pop("unattributed"), frames, ex, windows, clocks)
     task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     del files
@@ -185,6 +185,17 @@ def _with_stdio(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed:
     files = sorted_for_output(files, TABLES["task_files"])
     return (files, attribute.task_io_totals(files),
             pl.concat([unattributed, stdio_unattributed], how="diagonal_relaxed"))
+
+
+def _across_processes(task_files: pl.DataFrame, io_totals: pl.DataFrame
+                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """task_files and per-execution totals once an execution has I/O from several processes'
+    partitions (a P2P shuffle's barrier holds the shard writes of every worker): its totals
+    summed again over all its rows, one row per execution."""
+    if not io_totals.get_column("execution_id").is_duplicated().any():
+        return task_files, io_totals
+    files = sorted_for_output(task_files, TABLES["task_files"])
+    return files, attribute.task_io_totals(files)
 
 
 def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataFrame:

@@ -12,6 +12,10 @@ distributed lays a worker's local directory out as (checked in its source, 2023.
   an integer that grows each time the shuffle is restarted;
 - ``<workspace>/<worker dir>.dirlock``, ``<workspace>/global.lock``, ``<workspace>/purge.lock``:
   ``distributed.diskutils`` lock files beside the local directory (``<workspace>/<worker dir>``);
+- the folders themselves (the local directory, ``storage``, a shuffle folder): distributed
+  opens them (``shutil.rmtree`` of a shuffle folder works on descriptors), and Darshan, which
+  names a descriptor by what was opened on it, was seen to file later reads and writes of a
+  reused descriptor under such a folder's name: bytes of some other file, not the folder's;
 - anything else below it: files a plugin (``UploadFile``, ``UploadDirectory``) or user code put
   there.
 """
@@ -24,6 +28,8 @@ import polars as pl
 SPILL = "worker local directory (spill)"
 P2P = "P2P shuffle disk buffer"
 LOCK = "worker directory lock file"
+FOLDER = ("a worker local directory folder's own name (a directory holds no bytes: Darshan "
+          "named a reused descriptor after it)")
 OTHER = "worker local directory (other file: plugin or user)"
 
 #: ``shuffle-<id>-<run>/<partition>`` right below the local directory; the id is a token (it
@@ -62,7 +68,9 @@ def reason(path: pl.Expr, local_dir: pl.Expr) -> pl.Expr:
     """Why I/O on ``path`` of a worker whose local directory is ``local_dir`` is Dask's own,
     else null (a file outside the local directory: the reason lies elsewhere)."""
     below = _below(path, local_dir)
-    return (pl.when(below.str.starts_with("/storage/")).then(pl.lit(SPILL))
+    folder = (path == local_dir) | below.str.contains(r"^/(storage|shuffle-[^/]+)/?$")
+    return (pl.when(folder).then(pl.lit(FOLDER))
+            .when(below.str.starts_with("/storage/")).then(pl.lit(SPILL))
             .when(below.str.contains(SHUFFLE_DIR)).then(pl.lit(P2P))
             .when(is_lock_file(path, local_dir)).then(pl.lit(LOCK))
             .when(below.is_not_null()).then(pl.lit(OTHER)))

@@ -78,6 +78,14 @@ def test_every_shard_write_goes_to_its_shuffles_barrier_none_to_spill(shuffled):
     assert (owners["attributed_weight"] == 1.0).all()
     un = result.tables["unattributed"]
     assert un.filter(pl.col("reason").is_in([P2P, SPILL])).is_empty()
+    # one row per execution; a barrier's written bytes are its shuffle's, from every worker
+    every = result.tables["tasks"]
+    assert every["execution_id"].is_unique().all()
+    written = seg.group_by("shuffle_id").agg(pl.col("length").sum())
+    barriers = every.filter(pl.col("key").str.starts_with(BARRIER_PREFIX)).select(
+        shuffle_id=pl.col("key").str.slice(len(BARRIER_PREFIX)), written="write_bytes")
+    assert written.join(barriers, on="shuffle_id").filter(
+        pl.col("length") != pl.col("written")).is_empty()
     assert result.summary["spill"]["spilled_bytes"] == 0
 
 
