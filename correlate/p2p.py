@@ -109,8 +109,7 @@ def _tasks_of(barrier: str, tasks: pl.DataFrame, dependencies: pl.DataFrame,
                                     | pl.col("execution_id").is_in(readers)))):
         out[kind] = {"executions": rows.height, "keys": rows.get_column("key").n_unique(),
                      "wall_s": _round(rows.get_column("duration_s").sum()),
-                     "read_bytes": _count(rows.get_column("read_bytes").sum()),
-                     "write_bytes": _count(rows.get_column("write_bytes").sum())}
+                     "cpu_s": _round(rows.get_column("cpu_s").sum())}
     return out
 
 

@@ -68,22 +68,32 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
     }
 
 
+#: unattributed reasons that name what the bytes were, though no task's: the collector's own
+#: markers, processes that run no task, files of a worker's directory that are Dask's own
+KNOWN_NOT_TASKS = ("collector clock marker", "process is not a known Dask process",
+                   local_dir.LOCK, local_dir.FOLDER, local_dir.OTHER)
+
+
 def _destinations(total: float, attributed: float, by_method: pl.DataFrame,
                   reasons: pl.DataFrame) -> dict[str, Any]:
     """Where the bytes went, adding up to the total: ``tasks`` (given to executions by their
     threads, files or windows), ``shuffles`` (P2P shard I/O given to its shuffle's owner, or in
-    a shuffle folder and held by no task), ``spill`` (Dask's spill store) and ``unexplained``
-    (every other unattributed byte; ``unattributed_by_reason`` says why)."""
+    a shuffle folder and held by no task), ``spill`` (Dask's spill store), ``not_tasks`` (known
+    and no task's: other processes, the collector's markers, the worker directory's own
+    files) and ``unexplained`` (the rest: outside any task, …; ``unattributed_by_reason``)."""
     def method(m: str) -> float:
         return float(by_method.filter(pl.col("attribution") == m).get_column("bytes").sum())
 
-    def reason(r: str) -> float:
-        return float(reasons.filter(pl.col("reason") == r).get_column("bytes").sum())
-    shuffles = method(p2p.METHOD_NAME) + reason(local_dir.P2P)
-    spill = reason(local_dir.SPILL)
+    def reason(r: pl.Expr) -> float:
+        return float(reasons.filter(r).get_column("bytes").sum())
+    why = pl.col("reason")
+    shuffles = method(p2p.METHOD_NAME) + reason(why == local_dir.P2P)
+    spill = reason(why == local_dir.SPILL)
+    known = reason(why.is_in(KNOWN_NOT_TASKS) | why.str.ends_with(" process"))
     unattributed = float(reasons.get_column("bytes").sum())
     parts = {"tasks": attributed - method(p2p.METHOD_NAME), "shuffles": shuffles,
-             "spill": spill, "unexplained": unattributed - reason(local_dir.P2P) - spill}
+             "spill": spill, "not_tasks": known,
+             "unexplained": unattributed - reason(why == local_dir.P2P) - spill - known}
     return {k: {"bytes": _count(v), "share": _round(v / total, 4) if total else None}
             for k, v in parts.items()}
 

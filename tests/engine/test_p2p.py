@@ -143,6 +143,7 @@ def test_the_headline_splits_the_bytes_into_tasks_shuffles_spill_and_unexplained
     dest = result.summary["io"]["by_destination"]
     total = result.summary["io"]["total"]["bytes"]
     assert sum(d["bytes"] for d in dest.values()) == pytest.approx(total)
+    assert set(dest) == {"tasks", "shuffles", "spill", "not_tasks", "unexplained"}
     assert dest["shuffles"]["bytes"] == io.filter(pl.col("op") == "write")["length"].sum()
     assert dest["spill"]["bytes"] == 0
     assert dest["tasks"]["bytes"] >= io.filter(
