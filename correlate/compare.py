@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate.reports.aggregate import destinations
 from correlate.reports.fmt import human_bytes
 from correlate.reports.markdown import code
 
@@ -255,6 +256,20 @@ def totals_line(before: pl.DataFrame, after: pl.DataFrame, d: pl.DataFrame) -> s
         share = float(sig["wall_s_delta"].sum()) / (wa - wb)
         text += f" Significant per-prefix changes carry {share:.0%} of the difference."
     return text
+
+
+def destinations_line(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Where the I/O went in each run (tasks, P2P shuffles, spill, known I/O of no task,
+    unexplained), before → after; empty when either summary has no ``io.by_destination``.
+    Shuffles are compared in total: a shuffle's id is a token of its graph, different in
+    each run."""
+    b, a = destinations(before), destinations(after)
+    if not b or not a:
+        return ""
+    got = dict((name, bytes_) for name, bytes_, _share in a)
+    parts = [f"{name} {_bytes_change(x or 0, got.get(name) or 0)}" for name, x, _s in b
+             if name in got and (x or got.get(name))]
+    return ("Where the I/O went: " + ", ".join(parts) + ".") if parts else ""
 
 
 SETUP_KEYS = ("command", "workers", "nthreads", "hosts", "versions", "collector_options",

@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
                    explained=compare.explanations(
                        diffs[args.by], args.by,
                        call_counts=compare.exact_call_counts(sb) and compare.exact_call_counts(sa)),
-                   totals=compare.totals_line(*profiles["prefix"], diffs["prefix"]),
+                   totals=" ".join(filter(None, (
+                       compare.totals_line(*profiles["prefix"], diffs["prefix"]),
+                       compare.destinations_line(sb, sa)))),
                    noise_floor_s=compare.ABS_NOISE_SHARE * compare.dimension_total(
                        *profiles[args.by]), rel_noise=compare.REL_NOISE)
     write_comparison(out, c)

@@ -83,3 +83,32 @@ def test_without_a_barrier_the_writes_stay_unattributed_as_p2p_not_spill():
         host_start_ns=pl.col("host_start_ns")), ids)
     assert io.select("shuffle_id", "run_id", "op", "bytes", "given_bytes").rows() == [
         (SID, 3, "write", 100, 0)]
+
+
+def test_destinations_add_up_to_the_total_and_name_each_part():
+    from correlate.summary import _destinations
+
+    by_method = pl.DataFrame({"attribution": ["exact-thread", "p2p-shuffle"],
+                              "bytes": [100.0, 40.0]})
+    reasons = pl.DataFrame({"reason": [local_dir.P2P, local_dir.SPILL, "scheduler process",
+                                       "collector clock marker", local_dir.FOLDER,
+                                       "outside any task execution"],
+                            "bytes": [5.0, 7.0, 3.0, 2.0, 1.0, 11.0]})
+    total = 100 + 40 + 5 + 7 + 3 + 2 + 1 + 11
+    got = {k: v["bytes"] for k, v in _destinations(total, 140.0, by_method, reasons).items()}
+    assert got == {"tasks": 100, "shuffles": 45, "spill": 7, "not_tasks": 6,
+                   "unexplained": 11}
+
+
+def test_compare_says_where_the_io_went_before_and_after():
+    from correlate.compare import destinations_line
+
+    def summary(tasks, shuffles):
+        return {"io": {"by_destination": {
+            "tasks": {"bytes": tasks, "share": None}, "shuffles": {"bytes": shuffles,
+                                                                   "share": None},
+            "spill": {"bytes": 0, "share": None}}}}
+    line = destinations_line(summary(1024, 0), summary(1024, 2048))
+    assert line.startswith("Where the I/O went: tasks unchanged")
+    assert "P2P shuffles 2.0 KiB, none before" in line and "spill" not in line
+    assert destinations_line({}, summary(1, 1)) == ""
