@@ -31,6 +31,8 @@ NO_READS = ("no read of its shards traced: array rechunks read them back through
             "map, which Darshan does not see")
 #: methods a shard write keeps: a thread tied it to the execution that issued it
 THREAD_EXACT = ("exact-thread", "inferred-thread", "helper-context")
+#: a shard file's path anywhere (a process without a recorded local directory)
+ANYWHERE = r"/shuffle-([^/]+)-(\d+)/[^/]+$"
 
 
 def _local_dirs(segments: pl.DataFrame, processes: pl.DataFrame) -> pl.Series:
@@ -42,12 +44,37 @@ def _local_dirs(segments: pl.DataFrame, processes: pl.DataFrame) -> pl.Series:
     ).get_column("local_directory")
 
 
-def shuffle_ids(segments: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame:
+def shuffle_ids(segments: pl.DataFrame, processes: pl.DataFrame,
+                known: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per segment (same order): ``shuffle_id`` and ``run_id`` of the shard file it touched,
-    else nulls."""
-    d = pl.lit(_local_dirs(segments, processes))
-    return segments.select(shuffle_id=local_dir.shuffle_id(pl.col("path"), d),
-                           run_id=local_dir.shuffle_run(pl.col("path"), d))
+    else nulls. A process whose local directory is not recorded (imported runs) still has
+    its shards recognised by their ``…/shuffle-<id>-<run>/<partition>`` path when ``<id>`` is
+    a shuffle of ``known`` (``shuffle_id``: a barrier task of the run), never by the pattern
+    alone. Only paths holding ``/shuffle-`` are looked at (a literal test per segment; the
+    regular expressions and the join run on those few)."""
+    out = pl.select(shuffle_id=pl.repeat(None, segments.height, dtype=pl.String),
+                    run_id=pl.repeat(None, segments.height, dtype=pl.Int64))
+    rows = segments.select(pl.arg_where(pl.col("path").str.contains("/shuffle-", literal=True))
+                           ).to_series()
+    if rows.is_empty():
+        return out
+    few = segments.select("host", "pid", "path")[rows]
+    d = pl.lit(_local_dirs(few, processes))
+    path = pl.col("path")
+    ids = few.select(shuffle_id=local_dir.shuffle_id(path, d),
+                     run_id=local_dir.shuffle_run(path, d))
+    if known is not None and not known.is_empty():
+        found = few.select(no_dir=d.is_null(), sid=path.str.extract(ANYWHERE, 1),
+                           run=path.str.extract(ANYWHERE, 2).cast(pl.Int64))
+        ok = pl.lit(found.get_column("no_dir") & found.get_column("sid").is_in(
+            known.get_column("shuffle_id").implode()))
+        ids = ids.with_columns(
+            shuffle_id=pl.when(ok).then(pl.lit(found.get_column("sid")))
+            .otherwise(pl.col("shuffle_id")),
+            run_id=pl.when(ok).then(pl.lit(found.get_column("run"))).otherwise(pl.col("run_id")))
+    return out.with_columns(
+        out.get_column("shuffle_id").scatter(rows, ids.get_column("shuffle_id")),
+        out.get_column("run_id").scatter(rows, ids.get_column("run_id")))
 
 
 def give_shard_writes(att: IOAttribution, ids: pl.DataFrame, owners: pl.DataFrame
@@ -80,9 +107,10 @@ def shuffle_io(segments: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
     """host, pid, shuffle_id, run_id, op → bytes, ops, io_time_s, files, first_ns, last_ns
     (host clock), given_bytes (held by an execution), executions (the distinct executions holding the bytes: the unpack tasks
     for reads, the owner for writes): every segment in a shuffle folder, whoever holds it."""
-    own = segments.select("host", "pid", "op", "path", "length", "execution_id",
-                          "host_start_ns", "host_stop_ns", io_s=IO_SECONDS).with_columns(
-        ids).filter(pl.col("shuffle_id").is_not_null())
+    rows = ids.select(pl.arg_where(pl.col("shuffle_id").is_not_null())).to_series()
+    own = segments[rows].select("host", "pid", "op", "path", "length", "execution_id",
+                                "host_start_ns", "host_stop_ns", io_s=IO_SECONDS).with_columns(
+        ids[rows])
     return own.group_by("host", "pid", "shuffle_id", "run_id", pl.col("op").cast(pl.String)
                         ).agg(bytes=pl.col("length").sum(), ops=pl.len().cast(pl.Int64),
                               io_time_s=pl.col("io_s").sum(),

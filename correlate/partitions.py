@@ -187,7 +187,7 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
     att = thread_inference.attribute(att, ex)
-    shuffles = p2p.shuffle_ids(att.segments, processes)
+    shuffles = p2p.shuffle_ids(att.segments, processes, shuffle_owners)
     if shuffle_owners is not None:
         att = p2p.give_shard_writes(att, shuffles, shuffle_owners)
     spill_key = spill.spill_keys(att.segments, processes)

@@ -112,3 +112,15 @@ def test_compare_says_where_the_io_went_before_and_after():
     assert line.startswith("Where the I/O went: tasks unchanged")
     assert "P2P shuffles 2.0 KiB, none before" in line and "spill" not in line
     assert destinations_line({}, summary(1, 1)) == ""
+
+
+def test_without_a_local_directory_only_a_known_shuffles_path_is_a_shard():
+    procs = PROCS.with_columns(local_directory=pl.lit(None, pl.String))
+    seg = segments([("h", 1, LOOP, 10, 20, 100, "write", f"/w/shuffle-{SID}-3/4"),
+                    ("h", 1, LOOP, 10, 20, 100, "write", "/w/shuffle-unknown-1/4"),
+                    ("h", 1, LOOP, 10, 20, 100, "write", f"/w/shuffle-{SID}-3")])
+    known = pl.DataFrame({"shuffle_id": [SID], "owner": [1]})
+    ids = p2p.shuffle_ids(seg, procs, known)
+    assert ids.rows() == [(SID, 3), (None, None), (None, None)]
+    # with the directory recorded, the directory decides
+    assert p2p.shuffle_ids(seg, PROCS, known)["shuffle_id"].null_count() == 3
