@@ -13,8 +13,9 @@ to that shuffle's barrier task (``shuffle-barrier-<id>``), the one task every tr
 shuffle feeds and every unpack waits for: the shuffle's owner. Time-overlap shares
 (``window-split``, ``helper-split``, ``helper-file``) are replaced: the tasks that happened to
 run meanwhile did not write them. Without a recorded barrier execution the writes stay
-unattributed, with the reason ``local_dir.P2P``: their shuffle is still known from the path
-(``shuffle_io``), their task is not.
+unattributed, with the reason ``local_dir.P2P`` (counted as the shuffles' part of the I/O in
+``summary.json`` ``io.by_destination``); a run in which no barrier ran is not searched for
+shards at all (that costs a test on every segment's path), so it lists no shuffles.
 """
 
 from __future__ import annotations
@@ -103,10 +104,13 @@ def give_shard_writes(att: IOAttribution, ids: pl.DataFrame, owners: pl.DataFram
     return IOAttribution(segments=seg, split=split)
 
 
-def shuffle_io(segments: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
+def shuffle_io(segments: pl.DataFrame, ids: pl.DataFrame | None) -> pl.DataFrame:
     """host, pid, shuffle_id, run_id, op → bytes, ops, io_time_s, files, first_ns, last_ns
     (host clock), given_bytes (held by an execution), executions (the distinct executions holding the bytes: the unpack tasks
     for reads, the owner for writes): every segment in a shuffle folder, whoever holds it."""
+    if ids is None:  # not looked for: no rows, the same columns
+        segments = segments.clear()
+        ids = pl.DataFrame(schema={"shuffle_id": pl.String, "run_id": pl.Int64})
     rows = ids.select(pl.arg_where(pl.col("shuffle_id").is_not_null())).to_series()
     own = segments[rows].select("host", "pid", "op", "path", "length", "execution_id",
                                 "host_start_ns", "host_stop_ns", io_s=IO_SECONDS).with_columns(

@@ -187,8 +187,11 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
     att = thread_inference.attribute(att, ex)
-    shuffles = p2p.shuffle_ids(att.segments, processes, shuffle_owners)
-    if shuffle_owners is not None:
+    # P2P shards are looked for only in a run whose shuffle barriers ran (a test on every
+    # segment's path otherwise); without one, their bytes keep the reason local_dir.P2P
+    shuffles = None
+    if shuffle_owners is not None and shuffle_owners.height:
+        shuffles = p2p.shuffle_ids(att.segments, processes, shuffle_owners)
         att = p2p.give_shard_writes(att, shuffles, shuffle_owners)
     spill_key = spill.spill_keys(att.segments, processes)
     out = _segments_table(att, spill_key)
