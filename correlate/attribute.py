@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from correlate import per_process
+from correlate import local_dir, per_process
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
 from correlate.sorting import packed_key, sort_order
 
@@ -41,7 +41,7 @@ METHOD = SEGMENTS.column("attribution").polars_dtype()
 OP = SEGMENTS.column("op").polars_dtype()
 #: methods that give a segment whole to one execution (its ``execution_id``); the others give
 #: it in shares (``IOAttribution.split``)
-WHOLE = ("exact-thread", "inferred-thread", "helper-context")
+WHOLE = ("exact-thread", "inferred-thread", "helper-context", "p2p-shuffle")
 
 
 @dataclass(frozen=True)
@@ -331,17 +331,15 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
 
 def not_a_tasks_reason(otherwise: pl.Expr) -> pl.Expr:
     """Why I/O of a row (``role``, ``local_directory`` of its process, ``path``) belongs to no
-    task: a process that is no known Dask process or no worker, the worker's spill directory;
-    for a worker's other I/O, ``otherwise``."""
-    local_dir = pl.col("local_directory")
+    task: a process that is no known Dask process or no worker, a file of the worker's local
+    directory (spill store, P2P shuffle buffer, lock or other file: ``local_dir.reason``); for
+    a worker's other I/O, ``otherwise``."""
     return (pl.when(pl.col("role").is_null())
             .then(pl.lit("process is not a known Dask process"))
             .when(pl.col("role") != "worker")
             .then(pl.concat_str(pl.col("role"), pl.lit(" process")))
-            .when(local_dir.is_not_null()
-                  & pl.col("path").str.starts_with(local_dir.fill_null("\0")))
-            .then(pl.lit("worker local directory (spill)"))
-            .otherwise(otherwise))
+            .otherwise(pl.coalesce(local_dir.reason(pl.col("path"), pl.col("local_directory")),
+                                   otherwise)))
 
 
 def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.DataFrame,

@@ -36,6 +36,7 @@ from typing import Any
 import polars as pl
 
 from correlate.compare_explain import (  # noqa: F401  (the comparison's one namespace)
+    _bytes_change,
     _fsum,
     exact_call_counts,
     explain,
@@ -51,6 +52,7 @@ from correlate.compare_stats import (  # noqa: F401
     runs_apart,
     span_shares,
 )
+from correlate.reports.aggregate import destinations
 
 #: a timing change whose total is whose total is below this share of the job's span (nobody waits for it)
 JOB_FLOOR = 0.01
@@ -363,6 +365,21 @@ def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str
     d = d.with_columns(machine=pl.col("item").is_in(stretched["item"].to_list()))
     d = d.with_columns(significant=pl.col("significant") & ~pl.col("machine"))
     return rank(d, "prefix"), text
+
+
+def destinations_line(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Where the I/O went in each run (tasks, P2P shuffles, spill, known I/O of no task,
+    unexplained), before → after; empty when either summary has no ``io.by_destination``.
+    Shuffles are compared in total: a shuffle's id is a token of its graph, different in
+    each run."""
+    b, a = destinations(before), destinations(after)
+    if not b or not a:
+        return ""
+    got = dict((name, bytes_) for name, bytes_, _share in a)
+    parts = [f"{name} {_bytes_change(x or 0, got.get(name) or 0)}" for name, x, _s in b
+             if name in got and (x or got.get(name))]
+    return ("Where the I/O went: " + ", ".join(parts) + ".") if parts else ""
+
 
 
 # concurrency and the machine first: they change the meaning of every other line

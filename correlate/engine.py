@@ -21,6 +21,7 @@ import polars as pl
 
 from correlate import align, attribute, coroutines, spill, stdio_io, thread_inference, waits
 from correlate.counters_io import attribute_counters, counter_totals, untraced_counters
+from correlate.local_dir import barrier_owners
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
 from correlate.partitions import attribute_all, by_process, process_order
@@ -153,7 +154,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     windows = coroutines.io_windows(ex, frames.execution_slices)
     parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
                           frames.clock_markers, frames.file_opens, worker_clocks,
-                          frames.processes, sink, mapper)
+                          frames.processes, sink, mapper,
+                          shuffle_owners=barrier_owners(ex))
     # the stdio pass needs only the windows (a coroutine's slices), not a copy of everything
     windows = windows.select("execution_id", "local_start_ns", "local_stop_ns")
     darshan_clocks = parts["darshan_clocks"]
@@ -175,8 +177,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     # taken out of ``parts``: the partitions' task_files (a row per execution and file, and
     # per share of a split segment) is let go once its output copy with keys is made
     files, io_totals, unattributed = _with_stdio(
-        *(parts.pop(n) for n in ("task_files", "io_totals", "unattributed")), frames, ex,
-        windows, clocks)
+        *_across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
+        parts.pop("unattributed"), frames, ex, windows, clocks)
     task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     del files
@@ -188,7 +190,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     summary = build_summary(frames, kept, parts["segment_totals"],
                             stdio_io.stdio_totals(frames.io_file_counters),
                             counter_totals(untraced_counters(
-                                frames.io_file_counters, frames.darshan_logs)), group_by)
+                                frames.io_file_counters, frames.darshan_logs)),
+                            parts["shuffle_io"], group_by)
     inference = thread_inference.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference
@@ -243,6 +246,17 @@ def _heatmaps(logs: pl.DataFrame, untraced: pl.DataFrame) -> pl.DataFrame:
     got = [darshan_logs.read_heatmap(p) for p in paths if p in wanted]
     return (pl.concat(got) if got
             else pl.DataFrame(schema=darshan_logs.HEATMAP_SCHEMA))
+
+
+def _across_processes(task_files: pl.DataFrame, io_totals: pl.DataFrame
+                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """task_files and per-execution totals once an execution has I/O from several processes'
+    partitions (a P2P shuffle's barrier holds the shard writes of every worker): its totals
+    summed again over all its rows, one row per execution."""
+    if not io_totals.get_column("execution_id").is_duplicated().any():
+        return task_files, io_totals
+    files = sorted_for_output(task_files, TABLES["task_files"])
+    return files, attribute.task_io_totals(files)
 
 
 def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataFrame:

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, attribute, helper_io, per_process, spill, thread_inference
+from correlate import align, attribute, helper_io, p2p, per_process, spill, thread_inference
 from correlate.mappers import Mapper, local_map
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -36,7 +36,7 @@ from correlate.sources import darshan_logs
 SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset", "length",
                    "local_start_ns", "local_stop_ns"]
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "io_totals", "unattributed", "methods",
-                  "segment_totals", "spill", "inferred_threads")
+                  "segment_totals", "spill", "inferred_threads", "shuffle_io")
 
 
 @dataclass(frozen=True)
@@ -168,10 +168,12 @@ def _process_method(segments: pl.DataFrame) -> pl.DataFrame:
 
 
 def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
-                        processes: pl.DataFrame, marker_paths: list[str]
-                        ) -> dict[str, pl.DataFrame]:
+                        processes: pl.DataFrame, marker_paths: list[str],
+                        shuffle_owners: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
     """Align one process's Darshan clock (markers, else containment) and attribute its
-    segments; the partial output tables of that process."""
+    segments; the partial output tables of that process. ``shuffle_owners`` (shuffle_id →
+    owner execution, ``local_dir.barrier_owners`` of the whole run) takes the P2P shard
+    writes (``correlate.p2p``)."""
     raw = part.raw_segments()
     darshan = align.darshan_offsets(raw, part.markers)
     if darshan.is_empty():
@@ -186,6 +188,12 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
     att = thread_inference.attribute(att, ex)
+    # P2P shards are looked for only in a run whose shuffle barriers ran (a test on every
+    # segment's path otherwise); without one, their bytes keep the reason local_dir.P2P
+    shuffles = None
+    if shuffle_owners is not None and shuffle_owners.height:
+        shuffles = p2p.shuffle_ids(att.segments, processes, shuffle_owners)
+        att = p2p.give_shard_writes(att, shuffles, shuffle_owners)
     spill_key = spill.spill_keys(att.segments, processes)
     out = _segments_table(att, spill_key)
     totals = _segment_totals(out)
@@ -200,6 +208,7 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
         "methods": _process_method(att.segments),
         "spill": spill.spill_io(att.segments, spill_key),
         "inferred_threads": thread_inference.inferred_table(ex, inference, part.host, part.pid),
+        "shuffle_io": p2p.shuffle_io(att.segments, shuffles),
     }
 
 
@@ -226,7 +235,8 @@ def _without_thread_ids(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFram
 def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
                   executions: pl.DataFrame, markers: pl.DataFrame, opens: pl.DataFrame,
                   worker_clocks: pl.DataFrame, processes: pl.DataFrame, sink: TableSink,
-                  mapper: Mapper = local_map) -> dict[str, pl.DataFrame]:
+                  mapper: Mapper = local_map, shuffle_owners: pl.DataFrame | None = None
+                  ) -> dict[str, pl.DataFrame]:
     """Attribute every partition through ``mapper``: each partition's ``segments`` goes to
     ``sink`` as it arrives, in (host, pid) order (so the whole stays sorted); the other partial
     tables are concatenated and returned. ``logs`` (``darshan_logs``) says where segments
@@ -237,7 +247,7 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
                            opens)]
     marker_paths = markers.get_column("path").unique().to_list()
     fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
-                 marker_paths=marker_paths)
+                 marker_paths=marker_paths, shuffle_owners=shuffle_owners)
     pieces: dict[str, list[pl.DataFrame]] = {name: [] for name in PARTIAL_TABLES}
 
     # segments without thread ids are split over the windows they overlap: several shares

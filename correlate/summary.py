@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import spans
+from correlate import local_dir, p2p, spans
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
 from correlate.sources.darshan_logs import incomplete_logs
@@ -87,6 +87,7 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
                                  for m, b, o in by_method.rows()},
         "unattributed_by_reason": [
             {"reason": r, "bytes": _count(b), "ops": _count(o)} for r, b, o in reasons.rows()],
+        "by_destination": _destinations(total["bytes"], attributed["bytes"], by_method, reasons),
     }
 
 
@@ -100,7 +101,38 @@ def _io(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
         return io
     unknown = {"bytes": None, "ops": None, "io_time_s": None}
     return {**io, **{k: dict(unknown) for k in ("total", "attributed", "unattributed",
-                                                "stdio", "posix_counters_without_dxt")}}
+                                                "stdio", "posix_counters_without_dxt")},
+            "by_destination": None}
+
+
+#: unattributed reasons that name what the bytes were, though no task's: the collector's own
+#: markers, processes that run no task, files of a worker's directory that are Dask's own
+KNOWN_NOT_TASKS = ("collector clock marker", "process is not a known Dask process",
+                   local_dir.LOCK, local_dir.FOLDER, local_dir.OTHER)
+
+
+def _destinations(total: float, attributed: float, by_method: pl.DataFrame,
+                  reasons: pl.DataFrame) -> dict[str, Any]:
+    """Where the bytes went, adding up to the total: ``tasks`` (given to executions by their
+    threads, files or windows), ``shuffles`` (P2P shard I/O given to its shuffle's owner, or in
+    a shuffle folder and held by no task), ``spill`` (Dask's spill store), ``not_tasks`` (known
+    and no task's: other processes, the collector's markers, the worker directory's own
+    files) and ``unexplained`` (the rest: outside any task, …; ``unattributed_by_reason``)."""
+    def method(m: str) -> float:
+        return float(by_method.filter(pl.col("attribution") == m).get_column("bytes").sum())
+
+    def reason(r: pl.Expr) -> float:
+        return float(reasons.filter(r).get_column("bytes").sum())
+    why = pl.col("reason")
+    shuffles = method(p2p.METHOD_NAME) + reason(why == local_dir.P2P)
+    spill = reason(why == local_dir.SPILL)
+    known = reason(why.is_in(KNOWN_NOT_TASKS) | why.str.ends_with(" process"))
+    unattributed = float(reasons.get_column("bytes").sum())
+    parts = {"tasks": attributed - method(p2p.METHOD_NAME), "shuffles": shuffles,
+             "spill": spill, "not_tasks": known,
+             "unexplained": unattributed - reason(why == local_dir.P2P) - spill - known}
+    return {k: {"bytes": _count(v), "share": _round(v / total, 4) if total else None}
+            for k, v in parts.items()}
 
 
 def _cpu_per_worker(tasks: pl.DataFrame, samples: pl.DataFrame) -> list[dict[str, Any]]:
@@ -277,6 +309,7 @@ def _shared_readers(files: pl.DataFrame, shown: int = 5) -> list[str]:
 def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
                   segment_totals: pl.DataFrame, stdio: dict[str, float],
                   counters: dict[str, float] | None = None,
+                  shuffle_io: pl.DataFrame | None = None,
                   group_by: tuple[str, ...] = ()) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks), the totals
     of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
@@ -318,6 +351,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "headline": headline,
         "cpu": _cpu(tasks, frames.clock_samples),
         "spill": _spill(tasks, frames),
+        "shuffles": (p2p.shuffle_summary(shuffle_io, tasks, frames.dependencies)
+                     if shuffle_io is not None else []),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
         "top_prefixes_by_io": _top(tasks, "io_time_s"),
         "clocks": _clocks(clocks),

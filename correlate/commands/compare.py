@@ -112,8 +112,10 @@ def run(args: argparse.Namespace) -> int:
                    setup=setup, machine=machine,
                    explained=compare.explanations(diffs[args.by], args.by, call_counts=exact,
                                                   machine=machine is not None),
-                   totals=compare.totals_line(*profiles["prefix"], diffs["prefix"],
-                                              spans=spans, runs=(len(before), len(after))))
+                   totals=" ".join(filter(None, (
+                       compare.totals_line(*profiles["prefix"], diffs["prefix"], spans=spans,
+                                           runs=(len(before), len(after))),
+                       compare.destinations_line(sb, sa)))))
     write_comparison(out, c)
     print_comparison(c, top=args.top, out=out)
     return 0

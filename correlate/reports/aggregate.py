@@ -211,6 +211,40 @@ def spill(tasks: pl.DataFrame, by: str) -> pl.DataFrame:
         "spilled_bytes", "input_read_back_s", by, descending=[True, True, False])
 
 
+#: ``summary.json`` ``io.by_destination`` keys and how the reports name them
+DESTINATIONS = (("tasks", "tasks"), ("shuffles", "P2P shuffles"), ("spill", "spill"),
+                ("not_tasks", "known, no task's"), ("unexplained", "unexplained"))
+
+
+def destinations(summary: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(name, bytes, share) of where the I/O went (tasks, P2P shuffles, spill, known I/O of no
+    task, unexplained);
+    empty for a summary written before ``by_destination`` existed."""
+    dest = (summary.get("io") or {}).get("by_destination") or {}
+    return [(name, dest[k]["bytes"], dest[k]["share"]) for k, name in DESTINATIONS if k in dest]
+
+
+def shuffles(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """One flat row per P2P shuffle of ``summary.json`` ``shuffles``, heaviest writes first:
+    its bytes and times, workers and the executions of its transfer, barrier and unpack
+    tasks."""
+    rows = []
+    for s in summary.get("shuffles") or []:
+        tasks = s.get("tasks") or {}
+        rows.append({
+            "shuffle_id": s["shuffle_id"], "runs": len(s.get("run_ids") or []),
+            "written_bytes": s.get("written_bytes"),
+            "to_owner_bytes": s.get("written_to_owner_bytes"),
+            "owner": s.get("barrier_key"), "read_bytes": s.get("read_bytes"),
+            "read_by_tasks_bytes": s.get("read_by_tasks_bytes"),
+            "write_s": s.get("write_s"), "read_s": s.get("read_s"), "span_s": s.get("span_s"),
+            "workers": len(s.get("per_worker") or []),
+            **{f"{k}_executions": (tasks.get(k) or {}).get("executions")
+               for k in ("transfer", "barrier", "unpack")},
+            "note": s.get("reads_note")})
+    return sorted(rows, key=lambda r: (-(r["written_bytes"] or 0), r["shuffle_id"]))
+
+
 def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
     """The ``n`` executions with the largest ``by`` (``cpu_s``, ``io_bytes``, ``duration_s``…);
     rows where it is null or zero are left out. Ranked on ``by`` alone, and only the rows kept

@@ -176,6 +176,8 @@ def build_data(out: Outputs) -> dict[str, Any]:
                                           "transfer_s", "read_back_s"]),
         "spill": _rows(agg.spill(tasks, "key").head(TOP_FILES), ["key", *agg.SPILL])
         if set(agg.SPILL) <= set(tasks.columns) else [],
+        "shuffles": agg.shuffles(s),
+        "destinations": [list(d) for d in agg.destinations(s)],
         "top_tasks": _top_tasks(tasks),
         "files": _rows(agg.files(out["task_files"], out["unattributed"]).head(TOP_FILES),
                        ["path", "read_bytes", "write_bytes", "outside_bytes", "ops", "io_s",

@@ -51,6 +51,10 @@ Attribution methods (column ``attribution``):
 - ``inconsistent-split``: a C stdio record as for stdio-reassigned where no owner is evident:
   shared by time among those candidates running during its calls; the rest unattributed.
   Named in a warning.
+- ``p2p-shuffle``: a write into a P2P shuffle's disk buffer (``<local_directory>/shuffle-<id>-
+  <run>/``) that the worker itself issued (event loop or offload thread, no task's thread):
+  given whole to that shuffle's barrier task ``shuffle-barrier-<id>``, its owner
+  (``correlate/p2p.py``); which transfer task sent the bytes is not recorded. Not thread-exact.
 - ``none``: the execution has no I/O attributed (or no I/O data exists for its process); a
   segment given to no execution (its reason is in ``unattributed``).
 - ``spill`` (segments only): a read or write of a Dask spill file, given to no execution; the
@@ -68,7 +72,7 @@ from correlate.schema.table import Column, Table
 ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,helper-shared,"
                "stdio-file,"
                "counter-file,helper-split,window-split,stdio-split,stdio-reassigned,"
-               "counter-split,counter-window,inconsistent-split,none,spill")
+               "counter-split,counter-window,inconsistent-split,p2p-shuffle,none,spill")
 
 TASKS = Table(
     "tasks",

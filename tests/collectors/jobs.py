@@ -405,7 +405,89 @@ def fail_job(truth_path: str) -> None:
     sys.exit(3)
 
 
+def _probe_p2p() -> None:
+    """The test's own record of the P2P shuffle's disk buffer (``DiskShardsBuffer``): every
+    shard write (path, thread, bytes, time), every partition read back (and whether the run
+    reads it through a memory map, which no DXT read shows), and each shuffle folder's files
+    and sizes when the buffer closes, independent of the collector."""
+    import builtins
+
+    from distributed.shuffle._disk import DiskShardsBuffer
+
+    seen = builtins._p2p_io = {"io": [], "folders": []}
+    write_frames, read, close = (DiskShardsBuffer._write_frames, DiskShardsBuffer.read,
+                                 DiskShardsBuffer.close)
+
+    def nbytes(frame) -> int:
+        return memoryview(frame).nbytes
+
+    def writing(self, frames, id):
+        frames = list(frames)
+        t0 = time.time()
+        write_frames(self, frames, id)
+        seen["io"].append((os.getpid(), threading.get_ident(), str(self.directory / str(id)),
+                           "write", sum(map(nbytes, frames)), t0, time.time(), False))
+
+    def reading(self, id):
+        path = self.directory / str(id)
+        size = os.path.getsize(path) if path.exists() else 0
+        t0 = time.time()
+        value = read(self, id)
+        mapped = type(getattr(self._read, "__self__", None)).__name__.startswith("Array")
+        seen["io"].append((os.getpid(), threading.get_ident(), str(path), "read", size, t0,
+                           time.time(), mapped))
+        return value
+
+    async def closing(self):
+        if self.directory.exists():
+            seen["folders"] += [(os.getpid(), self.directory.name, f.name, f.stat().st_size)
+                                for f in self.directory.iterdir()]
+        await close(self)
+
+    DiskShardsBuffer._write_frames, DiskShardsBuffer.read = writing, reading
+    DiskShardsBuffer.close = closing
+
+
+def _p2p_seen() -> dict:
+    import builtins
+
+    return dict(builtins._p2p_io)
+
+
+def p2p_job(args: str) -> None:
+    """A dataframe P2P shuffle with a per-partition groupby, a P2P merge of two frames and an
+    array P2P rechunk, on 2 workers x 2 threads (P2P's disk buffer on, as by default)."""
+    import dask
+    import dask.array as da
+    import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+    truth_path, _folder = args.split(",")
+    rng = np.random.default_rng(0)
+    left = pd.DataFrame({"k": np.arange(200_000) % 97, "v": rng.random(200_000)})
+    right = pd.DataFrame({"k": np.arange(50_000) % 97, "w": rng.random(50_000)})
+    with dask.config.set({"distributed.p2p.storage.disk": True}), LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=True,
+            dashboard_address=None) as cluster, Client(cluster) as client:
+        client.run(_probe_p2p)
+        df = dd.from_pandas(left, npartitions=8)
+        sums = df.shuffle(on="k", shuffle_method="p2p").map_partitions(
+            lambda p: p.groupby("k").v.sum()).compute()
+        merged = df.merge(dd.from_pandas(right, npartitions=4), on="k", shuffle_method="p2p",
+                          broadcast=False).w.sum().compute()
+        x = da.from_array(rng.random((1200, 1200)), chunks=(1200, 40))
+        rechunked = x.rechunk((40, 1200), method="p2p").sum().compute()
+        time.sleep(0.5)  # the buffers close after the results arrive
+        seen = client.run(_p2p_seen)
+    Path(truth_path).write_text(json.dumps({
+        "io": [r for s in seen.values() for r in s["io"]],
+        "folders": [r for s in seen.values() for r in s["folders"]],
+        "results": [float(sums.sum()), float(merged), float(rechunked)]}))
+
+
 if __name__ == "__main__":
     {"cluster": cluster_job, "fail": fail_job, "kill": kill_job, "io": io_job, "io-every": io_every_job,
      "parquet": parquet_job, "zarr": zarr_job, "coro": coro_job,
-     "spill": spill_job, "profile-budget": profile_budget_job}[sys.argv[1]](sys.argv[2])
+     "spill": spill_job, "profile-budget": profile_budget_job, "p2p": p2p_job}[sys.argv[1]](sys.argv[2])

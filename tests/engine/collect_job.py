@@ -12,13 +12,14 @@ from collectors.darshan_env import find_runtime
 JOBS = Path(__file__).resolve().parents[1] / "collectors"
 
 
-def record(tmp: Path, job: str, *, profile: str = "off", data: Path | None = None
-           ) -> tuple[Path, Path, bool]:
+def record(tmp: Path, job: str, *, profile: str = "off", data: Path | None = None,
+           darshan: str = "auto") -> tuple[Path, Path, bool]:
     """Run ``jobs.py JOB TRUTH,DATA`` under ``collect -o tmp/run``; returns the run folder, the
-    truth file the job wrote and whether a real darshan-runtime traced it."""
+    truth file the job wrote and whether a real darshan-runtime traced it (``darshan``:
+    ``auto`` finds one if it can, ``off`` runs without)."""
     data = data or tmp / "data"
     data.mkdir(exist_ok=True)
-    lib, _how = find_runtime("auto")
+    lib, _how = find_runtime(darshan)
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"), "--darshan",
            lib or "off", "--profile", profile, "--flush-interval", "1", "--", sys.executable,
            "jobs.py", job, f"{tmp / 'truth.json'},{data}"]

@@ -64,7 +64,7 @@ def test_exact_thread_outside_window_is_classified_by_thread_kind():
     ex = executions([(0, "a", "h", 1, 11, 100, 200)])
     seg = segments([("h", 1, 11, 10, 20, 5, "read", "/d/x"),      # executor, before task
                     ("h", 1, 99, 150, 151, 6, "write", "/d/y"),   # event loop during task
-                    ("h", 1, 42, 150, 151, 8, "write", "/scratch/w1/spill/k"),  # spill
+                    ("h", 1, 42, 150, 151, 8, "write", "/scratch/w1/storage/k"),  # spill
                     ("h", 2, 7, 150, 151, 9, "read", "/d/z")])    # unknown process
     att = attribute.io_to_executions(seg, ex)
     files, un = conservation(att, ex)
@@ -72,7 +72,7 @@ def test_exact_thread_outside_window_is_classified_by_thread_kind():
     kinds = {r["path"]: (r["thread_kind"], r["reason"]) for r in un.iter_rows(named=True)}
     assert kinds["/d/x"] == ("executor-outside-task", "outside any task execution")
     assert kinds["/d/y"] == ("event-loop", "outside any task execution")
-    assert kinds["/scratch/w1/spill/k"][1] == "worker local directory (spill)"
+    assert kinds["/scratch/w1/storage/k"][1] == "worker local directory (spill)"
     assert kinds["/d/z"][1] == "process is not a known Dask process"
 
 

@@ -142,7 +142,7 @@ def test_an_open_for_reading_and_writing_or_of_unknown_mode_allows_both():
 def test_what_no_task_opened_for_it_stays_unattributed_with_its_reason():
     cnt = counters([(1, "STDIO", "/d/a", 0, 64),            # opened only for reading
                     (1, "STDIO", "/d/never", 5, 0),         # opened by no task
-                    (1, "STDIO", "/scratch/w1/spill/k", 7, 0),
+                    (1, "STDIO", "/scratch/w1/storage/k", 7, 0),
                     (2, "STDIO", "/d/sched", 9, 0)])        # the scheduler's own
     op = opens([(2, "/d/a", "read")])
     got, un = attributed(cnt, op)
@@ -152,7 +152,7 @@ def test_what_no_task_opened_for_it_stays_unattributed_with_its_reason():
         ("/d/a", "write"): f"C stdio (not traced by DXT): {OTHER_MODE}",
         ("/d/never", "read"):
             "C stdio (not traced by DXT): no task opened the file for it in Python",
-        ("/scratch/w1/spill/k", "read"): "worker local directory (spill)",
+        ("/scratch/w1/storage/k", "read"): "worker local directory (spill)",
         ("/d/sched", "read"): "scheduler process"}
     assert set(un["thread_kind"]) == {"no-thread-id"}
     # a run with no record of opens at all (imported, or older collectors) says so instead

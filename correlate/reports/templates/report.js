@@ -14,7 +14,10 @@
   const h = DATA.headline;
   const io = h.io || {};
   const ioText = io.captured === false ? "I/O not captured" :
-    `I/O ${fmtBytes((io.total || {}).bytes)}, ${fmtPct(io.attributed_bytes_share)} attributed to tasks`;
+    (DATA.destinations.length
+      ? `I/O ${fmtBytes((io.total || {}).bytes)}: ` +
+        DATA.destinations.map(([name, b, f]) => `${name} ${fmtBytes(b)} (${fmtPct(f)})`).join(", ")
+      : `I/O ${fmtBytes((io.total || {}).bytes)}, ${fmtPct(io.attributed_bytes_share)} attributed to tasks`);
   $("headline").textContent = `${fmtN(h.executions)} task executions of ${fmtN(h.tasks)} tasks ` +
     `(${fmtText(h.source_format)}); ${ioText}; task CPU ` +
     `${(h.cpu || {}).task_cpu_s === null ? "not captured" : fmtS((h.cpu || {}).task_cpu_s)}.`;
@@ -263,6 +266,13 @@
     ["spill_writes", "times", "n"], ["spill_write_s", "write time", "s"],
     ["unspilled_bytes", "read back", "bytes"], ["unspill_read_s", "read time", "s"],
     ["input_read_back_s", "waited for spilled inputs", "s"]], DATA.spill, "spilled_bytes");
+  $("shuffles-section").hidden = !DATA.shuffles.length;
+  sortableTable($("shuffles"), [["shuffle_id", "shuffle", "text"], ["runs", "runs", "n"],
+    ["workers", "workers", "n"], ["written_bytes", "written", "bytes"], ["write_s", "write time", "s"],
+    ["owner", "writes given to", "text"], ["read_bytes", "read back", "bytes"],
+    ["read_s", "read time", "s"], ["span_s", "span", "s"],
+    ["transfer_executions", "transfers", "n"], ["barrier_executions", "barriers", "n"],
+    ["unpack_executions", "unpacks", "n"]], DATA.shuffles, "written_bytes");
   sortableTable($("prefixes"), [["prefix", "prefix", "text"], ["executions", "runs", "n"],
     ["wall_s", "wall", "s"], ["mean_s", "mean", "s"], ["max_s", "max", "s"], ["cpu_s", "CPU", "s"],
     ["other_s", "other (sleep, locks, GIL, waits)", "s"], ["io_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"]],

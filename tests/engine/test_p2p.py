@@ -1,0 +1,150 @@
+"""Dask's P2P shuffle disk buffer on a real LocalCluster (2 workers x 2 threads): a dataframe
+shuffle with a per-partition groupby, a merge and an array rechunk, all with the P2P method
+and its disk buffer. The job records every shard write and partition read of distributed's
+``DiskShardsBuffer`` (path, thread, bytes, time) and each shuffle folder's files when it closes.
+
+Two runs: with darshan-runtime under real LD_PRELOAD (skipped, saying why, without one), and
+without it, genuine logs written through libdarshan-util from the job's record: shard writes
+on the thread that made them (the worker's event loop), reads on the unpack task's thread,
+none for the reads an array rechunk makes through a memory map (no read call to trace)."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from collect_job import record
+from test_helper_threads import _write_logs
+
+from collectors.darshan_env import find_runtime
+from correlate.engine import correlate_frames
+from correlate.local_dir import BARRIER_PREFIX, P2P, SPILL
+from correlate.sources.run_folder import load
+
+pytestmark = pytest.mark.cluster
+IO = ["pid", "thread_id", "path", "op", "length", "t0", "t1", "mapped"]
+SHUFFLE = r"/shuffle-(.+)-\d+/[^/]+$"
+
+
+def _run(tmp, real: bool):
+    run, truth, lib = record(tmp, "p2p", darshan="auto" if real else "off")
+    assert lib == real
+    seen = json.loads(truth.read_text())
+    io = pl.DataFrame(seen["io"], orient="row", schema=IO).with_columns(
+        shuffle_id=pl.col("path").str.extract(SHUFFLE, 1))
+    folders = pl.DataFrame(seen["folders"], orient="row", schema=["pid", "folder", "file",
+                                                                   "size"])
+    if not real:
+        _write_logs(run, io.filter(~(pl.col("mapped") & (pl.col("op") == "read"))).select(
+            "pid", pl.col("thread_id").cast(pl.UInt64), "path", "op", "length",
+            offset=pl.lit(0), t0=(pl.col("t0") * 1e9).cast(pl.Int64),
+            t1=(pl.col("t1") * 1e9).cast(pl.Int64)))
+    frames = load(run)
+    return correlate_frames(frames), io, folders, frames
+
+
+@pytest.fixture(scope="module", params=["written-logs", "darshan-runtime"])
+def shuffled(request, tmp_path_factory):
+    real = request.param == "darshan-runtime"
+    if real and find_runtime("auto")[0] is None:
+        pytest.skip("no darshan-runtime (set DARSHAN_RUNTIME to libdarshan.so): the P2P job "
+                    "runs under real LD_PRELOAD only with one; the written-logs run covers it")
+    return _run(tmp_path_factory.mktemp(request.param), real)
+
+
+def _shard_segments(result) -> pl.DataFrame:
+    return result.tables["segments"].with_columns(
+        shuffle_id=pl.col("path").str.extract(SHUFFLE, 1)).filter(
+        pl.col("shuffle_id").is_not_null())
+
+
+def test_the_job_used_the_disk_buffer_of_a_shuffle_a_merge_and_a_rechunk(shuffled):
+    _result, io, folders, _frames = shuffled
+    # a shuffle, a merge (two shuffles: left and right) and at least one rechunk
+    assert folders["folder"].n_unique() >= 4
+    assert io.filter(pl.col("mapped"))["shuffle_id"].n_unique() >= 1  # rechunk reads
+    assert io.filter(~pl.col("mapped") & (pl.col("op") == "read")).height >= 16
+
+
+def test_every_shard_write_goes_to_its_shuffles_barrier_none_to_spill(shuffled):
+    result, io, _folders, _frames = shuffled
+    seg = _shard_segments(result).filter(pl.col("op") == "write")
+    assert seg["length"].sum() == io.filter(pl.col("op") == "write")["length"].sum()
+    tasks = result.tables["tasks"].select("execution_id", "key")
+    owners = seg.join(tasks, on="execution_id", how="left")
+    assert (owners["attribution"] == "p2p-shuffle").all()
+    assert (owners["key"] == BARRIER_PREFIX + owners["shuffle_id"]).all()
+    assert (owners["attributed_weight"] == 1.0).all()
+    un = result.tables["unattributed"]
+    assert un.filter(pl.col("reason").is_in([P2P, SPILL])).is_empty()
+    # one row per execution; a barrier's written bytes are its shuffle's, from every worker
+    every = result.tables["tasks"]
+    assert every["execution_id"].is_unique().all()
+    written = seg.group_by("shuffle_id").agg(pl.col("length").sum())
+    barriers = every.filter(pl.col("key").str.starts_with(BARRIER_PREFIX)).select(
+        shuffle_id=pl.col("key").str.slice(len(BARRIER_PREFIX)), written="write_bytes")
+    assert written.join(barriers, on="shuffle_id").filter(
+        pl.col("length") != pl.col("written")).is_empty()
+    assert result.summary["spill"]["spilled_bytes"] == 0
+
+
+def test_every_shard_read_goes_to_the_unpack_task_that_read_it(shuffled):
+    result, io, _folders, frames = shuffled
+    reads = io.filter((pl.col("op") == "read") & ~pl.col("mapped"))
+    seg = _shard_segments(result).filter(pl.col("op") == "read")
+    assert seg["length"].sum() == reads["length"].sum()
+    assert (seg["attribution"] == "exact-thread").all()
+    tasks = result.tables["tasks"].select("execution_id", "key", "thread_id")
+    got = seg.join(tasks, on="execution_id", how="left", suffix="_task")
+    assert (got["thread_id"] == got["thread_id_task"]).all()
+    # the task is an unpack of that shuffle: it depends on the shuffle's barrier
+    deps = frames.dependencies.select("key", "depends_on")
+    unpack = got.join(deps, on="key", how="left").filter(
+        pl.col("depends_on") == BARRIER_PREFIX + pl.col("shuffle_id"))
+    assert unpack.select("seg_id").n_unique() == seg.height
+    # and the thread that read the file, by the job's own record, is the one holding it
+    files = reads.group_by("path").agg(pl.col("thread_id").unique())
+    held = got.group_by("path").agg(holder=pl.col("thread_id").unique())
+    both = files.join(held, on="path")
+    assert both.height == files.height
+    assert all(sorted(a) == sorted(b) for a, b in zip(both["thread_id"], both["holder"],
+                                                         strict=True))
+
+
+def test_per_shuffle_totals_equal_the_bytes_in_the_shuffle_folders(shuffled):
+    result, io, folders, _frames = shuffled
+    summary = {s["shuffle_id"]: s for s in result.summary["shuffles"]}
+    truth = folders.with_columns(shuffle_id=pl.col("folder").str.extract(
+        r"^shuffle-(.+)-\d+$", 1))
+    per_shuffle = truth.group_by("shuffle_id").agg(pl.col("size").sum())
+    assert set(summary) == set(per_shuffle["shuffle_id"])
+    for sid, size in per_shuffle.iter_rows():
+        s = summary[sid]
+        assert s["written_bytes"] == size == s["written_to_owner_bytes"], sid
+        assert s["write_method"] == "p2p-shuffle"
+        assert s["tasks"]["barrier"]["executions"] >= 1
+        assert s["tasks"]["transfer"]["executions"] >= 1
+        assert s["tasks"]["unpack"]["executions"] >= 1
+        per_pid = truth.filter(pl.col("shuffle_id") == sid).group_by("pid").agg(
+            pl.col("size").sum()).rows_by_key("pid", unique=True)
+        assert {w["pid"]: w["written_bytes"] for w in s["per_worker"]
+                if w["written_bytes"]} == {p: v[0] for p, v in per_pid.items()}
+        mapped = io.filter((pl.col("shuffle_id") == sid) & pl.col("mapped")).height > 0
+        if mapped:  # read through a memory map: no read call, not 0 B
+            assert s["read_bytes"] is None and s["reads_note"]
+        else:
+            assert s["read_bytes"] == s["read_by_tasks_bytes"] == io.filter(
+                (pl.col("shuffle_id") == sid) & (pl.col("op") == "read"))["length"].sum()
+
+
+def test_the_headline_splits_the_bytes_into_tasks_shuffles_spill_and_unexplained(shuffled):
+    result, io, _folders, _frames = shuffled
+    dest = result.summary["io"]["by_destination"]
+    total = result.summary["io"]["total"]["bytes"]
+    assert sum(d["bytes"] for d in dest.values()) == pytest.approx(total)
+    assert set(dest) == {"tasks", "shuffles", "spill", "not_tasks", "unexplained"}
+    assert dest["shuffles"]["bytes"] == io.filter(pl.col("op") == "write")["length"].sum()
+    assert dest["spill"]["bytes"] == 0
+    assert dest["tasks"]["bytes"] >= io.filter(
+        (pl.col("op") == "read") & ~pl.col("mapped"))["length"].sum()
