@@ -19,7 +19,7 @@ import bz2
 import mmap
 import re
 import zlib
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -389,10 +389,27 @@ def read_segments(log: str) -> pl.DataFrame:
     return IO_SEGMENTS.empty() if got is None else conform(got, IO_SEGMENTS)
 
 
+def _log_batches(path: str, dxt_failed: bool) -> Iterator[pl.DataFrame]:
+    """One log's segments batch by batch as decoded; a log whose DXT region failed when its
+    headers were read is read whole (what failed is left out, as ``load`` leaves it)."""
+    if dxt_failed:
+        yield read_segments(path)
+        return
+    try:
+        yield from iter_log(Path(path))
+    except StreamBroken as err:  # it read whole a moment ago: the file changed since
+        raise InputError(Path(path), f"changed while it was read ({err})") from None
+
+
 def scan_segments(logs: pl.DataFrame) -> pl.LazyFrame:
-    """``io_segments`` of these ``darshan_logs`` rows as a LazyFrame: read when collected."""
-    paths = logs.filter(pl.col("segment_count") > 0).get_column("log").cast(pl.String).to_list()
-    return register_io_source(lambda *_: (read_segments(p) for p in paths),
+    """``io_segments`` of these ``darshan_logs`` rows as a LazyFrame: read when collected, a
+    chunk of a DXT region at a time."""
+    rows = (logs.filter(pl.col("segment_count") > 0)
+            .select(pl.col("log").cast(pl.String),
+                    pl.col("modules_failed").list.eval(pl.element().str.starts_with("DXT_"))
+                    .list.any().fill_null(False))).rows()
+    return register_io_source(lambda *_: (b for p, failed in rows
+                                          for b in _log_batches(p, failed)),
                               schema=IO_SEGMENTS.polars_schema())
 
 

@@ -140,3 +140,24 @@ def test_truncated_compressed_stream_is_named():
         list(S.inflate_chunks(data[:len(data) // 2], L.COMP_ZLIB, 1000))
     got = b"".join(S.inflate_chunks(data + zlib.compress(b"tail"), L.COMP_ZLIB, 1000))
     assert got == bytes(range(256)) * 200 + b"tail"
+
+
+def test_segments_left_in_the_logs_stream_as_load_reads_them(tmp_path, small_chunks):
+    # GIVEN a good log and one whose DXT region is damaged, read a chunk at a time
+    good = write_log(tmp_path / "g_id1-1_1.darshan", many_segments(), host="n1", pid=1,
+                     start_ns=START_NS, layout="v2-40")
+    bad = write_log(tmp_path / "b_id2-2_1.darshan", many_segments(seed=5), host="n1", pid=2,
+                    start_ns=START_NS, layout="v2-40")
+    buf = bytearray(bad.read_bytes())
+    off, length = L.parse_header(bytes(buf)).mod_map[L.MODULE_IDS["DXT_POSIX"]]
+    buf[off + length // 2: off + length // 2 + 16] = b"\xff" * 16
+    bad.chmod(0o600)
+    bad.write_bytes(bytes(buf))
+    fed = small_chunks()
+    eager = darshan_logs.load([good, bad])
+    lazy = darshan_logs.load([good, bad], segments=False)
+    # THEN the scan, batch by batch, gives what the eager reading gives (the damaged region
+    # left out of both)
+    fed.clear()
+    assert lazy.io_segments.collect().equals(eager.io_segments)
+    assert len(fed) > 10 and eager.io_segments.height == 5 * 40 + 2 * 333
