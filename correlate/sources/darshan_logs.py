@@ -204,6 +204,22 @@ def _traced(recs: L.DxtRecords, module: str) -> pl.DataFrame:
 Sink = Callable[[pl.DataFrame], None]
 
 
+def _page_dropper(buf: bytes, off: int) -> Callable[[int], None] | None:
+    """For a mapped log: drop the pages of a region's first ``n`` bytes once inflated, so that
+    the file's pages do not stay in this process's memory (they are the page cache's, read
+    again if needed)."""
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    done = [off - off % mmap.PAGESIZE]
+
+    def drop(n: int) -> None:
+        end = off + n - (off + n) % mmap.PAGESIZE
+        if end > done[0]:
+            buf.madvise(mmap.MADV_DONTNEED, done[0], end - done[0])
+            done[0] = end
+    return drop
+
+
 def _dxt_module(buf: bytes, off: int, length: int, hdr: L.Header, mod_id: int, module: str,
                 names: dict[int, str], pid: int, start_ns: int, log: str, with_segments: bool,
                 live: bool
@@ -218,7 +234,7 @@ def _dxt_module(buf: bytes, off: int, length: int, hdr: L.Header, mod_id: int, m
     exclude: tuple[str, ...] = ()
     while True:
         region = S.Region(raw, hdr.comp_type, module, version, hdr.byteorder, with_segments,
-                          exclude)
+                          exclude, _page_dropper(buf, off))
         frames: list[pl.DataFrame] = []
         handed = False
         try:

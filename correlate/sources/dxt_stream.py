@@ -18,7 +18,7 @@ import bz2
 import queue
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,24 +48,29 @@ class LayoutMismatch(ValueError):
         self.layout = layout
 
 
-def inflate_chunks(buf: bytes | memoryview, comp_type: int, size: int = CHUNK) -> Iterator[bytes]:
+def inflate_chunks(buf: bytes | memoryview, comp_type: int, size: int = CHUNK,
+                   consumed: Callable[[int], None] | None = None) -> Iterator[bytes]:
     """The inflated region in chunks of at most ``size`` bytes (zlib streams back to back, as
-    darshan-logutils writes them, bzip2, or uncompressed); ValueError when it is damaged."""
+    darshan-logutils writes them, bzip2, or uncompressed); ValueError when it is damaged.
+    ``consumed(n)`` is told when the region's first ``n`` bytes will not be read again."""
     mv = memoryview(buf)
+    consumed = consumed or (lambda n: None)
     if comp_type == L.COMP_NONE:
         for at in range(0, len(mv), size):
             yield bytes(mv[at:at + size])
+            consumed(at + size)
         return
     if comp_type not in (L.COMP_ZLIB, L.COMP_BZIP2):
         raise ValueError(f"unknown compression type {comp_type}")
     try:
-        yield from (_inflate_zlib(mv, size) if comp_type == L.COMP_ZLIB
-                    else _inflate_bz2(mv, size))
+        yield from (_inflate_zlib(mv, size, consumed) if comp_type == L.COMP_ZLIB
+                    else _inflate_bz2(mv, size, consumed))
     except (zlib.error, _zlib.error, OSError, EOFError) as err:
         raise ValueError(f"unable to inflate: {err}") from None
 
 
-def _inflate_zlib(mv: memoryview, size: int) -> Iterator[bytes]:
+def _inflate_zlib(mv: memoryview, size: int, consumed: Callable[[int], None]
+                  ) -> Iterator[bytes]:
     d, at, pending = _zlib.decompressobj(), 0, b""
     while True:
         if not pending:
@@ -73,6 +78,7 @@ def _inflate_zlib(mv: memoryview, size: int) -> Iterator[bytes]:
                 if not d.eof:
                     raise ValueError("compressed data is truncated")
                 return
+            consumed(at)
             pending, at = mv[at:at + FEED], at + FEED
         out = d.decompress(pending, size)
         pending = d.unconsumed_tail
@@ -87,7 +93,8 @@ def _inflate_zlib(mv: memoryview, size: int) -> Iterator[bytes]:
             raise ValueError("compressed data is truncated")
 
 
-def _inflate_bz2(mv: memoryview, size: int) -> Iterator[bytes]:
+def _inflate_bz2(mv: memoryview, size: int, consumed: Callable[[int], None]
+                 ) -> Iterator[bytes]:
     d, at = bz2.BZ2Decompressor(), 0
     while True:
         if d.eof:
@@ -99,6 +106,7 @@ def _inflate_bz2(mv: memoryview, size: int) -> Iterator[bytes]:
         elif d.needs_input:
             if at >= len(mv):
                 raise ValueError("compressed data is truncated")
+            consumed(at)
             out, at = d.decompress(mv[at:at + FEED], size), at + FEED
         else:
             out = d.decompress(b"", size)
@@ -294,6 +302,8 @@ class Region:
     byteorder: str = "<"
     keep_segments: bool = True
     exclude: tuple[str, ...] = ()
+    #: told how many of the region's bytes will not be read again (see ``inflate_chunks``)
+    consumed: Callable[[int], None] | None = None
     records: L.DxtRecords | None = None
     layout: str | None = None
 
@@ -303,7 +313,7 @@ class Region:
         order = [x for x in L._layout_order(self.module, self.module_version)
                  if x not in self.exclude]
         offsets_known = not (self.module == "DXT_MPIIO" and self.module_version == 1)
-        chunks = inflate_chunks(self.buf, self.comp_type, CHUNK)
+        chunks = inflate_chunks(self.buf, self.comp_type, CHUNK, self.consumed)
         parts, have, second = [], 0, None
         for c in chunks:
             if have >= CHUNK:
