@@ -5,6 +5,10 @@ little- or big-endian, and decodes DXT segments with numpy over the raw module b
 one Python object per segment — in each of the layouts in ``dxt_layouts``. PyDarshan is not
 used for reading: its DXT reader assumes 32-byte segments.
 
+A DXT region is inflated and decoded a chunk at a time (``dxt_stream``): ``iter_log`` yields
+its segments batch by batch as they are decoded (``correlate darshan`` writes them so, and
+``scan_segments`` reads them so), in memory that does not grow with the log.
+
 Damage is reported, never fatal for the rest: a module that fails to decompress or decode is
 listed in ``modules_failed`` and the rest of the log is used; a module Darshan flagged partial
 (out of memory at run time) is listed in ``modules_partial`` and warned about, its records
@@ -391,10 +395,9 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def _read_or_problem(path: Path, segments: bool = True,
-                     sink: Sink | None = None) -> _Log | tuple[str, str]:
+def _read_or_problem(path: Path, segments: bool = True) -> _Log | tuple[str, str]:
     try:
-        return read_log(path, segments, sink)
+        return read_log(path, segments)
     except InputError as err:
         return (str(path), err.problem)
 
@@ -430,16 +433,13 @@ def scan_segments(logs: pl.DataFrame) -> pl.LazyFrame:
 
 
 def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
-         segments: bool = True, sink: Sink | None = None) -> DarshanFrames:
+         segments: bool = True) -> DarshanFrames:
     """Read many logs (files or folders), each through ``mapper`` (in this process, or as Dask
     tasks); one bad log is a problem entry, never an exception. Without ``segments`` the DXT
-    segments are left in the logs: ``io_segments`` is then ``scan_segments`` of them. With
-    ``sink``, they are handed there batch by batch, in log order (one log at a time, in this
-    process: ``mapper`` is not used), and ``io_segments`` is empty."""
+    segments are left in the logs: ``io_segments`` is then ``scan_segments`` of them."""
     rows, segs, counters, problems = [], [], [], []
-    read = partial(_read_or_problem, segments=segments, sink=sink)
-    run = mapper if sink is None else lambda fn, items: map(fn, items)
-    for got in run(read, expand_paths(Path(p) for p in paths)):
+    read = partial(_read_or_problem, segments=segments)
+    for got in mapper(read, expand_paths(Path(p) for p in paths)):
         if isinstance(got, tuple):
             problems.append(got)
             continue
