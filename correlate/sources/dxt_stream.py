@@ -36,6 +36,8 @@ CHUNK = 16 << 20
 #: compressed bytes fed to the inflater per call (its unconsumed tail is copied at each call);
 #: each call's output is handed on as it is, so a chunk is often smaller than CHUNK
 FEED = 2 << 20
+#: segments of the first chunk whose times are checked when choosing a layout
+SANE_SEGMENTS = 10_000
 #: deflate's largest ratio: a record cannot claim more segment bytes than this × its region
 MAX_RATIO = 1032
 
@@ -260,7 +262,7 @@ def _sane(pieces: list[np.ndarray]) -> bool:
     subnormal, negative or NaN."""
     if not pieces:
         return True
-    seg = np.concatenate(pieces)
+    seg = np.concatenate(pieces)[:SANE_SEGMENTS]
     start, end = seg["start"], seg["end"]
     tiny = np.finfo(np.float64).tiny
     ok = (np.isfinite(start) & np.isfinite(end) & (start >= 0) & (end >= start)
@@ -313,34 +315,37 @@ class Region:
         order = [x for x in L._layout_order(self.module, self.module_version)
                  if x not in self.exclude]
         offsets_known = not (self.module == "DXT_MPIIO" and self.module_version == 1)
-        chunks = inflate_chunks(self.buf, self.comp_type, CHUNK, self.consumed)
-        parts, have, second = [], 0, None
+        chunks = prefetched(inflate_chunks(self.buf, self.comp_type, CHUNK, self.consumed))
+        try:
+            yield from self._walk(chunks, order, offsets_known)
+        finally:
+            chunks.close()  # the inflating thread stops, if the reader stopped early
+
+    def _walk(self, chunks: Iterator[bytes], order: list[str], offsets_known: bool
+              ) -> Iterator[Batch | L.DxtRecords]:
+        parts, have = [], 0
         for c in chunks:
-            if have >= CHUNK:
-                second = c
-                break
             parts.append(c)
             have += len(c)
-        first = parts[0] if len(parts) == 1 else b"".join(parts)
-        del parts
-        if second is None:  # the whole region: exact consumption decides, as split_dxt does
-            recs = L.split_dxt(first, self.module_version, self.keep_segments,
-                               module=self.module, byteorder=self.byteorder)
+            if have > CHUNK:
+                break
+        else:  # the whole region: exact consumption decides, as split_dxt does
+            recs = L.split_dxt(parts[0] if len(parts) == 1 else b"".join(parts),
+                               self.module_version, self.keep_segments, module=self.module,
+                               byteorder=self.byteorder)
             if recs.layout in self.exclude:
                 raise ValueError("DXT segment layout not recognised")
             self.layout, self.records = recs.layout, recs
             yield recs
             return
         max_bytes = len(self.buf) * MAX_RATIO
-        self.layout = choose_layout(first, order, self.byteorder, max_bytes)
+        self.layout = choose_layout(parts[0], order, self.byteorder, max_bytes)
         w = Walker(self.layout, self.byteorder, max_bytes, self.keep_segments)
-
-        def rest() -> Iterator[bytes]:
-            yield first
-            yield second
-            yield from chunks
-
-        for c in prefetched(rest()):
+        while parts:
+            got = w.feed(parts.pop(0))
+            if got is not None:
+                yield got
+        for c in chunks:
             got = w.feed(c)
             if got is not None:
                 yield got
