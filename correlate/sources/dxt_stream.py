@@ -122,20 +122,24 @@ def prefetched(chunks: Iterator[bytes], depth: int = 2) -> Iterator[bytes]:
     q: queue.Queue = queue.Queue(depth)
     stop = threading.Event()
 
+    def put(item: tuple) -> bool:
+        """Queue ``item`` unless the consumer has gone (then never block on a full queue)."""
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def run() -> None:
         try:
             for c in chunks:
-                while not stop.is_set():
-                    try:
-                        q.put((c, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put((c, None)):
                     return
-            q.put((None, None))
+            put((None, None))
         except BaseException as err:  # handed to the consumer, raised there
-            q.put((None, err))
+            put((None, err))
 
     t = threading.Thread(target=run, name="dxt-inflate", daemon=True)
     t.start()

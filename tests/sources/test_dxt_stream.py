@@ -161,3 +161,25 @@ def test_segments_left_in_the_logs_stream_as_load_reads_them(tmp_path, small_chu
     fed.clear()
     assert lazy.io_segments.collect().equals(eager.io_segments)
     assert len(fed) > 10 and eager.io_segments.height == 5 * 40 + 2 * 333
+
+
+def test_an_abandoned_reader_stops_the_inflating_thread():
+    import threading
+
+    def endless():
+        while True:
+            yield b"x" * 10
+
+    before = threading.active_count()
+    chunks = S.prefetched(endless(), depth=1)
+    assert next(chunks) == b"x" * 10
+    chunks.close()  # the reader stops early: the producer, blocked on a full queue, ends
+    assert threading.active_count() == before
+
+    def failing():
+        yield b"a"
+        raise ValueError("damaged")
+
+    with pytest.raises(ValueError, match="damaged"):
+        list(S.prefetched(failing()))
+    assert threading.active_count() == before
