@@ -10,6 +10,15 @@ parser), with where its time goes: interpreter, imports, inflating the DXT regio
 floor; target: the whole decode ≤ 1.5× it), the rest of the decode, writing the parquet.
 
     python benchmarks/bench_darshan.py [--segments 1000000] [--repeat 3] [--log REAL.darshan ...]
+    python benchmarks/bench_darshan.py --scale [--big 10000000] [--repeat 5]
+
+``--scale`` (issue 45) runs only the side-by-side table of the streaming decode: whole
+processes, alternating, medians and peak RSS (each child's own, from wait4): ``correlate
+darshan LOG -o x.parquet`` against ``darshan-dxt-parser LOG > /dev/null`` on a ``--big``-segment
+v2 log of 1,000 records written through libdarshan-util, and on a log of 1M ``pwrite()`` calls
+written by a real darshan-runtime (a small C program built with gcc and run under LD_PRELOAD in
+a temporary folder, only when $DARSHAN_RUNTIME names the runtime; said SKIPPED otherwise); then
+PyDarshan's DXT-to-DataFrame path against ours on a smaller v1 log (PyDarshan reads only v1).
 
 ``--log`` adds real logs (e.g. written by darshan-runtime under LD_PRELOAD): each is read by our
 reader and by ``darshan-dxt-parser``, and segment counts and byte sums must agree.
@@ -196,6 +205,121 @@ def whole_command(log: Path, repeat: int) -> None:
           f"{med(imports) + step['inflate'] + step['write']:.3f} s")
 
 
+#: the real-runtime workload: N pwrite()s of 64 bytes over F files (argv: DIR N F)
+PWRITE_C = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[2]), files = atol(argv[3]);
+    char buf[64] = {0}, path[4096];
+    for (long f = 0; f < files; f++) {
+        snprintf(path, sizeof path, "%s/data-%ld.bin", argv[1], f);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) return 1;
+        for (long i = f; i < n; i += files)
+            if (pwrite(fd, buf, sizeof buf, (off_t)(i / files * sizeof buf)) != sizeof buf)
+                return 2;
+        close(fd);
+    }
+    return 0;
+}
+"""
+
+
+def runtime_log(tmp: Path, segments: int, files: int = 10) -> Path | None:
+    """A log written by the real darshan-runtime ($DARSHAN_RUNTIME) around ``segments``
+    pwrite()s, or None (with the reason printed) when it cannot be made here."""
+    lib = os.environ.get("DARSHAN_RUNTIME")
+    if not lib or not os.path.exists(lib) or not shutil.which("gcc"):
+        print(f"real runtime log: SKIPPED ({'gcc not found' if lib else '$DARSHAN_RUNTIME not set'})")
+        return None
+    from collectors import darshan_env
+
+    (tmp / "pwrite.c").write_text(PWRITE_C)
+    subprocess.run(["gcc", "-O2", "-o", str(tmp / "pwrite"), str(tmp / "pwrite.c")], check=True)
+    data = tmp / "runtime-data"
+    data.mkdir()
+    # `collect`'s own environment and config; DXT grows each file's segment array by
+    # doubling, so room for twice the segments
+    env = {**os.environ, **darshan_env.environment(lib, tmp / "run", 2 * segments)}
+    logs = Path(env["DARSHAN_LOGPATH"])
+    logs.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(tmp / "pwrite"), str(data), str(segments), str(files)], env=env,
+                   check=True)
+    shutil.rmtree(data)
+    found = sorted(logs.glob("*.darshan"))
+    return found[0] if found else None
+
+
+def _child(cmd: list[str]) -> tuple[float, float]:
+    """(seconds, peak RSS MB) of one whole child process, stdout to /dev/null."""
+    # through /usr/bin/time: a child's ru_maxrss starts from its parent's (this process, which
+    # built the logs), /usr/bin/time's own is small
+    t = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    dt = time.perf_counter() - t
+    if proc.returncode:
+        raise SystemExit(f"{cmd[0]} failed: {proc.stderr}")
+    return dt, int(proc.stderr.strip().splitlines()[-1]) / 1024
+
+
+def side_by_side(name: str, cmds: dict[str, list[str]], repeat: int) -> dict[str, list]:
+    """Each command ``repeat`` times, alternating, printed as medians with every run."""
+    runs: dict[str, list] = {k: [] for k in cmds}
+    for _ in range(repeat):
+        for k, cmd in cmds.items():
+            runs[k].append(_child(cmd))
+    med = statistics.median
+    print(f"\n{name} (medians of {repeat}, alternating; load average before/after below)")
+    for k, r in runs.items():
+        print(f"  {k:<34} {med(x[0] for x in r):7.3f} s  peak {max(x[1] for x in r):6.0f} MB"
+              "   runs: " + " ".join(f"{x[0]:.2f}" for x in r))
+    keys = list(cmds)
+    if len(keys) == 2:
+        a, b = (med(x[0] for x in runs[k]) for k in keys)
+        print(f"  {keys[0]} ×{b / a:.2f} faster than {keys[1]}")
+    return runs
+
+
+def scale(args: argparse.Namespace) -> None:
+    from testing.darshan_writer import write_log
+
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    exe = parser_exe()
+    with tempfile.TemporaryDirectory(prefix="bench-darshan-scale-") as tmp_name:
+        tmp = Path(tmp_name)
+        out = str(tmp / "x.parquet")
+        ours = [sys.executable, "-m", "correlate.cli", "darshan"]
+        big = write_log(tmp / "big-v2.darshan", make_segments(args.big, 1000), layout="v2-40",
+                        posix=False)
+        print(f"{args.big:,}-segment v2 log, 1,000 records: {big.stat().st_size / 2**20:.0f} MiB")
+        logs = [(f"{args.big:,} segments, v2, 1,000 records (libdarshan-util)", big)]
+        real = runtime_log(tmp, 1_000_000)
+        if real is not None:
+            print(f"real runtime log: {real.name}, {real.stat().st_size / 2**20:.1f} MiB")
+            logs.append(("1M pwrite()s, real darshan-runtime log (10 records)", real))
+        for name, log in logs:
+            if exe is None:
+                print(f"{name}: darshan-dxt-parser not found: SKIPPED")
+                continue
+            side_by_side(name, {"correlate darshan LOG -o x.parquet": [*ours, str(log), "-o", out],
+                                "darshan-dxt-parser LOG > /dev/null": [exe, str(log)]},
+                         args.repeat)
+            (tmp / "x.parquet").unlink(missing_ok=True)
+        big.unlink()
+        v1 = write_log(tmp / "small-v1.darshan", make_segments(args.pydarshan, 1000),
+                       layout="v1-32", posix=False)
+        side_by_side(f"PyDarshan's DXT path (mod_read_all_dxt_records, pandas) on "
+                     f"{args.pydarshan:,} segments, v1, 1,000 records",
+                     {"correlate darshan LOG -o x.parquet": [*ours, str(v1), "-o", out],
+                      "PyDarshan DXT to DataFrames": [sys.executable, "-c", PYDARSHAN, str(v1),
+                                                      "pandas"]}, 3)
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def median_of(runs: list[dict]) -> dict:
     best = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
     return {**best, "rss_mb": max(r["rss_mb"] for r in runs)}
@@ -209,8 +333,17 @@ def main() -> None:
                     help="files in the trace (PyDarshan's cost grows with records)")
     ap.add_argument("--log", type=Path, nargs="*", default=[],
                     help="real .darshan logs to read with ours and darshan-dxt-parser too")
+    ap.add_argument("--scale", action="store_true",
+                    help="only the streaming decode's side-by-side table (issue 45)")
+    ap.add_argument("--big", type=int, default=10_000_000,
+                    help="segments of the big log (--scale)")
+    ap.add_argument("--pydarshan", type=int, default=200_000,
+                    help="segments of the log PyDarshan reads (--scale)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))  # testing/ (support code, not installed)
+    if args.scale:
+        scale(args)
+        return
     from testing.darshan_writer import write_log
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-darshan-"))

@@ -5,6 +5,10 @@ little- or big-endian, and decodes DXT segments with numpy over the raw module b
 one Python object per segment — in each of the layouts in ``dxt_layouts``. PyDarshan is not
 used for reading: its DXT reader assumes 32-byte segments.
 
+A DXT region is inflated and decoded a chunk at a time (``dxt_stream``): ``iter_log`` yields
+its segments batch by batch as they are decoded (``correlate darshan`` writes them so, and
+``scan_segments`` reads them so), in memory that does not grow with the log.
+
 Damage is reported, never fatal for the rest: a module that fails to decompress or decode is
 listed in ``modules_failed`` and the rest of the log is used; a module Darshan flagged partial
 (out of memory at run time) is listed in ``modules_partial`` and warned about, its records
@@ -19,7 +23,7 @@ import bz2
 import mmap
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -33,6 +37,7 @@ from correlate.mappers import Mapper, local_map
 from correlate.schema import conform
 from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
 from correlate.sources import dxt_layouts as L
+from correlate.sources import dxt_stream as S
 
 try:  # ISA-L inflates DXT regions faster than zlib; same streams, same results
     from isal import isal_zlib as _zlib
@@ -75,10 +80,14 @@ def _inflate(raw: bytes, comp_type: int) -> bytes:
     return b"".join(out)
 
 
-def _region(buf: bytes, off: int, length: int, comp_type: int) -> bytes:
+def _check_bounds(buf: bytes, off: int, length: int) -> None:
     if off + length > len(buf):
         raise ValueError(f"region extends past the end of the file ({off + length} > "
                          f"{len(buf)} bytes): truncated log")
+
+
+def _region(buf: bytes, off: int, length: int, comp_type: int) -> bytes:
+    _check_bounds(buf, off, length)
     try:
         return _inflate(buf[off:off + length], comp_type)
     except (zlib.error, _zlib.error, OSError, EOFError) as err:
@@ -101,39 +110,56 @@ class _Log:
     traced: list[pl.DataFrame] = field(default_factory=list)
 
 
-def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
-               start_ns: int, log: str) -> pl.DataFrame:
-    seg = recs.segments
-    n = len(seg)
-    per_record = recs.write_count + recs.read_count
-    counts = np.column_stack([recs.write_count, recs.read_count]).ravel()
-    is_write = np.repeat(np.tile(np.array([True, False]), len(recs.record_id)), counts)
-    block_start = np.repeat(np.cumsum(counts) - counts, counts)
-    seg_index = np.arange(n, dtype=np.int64) - block_start
-    if recs.layout == "v2-40":
+class StreamBroken(Exception):
+    """A DXT region failed after some of its segments were handed out (``sink``): they cannot
+    be taken back, so the caller reads the logs again the eager way."""
+
+
+def _as_batch(recs: L.DxtRecords) -> S.Batch:
+    """A whole region's records as one batch: each record's writes, then its reads."""
+    n = len(recs.record_id)
+    return S.Batch([recs.segments], np.repeat(np.arange(n), 2), np.tile([True, False], n),
+                   np.zeros(2 * n, dtype=np.int64),
+                   np.column_stack([recs.write_count, recs.read_count]).ravel(),
+                   np.repeat(recs.record_id, 2), np.repeat(recs.rank, 2),
+                   [h for h in recs.hostname for _ in (0, 1)])
+
+
+def _dxt_frame(b: S.Batch, layout: str, offsets_known: bool, module: str,
+               names: dict[int, str], pid: int, start_ns: int, log: str) -> pl.DataFrame:
+    """The segments of a batch: ``count[i]`` segments of piece ``i`` (one record's writes or
+    reads, numbered from ``first[i]``)."""
+    counts = b.count
+    seg = b.segments[0] if len(b.segments) == 1 else _Fields(b.segments)
+    n = int(counts.sum())
+    is_write = np.repeat(b.is_write, counts)
+    seg_index = (np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+                 + np.repeat(b.first, counts))
+    if layout == "v2-40":
         thread = pl.Series("thread_id", np.ascontiguousarray(seg["pthread_id"]),
                            dtype=pl.UInt64)
-    elif recs.layout == "modified-96":
-        t = L.pthread_from_text(seg)
+    elif layout == "modified-96":
+        t = L.pthread_from_text(seg if isinstance(seg, np.ndarray)
+                                else np.concatenate(b.segments))
         thread = pl.Series("thread_id", t, dtype=pl.UInt64).replace(0, None)
     else:
         thread = pl.Series("thread_id", [None] * n, dtype=pl.UInt64)
-    # a record's values repeated over its segments: numbers by numpy, strings by one gather
+    # a piece's values repeated over its segments: numbers by numpy, strings by one gather
     # (each column built contiguous, so polars takes it without another copy)
-    idx = pl.Series(np.repeat(np.arange(len(recs.record_id), dtype=np.uint32), per_record))
+    idx = pl.Series(np.repeat(np.arange(len(counts), dtype=np.uint32), counts))
     strings = pl.DataFrame({
-        "host": pl.Series(recs.hostname, dtype=pl.String),
-        "path": pl.Series([names.get(int(r)) for r in recs.record_id], dtype=pl.String),
+        "host": pl.Series(b.hostname, dtype=pl.String),
+        "path": pl.Series([names.get(int(r)) for r in b.record_id], dtype=pl.String),
     })[idx]
     return pl.DataFrame({
         "host": strings.get_column("host"),
         "pid": pl.repeat(pid, n, dtype=pl.Int64, eager=True),
-        "rank": np.repeat(recs.rank.astype(np.int64, copy=False), per_record),
-        "record_id": np.repeat(recs.record_id.astype(np.uint64, copy=False), per_record),
+        "rank": np.repeat(b.rank.astype(np.int64, copy=False), counts),
+        "record_id": np.repeat(b.record_id.astype(np.uint64, copy=False), counts),
         "path": strings.get_column("path"),
         "module": pl.repeat(module, n, dtype=_MODULES.dtype, eager=True),
         "op": _OPS.gather(pl.Series(is_write.view(np.uint8))),
-        "offset": (np.ascontiguousarray(seg["offset"]) if recs.offsets_known
+        "offset": (np.ascontiguousarray(seg["offset"]) if offsets_known
                    else _unknown(n)),
         "length": np.ascontiguousarray(seg["length"]),
         "local_start_ns": start_ns + np.rint(seg["start"] * NS).astype(np.int64),
@@ -141,6 +167,16 @@ def _dxt_frame(recs: L.DxtRecords, module: str, names: dict[int, str], pid: int,
         "thread_id": thread,
         "segment_index": seg_index,
     }).with_columns(log=pl.lit(log))
+
+
+class _Fields:
+    """A field of many pieces of segments, as one contiguous array (one copy per field)."""
+
+    def __init__(self, pieces: list[np.ndarray]) -> None:
+        self.pieces = pieces
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return np.concatenate([p[name] for p in self.pieces])
 
 
 def _unknown(n: int) -> pl.Series:
@@ -168,8 +204,71 @@ def _traced(recs: L.DxtRecords, module: str) -> pl.DataFrame:
                          "host": recs.hostname, "traced": recs.write_count + recs.read_count})
 
 
+#: what a ``sink`` receives: each batch of DXT segments, with ``IO_SEGMENTS``' columns
+Sink = Callable[[pl.DataFrame], None]
+
+
+def _page_dropper(buf: bytes, off: int) -> Callable[[int], None] | None:
+    """For a mapped log: drop the pages of a region's first ``n`` bytes once inflated, so that
+    the file's pages do not stay in this process's memory (they are the page cache's, read
+    again if needed)."""
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    done = [off - off % mmap.PAGESIZE]
+
+    def drop(n: int) -> None:
+        end = off + n - (off + n) % mmap.PAGESIZE
+        if end > done[0]:
+            buf.madvise(mmap.MADV_DONTNEED, done[0], end - done[0])
+            done[0] = end
+    return drop
+
+
+def _dxt_module(buf: bytes, off: int, length: int, hdr: L.Header, mod_id: int, module: str,
+                names: dict[int, str], pid: int, start_ns: int, log: str, with_segments: bool,
+                live: bool
+                ) -> Generator[pl.DataFrame, None, tuple[L.DxtRecords, list[pl.DataFrame]]]:
+    """One DXT module's record headers and (not ``live``) its segment frames, inflated and
+    decoded a chunk at a time; ``live``, each batch is yielded as soon as it is decoded. A
+    layout refuted at the region's end is tried no more (as ``split_dxt`` would have)."""
+    _check_bounds(buf, off, length)
+    raw = memoryview(buf)[off:off + length]
+    version = hdr.mod_ver[mod_id]
+    offsets_known = not (module == "DXT_MPIIO" and version == 1)
+    exclude: tuple[str, ...] = ()
+    while True:
+        region = S.Region(raw, hdr.comp_type, module, version, hdr.byteorder, with_segments,
+                          exclude, _page_dropper(buf, off))
+        frames: list[pl.DataFrame] = []
+        handed = False
+        try:
+            for got in region.batches():
+                if not with_segments:
+                    continue
+                batch = _as_batch(got) if isinstance(got, L.DxtRecords) else got
+                frame = _dxt_frame(batch, region.layout or "", offsets_known, module, names,
+                                   pid, start_ns, log)
+                if live:
+                    handed = True
+                    yield conform(frame, IO_SEGMENTS)
+                else:
+                    frames.append(frame)
+        except S.LayoutMismatch as err:
+            if handed:
+                raise StreamBroken(f"{log}: {module}: {err}") from None
+            exclude += (err.layout,)
+            continue
+        except ValueError as err:
+            if handed:
+                raise StreamBroken(f"{log}: {module}: {err}") from None
+            raise
+        assert region.records is not None
+        return region.records, frames
+
+
 def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
-                    start_ns: int, log: str, with_segments: bool) -> None:
+                    start_ns: int, log: str, with_segments: bool,
+                    live: bool = False) -> Generator[pl.DataFrame, None, None]:
     failed, present, partial, segments = [], [], [], []
     for mod_id, (off, length) in enumerate(hdr.mod_map):
         if not length:
@@ -181,16 +280,15 @@ def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log,
         if name not in ("DXT_POSIX", "DXT_MPIIO", "POSIX", "STDIO"):
             continue
         try:
-            region = _region(buf, off, length, hdr.comp_type)
             if name.startswith("DXT_"):
-                recs = L.split_dxt(region, hdr.mod_ver[mod_id], with_segments, module=name,
-                                   byteorder=hdr.byteorder)
-                del region  # the segments are a copy without record headers
+                recs, frames = yield from _dxt_module(buf, off, length, hdr, mod_id, name,
+                                                      names, pid, start_ns, log, with_segments,
+                                                      live)
                 out.row["dxt_layout"] = recs.layout
                 out.traced.append(_traced(recs, name))
-                if with_segments:
-                    segments.append(_dxt_frame(recs, name, names, pid, start_ns, log))
+                segments += frames
             else:
+                region = _region(buf, off, length, hdr.comp_type)
                 out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id],
                                                    hdr.byteorder, names, pid, start_ns, log))
         except ValueError as err:
@@ -206,9 +304,25 @@ def _job_region_end(hdr: L.Header, buf: bytes) -> int:
     return min(starts) if starts else len(buf)
 
 
-def read_log(path: Path, segments: bool = True) -> _Log:
-    """Decode one log (without ``segments``, all but the DXT segments themselves); raises
-    InputError when it is not a readable Darshan log at all."""
+def read_log(path: Path, segments: bool = True, sink: Sink | None = None) -> _Log:
+    """Decode one log (without ``segments``, all but the DXT segments themselves; with ``sink``,
+    the segments are handed there batch by batch, not kept); raises InputError when it is not
+    a readable Darshan log at all, StreamBroken when a DXT region fails after ``sink`` had
+    some of its segments."""
+    gen = iter_log(path, segments, live=sink is not None)
+    while True:
+        try:
+            frame = next(gen)
+        except StopIteration as stop:
+            return stop.value
+        assert sink is not None
+        sink(frame)
+
+
+def iter_log(path: Path, segments: bool = True, live: bool = True
+             ) -> Generator[pl.DataFrame, None, _Log]:
+    """``read_log`` as a generator: ``live``, it yields each batch of DXT segments (with
+    ``IO_SEGMENTS``' columns) as soon as it is decoded, and returns the log without them."""
     try:
         with path.open("rb") as fh:
             buf = (mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if path.stat().st_size
@@ -233,7 +347,8 @@ def read_log(path: Path, segments: bool = True) -> _Log:
                     else None, "log_format_version": hdr.version, "dxt_layout": None,
                     "partial": bool(path.name.endswith("_partial"))})
     names, names_failed = _names(buf, hdr)
-    _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log, segments)
+    yield from _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log, segments,
+                               live)
     out.row["modules_failed"] = [*names_failed, *out.row["modules_failed"]]
     out.row["partial"] |= bool(out.row["modules_partial"])
     traced = pl.concat(out.traced).filter(pl.col("traced") > 0) if out.traced else None
@@ -293,10 +408,27 @@ def read_segments(log: str) -> pl.DataFrame:
     return IO_SEGMENTS.empty() if got is None else conform(got, IO_SEGMENTS)
 
 
+def _log_batches(path: str, dxt_failed: bool) -> Iterator[pl.DataFrame]:
+    """One log's segments batch by batch as decoded; a log whose DXT region failed when its
+    headers were read is read whole (what failed is left out, as ``load`` leaves it)."""
+    if dxt_failed:
+        yield read_segments(path)
+        return
+    try:
+        yield from iter_log(Path(path))
+    except StreamBroken as err:  # it read whole a moment ago: the file changed since
+        raise InputError(Path(path), f"changed while it was read ({err})") from None
+
+
 def scan_segments(logs: pl.DataFrame) -> pl.LazyFrame:
-    """``io_segments`` of these ``darshan_logs`` rows as a LazyFrame: read when collected."""
-    paths = logs.filter(pl.col("segment_count") > 0).get_column("log").cast(pl.String).to_list()
-    return register_io_source(lambda *_: (read_segments(p) for p in paths),
+    """``io_segments`` of these ``darshan_logs`` rows as a LazyFrame: read when collected, a
+    chunk of a DXT region at a time."""
+    rows = (logs.filter(pl.col("segment_count") > 0)
+            .select(pl.col("log").cast(pl.String),
+                    pl.col("modules_failed").list.eval(pl.element().str.starts_with("DXT_"))
+                    .list.any().fill_null(False))).rows()
+    return register_io_source(lambda *_: (b for p, failed in rows
+                                          for b in _log_batches(p, failed)),
                               schema=IO_SEGMENTS.polars_schema())
 
 

@@ -1,0 +1,185 @@
+"""DXT regions read a chunk at a time (``dxt_stream``): genuine logs written through
+libdarshan-util, read with chunks far smaller than their regions, must decode exactly as the
+whole-region reading does, in every layout and byte order, damaged or not."""
+
+from __future__ import annotations
+
+import struct
+
+import polars as pl
+import pytest
+from test_darshan_logs import START_NS, _as_big_endian, known_segments
+
+from correlate.cli import main
+from correlate.sources import darshan_logs
+from correlate.sources import dxt_layouts as L
+from correlate.sources import dxt_stream as S
+from testing.darshan_writer import write_log
+
+
+def many_segments(seed=3):
+    # records straddle chunk ends, of unequal sizes, with writes and reads
+    return pl.concat([known_segments(n_paths=5, per_path=40, seed=seed),
+                      known_segments(n_paths=2, per_path=333, seed=seed + 1)])
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of 997 bytes at most, 257 compressed bytes fed at a time; counts walker feeds."""
+    fed = []
+    feed = S.Walker.feed
+
+    def counting(self, chunk):
+        fed.append(len(chunk))
+        return feed(self, chunk)
+
+    def set_small():
+        monkeypatch.setattr(S, "CHUNK", 997)
+        monkeypatch.setattr(S, "FEED", 257)
+        monkeypatch.setattr(S.Walker, "feed", counting)
+        return fed
+    return set_small
+
+
+@pytest.mark.parametrize("layout", ["v1-32", "v2-40", "modified-96"])
+def test_a_region_read_in_small_chunks_decodes_as_read_whole(tmp_path, layout, small_chunks):
+    path = write_log(tmp_path / f"x_id9-{layout[:2]}_1.darshan", many_segments(), host="nid001",
+                     start_ns=START_NS, layout=layout)
+    whole = darshan_logs.load([path])
+    fed = small_chunks()
+    chunked = darshan_logs.load([path])
+    assert len(fed) > 10  # the region was walked a chunk at a time, not split whole
+    assert chunked.problems == whole.problems == ()
+    assert chunked.darshan_logs.equals(whole.darshan_logs)
+    assert chunked.io_segments.equals(whole.io_segments)
+    assert chunked.io_segments.height == 5 * 40 + 2 * 333
+    # handed to a sink batch by batch: the same rows, in the same order
+    got = []
+    darshan_logs.read_log(path, sink=got.append)
+    assert len(got) > 10
+    assert pl.concat(got).equals(whole.io_segments)
+
+
+def test_a_big_endian_region_read_in_small_chunks(tmp_path, small_chunks):
+    path = write_log(tmp_path / "a_id7-7_1.darshan", many_segments(), host="nid9", pid=7,
+                     start_ns=START_NS, layout="v2-40")
+    swapped = _as_big_endian(path, tmp_path / "b_id7-7_1.darshan")
+    whole = darshan_logs.load([path])
+    small_chunks()
+    be = darshan_logs.load([swapped])
+    assert be.problems == ()
+    assert be.io_segments.drop("log").equals(whole.io_segments.drop("log"))
+
+
+def test_a_damaged_region_gives_no_segments_and_the_command_says_so(tmp_path, small_chunks,
+                                                                   capsys):
+    # GIVEN a log whose DXT region is corrupt two thirds of the way in
+    path = write_log(tmp_path / "d.darshan", many_segments(), layout="v2-40")
+    buf = bytearray(path.read_bytes())
+    off, length = L.parse_header(bytes(buf)).mod_map[L.MODULE_IDS["DXT_POSIX"]]
+    buf[off + 2 * length // 3: off + 2 * length // 3 + 16] = b"\xff" * 16
+    path.chmod(0o600)
+    path.write_bytes(bytes(buf))
+    small_chunks()
+    # THEN read eagerly: the module failed, none of its segments kept, the counters read
+    frames = darshan_logs.load([path])
+    assert frames.io_segments.height == 0 and frames.io_file_counters.height == 5
+    assert frames.darshan_logs["modules_failed"][0][0].startswith("DXT_POSIX:")
+    # AND handed to a sink, the failure comes after segments were handed: StreamBroken
+    with pytest.raises(darshan_logs.StreamBroken):
+        darshan_logs.read_log(path, sink=lambda df: None)
+    # AND the command, which wrote some segments already, writes the table again the eager way
+    out = tmp_path / "seg.parquet"
+    assert main(["darshan", str(path), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "1 log(s) (1 incomplete" in printed and " 0 DXT segments" in printed
+    assert pl.read_parquet(out).height == 0
+
+
+def test_a_layout_refuted_at_the_end_is_tried_no_more(tmp_path, small_chunks, monkeypatch):
+    # GIVEN a v2-40 log whose header says DXT_POSIX version 1 (so 32-byte segments are tried
+    # first) and a first-chunk judgement that accepts them
+    seg = known_segments(n_paths=1, per_path=400)
+    path = write_log(tmp_path / "v_id1-1_1.darshan", seg, layout="v2-40")
+    whole = darshan_logs.load([path])
+    buf = bytearray(path.read_bytes())
+    struct.pack_into("<I", buf, 48 + 16 * L.MAX_MODS + 4 * L.MODULE_IDS["DXT_POSIX"], 1)
+    path.chmod(0o600)
+    path.write_bytes(bytes(buf))
+    assert darshan_logs.load([path]).io_segments.equals(whole.io_segments)  # read whole
+    small_chunks()
+    monkeypatch.setattr(S, "_sane", lambda pieces: True)
+    # WHEN read a chunk at a time: v1-32 does not consume the region, v2-40 does
+    frames = darshan_logs.load([path])
+    assert frames.problems == ()
+    assert frames.io_segments.equals(whole.io_segments)
+    assert frames.darshan_logs["dxt_layout"].to_list() == ["v2-40"]
+    # AND the command, having written v1-32 segments, starts again and writes the right ones
+    out = tmp_path / "seg.parquet"
+    assert main(["darshan", str(path), "-o", str(out)]) == 0
+    assert pl.read_parquet(out).equals(whole.io_segments)
+
+
+def test_the_command_streams_what_load_reads(tmp_path, small_chunks):
+    logs = [write_log(tmp_path / f"l{i}_id{i}-{i}_1.darshan", many_segments(seed=i),
+                      host=f"n{i}", pid=i, start_ns=START_NS, layout=layout)
+            for i, layout in enumerate(["v2-40", "v1-32", "modified-96"])]
+    expected = darshan_logs.load(logs).io_segments
+    fed = small_chunks()
+    out = tmp_path / "all.parquet"
+    assert main(["darshan", *map(str, logs), "-o", str(out)]) == 0
+    assert len(fed) > 30
+    assert pl.read_parquet(out).equals(expected)
+
+
+def test_truncated_compressed_stream_is_named():
+    import zlib
+
+    data = zlib.compress(bytes(range(256)) * 200)
+    with pytest.raises(ValueError, match="truncated"):
+        list(S.inflate_chunks(data[:len(data) // 2], L.COMP_ZLIB, 1000))
+    got = b"".join(S.inflate_chunks(data + zlib.compress(b"tail"), L.COMP_ZLIB, 1000))
+    assert got == bytes(range(256)) * 200 + b"tail"
+
+
+def test_segments_left_in_the_logs_stream_as_load_reads_them(tmp_path, small_chunks):
+    # GIVEN a good log and one whose DXT region is damaged, read a chunk at a time
+    good = write_log(tmp_path / "g_id1-1_1.darshan", many_segments(), host="n1", pid=1,
+                     start_ns=START_NS, layout="v2-40")
+    bad = write_log(tmp_path / "b_id2-2_1.darshan", many_segments(seed=5), host="n1", pid=2,
+                    start_ns=START_NS, layout="v2-40")
+    buf = bytearray(bad.read_bytes())
+    off, length = L.parse_header(bytes(buf)).mod_map[L.MODULE_IDS["DXT_POSIX"]]
+    buf[off + length // 2: off + length // 2 + 16] = b"\xff" * 16
+    bad.chmod(0o600)
+    bad.write_bytes(bytes(buf))
+    fed = small_chunks()
+    eager = darshan_logs.load([good, bad])
+    lazy = darshan_logs.load([good, bad], segments=False)
+    # THEN the scan, batch by batch, gives what the eager reading gives (the damaged region
+    # left out of both)
+    fed.clear()
+    assert lazy.io_segments.collect().equals(eager.io_segments)
+    assert len(fed) > 10 and eager.io_segments.height == 5 * 40 + 2 * 333
+
+
+def test_an_abandoned_reader_stops_the_inflating_thread():
+    import threading
+
+    def endless():
+        while True:
+            yield b"x" * 10
+
+    before = threading.active_count()
+    chunks = S.prefetched(endless(), depth=1)
+    assert next(chunks) == b"x" * 10
+    chunks.close()  # the reader stops early: the producer, blocked on a full queue, ends
+    assert threading.active_count() == before
+
+    def failing():
+        yield b"a"
+        raise ValueError("damaged")
+
+    with pytest.raises(ValueError, match="damaged"):
+        list(S.prefetched(failing()))
+    assert threading.active_count() == before
