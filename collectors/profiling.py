@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import sys
 import threading
 import time
@@ -147,32 +148,73 @@ class StackSampler:
             self.total_counts.pop(key, None)
 
 
-#: Yappi's enumeration of one tag steps over each tag held (on every thread) to find it; a whole
-#: enumeration builds each entry. The cost of building one entry, in steps over a tag: reading
-#: K tags one by one costs K x (tags held) steps, reading all of them (tags held) x (entries per
-#: tag) entries, so tags are read one by one only while K x this < entries per tag
-TAG_WALK_PER_ENTRY = 1 / 30
-
-
 class YappiProfile:
-    """Yappi with the execution tag; rows per (ctx thread, tag, function).
+    """Yappi with a tag per execution; rows per (ctx thread, execution, function).
+
+    Yappi keeps an entry per function per tag for the whole process (it cannot drop some
+    tags), so a tag per execution would grow its memory, and the cost of every read of its
+    tables, with every execution. The tags are slots instead, taken from a pool when an
+    execution starts (``acquire``) and given back when it ends (``finish``), where its slot is
+    read on the thread that ran it: Yappi's counters of a slot are sums over the executions
+    that held it, so an execution's figures are the difference between the slot's reading at
+    its end and the reading at the end of the slot's previous holder. The pool holds the
+    executions running at once, so Yappi's memory and the cost of a read follow the worker's
+    threads, not the executions so far.
 
     ``start`` runs on the worker's event loop thread; unless ``event_loop`` it then takes
     that thread's profile hook off again (``sys.setprofile(None)`` acts on the calling thread
     only), so the comms and transitions no longer pay Yappi's per-call cost. Nothing resumes
-    Yappi later (``rows`` does not pause), so the hook stays off."""
+    Yappi later (reads do not pause), so the hook stays off."""
 
     def __init__(self, tags: TaskTags, clock: str, event_loop: bool = False) -> None:
         self.tags = tags
         self.clock = clock
         self.event_loop = event_loop
-        #: (context, tag, function index) of calls that were running at a snapshot before
-        #: they ever returned (see ``rows``)
+        #: (context, slot, function index) of calls that were running at a snapshot before
+        #: they ever returned (see ``_read``)
         self._counted_early: set[tuple[int, int, int]] = set()
-        #: tags asked for so far, and the entries they held (``rows``' choice of how to read)
-        self._tags_read = 0
-        self._entries_read = 0
         self.stopped = False
+        #: the pool of tags (0 stays "outside any task"): free slots, and each running
+        #: execution's
+        self._free: list[int] = []
+        self._new_slot = itertools.count(1)
+        self._slot_of: dict[int, int] = {}
+        #: per slot, (context, function index) → (ncall, ttot, tsub) as Yappi reported them
+        #: at the end of the slot's last holder
+        self._base: dict[int, dict[tuple[int, int], tuple[int, float, float]]] = {}
+        #: reads run on several threads (each execution's end): one at a time
+        self._lock = threading.Lock()
+
+    def acquire(self, seq: int) -> int:
+        """The tag of execution ``seq`` (called as it starts, on any thread): a free slot, or
+        a new one. (list.pop and the dict's item are atomic under the GIL.)"""
+        try:
+            slot = self._free.pop()
+        except IndexError:
+            slot = next(self._new_slot)
+        self._slot_of[seq] = slot
+        return slot
+
+    def finish(self, seq: int) -> list[tuple]:
+        """The rows of execution ``seq``, which has just ended (on the thread that ran it,
+        with Yappi's hook off there); its slot goes back to the pool, its reading the base of
+        the next holder's figures."""
+        slot = self._slot_of.pop(seq, None)
+        if slot is None:
+            return []
+        with self._lock:
+            rows = self._read({slot: seq}, final=True)
+        self._free.append(slot)
+        return rows
+
+    def holds(self, seq: int) -> bool:
+        """Whether execution ``seq`` holds a tag (it is running)."""
+        return seq in self._slot_of
+
+    @property
+    def slots(self) -> int:
+        """Tags made so far: the most executions running at once."""
+        return len(self._free) + len(self._slot_of)
 
     def start(self, task_threads: tuple[str, ...] = ()) -> None:
         """``task_threads``: name prefixes of the threads that run tasks (the executors'):
@@ -223,12 +265,8 @@ class YappiProfile:
         return yappi.get_mem_usage()
 
     def forget(self, seqs: Collection[int]) -> None:
-        """Yappi has no way to drop some entries (``rows`` reads by tag instead); what goes
-        is the note of their calls counted early, which no later read can correct. Without
-        this it grew by one per function of every execution whose calls were too short for
-        Yappi's wall clock (one tick: a microsecond)."""
-        if self._counted_early:
-            self._counted_early = {i for i in self._counted_early if i[1] not in seqs}
+        """Nothing to drop: an execution's slot is read and given back as it ends
+        (``finish``), with the notes of its calls counted early."""
 
     def loop_step(self) -> tuple[Any, Any]:
         """What to call around a coroutine task's step on the event loop: in ``yappi`` mode the
@@ -239,68 +277,78 @@ class YappiProfile:
             return None, None
         return self.task_hooks()
 
-    def _entries_per_tag(self) -> float:
-        return self._entries_read / self._tags_read if self._tags_read else 10.0
-
     def rows(self, seqs: Collection[int] | None = None) -> list[tuple]:
-        """One row per (function, thread, tag) of the executions ``seqs`` (tags; 0: outside
-        tasks), or of all. ``yappi.get_func_stats()`` merges the entries of one function
-        across threads and tags, so the C extension's own enumeration is read: one tag at a
-        time, or whole, whichever costs less. Reading one tag builds only that tag's entries
-        (a tuple each, with its list of callees) but walks every tag of every thread to find
-        it, so it costs in proportion to the executions so far: asked for many tags, one
-        walk of every entry is cheaper (``TAG_WALK_PER_ENTRY``). Not paused as
-        ``yappi.get_*_stats`` do: pausing and resuming loses the time of every call in
-        flight (a running task's function came back with ttot 0). Instead the enumeration
-        runs no Python code that Yappi could record while its tables are walked: the
-        callbacks are C (``list.append``), builtins are not profiled, and the garbage
-        collector (which could run finalizers) is off meanwhile; the GIL keeps other threads
-        out."""
+        """Rows so far of the running executions among ``seqs`` (all running ones without)
+        and of the work outside tasks (0, when asked for): what each did since its slot's
+        previous holder ended. Ended executions' rows came from ``finish``."""
+        wanted = self._slot_of.keys() | {0} if seqs is None else seqs
+        seq_of = {0: 0} if 0 in wanted else {}
+        seq_of.update((slot, s) for s in wanted if (slot := self._slot_of.get(s)) is not None)
+        with self._lock:
+            return self._read(seq_of, final=False)
+
+    def _read(self, seq_of: dict[int, int], *, final: bool) -> list[tuple]:
+        """The rows of the slots ``seq_of`` (slot → execution) from Yappi's C enumeration
+        (``yappi.get_func_stats()`` merges the entries of one function across threads and
+        tags), one tag at a time; with ``final``, each slot's reading becomes its base. Not
+        paused as ``yappi.get_*_stats`` do: pausing and resuming loses the time of every call
+        in flight (a running task's function came back with ttot 0). Instead the enumeration
+        runs no Python code that Yappi could record while its tables are walked: the callback
+        is C (``list.append``), builtins are not profiled, and the garbage collector (which
+        could run finalizers) is off meanwhile; the GIL keeps other threads out."""
         import _yappi
 
         contexts: list[tuple] = []
         entries: list[tuple] = []
-        whole = seqs is None or len(seqs) * TAG_WALK_PER_ENTRY > self._entries_per_tag()
         collecting = gc.isenabled()
         gc.disable()
         try:
             _yappi.enum_context_stats(contexts.append)
-            if whole:
-                _yappi.enum_func_stats(entries.append, {})
-            else:
-                for seq in seqs:
-                    _yappi.enum_func_stats(entries.append, {"tag": seq})
+            for slot in seq_of:
+                _yappi.enum_func_stats(entries.append, {"tag": slot})
         finally:
             if collecting:
                 gc.enable()
-        if seqs is not None:
-            if whole:
-                entries = [e for e in entries if e[12] in seqs]
-            self._tags_read += len(seqs)
-            self._entries_read += len(entries)
         idents = {c[1]: c[2] for c in contexts}
         out = []
-        early = self._counted_early
+        early, base = self._counted_early, self._base
+        reading: dict[int, dict[tuple[int, int], tuple[int, float, float]]] = {}
         for entry in entries:
             name, path, line, ncall, _nactual, _builtin, ttot, tsub = entry[:8]
-            ctx_id, tag = entry[10], entry[12]
+            ctx_id, slot, index = entry[10], entry[12], entry[8]
+            before = None
+            if slot:
+                if final:
+                    reading.setdefault(slot, {})[ctx_id, index] = (ncall, ttot, tsub)
+                before = base.get(slot, {}).get((ctx_id, index))
+                if before is not None:
+                    ncall, ttot, tsub = ncall - before[0], ttot - before[1], tsub - before[2]
+                    if not ncall and ttot <= 0:
+                        continue  # not called by this holder of the slot
             # Yappi counts a call when it returns, and its enumeration reports an entry whose
             # first call is still running as one call by setting the count to 1 (and clamps
             # its negative self time to 0) in place: that call's return then counts it a
             # second time (the "ncall = 2" of one call of a task function running across a
             # snapshot). Such an entry is recognisable (1 call, no time yet); its count is
-            # corrected once the call has returned (time > 0).
-            ident = (ctx_id, tag, entry[8])
+            # corrected once the call has returned (time > 0). Only an entry the slot's
+            # earlier holders never made can be one (Yappi sets the count of an entry with
+            # none); the slot's reading keeps Yappi's count, so the next holder's difference
+            # is right as it is.
+            ident = (ctx_id, slot, index)
             if ident in early:
                 if ttot > 0:
                     ncall -= 1
-            elif ncall == 1 and ttot == 0 and tsub == 0:
+            elif before is None and ncall == 1 and ttot == 0 and tsub == 0:
                 early.add(ident)
             module = (path or "").rsplit("/", 1)[-1].removesuffix(".py")
             if module in ("yappi", "_yappi"):
                 continue
-            out.append(("yappi", self.clock, idents.get(ctx_id), tag, module, name, path, line,
-                        ncall, ttot, tsub))
+            out.append(("yappi", self.clock, idents.get(ctx_id), seq_of[slot], module, name,
+                        path, line, ncall, ttot, tsub))
+        if final:
+            base.update(reading)  # (every entry of the slot: Yappi's sums of all holders)
+            if early:
+                self._counted_early = {i for i in early if i[1] not in seq_of}
         return out
 
 

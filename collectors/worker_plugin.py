@@ -90,6 +90,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     idempotent = True
     #: (resume, pause) of the profiler's hook around each task function (yappi modes)
     task_hooks: tuple[Any, Any] = (None, None)
+    #: an execution's Yappi tag from its seq (None: the seq itself); set at start
+    tag_of: Any = None
 
     def __init__(self, run_dir: str, options: Options = DEFAULTS) -> None:
         self.run_dir = run_dir
@@ -143,12 +145,19 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         # executions whose profile entries are final (appended when they end), and those
         # final at the previous snapshot
         self.profiles_final: deque[int] = deque()
+        # yappi modes: the rows of ended executions, read as each ended (flat, as the sink's),
+        # and the snapshot last written (of the executions running then)
+        self.profile_done: list = []
+        self.snapshot_written: list[tuple] = []
         self._final_before: set[int] = set()
         self._next_snapshot = 0.0
         limit = worker.memory_manager.memory_limit
         self.profile_budget = int(limit * PROFILE_MEMORY_SHARE) if limit else PROFILE_MEMORY_DEFAULT
         self.profile_stopped: dict[str, int] | None = None
+        #: an execution's Yappi tag: a slot of the profiler's pool (None: the tag is the seq)
+        self.tag_of = None
         if isinstance(self.profiler, YappiProfile):
+            self.tag_of = self.profiler.acquire
             prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
                                                  None) for name in self._orig_submits) if p)
             self.profiler.start(prefixes)
@@ -286,7 +295,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tid = threading.get_ident()
         tags = self.tags
         tags.current[tid] = seq
-        tags.local.seq = seq
+        tags.local.seq = seq if self.tag_of is None else self.tag_of(seq)
         status, result = "error", None
         resume, pause = self.task_hooks
         c0, t0 = time.thread_time_ns(), time.time_ns()
@@ -307,10 +316,26 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                 status = "error"
             tags.local.seq = 0
             tags.current.pop(tid, None)
-            self.profiles_final.append(seq)
+            self._profile_ended(seq)
             self.timed_seqs.add(seq)
             native = _NATIVE.value or _native_id()
             self._add_execution((seq, key, tid, native, t0, t1, c1 - c0, status))
+
+    def _profile_ended(self, seq: int) -> None:
+        """Execution ``seq`` has ended (on its thread, the task timed): in yappi modes its
+        function rows are read now, its tag going back to the pool (``YappiProfile.finish``);
+        otherwise the next snapshot takes them."""
+        if self.tag_of is None:
+            self.profiles_final.append(seq)
+            return
+        try:
+            rows = self.profiler.finish(seq)
+        except Exception as err:  # noqa: BLE001 - never fail the task
+            record(err, "profile: reading an execution's rows")
+            return
+        done = self.profile_done
+        for row in rows:
+            done.extend(row)
 
     def _coroutine(self, coro: Any, key: Any, seq: int) -> CoroutineSteps:
         """A coroutine task's execute coroutine, driven step by step on the loop thread (this
@@ -321,17 +346,18 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         delay = getattr(self.worker, "scheduler_delay", 0.0) or 0.0
         hooks = getattr(self.profiler, "loop_step", None)
         resume, pause = hooks() if hooks is not None else (None, None)
+        tag = seq if self.tag_of is None else self.tag_of(seq)
 
         def enter() -> None:
             tags.current[tid] = seq
-            tags.local.seq = seq
+            tags.local.seq = tag
 
         def leave() -> None:
             tags.local.seq = 0
             tags.current.pop(tid, None)
 
         def done(steps: list[tuple[int, int, int]], result: Any) -> None:
-            self.profiles_final.append(seq)
+            self._profile_ended(seq)
             self._record_coroutine(key, seq, tid, steps, result, delay)
 
         return CoroutineSteps(coro, enter, leave, done, on=resume, off=pause)
@@ -481,11 +507,22 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             if columns:
                 columns[1] = key_texts(columns[1])
                 sink.write_columns(name, columns)
+        width = sink.widths["worker_func_stats"]
+        done = take(self.profile_done, width)
         rows, self.profile_rows = self.profile_rows, None
-        if rows is not None:
-            parts, snapshot = rows
-            # the snapshot first: a process killed in between loses rows, never doubles them
+        parts, snapshot = rows if rows is not None else ([], None)
+        if done and snapshot is None:
+            snapshot = self.snapshot_written  # rewritten without the executions now ended
+        if snapshot is not None and self.tag_of is not None:
+            # yappi modes: an execution's final rows come from its end (``_profile_ended``),
+            # so its rows of a snapshot taken while it ran go once it has ended
+            holds = self.profiler.holds
+            snapshot = [r for r in snapshot if not r[3] or holds(r[3])]
+        # the snapshot first: a process killed in between loses rows, never doubles them
+        if snapshot is not None:
             sink.write_snapshot("worker_func_stats", snapshot)
-            if parts:
-                sink.write_columns("worker_func_stats",
-                                   columns_of(parts, sink.widths["worker_func_stats"]))
+            self.snapshot_written = snapshot
+        if parts:
+            sink.write_columns("worker_func_stats", columns_of(parts, width))
+        if done:
+            sink.write_columns("worker_func_stats", done)

@@ -32,7 +32,7 @@ from correlate.sorting import output_order, sorted_for_output
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames
 from correlate.spans import DEFAULT_SPAN
-from correlate.summary import build_summary, dxt_captured
+from correlate.summary import build_summary, dxt_captured, profile_coverage, profile_warnings
 
 OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
                  "events", "slices")
@@ -166,7 +166,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(_with_inferred_threads(ex, parts["inferred_threads"]), clocks)
     func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
-    sink.write_parts("task_functions", _functions_by_process(func_stats, ex))
+    profiled: list[int] = []  # executions with function rows, per process
+    sink.write_parts("task_functions", _counted(_functions_by_process(func_stats, ex),
+                                                profiled))
     del func_stats
     methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
     methods = methods.select("execution_id", attribution=pl.when(
@@ -192,6 +194,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                             counter_totals(untraced_counters(
                                 frames.io_file_counters, frames.darshan_logs)),
                             parts["shuffle_io"], group_by)
+    summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
+    summary["warnings"] += profile_warnings(summary["profile"])
     inference = thread_inference.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference
@@ -289,6 +293,13 @@ def _put_in_parts(sink: TableSink, name: str, df: pl.DataFrame) -> None:
     take = df.slice if rows is None else (lambda i, n: df[rows.slice(i, n)])
     sink.write_parts(name, (conform(take(i, PART_ROWS), table, path=name)
                             for i in range(0, df.height, PART_ROWS)))
+
+
+def _counted(parts: Iterator[pl.DataFrame], counts: list[int]) -> Iterator[pl.DataFrame]:
+    """``parts`` as they are, the executions each holds appended to ``counts``."""
+    for part in parts:
+        counts.append(part.get_column("execution_id").n_unique())
+        yield part
 
 
 def _functions_by_process(func_stats: pl.DataFrame, ex: pl.DataFrame

@@ -218,6 +218,31 @@ def io_captured(frames: RunFrames) -> bool:
     return not frames.darshan_logs.is_empty()
 
 
+#: the profile modes that record every call of every execution (Yappi): an execution without
+#: function rows lost them; the sampler, by design, never sees executions shorter than its
+#: interval
+DETERMINISTIC_PROFILES = ("yappi", "yappi-all", "yappi-cpu")
+
+
+def profile_coverage(facts: dict[str, Any], executions: int, profiled: int) -> dict[str, Any]:
+    """The profile mode and how many executions have function rows (``task_functions``)."""
+    mode = (facts.get("collector_options") or {}).get("profile")
+    return {"mode": mode, "executions": executions, "executions_with_functions": profiled,
+            "executions_without_functions": executions - profiled
+            if mode in DETERMINISTIC_PROFILES else None}
+
+
+def profile_warnings(profile: dict[str, Any]) -> list[str]:
+    """A line when a deterministic profile is missing for some executions (a killed worker,
+    Yappi stopped at its memory budget, a worker that did not close)."""
+    missing = profile.get("executions_without_functions")
+    if not missing:
+        return []
+    return [f"the {profile['mode']} profile is missing for {missing:,} of "
+            f"{profile['executions']:,} executions (no function rows: a worker killed or "
+            "not closed cleanly, or Yappi stopped at its memory budget; see the warnings)"]
+
+
 def dxt_captured(frames: RunFrames) -> bool:
     """Whether any Darshan log traced operations (DXT): the spill figures come from the spill
     files' DXT segments, so a run whose logs hold counters only has its spill unknown."""

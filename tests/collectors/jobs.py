@@ -341,21 +341,21 @@ def spill_job(args: str) -> None:
 
 
 def many_functions(i: int) -> int:
-    """Calls a hundred distinct functions: each execution leaves a hundred entries in Yappi's
-    tables (made once per worker process; this function is sent by value)."""
+    """Calls a hundred functions made anew for this execution (and kept alive, so that no
+    code object is reused): each execution leaves a hundred new functions in Yappi's tables,
+    whatever its tag, so Yappi's memory grows with the executions (this function is sent by
+    value)."""
     import types
 
-    many = sys.modules.get("_many_functions")
-    if many is None:
-        many = types.ModuleType("_many_functions")
-        exec("".join(f"def f{k}(x):\n    return x + {k}\n" for k in range(100)), many.__dict__)
-        sys.modules["_many_functions"] = many
-    return sum(getattr(many, f"f{k}")(i) for k in range(100))
+    made = types.ModuleType(f"_many_functions_{i}")
+    exec("".join(f"def f{k}(x):\n    return x + {k}\n" for k in range(100)), made.__dict__)
+    sys.modules[made.__name__] = made
+    return sum(getattr(made, f"f{k}")(i) for k in range(100))
 
 
 def profile_budget_job(truth_path: str) -> None:
     """Workers of a 100 MB memory limit (Dask's own pause, spill and terminate off): the
-    collectors give Yappi a tenth of it, which these executions exceed."""
+    collectors give Yappi a tenth of it, which these executions' new functions exceed."""
     import dask
     from distributed import Client, LocalCluster
 

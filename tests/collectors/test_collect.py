@@ -204,8 +204,9 @@ def test_help_lists_every_profile_mode_with_its_cost():
 
 
 def test_yappi_is_stopped_past_its_memory_budget_and_correlate_says_so(tmp_path):
-    """Yappi keeps every execution's entries for the whole job: past a tenth of the worker's
-    memory limit the collectors stop it, keep what it recorded, and say when."""
+    """Yappi keeps an entry per function it saw for the whole job: a job that makes new
+    functions all the time grows it past a tenth of the worker's memory limit, and the
+    collectors then stop it, keep what it recorded, and say when."""
     run = tmp_path / "run"
     proc = collect(run, "--profile", "yappi", "--", sys.executable, "jobs.py",
                    "profile-budget", str(tmp_path / "truth.json"))

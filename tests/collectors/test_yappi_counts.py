@@ -39,7 +39,7 @@ def test_a_call_running_across_a_snapshot_is_counted_once(profiler):
     started, release = threading.Event(), threading.Event()
 
     def task() -> None:
-        tags.local.seq = 7
+        tags.local.seq = profiler.acquire(7)
         long_call(started, release)
         short_call()
         tags.local.seq = 0
@@ -52,7 +52,7 @@ def test_a_call_running_across_a_snapshot_is_counted_once(profiler):
     assert during["long_call"][8] == 1  # running: reported as one call, no time yet
     release.set()
     th.join()
-    after = {r[5]: r for r in profiler.rows() if r[3] == 7}
+    after = {r[5]: r for r in profiler.finish(7)}
     profiler.stop()
     assert after["long_call"][8] == 1 and after["long_call"][9] > 0
     assert after["short_call"][8] == 1
@@ -64,7 +64,7 @@ def test_task_threads_profile_only_the_task_function(profiler):
     resume, pause = profiler.task_hooks()
 
     def timed(seq: int) -> None:
-        tags.local.seq = seq
+        tags.local.seq = profiler.acquire(seq)
         resume()
         try:
             short_call()
@@ -88,18 +88,14 @@ def test_task_threads_profile_only_the_task_function(profiler):
     assert not [r for r in rows if r[2] in task_threads and r[3] == 0]
 
 
-@pytest.mark.parametrize("read", ["by tag", "whole"])
-def test_rows_of_some_executions_are_read_by_tag(profiler, monkeypatch, read):
+def test_rows_of_some_executions_are_read_by_tag(profiler):
     """A snapshot asks for the executions not written yet: Yappi's entries of those tags, the
-    same rows as in the whole enumeration, and none of the others, whichever way they are
-    read."""
-    if read == "whole":
-        monkeypatch.setattr("collectors.profiling.TAG_WALK_PER_ENTRY", 1e9)
+    same rows as when every running execution is read, and none of the others."""
     tags = profiler.tags
     profiler.start()
 
     def task(seq: int) -> None:
-        tags.local.seq = seq
+        tags.local.seq = profiler.acquire(seq)
         short_call()
         tags.local.seq = 0
 
@@ -113,6 +109,40 @@ def test_rows_of_some_executions_are_read_by_tag(profiler, monkeypatch, read):
     assert {r[3] for r in every} >= set(range(1, 21))
     assert sorted(some) == sorted(r for r in every if r[3] in {0, 3, 17})
     assert {r[3] for r in some if r[5] == "short_call"} == {3, 17}
+
+
+def test_reused_tags_give_each_execution_exactly_its_own_calls(profiler):
+    """Tags are slots, read and given back as each execution ends: its rows are the
+    difference from the slot's previous holder, so execution ``i`` that calls ``short_call``
+    ``i % 7 + 1`` times has exactly that ncall, whatever ran under its slot before (on 3
+    threads at once, so slots pass between threads); Yappi's tags (and its memory) stay
+    those of the executions in flight, not of every execution so far."""
+    import _yappi
+
+    tags = profiler.tags
+    profiler.start(("task-thread",))
+    resume, pause = profiler.task_hooks()
+    got: dict[int, int] = {}
+
+    def timed(seq: int) -> None:
+        tags.local.seq = profiler.acquire(seq)
+        resume()
+        for _ in range(seq % 7 + 1):
+            short_call()
+        pause()
+        tags.local.seq = 0
+        for r in profiler.finish(seq):
+            if r[5] == "short_call":
+                got[r[3]] = got.get(r[3], 0) + r[8]
+
+    with ThreadPoolExecutor(3, thread_name_prefix="task-thread") as ex:
+        list(ex.map(timed, range(1, 3001)))
+    held: list[tuple] = []
+    _yappi.enum_func_stats(held.append, {})
+    profiler.stop()
+    assert got == {seq: seq % 7 + 1 for seq in range(1, 3001)}
+    # Yappi holds the entries of at most 3 tags (one per thread) and tag 0, not of 3,000
+    assert profiler.slots <= 3 and {e[12] for e in held} <= {0, 1, 2, 3}
 
 
 def test_the_sampler_forgets_written_executions():
@@ -134,42 +164,14 @@ def test_the_sampler_forgets_written_executions():
     assert {r[3] for r in sampler.rows()} == {2}
 
 
-def test_many_tags_are_read_in_one_walk(profiler, monkeypatch):
-    """Reading one tag walks every tag Yappi holds, so a snapshot of many executions (a burst
-    of short tasks, the last one at teardown) reads everything once instead of walking every
-    tag once per execution asked for (quadratic in the executions so far)."""
-    import _yappi
-
-    calls = []
-    enum = _yappi.enum_func_stats
-    monkeypatch.setattr(_yappi, "enum_func_stats",
-                        lambda cb, flt: (calls.append(dict(flt)), enum(cb, flt))[1])
-    tags = profiler.tags
-    profiler.start()
-    on, off = profiler.task_hooks()
-    for seq in range(1, 3001):
-        tags.local.seq = seq
-        on()
-        short_call()
-        off()
-    tags.local.seq = 0
-    few = profiler.rows({5, 6})
-    assert calls == [{"tag": 5}, {"tag": 6}]
-    calls.clear()
-    many = profiler.rows(set(range(1, 3001)))
-    assert calls == [{}]
-    assert {r[3] for r in many if r[5] == "short_call"} == set(range(1, 3001))
-    assert sorted(few) == sorted(r for r in many if r[3] in {5, 6})
-
-
-def test_forgotten_executions_leave_no_note_of_early_counts(profiler):
+def test_ended_executions_leave_no_note_of_early_counts(profiler):
     """Calls shorter than Yappi's wall-clock tick look like calls still running (one call, no
-    time); the notes kept to correct such counts go with the executions once written."""
+    time); the notes kept to correct such counts go with the executions as they end."""
     tags = profiler.tags
 
     def task() -> None:
         for seq in range(1, 201):
-            tags.local.seq = seq
+            tags.local.seq = profiler.acquire(seq)
             short_call()
         tags.local.seq = 0
 
@@ -181,7 +183,8 @@ def test_forgotten_executions_leave_no_note_of_early_counts(profiler):
     profiler.stop()
     assert {r[3] for r in rows if r[5] == "short_call"} == set(range(1, 201))
     assert any(ident[1] <= 100 for ident in profiler._counted_early)  # the case arises
-    profiler.forget(set(range(1, 101)))
+    for seq in range(1, 101):
+        profiler.finish(seq)
     assert profiler._counted_early and all(
         ident[1] > 100 for ident in profiler._counted_early)
 

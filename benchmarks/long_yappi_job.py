@@ -1,0 +1,44 @@
+"""The long job of ``bench_yappi_long.py``: N short tasks, each calling 7 small Python
+functions, on a LocalCluster of 2 workers × 1 thread, submitted in batches; prints the workers'
+RSS after the first 10,000 tasks and after the last as ``rss_mb=<at 10k>,<at end>`` (per
+worker, MB) and ``tasks=N``. ``long_yappi_job.py N``"""
+
+from __future__ import annotations
+
+import sys
+
+from distributed import Client, LocalCluster
+
+
+def f1(x): return x + 1  # noqa: E704
+def f2(x): return f1(x) * 2  # noqa: E704
+def f3(x): return f2(x) - 1  # noqa: E704
+def f4(x): return f3(x) + f1(x)  # noqa: E704
+def f5(x): return f4(x) % 97  # noqa: E704
+def f6(x): return f5(x) + f2(x)  # noqa: E704
+
+
+def work(x: int) -> int:
+    return f6(x) + f5(x)
+
+
+def rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1])
+    batch = 10_000
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=0,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        at_10k = None
+        for start in range(0, n, batch):
+            keys = [f"work-{i}" for i in range(start, min(n, start + batch))]
+            client.gather(client.map(work, range(start, start + len(keys)), key=keys))
+            if at_10k is None:
+                at_10k = sorted(client.run(rss_mb).values())
+        at_end = sorted(client.run(rss_mb).values())
+        print("rss_mb=" + ";".join(f"{a:.1f},{b:.1f}" for a, b in zip(at_10k, at_end)))
+        print(f"tasks={n}")
