@@ -40,5 +40,5 @@ if __name__ == "__main__":
             if at_10k is None:
                 at_10k = sorted(client.run(rss_mb).values())
         at_end = sorted(client.run(rss_mb).values())
-        print("rss_mb=" + ";".join(f"{a:.1f},{b:.1f}" for a, b in zip(at_10k, at_end)))
+        print("rss_mb=" + ";".join(f"{a:.1f},{b:.1f}" for a, b in zip(at_10k, at_end, strict=True)))
         print(f"tasks={n}")

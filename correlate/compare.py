@@ -60,16 +60,22 @@ JOB_FLOOR = 0.01
 #: stretches with the cores' contention (low: on a busy machine a pure CPU task's task time
 #: was seen at 8.5× its CPU)
 CPU_BOUND = 0.05
-DIMENSIONS = ("prefix", "file", "function")
+DIMENSIONS = ("prefix", "span", "file", "function")
+#: the dimensions that group task executions: by their prefix, or by their Dask span (its name
+#: path: ``distributed.span``; compared where both runs have spans)
+TASK_GROUPS = ("prefix", "span")
 #: counts per dimension (facts: reported whenever they move)
 COUNTS = {
     "prefix": ("executions", "read_bytes", "write_bytes", "read_ops", "write_ops",
                "transfer_bytes", "spilled_bytes", "files"),
+    "span": ("executions", "read_bytes", "write_bytes", "read_ops", "write_ops",
+             "transfer_bytes", "spilled_bytes", "files"),
     "file": ("executions", "read_bytes", "write_bytes", "read_ops", "write_ops"),
     "function": ("executions", "ncall"),
 }
 #: per-execution timings tested per dimension: name -> column of ``samples``
-TIMINGS = {"prefix": ("wall", "cpu", "io", "rest"), "file": ("wall",), "function": ("wall",)}
+TIMINGS = {"prefix": ("wall", "cpu", "io", "rest"), "span": ("wall", "cpu", "io", "rest"),
+           "file": ("wall",), "function": ("wall",)}
 #: setup entries that change the concurrency or the machine
 CONCURRENCY_KEYS = ("workers", "nthreads", "hosts", "versions")
 
@@ -103,19 +109,20 @@ def job_span(tables: dict[str, pl.DataFrame]) -> float | None:
 
 
 def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
-    """One run's metrics per ``by`` (prefix | file | function); the dimension column is ``item``."""
+    """One run's metrics per ``by`` (prefix | span | file | function); the dimension column is
+    ``item``."""
     tasks = _with_wait(tables["tasks"])
-    if by == "prefix":
-        tasks = _with_span_share(tasks)
-        files = tables["task_files"].join(tasks.select("execution_id", "prefix"),
-                                          on="execution_id").group_by("prefix").agg(
+    if by in TASK_GROUPS:
+        tasks = _with_span_share(tasks).filter(pl.col(by).is_not_null())
+        files = tables["task_files"].join(tasks.select("execution_id", by),
+                                          on="execution_id").group_by(by).agg(
             files=pl.col("path").n_unique().cast(pl.Float64))
         sums = [_sum(c) for c in ("cpu_s", "read_bytes", "write_bytes", "read_ops", "write_ops",
                                   "io_time_s", "transfer_bytes", "transfer_s", "wait_s",
                                   "spilled_bytes", "input_read_back_s", "awaiting_s", "span_s")]
-        return (tasks.group_by(item="prefix").agg(
+        return (tasks.group_by(item=by).agg(
             *sums, executions=pl.len().cast(pl.Float64), wall_s=pl.col("duration_s").sum())
-            .join(files.rename({"prefix": "item"}), on="item", how="left")
+            .join(files.rename({by: "item"}), on="item", how="left")
             .with_columns(pl.col("files").fill_null(0.0)))
     if by == "file":
         files = tables["task_files"]
@@ -139,12 +146,19 @@ def _function_name() -> pl.Expr:
     return pl.concat_str(pl.col("module").fill_null("?"), pl.lit(":"), pl.col("name"))
 
 
+def has_spans(tables: dict[str, pl.DataFrame]) -> bool:
+    """Whether the run's tasks ran in Dask spans the user named (``correlate.spans``)."""
+    from correlate.spans import has_spans as named
+
+    return "span" in tables["tasks"].columns and named(tables["tasks"])
+
+
 def samples(tables: dict[str, pl.DataFrame], by: str, run: int = 0) -> pl.DataFrame:
     """Per-execution figures of one run: ``item, run, wall`` (+ ``cpu, io, rest`` per prefix):
     the distributions the rank test compares."""
-    if by == "prefix":
-        t = tables["tasks"]
-        return t.select(item=pl.col("prefix"), run=pl.lit(run), wall=pl.col("duration_s"),
+    if by in TASK_GROUPS:
+        t = tables["tasks"].filter(pl.col(by).is_not_null())
+        return t.select(item=pl.col(by), run=pl.lit(run), wall=pl.col("duration_s"),
                         cpu=pl.col("cpu_s"), io=pl.col("io_time_s").fill_null(0),
                         rest=pl.col("duration_s") - pl.col("cpu_s")
                         - pl.col("io_time_s").fill_null(0))
@@ -256,7 +270,7 @@ def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame
     # the row's own time per execution (a 0.1 ms shift of a 100 ms task is real, but nobody
     # waits for it)
     per_exec = {"wall": "wall_s", "cpu": "cpu_s", "io": "io_time_s"}
-    if by == "prefix":
+    if by in TASK_GROUPS:
         out = out.with_columns(rest_b=pl.col("wall_s_before") - pl.col("cpu_s_before")
                                - pl.col("io_time_s_before"),
                                rest_a=pl.col("wall_s_after") - pl.col("cpu_s_after")
@@ -276,11 +290,11 @@ def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame
 
     out = out.with_columns([(pl.col(f"{t}_changed") & moved(t)).alias(f"{t}_changed")
                             for t in timings])
-    if by == "prefix":
+    if by in TASK_GROUPS:
         out = out.drop("rest_b", "rest_a")
     timing_changed = pl.any_horizontal(
         [pl.col(f"{t}_changed") for t in timings if t in per_exec])
-    if by == "prefix":
+    if by in TASK_GROUPS:
         # longer or shorter at unchanged CPU per execution, counts and I/O time. For a CPU-bound
         # prefix that is waiting for a core: the machine's load or the concurrency, decided over
         # all rows by ``machine_change``, never this prefix's own change

@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate.compare import DIMENSIONS
 from correlate.errors import InputError
 
 
@@ -33,8 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "`compare B1 B2 --after A1 A2` uses their run-to-run variance)")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="output folder (default: ./compare-<BEFORE>-vs-<AFTER>)")
-    p.add_argument("--by", choices=("prefix", "file", "function"), default="prefix",
-                   help="dimension shown first (all three are written)")
+    p.add_argument("--by", choices=DIMENSIONS, default="prefix",
+                   help="dimension shown first (all are written; span: the Dask span each "
+                        "task ran in, where both sides' runs have spans)")
     p.add_argument("--top", type=int, default=10, help="rows in the printed table")
 
 
@@ -98,7 +100,12 @@ def run(args: argparse.Namespace) -> int:
     spans = tuple([compare.job_span(t) for t, _ in loaded[side]] for side in ("before", "after"))
     span = max((s for side in spans for s in side if s is not None), default=None)
     diffs, profiles = {}, {}
-    for by in compare.DIMENSIONS:
+    spanned = all(compare.has_spans(t) for side in loaded.values() for t, _ in side)
+    if args.by == "span" and not spanned:
+        raise InputError(Path(" ".join(map(str, before + after))),
+                         "--by span: not every run's tasks ran in a Dask span "
+                         "(distributed.span); compare them --by prefix")
+    for by in (d for d in compare.DIMENSIONS if d != "span" or spanned):
         prof = [compare.mean_profile([compare.profile(t, by) for t, _ in loaded[side]])
                 for side in ("before", "after")]
         smp = [pl.concat([compare.samples(t, by, i) for i, (t, _) in enumerate(loaded[side])])

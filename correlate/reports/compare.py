@@ -113,6 +113,9 @@ MD_TABLES = {
                             _both(r, "wall_s"), _ds(r["wall_s_delta"]), _ds(r["ttot_s_delta"]),
                             f"{r['ncall_delta']:+,.0f}", _yes(r)]),
 }
+#: by Dask span: the prefix table's columns, named for spans
+MD_TABLES["span"] = (["rank", "span", *MD_TABLES["prefix"][0][2:]], MD_TABLES["prefix"][1])
+
 MD_NOTES = {
     "prefix": "Task time = summed execution time (start to stop on a thread); span share = "
               "the prefix's part of the job's span (each instant shared by the executions "
@@ -121,6 +124,9 @@ MD_NOTES = {
               "part of task time. Changed: counts beyond 2% (and their run-to-run range), or "
               "timings by a rank test of the executions (p below 0.01); machine: the machine or "
               "the concurrency, not this prefix.",
+    "span": "By the Dask span each task ran in (`distributed.span`, its name path; each span "
+            "without its sub-spans), compared as prefixes are: task time, span share of the "
+            "job, counts and timings judged the same way.",
     "file": "I/O time = time inside the calls on the file, summed over attributed task "
             "executions; tasks = executions that touched it.",
     "function": "Exclusive = time in the function itself, inclusive = with its callees, "
@@ -199,6 +205,8 @@ HTML_COLUMNS = {
                  ("ttot_s_delta", "Δ inclusive", "ds"), ("ncall_delta", "Δ calls", "n"),
                  ("significant", "changed", "bool")],
 }
+HTML_COLUMNS["span"] = [("rank", "rank", "n"), ("item", "span", "text"),
+                        *HTML_COLUMNS["prefix"][2:]]
 
 
 def build_html_data(c: Comparison, *, rows: int = HTML_ROWS) -> dict[str, Any]:

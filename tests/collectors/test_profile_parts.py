@@ -56,6 +56,7 @@ def plugin(tmp_path: Path) -> CorrelateWorkerPlugin:
     p._next_snapshot = 0.0
     p.profiles_final = deque()
     p._final_before = set()
+    p.profile_done, p.snapshot_written = [], []
     return p
 
 

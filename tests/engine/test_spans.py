@@ -20,14 +20,18 @@ HERE = Path(__file__).resolve().parent
 CPU_TOLERANCE = (0.05, 0.010)  # 5% of Dask's, plus 10 ms
 
 
+def _record(run: Path, *job_args: str) -> None:
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan",
+           "off", "--profile", "off", "--flush-interval", "1", "--", sys.executable,
+           str(HERE / "spans_job.py"), *job_args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("spans")
-    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"), "--darshan",
-           "off", "--profile", "off", "--flush-interval", "1", "--", sys.executable,
-           str(HERE / "spans_job.py")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _record(tmp / "run")
     shown = subprocess.run([sys.executable, "-m", "correlate.cli", str(tmp / "run"), "-o",
                             str(tmp / "out"), "--group-by", "stage"],
                            capture_output=True, text=True, timeout=300)
@@ -95,3 +99,19 @@ def test_a_run_without_spans_has_no_span_section(tmp_path):
     out = tmp_path / "out"
     result = correlate_to(load(sample), out)
     assert "spans" not in result.summary and "groups" not in result.summary
+
+
+def test_compare_by_span_names_the_span_that_changed(out, tmp_path):
+    """Two runs with the same spans, the train span's tasks doing 4 times the work in the
+    second: compared by span, ``etl / train`` is named first, by its CPU."""
+    _record(tmp_path / "after", "4")
+    shown = subprocess.run([sys.executable, "-m", "correlate.cli", "compare", str(out.parent /
+                            "run"), str(tmp_path / "after"), "--by", "span", "-o",
+                            str(tmp_path / "cmp")], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    rows = [line for line in md.split("## By span", 1)[1].splitlines()
+            if line.startswith("| 1 |")]
+    assert rows and "`etl / train`" in rows[0], md
+    lines = [line for line in md.splitlines() if "etl / train" in line and "CPU" in line]
+    assert lines, md
