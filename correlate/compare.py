@@ -31,6 +31,7 @@ with the summed task time alongside.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import polars as pl
@@ -144,6 +145,22 @@ def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
 
 def _function_name() -> pl.Expr:
     return pl.concat_str(pl.col("module").fill_null("?"), pl.lit(":"), pl.col("name"))
+
+
+#: the figures a run without Darshan logs did not measure
+IO_FIGURES = r"^(io_time_s|read_bytes|write_bytes|read_ops|write_ops|files)_(before|after|delta|rel)$"
+
+
+def io_captured(summary: dict[str, Any]) -> bool:
+    """Whether the run recorded its I/O (Darshan logs were read)."""
+    return (summary.get("io") or {}).get("captured", True) is not False
+
+
+def without_unmeasured_io(d: pl.DataFrame) -> pl.DataFrame:
+    """``d`` with its I/O figures null: unknown, where a side recorded no I/O (their sums read
+    0 there, which would claim that nothing was read or written)."""
+    return d.with_columns(
+        pl.lit(None, pl.Float64).alias(c) for c in d.columns if re.match(IO_FIGURES, c))
 
 
 def has_spans(tables: dict[str, pl.DataFrame]) -> bool:

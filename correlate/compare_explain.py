@@ -90,7 +90,7 @@ def _context(row: dict[str, Any], part: float) -> list[str]:
     return out
 
 
-def _prefix_reasons(row: dict[str, Any], machine: bool = False) -> str:
+def _prefix_reasons(row: dict[str, Any], machine: bool = False, io_known: bool = True) -> str:
     """Why one prefix changed: its counts first (facts), then CPU, I/O time and the rest of its
     task time, each named when the rank test says it changed or it carries more than ``PART``
     of the change; the rest is split into contention (the same wall per CPU second as before,
@@ -145,8 +145,10 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False) -> str:
     rest_named = (bool(row.get("rest_changed")) or not row.get("judged")) and abs(residual) > part
     if rest_named and not per_exec_same:
         whole = abs(residual - dwall) <= 0.1 * abs(dwall)
-        amount = "none of it is CPU or I/O" if whole else (
-            f"{residual:+.3f} s of it is neither CPU nor I/O")
+        # without Darshan the time inside I/O calls is in this rest, unmeasured
+        neither = "CPU or I/O" if io_known else "CPU (I/O was not captured)"
+        amount = f"none of it is {neither}" if whole else (
+            f"{residual:+.3f} s of it is not {neither}")
         if machine:
             reasons.append(f"{amount}: the machine or the concurrency changed (see above), "
                            "not this prefix")
@@ -190,17 +192,17 @@ def _function_reasons(row: dict[str, Any], call_counts: bool = True) -> str:
 
 
 def explanations(d: pl.DataFrame, by: str, *, top: int = 5, call_counts: bool = True,
-                 machine: bool = False) -> list[tuple[str, str]]:
+                 machine: bool = False, io_known: bool = True) -> list[tuple[str, str]]:
     """``(item, why)`` for the named top rows (empty: nothing beyond noise).
     ``call_counts=False``: ``ncall`` are stack samples (``--profile sample``), not calls.
     ``machine``: a machine or concurrency change was found (the rest of a row's change is
-    blamed on it)."""
+    blamed on it). ``io_known=False``: a side recorded no I/O (no Darshan logs)."""
     rows = d.filter(pl.col("significant")).head(top).iter_rows(named=True)
     if by == "function":
         return [(str(r["item"]), _function_reasons(r, call_counts)) for r in rows]
     if by == "file":
         return [(str(r["item"]), _file_reasons(r)) for r in rows]
-    return [(str(r["item"]), _prefix_reasons(r, machine)) for r in rows]
+    return [(str(r["item"]), _prefix_reasons(r, machine, io_known)) for r in rows]
 
 
 def exact_call_counts(summary: dict[str, Any]) -> bool:

@@ -114,11 +114,14 @@ def run(args: argparse.Namespace) -> int:
         diffs[by] = compare.diff(prof[0], prof[1], smp[0], smp[1], by=by, exact_calls=exact,
                                  span_s=span)
     diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup)
+    io_known = all(compare.io_captured(s) for side in loaded.values() for _, s in side)
+    explained = compare.explanations(diffs[args.by], args.by, call_counts=exact,
+                                     machine=machine is not None, io_known=io_known)
+    if not io_known:
+        diffs = {by: compare.without_unmeasured_io(d) for by, d in diffs.items()}
     c = Comparison(diffs=diffs,
                    names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
-                   setup=setup, machine=machine,
-                   explained=compare.explanations(diffs[args.by], args.by, call_counts=exact,
-                                                  machine=machine is not None),
+                   setup=setup, machine=machine, explained=explained,
                    totals=" ".join(filter(None, (
                        compare.totals_line(*profiles["prefix"], diffs["prefix"], spans=spans,
                                            runs=(len(before), len(after))),

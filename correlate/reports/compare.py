@@ -65,13 +65,22 @@ def _s(x: float) -> str:
     return f"{x:.3f}"
 
 
-def _ds(x: float) -> str:
-    """Signed seconds with 3 decimals; a change that rounds to zero is ``0.000``, unsigned."""
+#: a figure a side did not measure (I/O without Darshan)
+UNKNOWN = "unknown"
+
+
+def _ds(x: float | None) -> str:
+    """Signed seconds with 3 decimals; a change that rounds to zero is ``0.000``, unsigned;
+    ``unknown`` where a side did not measure it."""
+    if x is None:
+        return UNKNOWN
     return f"{x:+.3f}" if round(x, 3) else "0.000"
 
 
-def _dbytes(x: float) -> str:
+def _dbytes(x: float | None) -> str:
     # ASCII minus, as Python's signed formats (:+.3f) write it everywhere else in compare.md
+    if x is None:
+        return UNKNOWN
     return "0" if not x else ("+" if x > 0 else "-") + human_bytes(abs(x))
 
 
@@ -99,7 +108,8 @@ MD_TABLES = {
                           _ds(r["span_s_delta"]), _both(r, "wall_s"), _ds(r["wall_s_delta"]),
                           _ds(r["cpu_s_delta"]),
                           _ds(r["io_time_s_delta"]),
-                          _dbytes(r["read_bytes_delta"] + r["write_bytes_delta"]),
+                          _dbytes(None if r["read_bytes_delta"] is None
+                                  else r["read_bytes_delta"] + r["write_bytes_delta"]),
                           _ds(r["wait_s_delta"]), _yes(r)]),
     "file": (["rank", "path", "tasks", "I/O time s before → after", "Δ I/O time s", "Δ read",
               "Δ written", "changed"],

@@ -177,3 +177,19 @@ def test_a_source_without_cpu_shows_cpu_as_not_captured(tmp_path):
     data = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S).group(1))
     assert data["headline"]["cpu"]["task_cpu_s"] is None
     assert all(p["cpu_s"] is None for p in data["prefixes"])
+
+
+def test_compare_of_runs_without_io_says_unknown(no_darshan, tmp_path):
+    """compare of two runs without Darshan: the I/O deltas are unknown, not 0, and the rest of
+    a task's time is not called "neither CPU nor I/O"."""
+    out, _ = no_darshan
+    shown = subprocess.run([sys.executable, "-m", "correlate.cli", "compare", str(out),
+                            str(out), "-o", str(tmp_path / "cmp")], capture_output=True,
+                           text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    rows = [line.split(" | ") for line in md.splitlines() if line.startswith("| 1 | `")]
+    assert rows and rows[0][7:9] == ["unknown", "unknown"], rows  # Δ I/O time, Δ bytes
+    assert "neither CPU nor I/O" not in md and "CPU or I/O" not in md
+    diff = pl.read_parquet(tmp_path / "cmp" / "compare_prefix.parquet")
+    assert diff["io_time_s_delta"].null_count() == diff.height
