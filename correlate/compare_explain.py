@@ -146,9 +146,12 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False, io_known: bool =
     if rest_named and not per_exec_same:
         whole = abs(residual - dwall) <= 0.1 * abs(dwall)
         # without Darshan the time inside I/O calls is in this rest, unmeasured
-        neither = "CPU or I/O" if io_known else "CPU (I/O was not captured)"
-        amount = f"none of it is {neither}" if whole else (
-            f"{residual:+.3f} s of it is not {neither}")
+        if io_known:
+            amount = "none of it is CPU or I/O" if whole else (
+                f"{residual:+.3f} s of it is neither CPU nor I/O")
+        else:
+            amount = "none of it is CPU (I/O was not captured)" if whole else (
+                f"{residual:+.3f} s of it is not CPU (I/O was not captured)")
         if machine:
             reasons.append(f"{amount}: the machine or the concurrency changed (see above), "
                            "not this prefix")

@@ -214,8 +214,11 @@ def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def io_captured(frames: RunFrames) -> bool:
-    """Whether any Darshan log was read: without one, tasks' I/O is unknown, not zero."""
-    return not frames.darshan_logs.is_empty()
+    """Whether any Darshan log was read (or I/O segments handed over without one, as frames
+    built in memory are): without either, tasks' I/O is unknown, not zero."""
+    segments = frames.io_segments
+    return not frames.darshan_logs.is_empty() or (
+        isinstance(segments, pl.DataFrame) and not segments.is_empty())
 
 
 #: the profile modes that record every call of every execution (Yappi): an execution without

@@ -61,12 +61,12 @@ def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
 
 # ---------- Markdown ----------
 
-def _s(x: float) -> str:
-    return f"{x:.3f}"
-
-
 #: a figure a side did not measure (I/O without Darshan)
 UNKNOWN = "unknown"
+
+
+def _s(x: float | None) -> str:
+    return UNKNOWN if x is None else f"{x:.3f}"
 
 
 def _ds(x: float | None) -> str:
