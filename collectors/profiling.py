@@ -148,6 +148,12 @@ class StackSampler:
             self.total_counts.pop(key, None)
 
 
+#: a slot is given back to the pool unless Yappi holds more than this many of its entries and
+#: more than ``RETIRE_RATIO`` times the functions its last holder called (``finish``)
+RETIRE_MIN = 64
+RETIRE_RATIO = 4
+
+
 class YappiProfile:
     """Yappi with a tag per execution; rows per (ctx thread, execution, function).
 
@@ -204,6 +210,13 @@ class YappiProfile:
             return []
         with self._lock:
             rows = self._read({slot: seq}, final=True)
+            # a slot whose entries are mostly of functions its holders no longer call (code
+            # made anew per task: a function defined in a script's __main__ is unpickled as a
+            # new function for every task) would make every later read walk them: it is
+            # retired, and its entries stay in Yappi as one execution's tag would
+            if len(self._base.get(slot, ())) > max(RETIRE_MIN, RETIRE_RATIO * len(rows)):
+                del self._base[slot]
+                return rows
         self._free.append(slot)
         return rows
 
