@@ -148,11 +148,12 @@ def check_tags_split_executions(local: threading.local) -> None:
 
 
 def snapshot_reads(sizes: tuple[int, ...] = (1_000, 4_000, 16_000, 64_000)) -> None:
-    """What a profile snapshot costs as executions accumulate: 100 executions' entries read tag
-    by tag (each read walks every tag held), all entries read in one walk, and what
-    ``YappiProfile.rows`` does when asked for the last 100 and for the last 10 % (it picks).
-    Run in a child process: it leaves Yappi running with every tag it made."""
-    code = f"""
+    """What reading executions' profiles costs as executions accumulate. With a tag per
+    execution (as before the tag pool): 100 executions' entries read tag by tag (each read
+    walks every tag held) and all entries read in one walk. With the collectors' tag pool:
+    ``YappiProfile.finish`` per execution as it ends (its slot read and given back). Each in a
+    child process: Yappi keeps every tag it made."""
+    per_tag = f"""
 import sys, time
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
 import _yappi
@@ -164,8 +165,8 @@ sys.setprofile(None)
 def leaf(x): return x
 def task(x): return leaf(x) + leaf(x + 1)
 done = 0
-print("| executions so far | 100 read tag by tag | all read at once | rows(last 100) | rows(last 10 %) |")
-print("|---:|---:|---:|---:|---:|")
+print("| executions so far | 100 read tag by tag | all read at once |")
+print("|---:|---:|---:|")
 for n in {sizes!r}:
     while done < n:
         done += 1
@@ -179,23 +180,58 @@ for n in {sizes!r}:
     t = time.perf_counter()
     _yappi.enum_func_stats(lambda e: None, {{}})
     whole = time.perf_counter() - t
-    t = time.perf_counter()
-    prof.rows(set(range(n - 99, n + 1)))
-    last100 = time.perf_counter() - t
-    t = time.perf_counter()
-    prof.rows(set(range(n - n // 10 + 1, n + 1)))
-    tenth = time.perf_counter() - t
-    print(f"| {{n:,}} | {{by_tag * 1e3:.1f}} ms | {{whole * 1e3:.1f}} ms | {{last100 * 1e3:.1f}} ms "
-          f"| {{tenth * 1e3:.1f}} ms |")
+    print(f"| {{n:,}} | {{by_tag * 1e3:.1f}} ms | {{whole * 1e3:.1f}} ms |")
 """
-    print("\nprofile snapshots as executions accumulate (2 entries per execution, one thread)")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    pooled = f"""
+import sys, time
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from collectors.profiling import TaskTags, YappiProfile
+prof = YappiProfile(TaskTags(), "wall")
+prof.start()
+on, off = prof.task_hooks()
+sys.setprofile(None)
+def leaf(x): return x
+def task(x): return leaf(x) + leaf(x + 1)
+done = 0
+print("| executions so far | finish() of the last 100, per execution |")
+print("|---:|---:|")
+for n in {sizes!r}:
+    spent = 0.0
+    while done < n:
+        done += 1
+        prof.tags.local.seq = prof.acquire(done)
+        on(); task(done); off()
+        prof.tags.local.seq = 0
+        t = time.perf_counter()
+        prof.finish(done)
+        if done > n - 100:
+            spent += time.perf_counter() - t
+    print(f"| {{n:,}} | {{spent / 100 * 1e6:.1f}} µs |")
+"""
+    print("\nprofile reads as executions accumulate (2 entries per execution, one thread)")
+    print("a tag per execution:")
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-c", per_tag], check=True)
+    print("the collectors' tag pool:")
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-c", pooled], check=True)
 
 
 def memory_per_execution(executions: int = 20_000, functions: int = 28) -> None:
+    """Yappi's memory per execution with a tag per execution and with the collectors' tag
+    pool (``_memory``), side by side."""
+    print(f"\nwhat Yappi keeps per execution ({executions:,} executions, one thread)")
+    print("| tags | Python functions per task | bytes (Yappi's count) | bytes (peak RSS) |")
+    print("|---|---:|---:|---:|")
+    for pooled in (False, True):
+        _memory(executions, functions, pooled)
+
+
+def _memory(executions: int, functions: int, pooled: bool) -> None:
     """What Yappi keeps per execution for the rest of the job: tasks that each call
-    ``functions`` distinct Python functions (and a builtin in each), each under its own tag,
-    with the hook on only around the task, as ``collect --profile yappi`` runs them. Yappi's
+    ``functions`` distinct Python functions (and a builtin in each), each under its own tag or
+    (``pooled``) under a slot of the collectors' pool read and given back as it ends, with the
+    hook on only around the task, as ``collect --profile yappi`` runs them. Yappi's
     own count (``get_mem_usage``) and the process's peak RSS, per execution. Run in a child
     process (it leaves Yappi running with every tag it made)."""
     code = f"""
@@ -213,11 +249,14 @@ def executor():
     on, off = prof.task_hooks()
     m0, r0 = yappi.get_mem_usage(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for seq in range(1, {executions} + 1):
-        prof.tags.local.seq = seq
+        prof.tags.local.seq = prof.acquire(seq) if {pooled!r} else seq
         on()
         for f in fs:
             f(seq)
         off()
+        prof.tags.local.seq = 0
+        if {pooled!r}:
+            prof.finish(seq)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r0
     out.append(((yappi.get_mem_usage() - m0) / {executions}, rss * 1024 / {executions}))
 prof.start(("executor",))
@@ -225,11 +264,8 @@ t = threading.Thread(target=executor, name="executor-0")
 t.start()
 t.join()
 prof.stop()
-print(f"| {functions} | {{out[0][0]:,.0f}} | {{out[0][1]:,.0f}} |")
+print(f"| {'pool' if pooled else 'one per execution'} | {functions} | {{out[0][0]:,.0f}} | {{out[0][1]:,.0f}} |")
 """
-    print(f"\nwhat Yappi keeps per execution ({executions:,} executions, one thread)")
-    print("| Python functions per task | bytes (Yappi's count) | bytes (peak RSS) |")
-    print("|---:|---:|---:|")
     sys.stdout.flush()
     subprocess.run([sys.executable, "-c", code], check=True)
 
