@@ -36,6 +36,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import spans
 from correlate.compare_explain import (  # noqa: F401  (the comparison's one namespace)
     _bytes_change,
     _fsum,
@@ -164,10 +165,9 @@ def without_unmeasured_io(d: pl.DataFrame) -> pl.DataFrame:
 
 
 def has_spans(tables: dict[str, pl.DataFrame]) -> bool:
-    """Whether the run's tasks ran in Dask spans the user named (``correlate.spans``)."""
-    from correlate.spans import has_spans as named
-
-    return "span" in tables["tasks"].columns and named(tables["tasks"])
+    """Whether the run's tasks ran in Dask spans the user named (an output folder written
+    before spans were recorded has no ``span`` column)."""
+    return "span" in tables["tasks"].columns and spans.has_spans(tables["tasks"])
 
 
 def samples(tables: dict[str, pl.DataFrame], by: str, run: int = 0) -> pl.DataFrame:
