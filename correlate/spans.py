@@ -53,14 +53,15 @@ def span_totals(tasks: pl.DataFrame, span_tree: pl.DataFrame,
     (0 for a root) and the figures of the executions of its subtree, with Dask's own
     ``execute`` thread-cpu and thread-noncpu seconds for the same spans beside them
     (``dask_thread_cpu_s``, null where Dask reported none)."""
-    paths = sorted({p for s in tasks.get_column("span").drop_nulls().unique().to_list()
-                    for p in _ancestors(s)})
+    spans = tasks.get_column("span").drop_nulls().unique().to_list()
+    paths = sorted({p for s in spans for p in _ancestors(s)})
     if not paths:
         return pl.DataFrame()
-    # an execution counts for its span and every span above it
-    member = tasks.with_columns(
-        _paths=pl.col("span").map_elements(_ancestors, return_dtype=pl.List(pl.String))
-    ).explode("_paths").filter(pl.col("_paths").is_not_null())
+    # an execution counts for its span and every span above it (ancestors found once per
+    # distinct span, not once per execution)
+    above = pl.DataFrame({"span": spans, "_paths": [_ancestors(s) for s in spans]},
+                         schema={"span": pl.String, "_paths": pl.List(pl.String)})
+    member = tasks.join(above, on="span", how="inner").explode("_paths")
     ours = member.group_by(span="_paths").agg(**_figures())
     dask = _dask_per_path(span_tree, dask_metrics)
     rows = pl.DataFrame({"span": paths}).join(ours, on="span", how="left")
@@ -98,15 +99,15 @@ def _dask_per_path(span_tree: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFra
 def annotation_groups(tasks: pl.DataFrame, key: str) -> pl.DataFrame:
     """One row per value of annotation ``key`` (``value`` as JSON text; null: tasks without
     it), with the figures of its executions; heaviest wall time first."""
-    values = pl.Series([_annotation(a, key) for a in tasks.get_column("annotations").to_list()],
-                       dtype=pl.String)
-    return (tasks.with_columns(value=values).group_by("value").agg(**_figures())
+    # parsed once per distinct annotation text, not once per execution
+    texts = tasks.get_column("annotations").drop_nulls().unique().to_list()
+    values = pl.DataFrame({"annotations": texts, "value": [_annotation(t, key) for t in texts]},
+                          schema={"annotations": pl.String, "value": pl.String})
+    return (tasks.join(values, on="annotations", how="left").group_by("value").agg(**_figures())
             .sort("wall_s", "value", descending=[True, False], nulls_last=True))
 
 
-def _annotation(text: str | None, key: str) -> str | None:
-    if text is None:
-        return None
+def _annotation(text: str, key: str) -> str | None:
     value = json.loads(text).get(key)
     return None if value is None else json.dumps(value, sort_keys=True)
 
