@@ -9,7 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate import local_dir, p2p, spans
+from correlate import spans
+from correlate.attribution import local_dir, p2p
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
 from correlate.sources.darshan_logs import incomplete_logs
