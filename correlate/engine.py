@@ -29,15 +29,14 @@ from correlate.functions import functions_by_process
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
 from correlate.prefixes import key_splits
-from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform
+from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, outputs
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
 from correlate.spans import DEFAULT_SPAN
 from correlate.summary import build_summary, dxt_captured, profile_coverage, profile_warnings
 
-OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
-                 "events", "slices")
+OUTPUT_TABLES = outputs.NAMES
 
 
 #: what events and waits read of the transitions (read once, let go after both); the columns

@@ -4,7 +4,7 @@ view. Deterministic (sorted rows, fixed figure metadata, ``sort_keys`` JSON, no 
 
 Run-provided strings (prefixes, paths, functions) go into Markdown as code spans
 (``correlate.reports.markdown.code``) and into the page as JSON escaped by
-``correlate.reports.html.embed_json``, inserted by the page's script with ``textContent`` only.
+``correlate.reports.page.embed_json``, inserted by the page's script with ``textContent`` only.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from rich.text import Text
 from correlate.console import name_table, results
 from correlate.reports.fmt import human_bytes
 from correlate.reports.markdown import code, table, text
+from correlate.reports.page import render_page
 
 HTML_ROWS = 500
 TOP_FIGURE = 15
@@ -243,18 +244,7 @@ def build_html_data(c: Comparison, *, rows: int = HTML_ROWS) -> dict[str, Any]:
 
 
 def render_html(c: Comparison) -> str:
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    from correlate.reports.html import TEMPLATES, embed_json
-
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
-                      keep_trailing_newline=True)
-    return env.get_template("compare.html").render(
-        title="Dask run comparison",
-        data_json=embed_json(build_html_data(c)),
-        script=(TEMPLATES / "compare.js").read_text(encoding="utf-8"),
-        style=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
-    )
+    return render_page("compare", title="Dask run comparison", data=build_html_data(c))
 
 
 # ---------- files and terminal ----------

@@ -254,3 +254,5 @@ SLICES = Table(
 )
 
 ALL = (TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS, SLICES)
+#: the output folder's tables, by name (``<name>.parquet``)
+NAMES = tuple(t.name for t in ALL)
