@@ -56,6 +56,9 @@ class Partition:
     logs: tuple[tuple[str, int], ...] = ()
 
     def raw_segments(self) -> pl.DataFrame:
+        # logs are inflated here a second time (the first read only counted their segments):
+        # the price of never holding every process's segments at once, and of reading them
+        # where the partition runs (a cluster worker)
         if self.segments is not None:
             return self.segments
         return pl.concat([_numbered(darshan_logs.read_segments(log), first)

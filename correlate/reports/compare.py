@@ -41,15 +41,17 @@ class Comparison:
 
 
 def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # the Agg canvas directly, as figures.py does: no pyplot state, no backend switched in
+    # the caller's process
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     rows = d.head(top)
     labels = [str(x) for x in rows["item"].to_list()][::-1]
     values = rows["span_s_delta"].fill_null(0).to_list()[::-1]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * max(len(labels), 2) + 1), dpi=100)
+    fig = Figure(figsize=(8, 0.35 * max(len(labels), 2) + 1), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     ax.barh(labels, values, color=["#c0392b" if v > 0 else "#27ae60" for v in values])
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("change in the job span's share (s), after − before")
@@ -57,7 +59,6 @@ def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)
 
 
 # ---------- Markdown ----------
