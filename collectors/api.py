@@ -54,4 +54,4 @@ def record(client: Any, out: str | Path, *, profile: str = DEFAULTS.profile,
 def _close_scheduler_plugin(name: str, dask_scheduler: Any = None) -> None:
     plugin = dask_scheduler.plugins.pop(name, None)
     if plugin is not None:
-        plugin._close()
+        plugin.close_sink()
