@@ -13,15 +13,19 @@ from dataclasses import dataclass
 from typing import Any
 
 PROFILE_MODES = ("off", "sample", "yappi", "yappi-all", "yappi-cpu")
-PROFILE_HELP = """function profiles per task execution (default: sample); what each
-costs a job of many short tasks: docs/performance.md
-  off        no function profiles (transitions + per-task CPU only)
-  sample     stacks of task threads sampled every 5 ms: per-task functions,
-             statistical, no per-call hook
-  yappi      Yappi wall clock on every thread but the event loop: exact call
-             counts per task
-  yappi-all  the same including the event loop's coroutines (Dask's own work)
-  yappi-cpu  yappi on Yappi's CPU clock"""
+PROFILE_HELP = """function profiles per task execution (default: sample).
+CPU added to a job of many short tasks (benchmarks/bench_many_tasks.py, workload
+'tiles': 3,000 tasks of 1-20 ms, 2 workers x 2 threads; all processes, start-up
+included, medians of 5 runs in several runs on a shared 2-core VM whose speed
+varies by several %% between runs; docs/performance.md); Python-call-heavy tasks
+pay Yappi more (benchmarks/bench_yappi.py):
+  off        +2-5%%   no function profiles (transitions + per-task CPU only)
+  sample     +5-7%%   stacks of task threads sampled every 5 ms: per-task
+                     functions, statistical, no per-call hook
+  yappi      +24-28%% Yappi wall clock on every thread but the event loop: exact
+                     call counts per task (Yappi alone: +10-14%%)
+  yappi-all  +81%%    the same including the event loop's coroutines (Dask's own work)
+  yappi-cpu  +60%%    yappi on Yappi's CPU clock"""
 #: DXT segments (reads, writes) Darshan traces per process by default
 DXT_SEGMENTS = 1_000_000
 
