@@ -1,9 +1,11 @@
 """The documentation that must stay true: table docs match the schema, README commands match CI,
-the README's layout matches the tree."""
+docs/layout.md matches the tree, the README stays a short guide, every link resolves and the
+docs index names every page."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,24 +27,65 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def _layout() -> str:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("\n## Layout\n", 1)[1]
-    return section.split("\n## ", 1)[0]
+    return (REPO / "docs" / "layout.md").read_text()
 
 
-def test_readme_layout_names_every_module_and_only_modules_that_exist():
-    import re
-
+def test_layout_names_every_module_and_only_modules_that_exist():
     layout = _layout()
     words = set(re.findall(r"[\w.]+", layout))
     files = [f for top in ("collectors", "correlate", "testing", "benchmarks", "docs", "samples")
              for f in (REPO / top).rglob("*.py") if f.name != "__init__.py"
              and f.name != "__main__.py"]
     missing = sorted(str(f.relative_to(REPO)) for f in files if f.name not in words)
-    assert not missing, f"README layout does not name {missing}"
+    assert not missing, f"docs/layout.md does not name {missing}"
     named = set(re.findall(r"[\w]+\.py\b", layout))
     existing = {f.name for f in files} | {"pyproject.toml"}
-    assert named <= existing, f"README layout names {sorted(named - existing)}, not in the tree"
+    assert named <= existing, f"docs/layout.md names {sorted(named - existing)}, not in the tree"
     folders = set(re.findall(r"^ *([\w]+)/ ", layout, flags=re.M))
     for folder in folders:
         assert any(p.is_dir() for p in REPO.rglob(folder)), folder
+
+
+#: the README is a guide; the reference lives in docs/
+README_MAX_BYTES = 12 * 1024
+
+
+def test_readme_is_a_short_guide():
+    size = len((REPO / "README.md").read_bytes())
+    assert size <= README_MAX_BYTES, (
+        f"README.md is {size:,} bytes (at most {README_MAX_BYTES:,}): move reference to docs/")
+
+
+def _markdown_files() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+#: ``[text](target)`` links; a target with a scheme (https:, mailto:) or a bare #anchor is not
+#: a file of the repository
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _local_links(text: str) -> list[str]:
+    return [t for t in LINK.findall(text) if not re.match(r"[a-z]+:", t) and not
+            t.startswith("#")]
+
+
+def test_every_link_in_readme_and_docs_resolves_to_a_file():
+    broken = [f"{md.relative_to(REPO)}: {target}"
+              for md in _markdown_files() for target in _local_links(md.read_text())
+              if not (md.parent / target.split("#", 1)[0]).exists()]
+    assert not broken, f"links to missing files: {broken}"
+
+
+def test_link_check_finds_a_broken_link(tmp_path):
+    """The check above would catch a link to a missing file (and skips only web links)."""
+    text = "[ok](README.md) [web](https://x.org/a) [gone](docs/missing.md#part) [top](#use)"
+    assert _local_links(text) == ["README.md", "docs/missing.md#part"]
+
+
+def test_docs_index_names_every_page():
+    index = (REPO / "docs" / "README.md").read_text()
+    linked = {t.split("#", 1)[0] for t in _local_links(index)}
+    pages = {p.name for p in (REPO / "docs").glob("*.md")} - {"README.md"}
+    assert pages <= linked, f"docs/README.md does not link {sorted(pages - linked)}"
+
