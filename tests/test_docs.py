@@ -89,3 +89,12 @@ def test_docs_index_names_every_page():
     pages = {p.name for p in (REPO / "docs").glob("*.md")} - {"README.md"}
     assert pages <= linked, f"docs/README.md does not link {sorted(pages - linked)}"
 
+
+
+def test_no_page_is_a_diary_of_passes():
+    """Figures are a current reference ordered by topic; history lives in commit messages."""
+    diary = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|last|this|previous)"
+                       r" pass\b|\bbefore the last\b", re.I)
+    found = [f"{md.relative_to(REPO)}:{n}: {line.strip()[:60]}" for md in _markdown_files()
+             for n, line in enumerate(md.read_text().splitlines(), 1) if diary.search(line)]
+    assert not found, f"pass-by-pass history in the docs: {found}"
