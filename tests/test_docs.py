@@ -98,3 +98,39 @@ def test_no_page_is_a_diary_of_passes():
     found = [f"{md.relative_to(REPO)}:{n}: {line.strip()[:60]}" for md in _markdown_files()
              for n, line in enumerate(md.read_text().splitlines(), 1) if diary.search(line)]
     assert not found, f"pass-by-pass history in the docs: {found}"
+
+
+#: scripts of the user's own that the guides use as examples
+EXAMPLE_SCRIPTS = {"my_pipeline.py", "my_client.py"}
+#: a path of the repository named in the docs: it starts with one of its top-level folders
+#: (not inside a web address: perfetto.dev/docs/...)
+REPO_PATH = re.compile(r"(?<![\w./-])((?:correlate|collectors|testing|benchmarks|tests|samples"
+                       r"|docs)/[\w./-]*[\w/])")
+
+
+def _stale_names(text: str, files: set[str]) -> list[str]:
+    """Repository paths and module file names in ``text`` that the tree does not have."""
+    paths = [p for p in REPO_PATH.findall(text) if not (REPO / p).exists()]
+    names = [n for n in re.findall(r"(?<![\w/.-])(\w+\.py)\b", text)
+             if n not in files and n not in EXAMPLE_SCRIPTS]
+    return paths + names
+
+
+def _tree_files() -> set[str]:
+    return {p.name for top in ("collectors", "correlate", "testing", "benchmarks", "docs",
+                               "samples", "tests") for p in (REPO / top).rglob("*.py")}
+
+
+def test_every_file_the_docs_name_exists():
+    """A module renamed or moved leaves no stale name in the README or docs/."""
+    files = _tree_files()
+    stale = [f"{md.relative_to(REPO)}: {name}" for md in _markdown_files()
+             for name in _stale_names(md.read_text(), files)]
+    assert not stale, f"the docs name files that do not exist: {stale}"
+
+
+def test_stale_name_check_finds_a_moved_module():
+    files = _tree_files()
+    text = ("`correlate/attribute_old.py` and gone_module.py; `correlate/schema/` and "
+            "engine.py and my_client.py exist; so does https://perfetto.dev/docs/x")
+    assert _stale_names(text, files) == ["correlate/attribute_old.py", "gone_module.py"]
