@@ -157,10 +157,10 @@ def attribution_inputs(run: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def polars_join(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
-    from correlate import attribute
+    from correlate.attribution import exact
 
-    att = attribute.io_to_executions(seg, ex)
-    return attribute.task_io_totals(attribute.task_files(att)).select(
+    att = exact.io_to_executions(seg, ex)
+    return exact.task_io_totals(exact.task_files(att)).select(
         "execution_id", "read_bytes", "write_bytes")
 
 

@@ -392,7 +392,3 @@ def proc_json(path: Path, **fields: Any) -> None:
         "format_version": RUN_FORMAT_VERSION, "pid": os.getpid(), "host": hostname(),
         "started_ns": time.time_ns(), "anchor_time_ns": time.time_ns(),
         "anchor_perf_counter_ns": time.perf_counter_ns(), **fields})
-
-
-def env_flag(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)

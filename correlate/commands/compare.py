@@ -87,6 +87,7 @@ def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     from correlate import compare
+    from correlate.reports import explain
     from correlate.reports.compare import Comparison, print_comparison, write_comparison
 
     before, after = sides(args)
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                                  span_s=span)
     diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup)
     io_known = all(compare.io_captured(s) for side in loaded.values() for _, s in side)
-    explained = compare.explanations(diffs[args.by], args.by, call_counts=exact,
+    explained = explain.explanations(diffs[args.by], args.by, call_counts=exact,
                                      machine=machine is not None, io_known=io_known)
     if not io_known:
         diffs = {by: compare.without_unmeasured_io(d) for by, d in diffs.items()}
@@ -123,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
                    names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
                    setup=setup, machine=machine, explained=explained,
                    totals=" ".join(filter(None, (
-                       compare.totals_line(*profiles["prefix"], diffs["prefix"], spans=spans,
+                       explain.totals_line(*profiles["prefix"], diffs["prefix"], spans=spans,
                                            runs=(len(before), len(after))),
-                       compare.destinations_line(sb, sa)))))
+                       explain.destinations_line(sb, sa)))))
     write_comparison(out, c)
     print_comparison(c, top=args.top, out=out)
     return 0

@@ -17,11 +17,9 @@ from typing import Any
 
 import polars as pl
 
+from correlate import coroutines
 from correlate.errors import InputError
-from correlate.schema import TABLES, conform
-
-TABLE_NAMES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
-               "events", "slices")
+from correlate.schema import TABLES, conform, outputs
 
 
 @dataclass(frozen=True)
@@ -63,6 +61,13 @@ class Outputs:
         except (OSError, pl.exceptions.PolarsError) as err:
             raise _unreadable(self._path(name), name, err) from err
 
+    def drawn_tasks(self) -> pl.DataFrame:
+        """The tasks as timelines draw them (``coroutines.drawn``: a coroutine execution as its
+        active slices), made once for every renderer."""
+        if "drawn" not in self._read:
+            self._read["drawn"] = coroutines.drawn(self["tasks"], self["slices"])
+        return self._read["drawn"]
+
     def _path(self, name: str) -> Path:
         return self.out_dir / f"{name}.parquet"
 
@@ -89,6 +94,6 @@ def load_outputs(out_dir: Path) -> Outputs:
     if not (out_dir / "tasks.parquet").exists() and not summary_path.exists():
         raise InputError(out_dir, "not a correlate output folder (no tasks.parquet or "
                          "summary.json); run `correlate RUN_DIR` first")
-    missing = tuple(name for name in TABLE_NAMES if not (out_dir / f"{name}.parquet").exists())
+    missing = tuple(name for name in outputs.NAMES if not (out_dir / f"{name}.parquet").exists())
     summary = _read_summary(summary_path) if summary_path.exists() else {}
     return Outputs(out_dir=out_dir, summary=summary, missing=missing)

@@ -31,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import coroutines
+from correlate.reports import ReportOptions
 from correlate.reports.aggregate import worker_label
 from correlate.reports.load import Outputs
 
@@ -350,7 +350,7 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
                  ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """All trace events as sorted JSON strings (column ``json``) and ``otherData``."""
     tasks_all = out["tasks"]
-    drawn = coroutines.drawn(tasks_all, out["slices"]).filter(
+    drawn = out.drawn_tasks().filter(
         pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()).with_columns(
         s=pl.col("start_ns"))
     # an execution is in the window by its start (a coroutine's first slice), whole
@@ -396,11 +396,10 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     return events, other
 
 
-def write_trace(out: Outputs, out_dir: Path,
-                window: tuple[float, float | None] | None = None) -> list[Path]:
-    """Write ``trace.json`` (of ``window``, seconds after the first task start; by default
-    the first ``TASK_LIMIT`` executions); return its path."""
-    events, other = build_events(out, window)
+def write_trace(out: Outputs, out_dir: Path, options: ReportOptions) -> list[Path]:
+    """Write ``trace.json`` (of ``options.trace_window``, seconds after the first task start;
+    by default the first ``TASK_LIMIT`` executions); return its path."""
+    events, other = build_events(out, options.trace_window)
     path = Path(out_dir) / "trace.json"
     with path.open("w", encoding="utf-8") as fh:  # a slice of events at a time: the whole
         fh.write('{"displayTimeUnit":"ms","otherData":'  # file as one string held it 3 times
