@@ -134,3 +134,51 @@ def test_stale_name_check_finds_a_moved_module():
     text = ("`correlate/attribute_old.py` and gone_module.py; `correlate/schema/` and "
             "engine.py and my_client.py exist; so does https://perfetto.dev/docs/x")
     assert _stale_names(text, files) == ["correlate/attribute_old.py", "gone_module.py"]
+
+
+def _readme_first_run() -> list[str]:
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## A first run"):]
+    start = section.index("```\n") + len("```\n")
+    return section[start:section.index("```", start)].splitlines()
+
+
+def _excerpt_mismatches(excerpt: list[str], printed: list[str]) -> list[str]:
+    """Lines of ``excerpt`` that are not, in order, lines of ``printed``; a line that ends in
+    ", …" was trimmed there and needs only to begin a printed line."""
+    printed = [line.rstrip() for line in printed]
+    at, missing = 0, []
+    for line in excerpt:
+        trimmed = line.endswith(", …")
+        want = line[:-len(" …")] if trimmed else line.rstrip()
+        hit = next((i for i in range(at, len(printed))
+                    if (printed[i].startswith(want) if trimmed else printed[i] == want)), None)
+        if hit is None:
+            missing.append(line)
+        else:
+            at = hit + 1
+    return missing
+
+
+def test_readme_first_run_is_what_correlate_prints(tmp_path):
+    """The README's sample summary is a trimmed copy of what `correlate samples/run-v1` prints
+    today, in the same order."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "correlate.cli", str(REPO / "samples" / "run-v1"),
+                           "-o", str(tmp_path / "out"), "--no-reports"], capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "80"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    excerpt = _readme_first_run()
+    assert excerpt[0].startswith("64 executions"), excerpt[:1]
+    missing = _excerpt_mismatches(excerpt, proc.stdout.splitlines())
+    assert not missing, f"the README's first run shows lines correlate does not print: {missing}"
+
+
+def test_excerpt_check_finds_a_changed_line():
+    printed = ["a 1", "b 2, c 3", "d 4"]
+    assert _excerpt_mismatches(["a 1", "b 2, …", "d 4"], printed) == []
+    assert _excerpt_mismatches(["d 4", "a 1"], printed) == ["a 1"]  # order
+    assert _excerpt_mismatches(["a 2"], printed) == ["a 2"]
