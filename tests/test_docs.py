@@ -182,3 +182,14 @@ def test_excerpt_check_finds_a_changed_line():
     assert _excerpt_mismatches(["a 1", "b 2, …", "d 4"], printed) == []
     assert _excerpt_mismatches(["d 4", "a 1"], printed) == ["a 1"]  # order
     assert _excerpt_mismatches(["a 2"], printed) == ["a 2"]
+
+
+def test_attribution_page_explains_every_method_label():
+    from correlate.schema.outputs import ATTRIBUTION
+
+    labels = ATTRIBUTION.split(":", 1)[1].split(",")
+    page = (REPO / "docs" / "attribution.md").read_text()
+    rows = set(re.findall(r"^\| `([\w-]+)` \|", page, flags=re.M))
+    assert rows == set(labels), (sorted(set(labels) - rows), sorted(rows - set(labels)))
+    order = page[page.index("The Enum lists them"):page.index("An execution's `attribution`")]
+    assert re.findall(r"`([\w-]+)`", order) == labels
