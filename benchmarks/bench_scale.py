@@ -64,7 +64,7 @@ def fault_in() -> None:
     """Touch ``FAULT_IN_BYTES`` in a throwaway process, so that the next timed process finds the
     memory it faults in backed by the host. On this VM a page the guest has not touched for a
     while costs several times more to fault in than one freed just before (docs/performance.md,
-    issue 22's third pass): without this, each figure depended on what ran before it and when."""
+    "The machine"): without this, each figure depended on what ran before it and when."""
     subprocess.run([sys.executable, "-c", f"b = bytearray({FAULT_IN_BYTES})\n"
                     "for i in range(0, len(b), 4096): b[i] = 1"], check=True)
 

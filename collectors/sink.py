@@ -16,7 +16,7 @@ errors), into space reserved at start when the folder is full by then.
 
 Parts are Arrow IPC files written by the standard library alone (``collectors.arrow_file``):
 the pyarrow Parquet writer this replaced cost each Dask process its memory, its imports and its
-allocator's first-write stalls (docs/performance.md, fourth pass).
+allocator's first-write stalls (docs/performance.md, "Parts and buffers").
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ executions (by start), or the window asked for (``--trace-window START:END``, se
 first task start); its first track ("what this trace shows") says what was left out and the
 option that shows the rest. Perfetto's UI runs in a browser tab whose memory (about 2 GB)
 must hold the loaded trace, several times its file size, so an unbounded trace of a
-million-execution run (about 850 MB of JSON) would not open.
+million-execution run would not open (sizes: docs/performance.md, "Reports").
 
 Timestamps are µs since ``otherData.t0_ns`` (ns since the epoch on the run timeline). Slices on
 one track never partly overlap (a slice starting before its predecessor ends is clipped), so
