@@ -147,7 +147,7 @@ def _lacks(executions: pl.DataFrame, io: darshan_logs.DarshanFrames | None,
            "dependencies and transfers are unknown; lifecycles hold executions and startstops"]
     if io is None:
         out.append("no Darshan logs in the folder: no I/O data")
-    elif io.io_segments.is_empty():
+    elif io.segments().is_empty():
         out.append("the Darshan logs have no DXT traces: I/O is known exactly per file and "
                    "process only; per task it is estimated from the POSIX counters' first/last "
                    "call times (and HEATMAP bins) over the tasks running then (counter-window)")
@@ -190,7 +190,7 @@ def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
         processes=conform(processes, TABLES["processes"]).with_columns(
             pl.col("host").fill_null("?")),
         executions=executions, startstops=startstops, func_stats=func_stats,
-        io_segments=_with_host(io.io_segments, hosts) if io else TABLES["io_segments"].empty(),
+        io_segments=_with_host(io.segments(), hosts) if io else TABLES["io_segments"].empty(),
         io_file_counters=(_with_host(io.io_file_counters, hosts) if io
                           else TABLES["io_file_counters"].empty()),
         darshan_logs=_with_host(io.darshan_logs, hosts) if io else TABLES["darshan_logs"].empty(),
