@@ -40,6 +40,8 @@ SOURCE = "miniapp"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+# the base is chosen at import (libyaml's loader when PyYAML was built with it), which mypy
+# cannot take as a class base
 class _TupleLoader(_Loader):  # type: ignore[misc, valid-type]
     """Safe loader that also reads ``!!python/tuple`` (as a tuple, nothing else)."""
 
@@ -121,6 +123,7 @@ def _yappi(folder: Path, warnings: list[str]) -> tuple[pl.DataFrame, int | None]
     pid = int(head["pid"]) if head.get("pid", "").isdigit() else None
     clock = "cpu" if "--yappi=cpu" in head.get("cmd", "") else "wall"
     try:
+        # typeshed's Stats does not declare the dict it fills (no public getter gives it as is)
         stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
     except Exception as err:  # marshal/pstats raise many types on a damaged file
         warnings.append(f"{path}: unreadable pstats file ({type(err).__name__}); skipped")
