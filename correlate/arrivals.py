@@ -169,6 +169,8 @@ def summary(arrivals: pl.DataFrame, steps: pl.DataFrame) -> dict | None:
         var = float(((x - x.mean()) ** 2).sum())
         trend = float(((x - x.mean()) * (y - y.mean())).sum()) / var if var else None
     worst = lagged.sort("lag_s", descending=True).head(1)
+    span = (steps.get_column("last_ns").max() - steps.get_column("first_ns").min()) * 1e-9
+    lasts = ordered.get_column("last_ns")
     listed = ordered.head(SUMMARY_STEPS).select(
         "step", "keys", "senders", "nbytes", "spread_s", "last_rank", "last_client",
         "analytics_tasks", "lag_s", "wait_external_s")
@@ -179,10 +181,17 @@ def summary(arrivals: pl.DataFrame, steps: pl.DataFrame) -> dict | None:
         "senders": senders.to_dicts(),
         "steps": steps.height,
         "max_spread_s": steps.get_column("spread_s").max(),
+        "span_s": span,
+        # the simulation's pace: time between consecutive steps' last arrivals
+        "step_interval_s": (float((lasts.max() - lasts.min()) * 1e-9 / (lasts.len() - 1))
+                            if lasts.len() > 1 else None),
+        "wait_external_s": steps.get_column("wait_external_s").sum()
+        if steps.get_column("wait_external_s").null_count() < steps.height else None,
         "lag_s": {"first": lagged.get_column("lag_s").head(1).item() if lagged.height else None,
                   "last": lagged.get_column("lag_s").tail(1).item() if lagged.height else None,
                   "max": worst.get_column("lag_s").item() if worst.height else None,
                   "max_step": worst.get_column("step").item() if worst.height else None,
+                  "mean": lagged.get_column("lag_s").mean() if lagged.height else None,
                   "trend_s_per_step": trend},
         "per_step": listed.to_dicts(),
         "per_step_listed": min(steps.height, SUMMARY_STEPS),

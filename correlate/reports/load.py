@@ -22,6 +22,8 @@ from correlate.schema import TABLES, conform
 
 TABLE_NAMES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
                "events", "slices")
+#: written only by runs that have such data: an absent file is an empty table, not a gap
+OPTIONAL_NAMES = ("arrivals", "arrival_steps")
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Outputs:
         """Table ``name`` as a LazyFrame (select and filter it before collecting), conformed."""
         if name in self._read:
             return self._read[name].lazy()
-        if name in self.missing:
+        if name in self.missing or (name in OPTIONAL_NAMES and not self._path(name).exists()):
             return TABLES[name].empty().lazy()
         path = self._path(name)
         try:  # conform reads the file's schema
