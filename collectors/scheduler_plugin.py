@@ -169,6 +169,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self._expand_arrivals(sink)
         self._snapshot_spans(sink)
 
+    @never_raise
     def _expand_arrivals(self, sink: ProcessSink) -> None:
         for t_ns, who_has, nbytes, client in drain(self._arrivals):
             sizes = nbytes if isinstance(nbytes, dict) else {}

@@ -118,7 +118,7 @@ def steps_table(arrivals: pl.DataFrame, dependencies: pl.DataFrame, tasks: pl.Da
         first_ns=pl.col("time_ns").min(), last_ns=pl.col("time_ns").max(),
         last_client=pl.col("client").sort_by("time_ns").last(),
         last_rank=pl.col("rank").sort_by("time_ns").last())
-    sizes = arrivals.group_by("step").agg(
+    sizes = first_of_key.group_by("step").agg(
         nbytes=pl.when(pl.col("nbytes").null_count() == 0).then(pl.col("nbytes").sum()))
     users = (dependencies.select(pl.col("key").cast(pl.String),
                                  pl.col("depends_on").cast(pl.String))
@@ -140,9 +140,10 @@ def steps_table(arrivals: pl.DataFrame, dependencies: pl.DataFrame, tasks: pl.Da
 SUMMARY_STEPS = 100
 
 
-def summary(arrivals: pl.DataFrame, steps: pl.DataFrame) -> dict | None:
+def summary(arrivals: pl.DataFrame, steps: pl.DataFrame, notes: pl.DataFrame) -> dict | None:
     """summary.json's ``arrivals`` section (None: the run had none): totals, each sender's
-    share (keys, bytes, time in its scatter calls, steps in which its data came last), the
+    share (keys, bytes, time in its scatter calls (``notes``: the senders' notes, one event
+    per call), steps in which its data came last), the
     per-step lag with its trend (least-squares slope over the steps in order of their first
     arrival: positive when the analytics falls further behind step after step), and the steps
     themselves."""
@@ -151,14 +152,21 @@ def summary(arrivals: pl.DataFrame, steps: pl.DataFrame) -> dict | None:
     sender = pl.coalesce(pl.col("rank").cast(pl.String).str.replace(r"^", "rank "),
                          pl.col("client"), pl.lit("unknown"))
     known = pl.when(pl.col("nbytes").null_count() == 0).then(pl.col("nbytes").sum())
-    timed = pl.when(pl.col("send_s").null_count() == 0).then(pl.col("send_s").sum())
     last_by = steps.select(sender=pl.coalesce(
         pl.col("last_rank").cast(pl.String).str.replace(r"^", "rank "), pl.col("last_client"),
         pl.lit("unknown"))).group_by("sender").agg(last_in_steps=pl.len())
-    # a key scattered with one call is timed once per key: its call counted once per step
-    calls = arrivals.unique("key", keep="first").with_columns(sender=sender)
-    senders = (calls.group_by("sender").agg(keys=pl.len(), nbytes=known,
-                                            send_s=timed.alias("send_s"))
+    keys = (arrivals.sort("time_ns", "key", "worker", nulls_last=True)
+            .unique("key", keep="first", maintain_order=True).with_columns(sender=sender))
+    # one call scattered all the keys of its event: its duration counted once; a sender
+    # with a key its notes did not time has no total (null: not measured)
+    untimed = keys.group_by("sender").agg(untimed=pl.col("send_s").is_null().any())
+    calls = (notes.drop_nulls("key").unique(["client", "local_time_ns"])
+             .join(keys.select("client", "sender").unique(), on="client")
+             .group_by("sender").agg(send_s=pl.col("send_s").sum()))
+    senders = (keys.group_by("sender").agg(keys=pl.len(), nbytes=known)
+               .join(untimed, on="sender").join(calls, on="sender", how="left")
+               .with_columns(send_s=pl.when(~pl.col("untimed")).then("send_s"))
+               .drop("untimed")
                .join(last_by, on="sender", how="left")
                .with_columns(pl.col("last_in_steps").fill_null(0)).sort("sender"))
     ordered = steps.sort("first_ns", "step").with_row_index("i")
@@ -175,8 +183,8 @@ def summary(arrivals: pl.DataFrame, steps: pl.DataFrame) -> dict | None:
         "step", "keys", "senders", "nbytes", "spread_s", "last_rank", "last_client",
         "analytics_tasks", "lag_s", "wait_external_s")
     return {
-        "keys": calls.height,
-        "nbytes": calls.select(known).item(),
+        "keys": keys.height,
+        "nbytes": keys.select(known).item(),
         "sources": sorted(set(arrivals.get_column("source").cast(pl.String))),
         "senders": senders.to_dicts(),
         "steps": steps.height,

@@ -217,7 +217,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                                 frames.io_file_counters, frames.darshan_logs)),
                             parts["shuffle_io"], group_by)
     if "arrivals" in kept:  # (absent without: today's summary exactly)
-        summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"])
+        summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
+                                               frames.senders)
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
     inference = thread_inference.counts_of(parts["inferred_threads"])

@@ -398,8 +398,8 @@ def _arrivals(out: Outputs) -> list[str]:
     shown = f"first {min(len(steps), TOP)} of {count(a['steps'])} steps"
     body = [[code(r["step"]), count(r["keys"]), count(r["senders"]), human_bytes(r["nbytes"]),
              seconds(r["spread_s"]),
-             code(f"rank {r['last_rank']}" if r["last_rank"] is not None
-                  else r["last_client"]),
+             code(f"rank {r['last_rank']}") if r["last_rank"] is not None
+             else code(r["last_client"]) if r["last_client"] is not None else UNKNOWN,
              count(r["analytics_tasks"]), measured(r["wait_external_s"]), measured(r["lag_s"])]
             for r in steps[:TOP]]
     lines += [f"**Steps** ({shown}; arrival_steps.parquet holds every one)", ""]

@@ -55,7 +55,8 @@ def test_no_arrivals_no_rows():
     empty = arrivals.arrivals_table(TABLES["data_arrivals"].empty(), TABLES["senders"].empty(),
                                     TABLES["arrivals"].empty())
     assert empty.is_empty() and empty.schema == TABLES["arrivals"].empty().schema
-    assert arrivals.summary(empty, TABLES["arrival_steps"].empty()) is None
+    assert arrivals.summary(empty, TABLES["arrival_steps"].empty(),
+                            TABLES["senders"].empty()) is None
 
 
 def test_wait_runs_from_first_input_or_submission_to_last_input():
@@ -83,7 +84,7 @@ def test_steps_spread_last_sender_and_lag_to_the_analytics_end():
         ("field-0", 3, 3, 300, 2.0, 2, 1, 2.0, 2.0),
         ("field-1", 2, 2, 200, 1.0, 1, 1, 8.0, 7.0),  # C2's block of step 1 is named t1
         ("t1", 1, 1, 100, 0.0, 2, 1, 2.0, 7.0)]
-    summary = arrivals.summary(arr, steps)
+    summary = arrivals.summary(arr, steps, senders())
     assert summary["keys"] == 6 and summary["nbytes"] == 600 and summary["steps"] == 3
     assert summary["lag_s"]["max"] == 8.0 and summary["lag_s"]["max_step"] == "field-1"
     by = {s["sender"]: s for s in summary["senders"]}
@@ -108,3 +109,22 @@ def test_external_state_tasks_arrive_with_their_memory_transition():
                                   ext)
     assert got.select("time_ns", "key", "step", "worker", "nbytes", "client", "source").rows() \
         == [(9, "ext", "ext", "tcp://w:1", 64, None, "external-state")]
+
+
+def test_a_scatter_call_of_several_keys_is_timed_once():
+    data = frame("data_arrivals", [
+        {"local_time_ns": 5 * S, "key": k, "worker": "tcp://w:1", "nbytes": 10, "client": "C"}
+        for k in ("('a-0', 0)", "('a-0', 1)")])
+    notes = frame("senders", [{"local_time_ns": 4 * S, "client": "C", "rank": 3, "key": k,
+                               "send_s": 0.5} for k in ("('a-0', 0)", "('a-0', 1)")])
+    arr = arrivals.arrivals_table(data, notes, TABLES["arrivals"].empty())
+    steps = arrivals.steps_table(arr, pl.DataFrame(schema={"key": pl.String,
+                                                           "depends_on": pl.String}),
+                                 pl.DataFrame(schema={"key": pl.String, "stop_ns": pl.Int64,
+                                                      "wait_external_s": pl.Float64}))
+    assert steps.select("step", "keys", "nbytes", "analytics_tasks", "lag_s").rows() == [
+        ("a-0", 2, 20, 0, None)]
+    summary = arrivals.summary(arr, steps, notes)
+    assert summary["senders"] == [{"sender": "rank 3", "keys": 2, "nbytes": 20, "send_s": 0.5,
+                                   "last_in_steps": 1}]
+    assert summary["lag_s"]["mean"] is None and summary["lag_s"]["trend_s_per_step"] is None
