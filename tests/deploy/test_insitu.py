@@ -110,7 +110,9 @@ def test_per_step_lag_is_in_the_summary_and_reports(runs):
     for step in summary["per_step"]:
         assert f"`{step['step']}`" in section
         assert f"{step['lag_s'] * 1e3:.1f} ms" in section
-    assert '"arrival-steps"' in (out / "report.html").read_text()
+    html = (out / "report.html").read_text()
+    assert f'"arrivals":{{"keys":{STEPS * RANKS},' in html
+    assert all(f'"step":"{s["step"]}"' in html for s in summary["per_step"])
     assert "arrivals: 12 keys" in stdout
     trace = json.loads((out / "trace.json").read_text())["traceEvents"]
     mine = [e for e in trace if e["pid"] == 999_998 and e["ph"] != "M"]

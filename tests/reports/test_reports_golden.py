@@ -69,3 +69,4 @@ def test_a_run_without_data_from_outside_dask_has_no_arrivals_outputs(sample_out
     assert not (sample_out / "arrival_steps.parquet").exists()
     assert "arrivals" not in json.loads((sample_out / "summary.json").read_text())
     assert "outside Dask" not in (sample_out / "report.md").read_text()
+    assert '"arrivals":null' in (sample_out / "report.html").read_text()
