@@ -91,12 +91,17 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         if original is None:
             return
         arrivals = self._arrivals
+        comms = getattr(scheduler, "client_comms", {})
 
         def update_data(*args: Any, **kwargs: Any) -> Any:
             result = original(*args, **kwargs)
             if not args:  # (Dask passes keywords only; anything else is left alone)
+                client = kwargs.get("client")
+                # the client's address now: it may have left by the time of the flush
+                stream = comms.get(client) if isinstance(client, str) else None
                 arrivals.append((time.time_ns(), kwargs.get("who_has"), kwargs.get("nbytes"),
-                                 kwargs.get("client")))
+                                 client, getattr(getattr(stream, "comm", None), "peer_address",
+                                                 None)))
             return result
 
         scheduler.update_data = update_data
@@ -171,13 +176,14 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
 
     @never_raise
     def _expand_arrivals(self, sink: ProcessSink) -> None:
-        for t_ns, who_has, nbytes, client in drain(self._arrivals):
+        for t_ns, who_has, nbytes, client, address in drain(self._arrivals):
             sizes = nbytes if isinstance(nbytes, dict) else {}
             for key, workers in (who_has or {}).items():
                 k, size = key_str(key), sizes.get(key)
                 size = size if isinstance(size, int) and size >= 0 else None
                 for worker in workers or (None,):
-                    sink.append("scheduler_arrivals", (t_ns, k, worker, size, client))
+                    sink.append("scheduler_arrivals", (t_ns, k, worker, size, client,
+                                                       address))
         for t_ns, msg in drain(self._notes):
             if not isinstance(msg, dict) or not isinstance(msg.get("client"), str):
                 continue  # (not ours: someone else's event on the topic)

@@ -34,7 +34,7 @@ def external_state_arrivals(transitions: pl.DataFrame | pl.LazyFrame, keys: pl.D
     size the scheduler's first transition to memory carried (null where it carried none)."""
     if keys.is_empty():
         return TABLES["arrivals"].empty().select("key", "nbytes", "time_ns", "worker", "client",
-                                                 "source")
+                                                 "client_address", "source")
     wanted = keys.get_column("key").cast(pl.String).implode()
     memory = (transitions.lazy().filter((pl.col("side") == "scheduler")
                                         & (pl.col("finish") == "memory")
@@ -46,7 +46,8 @@ def external_state_arrivals(transitions: pl.DataFrame | pl.LazyFrame, keys: pl.D
     ).unique("key", keep="first", maintain_order=True)
     return first.select("key", "nbytes", time_ns="t_arrival",
                         worker=pl.col("worker").cast(pl.String),
-                        client=pl.lit(None, pl.String), source=pl.lit("external-state"))
+                        client=pl.lit(None, pl.String), client_address=pl.lit(None, pl.String),
+                        source=pl.lit("external-state"))
 
 
 def arrivals_table(data_arrivals: pl.DataFrame, senders: pl.DataFrame,
@@ -57,7 +58,7 @@ def arrivals_table(data_arrivals: pl.DataFrame, senders: pl.DataFrame,
     as its step."""
     scattered = data_arrivals.select(
         "key", "nbytes", time_ns="local_time_ns", worker="worker", client="client",
-        source=pl.lit("update-data"))
+        client_address="client_address", source=pl.lit("update-data"))
     rows = pl.concat([scattered, external.select(scattered.columns)], how="diagonal_relaxed")
     if rows.is_empty():
         return TABLES["arrivals"].empty()

@@ -62,7 +62,8 @@ def arrival_events(arrivals: pl.DataFrame, steps: pl.DataFrame, t0: int) -> list
     instants = pf._encode(keys, 4, name="key", cat=pl.lit("arrival"), ph=pl.lit("i"),
                           s=pl.lit("t"), ts="ts_t", pid="pid_t", tid="tid_t",
                           args=pl.struct("key", "step", "nbytes", "worker", "rank", "client",
-                                         "send_s", source=pl.col("source").cast(pl.String)))
+                                         "client_address", "send_s",
+                                         source=pl.col("source").cast(pl.String)))
     spread = steps.with_columns(s=pl.col("first_ns"), e=pl.col("last_ns"),
                                 tid=pl.lit(SPREAD_TID, pl.Int64))
     lag = steps.drop_nulls("analytics_end_ns").with_columns(

@@ -268,6 +268,7 @@ ARRIVALS = Table(
         Column("worker", "String", "worker holding it (null: not recorded)"),
         Column("nbytes", "Int64", "size as Dask knows it (null: not recorded)"),
         Column("client", "String", "sending client's id (null: not recorded)"),
+        Column("client_address", "String", "sending client's address (null: not recorded)"),
         Column("rank", "Int64", "sender's rank, as the client said (null: not said)"),
         Column("send_s", "Float64", "the sender's scatter call, its own clock (null: not "
                "timed)"),

@@ -112,7 +112,9 @@ SCHEDULER_ARRIVALS = Table(
     (_T, _KEY,
      Column("worker", "String", "worker that holds the data"),
      Column("nbytes", "Int64", "size as Dask knows it (the worker's sizeof; null: not given)"),
-     Column("client", "String", "the sending client's id (null: not given)")),
+     Column("client", "String", "the sending client's id (null: not given)"),
+     Column("client_address", "String", "the sending client's address as the scheduler's "
+            "stream to it has it (null: no stream open to that client)")),
     sort_by=("local_time_ns", "key", "worker"))
 
 SENDER_NOTES = Table(

@@ -41,6 +41,8 @@ def test_scattered_keys_are_recorded_with_size_worker_client_and_rank(client, tm
         ("('field-1', 0)", 80 + _overhead(block[:10]), client.id),
         ("('field-2', 1)", 800 + _overhead(block[:100]), client.id)]
     assert set(rows["worker"]) <= workers and rows["worker"].null_count() == 0
+    # the client's end of its stream to the scheduler: this process's host
+    assert all(a.startswith("tcp://127.0.0.1:") for a in rows["client_address"]), rows
     notes = read_raw(run, "sender_notes").sort("local_time_ns")
     assert notes.select("client", "rank", "key", "step").rows() == [
         (client.id, 7, None, None), (client.id, 3, "('field-2', 1)", "s2")]

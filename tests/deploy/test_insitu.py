@@ -61,10 +61,11 @@ def test_one_arrival_per_block_with_its_bytes_and_rank(runs):
         assert (row["nbytes"], row["rank"], row["step"]) == (
             block["nbytes"], block["rank"], block["step"]), row
         assert row["source"] == "update-data" and row["worker"] and row["client"], row
+        assert row["client_address"].startswith("tcp://127.0.0.1:"), row
         assert row["send_s"] is not None and row["send_s"] > 0, row
-    # each rank is one client, its own
-    assert arrivals.group_by("rank").agg(pl.col("client").n_unique())["client"].to_list() \
-        == [1] * RANKS
+    # each rank is one client, its own, with its own connection
+    per_rank = arrivals.group_by("rank").agg(pl.col("client", "client_address").n_unique())
+    assert per_rank["client"].to_list() == per_rank["client_address"].to_list() == [1] * RANKS
 
 
 def test_each_steps_analytics_waits_longest_where_the_slow_rank_came_last(runs):
