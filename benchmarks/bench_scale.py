@@ -64,7 +64,7 @@ def fault_in() -> None:
     """Touch ``FAULT_IN_BYTES`` in a throwaway process, so that the next timed process finds the
     memory it faults in backed by the host. On this VM a page the guest has not touched for a
     while costs several times more to fault in than one freed just before (docs/performance.md,
-    issue 22's third pass): without this, each figure depended on what ran before it and when."""
+    "The machine"): without this, each figure depended on what ran before it and when."""
     subprocess.run([sys.executable, "-c", f"b = bytearray({FAULT_IN_BYTES})\n"
                     "for i in range(0, len(b), 4096): b[i] = 1"], check=True)
 
@@ -157,10 +157,10 @@ def attribution_inputs(run: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def polars_join(seg: pl.DataFrame, ex: pl.DataFrame) -> pl.DataFrame:
-    from correlate import attribute
+    from correlate.attribution import exact
 
-    att = attribute.io_to_executions(seg, ex)
-    return attribute.task_io_totals(attribute.task_files(att)).select(
+    att = exact.io_to_executions(seg, ex)
+    return exact.task_io_totals(exact.task_files(att)).select(
         "execution_id", "read_bytes", "write_bytes")
 
 

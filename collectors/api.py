@@ -26,14 +26,14 @@ from collectors.options import DEFAULTS, Options
 @contextlib.contextmanager
 def record(client: Any, out: str | Path, *, profile: str = DEFAULTS.profile,
            flush_interval: float = DEFAULTS.flush_interval) -> Iterator[Path]:
-    opts = Options(profile=profile, flush_interval=flush_interval)
+    opts = Options(profile=profile, flush_interval=flush_interval, darshan="off", dxt=None,
+                   dxt_segments=None)
     from collectors.scheduler_plugin import CorrelateSchedulerPlugin
     from collectors.worker_plugin import CorrelateWorkerPlugin
 
     run_dir = Path(out).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    info = manifest.start(run_dir, command=[sys.executable, "<notebook>"], options={
-        **opts.manifest(), "darshan": "off"},
+    info = manifest.start(run_dir, command=[sys.executable, "<notebook>"], options=opts.manifest(),
         darshan={"runtime": None, "reason": "attached to a running cluster (Python API)"})
     sched = CorrelateSchedulerPlugin(str(run_dir), opts)
     work = CorrelateWorkerPlugin(str(run_dir), opts)
@@ -54,7 +54,7 @@ def record(client: Any, out: str | Path, *, profile: str = DEFAULTS.profile,
 def _close_scheduler_plugin(name: str, dask_scheduler: Any = None) -> None:
     plugin = dask_scheduler.plugins.pop(name, None)
     if plugin is not None:
-        plugin._close()
+        plugin.close_sink()
 
 
 #: where a sender's rank is read from when not given: ours first, then what MPI launchers and

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from collectors.darshan_after import MMAP_FOLDER
+from collectors.options import DXT_SEGMENTS
 
 #: searched in order after --darshan PATH and $DARSHAN_RUNTIME
 COMMON_LIBS = ("/usr/lib/libdarshan.so", "/usr/lib64/libdarshan.so", "/usr/local/lib/libdarshan.so",
@@ -31,7 +32,6 @@ RECORD_BYTES = {"POSIX": 16 + 8 * (69 + 17), "STDIO": 16 + 8 * (14 + 15)}
 #: DXT zeroes a buffer of its whole memory cap when the process exits, used or not, so every
 #: process (the job's short-lived subprocesses too) pays for the cap in CPU at exit: sized for
 #: long-running workers, not unbounded
-DXT_SEGMENTS = 1_000_000
 #: bytes DXT keeps per segment (``segment_info``: offset, length, start, end, pthread id)
 SEGMENT_BYTES = 40
 #: module memory for the modules left at their defaults (Lustre, heatmap, ...)

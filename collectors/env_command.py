@@ -18,7 +18,7 @@ from pathlib import Path
 from collectors import darshan_env, options
 
 #: the variables `collect` sets for its child that the job script must set itself, in order
-ORDER = ("DASK_CORRELATE_RUN_DIR", "DASK_CORRELATE_PROFILE", "DASK_CORRELATE_FLUSH_INTERVAL",
+ORDER = ("DASK_CORRELATE_RUN_DIR", *options.ENV_NAMES,
          "DASK_DISTRIBUTED__SCHEDULER__PRELOAD", "DASK_DISTRIBUTED__SCHEDULER__PRELOAD_ARGV",
          "DASK_DISTRIBUTED__WORKER__PRELOAD", "DASK_DISTRIBUTED__WORKER__PRELOAD_ARGV",
          "LD_PRELOAD", "DARSHAN_ENABLE_NONMPI", "DXT_ENABLE_IO_TRACE", "DARSHAN_LOGPATH",
@@ -34,12 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog='example: eval "$(collect env -o $HOME/runs/job1)"')
     p.add_argument("-o", "--out", type=Path, required=True,
                    help="run folder (on a file system every node sees)")
-    p.add_argument("--profile", choices=options.PROFILE_MODES, default=options.DEFAULTS.profile,
-                   help="function profiles per task execution (see `collect --help`)")
-    darshan_env.add_arguments(p)
-    p.add_argument("--flush-interval", type=options.flush_interval_arg,
-                   default=options.DEFAULTS.flush_interval,
-                   help="seconds between flushes of each process's buffers (default 5)")
+    options.add_arguments(p)
     return p
 
 

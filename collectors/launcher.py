@@ -20,21 +20,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from collectors import darshan_env, job_process, options
-from collectors.options import PROFILE_MODES
-
-PROFILE_HELP = """function profiles per task execution (default: sample).
-CPU added to a job of many short tasks (benchmarks/bench_many_tasks.py, workload
-'tiles': 3,000 tasks of 1-20 ms, 2 workers x 2 threads; all processes, start-up
-included, medians of 5 runs in several runs on a shared 2-core VM whose speed
-varies by several %% between runs; docs/performance.md); Python-call-heavy tasks
-pay Yappi more (benchmarks/bench_yappi.py):
-  off        +2-5%%   no function profiles (transitions + per-task CPU only)
-  sample     +5-7%%   stacks of task threads sampled every 5 ms: per-task
-                     functions, statistical, no per-call hook
-  yappi      +24-28%% Yappi wall clock on every thread but the event loop: exact
-                     call counts per task (Yappi alone: +10-14%%)
-  yappi-all  +81%%    the same including the event loop's coroutines (Dask's own work)
-  yappi-cpu  +60%%    yappi on Yappi's CPU clock"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,12 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
                "batch scripts starting dask scheduler/worker themselves: "
                "collect env -o RUN_DIR (prints the variables to export; --help for more)")
     p.add_argument("-o", "--out", type=Path, required=True, help="run folder to create")
-    p.add_argument("--profile", "--yappi", dest="profile", choices=PROFILE_MODES,
-                   default=options.DEFAULTS.profile, help=PROFILE_HELP)
-    darshan_env.add_arguments(p)
-    p.add_argument("--flush-interval", type=options.flush_interval_arg,
-                   default=options.DEFAULTS.flush_interval,
-                   help="seconds between flushes of each process's buffers (default 5)")
+    options.add_arguments(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the job's command")
     return p
 
@@ -123,12 +103,12 @@ def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | 
     env = dict(os.environ)
     env.update({
         "DASK_CORRELATE_RUN_DIR": str(run_dir.resolve()),
-        **options.Options(args.profile, args.flush_interval).environment(),
+        **options.Options.from_args(args).environment(),
         **preload_variables(),
     })
     if darshan_lib:
         env.update(darshan_env.environment(darshan_lib, run_dir.resolve(), args.dxt_segments,
-                                           getattr(args, "dxt", "on") == "on"))
+                                           args.dxt == "on"))
     return env
 
 
@@ -195,10 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     info = None
     try:
-        info = manifest.start(run_dir, command=command, options={
-            **options.Options(args.profile, args.flush_interval).manifest(),
-            "darshan": args.darshan, "dxt_segments": args.dxt_segments,
-            "dxt": getattr(args, "dxt", "on")}, darshan={"runtime": lib, "reason": how})
+        info = manifest.start(run_dir, command=command,
+                              options=options.Options.from_args(args).manifest(),
+                              darshan={"runtime": lib, "reason": how})
     except OSError as err:
         _could_not("write", run_dir / "manifest.json", err)
     code = job_process.wait(proc)

@@ -13,11 +13,31 @@ from dataclasses import dataclass
 from typing import Any
 
 PROFILE_MODES = ("off", "sample", "yappi", "yappi-all", "yappi-cpu")
+PROFILE_HELP = """function profiles per task execution (default: sample).
+CPU added to a job of many short tasks (benchmarks/bench_many_tasks.py, workload
+'tiles': 3,000 tasks of 1-20 ms, 2 workers x 2 threads; all processes, start-up
+included, medians of 5 runs in several runs on a shared 2-core VM whose speed
+varies by several %% between runs; docs/performance.md); Python-call-heavy tasks
+pay Yappi more (benchmarks/bench_yappi.py):
+  off        +2-5%%   no function profiles (transitions + per-task CPU only)
+  sample     +5-7%%   stacks of task threads sampled every 5 ms: per-task
+                     functions, statistical, no per-call hook
+  yappi      +24-28%% Yappi wall clock on every thread but the event loop: exact
+                     call counts per task (Yappi alone: +10-14%%)
+  yappi-all  +81%%    the same including the event loop's coroutines (Dask's own work)
+  yappi-cpu  +60%%    yappi on Yappi's CPU clock"""
+#: DXT segments (reads, writes) Darshan traces per process by default
+DXT_SEGMENTS = 1_000_000
 
 #: environment variables `collect` sets for the preload of every Dask process
 ENV_PROFILE = "DASK_CORRELATE_PROFILE"
 ENV_FLUSH_INTERVAL = "DASK_CORRELATE_FLUSH_INTERVAL"
 ENV_MARKERS = "DASK_CORRELATE_MARKERS"
+ENV_DARSHAN = "DASK_CORRELATE_DARSHAN"
+ENV_DXT = "DASK_CORRELATE_DXT"
+ENV_DXT_SEGMENTS = "DASK_CORRELATE_DXT_SEGMENTS"
+#: those ``Options.environment`` sets (``markers`` is set with Darshan's environment)
+ENV_NAMES = (ENV_PROFILE, ENV_FLUSH_INTERVAL, ENV_DARSHAN, ENV_DXT, ENV_DXT_SEGMENTS)
 
 
 class OptionsError(ValueError):
@@ -32,6 +52,13 @@ class Options:
     flush_interval: float = 5.0
     #: write Darshan clock markers (set when Darshan is on)
     markers: bool = False
+    #: darshan-runtime: "auto" (find one), "off", a libdarshan.so path; in a Dask process,
+    #: "environment" (the job's own LD_PRELOAD) or "off"
+    darshan: str = "auto"
+    #: Darshan's DXT per-call tracing (False: its counters only); None where not known
+    dxt: bool | None = True
+    #: DXT segments traced per process; None where not known
+    dxt_segments: int | None = DXT_SEGMENTS
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_MODES:
@@ -43,6 +70,17 @@ class Options:
             raise OptionsError(f"flush interval {interval!r} is not a number of seconds "
                                f"above 0")
         object.__setattr__(self, "flush_interval", float(interval))
+        if self.dxt_segments is not None and (isinstance(self.dxt_segments, bool)
+                                              or not isinstance(self.dxt_segments, int)
+                                              or self.dxt_segments <= 0):
+            raise OptionsError(f"DXT segments {self.dxt_segments!r} is not a whole number "
+                               f"above 0")
+
+    @classmethod
+    def from_args(cls, args: Any) -> Options:
+        """The options of `collect` / `collect env` (``add_arguments``)."""
+        return cls(profile=args.profile, flush_interval=args.flush_interval,
+                   darshan=args.darshan, dxt=args.dxt == "on", dxt_segments=args.dxt_segments)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] = os.environ) -> Options:
@@ -53,19 +91,47 @@ class Options:
         if env.get(ENV_FLUSH_INTERVAL):
             kwargs["flush_interval"] = flush_interval_value(env[ENV_FLUSH_INTERVAL])
         kwargs["markers"] = env.get(ENV_MARKERS) == "1"
+        # Darshan as `collect` chose it; a job that preloads Darshan itself: its environment
+        kwargs["darshan"] = env.get(ENV_DARSHAN) or (
+            "environment" if "darshan" in env.get("LD_PRELOAD", "") else "off")
+        kwargs["dxt"] = {"on": True, "off": False}.get(env.get(ENV_DXT, ""))
+        segments = env.get(ENV_DXT_SEGMENTS, "")
+        kwargs["dxt_segments"] = int(segments) if segments.isdigit() and int(segments) else None
         return cls(**kwargs)
 
     def environment(self) -> dict[str, str]:
         """The variables that carry these options to the preload (markers: set with Darshan's
         environment)."""
-        return {ENV_PROFILE: self.profile, ENV_FLUSH_INTERVAL: str(self.flush_interval)}
+        env = {ENV_PROFILE: self.profile, ENV_FLUSH_INTERVAL: str(self.flush_interval),
+               ENV_DARSHAN: self.darshan}
+        if self.dxt is not None:
+            env[ENV_DXT] = "on" if self.dxt else "off"
+        if self.dxt_segments is not None:
+            env[ENV_DXT_SEGMENTS] = str(self.dxt_segments)
+        return env
 
     def manifest(self) -> dict[str, Any]:
-        """The options as ``manifest.json`` records them."""
-        return {"profile": self.profile, "flush_interval_s": self.flush_interval}
+        """The options as ``manifest.json`` records them (``dxt``: "on"/"off", null where this
+        process cannot know)."""
+        return {"profile": self.profile, "flush_interval_s": self.flush_interval,
+                "darshan": self.darshan, "dxt_segments": self.dxt_segments,
+                "dxt": None if self.dxt is None else ("on" if self.dxt else "off")}
 
 
 DEFAULTS = Options()
+
+
+def add_arguments(parser: Any) -> None:
+    """The options' flags, for `collect` and `collect env` alike."""
+    from collectors import darshan_env
+
+    parser.add_argument("--profile", "--yappi", dest="profile", choices=PROFILE_MODES,
+                        default=DEFAULTS.profile, help=PROFILE_HELP)
+    darshan_env.add_arguments(parser)
+    parser.add_argument("--flush-interval", type=flush_interval_arg,
+                        default=DEFAULTS.flush_interval,
+                        help="seconds between flushes of each process's buffers (default "
+                             f"{DEFAULTS.flush_interval:g})")
 
 
 def flush_interval_arg(text: str) -> float:

@@ -63,9 +63,7 @@ def dask_setup(server, dask_correlate_run_dir: str | None = None) -> Any:  # noq
 def _write_manifest(run_dir: Path, opts: Any) -> None:
     from collectors import manifest
 
-    written = manifest.start_from_preload(run_dir, {
-        **opts.manifest(),
-        "darshan": "environment" if manifest.darshan_in_preload() else "off"})
+    written = manifest.start_from_preload(run_dir, opts.manifest())
     if written is not None:
         _WRITTEN.update(run_dir=run_dir, manifest=written)
 

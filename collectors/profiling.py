@@ -10,7 +10,7 @@
 - ``yappi-all``: the same including the event loop's coroutines (coroutine-aware): shows the
   worker's own Python work (comms, transitions, plugins) as tag 0, at several times the cost
   (figures: docs/performance.md).
-- ``yappi-cpu``: ``yappi`` on Yappi's CPU clock (the most expensive; see the README).
+- ``yappi-cpu``: ``yappi`` on Yappi's CPU clock (the most expensive; see docs/performance.md).
 
 ``TaskTags`` is the shared state: ``current[thread_id] = execution_seq`` while a task runs.
 Every mode produces rows of ``worker_func_stats``.

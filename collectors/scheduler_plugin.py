@@ -278,10 +278,10 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                                             None, None, None, None))
 
     async def close(self) -> None:
-        self._close()
+        self.close_sink()
 
     @never_raise
-    def _close(self) -> None:
+    def close_sink(self) -> None:
         self._restore_update_data()
         if self.sink is not None:
             self.sink.close()

@@ -16,7 +16,7 @@ errors), into space reserved at start when the folder is full by then.
 
 Parts are Arrow IPC files written by the standard library alone (``collectors.arrow_file``):
 the pyarrow Parquet writer this replaced cost each Dask process its memory, its imports and its
-allocator's first-write stalls (docs/performance.md, fourth pass).
+allocator's first-write stalls (docs/performance.md, "Parts and buffers").
 """
 
 from __future__ import annotations
@@ -392,7 +392,3 @@ def proc_json(path: Path, **fields: Any) -> None:
         "format_version": RUN_FORMAT_VERSION, "pid": os.getpid(), "host": hostname(),
         "started_ns": time.time_ns(), "anchor_time_ns": time.time_ns(),
         "anchor_perf_counter_ns": time.perf_counter_ns(), **fields})
-
-
-def env_flag(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)

@@ -31,20 +31,13 @@ with the summed task time alongside.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 import polars as pl
 
 from correlate import spans
-from correlate.compare_explain import (  # noqa: F401  (the comparison's one namespace)
-    _bytes_change,
-    _fsum,
-    exact_call_counts,
-    explain,
-    explanations,
-    totals_line,
-)
 from correlate.compare_stats import (  # noqa: F401
     ALPHA,
     COUNT_TOLERANCE,
@@ -54,7 +47,12 @@ from correlate.compare_stats import (  # noqa: F401
     runs_apart,
     span_shares,
 )
-from correlate.reports.aggregate import destinations
+
+
+def exact_sum(s: pl.Series) -> float:
+    """The sum of a column's known values, rounded once (``math.fsum``), in sorted order."""
+    return math.fsum(sorted(s.fill_null(0).to_list()))
+
 
 #: a timing change whose total is whose total is below this share of the job's span (nobody waits for it)
 JOB_FLOOR = 0.01
@@ -386,8 +384,8 @@ def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str
             f"{stretched.height} unrelated prefix(es) ({names}{more}) take "
             f"{'longer' if way > 0 else 'less time'} per execution "
             f"at unchanged counts and CPU per execution (task time "
-            f"{_fsum(stretched['wall_s_delta']):+.3f} s, CPU {_fsum(stretched['cpu_s_delta']):+.3f}"
-            f" s, job span share {_fsum(stretched['span_s_delta']):+.3f} s)")
+            f"{exact_sum(stretched['wall_s_delta']):+.3f} s, CPU {exact_sum(stretched['cpu_s_delta']):+.3f}"
+            f" s, job span share {exact_sum(stretched['span_s_delta']):+.3f} s)")
         if not conc:
             parts.append("host load is not recorded: other processes on the machine, more "
                          "threads per core, a different CPU or versions stretch every "
@@ -396,21 +394,6 @@ def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str
     d = d.with_columns(machine=pl.col("item").is_in(stretched["item"].to_list()))
     d = d.with_columns(significant=pl.col("significant") & ~pl.col("machine"))
     return rank(d, "prefix"), text
-
-
-def destinations_line(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Where the I/O went in each run (tasks, P2P shuffles, spill, known I/O of no task,
-    unexplained), before → after; empty when either summary has no ``io.by_destination``.
-    Shuffles are compared in total: a shuffle's id is a token of its graph, different in
-    each run."""
-    b, a = destinations(before), destinations(after)
-    if not b or not a:
-        return ""
-    got = dict((name, bytes_) for name, bytes_, _share in a)
-    parts = [f"{name} {_bytes_change(x or 0, got.get(name) or 0)}" for name, x, _s in b
-             if name in got and (x or got.get(name))]
-    return ("Where the I/O went: " + ", ".join(parts) + ".") if parts else ""
-
 
 
 # concurrency and the machine first: they change the meaning of every other line
@@ -474,3 +457,10 @@ def _text(v: Any) -> str:
 
 def _short(s: str) -> str:
     return s if len(s) <= SETUP_TEXT_LIMIT else s[: SETUP_TEXT_LIMIT - 1] + "…"
+
+
+def exact_call_counts(summary: dict[str, Any]) -> bool:
+    """False when the run's function profiles came from the stack sampler (``ncall`` counts
+    samples); imported runs and Yappi profiles count calls."""
+    options = (summary.get("facts") or {}).get("collector_options") or {}
+    return options.get("profile") != "sample"

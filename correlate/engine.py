@@ -19,34 +19,26 @@ from typing import Any
 
 import polars as pl
 
-from correlate import (
-    align,
-    arrivals,
-    attribute,
-    coroutines,
-    spill,
-    stdio_io,
-    thread_inference,
-    waits,
-)
-from correlate.counters_io import attribute_counters, counter_totals, untraced_counters
-from correlate.local_dir import barrier_owners
+from correlate import align, arrivals, coroutines, waits
+from correlate.attribution import spill, threads, untraced
+from correlate.attribution.counters import counter_totals, untraced_counters
+from correlate.attribution.driver import attribute_all
+from correlate.attribution.local_dir import barrier_owners
+from correlate.attribution.stdio import stdio_totals
+from correlate.functions import functions_by_process
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
-from correlate.partitions import attribute_all, by_process, process_order
 from correlate.prefixes import key_splits
-from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform
+from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, outputs
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
-from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames
 from correlate.spans import DEFAULT_SPAN
 from correlate.summary import build_summary, dxt_captured, profile_coverage, profile_warnings
 
-OUTPUT_TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
-                 "events", "slices")
+OUTPUT_TABLES = outputs.NAMES
 #: written only when the run has such data (a run without keeps today's outputs exactly)
-OPTIONAL_TABLES = ("arrivals", "arrival_steps")
+OPTIONAL_TABLES = outputs.OPTIONAL_NAMES
 
 
 #: what events and waits read of the transitions (read once, let go after both); the columns
@@ -185,7 +177,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     ex = align.align_executions(_with_inferred_threads(ex, parts["inferred_threads"]), clocks)
     func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
     profiled: list[int] = []  # executions with function rows, per process
-    sink.write_parts("task_functions", _counted(_functions_by_process(func_stats, ex),
+    sink.write_parts("task_functions", _counted(functions_by_process(func_stats, ex),
                                                 profiled))
     del func_stats
     methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
@@ -193,11 +185,11 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
         & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    methods = _counted_processes(methods, ex, frames)
+    methods = untraced.counted_processes(methods, ex, frames)
     # taken out of ``parts``: the partitions' task_files (a row per execution and file, and
     # per share of a split segment) is let go once its output copy with keys is made
-    files, io_totals, unattributed = _with_stdio(
-        *_across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
+    files, io_totals, unattributed = untraced.with_untraced(
+        *untraced.across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
         parts.pop("unattributed"), frames, ex, windows, clocks)
     task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
@@ -212,7 +204,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         kept["arrival_steps"] = _put(sink, "arrival_steps", arrivals.steps_table(
             arrived, frames.dependencies, kept["tasks"]))
     summary = build_summary(frames, kept, parts["segment_totals"],
-                            stdio_io.stdio_totals(frames.io_file_counters),
+                            stdio_totals(frames.io_file_counters),
                             counter_totals(untraced_counters(
                                 frames.io_file_counters, frames.darshan_logs)),
                             parts["shuffle_io"], group_by)
@@ -221,71 +213,10 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                                                frames.senders)
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
-    inference = thread_inference.counts_of(parts["inferred_threads"])
+    inference = threads.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference
     return Correlated(tables=kept, summary=summary)
-
-
-def _with_stdio(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed: pl.DataFrame,
-                frames: RunFrames, ex: pl.DataFrame, windows: pl.DataFrame, clocks: pl.DataFrame
-                ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """task_files, per-execution I/O totals and unattributed rows with the run's C stdio I/O
-    (counted per file by Darshan, untraced by DXT) and the POSIX counters of the logs without
-    DXT added to what the segments gave; ``windows`` the executions as the segments'
-    attribution saw them."""
-    files, stdio_unattributed = stdio_io.attribute_stdio(
-        frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks, windows)
-    untraced = untraced_counters(frames.io_file_counters, frames.darshan_logs)
-    if not untraced.is_empty():
-        heat = _heatmaps(frames.darshan_logs, untraced)
-        more, more_unattributed = attribute_counters(
-            untraced, heat, frames.file_opens, ex, frames.processes, clocks, windows,
-            frames.clock_markers)
-        files = pl.concat([files, more], how="diagonal_relaxed")
-        stdio_unattributed = pl.concat([stdio_unattributed, more_unattributed],
-                                       how="diagonal_relaxed")
-    if files.is_empty() and stdio_unattributed.is_empty():
-        return task_files, io_totals, unattributed
-    files = pl.concat([task_files, files], how="diagonal_relaxed")
-    files = sorted_for_output(files, TABLES["task_files"])
-    return (files, attribute.task_io_totals(files),
-            pl.concat([unattributed, stdio_unattributed], how="diagonal_relaxed"))
-
-
-def _counted_processes(methods: pl.DataFrame, ex: pl.DataFrame, frames: RunFrames
-                       ) -> pl.DataFrame:
-    """``methods`` with ``none`` for the executions of processes whose log has POSIX counters
-    but no DXT: Darshan counted every file such a process touched, so an execution the
-    counters gave nothing moved none of it (0 B, not unknown)."""
-    counted = untraced_counters(frames.io_file_counters, frames.darshan_logs)
-    if counted.is_empty():
-        return methods
-    pids = counted.get_column("pid").unique()
-    more = ex.filter(pl.col("pid").is_in(pids.implode())).select(
-        "execution_id", attribution=pl.lit("none", methods.schema["attribution"]))
-    return pl.concat([methods, more.join(methods, on="execution_id", how="anti")])
-
-
-def _heatmaps(logs: pl.DataFrame, untraced: pl.DataFrame) -> pl.DataFrame:
-    """The HEATMAP bins of the logs whose POSIX counters are attributed without DXT."""
-    wanted = set(untraced.get_column("log").cast(pl.String).unique().to_list())
-    paths = logs.filter(pl.col("modules").list.contains("HEATMAP")).get_column("log").cast(
-        pl.String).to_list()
-    got = [darshan_logs.read_heatmap(p) for p in paths if p in wanted]
-    return (pl.concat(got) if got
-            else pl.DataFrame(schema=darshan_logs.HEATMAP_SCHEMA))
-
-
-def _across_processes(task_files: pl.DataFrame, io_totals: pl.DataFrame
-                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """task_files and per-execution totals once an execution has I/O from several processes'
-    partitions (a P2P shuffle's barrier holds the shard writes of every worker): its totals
-    summed again over all its rows, one row per execution."""
-    if not io_totals.get_column("execution_id").is_duplicated().any():
-        return task_files, io_totals
-    files = sorted_for_output(task_files, TABLES["task_files"])
-    return files, attribute.task_io_totals(files)
 
 
 def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataFrame:
@@ -325,21 +256,6 @@ def _counted(parts: Iterator[pl.DataFrame], counts: list[int]) -> Iterator[pl.Da
     for part in parts:
         counts.append(part.get_column("execution_id").n_unique())
         yield part
-
-
-def _functions_by_process(func_stats: pl.DataFrame, ex: pl.DataFrame
-                          ) -> Iterator[pl.DataFrame]:
-    """``task_functions`` one process at a time (the join and group-by of one process's
-    profile rows alive at once), in output order: ``execution_id`` runs over processes in
-    (host, pid) order (``number_executions``)."""
-    executions = ex.partition_by("host", "pid", as_dict=True)
-    table = TABLES["task_functions"]
-    for process, rows in sorted(by_process(func_stats).items(),
-                                key=lambda kv: process_order(kv[0])):
-        own = executions.get(process)
-        if own is not None:
-            yield sorted_for_output(conform(attribute.functions_per_execution(rows, own),
-                                            table, path="task_functions"), table)
 
 
 def correlate_frames(frames: RunFrames, mapper: Mapper = local_map,

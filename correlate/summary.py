@@ -9,7 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate import local_dir, p2p, spans
+from correlate import spans
+from correlate.attribution import local_dir, p2p
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
 from correlate.sources.darshan_logs import incomplete_logs
@@ -402,3 +403,16 @@ def _labelled(tasks: pl.DataFrame, frames: RunFrames, group_by: tuple[str, ...]
     if group_by:
         out["groups"] = {k: spans.rows(spans.annotation_groups(tasks, k)) for k in group_by}
     return out
+
+
+#: ``summary.json`` ``io.by_destination`` keys and how the reports name them
+DESTINATIONS = (("tasks", "tasks"), ("shuffles", "P2P shuffles"), ("spill", "spill"),
+                ("not_tasks", "known, no task's"), ("unexplained", "unexplained"))
+
+
+def destinations(summary: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(name, bytes, share) of where the I/O went (tasks, P2P shuffles, spill, known I/O of no
+    task, unexplained);
+    empty for a summary written before ``by_destination`` existed."""
+    dest = (summary.get("io") or {}).get("by_destination") or {}
+    return [(name, dest[k]["bytes"], dest[k]["share"]) for k, name in DESTINATIONS if k in dest]

@@ -12,9 +12,6 @@ import polars as pl
 
 SCHEDULER_STATES = {"released", "waiting", "queued", "processing", "memory", "erred",
                     "forgotten", "no-worker"}
-WORKER_STATES = {"released", "waiting", "ready", "constrained", "executing", "long-running",
-                 "memory", "fetch", "flight", "missing", "error", "cancelled", "resumed",
-                 "forgotten", "rescheduled"}
 
 
 def _at(side: str, finish: str, name: str) -> pl.Expr:

@@ -88,6 +88,7 @@ def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from correlate import compare
     from correlate.compare_arrivals import explain_arrivals
+    from correlate.reports import explain
     from correlate.reports.compare import Comparison, print_comparison, write_comparison
 
     before, after = sides(args)
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
                                  span_s=span)
     diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup)
     io_known = all(compare.io_captured(s) for side in loaded.values() for _, s in side)
-    explained = compare.explanations(diffs[args.by], args.by, call_counts=exact,
+    explained = explain.explanations(diffs[args.by], args.by, call_counts=exact,
                                      machine=machine is not None, io_known=io_known)
     arrivals = explain_arrivals(sb, sa)
     if arrivals is not None:  # (first: it says whether the analytics' rows are the cause)
@@ -127,9 +128,9 @@ def run(args: argparse.Namespace) -> int:
                    names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
                    setup=setup, machine=machine, explained=explained,
                    totals=" ".join(filter(None, (
-                       compare.totals_line(*profiles["prefix"], diffs["prefix"], spans=spans,
+                       explain.totals_line(*profiles["prefix"], diffs["prefix"], spans=spans,
                                            runs=(len(before), len(after))),
-                       compare.destinations_line(sb, sa)))))
+                       explain.destinations_line(sb, sa)))))
     write_comparison(out, c)
     print_comparison(c, top=args.top, out=out)
     return 0

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from correlate.commands.run import FORMATS
 from correlate.errors import InputError
+from correlate.sources import FORMATS
 
 #: ``correlate RUN`` writes task_lifecycles.jsonl itself for runs with at most this many tasks
 LIFECYCLES_MAX_TASKS = 200_000
@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="file to write (default: RUN_DIR/correlated/task_lifecycles.jsonl)")
     p.add_argument("--format", default=None,
-                   choices=FORMATS[1:],
+                   choices=tuple(FORMATS),
                    help="input format (default: detected)")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-KINDS = ("markdown", "html", "trace")
+from correlate.reports import KINDS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -8,15 +8,14 @@ import argparse
 from pathlib import Path
 
 from correlate.errors import InputError
-
-FORMATS = ("auto", "run-folder", "mofka-csv", "miniapp", "task-stream")
+from correlate.sources import FORMATS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, help="run folder written by `collect`, or an imported one")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="output folder (default: RUN_DIR/correlated)")
-    p.add_argument("--format", choices=FORMATS, default="auto",
+    p.add_argument("--format", choices=("auto", *FORMATS), default="auto",
                    help="input format (default: detected from the files present)")
     p.add_argument("--top", type=int, default=10, help="rows in the terminal summary tables")
     p.add_argument("--cluster", metavar="ADDRESS", default=None,

@@ -8,15 +8,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from correlate.commands.run import FORMATS
 from correlate.errors import InputError
+from correlate.sources import FORMATS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, help="run folder (ours or imported)")
     p.add_argument("key", help="task key, or a unique part of it")
     p.add_argument("--format", default=None,
-                   choices=FORMATS[1:],
+                   choices=tuple(FORMATS),
                    help="input format (default: detected)")
 
 

@@ -6,57 +6,61 @@
 output folder at any time (``correlate report OUT_DIR``). Output is deterministic: the same
 tables give byte-identical files.
 
-Also here: ``compare`` (``compare.md``/``compare.html`` of two runs) and ``terminal`` (the
-summary ``correlate`` prints).
+Every writer has one signature, ``write(outputs, out_dir, options) -> written paths``, and is
+named in ``WRITERS``; a new output is a module here with such a function and a line there.
+Also here: ``compare`` (``compare.md``/``compare.html`` of two runs, from ``correlate.compare``'s
+data), ``explain`` (its sentences) and ``terminal`` (the summary ``correlate`` prints).
+
+This module imports no renderer (nor polars) until one is asked for: the CLI reads ``KINDS``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from correlate.errors import CorrelateError
-from correlate.reports.load import Outputs, load_outputs
 
-__all__ = ["KINDS", "load_outputs", "write_reports"]
+if TYPE_CHECKING:
+    from correlate.reports.load import Outputs
 
-KINDS = ("markdown", "html", "trace")
+#: report kind -> "module:function" of its writer
+WRITERS = {"markdown": "correlate.reports.markdown:write_markdown",
+           "html": "correlate.reports.html:write_html",
+           "trace": "correlate.reports.perfetto:write_trace"}
+KINDS = tuple(WRITERS)
 
 
-def _writer(kind: str) -> Callable[[Outputs, Path], list[Path]]:
-    if kind == "markdown":
-        from correlate.reports.markdown import write_markdown
+@dataclass(frozen=True)
+class ReportOptions:
+    #: the trace's (start, end) in seconds after the first task start (end None: to the
+    #: last); None: a large run's trace shows its first executions
+    trace_window: tuple[float, float | None] | None = None
 
-        return write_markdown
-    if kind == "html":
-        from correlate.reports.html import write_html
 
-        return write_html
-    if kind == "trace":
-        from correlate.reports.perfetto import write_trace
-
-        return write_trace
-    raise CorrelateError(None, f"unknown report kind {kind!r} (choose from {', '.join(KINDS)})")
+def writer(kind: str) -> Callable[[Outputs, Path, ReportOptions], list[Path]]:
+    if kind not in WRITERS:
+        raise CorrelateError(None, f"unknown report kind {kind!r} (choose from "
+                                   f"{', '.join(KINDS)})")
+    module, function = WRITERS[kind].split(":")
+    write: Callable[[Outputs, Path, ReportOptions], list[Path]] = getattr(
+        importlib.import_module(module), function)
+    return write
 
 
 def write_reports(out_dir: Path, *, kinds: Sequence[str] = KINDS,
                   trace_window: tuple[float, float | None] | None = None) -> list[Path]:
-    """Render the requested report kinds into ``out_dir``; return the written paths.
-    ``trace_window``: the trace's (start, end) in seconds after the first task start (end
-    None: to the last); by default a large run's trace shows its first executions."""
-    writers = [_writer(k) for k in kinds]
+    """Render the requested report kinds into ``out_dir``; return the written paths."""
+    from correlate.reports.load import load_outputs
+
+    writers = [writer(k) for k in kinds]
     outputs = load_outputs(Path(out_dir))
-    written: list[Path] = []
-    for kind, write in zip(kinds, writers, strict=True):
-        if kind == "trace":
-            written += write_trace_window(outputs, Path(out_dir), trace_window)
-        else:
-            written += write(outputs, Path(out_dir))
-    return written
+    options = ReportOptions(trace_window=trace_window)
+    return [path for write in writers for path in write(outputs, Path(out_dir), options)]
 
 
-def write_trace_window(outputs: Outputs, out_dir: Path,
-                       window: tuple[float, float | None] | None) -> list[Path]:
-    from correlate.reports.perfetto import write_trace
 
-    return write_trace(outputs, out_dir, window)
+__all__ = ["KINDS", "WRITERS", "ReportOptions", "write_reports", "writer"]

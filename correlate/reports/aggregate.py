@@ -211,19 +211,6 @@ def spill(tasks: pl.DataFrame, by: str) -> pl.DataFrame:
         "spilled_bytes", "input_read_back_s", by, descending=[True, True, False])
 
 
-#: ``summary.json`` ``io.by_destination`` keys and how the reports name them
-DESTINATIONS = (("tasks", "tasks"), ("shuffles", "P2P shuffles"), ("spill", "spill"),
-                ("not_tasks", "known, no task's"), ("unexplained", "unexplained"))
-
-
-def destinations(summary: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """(name, bytes, share) of where the I/O went (tasks, P2P shuffles, spill, known I/O of no
-    task, unexplained);
-    empty for a summary written before ``by_destination`` existed."""
-    dest = (summary.get("io") or {}).get("by_destination") or {}
-    return [(name, dest[k]["bytes"], dest[k]["share"]) for k, name in DESTINATIONS if k in dest]
-
-
 def shuffles(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """One flat row per P2P shuffle of ``summary.json`` ``shuffles``, heaviest writes first:
     its bytes and times, workers and the executions of its transfer, barrier and unpack

@@ -4,7 +4,7 @@ view. Deterministic (sorted rows, fixed figure metadata, ``sort_keys`` JSON, no 
 
 Run-provided strings (prefixes, paths, functions) go into Markdown as code spans
 (``correlate.reports.markdown.code``) and into the page as JSON escaped by
-``correlate.reports.html.embed_json``, inserted by the page's script with ``textContent`` only.
+``correlate.reports.page.embed_json``, inserted by the page's script with ``textContent`` only.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from rich.text import Text
 from correlate.console import name_table, results
 from correlate.reports.fmt import human_bytes
 from correlate.reports.markdown import code, table, text
+from correlate.reports.page import render_page
 
 HTML_ROWS = 500
 TOP_FIGURE = 15
@@ -40,15 +41,17 @@ class Comparison:
 
 
 def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # the Agg canvas directly, as figures.py does: no pyplot state, no backend switched in
+    # the caller's process
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     rows = d.head(top)
     labels = [str(x) for x in rows["item"].to_list()][::-1]
     values = rows["span_s_delta"].fill_null(0).to_list()[::-1]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * max(len(labels), 2) + 1), dpi=100)
+    fig = Figure(figsize=(8, 0.35 * max(len(labels), 2) + 1), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     ax.barh(labels, values, color=["#c0392b" if v > 0 else "#27ae60" for v in values])
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("change in the job span's share (s), after − before")
@@ -56,7 +59,6 @@ def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)
 
 
 # ---------- Markdown ----------
@@ -243,18 +245,7 @@ def build_html_data(c: Comparison, *, rows: int = HTML_ROWS) -> dict[str, Any]:
 
 
 def render_html(c: Comparison) -> str:
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    from correlate.reports.html import TEMPLATES, embed_json
-
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
-                      keep_trailing_newline=True)
-    return env.get_template("compare.html").render(
-        title="Dask run comparison",
-        data_json=embed_json(build_html_data(c)),
-        script=(TEMPLATES / "compare.js").read_text(encoding="utf-8"),
-        style=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
-    )
+    return render_page("compare", title="Dask run comparison", data=build_html_data(c))
 
 
 # ---------- files and terminal ----------

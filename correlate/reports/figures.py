@@ -12,17 +12,13 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-from matplotlib import rc_context  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.collections import PolyCollection  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import numpy as np
+import polars as pl
+from matplotlib import rc_context
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from correlate.reports.timeline import IO_COLOURS, OTHER_COLOUR  # noqa: E402
 

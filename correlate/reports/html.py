@@ -13,17 +13,15 @@ says so. Output is deterministic (sorted rows, ``sort_keys`` JSON, no "now").
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from correlate import coroutines
+from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
 from correlate.reports.load import Outputs
+from correlate.reports.page import render_page
 from correlate.reports.timeline import (
     IO_COLOURS,
     io_bars,
@@ -31,6 +29,7 @@ from correlate.reports.timeline import (
     sample_bars,
     task_bars,
 )
+from correlate.summary import destinations
 
 TASK_LIMIT = 20_000
 IO_LIMIT = 20_000
@@ -38,28 +37,7 @@ TOP_TASKS = 100
 TOP_FILES = 200
 TOP_FUNCTION_PREFIXES = 10
 TOP_FUNCTIONS = 15
-TEMPLATES = Path(__file__).parent / "templates"
 
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN/inf → None, recursively."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
-def embed_json(data: Any) -> str:
-    """JSON for an inline ``<script>``: sorted keys, markup characters escaped."""
-    text = json.dumps(_clean(data), sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      allow_nan=False)
-    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(ch, esc)
-    return text
 
 
 def _rows(df: pl.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
@@ -87,7 +65,7 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
     if window is None:
         return {"lanes": [], "lane_threads": [], "tasks": {}, "io": {}, "notes": [],
                 "span_ms": 0}
-    bars = task_bars(coroutines.drawn(tasks, out["slices"]), lanes, window[0])
+    bars = task_bars(out.drawn_tasks(), lanes, window[0])
     shown = sample_bars(bars, TASK_LIMIT)
     io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1],
                  IO_LIMIT)
@@ -178,7 +156,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
         if set(agg.SPILL) <= set(tasks.columns) else [],
         "shuffles": agg.shuffles(s),
         "arrivals": agg.arrivals(s),
-        "destinations": [list(d) for d in agg.destinations(s)],
+        "destinations": [list(d) for d in destinations(s)],
         "top_tasks": _top_tasks(tasks),
         "files": _rows(agg.files(out["task_files"], out["unattributed"]).head(TOP_FILES),
                        ["path", "read_bytes", "write_bytes", "outside_bytes", "ops", "io_s",
@@ -199,18 +177,10 @@ def build_data(out: Outputs) -> dict[str, Any]:
 
 def render_html(out: Outputs) -> str:
     """The whole page as a string."""
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
-                      keep_trailing_newline=True)
-    template = env.get_template("report.html")
-    return template.render(
-        title="Dask run report",
-        data_json=embed_json(build_data(out)),
-        script=(TEMPLATES / "report.js").read_text(encoding="utf-8"),
-        style=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
-    )
+    return render_page("report", title="Dask run report", data=build_data(out))
 
 
-def write_html(out: Outputs, out_dir: Path) -> list[Path]:
+def write_html(out: Outputs, out_dir: Path, options: ReportOptions) -> list[Path]:
     """Write ``report.html``; return its path."""
     path = Path(out_dir) / "report.html"
     path.write_text(render_html(out), encoding="utf-8")

@@ -17,13 +17,9 @@ from typing import Any
 
 import polars as pl
 
+from correlate import coroutines
 from correlate.errors import InputError
-from correlate.schema import TABLES, conform
-
-TABLE_NAMES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments",
-               "events", "slices")
-#: written only by runs that have such data: an absent file is an empty table, not a gap
-OPTIONAL_NAMES = ("arrivals", "arrival_steps")
+from correlate.schema import TABLES, conform, outputs
 
 
 @dataclass(frozen=True)
@@ -46,7 +42,8 @@ class Outputs:
         """Table ``name`` as a LazyFrame (select and filter it before collecting), conformed."""
         if name in self._read:
             return self._read[name].lazy()
-        if name in self.missing or (name in OPTIONAL_NAMES and not self._path(name).exists()):
+        if name in self.missing or (name in outputs.OPTIONAL_NAMES
+                                     and not self._path(name).exists()):
             return TABLES[name].empty().lazy()
         path = self._path(name)
         try:  # conform reads the file's schema
@@ -64,6 +61,13 @@ class Outputs:
             return query.collect()
         except (OSError, pl.exceptions.PolarsError) as err:
             raise _unreadable(self._path(name), name, err) from err
+
+    def drawn_tasks(self) -> pl.DataFrame:
+        """The tasks as timelines draw them (``coroutines.drawn``: a coroutine execution as its
+        active slices), made once for every renderer."""
+        if "drawn" not in self._read:
+            self._read["drawn"] = coroutines.drawn(self["tasks"], self["slices"])
+        return self._read["drawn"]
 
     def _path(self, name: str) -> Path:
         return self.out_dir / f"{name}.parquet"
@@ -91,6 +95,6 @@ def load_outputs(out_dir: Path) -> Outputs:
     if not (out_dir / "tasks.parquet").exists() and not summary_path.exists():
         raise InputError(out_dir, "not a correlate output folder (no tasks.parquet or "
                          "summary.json); run `correlate RUN_DIR` first")
-    missing = tuple(name for name in TABLE_NAMES if not (out_dir / f"{name}.parquet").exists())
+    missing = tuple(name for name in outputs.NAMES if not (out_dir / f"{name}.parquet").exists())
     summary = _read_summary(summary_path) if summary_path.exists() else {}
     return Outputs(out_dir=out_dir, summary=summary, missing=missing)

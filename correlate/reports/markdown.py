@@ -1,6 +1,6 @@
 """``report.md`` (+ ``figures/*.png``): a page to paste into a performance ticket.
 
-``render_markdown(outputs, figures=...) -> str`` is pure; ``write_markdown(outputs, out_dir)``
+``render_markdown(outputs, figures=...) -> str`` is pure; ``write_markdown(outputs, out_dir, options)``
 draws the figures and writes the page. Everything comes from ``correlate.reports.aggregate``
 over the output tables and summary, so the page is deterministic for the same output folder.
 Run-provided strings (keys, paths, functions) are emitted as code spans with ``|`` escaped, and
@@ -17,11 +17,12 @@ from typing import Any
 
 import polars as pl
 
-from correlate import coroutines
 from correlate.outcome import outcome_line
+from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
 from correlate.reports.fmt import count, human_bytes, seconds, share
 from correlate.reports.load import Outputs
+from correlate.summary import destinations
 
 TOP = 10
 TOP_PREFIXES_FOR_FUNCTIONS = 3
@@ -284,7 +285,7 @@ def _unattributed(out: Outputs) -> list[str]:
             more = len(procs) - 10
             lines += (["", f"and {more} more process(es) (summary.json: io.per_process)."]
                       if more > 0 else []) + [""]
-        dest = agg.destinations(out.summary)
+        dest = destinations(out.summary)
         if dest:
             lines += ["Where the bytes went: " + ", ".join(
                 f"{name} {human_bytes(b)} ({share(f)})" for name, b, f in dest)
@@ -471,7 +472,7 @@ def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
     pre = agg.prefixes(tasks)
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     lanes = agg.lanes(tasks)
-    bars = task_bars(coroutines.drawn(tasks, out["slices"]), lanes, window[0])
+    bars = task_bars(out.drawn_tasks(), lanes, window[0])
     io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1],
                  50_000)
     shown = sample_bars(bars, 50_000)
@@ -483,7 +484,7 @@ def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
     return {"timeline": "figures/timeline.png", "prefixes": "figures/prefixes.png"}
 
 
-def write_markdown(out: Outputs, out_dir: Path) -> list[Path]:
+def write_markdown(out: Outputs, out_dir: Path, options: ReportOptions) -> list[Path]:
     """Write ``report.md`` and its figures; return the written paths."""
     figs = write_figures(out, out_dir)
     path = out_dir / "report.md"

@@ -16,7 +16,7 @@ executions (by start), or the window asked for (``--trace-window START:END``, se
 first task start); its first track ("what this trace shows") says what was left out and the
 option that shows the rest. Perfetto's UI runs in a browser tab whose memory (about 2 GB)
 must hold the loaded trace, several times its file size, so an unbounded trace of a
-million-execution run (about 850 MB of JSON) would not open.
+million-execution run would not open (sizes: docs/performance.md, "Reports").
 
 Timestamps are µs since ``otherData.t0_ns`` (ns since the epoch on the run timeline). Slices on
 one track never partly overlap (a slice starting before its predecessor ends is clipped), so
@@ -32,7 +32,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import coroutines
+from correlate.reports import ReportOptions
 from correlate.reports.aggregate import worker_label
 from correlate.reports.load import Outputs
 
@@ -353,7 +353,7 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     from correlate.reports.arrivals_track import arrival_events, first_time
 
     tasks_all = out["tasks"]
-    drawn = coroutines.drawn(tasks_all, out["slices"]).filter(
+    drawn = out.drawn_tasks().filter(
         pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()).with_columns(
         s=pl.col("start_ns"))
     # an execution is in the window by its start (a coroutine's first slice), whole
@@ -406,11 +406,10 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     return events, other
 
 
-def write_trace(out: Outputs, out_dir: Path,
-                window: tuple[float, float | None] | None = None) -> list[Path]:
-    """Write ``trace.json`` (of ``window``, seconds after the first task start; by default
-    the first ``TASK_LIMIT`` executions); return its path."""
-    events, other = build_events(out, window)
+def write_trace(out: Outputs, out_dir: Path, options: ReportOptions) -> list[Path]:
+    """Write ``trace.json`` (of ``options.trace_window``, seconds after the first task start;
+    by default the first ``TASK_LIMIT`` executions); return its path."""
+    events, other = build_events(out, options.trace_window)
     path = Path(out_dir) / "trace.json"
     with path.open("w", encoding="utf-8") as fh:  # a slice of events at a time: the whole
         fh.write('{"displayTimeUnit":"ms","otherData":'  # file as one string held it 3 times

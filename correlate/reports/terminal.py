@@ -13,6 +13,7 @@ from correlate.console import name_table, results
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
+from correlate.summary import destinations
 
 
 def _bytes(n: float | None) -> str:
@@ -84,7 +85,7 @@ def _destinations(summary: dict[str, Any]) -> str:
     """``; P2P shuffles 21.7 MiB (66.7%), spill 0 B (0.0%), unexplained …`` after the tasks'
     share, when the summary has ``by_destination``."""
     rest = [f"{name} {_bytes(b)} ({s:.1%})" if s is not None else f"{name} {_bytes(b)}"
-            for name, b, s in agg.destinations(summary) if name != "tasks"]
+            for name, b, s in destinations(summary) if name != "tasks"]
     return f"; {', '.join(rest)}" if rest else ""
 
 
@@ -128,7 +129,7 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
         c.print(Text(f"data quality: {p}", style="bold yellow"))
     io_known = io.get("captured", True) is not False
     share = io["attributed_bytes_share"]
-    dest = {name: s for name, _b, s in agg.destinations(summary)}
+    dest = {name: s for name, _b, s in destinations(summary)}
     if "tasks" in dest:  # the P2P shard writes given to an owner are the shuffles' part
         share = dest["tasks"]
     if io_known:

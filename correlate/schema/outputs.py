@@ -9,7 +9,7 @@ Attribution methods (column ``attribution``):
 - ``inferred-thread``: as exact-thread, but the execution's thread was not recorded (imported
   runs): it was inferred from the segments' pthread ids — the only execution that could be on
   that thread at that instant, each executor thread running one task at a time
-  (``correlate/thread_inference.py``). One segment → one task.
+  (``correlate/attribution/threads.py``). One segment → one task.
 - ``helper-context``: issued by a library's helper thread (not an executor thread, not the event
   loop) on a file that the execution's context opened on that same thread (the collector's
   record of Python-level opens, carried to helper threads by ``contextvars``). Whole.
@@ -23,10 +23,10 @@ Attribution methods (column ``attribution``):
 - ``stdio-file`` (task_files and tasks only): bytes a process moved through C stdio
   (``fread``/``fwrite``, numpy's ``tofile``/``fromfile``), which Darshan counts per file but DXT
   does not trace, given whole to the one execution of that process whose context opened the
-  file in Python (``correlate/stdio_io.py``). No segment, no time of its own.
+  file in Python (``correlate/attribution/stdio.py``). No segment, no time of its own.
 - ``counter-file`` (task_files and tasks only): a process whose Darshan log has no DXT: a
   file's POSIX counter bytes given whole to the one execution that opened the file (the record
-  of opens) and whose window holds the file's first and last call (``correlate/counters_io.py``).
+  of opens) and whose window holds the file's first and last call (``correlate/attribution/counters.py``).
 - ``helper-split``: a helper thread's segment that no file links to a task, split across the
   executions of its process that overlap it, as window-split does.
 - ``window-split``: no thread ids on one side; the segment is split across the executions of the
@@ -54,7 +54,7 @@ Attribution methods (column ``attribution``):
 - ``p2p-shuffle``: a write into a P2P shuffle's disk buffer (``<local_directory>/shuffle-<id>-
   <run>/``) that the worker itself issued (event loop or offload thread, no task's thread):
   given whole to that shuffle's barrier task ``shuffle-barrier-<id>``, its owner
-  (``correlate/p2p.py``); which transfer task sent the bytes is not recorded. Not thread-exact.
+  (``correlate/attribution/p2p.py``); which transfer task sent the bytes is not recorded. Not thread-exact.
 - ``none``: the execution has no I/O attributed (or no I/O data exists for its process); a
   segment given to no execution (its reason is in ``unattributed``).
 - ``spill`` (segments only): a read or write of a Dask spill file, given to no execution; the
@@ -92,7 +92,7 @@ TASKS = Table(
         Column("pid", "Int64", "worker process id"),
         Column("thread_id", "UInt64", "executing thread"),
         Column("thread_inferred", "Boolean", "thread_id was not recorded but inferred from "
-               "the DXT pthread ids (correlate/thread_inference.py)"),
+               "the DXT pthread ids (correlate/attribution/threads.py)"),
         Column("start_ns", "Int64", "start on the aligned run timeline (scheduler clock)"),
         Column("stop_ns", "Int64", "stop on the aligned run timeline"),
         Column("local_start_ns", "Int64", "start, worker clock"),
@@ -303,3 +303,8 @@ ARRIVAL_STEPS = Table(
 
 ALL = (TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS, SLICES,
        ARRIVALS, ARRIVAL_STEPS)
+#: written only when a run has such data (docs/in-situ.md): their absence is no gap
+OPTIONAL = (ARRIVALS, ARRIVAL_STEPS)
+OPTIONAL_NAMES = tuple(t.name for t in OPTIONAL)
+#: the output folder's tables that every run has, by name (``<name>.parquet``)
+NAMES = tuple(t.name for t in ALL if t not in OPTIONAL)

@@ -149,7 +149,7 @@ def conform(df: Any, table: Table, *, path: str = "<frame>", extra: str = "drop"
 
 
 def describe(tables: Iterable[Table]) -> str:
-    """Markdown documentation of tables (used to keep docs/run-folder.md in sync)."""
+    """Markdown documentation of tables (docs/generate.py writes docs/tables.md with it)."""
     out: list[str] = []
     for t in tables:
         out.append(f"### `{t.name}`\n\n{t.doc}\n\n| column | dtype | doc |\n|---|---|---|")

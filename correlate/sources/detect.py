@@ -11,18 +11,8 @@ from pathlib import Path
 
 from correlate.errors import InputError
 from correlate.mappers import Mapper, local_map
+from correlate.sources import FORMATS
 from correlate.sources.frames import RunFrames
-
-#: format name -> (adapter module, what the folder must hold)
-FORMATS: dict[str, tuple[str, str]] = {
-    "run-folder": ("correlate.sources.run_folder",
-                   "procs/<role>-<host>-<pid>/proc.json (+ manifest.json from `collect`)"),
-    "mofka-csv": ("correlate.sources.mofka_csv",
-                  "scheduler_transition.csv or worker_transition.csv (Mofka-Dask)"),
-    "miniapp": ("correlate.sources.miniapp", "task_stream.yaml (Recup MiniApp Reports/)"),
-    "task-stream": ("correlate.sources.task_stream",
-                    "task_stream.parquet (+ workers.json, darshan/) from Dask's task stream"),
-}
 
 
 def _adapter(fmt: str):  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ import pytest
 
 import collectors
 from collectors import launcher
-from collectors.options import DEFAULTS, Options, OptionsError
+from collectors.options import DEFAULTS, DXT_SEGMENTS, Options, OptionsError
 from testing.raw_parts import read_raw
 
 BAD = [
@@ -38,17 +38,37 @@ def test_bad_options_raise_one_clear_error(kwargs, message):
 
 
 def test_defaults_are_the_ones_every_entry_point_uses():
-    assert DEFAULTS == Options() == Options("sample", 5.0, False)
+    from collectors import env_command
+
+    assert DEFAULTS == Options() == Options("sample", 5.0, False, "auto", True, DXT_SEGMENTS)
     args = launcher.build_parser().parse_args(["-o", "x", "--", "true"])
-    assert (args.profile, args.flush_interval) == (DEFAULTS.profile, DEFAULTS.flush_interval)
-    assert Options.from_environment({}) == DEFAULTS
+    assert Options.from_args(args) == DEFAULTS
+    assert Options.from_args(env_command.build_parser().parse_args(["-o", "x"])) == DEFAULTS
+    # a Dask process started without `collect`'s variables knows nothing of Darshan's choice
+    assert Options.from_environment({}) == Options(darshan="off", dxt=None, dxt_segments=None)
+    assert Options.from_environment({"LD_PRELOAD": "/opt/lib/libdarshan.so"}).darshan == (
+        "environment")
+
+
+def test_collect_and_collect_env_take_the_same_option_flags():
+    from collectors import env_command
+
+    def flags(parser):
+        return {s for a in parser._actions for s in a.option_strings} - {"-h", "--help"}
+
+    assert flags(launcher.build_parser()) == flags(env_command.build_parser())
+    assert {"--profile", "--flush-interval", "--darshan", "--dxt", "--dxt-segments"} <= flags(
+        launcher.build_parser())
 
 
 def test_the_environment_carries_the_options_to_the_preload():
-    opts = Options("yappi", 0.25)
+    opts = Options("yappi", 0.25, dxt=False, dxt_segments=1000)
     env = {**opts.environment(), "DASK_CORRELATE_MARKERS": "1"}
-    assert Options.from_environment(env) == Options("yappi", 0.25, markers=True)
-    assert opts.manifest() == {"profile": "yappi", "flush_interval_s": 0.25}
+    assert Options.from_environment(env) == Options("yappi", 0.25, markers=True, dxt=False,
+                                                    dxt_segments=1000)
+    assert opts.manifest() == {"profile": "yappi", "flush_interval_s": 0.25, "darshan": "auto",
+                               "dxt": "off", "dxt_segments": 1000}
+    assert Options(dxt=None).manifest()["dxt"] is None  # not known: null, never "on"
     with pytest.raises(OptionsError, match="flush interval 'soon'"):
         Options.from_environment({"DASK_CORRELATE_FLUSH_INTERVAL": "soon"})
 

@@ -5,7 +5,7 @@ them), writes what each task observed to TRUTH (JSON) and shuts the cluster down
     python client.py SCHEDULER_FILE TRUTH DATA_DIR [--no-shutdown]
 
 Run as a script its task functions travel by value (``__main__``); imported by another client
-script (jobqueue, dask-mpi, the README's) they travel by reference, so the tests put this folder
+script (jobqueue, dask-mpi, docs/deploy.md's) they travel by reference, so the tests put this folder
 on every process's PYTHONPATH.
 """
 

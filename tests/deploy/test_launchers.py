@@ -59,7 +59,7 @@ def test_dask_jobqueue_local_cluster(tmp_path):
                         tmp_path / "client.log", cwd=HERE,
                         env=env(run, **variables))
         assert p.wait(timeout=150) == 0, (tmp_path / "client.log").read_text()[-3000:]
-    # the README's recipe for PBS/Slurm: the prologue comes before the worker command
+    # docs/deploy.md's recipe for dask-jobqueue: the prologue comes before the worker command
     script = (run / "pbs_job.sh").read_text()
     prologue = script.index(f'eval "$(collect env -o {run})"')
     assert prologue < script.index("distributed.cli.dask_worker")

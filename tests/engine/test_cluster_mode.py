@@ -58,9 +58,9 @@ def test_partitions_without_thread_ids_are_attributed_one_at_a_time(tmp_path: Pa
                                                                     threads: str) -> None:
     """Window-split partitions (several shares per segment) take a few times the memory of
     exact-thread ones: this process computes one of them at a time."""
+    from correlate.attribution.driver import Partition
     from correlate.engine import correlate_frames
     from correlate.mappers import local_map
-    from correlate.partitions import Partition
     from correlate.sources import detect
 
     run = tmp_path / "run"

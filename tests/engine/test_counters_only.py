@@ -21,10 +21,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from correlate.attribution.shares import time_shares
 from correlate.engine import correlate_frames
 from correlate.sources import miniapp
 from correlate.sources.run_folder import load
-from correlate.span_shares import time_shares
 from testing.darshan_writer import write_logs_from_truth
 from tests.conftest import fixture_path
 from tests.engine.collect_job import record

@@ -18,8 +18,8 @@ from collect_job import record
 from test_helper_threads import _write_logs
 
 from collectors.darshan_env import find_runtime
+from correlate.attribution.local_dir import BARRIER_PREFIX, P2P, SPILL
 from correlate.engine import correlate_frames
-from correlate.local_dir import BARRIER_PREFIX, P2P, SPILL
 from correlate.sources.run_folder import load
 
 pytestmark = pytest.mark.cluster

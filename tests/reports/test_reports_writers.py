@@ -12,8 +12,10 @@ import polars as pl
 import pytest
 
 from correlate.errors import InputError
-from correlate.reports import KINDS, load_outputs, write_reports
-from correlate.reports.html import build_data, embed_json
+from correlate.reports import KINDS, write_reports
+from correlate.reports.html import build_data
+from correlate.reports.load import load_outputs
+from correlate.reports.page import embed_json
 from correlate.reports.timeline import io_bars, sample_bars, task_bars
 from correlate.sources.frames import RunFrames
 

@@ -236,8 +236,8 @@ def test_segments_left_in_the_logs_read_back_the_same(tmp_path):
 
 
 def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp_path):
+    from correlate.attribution.driver import attribute_all, split
     from correlate.engine import number_executions
-    from correlate.partitions import attribute_all, split
     from correlate.schema import TABLES, conform
     from correlate.sinks import MemorySink
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from correlate import attribute
+from correlate.attribution import exact
+from correlate.functions import functions_per_execution
 
 MS = 1_000_000
 
@@ -36,8 +37,8 @@ PROCS = pl.DataFrame({"host": ["h"], "pid": [1], "role": ["worker"],
 
 
 def conservation(att, ex):
-    files = attribute.task_files(att).join(ex.select("execution_id", "key"), on="execution_id")
-    un = attribute.unattributed_io(att, ex, PROCS, [])
+    files = exact.task_files(att).join(ex.select("execution_id", "key"), on="execution_id")
+    un = exact.unattributed_io(att, ex, PROCS, [])
     total = att.segments["length"].sum()
     assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(total)
     assert files["ops"].sum() + un["ops"].sum() == pytest.approx(att.segments.height)
@@ -51,7 +52,7 @@ def test_exact_thread_separates_concurrent_tasks_on_one_process():
                     ("h", 1, 12, 10, 20, 7, "write", "/d/b"),
                     ("h", 1, 12, 30, 31, 3, "write", "/d/b")])
     # WHEN attributed
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     files, un = conservation(att, ex)
     # THEN each segment goes to its own thread's task, whole
     got = {(r["key"], r["path"], r["op"]): r["bytes"] for r in files.iter_rows(named=True)}
@@ -66,7 +67,7 @@ def test_exact_thread_outside_window_is_classified_by_thread_kind():
                     ("h", 1, 99, 150, 151, 6, "write", "/d/y"),   # event loop during task
                     ("h", 1, 42, 150, 151, 8, "write", "/scratch/w1/storage/k"),  # spill
                     ("h", 2, 7, 150, 151, 9, "read", "/d/z")])    # unknown process
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     files, un = conservation(att, ex)
     assert files.is_empty()
     kinds = {r["path"]: (r["thread_kind"], r["reason"]) for r in un.iter_rows(named=True)}
@@ -79,7 +80,7 @@ def test_exact_thread_outside_window_is_classified_by_thread_kind():
 def test_a_segment_goes_to_at_most_one_execution_when_a_task_runs_twice():
     ex = executions([(0, "a", "h", 1, 11, 0, 50), (1, "a", "h", 1, 11, 60, 100)])
     seg = segments([("h", 1, 11, 10, 20, 4, "read", "/f"), ("h", 1, 11, 70, 80, 6, "read", "/f")])
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     assert att.shares.group_by("seg_id").len()["len"].max() == 1
     files, _ = conservation(att, ex)
     assert dict(files.select("execution_id", "bytes").iter_rows()) == {0: 4.0, 1: 6.0}
@@ -91,7 +92,7 @@ def test_window_split_without_thread_ids_splits_by_overlap_and_conserves():
     seg = segments([("h", 1, None, 0, 10, 100, "read", "/f"),   # a fully, b half → normalised
                     ("h", 1, None, 15, 25, 10, "write", "/g"),  # b half, rest outside
                     ("h", 1, None, 30, 30, 1, "read", "/h")])   # zero-length, outside
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     files, un = conservation(att, ex)
     assert set(att.shares["attribution"]) == {"window-split"}
     by = {(r["key"], r["path"]): r["bytes"] for r in files.iter_rows(named=True)}
@@ -111,7 +112,7 @@ def test_window_split_shares_are_summed_per_execution_file_and_op():
                     ("h", 1, None, 12, 14, 4, "read", "/g"),    # b only
                     ("h", 1, None, 16, 18, 6, "read", "/g")])   # b only
     # WHEN attributed
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     files, _ = conservation(att, ex)
     # THEN one row per (execution, file, op), each with its shares summed
     got = {(r["key"], r["path"], r["op"]): (r["bytes"], r["ops"])
@@ -131,7 +132,7 @@ def test_window_split_sums_do_not_depend_on_how_far_apart_execution_ids_are():
                          for i in range(300)])
         seg = segments([("h", 1, None, 10 * i + 2, 10 * i + 12, 100 + i, op, f"/f{i % 3}")
                         for i in range(300) for op in ("read", "write")])
-        files, _ = conservation(attribute.io_to_executions(seg, ex), ex)
+        files, _ = conservation(exact.io_to_executions(seg, ex), ex)
         return {(r["key"], r["path"], r["op"]): (r["bytes"], r["ops"], r["io_time_s"])
                 for r in files.iter_rows(named=True)}
 
@@ -146,7 +147,7 @@ def test_window_split_sums_do_not_depend_on_how_far_apart_execution_ids_are():
 def test_zero_length_segment_inside_two_windows_is_shared_equally():
     ex = executions([(0, "a", "h", 1, None, 0, 10), (1, "b", "h", 1, None, 0, 10)])
     seg = segments([("h", 1, None, 5, 5, 0, "read", "/eof")])
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     assert sorted(att.shares["weight"].to_list()) == [0.5, 0.5]
     conservation(att, ex)
 
@@ -154,7 +155,7 @@ def test_zero_length_segment_inside_two_windows_is_shared_equally():
 def test_process_without_executions_is_unattributed_with_method_none():
     ex = executions([(0, "a", "h", 1, 11, 0, 10)])
     seg = segments([("h", 5, 3, 0, 1, 10, "read", "/f")])
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     assert att.segments["attribution"].to_list() == ["none"]
     conservation(att, ex)
 
@@ -172,7 +173,7 @@ def test_midpoints_out_of_start_order_on_one_thread_still_find_their_window():
     seg = segments([("h", 1, 11, s, e, 1, "read", f"/f{i}")
                     for i, (s, e) in enumerate(zip(starts, stops, strict=True))])
     # WHEN attributed
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     conservation(att, ex)
     # THEN each goes to the window holding its midpoint
     got = dict(att.segments.select("path", "execution_id").iter_rows())
@@ -189,7 +190,7 @@ def test_one_process_segments_match_only_that_process_s_threads():
     ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 2, 11, 0, 100),
                      (2, "c", "g", 1, 11, 0, 100)])
     seg = segments([("h", 2, 11, 10, 20, 5, "read", "/f")])
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     files, _ = conservation(att, ex)
     # THEN the segment goes to its own process's task
     assert files["key"].to_list() == ["b"]
@@ -241,7 +242,7 @@ def test_window_split_matches_the_rule_on_many_processes_and_thread_layouts():
                          "/f"))
     ex, seg = executions(ex_rows), segments(seg_rows)
     # WHEN attributed
-    att = attribute.io_to_executions(seg, ex)
+    att = exact.io_to_executions(seg, ex)
     # THEN every share is the one the rule gives, and there is no other
     got = {(s, e): w for s, e, w in att.split.select("seg_id", "execution_id", "weight").iter_rows()}
     want = _split_by_hand(seg, ex)
@@ -302,14 +303,14 @@ def test_profile_rows_of_one_function_in_one_execution_are_summed():
         (None, "m", "<lambda>", "/f.py", 3, 1, 9.0, 9.0),  # outside any task
         (9, "m", "<lambda>", "/f.py", 3, 1, 9.0, 9.0),  # no such execution
     ])
-    got = attribute.functions_per_execution(rows, ex)
+    got = functions_per_execution(rows, ex)
     assert got.height == 6
     assert _by_function(got).equals(_by_function(_summed_by_rule(rows, ex)))
     lam = got.filter(pl.col("execution_id") == 10, pl.col("file") == "/f.py",
                      pl.col("name") == "<lambda>")
     assert lam.select("ncall", "tsub_s", "ttot_s").row(0) == (3, 0.75, 1.5)
     unique = rows.filter(pl.col("execution_seq") == 2, pl.col("line") == 7)
-    assert attribute.functions_per_execution(unique, ex).height == 1
+    assert functions_per_execution(unique, ex).height == 1
 
 
 def test_profile_rows_summed_equal_the_rule_on_random_rows():
@@ -322,6 +323,6 @@ def test_profile_rows_summed_equal_the_rule_on_random_rows():
         (rng.choice([None, *range(1, 45)]), rng.choice(["m", "n", None]), rng.choice("fgh"),
          rng.choice(["/a.py", "/b.py", None]), rng.choice([1, 2, None]), rng.randrange(1, 4),
          rng.randrange(8) / 8, rng.randrange(16) / 8) for _ in range(3000)])
-    got = attribute.functions_per_execution(rows, ex)
+    got = functions_per_execution(rows, ex)
     assert _by_function(got).equals(_by_function(_summed_by_rule(rows, ex)))
     assert got.height < rows.filter(pl.col("execution_seq") <= 40).height  # some were summed

@@ -9,6 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from correlate import compare
+from correlate.reports import explain
 from correlate.schema import TABLES, conform
 
 JITTER = (-0.02, -0.01, 0.0, 0.01, 0.02)
@@ -59,7 +60,7 @@ def test_two_known_slowdowns_rank_first_with_the_right_cause():
              ("sleepy", 10, 0.4, 0.0, 0.0, 0.0), ("tiny", 10, 0.01, 0.01, 0.0, 0.0)]
     d = compare_runs(BASE, after)
     assert d["item"].head(2).to_list() == ["sleepy", "load"]
-    lines = compare.explain(d, "prefix")
+    lines = explain.explain(d, "prefix")
     assert len(lines) == 2
     assert lines[0].startswith("`sleepy`: job span share +3.000 s, task time +3.000 s (+300%)")
     assert "no source explains" in lines[0]
@@ -72,20 +73,20 @@ def test_more_bytes_in_the_same_time_are_a_fact_not_noise():
     d = compare_runs(BASE, after)
     assert d.row(0, named=True)["item"] == "load" and d["significant"].sum() == 1
     assert d.row(0, named=True)["counts_changed"] == "read_bytes"
-    assert compare.explain(d, "prefix") == [
+    assert explain.explain(d, "prefix") == [
         "`load`: job span share +0.000 s, task time +0.000 s (+0%) — bytes read +100% "
         "(9.5 MiB → 19.1 MiB); I/O time about the same (+0.000 s)"]
 
 
 def test_slower_storage_is_told_apart_from_more_data():
     after = [("load", 10, 0.5, 0.01, 1e6, 0.45), *BASE[1:]]
-    lines = compare.explain(compare_runs(BASE, after), "prefix")
+    lines = explain.explain(compare_runs(BASE, after), "prefix")
     assert "slower storage, not more data" in lines[0]
 
 
 def test_more_executions_with_unchanged_cpu_per_execution():
     after = [BASE[0], ("gauss", 30, 0.3, 0.28, 0.0, 0.0), *BASE[2:]]
-    lines = compare.explain(compare_runs(BASE, after), "prefix")
+    lines = explain.explain(compare_runs(BASE, after), "prefix")
     assert "3.0× the executions (10 → 30)" in lines[0]
     assert "CPU per execution unchanged" in lines[0]
 
@@ -103,7 +104,7 @@ def test_timings_are_judged_by_their_own_spread():
 
 def test_the_same_run_twice_names_nothing():
     d = compare_runs(BASE, BASE)
-    assert not d["significant"].any() and compare.explain(d, "prefix") == []
+    assert not d["significant"].any() and explain.explain(d, "prefix") == []
 
 
 def test_a_cpu_bound_prefix_waiting_longer_for_a_core_alone_is_not_named():
@@ -131,7 +132,7 @@ def test_a_loaded_machine_is_named_once_and_a_cpu_regression_still_by_its_cpu():
     assert "host load is not recorded" in machine
     assert d.filter(pl.col("machine"))["item"].sort().to_list() == [
         "gauss", "hash", "load", "tiny"]
-    named = compare.explanations(d, "prefix", machine=True)
+    named = explain.explanations(d, "prefix", machine=True)
     assert [item for item, _ in named] == ["crunch", "sleepy"]
     why = named[0][1]
     assert "CPU per execution +100% (+1.900 s in all)" in why
@@ -152,7 +153,7 @@ def test_a_change_of_threads_is_a_setup_change_named_first():
 def test_waiting_before_a_slower_execution_is_context_not_the_cause():
     before = [*BASE[:2], ("sleepy", 10, 0.1, 0.0, 0.0, 0.0, 0.05), BASE[3]]
     after = [*BASE[:2], ("sleepy", 10, 0.4, 0.0, 0.0, 0.0, 0.20), BASE[3]]
-    lines = compare.explain(compare_runs(before, after), "prefix")
+    lines = explain.explain(compare_runs(before, after), "prefix")
     assert lines == ["`sleepy`: job span share +3.000 s, task time +3.000 s (+300%) — none of "
                      "it is CPU or I/O: time inside the task that no source explains (sleeping, "
                      "locks, GIL, external calls). Before the executions, not in task time: "
@@ -167,7 +168,7 @@ def test_a_run_that_starts_spilling_says_so_next_to_the_slower_executions():
         spilled_bytes=pl.when(spilling).then(8e6).otherwise(0.0),
         input_read_back_s=pl.when(spilling).then(0.1).otherwise(None))
     d, _ = diff_tables(before, after)
-    gauss = dict(compare.explanations(d, "prefix"))["gauss"]
+    gauss = dict(explain.explanations(d, "prefix"))["gauss"]
     assert "spilled_bytes" in d.filter(pl.col("item") == "gauss")["counts_changed"][0]
     assert ("Before the executions, not in task time: results spilled to disk 76.3 MiB, none "
             "before; reading spilled inputs back +1.000 s.") in gauss
@@ -180,13 +181,13 @@ def test_a_coroutine_prefix_that_awaits_longer_says_so():
         tables["tasks"] = tables["tasks"].with_columns(awaiting_s=pl.when(
             pl.col("prefix") == "fetch").then(waited))
     d, _ = diff_tables(before, after)
-    fetch = dict(compare.explanations(d, "prefix"))["fetch"]
+    fetch = dict(explain.explanations(d, "prefix"))["fetch"]
     assert "awaiting +3.000 s of it (coroutine tasks suspended on the event loop)" in fetch
 
 
 def test_part_of_a_change_without_a_source_is_named_next_to_the_measured_part():
     after = [("load", 10, 0.55, 0.01, 2e6, 0.30), *BASE[1:]]
-    lines = compare.explain(compare_runs(BASE, after), "prefix")
+    lines = explain.explain(compare_runs(BASE, after), "prefix")
     assert "bytes read +100%" in lines[0] and "I/O time +100% (+1.500 s)" in lines[0]
     assert "+2.000 s of it is neither CPU nor I/O" in lines[0]
 
@@ -201,7 +202,7 @@ def test_each_file_with_more_bytes_is_named():
     d, _ = diff_tables(own_files(BASE), own_files(after, 1), by="file")
     assert d.height == 10 and d["significant"].all()
     assert (d["counts_changed"] == "read_bytes").all()
-    assert compare.explain(d, "file", top=1)[0].endswith(
+    assert explain.explain(d, "file", top=1)[0].endswith(
         "with bytes +100% (976.6 KiB → 1.9 MiB)")
 
 
@@ -211,10 +212,10 @@ def test_sampled_profiles_do_not_talk_about_calls():
                              "ncall": [ncall], "ttot_s": [tsub]})
 
     d = compare.diff(functions(1.0, 100), functions(3.0, 300), by="function")
-    assert compare.explain(d, "function") == [
+    assert explain.explain(d, "function") == [
         "`m:f`: exclusive time +2.000 s (+200%), 3.0× the calls (100 → 300)"]
     d = compare.diff(functions(1.0, 100), functions(3.0, 300), by="function", exact_calls=False)
-    assert compare.explain(d, "function", call_counts=False) == []  # samples are no count
+    assert explain.explain(d, "function", call_counts=False) == []  # samples are no count
     sampled = {"facts": {"collector_options": {"profile": "sample"}}}
     assert not compare.exact_call_counts(sampled)
     assert compare.exact_call_counts({"facts": {"collector_options": {"profile": "yappi"}}})
@@ -223,7 +224,7 @@ def test_sampled_profiles_do_not_talk_about_calls():
 
 def test_new_and_vanished_prefixes_are_said_so():
     after = [("load", 10, 0.2, 0.01, 1e6, 0.15), *BASE[1:3], ("fresh", 10, 0.3, 0.0, 0.0, 0.0)]
-    lines = compare.explain(compare_runs(BASE, after), "prefix")
+    lines = explain.explain(compare_runs(BASE, after), "prefix")
     assert lines[0].startswith("`fresh`: ") and lines[0].endswith(
         "— new in this run (10 executions)")
     assert any(line.startswith("`tiny`: ") and line.endswith(

@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 from test_attribute import MS, PROCS, executions, segments
 
-from correlate import attribute
-from correlate.helper_io import helper_io
+from correlate.attribution import exact
+from correlate.attribution.helpers import helper_io
 
 HELPER, LOOP = 50, 99  # a library's I/O thread; the event loop (PROCS.main_thread_id)
 
@@ -31,9 +31,9 @@ NO_OPENS = opens([])
 
 
 def attribute_with_helpers(seg, ex, op=NO_OPENS, procs=PROCS, markers=()):
-    att = helper_io(attribute.io_to_executions(seg, ex), ex, op, procs, list(markers))
-    files = attribute.task_files(att).join(ex.select("execution_id", "key"), on="execution_id")
-    un = attribute.unattributed_io(att, ex, procs, list(markers))
+    att = helper_io(exact.io_to_executions(seg, ex), ex, op, procs, list(markers))
+    files = exact.task_files(att).join(ex.select("execution_id", "key"), on="execution_id")
+    un = exact.unattributed_io(att, ex, procs, list(markers))
     # nothing lost: attributed + unattributed == total, bytes and ops
     assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(seg["length"].sum())
     assert files["ops"].sum() + un["ops"].sum() == pytest.approx(seg.height)
@@ -149,10 +149,10 @@ def test_exact_thread_results_are_unchanged_by_the_helper_pass():
     seg = segments([("h", 1, 11, 10, 20, 100, "read", "/d/a"),
                     ("h", 1, 12, 10, 20, 7, "write", "/d/b"),
                     ("h", 1, 12, 200, 210, 3, "write", "/d/b")])
-    before = attribute.io_to_executions(seg, ex)
+    before = exact.io_to_executions(seg, ex)
     after = helper_io(before, ex, NO_OPENS, PROCS, [])
     assert after.segments.equals(before.segments)
-    assert attribute.task_files(after).equals(attribute.task_files(before))
+    assert exact.task_files(after).equals(exact.task_files(before))
 
 
 def test_an_executions_attribution_is_the_least_exact_method_that_gave_it_io():
@@ -161,7 +161,7 @@ def test_an_executions_attribution_is_the_least_exact_method_that_gave_it_io():
                     ("h", 1, HELPER, 10, 20, 50, "read", "/d/a"),
                     ("h", 1, 12, 5, 6, 10, "read", "/d/b")])
     _att, files, _un = attribute_with_helpers(seg, ex)
-    totals = attribute.task_io_totals(files).sort("execution_id")
+    totals = exact.task_io_totals(files).sort("execution_id")
     assert totals.select("execution_id", "io_method", "read_bytes").rows() == [
         (0, "helper-file", 150.0), (1, "exact-thread", 10.0)]
 

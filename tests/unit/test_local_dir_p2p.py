@@ -8,8 +8,8 @@ import pytest
 from test_attribute import PROCS, executions, segments
 from test_helper_io import HELPER, LOOP, NO_OPENS
 
-from correlate import attribute, local_dir, p2p
-from correlate.helper_io import helper_io
+from correlate.attribution import exact, local_dir, p2p
+from correlate.attribution.helpers import helper_io
 
 D = "/scratch/w1"
 SID = "8338645e85dadb3f-96db"  # a token with a '-': the run id is the last field
@@ -44,11 +44,11 @@ def test_the_barrier_that_ran_last_owns_its_shuffle():
 
 
 def _attributed(seg, ex, owners):
-    att = helper_io(attribute.io_to_executions(seg, ex), ex, NO_OPENS, PROCS, [])
+    att = helper_io(exact.io_to_executions(seg, ex), ex, NO_OPENS, PROCS, [])
     ids = p2p.shuffle_ids(att.segments, PROCS)
     att = p2p.give_shard_writes(att, ids, owners)
-    files = attribute.task_files(att)
-    un = attribute.unattributed_io(att, ex, PROCS, [])
+    files = exact.task_files(att)
+    un = exact.unattributed_io(att, ex, PROCS, [])
     assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(seg["length"].sum())
     return att, files, un, ids
 
@@ -101,7 +101,7 @@ def test_destinations_add_up_to_the_total_and_name_each_part():
 
 
 def test_compare_says_where_the_io_went_before_and_after():
-    from correlate.compare import destinations_line
+    from correlate.reports.explain import destinations_line
 
     def summary(tasks, shuffles):
         return {"io": {"by_destination": {

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import polars as pl
 
-from correlate.spill import spill_io, spill_keys
+from correlate.attribution.spill import spill_io, spill_keys
 
 LOCAL = "/scratch/w1"
 PROCS = pl.DataFrame({"host": ["h", "h"], "pid": [1, 2], "local_directory": [LOCAL, None]})

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 
 from collectors.file_opens import _access
+from correlate.attribution.stdio import INCONSISTENT, OTHER_MODE, attribute_stdio, stdio_totals
 from correlate.schema import conform
 from correlate.schema.canonical import FILE_OPENS
 from correlate.schema.darshan import IO_FILE_COUNTERS
-from correlate.stdio_io import INCONSISTENT, OTHER_MODE, attribute_stdio, stdio_totals
 
 PROCS = pl.DataFrame({"host": ["h", "h"], "pid": [1, 2], "role": ["worker", "scheduler"],
                       "main_thread_id": pl.Series([99, 98], dtype=pl.UInt64),

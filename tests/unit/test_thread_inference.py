@@ -1,10 +1,10 @@
-"""Thread inference for executions without thread ids (correlate.thread_inference)."""
+"""Thread inference for executions without thread ids (correlate.attribution.threads)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from correlate import thread_inference as ti
+from correlate.attribution import threads as ti
 
 MS = 1_000_000
 

@@ -29,9 +29,13 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from correlate.attribute import METHOD, not_a_tasks_reason
-from correlate.span_shares import time_shares
-from correlate.stdio_io import _openers, _records
+from correlate.attribution.shares import (
+    METHOD,
+    darshan_records,
+    not_a_tasks_reason,
+    openers,
+    time_shares,
+)
 
 #: what the unattributed reasons call it
 NOT_TRACED = "POSIX counters (no DXT trace)"
@@ -151,7 +155,7 @@ def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.
     (``untraced_counters``); ``heatmap`` as ``darshan_logs.read_heatmap`` gives it (any
     number of logs); ``windows`` as for ``stdio_io.attribute_stdio``; ``markers`` the
     collectors' clock marker writes (their file is no task's)."""
-    rec = _records(counters, processes, clocks, module="POSIX", keep_offset=True)
+    rec = darshan_records(counters, processes, clocks, module="POSIX", keep_offset=True)
     marked = (rec.head(0) if markers is None or markers.is_empty() else rec.filter(
         pl.col("path").is_in(markers.get_column("path").unique().implode())))
     rec = rec.join(marked.select(_RECORD), on=_RECORD, how="anti", nulls_equal=True)
@@ -164,7 +168,7 @@ def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.
         "execution_id", "local_start_ns", "local_stop_ns")
     with_opens = not opens.is_empty()
     if with_opens:
-        who = _openers(opens, executions).select(*_RECORD, "execution_id")
+        who = openers(opens, executions).select(*_RECORD, "execution_id")
         cand = rec.join(who, on=_RECORD, nulls_equal=True).join(win, on="execution_id")
         cand = cand.filter(  # windows that overlap the span (with the clock's slack)
             (pl.col("local_start_ns") - pl.col("slack_ns") <= pl.col("last_ns"))

@@ -26,72 +26,16 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from correlate.attribute import METHOD, not_a_tasks_reason
-from correlate.span_shares import time_shares
+from correlate.attribution.shares import (
+    METHOD,
+    darshan_records,
+    not_a_tasks_reason,
+    openers,
+    time_shares,
+)
 
 #: what ``summary.io.stdio`` and the unattributed reasons call it
 NOT_TRACED = "C stdio (not traced by DXT)"
-
-
-#: how far outside an execution's window a stdio call may seem to lie and still be its own,
-#: when the process's Darshan clock has no measured uncertainty (the log header's clock base is
-#: typically a few ms off the process's own)
-HEADER_CLOCK_SLACK_NS = 5_000_000
-
-
-def _records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame,
-             module: str = "STDIO", keep_offset: bool = False) -> pl.DataFrame:
-    """``module``'s (STDIO by default) records with bytes, one row per (record, op) with the first and last such call
-    on the process's own clock (``first_ns``/``last_ns``, and ``slack_ns`` around them), the
-    host filled from the processes table where the log had no DXT record to name it (the pid
-    alone then decides, when one host has it)."""
-    stdio = counters.filter((pl.col("module").cast(pl.String) == module)
-                            & ((pl.col("read_bytes") > 0) | (pl.col("write_bytes") > 0)))
-    if stdio.is_empty():
-        return pl.DataFrame(schema={
-            "host": pl.String, "pid": pl.Int64, "path": pl.String, "op": pl.String,
-            "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
-            "first_ns": pl.Int64, "last_ns": pl.Int64, "slack_ns": pl.Int64,
-            **({"offset_ns": pl.Int64} if keep_offset else {})})
-    hosts = (processes.filter(pl.col("pid").is_not_null()).select("pid", "host").unique()
-             .filter(pl.col("pid").count().over("pid") == 1).rename({"host": "pid_host"}))
-    darshan = clocks.filter(pl.col("domain").cast(pl.String) == "darshan").select(
-        "host", "pid", "offset_ns", "uncertainty_ns").unique(["host", "pid"])
-    stdio = stdio.join(hosts, on="pid", how="left").with_columns(
-        host=pl.coalesce("host", "pid_host")).join(
-        darshan, on=["host", "pid"], how="left", nulls_equal=True).with_columns(
-        pl.col("offset_ns").fill_null(0),
-        slack_ns=pl.col("uncertainty_ns").fill_null(HEADER_CLOCK_SLACK_NS))
-    kept = ["offset_ns"] if keep_offset else []
-    parts = [stdio.select("host", "pid", "path", "slack_ns", *kept, op=pl.lit(op),
-                          bytes=pl.col(f"{op}_bytes").cast(pl.Float64),
-                          ops=pl.col(f"{op}_ops").cast(pl.Float64),
-                          io_time_s=pl.col(f"{op}_time_s").fill_null(0.0),
-                          first_ns=pl.col(f"first_{op}_ns") + pl.col("offset_ns"),
-                          last_ns=pl.col(f"last_{op}_ns") + pl.col("offset_ns"))
-             for op in ("read", "write")]
-    return pl.concat(parts).filter(pl.col("bytes") > 0).group_by(
-        "host", "pid", "path", "op").agg(pl.col("bytes", "ops", "io_time_s").sum(),
-                                         pl.col("first_ns").min(), pl.col("last_ns").max(),
-                                         pl.col("slack_ns").max(),
-                                         *(pl.col(k).first() for k in kept))
-
-
-def _openers(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """host, pid, path, op, execution_id, weight, openers: each execution that opened a path in
-    its context in a mode that allows ``op`` (an open of unknown mode allows both), weighted
-    by its share of those opens in that process."""
-    ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
-        "host", "pid", "execution_seq", "execution_id")
-    access = pl.col("access").cast(pl.String)
-    found = opens.join(ex, on=["host", "pid", "execution_seq"], how="inner",
-                       nulls_equal=True).with_columns(access=access)
-    parts = [found.filter(access.is_null() | (access == op) | (access == "read-write"))
-             .with_columns(op=pl.lit(op)) for op in ("read", "write")]
-    per = pl.concat(parts).group_by("host", "pid", "path", "op", "execution_id").len()
-    where = ("host", "pid", "path", "op")
-    return per.with_columns(weight=pl.col("len") / pl.col("len").sum().over(where),
-                            openers=pl.len().over(where)).drop("len")
 
 
 def _by_time(given: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
@@ -127,13 +71,13 @@ def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.
     ``clocks`` holds the Darshan clock offset of each process (``domain`` darshan);
     ``windows`` the executions' windows as I/O attribution sees them (a coroutine's active
     slices: ``coroutines.io_windows``), by default their whole windows."""
-    rec = _records(counters, processes, clocks)
+    rec = darshan_records(counters, processes, clocks)
     files_schema = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
                     "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
                     "attribution": METHOD}
     if rec.is_empty():
         return pl.DataFrame(schema=files_schema), _unattributed(rec, processes, opens)
-    who = _openers(opens, executions)
+    who = openers(opens, executions)
     on = ["host", "pid", "path", "op"]
     win = executions if windows is None else windows
     given = _by_time(rec.join(who, on=on, how="inner", nulls_equal=True), win)
@@ -220,7 +164,7 @@ def _expected(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFr
                                           write=pl.col("read_bytes").max())
     sizes = sizes.unpivot(index="path", variable_name="op", value_name="size").filter(
         pl.col("size") > 0)
-    per = _openers(opens, executions).select("path", "op", "execution_id").unique().join(
+    per = openers(opens, executions).select("path", "op", "execution_id").unique().join(
         sizes, on=["path", "op"], how="left")
     known = per.group_by("execution_id", "op").agg(
         pl.col("size").sum(), unknown=pl.col("size").is_null().any()).filter(~pl.col("unknown"))
@@ -235,7 +179,7 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
     operation and got no stdio bytes for it from a consistent record (an owner whose own
     record Darshan misfiled). One candidate whose window holds the whole span gets the record
     whole (``stdio-reassigned``); otherwise it is shared by time among the candidates running
-    during its span (``inconsistent-split``, ``counters_io.time_shares``), the rest
+    during its span (``inconsistent-split``, ``shares.time_shares``), the rest
     unattributed."""
     on = ["host", "pid", "path", "op"]
     schema = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
@@ -243,10 +187,10 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
               "attribution": METHOD}
     if odd.is_empty():
         return pl.DataFrame(schema=schema), odd
-    movers = _openers(opens, executions).select("host", "pid", "op", "execution_id").unique()
+    movers = openers(opens, executions).select("host", "pid", "op", "execution_id").unique()
     served = files.select("execution_id", "op").unique()
     orphans = movers.join(served, on=["execution_id", "op"], how="anti")
-    own = _openers(opens, executions).select(*on, "execution_id")
+    own = openers(opens, executions).select(*on, "execution_id")
     cand = pl.concat([odd.select(on).join(orphans, on=["host", "pid", "op"],
                                           nulls_equal=True).select(*on, "execution_id"),
                       odd.select(on).join(own, on=on, nulls_equal=True)]).unique()

@@ -1,4 +1,4 @@
-"""The README's "Batch scripts" job script, copied out of the README and run with `bash` (no
+"""docs/deploy.md's PBS/Slurm job script, copied out of that page and run with `bash` (no
 queue): its run folder correlates and holds every task of the client's graph. With MPICH's
 `mpiexec` (the test extra) it runs again with the workers started through it, the way a PBS
 job starts one worker per node."""
@@ -22,9 +22,9 @@ client.main([sys.argv[1], "truth.json", "data"])
 """
 
 
-def readme_job_script() -> str:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("### Batch scripts"):]
+def documented_job_script() -> str:
+    text = (REPO / "docs" / "deploy.md").read_text()
+    section = text[text.index("## PBS and Slurm job scripts"):]
     start = section.index("```bash\n") + len("```bash\n")
     return section[start:section.index("```", start)]
 
@@ -35,8 +35,8 @@ def launchers() -> list[str]:
 
 
 @pytest.mark.parametrize("launch", launchers(), ids=lambda s: "mpiexec" if s else "direct")
-def test_readme_batch_script_runs_with_bash(tmp_path, launch):
-    script = readme_job_script()
+def test_documented_batch_script_runs_with_bash(tmp_path, launch):
+    script = documented_job_script()
     assert script.startswith("#!/bin/bash\n#PBS ") and "#SBATCH" in script
     (tmp_path / "job.sh").write_text(script)
     (tmp_path / "my_client.py").write_text(textwrap.dedent(MY_CLIENT))

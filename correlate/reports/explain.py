@@ -1,4 +1,4 @@
-"""Plain-language explanations of a comparison's named rows, and the job's totals line.
+"""Plain-language explanations of a comparison (``correlate.compare``)'s named rows, and the job's totals line.
 
 ``explanations(d, by)`` turns the named rows of a ``correlate.compare.diff`` frame into
 ``(item, sentence)`` pairs: a prefix's counts first (facts), then CPU per execution, I/O time
@@ -15,16 +15,14 @@ from typing import Any
 
 import polars as pl
 
+from correlate.compare import exact_sum
 from correlate.compare_stats import COUNT_TOLERANCE, MATERIAL
 from correlate.reports.fmt import human_bytes
 from correlate.reports.markdown import code
+from correlate.summary import destinations
 
 #: a part of a change is named when it carries more than this share of it
 PART = 0.25
-
-
-def _fsum(s: pl.Series) -> float:
-    return math.fsum(sorted(s.fill_null(0).to_list()))
 
 
 def _pct(x: float | None) -> str:
@@ -209,13 +207,6 @@ def explanations(d: pl.DataFrame, by: str, *, top: int = 5, call_counts: bool = 
     return [(str(r["item"]), _prefix_reasons(r, machine, io_known)) for r in rows]
 
 
-def exact_call_counts(summary: dict[str, Any]) -> bool:
-    """False when the run's function profiles came from the stack sampler (``ncall`` counts
-    samples); imported runs and Yappi profiles count calls."""
-    options = (summary.get("facts") or {}).get("collector_options") or {}
-    return options.get("profile") != "sample"
-
-
 def explain(d: pl.DataFrame, by: str, *, top: int = 5, call_counts: bool = True) -> list[str]:
     """Plain-language Markdown lines for the named top rows (empty list: nothing beyond
     noise); the item is a code span."""
@@ -248,6 +239,20 @@ def totals_line(before: pl.DataFrame, after: pl.DataFrame, d: pl.DataFrame, *,
         text += f" Means of {runs[0]} run(s) before and {runs[1]} after."
     named = d.filter(pl.col("significant"))
     if named.height and sb is not None and sa is not None and sa != sb:
-        share = _fsum(named["span_s_delta"]) / (sa - sb)
+        share = exact_sum(named["span_s_delta"]) / (sa - sb)
         text += f" Named prefixes carry {share:.0%} of the span's change."
     return text
+
+
+def destinations_line(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Where the I/O went in each run (tasks, P2P shuffles, spill, known I/O of no task,
+    unexplained), before → after; empty when either summary has no ``io.by_destination``.
+    Shuffles are compared in total: a shuffle's id is a token of its graph, different in
+    each run."""
+    b, a = destinations(before), destinations(after)
+    if not b or not a:
+        return ""
+    got = dict((name, bytes_) for name, bytes_, _share in a)
+    parts = [f"{name} {_bytes_change(x or 0, got.get(name) or 0)}" for name, x, _s in b
+             if name in got and (x or got.get(name))]
+    return ("Where the I/O went: " + ", ".join(parts) + ".") if parts else ""

@@ -22,7 +22,9 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, attribute, helper_io, p2p, per_process, spill, thread_inference
+from correlate import align, per_process
+from correlate.attribution import exact, helpers, p2p, spill, threads
+from correlate.attribution.shares import METHOD, IOAttribution
 from correlate.mappers import Mapper, local_map
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -54,6 +56,9 @@ class Partition:
     logs: tuple[tuple[str, int], ...] = ()
 
     def raw_segments(self) -> pl.DataFrame:
+        # logs are inflated here a second time (the first read only counted their segments):
+        # the price of never holding every process's segments at once, and of reading them
+        # where the partition runs (a cluster worker)
         if self.segments is not None:
             return self.segments
         return pl.concat([_numbered(darshan_logs.read_segments(log), first)
@@ -130,14 +135,14 @@ def _logs_by_process(logs: pl.DataFrame
     return out
 
 
-def _segments_table(att: attribute.IOAttribution, spill_key: pl.Series) -> pl.DataFrame:
+def _segments_table(att: IOAttribution, spill_key: pl.Series) -> pl.DataFrame:
     """Every segment with the execution holding its largest share (already in output order);
     a segment given to no execution says ``spill`` (a spill file's) or ``none`` (its reason is
     in ``unattributed``) instead of the method its process allowed."""
     given = att.segments.get_column("attributed_weight") > 0
     label = (pl.when(given).then(pl.col("attribution"))
-             .when(spill_key.is_not_null()).then(pl.lit("spill", attribute.METHOD))
-             .otherwise(pl.lit("none", attribute.METHOD)))
+             .when(spill_key.is_not_null()).then(pl.lit("spill", METHOD))
+             .otherwise(pl.lit("none", METHOD)))
     return conform(att.segments.with_columns(attribution=label), SEGMENTS, path="segments")
 
 
@@ -173,7 +178,7 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     """Align one process's Darshan clock (markers, else containment) and attribute its
     segments; the partial output tables of that process. ``shuffle_owners`` (shuffle_id →
     owner execution, ``local_dir.barrier_owners`` of the whole run) takes the P2P shard
-    writes (``correlate.p2p``)."""
+    writes (``attribution.p2p``)."""
     raw = part.raw_segments()
     darshan = align.darshan_offsets(raw, part.markers)
     if darshan.is_empty():
@@ -183,11 +188,11 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     del raw
     ex = align.align_executions(part.executions, worker_clocks)
     # executions without recorded thread ids (imported runs): threads inferred from the DXT
-    # pthread ids (thread_inference.py); a no-op when threads are known
-    ex, inference = thread_inference.infer(segments, ex, *_threads_of(processes, part))
-    att = helper_io.helper_io(attribute.io_to_executions(segments, ex), ex, part.opens,
+    # pthread ids (threads.py); a no-op when threads are known
+    ex, inference = threads.infer(segments, ex, *_threads_of(processes, part))
+    att = helpers.helper_io(exact.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
-    att = thread_inference.attribute(att, ex)
+    att = threads.attribute(att, ex)
     # P2P shards are looked for only in a run whose shuffle barriers ran (a test on every
     # segment's path otherwise); without one, their bytes keep the reason local_dir.P2P
     shuffles = None
@@ -197,17 +202,17 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     spill_key = spill.spill_keys(att.segments, processes)
     out = _segments_table(att, spill_key)
     totals = _segment_totals(out)
-    files = sorted_for_output(attribute.task_files(att), TASK_FILES)
+    files = sorted_for_output(exact.task_files(att), TASK_FILES)
     return {
         "darshan_clocks": darshan,
         "task_files": files,
-        "io_totals": attribute.task_io_totals(files),
-        "unattributed": attribute.unattributed_io(att, ex, processes, marker_paths),
+        "io_totals": exact.task_io_totals(files),
+        "unattributed": exact.unattributed_io(att, ex, processes, marker_paths),
         "segments": out,
         "segment_totals": totals,
         "methods": _process_method(att.segments),
         "spill": spill.spill_io(att.segments, spill_key),
-        "inferred_threads": thread_inference.inferred_table(ex, inference, part.host, part.pid),
+        "inferred_threads": threads.inferred_table(ex, inference, part.host, part.pid),
         "shuffle_io": p2p.shuffle_io(att.segments, shuffles),
     }
 

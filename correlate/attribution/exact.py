@@ -25,46 +25,25 @@ Methods, per segment:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 import polars as pl
 
-from correlate import local_dir, per_process
-from correlate.schema.outputs import SEGMENTS, TASK_FILES
+from correlate import per_process
+from correlate.attribution.shares import (
+    IO_SECONDS,
+    METHOD,
+    OP,
+    WHOLE,
+    IOAttribution,
+    largest_shares,
+    not_a_tasks_reason,
+    window_split,
+)
+from correlate.schema.outputs import TASK_FILES
 from correlate.sorting import packed_key, sort_order
 
 #: the order ``io_to_executions`` returns segments in: the ``segments`` output order (the run
 #: timeline differs from ``host_start_ns`` by one shift per process)
 SEGMENT_ORDER = ["host", "pid", "thread_id", "host_start_ns", "seg_id"]
-METHOD = SEGMENTS.column("attribution").polars_dtype()
-OP = SEGMENTS.column("op").polars_dtype()
-#: methods that give a segment whole to one execution (its ``execution_id``); the others give
-#: it in shares (``IOAttribution.split``)
-WHOLE = ("exact-thread", "inferred-thread", "helper-context", "p2p-shuffle")
-
-
-@dataclass(frozen=True)
-class IOAttribution:
-    #: the input segments in ``SEGMENT_ORDER`` with an ``attribution`` column (the method their
-    #: process allows: exact-thread / window-split / none), ``attributed_weight`` and
-    #: ``execution_id`` (the execution holding the largest share; null when none)
-    segments: pl.DataFrame
-    #: row (in ``segments``), seg_id, execution_id, weight of the shares of segments given in
-    #: shares (window-split, helper-file, helper-split: their ``attribution`` says which)
-    split: pl.DataFrame
-
-    @property
-    def shares(self) -> pl.DataFrame:
-        """seg_id, execution_id, weight, attribution: every share (a segment given whole has
-        one, of weight 1)."""
-        whole = self.segments.filter(pl.col("attribution").is_in(WHOLE)
-                                     & pl.col("execution_id").is_not_null())
-        method = self.segments.get_column("attribution").gather(self.split.get_column("row"))
-        return pl.concat([
-            whole.select("seg_id", "execution_id", weight=pl.lit(1.0), attribution="attribution"),
-            self.split.select("seg_id", "execution_id", "weight").with_columns(method),
-        ]).with_columns(pl.col("attribution").cast(pl.String))
 
 
 def _methods(segments: pl.DataFrame, executions: pl.DataFrame) -> pl.Series:
@@ -110,123 +89,6 @@ def _exact(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.Series:
         found.get_column("row"), eid)
 
 
-def _thread_pairs(a: np.ndarray, b: np.ndarray, starts: np.ndarray, stops: np.ndarray,
-                  threads: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(segment, execution) positions of every pair with ``a <= stop`` and ``b >= start``,
-    where the executions of each thread (``threads``: their [begin, end) positions) are sorted
-    and never overlap: the ones a segment meets on a thread are then a run, from the first
-    stop at or after ``a`` to the last start at or before ``b`` (two binary searches per
-    segment and thread, no comparison of every pair)."""
-    seg_pos, ex_pos = [], []
-    for begin, end in threads:
-        first = begin + np.searchsorted(stops[begin:end], a, "left")
-        count = begin + np.searchsorted(starts[begin:end], b, "right") - first
-        met = np.flatnonzero(count > 0)
-        n = count[met]
-        seg_pos.append(np.repeat(met, n))
-        ex_pos.append(np.repeat(first[met] - np.cumsum(n) + n, n) + np.arange(n.sum()))
-    return (np.concatenate(seg_pos or [np.zeros(0, np.int64)]),
-            np.concatenate(ex_pos or [np.zeros(0, np.int64)]))
-
-
-def _overlapping(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """row, execution_id, w_start, w_stop: every (segment, execution) pair of one process
-    whose intervals overlap (``seg``: row, host_start_ns, host_stop_ns). Threads whose tasks
-    never overlap (executor threads) are searched (``_thread_pairs``); the other executions
-    (no thread id, or overlapping on a thread) go through polars' interval join. (One
-    ``join_where`` with the host and pid equalities compares every segment with every
-    execution: memory grows with their product.)"""
-    ex = (executions.select("execution_id", "thread_id", w_start="local_start_ns",
-                            w_stop="local_stop_ns")
-          .sort("thread_id", "w_start", "execution_id", nulls_last=True))
-    same_thread = pl.col("thread_id") == pl.col("thread_id").shift(1)
-    crowded = ex.filter(same_thread & (pl.col("w_start") < pl.col("w_stop").shift(1)))
-    apart = pl.col("thread_id").is_not_null() & ~pl.col("thread_id").is_in(
-        crowded.get_column("thread_id").unique().implode())
-    searched, joined = ex.filter(apart), ex.filter(~apart)
-    ends = (searched.select(pl.col("thread_id").rle().struct.field("len").cum_sum())
-            .to_series().to_list())
-    seg_pos, ex_pos = _thread_pairs(
-        seg.get_column("host_start_ns").to_numpy(), seg.get_column("host_stop_ns").to_numpy(),
-        searched.get_column("w_start").to_numpy(), searched.get_column("w_stop").to_numpy(),
-        list(zip([0, *ends], ends, strict=False)))
-    pairs = seg.select("row").to_series().gather(seg_pos).to_frame().with_columns(
-        searched.select("execution_id", "w_start", "w_stop")[ex_pos])
-    if joined.is_empty():  # (an interval join with nothing on one side is not free)
-        return pairs
-    return pl.concat([pairs, seg.select("row", "host_start_ns", "host_stop_ns").join_where(
-        joined.select("execution_id", "w_start", "w_stop"),
-        pl.col("host_start_ns") <= pl.col("w_stop"),
-        pl.col("host_stop_ns") >= pl.col("w_start")).drop("host_start_ns", "host_stop_ns")])
-
-
-def overlapping_pairs(rows: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """row, execution_id, w_start, w_stop of every (row, execution of the row's own process)
-    whose intervals overlap (``rows``: row, host, pid, host_start_ns, host_stop_ns); rows of
-    an unknown process meet none."""
-    own = executions.partition_by("host", "pid", as_dict=True)
-    found = [_overlapping(part, own[process])
-             for process, part in rows.partition_by("host", "pid", as_dict=True).items()
-             if None not in process and process in own]
-    if not found:
-        return pl.DataFrame(schema={"row": pl.UInt32, "execution_id": pl.Int64,
-                                    "w_start": pl.Int64, "w_stop": pl.Int64})
-    return pl.concat(found)
-
-
-def _window_split(seg: pl.DataFrame, window: pl.Series, executions: pl.DataFrame
-                  ) -> pl.DataFrame:
-    """row (of ``seg``), seg_id, execution_id, weight: the shares of the ``window`` rows."""
-    rows = seg.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), "host", "pid",
-                      "host_start_ns", "host_stop_ns").filter(window)
-    pairs = overlapping_pairs(rows, executions)
-    if pairs.is_empty():
-        return pl.DataFrame([pl.Series("row", [], pl.UInt32), seg.get_column("seg_id").clear(),
-                             executions.get_column("execution_id").clear(),
-                             pl.Series("weight", [], pl.Float64)])
-    row = pairs.get_column("row").to_numpy()
-    # computed in place, a few arrays of one value per pair alive at once (millions of pairs
-    # per process of a threadless run; every temporary is a fresh mapping)
-    a = seg.get_column("host_start_ns").to_numpy()[row]
-    b = seg.get_column("host_stop_ns").to_numpy()[row]
-    dur = (b - a).astype(np.float64)
-    np.minimum(b, pairs.get_column("w_stop").to_numpy(), out=b)
-    np.maximum(a, pairs.get_column("w_start").to_numpy(), out=a)
-    weight = np.subtract(b, a, out=b).astype(np.float64)  # the overlap
-    del a, b
-    zero = dur == 0
-    np.divide(weight, dur, out=weight, where=~zero)
-    weight[zero] = 1.0  # a zero-length call: a share of 1 in every window holding it...
-    del dur, zero
-    keep = weight > 0
-    execution_id = pairs.get_column("execution_id")
-    if not keep.all():
-        row, weight, execution_id = row[keep], weight[keep], execution_id.filter(keep)
-    # ...and the shares of a call that add up to more than 1 (concurrent windows) scaled to 1
-    # (the zero-length call's to 1 / its windows)
-    # (float even when no pair is left: bincount of nothing is an integer array)
-    total = np.bincount(row, weights=weight, minlength=seg.height).astype(np.float64, copy=False)
-    weight /= np.maximum(total, 1.0, out=total)[row]
-    return pl.DataFrame({"row": pl.Series(row, dtype=pl.UInt32),
-                         "seg_id": seg.get_column("seg_id").gather(row),
-                         "execution_id": execution_id, "weight": weight})
-
-
-def _largest_shares(split: pl.DataFrame, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per segment row (of ``n``) that has shares: its row, the sum of its weights and the
-    execution holding its largest share (the smallest execution_id among equal ones)."""
-    row = split.get_column("row").to_numpy()
-    weight = split.get_column("weight").to_numpy()
-    eid = split.get_column("execution_id").to_numpy()
-    largest = np.full(n, -np.inf)
-    np.maximum.at(largest, row, weight)
-    best = np.full(n, np.iinfo(np.int64).max)
-    top = weight == largest[row]
-    np.minimum.at(best, row[top], eid[top])
-    rows = np.flatnonzero(np.bincount(row, minlength=n))
-    return rows, np.bincount(row, weights=weight, minlength=n)[rows], best[rows]
-
-
 def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttribution:
     """Attribute aligned segments (with ``seg_id``) to executions (with ``execution_id``).
     The segments are sorted once, in ``SEGMENT_ORDER``; exact-thread segments (almost all, at
@@ -238,16 +100,14 @@ def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttr
     seg = seg.with_columns(execution_id=_exact(seg, executions))
     seg = seg.with_columns(attributed_weight=pl.col("execution_id").is_not_null()
                            .cast(pl.Float64))
-    split = _window_split(seg, seg.get_column("attribution") == "window-split", executions)
+    split = window_split(seg, seg.get_column("attribution") == "window-split", executions)
     if split.height:
-        at, weight, best = _largest_shares(split, seg.height)
+        at, weight, best = largest_shares(split, seg.height)
         seg = seg.with_columns(seg.get_column("execution_id").scatter(at, best),
                                seg.get_column("attributed_weight").scatter(at, weight))
     return IOAttribution(segments=seg, split=split)
 
 
-#: a call's seconds inside I/O, and its bytes
-IO_SECONDS = (pl.col("host_stop_ns") - pl.col("host_start_ns")).cast(pl.Float64) / 1e9
 LENGTH = pl.col("length")
 
 
@@ -329,19 +189,6 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
                                                       return_dtype=pl.String))
 
 
-def not_a_tasks_reason(otherwise: pl.Expr) -> pl.Expr:
-    """Why I/O of a row (``role``, ``local_directory`` of its process, ``path``) belongs to no
-    task: a process that is no known Dask process or no worker, a file of the worker's local
-    directory (spill store, P2P shuffle buffer, lock or other file: ``local_dir.reason``); for
-    a worker's other I/O, ``otherwise``."""
-    return (pl.when(pl.col("role").is_null())
-            .then(pl.lit("process is not a known Dask process"))
-            .when(pl.col("role") != "worker")
-            .then(pl.concat_str(pl.col("role"), pl.lit(" process")))
-            .otherwise(pl.coalesce(local_dir.reason(pl.col("path"), pl.col("local_directory")),
-                                   otherwise)))
-
-
 def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.DataFrame,
                     marker_paths: list[str]) -> pl.DataFrame:
     """The remainder ``1 − attributed_weight`` of every segment, grouped by why."""
@@ -369,25 +216,3 @@ def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.
             .agg(MEASURE_SUMS))
 
 
-def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
-    """One process's profile rows tagged with an execution → its ``task_functions`` rows: the
-    rows of one function in one execution summed (the key is joined after summing: carried
-    through the join it tripled the join's memory).
-
-    A function has one row per execution and thread, and a task runs on one thread, so rows to
-    sum are rare (two code objects with one identity, such as two lambdas on one line). They
-    can only be among the rows whose (execution, line, clock) repeats, a check on integers;
-    only those go through the group-by on the string columns."""
-    ex = executions.filter(pl.col("execution_seq").is_not_null()).select(
-        "execution_seq", "execution_id")
-    function = ["module", "name", "file", "line", "clock", "ncall_kind"]
-    rows = func_stats.select(*function, "ncall", "tsub_s", "ttot_s", "execution_seq").join(
-        ex, on="execution_seq", how="inner").drop("execution_seq")
-    maybe_repeated = rows.select(pl.struct("execution_id", "line", "clock").is_duplicated()
-                                 ).to_series()
-    if maybe_repeated.any():
-        summed = rows.filter(maybe_repeated).group_by("execution_id", *function).agg(
-            ncall=pl.col("ncall").sum(), tsub_s=pl.col("tsub_s").sum(),
-            ttot_s=pl.col("ttot_s").sum())
-        rows = pl.concat([rows.filter(~maybe_repeated).select(summed.columns), summed])
-    return rows.join(executions.select("execution_id", "key"), on="execution_id", how="left")

@@ -1,7 +1,7 @@
 """P2P shuffle I/O: each shard file's bytes to its shuffle, and the shard writes to a task.
 
 distributed's P2P shuffle buffers shards in ``<local_directory>/shuffle-<id>-<run>/``
-(``correlate.local_dir``). The unpack task that needs a partition reads its file back on its
+(``attribution.local_dir``). The unpack task that needs a partition reads its file back on its
 own executor thread, so those reads are attributed like any task's (``exact-thread`` …). The
 writes are issued by the worker itself (its event loop, or an offload thread in some
 versions) as shards arrive from every worker's transfer tasks: no thread ties them to one task,
@@ -24,8 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate import local_dir
-from correlate.attribute import IO_SECONDS, METHOD, IOAttribution
+from correlate.attribution import local_dir
+from correlate.attribution.shares import IO_SECONDS, METHOD, IOAttribution
 
 METHOD_NAME = "p2p-shuffle"
 NO_READS = ("no read of its shards traced: array rechunks read them back through a memory "

@@ -35,7 +35,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from correlate.attribute import METHOD, IOAttribution, _largest_shares, _window_split
+from correlate.attribution.shares import METHOD, IOAttribution, largest_shares, window_split
 
 #: the columns of the per-process counts (``counts`` of ``infer``)
 COUNTS = ("executions", "executions_inferred", "executions_ambiguous",
@@ -296,7 +296,7 @@ def attribute(att: IOAttribution, executions: pl.DataFrame) -> IOAttribution:
     for t in seg.filter(loose).get_column("thread_id").unique().sort().to_list():
         could = executions.filter(pl.col("thread_id").is_null()
                                   | (pl.col("thread_id") == t))
-        splits.append(_window_split(seg, loose & (seg.get_column("thread_id") == t), could))
+        splits.append(window_split(seg, loose & (seg.get_column("thread_id") == t), could))
     new = pl.concat(splits[1:]) if len(splits) > 1 else None
     if executions.get_column("thread_id").is_not_null().sum() == ids.len():
         # no thread was recorded in this process: what its segments allow is inference
@@ -305,7 +305,7 @@ def attribute(att: IOAttribution, executions: pl.DataFrame) -> IOAttribution:
                            .otherwise(pl.col("attribution")))
     if new is None or new.is_empty():
         return IOAttribution(segments=seg, split=att.split)
-    at, weight, best = _largest_shares(new, seg.height)
+    at, weight, best = largest_shares(new, seg.height)
     shared = np.zeros(seg.height, dtype=bool)
     shared[at] = True
     seg = seg.with_columns(

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 import polars as pl
 
-from correlate.attribute import IO_SECONDS
+from correlate.attribution.shares import IO_SECONDS
 
 STORAGE = "/storage/"
 

@@ -30,12 +30,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from correlate.attribute import (
+from correlate.attribution.shares import (
     METHOD,
     IOAttribution,
-    _largest_shares,
-    _window_split,
+    largest_shares,
     overlapping_pairs,
+    window_split,
 )
 
 
@@ -141,7 +141,7 @@ def helper_io(att: IOAttribution, executions: pl.DataFrame, opens: pl.DataFrame,
     rest = cand.join(by_file.select("row").unique(), on="row", how="anti").filter("loop_known")
     window = np.zeros(seg.height, dtype=bool)
     window[rest.get_column("row").to_numpy()] = True
-    split = _window_split(seg, pl.Series(window), executions)
+    split = window_split(seg, pl.Series(window), executions)
 
     method = seg.get_column("attribution").cast(pl.String)
     eid = seg.get_column("execution_id")
@@ -152,7 +152,7 @@ def helper_io(att: IOAttribution, executions: pl.DataFrame, opens: pl.DataFrame,
     weight = weight.scatter(at, 1.0)
     shares = pl.concat([by_file, split])
     if shares.height:
-        rows, total, best = _largest_shares(shares, seg.height)
+        rows, total, best = largest_shares(shares, seg.height)
         eid, weight = eid.scatter(rows, best), weight.scatter(rows, total)
         readers = by_file.group_by("row").len()
         method = (method.scatter(readers.filter(pl.col("len") == 1).get_column("row"),
