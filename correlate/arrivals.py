@@ -178,8 +178,11 @@ def summary(arrivals: pl.DataFrame, steps: pl.DataFrame, notes: pl.DataFrame) ->
         var = float(((x - x.mean()) ** 2).sum())
         trend = float(((x - x.mean()) * (y - y.mean())).sum()) / var if var else None
     worst = lagged.sort("lag_s", descending=True).head(1)
-    span = (steps.get_column("last_ns").max() - steps.get_column("first_ns").min()) * 1e-9
-    lasts = ordered.get_column("last_ns")
+    bounds = steps.select(first=pl.col("first_ns").min(), last=pl.col("last_ns").max(),
+                          n=pl.len()).row(0, named=True)
+    span = (bounds["last"] - bounds["first"]) * 1e-9
+    lasts = ordered.select(lo=pl.col("last_ns").min(), hi=pl.col("last_ns").max(),
+                           n=pl.len()).row(0, named=True)
     listed = ordered.head(SUMMARY_STEPS).select(
         "step", "keys", "senders", "nbytes", "spread_s", "last_rank", "last_client",
         "analytics_tasks", "lag_s", "wait_external_s")
@@ -192,8 +195,8 @@ def summary(arrivals: pl.DataFrame, steps: pl.DataFrame, notes: pl.DataFrame) ->
         "max_spread_s": steps.get_column("spread_s").max(),
         "span_s": span,
         # the simulation's pace: time between consecutive steps' last arrivals
-        "step_interval_s": (float((lasts.max() - lasts.min()) * 1e-9 / (lasts.len() - 1))
-                            if lasts.len() > 1 else None),
+        "step_interval_s": ((lasts["hi"] - lasts["lo"]) * 1e-9 / (lasts["n"] - 1)
+                            if lasts["n"] > 1 else None),
         "wait_external_s": steps.get_column("wait_external_s").sum()
         if steps.get_column("wait_external_s").null_count() < steps.height else None,
         "lag_s": {"first": lagged.get_column("lag_s").head(1).item() if lagged.height else None,

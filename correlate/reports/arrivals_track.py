@@ -45,22 +45,22 @@ def arrival_events(arrivals: pl.DataFrame, steps: pl.DataFrame, t0: int) -> list
     proc = pl.DataFrame({"tpid": [ARRIVALS_PID], "name": ["data from outside Dask (arrivals)"]},
                         schema_overrides={"tpid": pl.Int64})
     zero = {"ts_t": pl.lit(0.0), "dur_t": pl.lit(0.0)}
+    pid, tid = pl.col("pid_t"), pl.col("tid_t")
+    proc = proc.with_columns(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), **zero)
+    tracks = tracks.with_columns(**zero)
     meta = [
-        pf._encode(proc.with_columns(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), **zero), 0,
-                   name=pl.lit("process_name"), ph=pl.lit("M"), pid="pid_t", tid="tid_t",
-                   args=pl.struct(name="name")),
-        pf._encode(proc.with_columns(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), **zero), 0,
-                   name=pl.lit("process_sort_index"), ph=pl.lit("M"), pid="pid_t",
-                   tid="tid_t", args=pl.struct(sort_index=pl.lit(0))),
-        pf._encode(tracks.with_columns(**zero), 0, name=pl.lit("thread_name"), ph=pl.lit("M"),
-                   pid="pid_t", tid="tid_t", args=pl.struct(name="name")),
-        pf._encode(tracks.with_columns(**zero), 0, name=pl.lit("thread_sort_index"),
-                   ph=pl.lit("M"), pid="pid_t", tid="tid_t",
-                   args=pl.struct(sort_index="tid_t"))]
+        pf._encode(proc, 0, name=pl.lit("process_name"), ph=pl.lit("M"), pid=pid, tid=tid,
+                   args=pl.struct(name=pl.col("name"))),
+        pf._encode(proc, 0, name=pl.lit("process_sort_index"), ph=pl.lit("M"), pid=pid,
+                   tid=tid, args=pl.struct(sort_index=pl.lit(0))),
+        pf._encode(tracks, 0, name=pl.lit("thread_name"), ph=pl.lit("M"), pid=pid, tid=tid,
+                   args=pl.struct(name=pl.col("name"))),
+        pf._encode(tracks, 0, name=pl.lit("thread_sort_index"), ph=pl.lit("M"), pid=pid,
+                   tid=tid, args=pl.struct(sort_index=tid))]
     keys = arrivals.with_columns(name=_sender()).join(senders, on="name").with_columns(
         pid_t=pl.lit(ARRIVALS_PID, pl.Int64), ts_t=pf._us("time_ns", t0), dur_t=pl.lit(0.0))
-    instants = pf._encode(keys, 4, name="key", cat=pl.lit("arrival"), ph=pl.lit("i"),
-                          s=pl.lit("t"), ts="ts_t", pid="pid_t", tid="tid_t",
+    instants = pf._encode(keys, 4, name=pl.col("key"), cat=pl.lit("arrival"), ph=pl.lit("i"),
+                          s=pl.lit("t"), ts=pl.col("ts_t"), pid=pid, tid=tid,
                           args=pl.struct("key", "step", "nbytes", "worker", "rank", "client",
                                          "client_address", "send_s",
                                          source=pl.col("source").cast(pl.String)))
@@ -76,7 +76,7 @@ def arrival_events(arrivals: pl.DataFrame, steps: pl.DataFrame, t0: int) -> list
         rows = pf._no_overlap(rows, ["tid"]).with_columns(
             pid_t=pl.lit(ARRIVALS_PID, pl.Int64), tid_t="tid", ts_t=pf._us("s", t0),
             dur_t=(pf._us("e", t0) - pf._us("s", t0)).round(3))
-        slices.append(pf._encode(rows, 1, name="step", cat=pl.lit("arrivals"),
-                                 ph=pl.lit("X"), ts="ts_t", dur="dur_t", pid="pid_t",
-                                 tid="tid_t", args=args))
+        slices.append(pf._encode(rows, 1, name=pl.col("step"), cat=pl.lit("arrivals"),
+                                 ph=pl.lit("X"), ts=pl.col("ts_t"), dur=pl.col("dur_t"),
+                                 pid=pid, tid=tid, args=args))
     return [*meta, instants, *slices]
