@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine
+from types import CoroutineType
 from typing import Any
 
 from collectors.guard import quietly, record
@@ -24,7 +25,7 @@ class CoroutineSteps(Coroutine):
 
     __slots__ = ("_coro", "_enter", "_leave", "_done", "_on", "_off", "steps")
 
-    def __init__(self, coro: Coroutine, enter: Callable[[], None], leave: Callable[[], None],
+    def __init__(self, coro: CoroutineType[Any, Any, Any], enter: Callable[[], None], leave: Callable[[], None],
                  done: Callable[[list[tuple[int, int, int]], Any], None],
                  on: Callable[[], None] | None = None,
                  off: Callable[[], None] | None = None) -> None:

@@ -140,9 +140,9 @@ def find_runtime(option: str) -> tuple[str | None, str]:
             lib = Path(value) / "lib" / "libdarshan.so" if Path(value).is_dir() else Path(value)
             if lib.exists():
                 return str(lib), f"${name}"
-    lib = _from_config_tool()
-    if lib:
-        return lib, "darshan-config"
+    configured = _from_config_tool()
+    if configured:
+        return configured, "darshan-config"
     for pattern in COMMON_LIBS:
         hits = sorted(glob.glob(pattern))
         if hits:

@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import NoReturn
 
 _CALLBACKS: list[Callable[[], None]] = []
 _lock = threading.Lock()
-_original: list[Callable[[int], Any]] = []
+_original: list[Callable[[int], NoReturn]] = []
 
 
-def _exit(code: int) -> Any:
+def _exit(status: int) -> NoReturn:
     with _lock:
         callbacks = list(_CALLBACKS)
         _CALLBACKS.clear()
@@ -25,7 +25,7 @@ def _exit(code: int) -> Any:
             callback()
         except BaseException:  # noqa: BLE001, S110 - the exit must happen
             pass
-    return _original[0](code)
+    _original[0](status)
 
 
 def register(callback: Callable[[], None]) -> None:

@@ -9,9 +9,10 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: kind ("<function>: <ExceptionType>") -> count, for this process
 ERRORS: Counter[str] = Counter()
@@ -46,15 +47,15 @@ def quietly(call: Callable[[], Any], where: str) -> None:
         record(err, where)
 
 
-def never_raise(fn: F) -> F:
+def never_raise(fn: Callable[P, R]) -> Callable[P, R | None]:
     """Run ``fn``; on any exception count it, log the first of its kind, return None."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
         try:
             return fn(*args, **kwargs)
         except Exception as err:  # noqa: BLE001 - the point of the guard
             record(err, fn.__qualname__)
             return None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper

@@ -73,7 +73,7 @@ def start(run_dir: Path, *, command: list[str] | None, options: dict[str, Any],
     if options.get("profile") == "off":
         unknown["profile"] = "function profiling disabled (--profile off)"
     if not darshan.get("runtime"):
-        unknown["darshan"] = darshan.get("reason")
+        unknown["darshan"] = str(darshan.get("reason") or "no darshan-runtime")
     config = dask_config()
     if config is None:
         unknown["dask_config"] = ("`collect` does not import Dask: the scheduler's proc.json "

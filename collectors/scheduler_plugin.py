@@ -11,6 +11,7 @@ import json
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self._transitions: list = []
         self._graphs: deque = deque()
         self._annotations: deque = deque()
-        self._append_transition = self._transitions.extend
+        self._append_transition: Callable[[tuple], None] = self._transitions.extend
         self._arrivals: deque = deque()
         self._notes: deque = deque()
         self._unwrap: list = []
@@ -231,7 +232,10 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         rendered = key_texts(keys)
         # most transitions carry only their stimulus: the others are filled in by position
         n = len(keys)
-        workers, threads, nbytes, types = [None] * n, [None] * n, [None] * n, [None] * n
+        workers: list[Any] = [None] * n
+        threads: list[Any] = [None] * n
+        nbytes: list[Any] = [None] * n
+        types: list[Any] = [None] * n
         for i in [i for i, kw in enumerate(kwargs) if len(kw) > ("stimulus_id" in kw)]:
             kw = kwargs[i]
             workers[i], threads[i], nbytes[i] = kw.get("worker"), kw.get("thread"), kw.get("nbytes")

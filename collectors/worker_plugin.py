@@ -176,6 +176,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         exit_flush.register(self._on_exit)
         self.sink.start()
 
+    @property
+    def _sink(self) -> ProcessSink:
+        """The sink, open: what writes to it runs only between setup and teardown."""
+        assert self.sink is not None
+        return self.sink
+
     def _start_periodic(self, worker: Any) -> Any:
         from tornado.ioloop import PeriodicCallback
 
@@ -217,7 +223,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         # executions still running now end after this close: their rows cannot be written,
         # so they are counted
         running = len(set(self.tags.current.values()))
-        self.sink.close({
+        self._sink.close({
             **(extra or {}),
             **({"profile_stopped": self.profile_stopped} if self.profile_stopped else {}),
             "executions_running_at_close": running,
@@ -329,7 +335,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.profiles_final.append(seq)
             return
         try:
-            rows = self.profiler.finish(seq)
+            profiler = self.profiler
+            assert isinstance(profiler, YappiProfile)  # the one tag_of is set with (_setup)
+            rows = profiler.finish(seq)
         except Exception as err:  # noqa: BLE001 - never fail the task
             record(err, "profile: reading an execution's rows")
             return
@@ -442,7 +450,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             final, ended = final | ended, set()
         # an execution leaves ``tags.current`` before it is appended to the ended ones
         running = set(self.tags.current.values()) - ended
-        snapshot = []
+        snapshot: list[tuple] = []
         for row in self.profiler.rows(final | running | {0}):
             (parts if row[3] in final else snapshot).append(row)
         self.profiler.forget(final)
@@ -467,18 +475,18 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         for e in new:
             seq = next(self.transfer_seq)
             keys = e.get("keys") or {}
-            self.sink.append("worker_transfers", (
+            self._sink.append("worker_transfers", (
                 seq, direction, e.get("who"), e.get("total"), e.get("compressed"),
                 int(e["start"] * 1e9) if "start" in e else None,
                 int(e["stop"] * 1e9) if "stop" in e else None, len(keys),
                 _delay_added(e) if direction == "outgoing" else None))
             for k, nbytes in keys.items():
-                self.sink.append("worker_transfer_keys", (seq, key_str(k), nbytes))
+                self._sink.append("worker_transfer_keys", (seq, key_str(k), nbytes))
 
     def _sample(self) -> None:
         t = os.times()
         now = time.time_ns()
-        self.sink.append("worker_clock_samples", (
+        self._sink.append("worker_clock_samples", (
             now, time.perf_counter_ns(), getattr(self.worker, "scheduler_delay", None),
             getattr(self.worker, "latency", None), t.user + t.system))
         if self.markers:
@@ -492,7 +500,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             os.pwrite(fd, MARKER_BYTES, self.marker_offset)
         finally:
             os.close(fd)
-        self.sink.append("worker_clock_markers", (t, str(self.marker_path), self.marker_offset,
+        self._sink.append("worker_clock_markers", (t, str(self.marker_path), self.marker_offset,
                                                   len(MARKER_BYTES)))
         self.marker_offset += len(MARKER_BYTES)
 
@@ -500,7 +508,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
     @never_raise
     def _flush_rows(self) -> None:
-        sink = self.sink
+        sink = self._sink
         for name, raw in (("task_executions", self.executions),
                           ("worker_transitions", self.transitions)):
             columns = take(raw, sink.widths[name])
@@ -513,7 +521,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         parts, snapshot = rows if rows is not None else ([], None)
         if done and snapshot is None:
             snapshot = self.snapshot_written  # rewritten without the executions now ended
-        if snapshot is not None and self.tag_of is not None:
+        if snapshot is not None and isinstance(self.profiler, YappiProfile):
             # yappi modes: an execution's final rows come from its end (``_profile_ended``),
             # so its rows of a snapshot taken while it ran go once it has ended
             holds = self.profiler.holds

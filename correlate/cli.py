@@ -13,6 +13,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 from correlate import __version__, allocator
 from correlate.errors import CorrelateError
@@ -44,7 +46,7 @@ class _ParseError(Exception):
 class _TryingParser(argparse.ArgumentParser):
     """Raises instead of exiting, so ``main`` can try the other reading of the words."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _ParseError(message)
 
 
@@ -65,7 +67,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     return parser
 
 
-def _command_module(module: str):  # type: ignore[no-untyped-def]
+def _command_module(module: str) -> ModuleType:
     return importlib.import_module(f"correlate.commands.{module}")
 
 

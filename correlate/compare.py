@@ -47,6 +47,7 @@ from correlate.compare_stats import (  # noqa: F401
     runs_apart,
     span_shares,
 )
+from correlate.scalars import integer
 
 
 def exact_sum(s: pl.Series) -> float:
@@ -105,7 +106,8 @@ def job_span(tables: dict[str, pl.DataFrame]) -> float | None:
     t = tables["tasks"]
     if "start_ns" not in t.columns or t["start_ns"].drop_nulls().is_empty():
         return None
-    return (t["stop_ns"].max() - t["start_ns"].min()) / 1e9
+    first, last = integer(t["start_ns"].min()), integer(t["stop_ns"].max())
+    return None if first is None or last is None else (last - first) / 1e9
 
 
 def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:

@@ -45,9 +45,9 @@ OPTIONAL_TABLES = outputs.OPTIONAL_NAMES
 #: with a handful of distinct values, and the key (one transition per state a task passes
 #: through), are held as Categorical (4 bytes a row instead of a 16-byte string view and the key's text, and no string
 #: copied when the table is made contiguous or put in order) and written back as strings
-TRANSITION_COLUMNS = ["local_time_ns", "side", "pid", "stimulus_id",
-                      *(pl.col(c).cast(pl.Categorical) for c in ("key", "host", "worker", "start",
-                                                                  "finish"))]
+TRANSITION_COLUMNS: list[str | pl.Expr] = [
+    "local_time_ns", "side", "pid", "stimulus_id",
+    *(pl.col(c).cast(pl.Categorical) for c in ("key", "host", "worker", "start", "finish"))]
 
 
 @dataclass(frozen=True)

@@ -123,8 +123,8 @@ def compute_delays(executions: pl.DataFrame, startstops: pl.DataFrame) -> pl.Dat
     call, timed microseconds apart): Dask passes the estimate in force when the task starts,
     which samples taken at other instants do not know. Only where the key ran once on that
     worker (a retry's pairing would be a guess)."""
-    schema = {"key": pl.String, "worker": pl.String, "action": pl.String,
-              "scheduler_delay_ns": pl.Int64}
+    schema = pl.Schema({"key": pl.String, "worker": pl.String, "action": pl.String,
+                        "scheduler_delay_ns": pl.Int64})
     if "window_source" not in executions.columns or not executions.height:
         return pl.DataFrame(schema=schema)
     timed = (executions.filter(pl.col("window_source").cast(pl.String) == "executor-hook")
@@ -149,7 +149,7 @@ def run_clocks(frames: RunFrames) -> pl.DataFrame:
 
 def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
     """key, run_time_ns, kind, event (one JSON object per event), in no particular order."""
-    parts = _transition_events(frames.transitions, clocks)
+    parts = _transition_events(frames.table("transitions"), clocks)
     ex = coroutines.with_awaiting(frames.executions, frames.execution_slices)
     samples = frames.clock_samples
     if ex.height:
@@ -182,7 +182,8 @@ def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
                                   "total_bytes", "reported_start_ns", "reported_stop_ns"],
                                  _to_run_timeline(tk, "reported_start_ns", clock, clocks,
                                                   samples)))
-    schema = {"key": pl.String, "run_time_ns": pl.Int64, "kind": pl.String, "event": pl.String}
+    schema = pl.Schema({"key": pl.String, "run_time_ns": pl.Int64, "kind": pl.String,
+                        "event": pl.String})
     if not parts:
         return pl.DataFrame(schema=schema)
     return pl.concat([p.cast(schema) for p in parts])
@@ -200,7 +201,8 @@ def _graph(frames: RunFrames) -> pl.DataFrame:
 
 
 def _names(frames: RunFrames) -> pl.DataFrame:
-    named = [df.select("key", "prefix", "group") for df in (frames.executions, frames.transitions)
+    named = [df.select("key", "prefix", "group")
+             for df in (frames.executions, frames.table("transitions"))
              if {"prefix", "group"} <= set(df.columns) and df.height]
     if not named:
         return pl.DataFrame(schema={"key": pl.String, "prefix": pl.String, "group": pl.String})
@@ -246,7 +248,7 @@ def lifecycles(frames: RunFrames) -> Iterator[dict[str, Any]]:
 
 def all_keys(frames: RunFrames) -> pl.Series:
     """Every task key any table mentions, sorted."""
-    return pl.concat([frames.transitions.select("key"), frames.executions.select("key"),
+    return pl.concat([frames.table("transitions", ["key"]), frames.executions.select("key"),
                       frames.startstops.select("key"), frames.transfer_keys.select("key"),
                       frames.dependencies.select("key"),
                       frames.dependencies.select(key="depends_on")]).unique().sort("key")["key"]

@@ -75,7 +75,9 @@ def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame,
 
 def failed(outcome: dict[str, Any] | None) -> bool:
     """Whether the job ended with a non-zero exit code or erred tasks."""
-    return bool(outcome) and (bool(outcome.get("exit_code")) or bool(outcome.get("erred_tasks")))
+    if not outcome:
+        return False
+    return bool(outcome.get("exit_code")) or bool(outcome.get("erred_tasks"))
 
 
 def outcome_line(outcome: dict[str, Any] | None, keys_shown: int = 5) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 import polars as pl
 from polars.io.plugins import register_io_source
@@ -22,7 +22,7 @@ from correlate.schema import TABLES
 
 #: parquet compression of every output table: LZ4 writes faster than zstd for somewhat more
 #: bytes, and every parquet reader in use (polars, pyarrow, DuckDB, Spark ≥ 3.2) reads it
-COMPRESSION = "lz4"
+COMPRESSION: Final = "lz4"
 
 
 class TableSink(Protocol):

@@ -13,19 +13,11 @@ from correlate import spans
 from correlate.attribution import local_dir, p2p
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
+from correlate.scalars import count as _count
+from correlate.scalars import rounded as _round
+from correlate.scalars import total as total_of
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
-
-
-def _round(x: float | None, nd: int = 9) -> float | None:
-    return None if x is None else round(float(x), nd)
-
-
-def _count(x: float | None) -> int | float | None:
-    """A byte or operation count: an integer when whole (37748736, not 37748736.0); window-split
-    attribution can give a task a fraction of a segment's bytes, kept as a float."""
-    r = _round(x)
-    return int(r) if r is not None and r.is_integer() else r
 
 
 def _totals(d: dict[str, Any]) -> dict[str, Any]:
@@ -56,15 +48,15 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
     seg = segment_totals
     # DXT segments, the C stdio bytes Darshan counts per file (DXT traces no stdio call) and
     # the POSIX counters of the processes whose logs have no DXT
-    total = {"bytes": seg["bytes"].sum() + stdio["bytes"] + counters["bytes"],
-             "ops": seg["segments"].sum() + stdio["ops"] + counters["ops"],
-             "io_time_s": (seg["io_time_ns"].sum() / 1e9 + stdio["io_time_s"]
+    total = {"bytes": total_of(seg["bytes"]) + stdio["bytes"] + counters["bytes"],
+             "ops": total_of(seg["segments"]) + stdio["ops"] + counters["ops"],
+             "io_time_s": (total_of(seg["io_time_ns"]) / 1e9 + stdio["io_time_s"]
                            + counters["io_time_s"])}
     files, un = tables["task_files"], tables["unattributed"]
-    attributed = {"bytes": files["bytes"].sum(), "ops": files["ops"].sum(),
-                  "io_time_s": files["io_time_s"].sum()}
-    unattr = {"bytes": un["bytes"].sum(), "ops": un["ops"].sum(),
-              "io_time_s": un["io_time_s"].sum()}
+    attributed = {"bytes": total_of(files["bytes"]), "ops": total_of(files["ops"]),
+                  "io_time_s": total_of(files["io_time_s"])}
+    unattr = {"bytes": total_of(un["bytes"]), "ops": total_of(un["ops"]),
+              "io_time_s": total_of(un["io_time_s"])}
     methods = (seg.group_by("attribution").agg(pl.col("segments").sum()).sort("attribution")
                .rows_by_key("attribution", unique=True))
     share = (attributed["bytes"] / total["bytes"]) if total["bytes"] else None
@@ -183,7 +175,7 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
     written = tasks.filter(pl.col("spill_writes") > 0)
 
     def total(col: str) -> float | None:
-        return tasks[col].sum() if known else None
+        return total_of(tasks[col]) if known else None
 
     return {
         "source": {"bytes_and_times": "darshan (spill file segments)" if known

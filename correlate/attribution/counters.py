@@ -36,13 +36,14 @@ from correlate.attribution.shares import (
     openers,
     time_shares,
 )
+from correlate.scalars import total
 
 #: what the unattributed reasons call it
 NOT_TRACED = "POSIX counters (no DXT trace)"
 
-_FILES_SCHEMA = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
-                 "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
-                 "attribution": METHOD}
+_FILES_SCHEMA = pl.Schema({"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
+                           "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
+                           "attribution": METHOD})
 _RECORD = ["host", "pid", "path", "op"]
 
 
@@ -60,10 +61,10 @@ def untraced_counters(counters: pl.DataFrame, logs: pl.DataFrame) -> pl.DataFram
 
 def counter_totals(counters: pl.DataFrame) -> dict[str, float]:
     """bytes, ops and time of these counter rows (``untraced_counters``)."""
-    return {"bytes": float(counters["read_bytes"].sum() + counters["write_bytes"].sum()),
-            "ops": float(counters["read_ops"].sum() + counters["write_ops"].sum()),
-            "io_time_s": float(counters["read_time_s"].fill_null(0).sum()
-                               + counters["write_time_s"].fill_null(0).sum())}
+    return {"bytes": total(counters["read_bytes"]) + total(counters["write_bytes"]),
+            "ops": total(counters["read_ops"]) + total(counters["write_ops"]),
+            "io_time_s": (total(counters["read_time_s"].fill_null(0))
+                          + total(counters["write_time_s"].fill_null(0)))}
 
 
 def _holders(cand: pl.DataFrame) -> pl.DataFrame:
@@ -98,11 +99,11 @@ def _split(rec: pl.DataFrame, candidates: Candidates, heat: pl.DataFrame) -> pl.
         return rec.select(_RECORD).head(0).with_columns(
             execution_id=pl.lit(None, pl.Int64), weight=pl.lit(None, pl.Float64))
     # an execution with several windows (a coroutine's slices) sums them
-    got = pl.DataFrame({"row": np.concatenate(rows), "execution_id": np.concatenate(ids),
-                        "weight": np.concatenate(shares)}).group_by("row", "execution_id").agg(
+    split = pl.DataFrame({"row": np.concatenate(rows), "execution_id": np.concatenate(ids),
+                          "weight": np.concatenate(shares)}).group_by("row", "execution_id").agg(
         pl.col("weight").sum()).filter(pl.col("weight") > 0)
-    return got.join(rec.select(_RECORD).with_row_index("row").with_columns(
-        pl.col("row").cast(got.schema["row"])), on="row").select(
+    return split.join(rec.select(_RECORD).with_row_index("row").with_columns(
+        pl.col("row").cast(split.schema["row"])), on="row").select(
         *_RECORD, pl.col("execution_id").cast(pl.Int64), "weight")
 
 

@@ -107,6 +107,8 @@ def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions:
     mk = markers.partition_by("host", "pid", as_dict=True)
     op = opens.partition_by("host", "pid", as_dict=True)
     per_log = _logs_by_process(logs) if isinstance(segments, pl.LazyFrame) else None
+    # (host, pid) → (its segments, or None: still in its logs, the logs to read them from)
+    sources: dict[tuple[Any, Any], tuple[pl.DataFrame | None, tuple[tuple[str, int], ...]]]
     if per_log is not None:
         sources = {process: (None, own) for process, own in per_log.items()}
     else:
@@ -224,7 +226,8 @@ def _threads_of(processes: pl.DataFrame, part: Partition) -> tuple[int | None, i
     if not row.height:
         return None, None
     main = row.get_column("main_thread_id").drop_nulls()
-    n = row.get_column("nthreads").drop_nulls() if "nthreads" in row.columns else row.clear()
+    n = (row.get_column("nthreads").drop_nulls() if "nthreads" in row.columns
+         else pl.Series(dtype=pl.Int64))
     return (main[0] if main.len() else None), (int(n[0]) if n.len() else None)
 
 

@@ -26,6 +26,9 @@ import polars as pl
 
 from correlate.attribution import local_dir
 from correlate.attribution.shares import IO_SECONDS, METHOD, IOAttribution
+from correlate.scalars import count as _count
+from correlate.scalars import integer
+from correlate.scalars import rounded as _round
 
 METHOD_NAME = "p2p-shuffle"
 NO_READS = ("no read of its shards traced: array rechunks read them back through a memory "
@@ -145,6 +148,14 @@ def _tasks_of(barrier: str, tasks: pl.DataFrame, dependencies: pl.DataFrame,
     return out
 
 
+def _span_s(rows: pl.DataFrame) -> float | None:
+    """Seconds from the first call's start to the last one's stop; None when either is
+    unknown."""
+    first = integer(rows.get_column("first_ns").min())
+    last = integer(rows.get_column("last_ns").max())
+    return None if first is None or last is None else _round((last - first) / 1e9)
+
+
 def shuffle_summary(shuffle_io: pl.DataFrame, tasks: pl.DataFrame,
                     dependencies: pl.DataFrame) -> list[dict[str, Any]]:
     """Per shuffle id (``summary.json`` ``shuffles``): bytes written and read in its folders,
@@ -183,8 +194,7 @@ def shuffle_summary(shuffle_io: pl.DataFrame, tasks: pl.DataFrame,
             "reads_note": None if r.height else NO_READS,
             "write_s": _round(w.get_column("io_time_s").sum()),
             "read_s": _round(r.get_column("io_time_s").sum()) if r.height else None,
-            "span_s": _round((rows.get_column("last_ns").max() - rows.get_column("first_ns").min())
-                             / 1e9),
+            "span_s": _span_s(rows),
             "per_worker": [{k: (_round(v) if isinstance(v, float) else v) for k, v in p.items()
                             if k != "shuffle_id"}
                            for p in per_worker.filter(pl.col("shuffle_id") == sid)
@@ -192,12 +202,3 @@ def shuffle_summary(shuffle_io: pl.DataFrame, tasks: pl.DataFrame,
             "tasks": _tasks_of(barrier, tasks, dependencies, readers),
         })
     return out
-
-
-def _round(x: float | None, nd: int = 9) -> float | None:
-    return None if x is None else round(float(x), nd)
-
-
-def _count(x: float | None) -> int | float | None:
-    r = _round(x)
-    return int(r) if r is not None and r.is_integer() else r

@@ -33,6 +33,7 @@ from correlate.attribution.shares import (
     openers,
     time_shares,
 )
+from correlate.scalars import total
 
 #: what ``summary.io.stdio`` and the unattributed reasons call it
 NOT_TRACED = "C stdio (not traced by DXT)"
@@ -72,9 +73,9 @@ def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.
     ``windows`` the executions' windows as I/O attribution sees them (a coroutine's active
     slices: ``coroutines.io_windows``), by default their whole windows."""
     rec = darshan_records(counters, processes, clocks)
-    files_schema = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
-                    "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
-                    "attribution": METHOD}
+    files_schema = pl.Schema({"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
+                              "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
+                              "attribution": METHOD})
     if rec.is_empty():
         return pl.DataFrame(schema=files_schema), _unattributed(rec, processes, opens)
     who = openers(opens, executions)
@@ -148,8 +149,8 @@ def _by_size(r: dict, starts: np.ndarray, stops: np.ndarray, ids: np.ndarray,
             | ((starts - slack <= last) & (last <= stops + slack)))
     for pick in (during, ends):
         who = sorted({int(e) for e in ids[pick]})
-        sizes = [expected.get((e, r["op"])) for e in who]
-        if who and None not in sizes and sum(sizes) == r["bytes"]:
+        sizes = [n for e in who if (n := expected.get((e, r["op"]))) is not None]
+        if who and len(sizes) == len(who) and sum(sizes) == r["bytes"]:
             return {e: n / r["bytes"] for e, n in zip(who, sizes, strict=True)}
     return {}
 
@@ -245,7 +246,7 @@ def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame, opens: pl.DataFram
 def stdio_totals(counters: pl.DataFrame) -> dict[str, float]:
     """bytes, ops and time of every STDIO record (the part of the run's I/O DXT lacks)."""
     stdio = counters.filter(pl.col("module").cast(pl.String) == "STDIO")
-    return {"bytes": float(stdio["read_bytes"].sum() + stdio["write_bytes"].sum()),
-            "ops": float(stdio["read_ops"].sum() + stdio["write_ops"].sum()),
-            "io_time_s": float(stdio["read_time_s"].fill_null(0).sum()
-                               + stdio["write_time_s"].fill_null(0).sum())}
+    return {"bytes": total(stdio["read_bytes"]) + total(stdio["write_bytes"]),
+            "ops": total(stdio["read_ops"]) + total(stdio["write_ops"]),
+            "io_time_s": (total(stdio["read_time_s"].fill_null(0))
+                          + total(stdio["write_time_s"].fill_null(0)))}

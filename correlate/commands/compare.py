@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     sb, sa = loaded["before"][0][1], loaded["after"][0][1]
     exact = compare.exact_call_counts(sb) and compare.exact_call_counts(sa)
     setup = compare.setup_differences(sb, sa)
-    spans = tuple([compare.job_span(t) for t, _ in loaded[side]] for side in ("before", "after"))
+    spans = ([compare.job_span(t) for t, _ in loaded["before"]],
+             [compare.job_span(t) for t, _ in loaded["after"]])
     span = max((s for side in spans for s in side if s is not None), default=None)
     diffs, profiles = {}, {}
     spanned = all(compare.has_spans(t) for side in loaded.values() for t, _ in side)
@@ -128,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
                    names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
                    setup=setup, machine=machine, explained=explained,
                    totals=" ".join(filter(None, (
-                       explain.totals_line(*profiles["prefix"], diffs["prefix"], spans=spans,
+                       explain.totals_line(profiles["prefix"][0], profiles["prefix"][1], diffs["prefix"],
+                                           spans=spans,
                                            runs=(len(before), len(after))),
                        explain.destinations_line(sb, sa)))))
     write_comparison(out, c)

@@ -65,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         table = getattr(frames, TABLES[args.table])
         table.write_parquet(args.out, compression=COMPRESSION, statistics=False)
-        seg = frames.io_segments
-        rd = seg.filter(pl.col("op") == "read")["length"].sum()
-        wr = seg.filter(pl.col("op") == "write")["length"].sum()
+        seg = frames.segments()
+        rd = int(seg.filter(pl.col("op") == "read")["length"].sum())
+        wr = int(seg.filter(pl.col("op") == "write")["length"].sum())
         rows = seg.height
     incomplete = incomplete_logs(frames.darshan_logs).height
     # a truncated log still gives a table (what could be read): say it is partial

@@ -11,22 +11,25 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 from matplotlib import rc_context
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from correlate.reports.timeline import IO_COLOURS, OTHER_COLOUR  # noqa: E402
+from correlate.scalars import number
 
 DPI = 100
 WIDTH_IN = 12.0
 MAX_LANES = 48
 MAX_PREFIX_BARS = 15
-RC = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "dask-correlate",
+RC: dict[Any, Any] = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "dask-correlate",
       "path.simplify": False, "axes.spines.top": False, "axes.spines.right": False}
 
 
@@ -65,7 +68,7 @@ def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
         ax.set_yticks(np.arange(shown) + 0.4, [plain(x) for x in lane_labels[:shown]])
         ax.set_ylim(shown, -0.2)
         ax.set_xlabel("seconds since the first task started")
-        end = float(bars["stop"].max() or 0) / 1e9 if bars.height else 1.0
+        end = (number(bars["stop"].max()) or 0.0) / 1e9 if bars.height else 1.0
         ax.set_xlim(0, max(end, 1e-6) * 1.01)
         title = "Task executions per worker thread, I/O overlaid"
         if len(lane_labels) > shown:
@@ -76,7 +79,7 @@ def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
         return _save(fig, path)
 
 
-def _draw_tasks(ax: object, bars: pl.DataFrame, colours: dict[str, str]) -> None:
+def _draw_tasks(ax: Axes, bars: pl.DataFrame, colours: dict[str, str]) -> None:
     if bars.is_empty():
         return
     verts = _rects(bars["start"].to_numpy() / 1e9, bars["stop"].to_numpy() / 1e9,
@@ -84,18 +87,18 @@ def _draw_tasks(ax: object, bars: pl.DataFrame, colours: dict[str, str]) -> None
     faces = [colours.get(p, OTHER_COLOUR) for p in bars["prefix"].to_list()]
     # white separators help few bars; with thousands they would wash the colours out
     edges = "white" if bars.height <= 2000 else "face"
-    ax.add_collection(PolyCollection(verts, facecolors=faces, edgecolors=edges,  # type: ignore[attr-defined]
+    ax.add_collection(PolyCollection(list(verts), facecolors=faces, edgecolors=edges,
                                      linewidths=0.3))
 
 
-def _draw_io(ax: object, io: pl.DataFrame) -> None:
+def _draw_io(ax: Axes, io: pl.DataFrame) -> None:
     for op, colour in sorted(IO_COLOURS.items()):
         part = io.filter(pl.col("op") == op)
         if part.is_empty():
             continue
         y = part["lane"].to_numpy().astype(float) + (0.6 if op == "read" else 0.7)
         verts = _rects(part["start"].to_numpy() / 1e9, part["stop"].to_numpy() / 1e9, y, 0.1)
-        ax.add_collection(PolyCollection(verts, facecolors=colour, edgecolors=colour,  # type: ignore[attr-defined]
+        ax.add_collection(PolyCollection(list(verts), facecolors=colour, edgecolors=colour,
                                          linewidths=0.6))
 
 

@@ -35,6 +35,7 @@ import polars as pl
 from correlate.reports import ReportOptions
 from correlate.reports.aggregate import worker_label
 from correlate.reports.load import Outputs
+from correlate.scalars import integer
 
 #: task executions (drawn slices) in a trace when no window is asked for
 TASK_LIMIT = 100_000
@@ -60,7 +61,7 @@ EVENT_COLUMNS = ["time_ns", "key", "worker", "host", "pid", "start", "finish", "
 
 def _t0(tasks: pl.DataFrame, seg: pl.DataFrame, sched: pl.DataFrame) -> int:
     starts = [tasks["start_ns"].min(), seg["start_ns"].min(), sched["time_ns"].min()]
-    known = [int(s) for s in starts if s is not None]  # type: ignore[call-overload]
+    known = [s for s in map(integer, starts) if s is not None]
     return min(known) if known else 0
 
 
@@ -105,12 +106,13 @@ def threads(tasks: pl.DataFrame, seg: pl.DataFrame, procs: pl.DataFrame) -> pl.D
         tid=(pl.int_range(pl.len()).over("tpid") + 2).cast(pl.Int64))
 
 
-def _encode(df: pl.DataFrame, order: int, **fields: pl.Expr) -> pl.DataFrame:
+def _encode(df: pl.DataFrame, order: int, **fields: pl.Expr | str) -> pl.DataFrame:
     """One row per event: sort columns + the event as a JSON string."""
     return df.select(
         pid=pl.col("pid_t"), tid=pl.col("tid_t"), ts=pl.col("ts_t"),
         dur=pl.col("dur_t"), order=pl.lit(order, pl.Int32),
-        json=pl.struct(**fields).struct.json_encode())
+        json=pl.struct(*(pl.col(v).alias(k) if isinstance(v, str) else v.alias(k)
+                         for k, v in fields.items())).struct.json_encode())
 
 
 def _meta(procs: pl.DataFrame, thr: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
@@ -225,9 +227,9 @@ def _extra_tracks(seg: pl.DataFrame, thr: pl.DataFrame) -> pl.DataFrame:
     used = used.select("tpid", "track_tid").unique()
     names = thr.select("tpid", track_tid=pl.col("tid") + OUTSIDE_TID, thread_id="thread_id")
     used = used.join(names, on=["tpid", "track_tid"], how="left")
-    label = pl.when(pl.col("track_tid") == NO_THREAD_TID).then(pl.lit("I/O without thread id"))
-    label = label.otherwise(pl.format("I/O outside tasks · thread {}",
-                                      pl.col("thread_id").cast(pl.String)))
+    label = (pl.when(pl.col("track_tid") == NO_THREAD_TID).then(pl.lit("I/O without thread id"))
+             .otherwise(pl.format("I/O outside tasks · thread {}",
+                                  pl.col("thread_id").cast(pl.String))))
     return used.select(pid_t="tpid", tid_t="track_tid", name=label)
 
 
@@ -364,10 +366,10 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
         kept = starts.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).select("execution_id")
         drawn = drawn.join(kept, on="execution_id", how="semi", maintain_order="left")
     seg, sched = _in_window(out, drawn, w0, w1, bounded)
-    arrived = out.scan("arrivals")
+    arriving = out.scan("arrivals")
     if bounded:
-        arrived = arrived.filter((pl.col("time_ns") >= w0) & (pl.col("time_ns") < w1))
-    arrived = out.collect("arrivals", arrived)
+        arriving = arriving.filter((pl.col("time_ns") >= w0) & (pl.col("time_ns") < w1))
+    arrived = out.collect("arrivals", arriving)
     t0 = min(_t0(drawn, seg, sched), first_time(arrived) or 2**63 - 1)
     procs = processes(out, seg, sched)
     thr = threads(drawn, seg, procs)
@@ -380,7 +382,8 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
                      "file × operation, outside-task I/O per 100 ms × file × operation "
                      "(args.ops says how many were merged)")
         seg = _aggregate_segments(seg)
-    ends = [t0, *(int(x) for x in (task_rows["e"].max(), seg["e"].max()) if x is not None)]
+    ends = [t0, *(x for x in (integer(task_rows["e"].max()), integer(seg["e"].max()))
+                  if x is not None)]
     instants, note = _instants(sched, procs, t0)
     del sched
     notes += [note] if note else []

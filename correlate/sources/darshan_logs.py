@@ -27,6 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import polars as pl
@@ -39,10 +40,11 @@ from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
 from correlate.sources import dxt_layouts as L
 from correlate.sources import dxt_stream as S
 
+_zlib: ModuleType  # ISA-L's zlib module or the standard one: the same interface
 try:  # ISA-L inflates DXT regions faster than zlib; same streams, same results
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover
-    _zlib = zlib  # type: ignore[no-redef]
+    _zlib = zlib
 
 _PID_IN_NAME = re.compile(r"_id(\d+)-(\d+)_")
 _OPS = pl.Series(["read", "write"], dtype=IO_SEGMENTS.column("op").polars_dtype())
@@ -62,6 +64,12 @@ class DarshanFrames:
     def warnings(self) -> tuple[str, ...]:
         return tuple(f"{f}: {p}" for f, p in self.problems)
 
+    def segments(self) -> pl.DataFrame:
+        """``io_segments`` as a DataFrame: as read, or read from the logs now when ``load`` was
+        asked to leave them there."""
+        seg = self.io_segments
+        return seg if isinstance(seg, pl.DataFrame) else seg.collect()
+
 
 def _inflate(raw: bytes, comp_type: int) -> bytes:
     if comp_type == L.COMP_NONE:
@@ -80,13 +88,13 @@ def _inflate(raw: bytes, comp_type: int) -> bytes:
     return b"".join(out)
 
 
-def _check_bounds(buf: bytes, off: int, length: int) -> None:
+def _check_bounds(buf: L.LogBytes, off: int, length: int) -> None:
     if off + length > len(buf):
         raise ValueError(f"region extends past the end of the file ({off + length} > "
                          f"{len(buf)} bytes): truncated log")
 
 
-def _region(buf: bytes, off: int, length: int, comp_type: int) -> bytes:
+def _region(buf: L.LogBytes, off: int, length: int, comp_type: int) -> bytes:
     _check_bounds(buf, off, length)
     try:
         return _inflate(buf[off:off + length], comp_type)
@@ -185,7 +193,7 @@ def _unknown(n: int) -> pl.Series:
     return pl.repeat(None, n, dtype=pl.Int64, eager=True)
 
 
-def _counter_frame(buf: bytes, module: str, version: int, byteorder: str,
+def _counter_frame(buf: bytes, module: str, version: int, byteorder: L.ByteOrder,
                    names: dict[int, str], pid: int, start_ns: int, log: str) -> pl.DataFrame:
     layout = L.counter_layout(module, version)
     recs = L.counter_records(buf, layout, byteorder)
@@ -208,7 +216,7 @@ def _traced(recs: L.DxtRecords, module: str) -> pl.DataFrame:
 Sink = Callable[[pl.DataFrame], None]
 
 
-def _page_dropper(buf: bytes, off: int) -> Callable[[int], None] | None:
+def _page_dropper(buf: L.LogBytes, off: int) -> Callable[[int], None] | None:
     """For a mapped log: drop the pages of a region's first ``n`` bytes once inflated, so that
     the file's pages do not stay in this process's memory (they are the page cache's, read
     again if needed)."""
@@ -224,7 +232,7 @@ def _page_dropper(buf: bytes, off: int) -> Callable[[int], None] | None:
     return drop
 
 
-def _dxt_module(buf: bytes, off: int, length: int, hdr: L.Header, mod_id: int, module: str,
+def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: int, module: str,
                 names: dict[int, str], pid: int, start_ns: int, log: str, with_segments: bool,
                 live: bool
                 ) -> Generator[pl.DataFrame, None, tuple[L.DxtRecords, list[pl.DataFrame]]]:
@@ -266,7 +274,7 @@ def _dxt_module(buf: bytes, off: int, length: int, hdr: L.Header, mod_id: int, m
         return region.records, frames
 
 
-def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
+def _decode_modules(buf: L.LogBytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
                     start_ns: int, log: str, with_segments: bool,
                     live: bool = False) -> Generator[pl.DataFrame, None, None]:
     failed, present, partial, segments = [], [], [], []
@@ -298,7 +306,7 @@ def _decode_modules(buf: bytes, hdr: L.Header, names: dict[int, str], out: _Log,
         out.segments = pl.concat(segments)
 
 
-def _job_region_end(hdr: L.Header, buf: bytes) -> int:
+def _job_region_end(hdr: L.Header, buf: L.LogBytes) -> int:
     """The job region runs from the header to the first other region (or the file's end)."""
     starts = [off for off, length in (hdr.name_map, *hdr.mod_map) if length]
     return min(starts) if starts else len(buf)
@@ -359,7 +367,7 @@ def iter_log(path: Path, segments: bool = True, live: bool = True
     return out
 
 
-def _names(buf: bytes, hdr: L.Header) -> tuple[dict[int, str], list[str]]:
+def _names(buf: L.LogBytes, hdr: L.Header) -> tuple[dict[int, str], list[str]]:
     """Record id → path, and what went wrong (paths are then missing, the records still read)."""
     try:
         names = L.parse_names(_region(buf, *hdr.name_map, hdr.comp_type), hdr)
@@ -479,11 +487,12 @@ def incomplete_logs(logs: pl.DataFrame) -> pl.DataFrame:
     ).filter((pl.col("failed") != "") | pl.col("partial") | (pl.col("untraced") > 0))
 
 
-HEATMAP_SCHEMA = {"pid": pl.Int64, "module": pl.String, "op": pl.String,
-                  "bin_start_ns": pl.Int64, "bin_stop_ns": pl.Int64, "bytes": pl.Float64}
+HEATMAP_SCHEMA = pl.Schema({"pid": pl.Int64, "module": pl.String, "op": pl.String,
+                            "bin_start_ns": pl.Int64, "bin_stop_ns": pl.Int64,
+                            "bytes": pl.Float64})
 
 
-def _heatmap_records(region: bytes, byteorder: str) -> list[tuple[int, float, np.ndarray,
+def _heatmap_records(region: bytes, byteorder: L.ByteOrder) -> list[tuple[int, float, np.ndarray,
                                                                     np.ndarray]]:
     """(record id, bin width s, write bins, read bins) of a HEATMAP region: each record is the
     in-memory struct as Darshan wrote it, i.e. the (id, rank) base, the bin width (double), the

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 from correlate.errors import InputError
 from correlate.mappers import Mapper, local_map
@@ -15,7 +17,7 @@ from correlate.sources import FORMATS
 from correlate.sources.frames import RunFrames
 
 
-def _adapter(fmt: str):  # type: ignore[no-untyped-def]
+def _adapter(fmt: str) -> ModuleType:
     return importlib.import_module(FORMATS[fmt][0])
 
 
@@ -42,7 +44,7 @@ def detected_as(path: Path, fmt: str) -> str | None:
         return None
 
 
-def _not_that_format(path: Path, fmt: str) -> None:
+def _not_that_format(path: Path, fmt: str) -> NoReturn:
     """A ``--format`` the folder is not in, as one line saying what to give instead."""
     found = detected_as(path, fmt)
     hint = (f"the folder is in format {found}: drop --format or give --format {found}" if found
@@ -50,7 +52,7 @@ def _not_that_format(path: Path, fmt: str) -> None:
     raise InputError(path, f"--format {fmt} needs {FORMATS[fmt][1]}, not found here; {hint}")
 
 
-def _unrecognised(path: Path) -> None:
+def _unrecognised(path: Path) -> NoReturn:
     """Why ``path`` is no run folder, and what to do instead, as one line."""
     names = sorted(p.name for p in path.iterdir())
     logs = [n for n in names if n.endswith(".darshan")]

@@ -27,12 +27,18 @@ DXT_MPIIO version 1 did not record offsets (darshan-util sets them to -1).
 
 from __future__ import annotations
 
+import mmap
 import re
 import struct
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple, TypeAlias
 
 import numpy as np
+
+#: a whole log's bytes: read into memory or memory-mapped (a slice of either is bytes)
+LogBytes: TypeAlias = bytes | mmap.mmap
+#: the byte order of a log's contents after its header, as ``struct`` and numpy write it
+ByteOrder: TypeAlias = Literal["<", ">"]
 
 HEADER_SIZE = 8 + 8 + 8 + 8 + 16 + 64 * 16 + 64 * 4  # 1328 for format 3.41
 HEADER_SIZE_3_00 = 8 + 8 + 1 + 3 + 4 + 16 + 16 * 16 + 16 * 4  # 360 for 3.00 ... 3.21
@@ -121,7 +127,7 @@ class Header:
     mod_map: tuple[tuple[int, int], ...]
     mod_ver: tuple[int, ...]
     #: "<" or ">": the byte order of everything after the header
-    byteorder: str = "<"
+    byteorder: ByteOrder = "<"
     #: where the job record starts
     size: int = HEADER_SIZE
 
@@ -163,7 +169,7 @@ def _today_id(fmt: tuple[int, int], slot: int) -> int:
     return slot
 
 
-def _byte_order(buf: bytes) -> str:
+def _byte_order(buf: LogBytes) -> ByteOrder:
     (magic,) = struct.unpack_from("<q", buf, 8)
     if magic == MAGIC:
         return "<"
@@ -172,7 +178,7 @@ def _byte_order(buf: bytes) -> str:
     raise ValueError("not a Darshan log (bad magic number)")
 
 
-def parse_header(buf: bytes) -> Header:
+def parse_header(buf: LogBytes) -> Header:
     """Parse the fixed header of any known format; raises ValueError with the problem."""
     if len(buf) < 16:
         raise ValueError(f"too short for a Darshan log header ({len(buf)} bytes)")
@@ -213,11 +219,11 @@ def parse_job(region: bytes, hdr: Header) -> tuple[dict[str, int | str], str,
         (uid, ss, es, nprocs, jobid, meta), sns, ens = job_struct.unpack_from(region, 0), 0, 0
     rest = region[job_struct.size:].split(b"\0", 1)[0].decode("utf-8", "replace")
     exe, *mount_lines = rest.split("\n")
-    mounts = [tuple(m.split("\t", 1)) for m in mount_lines if "\t" in m]
-    job = {"uid": uid, "start_ns": ss * 1_000_000_000 + sns, "end_ns": es * 1_000_000_000 + ens,
+    mounts = [(kind, path) for kind, path in (m.split("\t", 1) for m in mount_lines if "\t" in m)]
+    job: dict[str, int | str] = {"uid": uid, "start_ns": ss * 1_000_000_000 + sns, "end_ns": es * 1_000_000_000 + ens,
            "nprocs": nprocs, "jobid": jobid,
            "metadata": meta.split(b"\0", 1)[0].decode("utf-8", "replace")}
-    return job, exe, mounts  # type: ignore[return-value]
+    return job, exe, mounts
 
 
 def parse_names(region: bytes, hdr: Header | None = None) -> dict[int, str]:
@@ -300,7 +306,7 @@ def _layout_order(module: str, module_version: int) -> list[str]:
 
 
 def split_dxt(buf: bytes, module_version: int, segments: bool = True, *,
-              module: str = "DXT_POSIX", byteorder: str = "<") -> DxtRecords:
+              module: str = "DXT_POSIX", byteorder: ByteOrder = "<") -> DxtRecords:
     """Find the segment layout by exact consumption and split headers from segments (without
     ``segments``, the record headers only: ``segments`` is then empty)."""
     order = _layout_order(module, module_version)
@@ -359,7 +365,8 @@ def _version_problem(module: str, version: int, newest: int) -> str:
             f"1 to {newest})" + (": upgrade dask-correlate" if version > newest else ""))
 
 
-def counter_records(buf: bytes, layout: CounterLayout, byteorder: str = "<") -> np.ndarray:
+def counter_records(buf: bytes, layout: CounterLayout, byteorder: ByteOrder = "<"
+                    ) -> np.ndarray:
     """POSIX/STDIO records: base (id u64, rank i64) + counters i64[n] + fcounters f64[m]."""
     dtype = np.dtype([("id", "<u8"), ("rank", "<i8"), ("c", "<i8", (layout.counters,)),
                       ("f", "<f8", (layout.fcounters,))])

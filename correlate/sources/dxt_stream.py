@@ -18,17 +18,19 @@ import bz2
 import queue
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 
 import numpy as np
 
 from correlate.sources import dxt_layouts as L
 
+_zlib: ModuleType  # ISA-L's zlib module or the standard one: the same interface
 try:  # ISA-L inflates DXT regions faster than zlib; same streams, same results
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover
-    _zlib = zlib  # type: ignore[no-redef]
+    _zlib = zlib
 
 #: inflated bytes at most per chunk: the unit of memory (a chunk, its segments' copy and their
 #: frame), and the size up to which a region is split whole, exactly as ``split_dxt`` does
@@ -73,7 +75,8 @@ def inflate_chunks(buf: bytes | memoryview, comp_type: int, size: int = CHUNK,
 
 def _inflate_zlib(mv: memoryview, size: int, consumed: Callable[[int], None]
                   ) -> Iterator[bytes]:
-    d, at, pending = _zlib.decompressobj(), 0, b""
+    d, at = _zlib.decompressobj(), 0
+    pending: bytes | memoryview = b""
     while True:
         if not pending:
             if at >= len(mv):
@@ -116,7 +119,7 @@ def _inflate_bz2(mv: memoryview, size: int, consumed: Callable[[int], None]
             yield out
 
 
-def prefetched(chunks: Iterator[bytes], depth: int = 2) -> Iterator[bytes]:
+def prefetched(chunks: Iterator[bytes], depth: int = 2) -> Generator[bytes, None, None]:
     """``chunks`` produced in a thread, ``depth`` ahead: ISA-L and zlib inflate without the
     GIL, so the next chunk inflates while this one is decoded and written."""
     q: queue.Queue = queue.Queue(depth)
@@ -179,7 +182,7 @@ class Walker:
     chunk's end is carried over to the next chunk."""
 
     layout: str
-    byteorder: str
+    byteorder: L.ByteOrder
     max_bytes: int
     keep_segments: bool = True
     record_id: list[int] = field(default_factory=list)
@@ -238,8 +241,8 @@ class Walker:
             return None
         if self.byteorder != "<":
             views = [v.astype(self.dtype) for v in views]
-        rec, write, first, count = zip(*pieces, strict=True)
-        return Batch(views, np.array(rec, dtype=np.int64), np.array(write, dtype=bool),
+        rec, writes, first, count = zip(*pieces, strict=True)
+        return Batch(views, np.array(rec, dtype=np.int64), np.array(writes, dtype=bool),
                      np.array(first, dtype=np.int64), np.array(count, dtype=np.int64),
                      np.array([self.record_id[r] for r in rec], dtype=np.uint64),
                      np.array([self.rank[r] for r in rec], dtype=np.int64),
@@ -274,7 +277,8 @@ def _sane(pieces: list[np.ndarray]) -> bool:
     return bool(ok.all())
 
 
-def choose_layout(first: bytes, order: list[str], byteorder: str, max_bytes: int) -> str:
+def choose_layout(first: bytes, order: list[str], byteorder: L.ByteOrder, max_bytes: int
+                  ) -> str:
     """The layout of a region that does not fit one chunk, judged on its first chunk."""
     headers_only = None
     for layout in order:
@@ -305,7 +309,7 @@ class Region:
     comp_type: int
     module: str
     module_version: int
-    byteorder: str = "<"
+    byteorder: L.ByteOrder = "<"
     keep_segments: bool = True
     exclude: tuple[str, ...] = ()
     #: told how many of the region's bytes will not be read again (see ``inflate_chunks``)

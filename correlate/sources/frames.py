@@ -85,8 +85,9 @@ class RunFrames:
 
     def collected(self) -> RunFrames:
         """The same frames with every lazy table read."""
-        lazy = {n: self.table(n) for n in self.table_names()
-                if isinstance(getattr(self, n), pl.LazyFrame)}
+        # Any: mypy checks ``**lazy`` against every field's type, the str ones too
+        lazy: dict[str, Any] = {n: self.table(n) for n in self.table_names()
+                                if isinstance(getattr(self, n), pl.LazyFrame)}
         return replace(self, **lazy) if lazy else self
 
 

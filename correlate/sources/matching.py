@@ -312,6 +312,8 @@ def match_workers(ex: pl.DataFrame, segs: pl.DataFrame, procs: pl.DataFrame,
         if not found:
             break
     for (w, m) in list(out.items()):  # every match's process I/O against its windows
+        if m.host is None or m.pid is None:  # an unmatched worker: no process to look at
+            continue
         if w in windows and (m.host, m.pid) in mids and "inside_windows" not in m.evidence:
             n = mids[(m.host, m.pid)].height
             out[w] = m._replace(evidence={**m.evidence, "executor_segments": n,

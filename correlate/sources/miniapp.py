@@ -40,6 +40,8 @@ SOURCE = "miniapp"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+# the base is chosen at import (libyaml's loader when PyYAML was built with it), which mypy
+# cannot take as a class base
 class _TupleLoader(_Loader):  # type: ignore[misc, valid-type]
     """Safe loader that also reads ``!!python/tuple`` (as a tuple, nothing else)."""
 
@@ -121,6 +123,7 @@ def _yappi(folder: Path, warnings: list[str]) -> tuple[pl.DataFrame, int | None]
     pid = int(head["pid"]) if head.get("pid", "").isdigit() else None
     clock = "cpu" if "--yappi=cpu" in head.get("cmd", "") else "wall"
     try:
+        # typeshed's Stats does not declare the dict it fills (no public getter gives it as is)
         stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
     except Exception as err:  # marshal/pstats raise many types on a damaged file
         warnings.append(f"{path}: unreadable pstats file ({type(err).__name__}); skipped")
@@ -147,7 +150,7 @@ def _lacks(executions: pl.DataFrame, io: darshan_logs.DarshanFrames | None,
            "dependencies and transfers are unknown; lifecycles hold executions and startstops"]
     if io is None:
         out.append("no Darshan logs in the folder: no I/O data")
-    elif io.io_segments.is_empty():
+    elif io.segments().is_empty():
         out.append("the Darshan logs have no DXT traces: I/O is known exactly per file and "
                    "process only; per task it is estimated from the POSIX counters' first/last "
                    "call times (and HEATMAP bins) over the tasks running then (counter-window)")
@@ -190,7 +193,7 @@ def load(folder: Path, mapper: Mapper = local_map) -> RunFrames:
         processes=conform(processes, TABLES["processes"]).with_columns(
             pl.col("host").fill_null("?")),
         executions=executions, startstops=startstops, func_stats=func_stats,
-        io_segments=_with_host(io.io_segments, hosts) if io else TABLES["io_segments"].empty(),
+        io_segments=_with_host(io.segments(), hosts) if io else TABLES["io_segments"].empty(),
         io_file_counters=(_with_host(io.io_file_counters, hosts) if io
                           else TABLES["io_file_counters"].empty()),
         darshan_logs=_with_host(io.darshan_logs, hosts) if io else TABLES["darshan_logs"].empty(),

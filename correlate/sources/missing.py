@@ -15,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from correlate.scalars import integer
+
 #: scheduler transitions that end an execution on a worker
 FINISHED = ("memory", "erred")
 
@@ -57,7 +59,7 @@ def removed_ns(events: pl.DataFrame | None, worker: str) -> int | None:
     if events is None or events.is_empty():
         return None
     t = events.filter((pl.col("event") == "remove_worker") & (pl.col("address") == worker))
-    return int(t["local_time_ns"].max()) if t.height else None
+    return integer(t["local_time_ns"].max())  # None: no such event
 
 
 def reason(proc_dir: Path | None, closed: dict[str, Any] | None, worker: str,

@@ -281,7 +281,8 @@ def _graph(df: pl.DataFrame | None, reader: _Reader) -> tuple[pl.DataFrame, set[
     summed over update_graph calls (a key resubmitted in a later call counts again)."""
     if df is None:
         return TABLES["dependencies"].empty(), set(), 0
-    rows, bad, untimed, keys, entries = [], 0, 0, set(), 0
+    rows, bad, untimed, entries = [], 0, 0, 0
+    keys: set[str] = set()
     for client, deps, t in df.select(_col(df, "client"), _col(df, "dependencies"),
                                      _col(df, "time")).iter_rows():
         try:
@@ -317,7 +318,7 @@ def _log_processes(io: darshan_logs.DarshanFrames) -> pl.DataFrame:
              .drop_nulls("d").unique().group_by("pid")
              .agg(local_directory=pl.col("d").first(), n=pl.len())
              .filter(pl.col("n") == 1).drop("n"))
-    first_thread = (io.io_segments.drop_nulls("thread_id").sort("local_start_ns")
+    first_thread = (io.segments().drop_nulls("thread_id").sort("local_start_ns")
                     .group_by("pid").agg(main_thread_id=pl.col("thread_id").first()))
     hosts = io.darshan_logs["host"].drop_nulls().unique()
     first = pl.col("exe").str.extract(r"^(\S+)").str.extract(r"([^/]+)$")
@@ -376,7 +377,7 @@ def _match_workers(ex: pl.DataFrame, io: darshan_logs.DarshanFrames | None, proc
                    ) -> tuple[dict[str, Match], dict[tuple[str, int], str]]:
     if io is None:
         return {w: Match(None, None, "unmatched (no Darshan logs)") for w in workers}, {}
-    return matching.match_workers(ex, io.io_segments, procs, workers, _log_pairs(folder))
+    return matching.match_workers(ex, io.segments(), procs, workers, _log_pairs(folder))
 
 
 def _processes(workers: list[str], matches: dict[str, Match], procs: pl.DataFrame,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -180,7 +180,11 @@ def _written(reserve: Path) -> bool:
         return False
 
 
-def _with_proc(df: pl.DataFrame, info: dict[str, Any]) -> pl.DataFrame:
+#: a table read whole or scanned lazily
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+def _with_proc(df: Frame, info: dict[str, Any]) -> Frame:
     """Add the recording process; worker tables also get its address as ``worker``."""
     df = df.with_columns(host=pl.lit(info["host"]), pid=pl.lit(info["pid"], pl.Int64))
     if info["role"] == "worker":
@@ -218,7 +222,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     elif manifest.get("recorded_by") == "scheduler preload":
         reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
                                "(no `collect`): the job's command and exit code are unknown")
-    per_table: dict[str, list[pl.DataFrame]] = {t.name: [] for t in raw.RUN_TABLES}
+    per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     processes = []
     for d, info, closed in procs:
         if "format_version" in info:
@@ -238,7 +242,8 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
             df = reader.table(d, t.name)
             if df.height:
                 per_table[t.name].append(_with_proc(df, info))
-    tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None
+    # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
+    tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
                               for n, v in per_table.items()}
     io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False)
           if (run_dir / "darshan").is_dir() else None)
@@ -246,7 +251,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         frames = _canonical(tables, processes, io, reader)
         _missing(tables, frames["executions"], procs, manifest, reader)
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
-        raise unreadable(reader.unchecked, run_dir, err) from None
+        raise unreadable(reader.unchecked, str(run_dir), err) from None
     facts = (_facts(manifest, processes) if manifest is not None
              else _facts_without_manifest(procs, processes))
     # `collect` does not import Dask: the scheduler records the settings it ran with
@@ -317,8 +322,8 @@ def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
             "used" if ended else f"{name} has not closed: the job may still be running, or "
             "it and `collect` were killed; data up to its last flush is used")
         return
-    if isinstance(ended := closed.get("ended_by"), str):
-        reader.warnings.append(f"{name} was ended without a clean close ({ended}); its rows "
+    if isinstance(ended_by := closed.get("ended_by"), str):
+        reader.warnings.append(f"{name} was ended without a clean close ({ended_by}); its rows "
                                "were flushed as it exited")
     for table, reason, n in _dropped(closed):
         reader.rejects.append(("collector", name, f"{table}: rows dropped ({reason})", n))
