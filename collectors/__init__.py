@@ -2,17 +2,19 @@
 
 Importing this package imports nothing heavy (no polars, pyarrow, numpy or yappi); the plugins
 import yappi lazily at setup, and write their parts with the standard library alone. Public
-API: ``collectors.record`` (see ``collectors.api``).
+API: ``collectors.record``, and for clients that send data into Dask from outside (in situ)
+``collectors.declare_sender`` and ``collectors.scatter`` (see ``collectors.api``,
+docs/in-situ.md).
 """
 
 from __future__ import annotations
 
-__all__ = ["record"]
+__all__ = ["declare_sender", "record", "scatter"]
 
 
 def __getattr__(name: str):  # lazy, so `import collectors` stays cheap
-    if name == "record":
-        from collectors.api import record
+    if name in __all__:
+        from collectors import api
 
-        return record
+        return getattr(api, name)
     raise AttributeError(name)

@@ -55,3 +55,67 @@ def _close_scheduler_plugin(name: str, dask_scheduler: Any = None) -> None:
     plugin = dask_scheduler.plugins.pop(name, None)
     if plugin is not None:
         plugin.close_sink()
+
+
+#: where a sender's rank is read from when not given: ours first, then what MPI launchers and
+#: Slurm set in each rank's environment (MPICH/Hydra, PMIx, Open MPI, srun)
+RANK_VARIABLES = ("DASK_CORRELATE_RANK", "PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK",
+                  "SLURM_PROCID")
+
+
+def sender_rank(environ: Any = None) -> int | None:
+    """The rank this process sends data as: the first of ``RANK_VARIABLES`` set to an integer
+    (None: none is)."""
+    import os
+
+    env = os.environ if environ is None else environ
+    for name in RANK_VARIABLES:
+        value = env.get(name)
+        if value is not None and value.strip().lstrip("-").isdigit():
+            return int(value)
+    return None
+
+
+def declare_sender(client: Any, rank: int | None = None) -> int | None:
+    """Tell the recorded run that the data ``client`` scatters comes from ``rank`` (default:
+    ``sender_rank()``). Once per client, before or after its scatters; one event through the
+    scheduler (``client.log_event``). Returns the rank said (None: none known, nothing sent).
+    Never raises: a failure to tell is a warning, the job goes on."""
+    rank = sender_rank() if rank is None else int(rank)
+    if rank is not None:
+        _tell(client, {"client": client.id, "rank": rank})
+    return rank
+
+
+def scatter(client: Any, data: Any, *, step: Any = None, rank: int | None = None,
+            **kwargs: Any) -> Any:
+    """``client.scatter(data, **kwargs)`` (a synchronous client), then one event telling the
+    recorded run the keys it sent, their ``step`` (any value, kept as text; default: the keys'
+    Dask task group), the sender's ``rank`` (default: ``sender_rank()``) and how long the
+    scatter call took on this client's clock. Returns what ``client.scatter`` returns."""
+    import time
+
+    t0 = time.perf_counter()
+    futures = client.scatter(data, **kwargs)
+    send_s = time.perf_counter() - t0
+    from correlate.keys import key_str
+
+    found = (futures.values() if isinstance(futures, dict)
+             else futures if isinstance(futures, (list, tuple, set)) else [futures])
+    keys = [key_str(f.key) for f in found if hasattr(f, "key")]
+    _tell(client, {"client": client.id, "rank": sender_rank() if rank is None else int(rank),
+                   "keys": keys, "step": None if step is None else str(step),
+                   "send_s": send_s})
+    return futures
+
+
+def _tell(client: Any, msg: dict[str, Any]) -> None:
+    from collectors.scheduler_plugin import SENDER_TOPIC
+
+    try:
+        client.log_event(SENDER_TOPIC, msg)
+    except Exception as err:  # (the data was sent: only the note about it is lost)
+        import warnings
+
+        warnings.warn(f"dask-correlate: could not tell the scheduler about the sender "
+                      f"({type(err).__name__}: {err})", stacklevel=3)

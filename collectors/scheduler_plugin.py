@@ -1,7 +1,9 @@
 """Scheduler plugin: every transition with its context and every startstops entry, the task
 graph's edges, each task's span and annotations, Dask's spans and their fine performance
-metrics, workers and clients joining and leaving. Hooks append tuples; keys are rendered and
-rows expanded in the background flush."""
+metrics, workers and clients joining and leaving, and the data that enters Dask without an
+execution (``Scheduler.update_data``, which fires no transition) with what its senders said of it
+(``collectors.api``). Hooks append tuples; keys are rendered and rows expanded in the background
+flush."""
 
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ from collectors.sink import (
 )
 from correlate.keys import key_str, key_texts
 
+#: Dask's events topic on which ``collectors.api`` tells who sends the data it scatters
+SENDER_TOPIC = "dask-correlate-sender"
+
 #: values per raw transition (flat, as in collectors.sink): time, key, start, finish, kwargs
 _TRANSITION = 5
 
@@ -47,6 +52,9 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self._graphs: deque = deque()
         self._annotations: deque = deque()
         self._append_transition: Callable[[tuple], None] = self._transitions.extend
+        self._arrivals: deque = deque()
+        self._notes: deque = deque()
+        self._unwrap: list = []
 
     async def start(self, scheduler: Any) -> None:
         self._start(scheduler)
@@ -60,7 +68,8 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         tables = {t.name: t for t in (schema.SCHEDULER_TRANSITIONS, schema.TASK_STARTSTOPS,
                                       schema.TASK_DEPENDENCIES, schema.TASK_ANNOTATIONS,
                                       schema.SPANS_RAW, schema.SPAN_METRICS_RAW,
-                                      schema.CLUSTER_EVENTS)}
+                                      schema.CLUSTER_EVENTS, schema.SCHEDULER_ARRIVALS,
+                                      schema.SENDER_NOTES)}
         self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
         self._transitions, self._append_transition = self.sink.raw("scheduler_transitions",
                                                                    _TRANSITION)
@@ -70,6 +79,53 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.sink.before_flush.append(self._expand)
         stop_with(scheduler, self.sink)
         self.sink.start()
+        self._watch_update_data(scheduler)
+
+    def _watch_update_data(self, scheduler: Any) -> None:
+        """Wrap ``Scheduler.update_data``: data a client scatters (directly to the workers or
+        through ``Scheduler.scatter``) reaches the scheduler's memory there, with no transition
+        and no plugin hook. The wrapper calls Dask's method first, unchanged, then appends one
+        tuple: only keys entering memory without an execution cost anything. It is reached
+        through the instance attribute (``Scheduler.scatter``) and the two handler tables
+        that bound the method when the scheduler was made (the client's rpc and stream)."""
+        original = getattr(scheduler, "update_data", None)
+        if original is None:
+            return
+        arrivals = self._arrivals
+        comms = getattr(scheduler, "client_comms", {})
+
+        def update_data(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if not args:  # (Dask passes keywords only; anything else is left alone)
+                client = kwargs.get("client")
+                # the client's address now: it may have left by the time of the flush
+                stream = comms.get(client) if isinstance(client, str) else None
+                arrivals.append((time.time_ns(), kwargs.get("who_has"), kwargs.get("nbytes"),
+                                 client, getattr(getattr(stream, "comm", None), "peer_address",
+                                                 None)))
+            return result
+
+        scheduler.update_data = update_data
+        self._unwrap.append((scheduler.__dict__, "update_data", update_data, None))
+        for table in (getattr(scheduler, "handlers", None),
+                      getattr(scheduler, "stream_handlers", None)):
+            for name in ("update_data", "update-data"):
+                if isinstance(table, dict) and table.get(name) == original:
+                    table[name] = update_data
+                    self._unwrap.append((table, name, update_data, original))
+
+    def _restore_update_data(self) -> None:
+        for table, name, ours, original in self._unwrap:
+            if table.get(name) is ours:
+                if original is None:
+                    del table[name]
+                else:
+                    table[name] = original
+        self._unwrap.clear()
+
+    def log_event(self, topic: str, msg: Any) -> None:
+        if topic == SENDER_TOPIC:  # (one comparison for any other event)
+            self._notes.append((time.time_ns(), msg))
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
         self._append_transition((time.time_ns(), key, start, finish, kwargs))
@@ -116,7 +172,35 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                 sink.append("task_annotations", (
                     t_ns, key_str(key), ids[-1],
                     json.dumps(rest, sort_keys=True, default=str) if rest else None))
+        self._expand_arrivals(sink)
         self._snapshot_spans(sink)
+
+    @never_raise
+    def _expand_arrivals(self, sink: ProcessSink) -> None:
+        for t_ns, who_has, nbytes, client, address in drain(self._arrivals):
+            sizes = nbytes if isinstance(nbytes, dict) else {}
+            for key, workers in (who_has or {}).items():
+                k, size = key_str(key), sizes.get(key)
+                size = size if isinstance(size, int) and size >= 0 else None
+                for worker in workers or (None,):
+                    sink.append("scheduler_arrivals", (t_ns, k, worker, size, client,
+                                                       address))
+        for t_ns, msg in drain(self._notes):
+            if not isinstance(msg, dict) or not isinstance(msg.get("client"), str):
+                continue  # (not ours: someone else's event on the topic)
+            rank = msg.get("rank")
+            rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+            send = msg.get("send_s")
+            send = float(send) if isinstance(send, (int, float)) else None
+            step = msg.get("step")
+            step = None if step is None else str(step)
+            keys = msg.get("keys")
+            if not isinstance(keys, (list, tuple)) or not keys:  # (msgpack: a tuple)
+                sink.append("sender_notes", (t_ns, msg["client"], rank, None, None, None))
+                continue
+            for key in keys:
+                sink.append("sender_notes", (t_ns, msg["client"], rank, key_str(key), step,
+                                             send))
 
     def _snapshot_spans(self, sink: ProcessSink) -> None:
         """Dask's spans and the fine performance metrics the workers' heartbeats gave each
@@ -202,6 +286,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
 
     @never_raise
     def close_sink(self) -> None:
+        self._restore_update_data()
         if self.sink is not None:
             self.sink.close()
             self.sink = None

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, coroutines, waits
+from correlate import align, arrivals, coroutines, waits
 from correlate.attribution import spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -37,6 +37,8 @@ from correlate.spans import DEFAULT_SPAN
 from correlate.summary import build_summary, dxt_captured, profile_coverage, profile_warnings
 
 OUTPUT_TABLES = outputs.NAMES
+#: written only when the run has such data (a run without keeps today's outputs exactly)
+OPTIONAL_TABLES = outputs.OPTIONAL_NAMES
 
 
 #: what events and waits read of the transitions (read once, let go after both); the columns
@@ -64,11 +66,18 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
     return ex.with_columns(group=pl.coalesce("group", "prefix"))
 
 
-def _key_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
-    """Per key: its scheduler-side and external waits."""
+def _key_waits(transitions: pl.DataFrame, frames: RunFrames
+               ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per key: its scheduler-side and external waits; and the run's arrivals of data from
+    outside Dask (scattered keys, external-state tasks) that the external waits come from."""
     key_waits = waits.scheduler_waits(transitions)
-    ext = waits.external_waits(transitions, dependencies, key_waits)
-    return key_waits.drop("t_wait").join(ext, on="key", how="left")
+    # (the scheduler's sizes are read from the full transitions, only when there are such keys)
+    external = arrivals.external_state_arrivals(
+        frames.transitions, waits.external_arrivals(transitions).drop_nulls("t_arrival"))
+    arrived = arrivals.arrivals_table(frames.data_arrivals, frames.senders, external)
+    ext = arrivals.external_waits(arrivals.arrival_times(arrived), frames.dependencies,
+                                  key_waits)
+    return key_waits.drop("t_wait").join(ext, on="key", how="left"), arrived
 
 
 def _spill_columns(ex: pl.DataFrame, spill_io: pl.DataFrame, frames: RunFrames
@@ -150,7 +159,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds(transitions))
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
-    key_waits = _key_waits(transitions, frames.dependencies)
+    key_waits, arrived = _key_waits(transitions, frames)
     del transitions
     windows = coroutines.io_windows(ex, frames.execution_slices)
     parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
@@ -190,11 +199,18 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", unattributed),
             "clocks": _put(sink, "clocks", clocks)}
+    if not arrived.is_empty():
+        kept["arrivals"] = _put(sink, "arrivals", arrived)
+        kept["arrival_steps"] = _put(sink, "arrival_steps", arrivals.steps_table(
+            arrived, frames.dependencies, kept["tasks"]))
     summary = build_summary(frames, kept, parts["segment_totals"],
                             stdio_totals(frames.io_file_counters),
                             counter_totals(untraced_counters(
                                 frames.io_file_counters, frames.darshan_logs)),
                             parts["shuffle_io"], group_by)
+    if "arrivals" in kept:  # (absent without: today's summary exactly)
+        summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
+                                               frames.senders)
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
     inference = threads.counts_of(parts["inferred_threads"])
@@ -249,7 +265,9 @@ def correlate_frames(frames: RunFrames, mapper: Mapper = local_map,
     the result is the same); ``group_by``: annotation keys the summary groups tasks by."""
     sink = MemorySink()
     result = _correlate(frames, mapper, sink, group_by)
-    return Correlated(tables={name: sink.tables[name] for name in OUTPUT_TABLES},
+    return Correlated(tables={name: sink.tables[name] for name in (*OUTPUT_TABLES,
+                                                                   *OPTIONAL_TABLES)
+                              if name in sink.tables},
                       summary=result.summary)
 
 

@@ -62,15 +62,11 @@ def external_arrivals(transitions: pl.DataFrame) -> pl.DataFrame:
 
 def external_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame,
                    waits: pl.DataFrame) -> pl.DataFrame:
-    """Per key: how long it waited (after entering ``waiting``) for external dependencies."""
-    ext = external_arrivals(transitions)
-    if ext.is_empty() or dependencies.is_empty():
-        return pl.DataFrame(schema={"key": pl.String, "wait_external_s": pl.Float64})
-    ext = ext.with_columns(pl.col("key").cast(pl.String))  # (Categorical in the engine)
-    deps = dependencies.join(ext, left_on="depends_on", right_on="key").join(
-        waits.select("key", "t_wait"), on="key")
-    return deps.group_by("key").agg(
-        wait_external_s=((pl.col("t_arrival") - pl.col("t_wait")).max() * 1e-9).clip(0.0))
+    """Per key: how long its external-state dependencies kept it waiting
+    (``correlate.arrivals.external_waits``; the engine adds the scattered keys)."""
+    from correlate.arrivals import external_waits as waits_on
+
+    return waits_on(external_arrivals(transitions).drop_nulls("t_arrival"), dependencies, waits)
 
 
 def transfer_inputs(startstops: pl.DataFrame, transfers: pl.DataFrame,

@@ -87,6 +87,7 @@ def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     from correlate import compare
+    from correlate.compare_arrivals import explain_arrivals
     from correlate.reports import explain
     from correlate.reports.compare import Comparison, print_comparison, write_comparison
 
@@ -119,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     io_known = all(compare.io_captured(s) for side in loaded.values() for _, s in side)
     explained = explain.explanations(diffs[args.by], args.by, call_counts=exact,
                                      machine=machine is not None, io_known=io_known)
+    arrivals = explain_arrivals(sb, sa)
+    if arrivals is not None:  # (first: it says whether the analytics' rows are the cause)
+        explained.insert(0, arrivals)
     if not io_known:
         diffs = {by: compare.without_unmeasured_io(d) for by, d in diffs.items()}
     c = Comparison(diffs=diffs,

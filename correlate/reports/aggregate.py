@@ -433,3 +433,23 @@ def run_facts(summary: dict[str, Any], tasks: pl.DataFrame) -> list[tuple[str, s
         rows.append(("collector options",
                      ", ".join(f"{k}={v}" for k, v in sorted(options.items()))))
     return [(k, str(v)) for k, v in rows if v not in (None, "")]
+
+
+def arrivals(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """summary.json's ``arrivals`` section (None: the run had no data from outside Dask) with
+    ``sentence``: what the steps' lag says (the analytics keeps up, or falls behind step after
+    step)."""
+    a = summary.get("arrivals")
+    if not a:
+        return None
+    lag = a.get("lag_s") or {}
+    trend = lag.get("trend_s_per_step")
+    if lag.get("mean") is None:
+        pace = "no task used the arrivals: the analytics' lag is unknown"
+    elif trend is not None and trend > 0.01:
+        pace = (f"the analytics falls behind: its lag grows {trend:+.3f} s a step "
+                f"(first {lag['first']:.3f} s, last {lag['last']:.3f} s)")
+    else:
+        pace = (f"the analytics keeps up: lag {lag['mean']:.3f} s on average after a step's "
+                f"last arrival, largest {lag['max']:.3f} s (step {lag['max_step']})")
+    return {**a, "sentence": pace}

@@ -75,7 +75,8 @@ def _context(row: dict[str, Any], part: float) -> list[str]:
     changed = set((row.get("counts_changed") or "").split(", "))
     out = []
     if abs(row["wait_s_delta"]) > part:
-        out.append(f"waiting (dependencies, queue, a thread) {row['wait_s_delta']:+.3f} s")
+        out.append(f"waiting (dependencies, queue, a thread, data from outside Dask) "
+                   f"{row['wait_s_delta']:+.3f} s")
     if "transfer_bytes" in changed or abs(row["transfer_s_delta"]) > part:
         out.append("input transfers " + _bytes_change(row["transfer_bytes_before"],
                                                       row["transfer_bytes_after"])

@@ -155,6 +155,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "spill": _rows(agg.spill(tasks, "key").head(TOP_FILES), ["key", *agg.SPILL])
         if set(agg.SPILL) <= set(tasks.columns) else [],
         "shuffles": agg.shuffles(s),
+        "arrivals": agg.arrivals(s),
         "destinations": [list(d) for d in destinations(s)],
         "top_tasks": _top_tasks(tasks),
         "files": _rows(agg.files(out["task_files"], out["unattributed"]).head(TOP_FILES),

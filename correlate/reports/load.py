@@ -42,7 +42,8 @@ class Outputs:
         """Table ``name`` as a LazyFrame (select and filter it before collecting), conformed."""
         if name in self._read:
             return self._read[name].lazy()
-        if name in self.missing:
+        if name in self.missing or (name in outputs.OPTIONAL_NAMES
+                                     and not self._path(name).exists()):
             return TABLES[name].empty().lazy()
         path = self._path(name)
         try:  # conform reads the file's schema

@@ -8,7 +8,8 @@ run has more than ``segment_limit`` segments, which ``otherData.notes`` then say
 process outside every task goes on an "I/O outside tasks" track next to the thread that
 issued it (or on the thread's own track when that thread ran no task). ``C`` counters carry
 cumulative bytes read/written and task CPU seconds per process; scheduler transitions are
-``i`` instant events (thread scope) on the scheduler's "transitions" track.
+``i`` instant events (thread scope) on the scheduler's "transitions" track. Data that entered
+Dask from outside has a process of its own (``correlate.reports.arrivals_track``).
 
 A large run's trace shows a window of it: by default the first ``TASK_LIMIT`` task
 executions (by start), or the window asked for (``--trace-window START:END``, seconds after the
@@ -351,6 +352,8 @@ def _notes_track(note: str, left_out: bool, first: int, last: int,
 def build_events(out: Outputs, window: tuple[float, float | None] | None = None
                  ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """All trace events as sorted JSON strings (column ``json``) and ``otherData``."""
+    from correlate.reports.arrivals_track import arrival_events, first_time
+
     tasks_all = out["tasks"]
     drawn = out.drawn_tasks().filter(
         pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()).with_columns(
@@ -363,7 +366,11 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
         kept = starts.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).select("execution_id")
         drawn = drawn.join(kept, on="execution_id", how="semi", maintain_order="left")
     seg, sched = _in_window(out, drawn, w0, w1, bounded)
-    t0 = _t0(drawn, seg, sched)
+    arriving = out.scan("arrivals")
+    if bounded:
+        arriving = arriving.filter((pl.col("time_ns") >= w0) & (pl.col("time_ns") < w1))
+    arrived = out.collect("arrivals", arriving)
+    t0 = min(_t0(drawn, seg, sched), first_time(arrived) or 2**63 - 1)
     procs = processes(out, seg, sched)
     thr = threads(drawn, seg, procs)
     task_rows = _task_rows(drawn, thr, procs)
@@ -385,6 +392,9 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     meta = _meta(procs, thr, pl.concat([_extra_tracks(seg, thr), sched]))
     parts = [meta, _tasks(task_rows, t0), _segments(seg, t0),
              _counters(seg, task_rows, t0, max(ends)), instants]
+    # (the steps with an arrival in the window)
+    parts += arrival_events(arrived, out["arrival_steps"].join(
+        arrived.select("step").unique(), on="step", how="semi"), t0)
     if notes:
         parts += _notes_track(" · ".join(notes), bounded, t0, max(ends), t0)
     events = pl.concat(parts).with_columns(meta=pl.col("order") != 0).sort(

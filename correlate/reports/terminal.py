@@ -103,6 +103,17 @@ def _shuffle_lines(summary: dict[str, Any], top: int) -> list[str]:
     return out
 
 
+def _arrival_line(summary: dict[str, Any]) -> str | None:
+    a = agg.arrivals(summary)
+    if a is None:
+        return None
+    last = max(a["senders"], key=lambda r: (r["last_in_steps"], r["sender"]))
+    return (f"arrivals: {a['keys']:,} keys ({_bytes(a['nbytes'])}) from outside Dask in "
+            f"{a['steps']:,} steps from {len(a['senders'])} senders (largest spread "
+            f"{_secs(a['max_spread_s'])} s; {last['sender']} last in {last['last_in_steps']} "
+            f"steps); {a['sentence']}")
+
+
 def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, out: Path,
                   top: int = 10) -> None:
     c = results()
@@ -146,6 +157,9 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
                     f"read back ({_secs(sp['unspill_read_s'])} s); {waited}")
     for line in _shuffle_lines(summary, top):
         c.print(Text(line))
+    arrived = _arrival_line(summary)
+    if arrived:
+        c.print(Text(arrived))
     outside = [w for w in cpu.get("per_worker", []) if w["process_cpu_s"]]
     if outside:
         c.print("CPU outside tasks (event loop, comms, start-up, other threads): " + ", ".join(

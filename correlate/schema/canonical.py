@@ -13,7 +13,7 @@ execution window, the worker host's clock); ``reported_*_ns`` is what Dask repor
 
 from __future__ import annotations
 
-from correlate.schema.run import SPAN_METRICS_RAW
+from correlate.schema.run import SCHEDULER_ARRIVALS, SENDER_NOTES, SPAN_METRICS_RAW
 from correlate.schema.table import Column, Table
 
 ROLES = "scheduler,worker,nanny,client,other"
@@ -252,6 +252,17 @@ SPAN_DASK_METRICS = Table(
     "Dask's fine performance metrics per span, the span's subtree included.",
     SPAN_METRICS_RAW.columns, sort_by=SPAN_METRICS_RAW.sort_by)
 
+#: as the collectors record them (the same columns: no adapter reshapes them)
+DATA_ARRIVALS = Table(
+    "data_arrivals",
+    "Keys that entered Dask's memory without an execution, as the scheduler learnt of them "
+    "(scheduler clock).", SCHEDULER_ARRIVALS.columns, sort_by=SCHEDULER_ARRIVALS.sort_by)
+
+SENDERS = Table(
+    "senders",
+    "What clients said about the data they send: their rank, and per scattered key its step "
+    "and the scatter call's duration.", SENDER_NOTES.columns, sort_by=SENDER_NOTES.sort_by)
+
 REJECTS = Table(
     "rejects",
     "Input records that were not used, with the reason (nothing is dropped silently).",
@@ -266,4 +277,4 @@ REJECTS = Table(
 
 ALL = (PROCESSES, EXECUTIONS, TRANSITIONS, STARTSTOPS, TRANSFERS, TRANSFER_KEYS, DEPENDENCIES,
        FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, EXECUTION_SLICES, TASK_LABELS,
-       SPAN_TREE, SPAN_DASK_METRICS, REJECTS)
+       SPAN_TREE, SPAN_DASK_METRICS, DATA_ARRIVALS, SENDERS, REJECTS)

@@ -253,6 +253,58 @@ SLICES = Table(
     sort_by=("execution_id", "start_ns"),
 )
 
-ALL = (TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS, SLICES)
-#: the output folder's tables, by name (``<name>.parquet``)
-NAMES = tuple(t.name for t in ALL)
+ARRIVALS = Table(
+    "arrivals",
+    "Data that entered Dask from outside (written only when a run has some): each key "
+    "scattered into a worker (Scheduler.update_data) or brought to memory from a state Dask "
+    "does not define (the DEISA fork's external tasks), one row per key and worker "
+    "(correlate/arrivals.py, docs/in-situ.md).",
+    (
+        Column("time_ns", "Int64", "when the scheduler learnt of it, run timeline",
+               nullable=False),
+        Column("key", "String", "Dask key", nullable=False),
+        Column("step", "String", "the step the sender named, else the key's Dask task group",
+               nullable=False),
+        Column("worker", "String", "worker holding it (null: not recorded)"),
+        Column("nbytes", "Int64", "size as Dask knows it (null: not recorded)"),
+        Column("client", "String", "sending client's id (null: not recorded)"),
+        Column("client_address", "String", "sending client's address (null: not recorded)"),
+        Column("rank", "Int64", "sender's rank, as the client said (null: not said)"),
+        Column("send_s", "Float64", "the sender's scatter call, its own clock (null: not "
+               "timed)"),
+        Column("source", "Enum:update-data,external-state", "how Dask learnt of it",
+               nullable=False),
+    ),
+    sort_by=("time_ns", "key", "worker"),
+)
+
+ARRIVAL_STEPS = Table(
+    "arrival_steps",
+    "Per step of arrivals: how they spread across senders and how long after the last one "
+    "the analytics that used them ended (written only when a run has arrivals).",
+    (
+        Column("step", "String", "see arrivals.step", nullable=False),
+        Column("keys", "Int64", "keys that arrived", nullable=False),
+        Column("senders", "Int64", "distinct senders (rank, else client)"),
+        Column("nbytes", "Int64", "bytes that arrived (null: a size not recorded)"),
+        Column("first_ns", "Int64", "first arrival, run timeline", nullable=False),
+        Column("last_ns", "Int64", "last arrival, run timeline", nullable=False),
+        Column("spread_s", "Float64", "last − first arrival", nullable=False),
+        Column("last_client", "String", "client whose data arrived last"),
+        Column("last_rank", "Int64", "its rank (null: not said)"),
+        Column("analytics_tasks", "Int64", "executions of tasks that take one of the step's "
+               "keys as a direct input", nullable=False),
+        Column("analytics_end_ns", "Int64", "the last of them to end (null: none ran)"),
+        Column("lag_s", "Float64", "last arrival → analytics end (null: none ran)"),
+        Column("wait_external_s", "Float64", "the longest wait_external_s of those tasks"),
+    ),
+    sort_by=("first_ns", "step"),
+)
+
+ALL = (TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS, SLICES,
+       ARRIVALS, ARRIVAL_STEPS)
+#: written only when a run has such data (docs/in-situ.md): their absence is no gap
+OPTIONAL = (ARRIVALS, ARRIVAL_STEPS)
+OPTIONAL_NAMES = tuple(t.name for t in OPTIONAL)
+#: the output folder's tables that every run has, by name (``<name>.parquet``)
+NAMES = tuple(t.name for t in ALL if t not in OPTIONAL)

@@ -105,6 +105,29 @@ CLUSTER_EVENTS = Table(
      Column("memory_limit", "Int64", "worker memory limit, bytes")),
     sort_by=("local_time_ns", "event", "address"))
 
+SCHEDULER_ARRIVALS = Table(
+    "scheduler_arrivals", "Keys that entered the scheduler's memory without an execution: "
+    "Dask's Scheduler.update_data (client.scatter, direct or through the scheduler, and a "
+    "task's own scatter), one row per key and worker holding it.",
+    (_T, _KEY,
+     Column("worker", "String", "worker that holds the data"),
+     Column("nbytes", "Int64", "size as Dask knows it (the worker's sizeof; null: not given)"),
+     Column("client", "String", "the sending client's id (null: not given)"),
+     Column("client_address", "String", "the sending client's address as the scheduler's "
+            "stream to it has it (null: no stream open to that client)")),
+    sort_by=("local_time_ns", "key", "worker"))
+
+SENDER_NOTES = Table(
+    "sender_notes", "What a client said about the data it sends (collectors.api: "
+    "declare_sender, scatter), logged through Dask's events (topic dask-correlate-sender).",
+    (_T,
+     Column("client", "String", "the client's id", nullable=False),
+     Column("rank", "Int64", "the sender's rank (null: not said)"),
+     Column("key", "String", "a key it scattered (null: a declaration of the client's rank)"),
+     Column("step", "String", "the step it named for the key (null: not named)"),
+     Column("send_s", "Float64", "how long its scatter call took, the client's own clock")),
+    sort_by=("local_time_ns", "client", "key"))
+
 EXECUTIONS_RAW = Table(
     "task_executions", "One row per task execution, timed on the executing thread itself.",
     (Column("execution_seq", "Int64", "per process; also the profile tag", nullable=False),
@@ -205,7 +228,7 @@ COROUTINE_SLICES_RAW = Table(
     sort_by=("execution_seq", "local_start_ns"))
 
 RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, TASK_ANNOTATIONS,
-              SPANS_RAW, SPAN_METRICS_RAW, CLUSTER_EVENTS,
+              SPANS_RAW, SPAN_METRICS_RAW, CLUSTER_EVENTS, SCHEDULER_ARRIVALS, SENDER_NOTES,
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
               CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW,
               COROUTINE_SLICES_RAW)

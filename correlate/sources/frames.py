@@ -45,6 +45,8 @@ class RunFrames:
     task_labels: pl.DataFrame = _empty("task_labels")
     span_tree: pl.DataFrame = _empty("span_tree")
     span_dask_metrics: pl.DataFrame = _empty("span_dask_metrics")
+    data_arrivals: pl.DataFrame = _empty("data_arrivals")
+    senders: pl.DataFrame = _empty("senders")
     io_segments: pl.DataFrame | pl.LazyFrame = _empty("io_segments")
     io_file_counters: pl.DataFrame = _empty("io_file_counters")
     darshan_logs: pl.DataFrame = _empty("darshan_logs")

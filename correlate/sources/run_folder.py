@@ -421,6 +421,8 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
         "file_opens": _empty_or(t["task_file_opens"], "task_file_opens"),
         "execution_slices": _empty_or(t["coroutine_slices"], "coroutine_slices").with_columns(
             cpu_s=pl.col("thread_cpu_ns") / 1e9),
+        "data_arrivals": _empty_or(t["scheduler_arrivals"], "scheduler_arrivals"),
+        "senders": _empty_or(t["sender_notes"], "sender_notes"),
         **_spans(t),
     }
     if io is not None:

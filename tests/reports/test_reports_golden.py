@@ -59,3 +59,14 @@ def test_sample_report_regenerates_identically(sample_out: Path) -> None:
     first = {p: p.read_bytes() for p in sorted(sample_out.rglob("*")) if p.is_file()}
     write_reports(sample_out, kinds=["markdown"])
     assert first == {p: p.read_bytes() for p in sorted(sample_out.rglob("*")) if p.is_file()}
+
+
+def test_a_run_without_data_from_outside_dask_has_no_arrivals_outputs(sample_out: Path
+                                                                      ) -> None:
+    import json
+
+    assert not (sample_out / "arrivals.parquet").exists()
+    assert not (sample_out / "arrival_steps.parquet").exists()
+    assert "arrivals" not in json.loads((sample_out / "summary.json").read_text())
+    assert "outside Dask" not in (sample_out / "report.md").read_text()
+    assert '"arrivals":null' in (sample_out / "report.html").read_text()

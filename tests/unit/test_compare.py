@@ -157,7 +157,7 @@ def test_waiting_before_a_slower_execution_is_context_not_the_cause():
     assert lines == ["`sleepy`: job span share +3.000 s, task time +3.000 s (+300%) — none of "
                      "it is CPU or I/O: time inside the task that no source explains (sleeping, "
                      "locks, GIL, external calls). Before the executions, not in task time: "
-                     "waiting (dependencies, queue, a thread) +1.500 s."]
+                     "waiting (dependencies, queue, a thread, data from outside Dask) +1.500 s."]
 
 
 def test_a_run_that_starts_spilling_says_so_next_to_the_slower_executions():

@@ -273,6 +273,19 @@
     ["read_s", "read time", "s"], ["span_s", "span", "s"],
     ["transfer_executions", "transfers", "n"], ["barrier_executions", "barriers", "n"],
     ["unpack_executions", "unpacks", "n"]], DATA.shuffles, "written_bytes");
+  $("arrivals-section").hidden = !DATA.arrivals;
+  if (DATA.arrivals) {
+    const a = DATA.arrivals;
+    $("arrivals-text").textContent = `${fmtN(a.keys)} keys in ${fmtN(a.steps)} steps from ` +
+      `${fmtN(a.senders.length)} senders; ${a.sentence}.`;
+    sortableTable($("arrival-senders"), [["sender", "sender", "text"], ["keys", "keys", "n"],
+      ["nbytes", "bytes", "bytes"], ["send_s", "in its scatter calls", "s"],
+      ["last_in_steps", "last in steps", "n"]], a.senders, "keys");
+    sortableTable($("arrival-steps"), [["step", "step", "text"], ["keys", "keys", "n"],
+      ["senders", "senders", "n"], ["nbytes", "bytes", "bytes"], ["spread_s", "spread", "s"],
+      ["last_rank", "last rank", "n"], ["analytics_tasks", "analytics tasks", "n"],
+      ["wait_external_s", "their wait on inputs", "s"], ["lag_s", "lag", "s"]], a.per_step, null);
+  }
   sortableTable($("prefixes"), [["prefix", "prefix", "text"], ["executions", "runs", "n"],
     ["wall_s", "wall", "s"], ["mean_s", "mean", "s"], ["max_s", "max", "s"], ["cpu_s", "CPU", "s"],
     ["other_s", "other (sleep, locks, GIL, waits)", "s"], ["io_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"]],
