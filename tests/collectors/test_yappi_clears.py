@@ -1,0 +1,143 @@
+"""Clears of Yappi's tables (``YappiProfile``, "Clears"): a function made anew for every task
+grows Yappi's entries whatever the tags, so past a memory bound its tables are cleared. The
+rows of executions that end before or start after a clear stay exact (call counts of known
+functions, on several threads at once); executions in flight at a forced clear get no rows and
+are counted; rows outside tasks are summed across clears."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+yappi = pytest.importorskip("yappi")
+
+import _yappi  # noqa: E402
+
+from collectors import profiling  # noqa: E402
+from collectors.profiling import TaskTags, YappiProfile  # noqa: E402
+
+
+@pytest.fixture
+def profiler():
+    prof = YappiProfile(TaskTags(), "wall")
+    yield prof
+    if yappi.is_running():
+        yappi.stop()
+    yappi.clear_stats()
+    threading.setprofile(None)
+
+
+def short_call() -> int:
+    return 1
+
+
+def made_anew():
+    """A new function and code object, as unpickling a ``__main__`` function gives per task."""
+    ns: dict = {}
+    exec("def made_anew(x):\n    return x + 1\n", ns)  # noqa: S102 - a fresh code object
+    return ns["made_anew"]
+
+
+def run_executions(profiler: YappiProfile, n: int, threads: int) -> dict[int, dict[str, int]]:
+    """``n`` executions on ``threads`` task threads, each calling ``short_call`` seq % 7 + 1
+    times and a function made for it once; → seq → {function: ncall} of its rows."""
+    tags = profiler.tags
+    resume, pause = profiler.task_hooks()
+    got: dict[int, dict[str, int]] = {}
+
+    def timed(seq: int) -> None:
+        fn = made_anew()
+        tags.local.seq = profiler.acquire(seq)
+        resume()
+        for _ in range(seq % 7 + 1):
+            short_call()
+        fn(seq)
+        pause()
+        tags.local.seq = 0
+        rows = profiler.finish(seq)
+        got[seq] = {}
+        for r in rows:
+            got[seq][r[5]] = got[seq].get(r[5], 0) + r[8]
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="task-thread") as ex:
+        list(ex.map(timed, range(1, n + 1)))
+    return got
+
+
+def expected(seq: int) -> dict[str, int]:
+    return {"short_call": seq % 7 + 1, "made_anew": 1}
+
+
+def test_rows_around_clears_stay_exact_on_several_threads(profiler, monkeypatch):
+    """Clears wait for an instant with no execution in flight (new ones wait for it): every
+    execution's rows are exactly its calls, and Yappi's memory stays near its bound."""
+    monkeypatch.setattr(profiling, "DRAIN_SHARE", 1e6)  # never forced: always waits
+    profiler.start(("task-thread",))
+    profiler.clear_bytes = _yappi.get_mem_usage() + 60_000
+    got = run_executions(profiler, 3000, threads=3)
+    memory = _yappi.get_mem_usage()
+    profiler.stop()
+    assert profiler.clears >= 3 and profiler.clears_forced == 0
+    assert profiler.executions_cut == 0
+    assert got == {seq: expected(seq) for seq in range(1, 3001)}
+    assert memory < profiler.clear_bytes + 60_000
+
+
+def long_call(started: threading.Event, release: threading.Event) -> None:
+    started.set()
+    release.wait(30)
+
+
+def test_a_forced_clear_cuts_the_executions_in_flight_and_counts_them(profiler, monkeypatch):
+    """A clear that may not wait is forced at once: an execution in flight then lost the calls
+    running at it (Yappi drops its call stacks), so it gets no rows and is counted; every
+    other execution, before and after, is exact."""
+    monkeypatch.setattr(profiling, "DRAIN_SHARE", 0.0)
+    tags = profiler.tags
+    profiler.start(("task-thread",))
+    resume, pause = profiler.task_hooks()
+    started, release = threading.Event(), threading.Event()
+    long_rows: list[tuple] = []
+
+    def long_execution() -> None:
+        tags.local.seq = profiler.acquire(10_000)
+        resume()
+        short_call()
+        long_call(started, release)
+        short_call()  # after the clear: Yappi has this call only, not the two before
+        pause()
+        tags.local.seq = 0
+        long_rows.extend(profiler.finish(10_000))
+
+    with ThreadPoolExecutor(1, thread_name_prefix="task-thread-long") as ex:
+        running = ex.submit(long_execution)
+        assert started.wait(10)
+        profiler.clear_bytes = _yappi.get_mem_usage() + 60_000
+        got = run_executions(profiler, 3000, threads=2)
+        release.set()
+        running.result()
+    profiler.stop()
+    assert profiler.clears >= 3 and profiler.clears_forced >= 1
+    assert long_rows == []
+    cut = [seq for seq, rows in got.items() if not rows]
+    assert profiler.executions_cut == len(cut) + 1
+    assert {seq: rows for seq, rows in got.items() if rows} == {
+        seq: expected(seq) for seq in range(1, 3001) if seq not in cut}
+
+
+def test_rows_outside_tasks_are_summed_across_clears(profiler):
+    """Tag 0 (threads outside tasks, always profiled) is read before each clear and summed:
+    its call counts are those of the whole run, not since the last clear."""
+    profiler.start(("task-thread",))
+    profiler.clear_bytes = _yappi.get_mem_usage() + 60_000
+    with ThreadPoolExecutor(1, thread_name_prefix="helper") as helper:
+        for _ in range(5):
+            helper.submit(lambda: [short_call() for _ in range(10)]).result()
+            run_executions(profiler, 300, threads=2)
+        rows = profiler.rows({0})
+    profiler.stop()
+    assert profiler.clears >= 3
+    outside = [r for r in rows if r[5] == "short_call"]
+    assert sum(r[8] for r in outside) == 50 and {r[3] for r in outside} == {0}
