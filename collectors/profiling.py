@@ -194,7 +194,9 @@ class YappiProfile:
     a clear on the threads that are always profiled (libraries' helpers; the event loop in
     ``yappi-all``). A resume puts Yappi's hook on every thread: the clearing thread and the
     event loop (unless ``event_loop``) take it off again, an idle executor thread keeps it
-    until its next task ends (its executor loop meanwhile recorded as tag 0)."""
+    until its next task ends (its executor loop meanwhile recorded as tag 0). A clear frees
+    Yappi's tables, but not the code objects a leaking Yappi keeps alive
+    (``keeps_code_alive``; ``memory`` counts them)."""
 
     def __init__(self, tags: TaskTags, clock: str, event_loop: bool = False) -> None:
         self.tags = tags
@@ -230,6 +232,10 @@ class YappiProfile:
         #: the thread ``start`` ran on (the event loop) and its asyncio loop, if any
         self._loop_thread = 0
         self._loop: Any = None
+        #: this Yappi keeps the code objects it saw alive (``_keeps_code_alive``); then the
+        #: memory its clears freed counts as still held (``memory``)
+        self.keeps_code_alive = False
+        self._cleared_bytes = 0
 
     def acquire(self, seq: int) -> int:
         """The tag of execution ``seq`` (called as it starts, before the hook goes on): a
@@ -300,6 +306,8 @@ class YappiProfile:
             summed[0] += row[8]
             summed[1] += row[9]
             summed[2] += row[10]
+        if self.keeps_code_alive:
+            self._cleared_bytes += _yappi.get_mem_usage()
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -353,6 +361,7 @@ class YappiProfile:
 
         if yappi.is_running():
             raise RuntimeError("yappi is already running in this process")
+        self.keeps_code_alive = _keeps_code_alive()
         self._loop_thread = threading.get_ident()
         try:
             import asyncio
@@ -394,10 +403,12 @@ class YappiProfile:
             yappi.stop()
 
     def memory(self) -> int:
-        """Bytes Yappi holds, all of which it keeps until the process ends."""
+        """Bytes Yappi holds; where it keeps the code objects it saw alive, plus what it held
+        at each clear: those entries' code objects stay (their size is not known, the entries'
+        is), so the budget's stop comes no later than without clears."""
         import yappi
 
-        return yappi.get_mem_usage()
+        return yappi.get_mem_usage() + self._cleared_bytes
 
     def forget(self, seqs: Collection[int]) -> None:
         """Nothing to drop: an execution's slot is read and given back as it ends
@@ -501,6 +512,30 @@ class YappiProfile:
             if early:
                 self._counted_early = {i for i in early if i[1] not in seq_of}
         return out
+
+
+def _probe() -> None:
+    """Called under Yappi by ``_keeps_code_alive``."""
+
+
+def _keeps_code_alive() -> bool:
+    """Whether this Yappi keeps the code objects it sees called alive: Yappi 1.7.6 on Python
+    3.10+ takes a new reference to the code object at each call and return event
+    (``PyFrame_GetCode``) and never releases it, so its clears cannot free them. A few calls
+    of a probe under a short session started and cleared before the real one tell."""
+    import yappi
+
+    code = _probe.__code__
+    yappi.start(builtins=False, profile_threads=False)
+    try:
+        before = sys.getrefcount(code)
+        for _ in range(4):
+            _probe()
+        after = sys.getrefcount(code)
+    finally:
+        yappi.stop()
+        yappi.clear_stats()
+    return after - before > 1
 
 
 def _yappi_memory() -> int:

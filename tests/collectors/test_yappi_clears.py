@@ -141,3 +141,38 @@ def test_rows_outside_tasks_are_summed_across_clears(profiler):
     assert profiler.clears >= 3
     outside = [r for r in rows if r[5] == "short_call"]
     assert sum(r[8] for r in outside) == 50 and {r[3] for r in outside} == {0}
+
+
+def test_what_a_clear_cannot_free_is_known_and_counted(profiler):
+    """Yappi 1.7.6 (Python 3.10+) keeps every code object it saw called alive, clears or not:
+    the probe at start says so exactly when it is true of the functions of the executions, and
+    then the memory the clears freed still counts against the budget (``memory``)."""
+    import gc
+    import weakref
+
+    profiler.start(("task-thread",))
+    profiler.clear_bytes = _yappi.get_mem_usage() + 60_000
+    tags = profiler.tags
+    resume, pause = profiler.task_hooks()
+    codes = []
+
+    def timed(seq: int) -> None:
+        fn = made_anew()
+        codes.append(weakref.ref(fn.__code__))
+        tags.local.seq = profiler.acquire(seq)
+        resume()
+        fn(seq)
+        pause()
+        tags.local.seq = 0
+        profiler.finish(seq)
+
+    with ThreadPoolExecutor(2, thread_name_prefix="task-thread") as ex:
+        list(ex.map(timed, range(1, 3001)))
+    gc.collect()
+    assert profiler.clears >= 3
+    # the code objects of the executions before the last clear: freed unless Yappi leaks
+    alive = sum(r() is not None for r in codes[:1000])
+    assert alive == (1000 if profiler.keeps_code_alive else 0)
+    held = _yappi.get_mem_usage()
+    assert (profiler.memory() > held + 2 * 60_000) == profiler.keeps_code_alive
+    profiler.stop()
