@@ -6,9 +6,11 @@ are counted; rows outside tasks are summed across clears."""
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import polars as pl
 import pytest
 
 yappi = pytest.importorskip("yappi")
@@ -176,3 +178,56 @@ def test_what_a_clear_cannot_free_is_known_and_counted(profiler):
     held = _yappi.get_mem_usage()
     assert (profiler.memory() > held + 2 * 60_000) == profiler.keeps_code_alive
     profiler.stop()
+
+
+SOURCE = """
+def f1(x):
+    return x + 1
+
+
+def work(x):
+    return f1(x) + f1(x + 1)
+"""
+
+
+def _small_clears(dask_worker) -> int:
+    profiler = dask_worker.plugins["dask-correlate-worker"].profiler
+    profiler.clear_bytes = 200_000
+    return profiler.clear_bytes
+
+
+@pytest.mark.cluster
+def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp_path):
+    """2 workers x 2 threads, ``collectors.record(profile="yappi")``, 3,000 tasks of a function
+    made anew for every task (defined by exec: pickled by value, unpickled per task), Yappi's
+    clear bound made small: the workers clear Yappi, and every execution has exactly its own
+    calls (work 1, f1 2) unless it is counted as cut by a forced clear."""
+    from distributed import Client, LocalCluster
+
+    import collectors
+    from testing.raw_parts import read_raw
+
+    ns: dict = {}
+    exec(SOURCE, ns)  # noqa: S102 - a function cloudpickle sends by value
+    run = tmp_path / "run"
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        with collectors.record(client, run, profile="yappi"):
+            assert set(client.run(_small_clears).values()) == {200_000}
+            got = client.gather(client.map(ns["work"], range(3000)))
+    assert got == [2 * i + 3 for i in range(3000)]
+    clears = [json.loads(p.read_text()).get("profile_clears", {})
+              for p in run.glob("procs/worker-*/closed.json")]
+    assert len(clears) == 2 and sum(c.get("clears", 0) for c in clears) >= 2
+    executions = read_raw(run, "task_executions", "worker-*")
+    stats = read_raw(run, "worker_func_stats", "worker-*").filter(
+        pl.col("name").is_in(["work", "f1"]))
+    calls = stats.group_by("proc", "execution_seq").agg(
+        work=pl.col("ncall").filter(pl.col("name") == "work").sum(),
+        f1=pl.col("ncall").filter(pl.col("name") == "f1").sum())
+    joined = executions.join(calls, on=["proc", "execution_seq"], how="left")
+    assert executions.height == 3000
+    without = joined.filter(pl.col("work").is_null())
+    assert without.height == sum(c.get("executions_cut", 0) for c in clears)
+    exact = joined.filter(pl.col("work").is_not_null())
+    assert (exact["work"] == 1).all() and (exact["f1"] == 2).all()
