@@ -371,6 +371,11 @@ class YappiProfile:
             self._loop = None
         yappi.set_clock_type(self.clock)
         yappi.set_tag_callback(self.tags.tag)
+        # Yappi asks each new context (every thread again after a clear) for a name from inside
+        # its hook; its default asks in Python, whose bytecode can give the GIL to a thread that
+        # clears the tables under that hook (its current context freed): a C-level callable
+        # (the name is not read here; contexts are told apart by thread id)
+        _yappi_set_name_callback(functools.partial(str, "thread"))
         yappi.start(builtins=False, profile_threads=True)
         if not self.event_loop:
             sys.setprofile(None)
@@ -536,6 +541,12 @@ def _keeps_code_alive() -> bool:
         yappi.stop()
         yappi.clear_stats()
     return after - before > 1
+
+
+def _yappi_set_name_callback(callback: Any) -> None:
+    import _yappi
+
+    _yappi.set_context_name_callback(callback)
 
 
 def _yappi_memory() -> int:
