@@ -197,8 +197,9 @@ def _small_clears(dask_worker) -> int:
 
 
 @pytest.mark.cluster
-def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp_path):
-    """2 workers x 2 threads, ``collectors.record(profile="yappi")``, 3,000 tasks of a function
+@pytest.mark.parametrize("mode", ["yappi", "yappi-all"])
+def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp_path, mode):
+    """2 workers x 2 threads, ``collectors.record(profile=mode)``, 3,000 tasks of a function
     made anew for every task (defined by exec: pickled by value, unpickled per task), Yappi's
     clear bound made small: the workers clear Yappi, and every execution has exactly its own
     calls (work 1, f1 2) unless it is counted as cut by a forced clear."""
@@ -212,7 +213,7 @@ def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp
     run = tmp_path / "run"
     with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
-        with collectors.record(client, run, profile="yappi"):
+        with collectors.record(client, run, profile=mode):
             assert set(client.run(_small_clears).values()) == {200_000}
             got = client.gather(client.map(ns["work"], range(3000)))
     assert got == [2 * i + 3 for i in range(3000)]
