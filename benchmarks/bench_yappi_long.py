@@ -8,6 +8,10 @@ The earlier commit runs from a ``git worktree`` of it (``--base``, default: the 
 the tag pool), with the same interpreter and packages.
 
     python benchmarks/bench_yappi_long.py [--tasks 40000] [--base a62da18] [--repeat 1]
+        [--threads 1] [--only-this]
+
+Also per run: Yappi's clears (done, forced, executions cut; closed.json ``profile_clears``)
+and the RSS after every batch of 10,000 tasks (``--trace``).
 """
 
 from __future__ import annotations
@@ -25,16 +29,20 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 
-def run(tree: Path, tasks: int, out: Path) -> dict:
+def run(tree: Path, tasks: int, out: Path, threads: int = 1) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "collectors.launcher", "-o", str(out / "run"),
                            "--darshan", "off", "--profile", "yappi", "--", sys.executable,
-                           str(HERE / "long_yappi_job.py"), str(tasks)],
+                           str(HERE / "long_yappi_job.py"), str(tasks), str(threads)],
                           env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    rss = next((line.split("=", 1)[1] for line in proc.stdout.splitlines()
-                if line.startswith("rss_mb=")), "")
+    printed = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    rss, trace = printed.get("rss_mb", ""), printed.get("rss_trace", "")
+    clears = {"clears": 0, "forced": 0, "executions_cut": 0}
+    for closed in (out / "run").glob("procs/worker-*/closed.json"):
+        for name, n in json.loads(closed.read_text()).get("profile_clears", {}).items():
+            clears[name] = clears.get(name, 0) + n
     # correlated by this tree's correlate, so both runs are read alike
     subprocess.run([sys.executable, "-m", "correlate.cli", str(out / "run"), "-o",
                     str(out / "out"), "--no-reports"], capture_output=True, text=True,
@@ -44,7 +52,8 @@ def run(tree: Path, tasks: int, out: Path) -> dict:
     stopped = any("Yappi was stopped" in w for w in summary["warnings"])
     return {"exit": proc.returncode, "wall_s": wall, "rss_mb": rss,
             "profiled": summary["profile"]["executions_with_functions"],
-            "executions": summary["executions"], "closed": closed, "stopped": stopped}
+            "executions": summary["executions"], "closed": closed, "stopped": stopped,
+            "clears": clears, "trace": trace}
 
 
 def main() -> None:
@@ -52,20 +61,31 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=40_000)
     ap.add_argument("--base", default="a62da18")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1, help="threads per worker")
+    ap.add_argument("--only-this", action="store_true", help="this tree only, no base")
+    ap.add_argument("--trace", action="store_true", help="RSS after every 10,000 tasks")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(base),
                         args.base], check=True)
         try:
-            print(f"{args.tasks:,} tasks, load average {os.getloadavg()[0]:.1f} at start")
+            print(f"{args.tasks:,} tasks, 2 workers x {args.threads} thread(s), load average "
+                  f"{os.getloadavg()[0]:.1f} at start", flush=True)
+            trees = (("this tree", REPO),) if args.only_this else (
+                ("base " + args.base, base), ("this tree", REPO))
             for i in range(args.repeat):
-                for name, tree in (("base " + args.base, base), ("this tree", REPO)):
-                    got = run(tree, args.tasks, Path(tmp) / f"{i}-{name.split()[0]}")
+                for name, tree in trees:
+                    got = run(tree, args.tasks, Path(tmp) / f"{i}-{name.split()[0]}",
+                              args.threads)
                     print(f"{name:>14}: wall {got['wall_s']:.1f} s; worker RSS MB at 10k,end: "
                           f"{got['rss_mb']}; executions with function rows "
                           f"{got['profiled']:,}/{got['executions']:,}; workers closed cleanly "
-                          f"{got['closed']}; Yappi stopped: {got['stopped']}; exit {got['exit']}")
+                          f"{got['closed']}; Yappi stopped: {got['stopped']}; clears "
+                          f"{got['clears']}; exit {got['exit']}; load average "
+                          f"{os.getloadavg()[0]:.1f}", flush=True)
+                    if args.trace:
+                        print(f"{'':>16}RSS MB after each batch: {got['trace']}", flush=True)
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)])
 

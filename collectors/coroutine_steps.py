@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine
 from types import CoroutineType
 from typing import Any
 
-from collectors.guard import quietly, record
+from collectors.guard import record
 
 
 class CoroutineSteps(Coroutine):
@@ -42,7 +42,11 @@ class CoroutineSteps(Coroutine):
         result = None
         on, off = self._on, self._off
         if on is not None:
-            quietly(on, "coroutine step: profiler on")
+            try:  # not through quietly: the loop's hook can be on already (a Yappi clear
+                # puts it on every thread), and a Python call would be filed under the task
+                on()
+            except Exception as err:  # noqa: BLE001 - never fail the task
+                record(err, "coroutine step: profiler on")
         try:
             return method(*args)
         except StopIteration as stop:

@@ -152,6 +152,14 @@ class StackSampler:
 #: more than ``RETIRE_RATIO`` times the functions its last holder called (``finish``)
 RETIRE_MIN = 64
 RETIRE_RATIO = 4
+#: Yappi's own memory count (bytes) past which its tables are cleared (``YappiProfile``, "Clears")
+CLEAR_BYTES = 16 << 20
+#: while a clear waits for the executions in flight to end, an execution about to start waits
+#: at most this share of the time since the previous clear; past it the clear is forced
+DRAIN_SHARE = 0.01
+#: the profiler's hook taken off the calling thread by a C-level callable (no frame, and no
+#: C-call event whose return Yappi would never see)
+_HOOK_OFF = functools.partial(sys.setprofile, None)
 
 
 class YappiProfile:
@@ -169,8 +177,26 @@ class YappiProfile:
 
     ``start`` runs on the worker's event loop thread; unless ``event_loop`` it then takes
     that thread's profile hook off again (``sys.setprofile(None)`` acts on the calling thread
-    only), so the comms and transitions no longer pay Yappi's per-call cost. Nothing resumes
-    Yappi later (reads do not pause), so the hook stays off."""
+    only), so the comms and transitions no longer pay Yappi's per-call cost.
+
+    Clears. Yappi never drops an entry, and a function made anew for every task (a function
+    defined in a script's ``__main__`` is unpickled as a new function and code object per
+    task) gives it new entries per task, whatever the tags. So once Yappi's memory passes
+    ``clear_bytes`` its tables are cleared (``_clear``: pause, ``clear_stats``, resume), at an
+    instant when no execution holds a slot: an execution's end that leaves none held.
+    Yappi's clear drops every context, entry and call stack: a call running at that instant
+    is never counted (its return finds no entry), so a clear with an execution in flight
+    would cut its rows. While a clear waits, executions about to start on the executors'
+    threads wait for it (``acquire``), at most ``DRAIN_SHARE`` of the time since the previous
+    clear in all; past that the clear is forced, and the executions in flight then get no
+    rows (counted: ``executions_cut``) rather than rows short of their running calls. Rows
+    of work outside tasks (tag 0) are summed across clears; they miss the calls running at
+    a clear on the threads that are always profiled (libraries' helpers; the event loop in
+    ``yappi-all``). A resume puts Yappi's hook on every thread: the clearing thread and the
+    event loop (unless ``event_loop``) take it off again, an idle executor thread keeps it
+    until its next task ends (its executor loop meanwhile recorded as tag 0). A clear frees
+    Yappi's tables, but not the code objects a leaking Yappi keeps alive
+    (``keeps_code_alive``; ``memory`` counts them)."""
 
     def __init__(self, tags: TaskTags, clock: str, event_loop: bool = False) -> None:
         self.tags = tags
@@ -188,37 +214,131 @@ class YappiProfile:
         #: per slot, (context, function index) → (ncall, ttot, tsub) as Yappi reported them
         #: at the end of the slot's last holder
         self._base: dict[int, dict[tuple[int, int], tuple[int, float, float]]] = {}
-        #: reads run on several threads (each execution's end): one at a time
-        self._lock = threading.Lock()
+        #: the pool, the reads and the clears, on several threads (each execution's start and
+        #: end, the loop's snapshots): one at a time; waited on while a clear is due
+        self._lock = threading.Condition(threading.Lock())
+        self.clear_bytes = CLEAR_BYTES
+        #: clears done, those forced, and the executions they cut (no rows)
+        self.clears = self.clears_forced = self.executions_cut = 0
+        self._cut: set[int] = set()
+        #: a clear is due and waits until no execution holds a slot (``_drain_until``: the
+        #: monotonic time past which it is forced)
+        self._draining = False
+        self._drain_until = 0.0
+        self._cleared_at = time.monotonic()
+        #: rows of work outside tasks (tag 0) read just before each clear, summed:
+        #: (thread, module, name, file, line) → [ncall, ttot, tsub]
+        self._zero_before: dict[tuple, list] = {}
+        #: the thread ``start`` ran on (the event loop) and its asyncio loop, if any
+        self._loop_thread = 0
+        self._loop: Any = None
+        #: this Yappi keeps the code objects it saw alive (``_keeps_code_alive``); then the
+        #: memory its clears freed counts as still held (``memory``)
+        self.keeps_code_alive = False
+        self._cleared_bytes = 0
 
     def acquire(self, seq: int) -> int:
-        """The tag of execution ``seq`` (called as it starts, on any thread): a free slot, or
-        a new one. (list.pop and the dict's item are atomic under the GIL.)"""
-        try:
-            slot = self._free.pop()
-        except IndexError:
-            slot = next(self._new_slot)
-        self._slot_of[seq] = slot
-        return slot
+        """The tag of execution ``seq`` (called as it starts, before the hook goes on): a
+        free slot, or a new one. While a clear is due, waits for it (not on the event loop
+        thread, which the executions' ends do not need but the worker does): see "Clears"."""
+        with self._lock:
+            if self._draining and threading.get_ident() != self._loop_thread:
+                while self._draining:
+                    left = self._drain_until - time.monotonic()
+                    if left <= 0:
+                        self._clear(forced=True)
+                        break
+                    self._lock.wait(left)
+            try:
+                slot = self._free.pop()
+            except IndexError:
+                slot = next(self._new_slot)
+            self._slot_of[seq] = slot
+            return slot
 
     def finish(self, seq: int) -> list[tuple]:
         """The rows of execution ``seq``, which has just ended (on the thread that ran it,
         with Yappi's hook off there); its slot goes back to the pool, its reading the base of
-        the next holder's figures."""
-        slot = self._slot_of.pop(seq, None)
-        if slot is None:
-            return []
+        the next holder's figures. Then, if Yappi's tables are due a clear, it is done now
+        when no execution holds a slot any more, or waited for."""
         with self._lock:
+            slot = self._slot_of.pop(seq, None)
+            if slot is None:
+                return []
             rows = self._read({slot: seq}, final=True)
             # a slot whose entries are mostly of functions its holders no longer call (code
             # made anew per task: a function defined in a script's __main__ is unpickled as a
             # new function for every task) would make every later read walk them: it is
-            # retired, and its entries stay in Yappi as one execution's tag would
+            # retired, and its entries stay in Yappi until the next clear
             if len(self._base.get(slot, ())) > max(RETIRE_MIN, RETIRE_RATIO * len(rows)):
                 del self._base[slot]
+            else:
+                self._free.append(slot)
+            if seq in self._cut:  # in flight at a forced clear: its calls then were lost
+                self._cut.discard(seq)
+                self.executions_cut += 1
+                rows = []
+            if self.stopped or (not self._draining
+                                and _yappi_memory() <= self.clear_bytes):
                 return rows
-        self._free.append(slot)
-        return rows
+            if not self._slot_of:
+                self._clear(forced=False)
+            elif not self._draining:
+                self._draining = True
+                now = time.monotonic()
+                self._drain_until = now + DRAIN_SHARE * (now - self._cleared_at)
+            return rows
+
+    def _clear(self, *, forced: bool) -> None:
+        """Clear Yappi's tables (under the lock); executions still holding a slot are cut.
+        The rows outside tasks so far are kept first (summed across clears). Yappi's
+        ``clear_stats`` needs it paused (its tables are freed); its resume hooks every
+        thread (see "Clears")."""
+        import _yappi
+
+        if self.stopped:  # Yappi's tables are kept for the last reads
+            self._draining = False
+            self._lock.notify_all()
+            return
+        for row in self._read({0: 0}, final=False):
+            key = (row[2], *row[4:8])
+            summed = self._zero_before.setdefault(key, [0, 0.0, 0.0])
+            summed[0] += row[8]
+            summed[1] += row[9]
+            summed[2] += row[10]
+        if self.keeps_code_alive:
+            self._cleared_bytes += _yappi.get_mem_usage()
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            _yappi._pause()
+            try:
+                _yappi.clear_stats()
+            finally:
+                _yappi._resume()
+                if not (self.event_loop and threading.get_ident() == self._loop_thread):
+                    _HOOK_OFF()
+        finally:
+            if collecting:
+                gc.enable()
+        if not self.event_loop and self._loop is not None \
+                and threading.get_ident() != self._loop_thread:
+            try:
+                self._loop.call_soon_threadsafe(_HOOK_OFF)
+            except RuntimeError:  # the loop has closed: nothing runs on it any more
+                pass
+        held = self._slot_of
+        self._cut.update(held)
+        self.clears += 1
+        self.clears_forced += bool(held) or forced
+        # function indices start again: every base and note is of the old tables
+        self._base.clear()
+        self._counted_early = set()
+        self._free = []
+        self._new_slot = itertools.count(max(held.values(), default=0) + 1)
+        self._draining = False
+        self._cleared_at = time.monotonic()
+        self._lock.notify_all()
 
     def holds(self, seq: int) -> bool:
         """Whether execution ``seq`` holds a tag (it is running)."""
@@ -241,8 +361,21 @@ class YappiProfile:
 
         if yappi.is_running():
             raise RuntimeError("yappi is already running in this process")
+        self.keeps_code_alive = _keeps_code_alive()
+        self._loop_thread = threading.get_ident()
+        try:
+            import asyncio
+
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop running on this thread (tests)
+            self._loop = None
         yappi.set_clock_type(self.clock)
         yappi.set_tag_callback(self.tags.tag)
+        # Yappi asks each new context (every thread again after a clear) for a name from inside
+        # its hook; its default asks in Python, whose bytecode can give the GIL to a thread that
+        # clears the tables under that hook (its current context freed): a C-level callable
+        # (the name is not read here; contexts are told apart by thread id)
+        _yappi_set_name_callback(functools.partial(str, "thread"))
         yappi.start(builtins=False, profile_threads=True)
         if not self.event_loop:
             sys.setprofile(None)
@@ -268,14 +401,19 @@ class YappiProfile:
         """Stop Yappi for good (its entries stay readable); again: nothing."""
         import yappi
 
-        self.stopped = True
-        yappi.stop()
+        with self._lock:  # not between a clear's pause and resume (which would restart it)
+            self.stopped = True
+            self._draining = False
+            self._lock.notify_all()
+            yappi.stop()
 
     def memory(self) -> int:
-        """Bytes Yappi holds, all of which it keeps until the process ends."""
+        """Bytes Yappi holds; where it keeps the code objects it saw alive, plus what it held
+        at each clear: those entries' code objects stay (their size is not known, the entries'
+        is), so the budget's stop comes no later than without clears."""
         import yappi
 
-        return yappi.get_mem_usage()
+        return yappi.get_mem_usage() + self._cleared_bytes
 
     def forget(self, seqs: Collection[int]) -> None:
         """Nothing to drop: an execution's slot is read and given back as it ends
@@ -294,11 +432,27 @@ class YappiProfile:
         """Rows so far of the running executions among ``seqs`` (all running ones without)
         and of the work outside tasks (0, when asked for): what each did since its slot's
         previous holder ended. Ended executions' rows came from ``finish``."""
-        wanted = self._slot_of.keys() | {0} if seqs is None else seqs
-        seq_of = {0: 0} if 0 in wanted else {}
-        seq_of.update((slot, s) for s in wanted if (slot := self._slot_of.get(s)) is not None)
         with self._lock:
-            return self._read(seq_of, final=False)
+            wanted = self._slot_of.keys() | {0} if seqs is None else seqs
+            seq_of = {0: 0} if 0 in wanted else {}
+            seq_of.update((slot, s) for s in wanted
+                          if (slot := self._slot_of.get(s)) is not None and s not in self._cut)
+            rows = self._read(seq_of, final=False)
+            if 0 not in seq_of or not self._zero_before:
+                return rows
+            # outside tasks: what was read before the clears, plus the tables since
+            summed = {k: list(v) for k, v in self._zero_before.items()}
+            others = []
+            for row in rows:
+                if row[3] != 0:
+                    others.append(row)
+                    continue
+                got = summed.setdefault((row[2], *row[4:8]), [0, 0.0, 0.0])
+                got[0] += row[8]
+                got[1] += row[9]
+                got[2] += row[10]
+            return others + [("yappi", self.clock, tid, 0, module, name, path, line, *figures)
+                             for (tid, module, name, path, line), figures in summed.items()]
 
     def _read(self, seq_of: dict[int, int], *, final: bool) -> list[tuple]:
         """The rows of the slots ``seq_of`` (slot → execution) from Yappi's C enumeration
@@ -363,6 +517,42 @@ class YappiProfile:
             if early:
                 self._counted_early = {i for i in early if i[1] not in seq_of}
         return out
+
+
+def _probe() -> None:
+    """Called under Yappi by ``_keeps_code_alive``."""
+
+
+def _keeps_code_alive() -> bool:
+    """Whether this Yappi keeps the code objects it sees called alive: Yappi 1.7.6 on Python
+    3.10+ takes a new reference to the code object at each call and return event
+    (``PyFrame_GetCode``) and never releases it, so its clears cannot free them. A few calls
+    of a probe under a short session started and cleared before the real one tell."""
+    import yappi
+
+    code = _probe.__code__
+    yappi.start(builtins=False, profile_threads=False)
+    try:
+        before = sys.getrefcount(code)
+        for _ in range(4):
+            _probe()
+        after = sys.getrefcount(code)
+    finally:
+        yappi.stop()
+        yappi.clear_stats()
+    return after - before > 1
+
+
+def _yappi_set_name_callback(callback: Any) -> None:
+    import _yappi
+
+    _yappi.set_context_name_callback(callback)
+
+
+def _yappi_memory() -> int:
+    import _yappi
+
+    return _yappi.get_mem_usage()
 
 
 def make_profiler(mode: str, tags: TaskTags, boundary: Collection[Any] = ()

@@ -28,9 +28,9 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from collectors import coroutine_steps, exit_flush, file_opens
 from collectors.coroutine_steps import CoroutineSteps
-from collectors.guard import never_raise, quietly, record, set_log_dir
+from collectors.guard import never_raise, record, set_log_dir
 from collectors.options import DEFAULTS, Options
-from collectors.profiling import TaskTags, YappiProfile, make_profiler
+from collectors.profiling import CLEAR_BYTES, TaskTags, YappiProfile, make_profiler
 from collectors.sink import (
     ProcessSink,
     columns_of,
@@ -158,6 +158,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.tag_of = None
         if isinstance(self.profiler, YappiProfile):
             self.tag_of = self.profiler.acquire
+            self.profiler.clear_bytes = min(CLEAR_BYTES, self.profile_budget // 2)
             prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
                                                  None) for name in self._orig_submits) if p)
             self.profiler.start(prefixes)
@@ -226,6 +227,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._sink.close({
             **(extra or {}),
             **({"profile_stopped": self.profile_stopped} if self.profile_stopped else {}),
+            **({"profile_clears": {
+                "clears": self.profiler.clears, "forced": self.profiler.clears_forced,
+                "executions_cut": self.profiler.executions_cut}}
+               if isinstance(self.profiler, YappiProfile) and self.profiler.clears else {}),
             "executions_running_at_close": running,
             "executions_not_timed": self.executions_not_timed,
             "transfers_lost_to_dask_log_limit": {
@@ -306,7 +311,11 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         resume, pause = self.task_hooks
         c0, t0 = time.thread_time_ns(), time.time_ns()
         if resume is not None:
-            quietly(resume, "_timed: profiler on")
+            try:  # not through quietly: after a Yappi clear this thread's hook is on (a
+                # Python call here would be filed under the execution)
+                resume()
+            except Exception as err:  # noqa: BLE001 - never fail the task
+                record(err, "_timed: profiler on")
         try:
             result = fn(*args, **kwargs)
             status = "ok"

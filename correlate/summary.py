@@ -236,7 +236,8 @@ def profile_warnings(profile: dict[str, Any]) -> list[str]:
         return []
     return [f"the {profile['mode']} profile is missing for {missing:,} of "
             f"{profile['executions']:,} executions (no function rows: a worker killed or "
-            "not closed cleanly, or Yappi stopped at its memory budget; see the warnings)"]
+            "not closed cleanly, Yappi stopped at its memory budget, or executions cut by a "
+            "forced clear of Yappi's tables; see the warnings)"]
 
 
 def dxt_captured(frames: RunFrames) -> bool:

@@ -353,10 +353,17 @@ def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
         after = (f" after {(stopped['time_ns'] - info['started_ns']) / 1e9:.0f} s"
                  if isinstance(info.get("started_ns"), int) else "")
         reader.warnings.append(
-            f"{name}: Yappi was stopped{after}: it held {stopped['memory_bytes'] / 2**20:.0f} MiB, "
+            f"{name}: Yappi was stopped{after}: it held {stopped['memory_bytes'] / 2**20:.0f} MiB "
+            "(with the entries its clears freed, where it keeps their code objects alive), "
             f"over the collectors' budget of {stopped['budget_bytes'] / 2**20:.0f} MiB (a tenth "
             "of the worker's memory limit, 1 GiB without one); executions that started later "
             "have no function profile (for long jobs: --profile sample)")
+    cut = _counts(closed, "profile_clears").get("executions_cut", 0)
+    if cut:
+        reader.warnings.append(
+            f"{name}: {cut} execution(s) were running when Yappi's tables had to be cleared "
+            "with executions in flight (its memory bound): their calls running then were lost, "
+            "so they have no function rows")
     lost = sum(_counts(closed, "transfers_lost_to_dask_log_limit").values())
     if lost:
         reader.rejects.append(("collector", name, "transfers lost to Dask's bounded log", lost))
