@@ -44,5 +44,18 @@ def cluster_job(folder: str, n: str, seconds: str) -> None:
     Path(folder).parent.joinpath("done").touch()
 
 
+def cli_client(scheduler_file: str, folder: str, n: str, seconds: str) -> None:
+    """A client of a `dask scheduler` started by a batch script. Writes ``ready`` beside the
+    folder once it is connected."""
+    from distributed import Client
+
+    with Client(scheduler_file=scheduler_file) as client:
+        client.wait_for_workers(2)
+        Path(folder).parent.joinpath("ready").touch()
+        run_tasks(client, folder, int(n), float(seconds))
+    Path(folder).parent.joinpath("done").touch()
+
+
 if __name__ == "__main__":
-    {"inprocess": inprocess_job, "cluster": cluster_job}[sys.argv[1]](*sys.argv[2:])
+    {"inprocess": inprocess_job, "cluster": cluster_job, "client": cli_client}[sys.argv[1]](
+        *sys.argv[2:])
