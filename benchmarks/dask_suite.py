@@ -12,7 +12,8 @@ dir, the selected tests' folders put into it (utils_test finds its certificates 
 under a pytest configuration taken from that version's ``pyproject.toml`` (its warning filters
 and markers; pytest-timeout's keys dropped, ``flaky`` registered, as those plugins may be absent).
 
-The selection runs twice: plain, then with the collectors preloaded as ``collect env`` sets them
+The selection runs twice, a file at a time (plain and with the collectors back to back): plain,
+and with the collectors preloaded as ``collect env`` sets them
 up for a batch script (every ``export`` it prints, ``DASK_DISTRIBUTED__SCHEDULER__PRELOAD`` and
 ``…WORKER__PRELOAD`` among them, into a run folder in the temp dir). A test that passed plainly
 but not with the collectors is run again ``--confirm`` times in both ways: if it then passes with
@@ -178,7 +179,7 @@ def run_pytest(dest: Path, targets: list[str], k: str | None, extra_env: dict[st
     """Outcome per test id (passed, failed, error, skipped, or 'not run' on a timeout) and the
     run's wall time."""
     xml = dest / f"{name}.xml"
-    xml.unlink(missing_ok=True)
+    xml.unlink(missing_ok=True)  # (the log keeps every run's output)
     env = {**os.environ, **extra_env,  # the copy of the installed package first
            "PYTHONPATH": os.pathsep.join(filter(None, [str(dest), os.environ.get("PYTHONPATH")]))}
     for var in ("DASK_CORRELATE_RUN_DIR",) if not extra_env else ():
@@ -237,10 +238,20 @@ def main(argv: list[str] | None = None) -> int:
         log(f"distributed {version} installed at {package}; tests from {source}")
         env = collectors_env(dest / "run", args.darshan)
         k = args.k or None
-        plain, t_plain = run_pytest(dest, args.select, k, {}, "plain", args.timeout)
-        log(f"plain: {len(plain)} tests in {t_plain:.0f} s")
-        withc, t_with = run_pytest(dest, args.select, k, env, "collectors", args.timeout)
-        log(f"with the collectors: {len(withc)} tests in {t_with:.0f} s")
+        # one file at a time, plain and with the collectors back to back (which goes first
+        # alternates), so that a change in the machine's load weighs on both alike
+        plain, withc, t_plain, t_with = {}, {}, 0.0, 0.0
+        for i, target in enumerate(args.select):
+            for mode in ("plain", "collectors")[::1 if i % 2 == 0 else -1]:
+                got, wall = run_pytest(dest, [target], k, env if mode == "collectors" else {},
+                                       mode, args.timeout)
+                if mode == "plain":
+                    plain.update(got)
+                    t_plain += wall
+                else:
+                    withc.update(got)
+                    t_with += wall
+                log(f"{target}: {mode}: {len(got)} tests in {wall:.0f} s")
 
         suspects = sorted(t for t, o in plain.items()
                           if o == "passed" and withc.get(t, "not run") != "passed")

@@ -20,6 +20,7 @@ import itertools
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -85,9 +86,15 @@ def _native_id() -> int:
     return _NATIVE.value
 
 
+#: the collectors recording each worker of this process (several workers may share one)
+_LIVE: weakref.WeakKeyDictionary[Any, CorrelateWorkerPlugin] = weakref.WeakKeyDictionary()
+
+
 class CorrelateWorkerPlugin(WorkerPlugin):
     name = "dask-correlate-worker"
     idempotent = True
+    #: taken out of the worker's plugins while it runs (see teardown)
+    removed = False
     #: (resume, pause) of the profiler's hook around each task function (yappi modes)
     task_hooks: tuple[Any, Any] = (None, None)
     #: an execution's Yappi tag from its seq (None: the seq itself); set at start
@@ -104,7 +111,18 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     # ---- setup / teardown ------------------------------------------------------------------
 
     def setup(self, worker: Any) -> None:
+        live = _LIVE.get(worker)
+        if live is not None and live is not self and live.sink is not None:
+            # the same collectors again: the scheduler's copy (registered by its preload, so
+            # that Dask's view of the worker plugins is the same on both sides) reaching a
+            # worker whose own preload added them first. The running one stays, under the
+            # name Dask gave this copy, and keeps its folder and rows.
+            live.removed = False
+            worker.plugins[self.name] = live
+            return
         self._setup(worker)
+        if self.sink is not None:
+            _LIVE[worker] = self
 
     @never_raise
     def _setup(self, worker: Any) -> None:
@@ -185,7 +203,22 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         return pc
 
     def teardown(self, worker: Any) -> None:
+        from distributed.core import Status
+
+        if worker.status in (Status.running, Status.paused, Status.closing_gracefully):
+            # removed while the worker runs: unregistered, or about to be replaced by another
+            # copy (plugin_add of the same name), which takes this one back in its setup;
+            # closed at the loop's next turn unless that happened
+            self.removed = True
+            worker.loop.add_callback(self._close_if_removed, worker)
+            return
         self._teardown(worker)
+
+    def _close_if_removed(self, worker: Any) -> None:
+        if self.removed:
+            self._teardown(worker)
+            if _LIVE.get(worker) is self:
+                del _LIVE[worker]
 
     @never_raise
     def _teardown(self, worker: Any) -> None:

@@ -195,22 +195,32 @@ def _check_version(manifest: dict[str, Any], path: Path) -> None:
                                       f"correlate understands ({RUN_FORMAT_VERSION}); upgrade")
 
 
-def _manifest(run_dir: Path) -> dict[str, Any] | None:
+def _manifest(run_dir: Path, warnings: list[str]) -> dict[str, Any] | None:
+    """The manifest, or None when there is none or it cannot be read: a damaged manifest
+    (a full disk, a copy cut short) loses the job's facts, not the processes' records, which
+    are read as in a folder without one."""
     path = run_dir / "manifest.json"
     if not path.exists():
         return None
-    manifest = _json(path)
+    try:
+        manifest = _json(path)
+    except InputError as err:
+        warnings.append(f"{path}: {err.problem}; read as a run without a manifest (command, "
+                        "exit code and versions unknown)")
+        return None
     _check_version(manifest, path)
     return manifest
 
 
 def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
-    manifest = _manifest(run_dir)
     reader = _Reader()
+    manifest = _manifest(run_dir, reader.warnings)
     procs = _procs(run_dir, reader)
     if manifest is None:
-        reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or a "
-                               "preloaded scheduler): command, exit code and versions unknown")
+        if not (run_dir / "manifest.json").exists():  # (one that cannot be read is said)
+            reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or "
+                                   "a preloaded scheduler): command, exit code and versions "
+                                   "unknown")
     elif not missing.job_ended(manifest):
         reader.warnings.append(f"{run_dir / 'manifest.json'}: no exit code: the job is still "
                                "running, or `collect` was killed before it ended (end time and "
