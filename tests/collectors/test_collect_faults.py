@@ -225,3 +225,62 @@ def test_sigkill_of_the_scheduler_in_the_jobs_process(tmp_path):
     absent, counted, frames = accounted(run, marks)
     assert len(absent) <= counted
     assert sum("its rows were flushed as it exited" in w for w in frames.warnings) == 2
+
+
+def test_a_run_folder_moved_away_during_the_job(tmp_path):
+    """Every write after the move fails (its folder is gone): the rows are counted as dropped
+    with that reason in closed.json, written into the reserve each process holds open; collect
+    finishes the manifest where the folder now is and says so in one line."""
+    marks, run, moved = tmp_path / "marks", tmp_path / "run", tmp_path / "moved"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    run.rename(moved)
+    _out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert f"collect: {run} was moved to {moved} during the job" in err
+    assert json.loads((moved / "manifest.json").read_text())["exit_code"] == 0
+    absent, counted, frames = accounted(moved, marks)
+    assert absent and counted >= len(absent)  # the move did lose rows, each counted
+    assert any("folder gone (moved or deleted)" in w for w in frames.warnings)
+    assert not any("did not close" in w or "has not closed" in w for w in frames.warnings)
+
+
+def test_a_run_folder_where_no_process_can_write_is_said(tmp_path):
+    """Writes under the run folder denied from the start (collect itself could write the
+    manifest): nothing can be recorded or counted, the job runs unharmed, each process says
+    why in one line of its log, and collect and correlate do not claim the job ran no Dask."""
+    marks, run, deny = tmp_path / "marks", tmp_path / "run", tmp_path / "deny"
+    marks.mkdir()
+    deny.touch()
+    proc = start_job(run, marks, deny)
+    _out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0 and (tmp_path / "done").exists(), err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    denied = [line for line in err.splitlines() if "dask-correlate: " in line]
+    assert any("CorrelateSchedulerPlugin" in line and "Permission denied" in line
+               for line in denied), err[-3000:]
+    assert sum("CorrelateWorkerPlugin" in line for line in denied) == 2, denied
+    assert f"collect: no Dask scheduler or worker recorded into {run}: the job started none, " \
+           "or they could not write there" in err
+    out = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "--no-reports"],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "could not write there" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_an_unreadable_manifest_loses_the_jobs_facts_not_its_records(tmp_path):
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = collect(run, "inprocess", str(marks), "40")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (run / "manifest.json").read_text()
+    (run / "manifest.json").write_text(text[:len(text.rstrip()) // 2])  # cut short
+    out = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "--no-reports"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "manifest.json: unreadable JSON" in out.stdout
+    frames = load(run)
+    assert set(frames.executions["key"]) == ran(marks)
+    assert frames.facts["exit_code"] is None and frames.facts["command"] is None
