@@ -301,6 +301,11 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
     with the reason; those the worker's collector counted itself are not counted again."""
     if tables["scheduler_transitions"] is None:
         return
+    if n := missing.interrupted(tables["scheduler_transitions"]):
+        reader.warnings.append(
+            f"{n} task(s) were taken back from a worker that died or left while they were "
+            "processing there, and run again: those that had started there ended without an "
+            "execution row")
     gaps = missing.missing_per_worker(tables["scheduler_transitions"], executions)
     by_address = {info.get("address"): (d, closed) for d, info, closed in procs
                   if info["role"] == "worker"}

@@ -284,3 +284,32 @@ def test_an_unreadable_manifest_loses_the_jobs_facts_not_its_records(tmp_path):
     frames = load(run)
     assert set(frames.executions["key"]) == ran(marks)
     assert frames.facts["exit_code"] is None and frames.facts["command"] is None
+
+
+@pytest.mark.parametrize("event", ["restart", "retire", "memory"])
+def test_workers_replaced_retired_or_killed_by_their_nanny(tmp_path, event):
+    """client.restart() (every worker process replaced), retire_workers while tasks run, and a
+    task holding more than its worker's memory limit (the nanny kills the worker, four times,
+    and starts a new process each time: new pid, new folder): every execution that ran is a
+    row or counted, and the tasks taken back from a dying worker are said."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
+           "--profile", "off", "--flush-interval", "0.5", "--", sys.executable,
+           "fault_jobs.py", "lifecycle", str(marks), event, "40"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=HERE)
+    assert proc.returncode == 0 and (tmp_path / "done").exists(), proc.stderr[-3000:]
+    assert f"{COLLECTORS}/" not in proc.stderr and "collect:" not in proc.stderr
+    absent, counted, frames = accounted(run, marks)
+    assert len(absent) <= counted, (sorted(absent)[:5], counted, frames.warnings)
+    after = {f"after-{i}" for i in range(40)}
+    assert after <= set(frames.executions["key"])  # the workers that came after record
+    workers = list((run / "procs").glob("worker-*"))
+    if event == "retire":
+        assert len(workers) == 2
+        assert len(list((run / "procs").glob("*/closed.json"))) == 3
+    else:
+        assert len(workers) > 2  # new processes, each its own folder
+    if event == "memory":
+        assert "hog: KilledWorker" in proc.stderr
+        assert any("taken back from a worker that died" in w for w in frames.warnings)
