@@ -149,9 +149,14 @@ def _procs(run_dir: Path, reader: _Reader
         try:
             info = _proc_info(d / "proc.json", reader.warnings)
         except InputError as err:
-            reader.rejects.append(("run-folder", str(d / "proc.json"),
-                                   f"process folder skipped: {err.problem}", 1))
-            continue
+            info = _from_name(d)
+            if info is None:
+                reader.rejects.append(("run-folder", str(d / "proc.json"),
+                                       f"process folder skipped: {err.problem}", 1))
+                continue
+            reader.warnings.append(f"{d / 'proc.json'}: {err.problem}; role, host and pid "
+                                   "taken from the folder's name (a worker's address from the "
+                                   "scheduler's add_worker of that pid)")
         closed = None
         # closed.json, or, where the folder refused its rename, the reserved bytes it was
         # written into (blank until then)
@@ -169,6 +174,35 @@ def _procs(run_dir: Path, reader: _Reader
                                        "treated as not closed cleanly")
         out.append((d, info, closed))
     return out
+
+
+def _from_name(d: Path) -> dict[str, Any] | None:
+    """role, host and pid from a process folder's name (``<role>-<host>-<pid>[.n]``, as the
+    collectors name it), for a folder whose proc.json cannot be read; None if it is not one."""
+    role, _, rest = d.name.partition("-")
+    host, _, pid = rest.rpartition("-")
+    pid = pid.split(".", 1)[0]
+    if role not in ROLES or not host or not pid.isdigit():
+        return None
+    return {"role": role, "host": host, "pid": int(pid), "address": None, "from_name": True}
+
+
+def _addresses_from_scheduler(procs: list[tuple[Path, dict[str, Any], Any]],
+                              reader: _Reader) -> None:
+    """A worker known only by its folder's name gets the address the scheduler saw join with
+    its pid and host, when exactly one did."""
+    lost = [info for _d, info, _c in procs if info.get("from_name") and info["role"] == "worker"]
+    if not lost:
+        return
+    joins = [reader.table(d, "cluster_events") for d, info, _c in procs
+             if info["role"] == "scheduler"]
+    if not joins:
+        return
+    added = pl.concat(joins).filter(pl.col("event") == "add_worker")
+    for info in lost:
+        found = added.filter(pl.col("pid") == info["pid"])["address"].unique()
+        if found.len() == 1:
+            info["address"] = found.item()
 
 
 def _written(reserve: Path) -> bool:
@@ -228,6 +262,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     elif manifest.get("recorded_by") == "scheduler preload":
         reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
                                "(no `collect`): the job's command and exit code are unknown")
+    _addresses_from_scheduler(procs, reader)
     per_table: dict[str, list[pl.DataFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     processes = []
     for d, info, closed in procs:

@@ -313,3 +313,21 @@ def test_workers_replaced_retired_or_killed_by_their_nanny(tmp_path, event):
     if event == "memory":
         assert "hog: KilledWorker" in proc.stderr
         assert any("taken back from a worker that died" in w for w in frames.warnings)
+
+
+def test_a_worker_whose_proc_json_is_unreadable_keeps_its_rows(tmp_path):
+    """proc.json damaged after the job: the worker is known by its folder's name (role, host,
+    pid) and its address by the scheduler's add_worker of that pid, so its executions are used
+    and none is counted as missing."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = collect(run, "cluster", str(marks), "100", "0.01")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    damaged = sorted((run / "procs").glob("worker-*"))[0]
+    (damaged / "proc.json").write_text('{"pid": 1')
+    frames = load(run)
+    assert set(frames.executions["key"]) == ran(marks)
+    ex = frames.executions
+    assert ex.filter(pl.col("worker").is_null()).height == 0
+    assert any(f"{damaged / 'proc.json'}: unreadable JSON" in w for w in frames.warnings)
+    assert not any("missing" in w for w in frames.warnings), frames.warnings
