@@ -57,7 +57,8 @@ def test_two_workers_in_one_process_each_keep_every_execution(tmp_path):
 N_TASKS, TASK_S = 400, 0.02
 
 
-def start_job(run: Path, marks: Path, deny: Path | None = None) -> subprocess.Popen:
+def start_job(run: Path, marks: Path, deny: Path | None = None,
+              deny_errno: str = "EACCES") -> subprocess.Popen:
     """The job under `collect`; with ``deny``, writes into the run folder fail with EACCES
     while that file exists (``deny_writes``: root ignores permissions)."""
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
@@ -66,6 +67,7 @@ def start_job(run: Path, marks: Path, deny: Path | None = None) -> subprocess.Po
     env = dict(os.environ)
     if deny is not None:
         env.update(DENY_WRITES_UNDER=str(run), DENY_WRITES_FLAG=str(deny),
+                   DENY_WRITES_ERRNO=deny_errno,
                    DASK_DISTRIBUTED__SCHEDULER__PRELOAD="['deny_writes']",
                    DASK_DISTRIBUTED__WORKER__PRELOAD="['deny_writes']",
                    PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]))
@@ -331,3 +333,18 @@ def test_a_worker_whose_proc_json_is_unreadable_keeps_its_rows(tmp_path):
     assert ex.filter(pl.col("worker").is_null()).height == 0
     assert any(f"{damaged / 'proc.json'}: unreadable JSON" in w for w in frames.warnings)
     assert not any("missing" in w for w in frames.warnings), frames.warnings
+
+
+def test_write_errors_of_a_failing_device_are_counted_with_their_errno(tmp_path):
+    """Writes failing with EIO for a while (a device or network file system in trouble): the
+    rule holds as for a full disk, the reason named by its errno."""
+    marks, run, deny = tmp_path / "marks", tmp_path / "run", tmp_path / "deny"
+    marks.mkdir()
+    proc = start_job(run, marks, deny, deny_errno="EIO")
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    deny.touch()
+    time.sleep(1.5)
+    deny.unlink()
+    frames = check(proc, run, marks, 0)
+    assert any("write(s) into the run folder failed (EIO" in w for w in frames.warnings)
