@@ -111,18 +111,28 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     # ---- setup / teardown ------------------------------------------------------------------
 
     def setup(self, worker: Any) -> None:
-        live = _LIVE.get(worker)
-        if live is not None and live is not self and live.sink is not None:
-            # the same collectors again: the scheduler's copy (registered by its preload, so
-            # that Dask's view of the worker plugins is the same on both sides) reaching a
-            # worker whose own preload added them first. The running one stays, under the
-            # name Dask gave this copy, and keeps its folder and rows.
-            live.removed = False
-            worker.plugins[self.name] = live
+        if self._take_back(worker):
             return
         self._setup(worker)
         if self.sink is not None:
-            _LIVE[worker] = self
+            self._register_live(worker)
+
+    @never_raise
+    def _take_back(self, worker: Any) -> bool:
+        """The same collectors again: the scheduler's copy (registered by its preload, so that
+        Dask's view of the worker plugins is the same on both sides) reaching a worker whose
+        own preload added them first. The running one stays, under the name Dask gave this
+        copy, and keeps its folder and rows."""
+        live = _LIVE.get(worker)
+        if live is None or live is self or live.sink is None:
+            return False
+        live.removed = False
+        worker.plugins[self.name] = live
+        return True
+
+    @never_raise
+    def _register_live(self, worker: Any) -> None:
+        _LIVE[worker] = self
 
     @never_raise
     def _setup(self, worker: Any) -> None:
@@ -203,22 +213,26 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         return pc
 
     def teardown(self, worker: Any) -> None:
+        if not self._defer_close(worker):
+            self._teardown(worker)
+
+    @never_raise
+    def _defer_close(self, worker: Any) -> bool:
+        """Removed while the worker runs: unregistered, or about to be replaced by another copy
+        (plugin_add of the same name), which takes this one back in its setup; closed at the
+        loop's next turn unless that happened. At the worker's close: False (close now)."""
         from distributed.core import Status
 
-        if worker.status in (Status.running, Status.paused, Status.closing_gracefully):
-            # removed while the worker runs: unregistered, or about to be replaced by another
-            # copy (plugin_add of the same name), which takes this one back in its setup;
-            # closed at the loop's next turn unless that happened
-            self.removed = True
-            worker.loop.add_callback(self._close_if_removed, worker)
-            return
-        self._teardown(worker)
+        if worker.status not in (Status.running, Status.paused, Status.closing_gracefully):
+            return False
+        self.removed = True
+        worker.loop.add_callback(self._close_if_removed, worker)
+        return True
 
     def _close_if_removed(self, worker: Any) -> None:
         if self.removed:
             self._teardown(worker)
-            if _LIVE.get(worker) is self:
-                del _LIVE[worker]
+            _LIVE.pop(worker, None)
 
     @never_raise
     def _teardown(self, worker: Any) -> None:
