@@ -134,11 +134,12 @@ class ProcessSink:
                                         daemon=True)
         proc_dir.mkdir(parents=True, exist_ok=True)
         self._reserve = proc_dir / CLOSED_RESERVE_NAME
-        #: the reserve kept open: closed.json reaches it even after the run folder was moved
-        self._reserve_fd: int | None = None
+        #: the folder kept open (read-only: a remount stays possible), so that closed.json
+        #: reaches it even after the run folder was moved
+        self._dir_fd: int | None = None
         try:
             self._reserve.write_bytes(b" " * CLOSED_RESERVE)
-            self._reserve_fd = os.open(self._reserve, os.O_WRONLY)
+            self._dir_fd = os.open(proc_dir, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             pass
 
@@ -296,26 +297,45 @@ class ProcessSink:
             "first_write_error": self.first_write_error,
             "hook_errors": dict(ERRORS), **(extra or {})}
         path = self.proc_dir / "closed.json"
-        fd, self._reserve_fd = self._reserve_fd, None
+        folder, self._dir_fd = self._dir_fd, None
         try:
             write_json_atomic(path, closed)
         except OSError:
-            # a full folder: the bytes reserved at start take it, renamed into place; where
-            # the folder refuses the rename (its write permission removed) or has been moved
-            # away they stay under the reserve's name, which correlate reads too
-            if not rewrite_in_place(self._reserve, closed, fd):
+            # a full folder: the bytes reserved at start take it, renamed into place (through
+            # the folder's descriptor: also where it has been moved away); where the folder
+            # refuses the rename (its write permission removed) they stay under the reserve's
+            # name, which correlate reads too
+            if not self._into_reserve(closed, folder):
                 raise
             try:
-                os.replace(self._reserve, path)
+                if folder is None:
+                    os.replace(self._reserve, path)
+                else:
+                    os.replace(CLOSED_RESERVE_NAME, "closed.json", src_dir_fd=folder,
+                               dst_dir_fd=folder)
             except OSError:
                 return
         finally:
-            if fd is not None:
-                os.close(fd)
+            if folder is not None:
+                os.close(folder)
         try:
             self._reserve.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+    def _into_reserve(self, closed: dict[str, Any], folder: int | None) -> bool:
+        fd = None
+        try:
+            if folder is not None:
+                fd = os.open(CLOSED_RESERVE_NAME, os.O_WRONLY, dir_fd=folder)
+        except OSError:
+            pass
+        try:
+            return rewrite_in_place(self._reserve, closed, fd)
+        finally:
+            if fd is not None:
+                os.close(fd)
 
 
 #: the Arrow column kind of each raw-table dtype (text for the others: String and Enum)
