@@ -348,3 +348,40 @@ def test_write_errors_of_a_failing_device_are_counted_with_their_errno(tmp_path)
     deny.unlink()
     frames = check(proc, run, marks, 0)
     assert any("write(s) into the run folder failed (EIO" in w for w in frames.warnings)
+
+
+def test_a_worker_stopped_and_continued(tmp_path):
+    """SIGSTOP then SIGCONT of a worker (a debugger, a job suspended by the batch system): its
+    flush thread stops with it and resumes; nothing is lost."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    pid = worker_pids(run)[0]
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(3)
+    os.kill(pid, signal.SIGCONT)
+    frames = check(proc, run, marks, 0)
+    assert set(frames.executions["key"]) == ran(marks)
+
+
+def test_correlate_on_a_job_still_running(tmp_path):
+    """correlate while the job runs: it says the job may still be running, and counts what the
+    scheduler saw finish that the workers have not flushed yet, with that reason."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(1)
+    frames = load(run)
+    assert proc.poll() is None  # read while the job ran
+    early = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "--no-reports",
+                            "-o", str(tmp_path / "early")], capture_output=True, text=True)
+    check(proc, run, marks, 0)
+    assert early.returncode == 0 and "Traceback" not in early.stderr, early.stderr[-2000:]
+    assert any("no exit code: the job is still running" in w for w in frames.warnings)
+    assert any("has not closed: the job may still be running" in w for w in frames.warnings)
+    gaps = frames.rejects.filter(pl.col("reason").str.contains("executions missing"))
+    assert gaps.filter(~pl.col("reason").str.contains("the job may still be running")).height \
+        == 0
