@@ -44,6 +44,33 @@ def cluster_job(folder: str, n: str, seconds: str) -> None:
     Path(folder).parent.joinpath("done").touch()
 
 
+def forks(key: str, folder: str) -> int:
+    """Marks itself after a child process forked from the worker (multiprocessing's fork
+    context, as a task using a process pool would) has run and ended."""
+    import multiprocessing
+
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(0.01,))
+    child.start()
+    child.join()
+    Path(folder, key).touch()
+    return child.exitcode
+
+
+def fork_job(folder: str, n: str) -> None:
+    """Two worker processes x 2 threads; each task forks a child process (workers that are
+    not daemons may have children)."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    dask.config.set({"distributed.worker.daemon": False})
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        codes = client.gather([client.submit(forks, f"f-{i}", folder, key=f"f-{i}", pure=False)
+                               for i in range(int(n))])
+        assert codes == [0] * int(n)
+    Path(folder).parent.joinpath("done").touch()
+
+
 def hog(key: str, folder: str, mib: int) -> int:
     """Marks itself, then holds ``mib`` MiB until its worker's nanny kills the process."""
     Path(folder, key).touch()
@@ -99,5 +126,5 @@ def cli_client(scheduler_file: str, folder: str, n: str, seconds: str) -> None:
 
 if __name__ == "__main__":
     {"inprocess": inprocess_job, "cluster": cluster_job, "client": cli_client,
-     "lifecycle": lifecycle_job}[sys.argv[1]](
+     "lifecycle": lifecycle_job, "fork": fork_job}[sys.argv[1]](
         *sys.argv[2:])

@@ -385,3 +385,19 @@ def test_correlate_on_a_job_still_running(tmp_path):
     gaps = frames.rejects.filter(pl.col("reason").str.contains("executions missing"))
     assert gaps.filter(~pl.col("reason").str.contains("the job may still be running")).height \
         == 0
+
+
+def test_tasks_that_fork_child_processes(tmp_path):
+    """Each task forks a child (multiprocessing's fork context), which ends with os._exit: the
+    child inherits the collectors' exit hooks and whatever lock a thread of the worker held at
+    the fork, but not the threads. It must exit without them (before: the job hung in such a
+    child, or the child wrote its parent's rows a second time); every execution is recorded
+    once."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = collect(run, "fork", str(marks), "40", timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    ex = load(run).executions
+    assert ex.height == 40 and set(ex["key"]) == ran(marks)
+    for closed in (run / "procs").glob("worker-*/closed.json"):
+        assert "ended_by" not in json.loads(closed.read_text())
