@@ -124,7 +124,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         own preload added them first. The running one stays, under the name Dask gave this
         copy, and keeps its folder and rows."""
         live = _LIVE.get(worker)
-        if live is None or live is self or live.sink is None:
+        if (live is None or live is self or live.sink is None or live.run_dir != self.run_dir
+                or live.options != self.options):
             return False
         live.removed = False
         worker.plugins[self.name] = live
@@ -218,12 +219,15 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
     @never_raise
     def _defer_close(self, worker: Any) -> bool:
-        """Removed while the worker runs: unregistered, or about to be replaced by another copy
-        (plugin_add of the same name), which takes this one back in its setup; closed at the
-        loop's next turn unless that happened. At the worker's close: False (close now)."""
+        """Removed while the worker registers with the scheduler, which is about to replace
+        it by its own copy (plugin_add of the same name), which takes this one back in its
+        setup: closed at the loop's next turn unless that happened. Removed at any other time
+        (the worker's close, a client's unregister): False, closed now."""
         from distributed.core import Status
 
-        if worker.status not in (Status.running, Status.paused, Status.closing_gracefully):
+        heartbeat = worker.periodic_callbacks.get("heartbeat")
+        registering = heartbeat is not None and not heartbeat.is_running()  # started after
+        if worker.status != Status.running or not registering:
             return False
         self.removed = True
         worker.loop.add_callback(self._close_if_removed, worker)
