@@ -14,9 +14,16 @@ from typing import NoReturn
 _CALLBACKS: list[Callable[[], None]] = []
 _lock = threading.Lock()
 _original: list[Callable[[int], NoReturn]] = []
+#: the process whose callbacks these are: a child forked from it (a task's multiprocessing
+#: Process, which ends with os._exit) inherits them, and a lock some other thread of the parent
+#: held at the fork, but not the threads; it must exit without them, or it would hang there
+#: or write its parent's rows a second time
+_OWNER: list[int] = []
 
 
 def _exit(status: int) -> NoReturn:
+    if _OWNER and os.getpid() != _OWNER[0]:
+        _original[0](status)
     with _lock:
         callbacks = list(_CALLBACKS)
         _CALLBACKS.clear()
@@ -33,6 +40,7 @@ def register(callback: Callable[[], None]) -> None:
         if not _original:
             _original.append(os._exit)
             os._exit = _exit
+        _OWNER[:] = [os.getpid()]
         _CALLBACKS.append(callback)
 
 

@@ -30,12 +30,20 @@ def record(err: BaseException, where: str) -> None:
     with _lock:
         ERRORS[kind] += 1
         first = ERRORS[kind] == 1
-    if first and _LOG:
-        try:
-            with _LOG[0].open("a") as fh:
-                fh.write(f"== {kind}\n{traceback.format_exc()}\n")
-        except OSError:
-            pass
+    if not first:
+        return
+    try:
+        if not _LOG:
+            raise FileNotFoundError("no process folder")
+        with _LOG[0].open("a") as fh:
+            fh.write(f"== {kind}\n{traceback.format_exc()}\n")
+    except OSError:
+        # nowhere to log it in the run folder (one that cannot be created or written): one
+        # line in the process's own log, so that the user learns why nothing was recorded
+        import logging
+
+        logging.getLogger("distributed.dask_correlate").warning(
+            "dask-correlate: %s: %s (not recorded in the run folder)", kind, err)
 
 
 def quietly(call: Callable[[], Any], where: str) -> None:

@@ -180,20 +180,51 @@ def main(argv: Sequence[str] | None = None) -> int:
                               darshan={"runtime": lib, "reason": how})
     except OSError as err:
         _could_not("write", run_dir / "manifest.json", err)
+    folder = _hold(run_dir)
     code = job_process.wait(proc)
+    run_dir = _moved_to(run_dir, folder)
     try:
         if lib:
             report_darshan_logs(run_dir)
         if info is not None:
             manifest.finish(run_dir, info, code)
         if not any((run_dir / "procs").glob("*/proc.json")):
-            print(f"collect: the job started no Dask scheduler or worker that recorded into "
-                  f"{run_dir} (a LocalCluster the job creates, or `dask scheduler|worker` it "
-                  "starts, inherit the collectors; a cluster started elsewhere needs `collect "
-                  "env` on its nodes)", file=sys.stderr)
+            print(f"collect: no Dask scheduler or worker recorded into {run_dir}: the job "
+                  "started none, or they could not write there (their log says why in a "
+                  "`dask-correlate:` line); a LocalCluster the job creates, or `dask "
+                  "scheduler|worker` it starts, inherit the collectors; a cluster started "
+                  "elsewhere needs `collect env` on its nodes", file=sys.stderr)
     except OSError as err:
         _could_not("finish", run_dir / "manifest.json", err)
     return code
+
+
+def _hold(run_dir: Path) -> int | None:
+    """An open descriptor of the run folder, to find it again if it is moved during the job."""
+    try:
+        return os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+
+
+def _moved_to(run_dir: Path, fd: int | None) -> Path:
+    """Where the run folder is now: moved during the job (its path gone), the folder's new
+    path (Linux's /proc/self/fd), said in one line; else ``run_dir``."""
+    if fd is None:
+        return run_dir
+    try:
+        if run_dir.is_dir() and os.path.samestat(os.stat(run_dir), os.fstat(fd)):
+            return run_dir
+        now = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        if now.is_dir():
+            print(f"collect: {run_dir} was moved to {now} during the job; the run is finished "
+                  "there", file=sys.stderr)
+            return now
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return run_dir
 
 
 def _could_not(what: str, path: Path, err: OSError) -> None:

@@ -50,6 +50,7 @@ def dask_setup(server, dask_correlate_run_dir: str | None = None) -> Any:  # noq
 
         _write_manifest(Path(run_dir), opts)
         server.add_plugin(CorrelateSchedulerPlugin(run_dir, opts))
+        return _register_worker_plugin(server, run_dir, opts)
     elif isinstance(server, Worker):
         from collectors.worker_plugin import CorrelateWorkerPlugin
 
@@ -57,6 +58,45 @@ def dask_setup(server, dask_correlate_run_dir: str | None = None) -> Any:  # noq
         # through the worker's public plugin_add, as a client's register_plugin would
         return server.plugin_add(plugin=CorrelateWorkerPlugin(run_dir, opts))
     return None
+
+
+#: what a worker unpickles from the scheduler's copy of the worker plugin: the collectors where
+#: this package is installed, else Dask's no-op WorkerPlugin, so that a worker without it is
+#: not kept from starting (an unpicklable plugin fails its registration)
+_GUARD = ("__import__('pickle').loads(plugin) "
+          "if __import__('importlib.util').util.find_spec('collectors') "
+          "and __import__('importlib.util').util.find_spec('collectors.worker_plugin') "
+          "else __import__('distributed.diagnostics.plugin').diagnostics.plugin.WorkerPlugin()")
+
+
+class _Guarded:
+    def __init__(self, plugin: Any) -> None:
+        self.plugin = plugin
+
+    def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any]]]:
+        import pickle
+
+        return eval, (_GUARD, {"plugin": pickle.dumps(self.plugin)})
+
+
+async def _register_worker_plugin(scheduler: Any, run_dir: str, opts: Any) -> None:
+    """The workers' collectors registered with the scheduler, as a client's
+    ``register_plugin`` does: the scheduler's ``worker_plugins`` then list what each worker
+    runs (a worker's own preload added them first; the copy it receives when it registers
+    takes that one back, see ``CorrelateWorkerPlugin.setup``), and workers started without the
+    preload record too. Never fails the scheduler's start."""
+    try:
+        import pickle
+
+        from collectors.worker_plugin import CorrelateWorkerPlugin
+
+        plugin = CorrelateWorkerPlugin(run_dir, opts)
+        await scheduler.register_worker_plugin(None, pickle.dumps(_Guarded(plugin)),
+                                               plugin.name, idempotent=True)
+    except Exception as err:  # noqa: BLE001 - the job runs on without it
+        from collectors.guard import record
+
+        record(err, "register_worker_plugin")
 
 
 @never_raise

@@ -70,19 +70,22 @@ def write_json_atomic(path: Path, data: dict[str, Any], *, pad: int = 0) -> None
         raise
 
 
-def rewrite_in_place(path: Path, data: dict[str, Any]) -> bool:
+def rewrite_in_place(path: Path, data: dict[str, Any], fd: int | None = None) -> bool:
     """Overwrite an existing file's bytes with ``data`` (JSON, space-padded to the file's size):
-    no new block is needed, so it works in a full folder. False if it does not fit or fails."""
+    no new block is needed, so it works in a full folder; through ``fd``, an open descriptor of
+    the file, also where its folder has been moved away. False if it does not fit or fails."""
     text = json.dumps(data, indent=1, sort_keys=True, default=str).encode()
     try:
-        size = path.stat().st_size
-        if len(text) > size:
-            return False
-        fd = os.open(path, os.O_WRONLY)
+        own = fd is None
+        fd = os.open(path, os.O_WRONLY) if fd is None else fd
         try:
+            size = os.fstat(fd).st_size
+            if len(text) > size:
+                return False
             os.pwrite(fd, text + b" " * (size - len(text)), 0)
         finally:
-            os.close(fd)
+            if own:
+                os.close(fd)
     except OSError:
         return False
     return True
@@ -91,7 +94,8 @@ def rewrite_in_place(path: Path, data: dict[str, Any]) -> bool:
 #: the reason a write failed, by errno (others: the errno's name)
 REASONS = {errno.ENOSPC: "no space", errno.EDQUOT: "no space (quota)",
            errno.EACCES: "permission", errno.EPERM: "permission",
-           errno.EROFS: "read-only file system"}
+           errno.EROFS: "read-only file system",
+           errno.ENOENT: "folder gone (moved or deleted)"}
 #: bytes reserved at start for closed.json (``close`` in a full folder), and their file
 CLOSED_RESERVE = 16384
 
@@ -130,8 +134,12 @@ class ProcessSink:
                                         daemon=True)
         proc_dir.mkdir(parents=True, exist_ok=True)
         self._reserve = proc_dir / CLOSED_RESERVE_NAME
+        #: the folder kept open (read-only: a remount stays possible), so that closed.json
+        #: reaches it even after the run folder was moved
+        self._dir_fd: int | None = None
         try:
             self._reserve.write_bytes(b" " * CLOSED_RESERVE)
+            self._dir_fd = os.open(proc_dir, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             pass
 
@@ -289,22 +297,45 @@ class ProcessSink:
             "first_write_error": self.first_write_error,
             "hook_errors": dict(ERRORS), **(extra or {})}
         path = self.proc_dir / "closed.json"
+        folder, self._dir_fd = self._dir_fd, None
         try:
             write_json_atomic(path, closed)
         except OSError:
-            # a full folder: the bytes reserved at start take it, renamed into place; where
-            # the folder refuses the rename (its write permission removed) they stay under
-            # the reserve's name, which correlate reads too
-            if not rewrite_in_place(self._reserve, closed):
+            # a full folder: the bytes reserved at start take it, renamed into place (through
+            # the folder's descriptor: also where it has been moved away); where the folder
+            # refuses the rename (its write permission removed) they stay under the reserve's
+            # name, which correlate reads too
+            if not self._into_reserve(closed, folder):
                 raise
             try:
-                os.replace(self._reserve, path)
+                if folder is None:
+                    os.replace(self._reserve, path)
+                else:
+                    os.replace(CLOSED_RESERVE_NAME, "closed.json", src_dir_fd=folder,
+                               dst_dir_fd=folder)
             except OSError:
                 return
+        finally:
+            if folder is not None:
+                os.close(folder)
         try:
             self._reserve.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+    def _into_reserve(self, closed: dict[str, Any], folder: int | None) -> bool:
+        fd = None
+        try:
+            if folder is not None:
+                fd = os.open(CLOSED_RESERVE_NAME, os.O_WRONLY, dir_fd=folder)
+        except OSError:
+            pass
+        try:
+            return rewrite_in_place(self._reserve, closed, fd)
+        finally:
+            if fd is not None:
+                os.close(fd)
 
 
 #: the Arrow column kind of each raw-table dtype (text for the others: String and Enum)

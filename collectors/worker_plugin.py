@@ -20,6 +20,7 @@ import itertools
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -85,9 +86,15 @@ def _native_id() -> int:
     return _NATIVE.value
 
 
+#: the collectors recording each worker of this process (several workers may share one)
+_LIVE: weakref.WeakKeyDictionary[Any, CorrelateWorkerPlugin] = weakref.WeakKeyDictionary()
+
+
 class CorrelateWorkerPlugin(WorkerPlugin):
     name = "dask-correlate-worker"
     idempotent = True
+    #: taken out of the worker's plugins while it runs (see teardown)
+    removed = False
     #: (resume, pause) of the profiler's hook around each task function (yappi modes)
     task_hooks: tuple[Any, Any] = (None, None)
     #: an execution's Yappi tag from its seq (None: the seq itself); set at start
@@ -104,7 +111,29 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     # ---- setup / teardown ------------------------------------------------------------------
 
     def setup(self, worker: Any) -> None:
+        if self._take_back(worker):
+            return
         self._setup(worker)
+        if self.sink is not None:
+            self._register_live(worker)
+
+    @never_raise
+    def _take_back(self, worker: Any) -> bool:
+        """The same collectors again: the scheduler's copy (registered by its preload, so that
+        Dask's view of the worker plugins is the same on both sides) reaching a worker whose
+        own preload added them first. The running one stays, under the name Dask gave this
+        copy, and keeps its folder and rows."""
+        live = _LIVE.get(worker)
+        if (live is None or live is self or live.sink is None or live.run_dir != self.run_dir
+                or live.options != self.options):
+            return False
+        live.removed = False
+        worker.plugins[self.name] = live
+        return True
+
+    @never_raise
+    def _register_live(self, worker: Any) -> None:
+        _LIVE[worker] = self
 
     @never_raise
     def _setup(self, worker: Any) -> None:
@@ -192,7 +221,29 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         return pc
 
     def teardown(self, worker: Any) -> None:
-        self._teardown(worker)
+        if not self._defer_close(worker):
+            self._teardown(worker)
+
+    @never_raise
+    def _defer_close(self, worker: Any) -> bool:
+        """Removed while the worker registers with the scheduler, which is about to replace
+        it by its own copy (plugin_add of the same name), which takes this one back in its
+        setup: closed at the loop's next turn unless that happened. Removed at any other time
+        (the worker's close, a client's unregister): False, closed now."""
+        from distributed.core import Status
+
+        heartbeat = worker.periodic_callbacks.get("heartbeat")
+        registering = heartbeat is not None and not heartbeat.is_running()  # started after
+        if worker.status != Status.running or not registering:
+            return False
+        self.removed = True
+        worker.loop.add_callback(self._close_if_removed, worker)
+        return True
+
+    def _close_if_removed(self, worker: Any) -> None:
+        if self.removed:
+            self._teardown(worker)
+            _LIVE.pop(worker, None)
 
     @never_raise
     def _teardown(self, worker: Any) -> None:

@@ -74,9 +74,10 @@ def test_an_unrecognised_folder_lists_names_not_a_python_list(tmp_path):
     (tmp_path / "manifest.json").write_text('{"exit_code": 1}')
     proc = _cli(str(tmp_path))
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr.strip() == (f"correlate: {tmp_path}: the job ran no Dask scheduler or "
-                                   "worker (manifest.json but no procs/); the job exited with "
-                                   "code 1")
+    assert proc.stderr.strip() == (f"correlate: {tmp_path}: no Dask scheduler or worker "
+                                   "recorded into it (manifest.json but no procs/: the job "
+                                   "started none, or they could not write there); the job "
+                                   "exited with code 1")
     (tmp_path / "manifest.json").rename(tmp_path / "notes.txt")
     (tmp_path / "more.txt").write_text("")
     proc = _cli(str(tmp_path))

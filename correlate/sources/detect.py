@@ -60,8 +60,9 @@ def _unrecognised(path: Path) -> NoReturn:
         raise InputError(path, f"holds only Darshan logs ({len(logs)} .darshan file(s)), no Dask "
                          f"records; to decode the logs: correlate darshan {path} -o out.parquet")
     if "manifest.json" in names and not (path / "procs").is_dir():
-        raise InputError(path, "the job ran no Dask scheduler or worker (manifest.json but no "
-                         f"procs/){_exit_code(path / 'manifest.json')}")
+        raise InputError(path, "no Dask scheduler or worker recorded into it (manifest.json but "
+                         "no procs/: the job started none, or they could not write there)"
+                         f"{_exit_code(path / 'manifest.json')}")
     shown = ", ".join(names[:12]) + (f", … ({len(names)} in all)" if len(names) > 12 else "")
     expected = "; ".join(f"{f}: {what}" for f, (_m, what) in FORMATS.items())
     raise InputError(path, f"unrecognised folder: found {shown or 'nothing'}; expected one of "

@@ -28,6 +28,21 @@ def finished_per_worker(sched: pl.LazyFrame) -> pl.DataFrame:
             .group_by("worker", "key").agg(n=pl.len()).collect())
 
 
+#: the stimulus of Dask's scheduler when it takes back the tasks of a worker that left
+WORKER_CLEANUP = "handle-worker-cleanup-"
+
+
+def interrupted(sched: pl.LazyFrame) -> int:
+    """Tasks the scheduler took back from a worker that died or left while they were
+    processing there (``processing -> released`` by its worker cleanup), to run them again:
+    an execution that had started on that worker ended without a row. An upper bound: a task
+    still queued on the worker counts too (Dask does not say which had started)."""
+    return int(sched.filter((pl.col("start") == "processing")
+                            & (pl.col("finish") == "released")
+                            & pl.col("stimulus_id").str.starts_with(WORKER_CLEANUP))
+               .select(pl.len()).collect().item())
+
+
 def recorded_per_worker(executions: pl.DataFrame) -> pl.DataFrame:
     if executions.is_empty() or "worker" not in executions.columns:
         return pl.DataFrame(schema={"worker": pl.String, "key": pl.String, "got": pl.UInt32})

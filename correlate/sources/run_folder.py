@@ -149,9 +149,15 @@ def _procs(run_dir: Path, reader: _Reader
         try:
             info = _proc_info(d / "proc.json", reader.warnings)
         except InputError as err:
-            reader.rejects.append(("run-folder", str(d / "proc.json"),
-                                   f"process folder skipped: {err.problem}", 1))
-            continue
+            named = _from_name(d)
+            if named is None:
+                reader.rejects.append(("run-folder", str(d / "proc.json"),
+                                       f"process folder skipped: {err.problem}", 1))
+                continue
+            reader.warnings.append(f"{d / 'proc.json'}: {err.problem}; role, host and pid "
+                                   "taken from the folder's name (a worker's address from the "
+                                   "scheduler's add_worker of that pid)")
+            info = named
         closed = None
         # closed.json, or, where the folder refused its rename, the reserved bytes it was
         # written into (blank until then)
@@ -169,6 +175,35 @@ def _procs(run_dir: Path, reader: _Reader
                                        "treated as not closed cleanly")
         out.append((d, info, closed))
     return out
+
+
+def _from_name(d: Path) -> dict[str, Any] | None:
+    """role, host and pid from a process folder's name (``<role>-<host>-<pid>[.n]``, as the
+    collectors name it), for a folder whose proc.json cannot be read; None if it is not one."""
+    role, _, rest = d.name.partition("-")
+    host, _, pid = rest.rpartition("-")
+    pid = pid.split(".", 1)[0]
+    if role not in ROLES or not host or not pid.isdigit():
+        return None
+    return {"role": role, "host": host, "pid": int(pid), "address": None, "from_name": True}
+
+
+def _addresses_from_scheduler(procs: list[tuple[Path, dict[str, Any], Any]],
+                              reader: _Reader) -> None:
+    """A worker known only by its folder's name gets the address the scheduler saw join with
+    its pid and host, when exactly one did."""
+    lost = [info for _d, info, _c in procs if info.get("from_name") and info["role"] == "worker"]
+    if not lost:
+        return
+    joins = [reader.table(d, "cluster_events") for d, info, _c in procs
+             if info["role"] == "scheduler"]
+    if not joins:
+        return
+    added = pl.concat(joins).filter(pl.col("event") == "add_worker")
+    for info in lost:
+        found = added.filter(pl.col("pid") == info["pid"])["address"].unique()
+        if found.len() == 1:
+            info["address"] = found.item()
 
 
 def _written(reserve: Path) -> bool:
@@ -199,22 +234,32 @@ def _check_version(manifest: dict[str, Any], path: Path) -> None:
                                       f"correlate understands ({RUN_FORMAT_VERSION}); upgrade")
 
 
-def _manifest(run_dir: Path) -> dict[str, Any] | None:
+def _manifest(run_dir: Path, warnings: list[str]) -> dict[str, Any] | None:
+    """The manifest, or None when there is none or it cannot be read: a damaged manifest
+    (a full disk, a copy cut short) loses the job's facts, not the processes' records, which
+    are read as in a folder without one."""
     path = run_dir / "manifest.json"
     if not path.exists():
         return None
-    manifest = _json(path)
+    try:
+        manifest = _json(path)
+    except InputError as err:
+        warnings.append(f"{path}: {err.problem}; read as a run without a manifest (command, "
+                        "exit code and versions unknown)")
+        return None
     _check_version(manifest, path)
     return manifest
 
 
 def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
-    manifest = _manifest(run_dir)
     reader = _Reader()
+    manifest = _manifest(run_dir, reader.warnings)
     procs = _procs(run_dir, reader)
     if manifest is None:
-        reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or a "
-                               "preloaded scheduler): command, exit code and versions unknown")
+        if not (run_dir / "manifest.json").exists():  # (one that cannot be read is said)
+            reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or "
+                                   "a preloaded scheduler): command, exit code and versions "
+                                   "unknown")
     elif not missing.job_ended(manifest):
         reader.warnings.append(f"{run_dir / 'manifest.json'}: no exit code: the job is still "
                                "running, or `collect` was killed before it ended (end time and "
@@ -222,6 +267,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     elif manifest.get("recorded_by") == "scheduler preload":
         reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
                                "(no `collect`): the job's command and exit code are unknown")
+    _addresses_from_scheduler(procs, reader)
     per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     processes = []
     for d, info, closed in procs:
@@ -296,6 +342,11 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
     with the reason; those the worker's collector counted itself are not counted again."""
     if tables["scheduler_transitions"] is None:
         return
+    if n := missing.interrupted(tables["scheduler_transitions"]):
+        reader.warnings.append(
+            f"{n} task(s) were taken back from a worker that died or left while they were "
+            "processing there, and run again: those that had started there ended without an "
+            "execution row")
     gaps = missing.missing_per_worker(tables["scheduler_transitions"], executions)
     by_address = {info.get("address"): (d, closed) for d, info, closed in procs
                   if info["role"] == "worker"}

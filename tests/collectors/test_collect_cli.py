@@ -30,8 +30,8 @@ def test_a_job_without_dask_is_told_that_nothing_was_recorded(tmp_path):
     assert proc.returncode == 3
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        f"collect: the job started no Dask scheduler or worker that recorded into "
-        f"{tmp_path / 'run'}"), proc.stderr
+        f"collect: no Dask scheduler or worker recorded into {tmp_path / 'run'}: the job "
+        "started none, or they could not write there"), proc.stderr
     assert "Traceback" not in proc.stderr
 
 

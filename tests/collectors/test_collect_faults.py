@@ -57,7 +57,8 @@ def test_two_workers_in_one_process_each_keep_every_execution(tmp_path):
 N_TASKS, TASK_S = 400, 0.02
 
 
-def start_job(run: Path, marks: Path, deny: Path | None = None) -> subprocess.Popen:
+def start_job(run: Path, marks: Path, deny: Path | None = None,
+              deny_errno: str = "EACCES") -> subprocess.Popen:
     """The job under `collect`; with ``deny``, writes into the run folder fail with EACCES
     while that file exists (``deny_writes``: root ignores permissions)."""
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
@@ -66,6 +67,7 @@ def start_job(run: Path, marks: Path, deny: Path | None = None) -> subprocess.Po
     env = dict(os.environ)
     if deny is not None:
         env.update(DENY_WRITES_UNDER=str(run), DENY_WRITES_FLAG=str(deny),
+                   DENY_WRITES_ERRNO=deny_errno,
                    DASK_DISTRIBUTED__SCHEDULER__PRELOAD="['deny_writes']",
                    DASK_DISTRIBUTED__WORKER__PRELOAD="['deny_writes']",
                    PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]))
@@ -225,3 +227,177 @@ def test_sigkill_of_the_scheduler_in_the_jobs_process(tmp_path):
     absent, counted, frames = accounted(run, marks)
     assert len(absent) <= counted
     assert sum("its rows were flushed as it exited" in w for w in frames.warnings) == 2
+
+
+def test_a_run_folder_moved_away_during_the_job(tmp_path):
+    """Every write after the move fails (its folder is gone): the rows are counted as dropped
+    with that reason in closed.json, written into the reserve each process holds open; collect
+    finishes the manifest where the folder now is and says so in one line."""
+    marks, run, moved = tmp_path / "marks", tmp_path / "run", tmp_path / "moved"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    run.rename(moved)
+    _out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert f"collect: {run} was moved to {moved} during the job" in err
+    assert json.loads((moved / "manifest.json").read_text())["exit_code"] == 0
+    absent, counted, frames = accounted(moved, marks)
+    assert absent and counted >= len(absent)  # the move did lose rows, each counted
+    assert any("folder gone (moved or deleted)" in w for w in frames.warnings)
+    assert not any("did not close" in w or "has not closed" in w for w in frames.warnings)
+
+
+def test_a_run_folder_where_no_process_can_write_is_said(tmp_path):
+    """Writes under the run folder denied from the start (collect itself could write the
+    manifest): nothing can be recorded or counted, the job runs unharmed, each process says
+    why in one line of its log, and collect and correlate do not claim the job ran no Dask."""
+    marks, run, deny = tmp_path / "marks", tmp_path / "run", tmp_path / "deny"
+    marks.mkdir()
+    deny.touch()
+    proc = start_job(run, marks, deny)
+    _out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0 and (tmp_path / "done").exists(), err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    denied = [line for line in err.splitlines() if "dask-correlate: " in line]
+    assert any("CorrelateSchedulerPlugin" in line and "Permission denied" in line
+               for line in denied), err[-3000:]
+    assert sum("CorrelateWorkerPlugin" in line for line in denied) == 2, denied
+    assert f"collect: no Dask scheduler or worker recorded into {run}: the job started none, " \
+           "or they could not write there" in err
+    out = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "--no-reports"],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "could not write there" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_an_unreadable_manifest_loses_the_jobs_facts_not_its_records(tmp_path):
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = collect(run, "inprocess", str(marks), "40")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (run / "manifest.json").read_text()
+    (run / "manifest.json").write_text(text[:len(text.rstrip()) // 2])  # cut short
+    out = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "--no-reports"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "manifest.json: unreadable JSON" in out.stdout
+    frames = load(run)
+    assert set(frames.executions["key"]) == ran(marks)
+    assert frames.facts["exit_code"] is None and frames.facts["command"] is None
+
+
+@pytest.mark.parametrize("event", ["restart", "retire", "memory"])
+def test_workers_replaced_retired_or_killed_by_their_nanny(tmp_path, event):
+    """client.restart() (every worker process replaced), retire_workers while tasks run, and a
+    task holding more than its worker's memory limit (the nanny kills the worker, four times,
+    and starts a new process each time: new pid, new folder): every execution that ran is a
+    row or counted, and the tasks taken back from a dying worker are said."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
+           "--profile", "off", "--flush-interval", "0.5", "--", sys.executable,
+           "fault_jobs.py", "lifecycle", str(marks), event, "40"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=HERE)
+    assert proc.returncode == 0 and (tmp_path / "done").exists(), proc.stderr[-3000:]
+    assert f"{COLLECTORS}/" not in proc.stderr and "collect:" not in proc.stderr
+    absent, counted, frames = accounted(run, marks)
+    assert len(absent) <= counted, (sorted(absent)[:5], counted, frames.warnings)
+    after = {f"after-{i}" for i in range(40)}
+    assert after <= set(frames.executions["key"])  # the workers that came after record
+    workers = list((run / "procs").glob("worker-*"))
+    if event == "retire":
+        assert len(workers) == 2
+        assert len(list((run / "procs").glob("*/closed.json"))) == 3
+    else:
+        assert len(workers) > 2  # new processes, each its own folder
+    if event == "memory":
+        assert "hog: KilledWorker" in proc.stderr
+        assert any("taken back from a worker that died" in w for w in frames.warnings)
+
+
+def test_a_worker_whose_proc_json_is_unreadable_keeps_its_rows(tmp_path):
+    """proc.json damaged after the job: the worker is known by its folder's name (role, host,
+    pid) and its address by the scheduler's add_worker of that pid, so its executions are used
+    and none is counted as missing."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = collect(run, "cluster", str(marks), "100", "0.01")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    damaged = sorted((run / "procs").glob("worker-*"))[0]
+    (damaged / "proc.json").write_text('{"pid": 1')
+    frames = load(run)
+    assert set(frames.executions["key"]) == ran(marks)
+    ex = frames.executions
+    assert ex.filter(pl.col("worker").is_null()).height == 0
+    assert any(f"{damaged / 'proc.json'}: unreadable JSON" in w for w in frames.warnings)
+    assert not any("missing" in w for w in frames.warnings), frames.warnings
+
+
+def test_write_errors_of_a_failing_device_are_counted_with_their_errno(tmp_path):
+    """Writes failing with EIO for a while (a device or network file system in trouble): the
+    rule holds as for a full disk, the reason named by its errno."""
+    marks, run, deny = tmp_path / "marks", tmp_path / "run", tmp_path / "deny"
+    marks.mkdir()
+    proc = start_job(run, marks, deny, deny_errno="EIO")
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    deny.touch()
+    time.sleep(1.5)
+    deny.unlink()
+    frames = check(proc, run, marks, 0)
+    assert any("write(s) into the run folder failed (EIO" in w for w in frames.warnings)
+
+
+def test_a_worker_stopped_and_continued(tmp_path):
+    """SIGSTOP then SIGCONT of a worker (a debugger, a job suspended by the batch system): its
+    flush thread stops with it and resumes; nothing is lost."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(0.5)
+    pid = worker_pids(run)[0]
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(3)
+    os.kill(pid, signal.SIGCONT)
+    frames = check(proc, run, marks, 0)
+    assert set(frames.executions["key"]) == ran(marks)
+
+
+def test_correlate_on_a_job_still_running(tmp_path):
+    """correlate while the job runs: it says the job may still be running, and counts what the
+    scheduler saw finish that the workers have not flushed yet, with that reason."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = start_job(run, marks)
+    wait_for(tmp_path / "ready")
+    time.sleep(1)
+    frames = load(run)
+    assert proc.poll() is None  # read while the job ran
+    early = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "--no-reports",
+                            "-o", str(tmp_path / "early")], capture_output=True, text=True)
+    check(proc, run, marks, 0)
+    assert early.returncode == 0 and "Traceback" not in early.stderr, early.stderr[-2000:]
+    assert any("no exit code: the job is still running" in w for w in frames.warnings)
+    assert any("has not closed: the job may still be running" in w for w in frames.warnings)
+    gaps = frames.rejects.filter(pl.col("reason").str.contains("executions missing"))
+    assert gaps.filter(~pl.col("reason").str.contains("the job may still be running")).height \
+        == 0
+
+
+def test_tasks_that_fork_child_processes(tmp_path):
+    """Each task forks a child (multiprocessing's fork context), which ends with os._exit: the
+    child inherits the collectors' exit hooks and whatever lock a thread of the worker held at
+    the fork, but not the threads. It must exit without them (before: the job hung in such a
+    child, or the child wrote its parent's rows a second time); every execution is recorded
+    once."""
+    marks, run = tmp_path / "marks", tmp_path / "run"
+    marks.mkdir()
+    proc = collect(run, "fork", str(marks), "40", timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    ex = load(run).executions
+    assert ex.height == 40 and set(ex["key"]) == ran(marks)
+    for closed in (run / "procs").glob("worker-*/closed.json"):
+        assert "ended_by" not in json.loads(closed.read_text())

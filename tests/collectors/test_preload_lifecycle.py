@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import pytest
 from distributed import Scheduler, Worker
@@ -39,3 +40,93 @@ def test_stopped_servers_leave_no_flush_thread_and_the_worker_lists_its_plugin(
     asyncio.run(main())
     # the rows gathered until the stop were flushed
     assert read_raw(tmp_path / "run", "cluster_events").height >= 1
+
+
+def test_the_schedulers_view_of_worker_plugins_matches_each_workers(tmp_path, monkeypatch):
+    """The scheduler's preload registers the workers' collectors with it (as a client's
+    register_plugin would): a preloaded worker keeps the collectors its own preload started
+    (one folder, not two) under that name, a worker started without the preload records too,
+    and plugins a client adds and removes leave both views equal (Dask's own
+    test_remove_with_client)."""
+    run = tmp_path / "run"
+    monkeypatch.setenv("DASK_CORRELATE_RUN_DIR", str(run))
+    monkeypatch.setenv("DASK_CORRELATE_PROFILE", "off")
+    from distributed import Client
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class Mine(WorkerPlugin):
+        pass
+
+    async def main() -> None:
+        s = await Scheduler(dashboard_address=":0", preload=["collectors.preload"])
+        assert "dask-correlate-worker" in s.worker_plugins
+        w = await Worker(s.address, nthreads=2, preload=["collectors.preload"])
+        bare = await Worker(s.address, nthreads=2)
+        assert set(w.plugins) == set(bare.plugins) == set(s.worker_plugins)
+        async with Client(s.address, asynchronous=True) as c:
+            await c.register_plugin(Mine(), name="mine")
+            assert set(w.plugins) == set(s.worker_plugins)
+            await c.unregister_worker_plugin("mine")
+            assert set(w.plugins) == set(s.worker_plugins)
+            futures = [c.submit(pow, i, 2, workers=[x.address], pure=False) for i in range(8)
+                       for x in (w, bare)]
+            assert len(await c.gather(futures)) == 16
+        await w.close()
+        await bare.close()
+        await s.close()
+
+    asyncio.run(main())
+    folders = sorted(p.name.split("-")[0] for p in (run / "procs").iterdir())
+    assert folders == ["scheduler", "worker", "worker"]
+    assert len(list((run / "procs").glob("*/closed.json"))) == 3
+    ex = read_raw(run, "task_executions")
+    assert ex.height == 16
+
+
+def test_unregistering_the_collectors_closes_them(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    monkeypatch.setenv("DASK_CORRELATE_RUN_DIR", str(run))
+    monkeypatch.setenv("DASK_CORRELATE_PROFILE", "off")
+    from distributed import Client
+
+    async def main() -> None:
+        s = await Scheduler(dashboard_address=":0", preload=["collectors.preload"])
+        w = await Worker(s.address, nthreads=1, preload=["collectors.preload"])
+        async with Client(s.address, asynchronous=True) as c:
+            assert await c.submit(pow, 3, 2) == 9
+            await c.unregister_worker_plugin("dask-correlate-worker")
+            await asyncio.sleep(0.2)
+            assert "dask-correlate-worker" not in w.plugins
+            assert len(list((run / "procs").glob("worker-*/closed.json"))) == 1
+            assert await c.submit(pow, 4, 2) == 16  # the worker runs on, unrecorded
+        await w.close()
+        await s.close()
+
+    asyncio.run(main())
+    assert read_raw(run, "task_executions").height == 1
+
+
+def test_a_worker_without_the_collectors_unpickles_a_no_op_plugin():
+    """The scheduler's copy of the worker plugin, unpickled where this package is not
+    installed, is Dask's no-op WorkerPlugin: such a worker still starts."""
+    import pickle
+    import subprocess
+    import sys
+
+    from collectors.preload import _Guarded
+    from collectors.worker_plugin import CorrelateWorkerPlugin
+
+    data = pickle.dumps(_Guarded(CorrelateWorkerPlugin("/nowhere")))
+    assert type(pickle.loads(data)) is CorrelateWorkerPlugin
+    without = "\n".join([
+        "import sys, pickle, importlib.util",
+        "sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f)]",
+        "sys.path = [p for p in sys.path if not p.startswith(sys.argv[1])]",
+        "assert importlib.util.find_spec('collectors') is None",
+        "print(type(pickle.loads(sys.stdin.buffer.read())).__name__)"])
+    import collectors
+
+    repo = str(Path(collectors.__file__).parents[1])
+    out = subprocess.run([sys.executable, "-c", without, repo], input=data, capture_output=True,
+                         env={}, cwd="/", check=True).stdout
+    assert out.decode().strip() == "WorkerPlugin"
