@@ -147,13 +147,10 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         rendered = key_texts(keys)
         # most transitions carry only their stimulus: the others are filled in by position
         n = len(keys)
-        workers, threads, nbytes, types = [None] * n, [None] * n, [None] * n, [None] * n
+        workers, threads, nbytes = [None] * n, [None] * n, [None] * n
         for i in [i for i, kw in enumerate(kwargs) if len(kw) > ("stimulus_id" in kw)]:
             kw = kwargs[i]
             workers[i], threads[i], nbytes[i] = kw.get("worker"), kw.get("thread"), kw.get("nbytes")
-            # Dask sends the type pickled, and its name beside it
-            typ = kw.get("type")
-            types[i] = kw.get("typename") or (typ.__name__ if isinstance(typ, type) else None)
             for ss in kw.get("startstops") or ():
                 sink.append("task_startstops", (
                     times[i], rendered[i], workers[i], threads[i], ss.get("action"),
@@ -161,7 +158,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         sink.write_columns("scheduler_transitions", [
             times, rendered, list(map(prefix.__getitem__, keys)),
             list(map(group.__getitem__, keys)), starts, finishes,
-            [kw.get("stimulus_id") for kw in kwargs], workers, threads, nbytes, types])
+            [kw.get("stimulus_id") for kw in kwargs], workers, threads, nbytes])
 
     def _event(self, row: tuple) -> None:
         # workers and clients still leave after the scheduler closed this plugin's sink (a

@@ -1,12 +1,19 @@
-"""Raw capture tables of the run folder (``procs/<role>-<host>-<pid>/<table>/part-*.arrow``),
+"""Raw capture tables of the run folder (``procs/<role>-<host>-<pid>/<table>.arrows``),
 written by ``collectors`` and read by ``correlate.sources.run_folder``.
 
-Parts (``collectors.sink.arrow_part``): Arrow IPC files (the columnar format's file form,
-uncompressed), one record batch each, the columns of the table in order: 64-bit integers,
-doubles and UTF-8 text (Enum columns as text). Each flush writes one ``part-NNNNNN.arrow`` per
-table that has rows (numbered per process); ``snapshot.arrow`` holds a cumulative table that
-each flush replaces. Run format 1 wrote the same tables as ``part-NNNNNN.parquet``; they are
-still read.
+Run format 3 (``collectors.sink``): one Arrow IPC *stream* per table and process
+(``<table>.arrows``, uncompressed): the schema message, then one record batch per flush,
+appended for the life of the process, so a process writes a constant number of files. Columns
+are the table's in order: 64-bit integers, doubles and UTF-8 text (Enum columns as text), except
+those of ``STRING_IDS``, which hold 32-bit ids into the process's ``strings.arrows`` (``STRINGS``:
+the id-th row holds the text; ids are written before any batch that uses them). A process
+killed while it appends leaves a torn tail after its last complete batch; readers stop there.
+``<table>.snapshot.arrow`` (an Arrow IPC file, string ids too) holds a cumulative table that
+each flush replaces.
+
+Earlier formats, still read: 2 wrote each flush's rows of a table as an Arrow IPC file
+``<table>/part-NNNNNN.arrow`` (``snapshot.arrow`` beside them), with text inline; 1 the same as
+``part-NNNNNN.parquet``.
 
 Clocks: ``local_*_ns`` = the recording process's ``time.time_ns()``; ``reported_*_ns`` = what
 Dask reported in ``startstops`` (worker clock + ``scheduler_delay`` for compute and transfer,
@@ -17,12 +24,15 @@ from __future__ import annotations
 
 from correlate.schema.table import Column, Table
 
-#: the suffix of the parts the collectors write (run format 1's: ``.parquet``)
 #: run-folder subfolder for Darshan's memory-mapped logs (DARSHAN_MMAP_LOGPATH), beside
 #: ``darshan/``, whose complete logs ``correlate`` reads: these are the records of processes
 #: that did not close their log (``collectors.darshan_after`` removes the empty ones)
 MMAP_FOLDER = "darshan-mmap"
+#: the suffix of run format 2's parts (run format 1's: ``.parquet``)
 PART_SUFFIX = ".arrow"
+#: run format 3: a table's stream, and its snapshot, in the process folder
+STREAM_SUFFIX = ".arrows"
+SNAPSHOT_SUFFIX = ".snapshot.arrow"
 #: space each process reserves at start for its closed.json; where the folder refuses the
 #: rename to closed.json at its close (write permission removed), closed.json's content stays
 #: here (blank: not written)
@@ -41,8 +51,7 @@ SCHEDULER_TRANSITIONS = Table(
      Column("stimulus_id", "String", "Dask stimulus id"),
      Column("worker", "String", "worker address (processing->memory)"),
      Column("thread_id", "UInt64", "executing thread (processing->memory)"),
-     Column("nbytes", "Int64", "result size (processing->memory)"),
-     Column("type", "String", "result type name (processing->memory)")),
+     Column("nbytes", "Int64", "result size (processing->memory)")),
     sort_by=("local_time_ns", "key"))
 
 TASK_STARTSTOPS = Table(
@@ -204,9 +213,32 @@ COROUTINE_SLICES_RAW = Table(
             "clipped)")),
     sort_by=("execution_seq", "local_start_ns"))
 
+STRINGS = Table(
+    "strings", "Run format 3: a process's repeated text, written once; the columns of "
+    "STRING_IDS hold the id.",
+    (Column("id", "Int32", "the row's position in the process's strings", nullable=False),
+     Column("text", "String", "the text", nullable=False)),
+    sort_by=("id",))
+
+#: the text columns run format 3 writes as ids into ``STRINGS`` (those whose values repeat)
+STRING_IDS: dict[str, tuple[str, ...]] = {
+    "scheduler_transitions": ("key", "prefix", "group", "start", "finish", "stimulus_id",
+                              "worker"),
+    "task_startstops": ("key", "worker", "action", "source"),
+    "task_dependencies": ("key", "depends_on", "client"),
+    "task_annotations": ("key", "span_id", "annotations"),
+    "task_executions": ("key", "status"),
+    "worker_transitions": ("key", "start", "finish", "stimulus_id"),
+    "worker_transfers": ("direction", "peer"),
+    "worker_transfer_keys": ("key",),
+    "worker_clock_markers": ("path",),
+    "worker_func_stats": ("profiler", "clock", "module", "name", "file"),
+    "task_file_opens": ("path", "access"),
+}
+
 RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, TASK_ANNOTATIONS,
               SPANS_RAW, SPAN_METRICS_RAW, CLUSTER_EVENTS,
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
               CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW,
               COROUTINE_SLICES_RAW)
-ALL = RUN_TABLES
+ALL = (*RUN_TABLES, STRINGS)

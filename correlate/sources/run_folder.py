@@ -1,7 +1,8 @@
 """Our run folder (written by ``collect``) → canonical ``RunFrames``.
 
 Layout: ``manifest.json``; ``procs/<role>-<host>-<pid>/{proc.json, closed.json,
-<table>/part-*.arrow}`` (tables in ``correlate.schema.run``, parts read by
+<table>.arrows, strings.arrows}`` (tables in ``correlate.schema.run``; run format 3's streams
+read by ``correlate.sources.run_streams``, formats 1 and 2's ``<table>/part-*`` by
 ``correlate.sources.run_parts``); ``darshan/*.darshan``.
 Only ``procs/`` is required: a folder recorded by ``--preload`` alone, with no scheduler
 preloaded (so no manifest), is read too, and ``facts["unknown"]`` says what is then unknown.
@@ -15,6 +16,7 @@ of their parts: the engine reads them when it needs them and lets them go after.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
-from correlate.sources import darshan_coverage, darshan_logs, missing, run_parts
+from correlate.sources import darshan_coverage, darshan_logs, missing, run_parts, run_streams
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
 #: raw tables read lazily (the largest: transitions and profile rows)
@@ -102,6 +104,73 @@ class _Reader:
         self.warnings: list[str] = []
         #: parts of lazily read tables (their data is decoded only when a stage reads them)
         self.unchecked: list[Path] = []
+        #: run format 3: each table's rows as stored, of every process (``_proc``: its index
+        #: in ``strings`` and ``owners``), decoded together at the end (``decoded``)
+        self.stored: dict[str, list[pl.DataFrame]] = {}
+        self.strings: list[pl.Series] = []
+        self.owners: list[dict[str, Any]] = []
+
+    def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any]) -> None:
+        """A format-3 process folder's tables, as stored; torn tails and unreadable or
+        mistyped files are rejects."""
+        index = len(self.owners)
+        self.owners.append(info)
+        strings = self._stream(proc_dir / f"{run_streams.STRINGS.name}{raw.STREAM_SUFFIX}",
+                               run_streams.STRINGS) if run_streams.STRINGS.name + \
+            raw.STREAM_SUFFIX in names else None
+        self.strings.append(run_streams.texts(strings))
+        for t in raw.RUN_TABLES:
+            for path in run_streams.files(proc_dir, names, t.name):
+                frame = self._stream(path, t)
+                if frame is not None and frame.height:
+                    self.stored.setdefault(t.name, []).append(
+                        frame.with_columns(_proc=pl.lit(index, pl.Int32)))
+
+    def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
+        if path.name.endswith(raw.STREAM_SUFFIX):
+            got = run_streams.read_stream(path)
+            frame = got.frame
+            for reason, n in got.rejects:
+                self.rejects.append(("run-folder", str(path), reason, n))
+        else:  # a snapshot: an Arrow IPC file
+            try:
+                frame = pl.read_ipc(path)
+            except run_parts.UNREADABLE_PART as err:
+                self._reject(path, f"unreadable part: {first_line(err)}")
+                return None
+        if frame is None:
+            return None
+        problem = run_streams.mistyped(frame, table)
+        if problem is not None:
+            self.rejects.append(("run-folder", str(path), problem, frame.height))
+            return None
+        return frame
+
+    def decoded(self, name: str) -> pl.DataFrame | None:
+        """A format-3 table's rows of every process, text in place of string ids, with the
+        recording process (as ``_with_proc`` adds it)."""
+        frames = self.stored.get(name)
+        if not frames:
+            return None
+        frame, lost = run_streams.decode(pl.concat(frames, how="diagonal_relaxed"), name,
+                                         self.strings)
+        if lost:
+            self.rejects.append(("run-folder", name, "rows whose string id has no text in "
+                                 "their process's strings.arrows (their text is null)", lost))
+        frame = conform(frame, TABLES[name], path=name, extra="keep")
+        proc = pl.col("_proc")
+        hosts = pl.Series([o["host"] for o in self.owners], dtype=pl.String)
+        pids = pl.Series([o["pid"] for o in self.owners], dtype=pl.Int64)
+        frame = frame.with_columns(host=pl.lit(hosts).gather(proc),
+                                   pid=pl.lit(pids).gather(proc))
+        if any(o["role"] == "worker" for o in self.owners):
+            addresses = pl.Series([o.get("address") if o["role"] == "worker" else None
+                                   for o in self.owners], dtype=pl.String)
+            workers = pl.Series([o["role"] == "worker" for o in self.owners])
+            own = pl.col("worker") if "worker" in frame.columns else pl.lit(None, pl.String)
+            frame = frame.with_columns(worker=pl.when(pl.lit(workers).gather(proc))
+                                       .then(pl.lit(addresses).gather(proc)).otherwise(own))
+        return frame.drop("_proc")
 
     def table(self, proc_dir: Path, name: str) -> pl.DataFrame:
         frames = []
@@ -230,6 +299,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "local_directory": info.get("local_directory"),
                           "closed_cleanly": closed is not None, "match": "pid"})
         _quality(d, info, closed, reader, missing.job_ended(manifest))
+        names = {e.name for e in os.scandir(d)}
+        if run_streams.is_format3(names):
+            reader.streams(d, names, info)
+            continue
         for t in raw.RUN_TABLES:
             if t.name in LAZY_TABLES:
                 if run_parts.part_files(d / t.name):
@@ -238,6 +311,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
             df = reader.table(d, t.name)
             if df.height:
                 per_table[t.name].append(_with_proc(df, info))
+    for name in list(reader.stored):
+        df = reader.decoded(name)
+        if df is not None:
+            per_table[name].append(df.lazy() if name in LAZY_TABLES else df)
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None
                               for n, v in per_table.items()}
     io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False)

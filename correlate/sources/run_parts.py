@@ -45,7 +45,7 @@ def check(part: Path, table: Table) -> str | None:
         return f"unreadable part: {first_line(err)}"
     for column in table.columns:
         found = schema.get(column.name)
-        if found is not None and _kind(found) not in (_kind(column.polars_dtype()), "null"):
+        if found is not None and kind(found) not in (kind(column.polars_dtype()), "null"):
             return f"column {column.name!r} is {found}, expected {column.dtype}"
     return None
 
@@ -60,7 +60,7 @@ def scan(part: Path, table: Table) -> pl.LazyFrame:
                    path=str(part))
 
 
-def _kind(dtype: pl.DataType) -> str:
+def kind(dtype: pl.DataType) -> str:
     """The kind of values a type holds: a part written with another width of integer or
     another string encoding is the same data; a float where an integer belongs is not."""
     if dtype.is_integer():

@@ -32,12 +32,12 @@ def test_transition_rows_carry_what_each_transition_brought(tmp_path):
     plugin.sink.flush()
     rows = read_raw(tmp_path, "scheduler_transitions").sort("local_time_ns")
     cols = ["key", "prefix", "group", "start", "finish", "stimulus_id", "worker", "thread_id",
-            "nbytes", "type"]
+            "nbytes"]
     assert rows.select(cols).rows() == [
-        ("('x-1', 0)", "x", "x-1", "released", "waiting", "s1", None, None, None, None),
-        ("('x-1', 0)", "x", "x-1", "processing", "memory", "s2", "tcp://w:1", 5, 8, "int"),
-        ("gone-2", None, None, "memory", "forgotten", "s3", None, None, None, None),
-        ("odd-3", None, None, "a", "b", None, "tcp://w:1", None, None, None)]
+        ("('x-1', 0)", "x", "x-1", "released", "waiting", "s1", None, None, None),
+        ("('x-1', 0)", "x", "x-1", "processing", "memory", "s2", "tcp://w:1", 5, 8),
+        ("gone-2", None, None, "memory", "forgotten", "s3", None, None, None),
+        ("odd-3", None, None, "a", "b", None, "tcp://w:1", None, None)]
     starts = read_raw(tmp_path, "task_startstops").sort("reported_start_ns")
     memory_ns = rows["local_time_ns"][1]
     assert starts.select("local_time_ns", "key", "worker", "thread_id", "action",

@@ -1,0 +1,215 @@
+"""Run format 3's tables: one Arrow IPC stream per table and process, text as string ids.
+
+A stream (``correlate.schema.run``) is read up to its last complete message: the framing is
+walked first (continuation marker, metadata length, the Message's body length), so a process
+killed while it appended leaves every earlier batch readable, and its torn tail is measured
+(bytes, and rows where the cut batch's header survived) to be counted as rejected. The string
+ids of all processes are turned back into text at once (``decode``): each process's strings are
+laid end to end and an id is looked up by position, so a thousand process folders cost one
+gather per column, not a join per process.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from correlate.schema import Table
+from correlate.schema.run import SNAPSHOT_SUFFIX, STREAM_SUFFIX, STRING_IDS, STRINGS
+
+_CONTINUATION = 0xFFFFFFFF
+_SCHEMA, _RECORD_BATCH = 1, 3  # MessageHeader
+
+
+@dataclass(frozen=True)
+class Framing:
+    """What walking a stream's messages found."""
+
+    good: int  # bytes of complete messages (the schema and whole batches)
+    batches: list[tuple[int, int]]  # (start, end) of each complete record batch
+    torn_bytes: int  # bytes after them
+    torn_rows: int | None  # rows of the batch cut short, where its header survived
+    problem: str | None = None  # why the tail is not a batch being written (None: it is)
+
+
+def _field(meta: bytes, table: int, slot: int) -> int:
+    """Position of a FlatBuffer table's field (0: absent)."""
+    vtable = table - struct.unpack_from("<i", meta, table)[0]
+    size = struct.unpack_from("<H", meta, vtable)[0]
+    return struct.unpack_from("<H", meta, vtable + 4 + 2 * slot)[0] if 4 + 2 * slot < size else 0
+
+
+def _message(meta: bytes) -> tuple[int, int, int | None]:
+    """(header type, body length, rows of a record batch) of a Message's metadata."""
+    root = struct.unpack_from("<I", meta, 0)[0]
+    at = _field(meta, root, 1)
+    kind = meta[root + at] if at else 0
+    at = _field(meta, root, 3)
+    body = struct.unpack_from("<q", meta, root + at)[0] if at else 0
+    rows = None
+    at = _field(meta, root, 2)
+    if kind == _RECORD_BATCH and at:
+        header = root + at + struct.unpack_from("<I", meta, root + at)[0]
+        at = _field(meta, header, 0)
+        rows = struct.unpack_from("<q", meta, header + at)[0] if at else 0
+    return kind, body, rows
+
+
+def framing(data: bytes) -> Framing:
+    size, at, batches = len(data), 0, []
+    while at < size:
+        if at + 8 > size:
+            return Framing(at, batches, size - at, None)
+        marker, length = struct.unpack_from("<Ii", data, at)
+        if marker != _CONTINUATION or length < 0:
+            return Framing(at, batches, size - at, None, "not an Arrow message")
+        if length == 0:  # end-of-stream marker
+            return Framing(at, batches, size - at - 8, None) if at + 8 < size else Framing(
+                size, batches, 0, None)
+        end = at + 8 + length
+        if end > size:
+            return Framing(at, batches, size - at, None)
+        try:
+            kind, body, rows = _message(data[at + 8:end])
+        except (struct.error, IndexError):
+            return Framing(at, batches, size - at, None, "unreadable message header")
+        if kind != (_SCHEMA if at == 0 else _RECORD_BATCH) or body < 0:
+            return Framing(at, batches, size - at, None, "unexpected message")
+        if end + body > size:
+            return Framing(at, batches, size - at, rows)
+        if kind == _RECORD_BATCH:
+            batches.append((at, end + body))
+        at = end + body
+    return Framing(at, batches, 0, None)
+
+
+@dataclass
+class StreamRead:
+    frame: pl.DataFrame | None  # None: nothing readable (see rejects)
+    rejects: list[tuple[str, int]]  # (reason, rows or 1)
+
+
+def read_stream(path: Path) -> StreamRead:
+    """Every complete record batch of a stream; the torn tail and any batch that does not
+    decode as rejects."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        return StreamRead(None, [(f"unreadable stream: {err.strerror or err}", 1)])
+    f = framing(data)
+    rejects = []
+    if f.torn_bytes:
+        what = (f"{f.torn_rows} row(s)" if f.torn_rows is not None
+                else "its row count was cut off with its header")
+        why = f" ({f.problem})" if f.problem else ""
+        rejects.append((f"torn tail: {f.torn_bytes} byte(s) after the last complete batch{why}, "
+                        f"a batch cut short when the process was killed or a write failed "
+                        f"({what})", f.torn_rows or 1))
+    if not f.batches:
+        return StreamRead(None, rejects)
+    head = data[:f.batches[0][0]]
+    try:
+        return StreamRead(pl.read_ipc_stream(io.BytesIO(data[:f.good])), rejects)
+    except (OSError, pl.exceptions.PolarsError):
+        pass
+    frames = []  # a batch that does not decode is rejected alone
+    for start, end in f.batches:
+        try:
+            frames.append(pl.read_ipc_stream(io.BytesIO(head + data[start:end])))
+        except (OSError, pl.exceptions.PolarsError) as err:
+            rejects.append((f"unreadable record batch at byte {start}: "
+                            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}", 1))
+    return StreamRead(pl.concat(frames) if frames else None, rejects)
+
+
+def files(proc_dir: Path, names: set[str], table: str) -> list[Path]:
+    """A format-3 table's files in a process folder (``names``: the folder's entries)."""
+    return [proc_dir / f"{table}{suffix}" for suffix in (STREAM_SUFFIX, SNAPSHOT_SUFFIX)
+            if f"{table}{suffix}" in names]
+
+
+def is_format3(names: set[str]) -> bool:
+    return any(n.endswith((STREAM_SUFFIX, SNAPSHOT_SUFFIX)) for n in names)
+
+
+def mistyped(frame: pl.DataFrame, table: Table) -> str | None:
+    """Why ``frame`` (as stored) cannot be read as ``table``: a string-id column that does not
+    hold integers, or another of the wrong kind."""
+    from correlate.sources.run_parts import kind
+
+    ids = STRING_IDS.get(table.name, ())
+    for column in table.columns:
+        found = frame.schema.get(column.name)
+        if found is None:
+            continue
+        expected = "integer" if column.name in ids else kind(column.polars_dtype())
+        if kind(found) not in (expected, "null"):
+            return f"column {column.name!r} is {found}, expected " + (
+                "string ids" if column.name in ids else column.dtype)
+    return None
+
+
+def texts(strings: pl.DataFrame | None) -> pl.Series:
+    """A process's strings as a Series whose i-th value is id i's text (null: not written)."""
+    if strings is None or strings.is_empty():
+        return pl.Series("text", [], pl.String)
+    strings = strings.select(pl.col("id").cast(pl.Int64), pl.col("text").cast(pl.String))
+    n = strings.height
+    ids = strings["id"]
+    if ids.min() == 0 and ids.max() == n - 1 and ids.is_sorted() and ids.n_unique() == n:
+        return strings["text"]
+    full = pl.DataFrame({"id": pl.int_range(0, int(ids.max()) + 1, eager=True)})
+    return full.join(strings.unique("id", keep="first"), on="id", how="left").sort("id")["text"]
+
+
+def decode(frame: pl.DataFrame, table: str, strings: list[pl.Series]) -> tuple[pl.DataFrame, int]:
+    """``frame`` (rows of many processes, ``_proc`` their index into ``strings``) with its
+    string-id columns as text, and the number of rows with an id no text was written for."""
+    ids = [c for c in STRING_IDS.get(table, ()) if c in frame.columns]
+    if not ids or frame.is_empty():
+        return frame.with_columns(pl.col(c).cast(pl.String) for c in ids), 0
+    lengths = [s.len() for s in strings]
+    offsets = pl.Series([0, *lengths[:-1]], dtype=pl.Int64).cum_sum()
+    everything = pl.concat(strings) if strings else pl.Series("text", [], pl.String)
+    proc = pl.col("_proc")
+    base, size = (pl.lit(offsets).gather(proc),
+                  pl.lit(pl.Series(lengths, dtype=pl.Int64)).gather(proc))
+
+    def position(c: str) -> pl.Expr:
+        i = pl.col(c).cast(pl.Int64)
+        return pl.when((i >= 0) & (i < size)).then(base + i)
+
+    out = frame.with_columns(**{f"_text_{c}": pl.lit(everything).gather(position(c))
+                                for c in ids})
+    lost = out.select(pl.any_horizontal(pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null()
+                                        for c in ids).sum()).item()
+    out = out.drop(*ids).rename({f"_text_{c}": c for c in ids})
+    return out, int(lost or 0)
+
+
+def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
+    """One process's files of a format-3 table, each decoded on its own (tests, tools; the
+    run-folder reader decodes all processes at once), skipping what does not read."""
+    names = {p.name for p in proc_dir.iterdir()} if proc_dir.is_dir() else set()
+    strings_path = proc_dir / f"{STRINGS.name}{STREAM_SUFFIX}"
+    strings = texts(read_stream(strings_path).frame if strings_path.name in names else None)
+    out = []
+    for path in files(proc_dir, names, table.name):
+        frame = (read_stream(path).frame if path.name.endswith(STREAM_SUFFIX)
+                 else pl.read_ipc(path))
+        if frame is None:
+            continue
+        frame, _lost = decode(frame.with_columns(_proc=pl.lit(0, pl.Int32)), table.name,
+                              [strings])
+        from correlate.schema import conform
+
+        out.append((path, conform(frame, table, path=str(path))))
+    return out
+
+
+__all__ = ["STRINGS", "StreamRead", "decode", "files", "framing", "is_format3", "mistyped",
+           "read_stream", "read_table", "texts"]
