@@ -40,10 +40,14 @@ from collectors.arrow_file import batch_message, holds, ipc_file, schema_message
 from collectors.guard import ERRORS, never_raise
 from correlate.schema.run import (
     CLOSED_RESERVE_NAME,
+    PAIR_NULL,
+    PAIR_SEP,
+    PAIRS,
     SNAPSHOT_SUFFIX,
     STREAM_SUFFIX,
     STRING_IDS,
     STRINGS,
+    stored_columns,
 )
 
 
@@ -130,7 +134,8 @@ class Strings:
 
     def __init__(self, limit: int = 1 << 17) -> None:
         self.limit = limit
-        self.ids: dict[Any, int | None] = {None: None}
+        # a pair of values (``PAIRS``) is a key too: a tuple, never equal to a str
+        self.ids: dict[Any, int | None] = {None: None, (None, None): None}
         self.next = 0
         #: ids handed out and not yet written, and their texts
         self.new_ids: list[int] = []
@@ -142,16 +147,23 @@ class Strings:
         if missing:
             if len(ids) + len(missing) > self.limit:
                 ids.clear()
-                ids[None] = None
-                missing = set(values)
-                missing.discard(None)
+                ids[None] = ids[(None, None)] = None
+                missing = set(values).difference(ids)
             new = list(missing)
             start = self.next
             self.next += len(new)
             ids.update(zip(new, range(start, self.next), strict=True))
             self.new_ids.extend(range(start, self.next))
-            self.new_texts.extend(v if type(v) is str else str(v) for v in new)
+            self.new_texts.extend(map(_text, new))
         return list(map(ids.__getitem__, values))
+
+
+def _text(value: Any) -> str:
+    if type(value) is str:
+        return value
+    if type(value) is tuple:
+        return PAIR_SEP.join(PAIR_NULL if v is None else _text(v) for v in value)
+    return str(value)
 
 
 class StreamFile:
@@ -194,8 +206,24 @@ class StreamFile:
 
 def kinds_of(table: Any) -> list[str]:
     """The Arrow column kinds a table is written with in run format 3."""
+    return [_ID_KIND if dtype == "id" else _KINDS.get(dtype, "utf8")
+            for _name, dtype in stored_columns(table)]
+
+
+def plan_of(table: Any) -> list[tuple[str, int, int]]:
+    """How each column on disk comes from the table's: ("value" | "id", i, -1) or
+    ("pair", i, j)."""
+    index = {c.name: i for i, c in enumerate(table.columns)}
+    pairs = PAIRS.get(table.name, {})
     ids = STRING_IDS.get(table.name, ())
-    return [_ID_KIND if c.name in ids else _KINDS.get(c.dtype, "utf8") for c in table.columns]
+    out = []
+    for name, _dtype in stored_columns(table):
+        if name in pairs:
+            a, b = pairs[name]
+            out.append(("pair", index[a], index[b]))
+        else:
+            out.append(("id" if name in ids else "value", index[name], -1))
+    return out
 
 
 def fitting(kinds: Sequence[str], columns: list[list]) -> tuple[list[list], int]:
@@ -233,9 +261,11 @@ class ProcessSink:
         self._snapshot_kept: dict[str, list[tuple]] = {}
         self.strings = Strings()
         self.kinds = {name: kinds_of(t) for name, t in tables.items()}
-        #: which columns of each table hold string ids
-        self._ids = {name: [i for i, c in enumerate(t.columns)
-                            if c.name in STRING_IDS.get(name, ())] for name, t in tables.items()}
+        #: the kind of each of a table's own columns (what its rows' values must fit)
+        self._row_kinds = {name: [_KINDS.get(c.dtype, "utf8") for c in t.columns]
+                           for name, t in tables.items()}
+        #: how each table's columns on disk come from its rows' (string ids, pairs)
+        self._plans = {name: plan_of(t) for name, t in tables.items()}
         self.streams: dict[str, StreamFile] = {}
         self.batches = 0  # record batches appended
         self.closed = False
@@ -339,7 +369,7 @@ class ProcessSink:
         try:
             write(self._encoded(name, columns))
         except (TypeError, OverflowError):
-            columns, mistyped = fitting(self.kinds[name], columns)
+            columns, mistyped = fitting(self._row_kinds[name], columns)
             self.dropped[name][MISTYPED] += mistyped
             if columns[0]:
                 write(self._encoded(name, columns))
@@ -350,24 +380,27 @@ class ProcessSink:
         if stream is None:
             table = STRINGS if name == STRINGS.name else self.tables[name]
             stream = self.streams[name] = StreamFile(
-                self.proc_dir / f"{name}{STREAM_SUFFIX}", [c.name for c in table.columns],
+                self.proc_dir / f"{name}{STREAM_SUFFIX}", [n for n, _d in stored_columns(table)],
                 kinds_of(table))
         return stream
 
     def _encoded(self, name: str, columns: list[list]) -> list[list]:
-        """``columns`` with their repeated text replaced by string ids, the strings not
-        written yet appended first (a batch on disk never refers to an id that is not)."""
-        ids = self._ids[name]
-        if not ids:
-            return columns
-        columns = list(columns)
+        """``columns`` as written: repeated text replaced by string ids (pairs by one), the
+        strings not written yet appended first (a batch on disk never refers to an id that is
+        not)."""
         strings = self.strings
-        for i in ids:
-            columns[i] = strings.encode(columns[i])
+        out = []
+        for how, i, j in self._plans[name]:
+            if how == "value":
+                out.append(columns[i])
+            elif how == "id":
+                out.append(strings.encode(columns[i]))
+            else:
+                out.append(strings.encode(list(zip(columns[i], columns[j], strict=True))))
         if strings.new_ids:
             self._stream(STRINGS.name).append([strings.new_ids, strings.new_texts])
             strings.new_ids, strings.new_texts = [], []
-        return columns
+        return out
 
     def _failed(self, err: OSError) -> str:
         reason = reason_of(err)
@@ -391,7 +424,7 @@ class ProcessSink:
         """Replace ``<table>.snapshot.arrow`` (an Arrow IPC file: temp name + rename)."""
         path = self.proc_dir / f"{name}{SNAPSHOT_SUFFIX}"
         tmp = path.with_name(f".{path.name}.tmp")
-        names = [c.name for c in self.tables[name].columns]
+        names = [n for n, _d in stored_columns(self.tables[name])]
         try:
             self._typed(name, columns, lambda c: tmp.write_bytes(
                 ipc_file(names, self.kinds[name], c)))

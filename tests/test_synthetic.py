@@ -14,7 +14,8 @@ import pytest
 
 from correlate.align import BOUNDED
 from correlate.cli import main as correlate_main
-from correlate.schema.run import SNAPSHOT_SUFFIX, STREAM_SUFFIX
+from correlate.schema import TABLES
+from correlate.schema.run import DETAILS, PAIRS, SNAPSHOT_SUFFIX, STREAM_SUFFIX
 from correlate.sources.run_streams import framing
 from testing.synthetic import main as synthetic_main
 from testing.synthetic import write_run
@@ -126,7 +127,15 @@ def _tables(run: Path) -> dict[tuple[str, str], list[str]]:
         else:
             table, names = f.name.removesuffix(SNAPSHOT_SUFFIX), ipc.open_file(f).schema.names
         if table != "strings":
+            pairs = PAIRS.get(table, {})
+            names = [c for n in names for c in pairs.get(n, (n,))]
             out.setdefault((f.parts[-2].split("-")[0], table), names)
+    for (role, table), names in list(out.items()):
+        if table in DETAILS and (role, DETAILS[table][0].name) in out:
+            detail, by = DETAILS[table]  # format 3's details: the columns of their table
+            more = [c for c in out.pop((role, detail.name), []) if c not in by]
+            order = TABLES[table].names
+            out[(role, table)] = sorted(names + more, key=order.index)
     return out
 
 
@@ -134,7 +143,8 @@ def _tables(run: Path) -> dict[tuple[str, str], list[str]]:
 #: nulls for older runs)
 ADDED_SINCE_SAMPLE = {("worker", "worker_transfers"): ["scheduler_delay_ns"]}
 #: columns the collectors no longer write (run format 3: nothing read them)
-REMOVED_SINCE_SAMPLE = {("scheduler", "scheduler_transitions"): ["type"]}
+REMOVED_SINCE_SAMPLE = {("scheduler", "scheduler_transitions"): ["type"],
+                        ("worker", "worker_transitions"): ["stimulus_id"]}
 
 
 def test_run_folder_is_structurally_the_recorded_sample(correlated):

@@ -128,11 +128,11 @@ EXECUTIONS_RAW = Table(
     sort_by=("execution_seq",))
 
 WORKER_TRANSITIONS = Table(
-    "worker_transitions", "Every task transition seen by a worker, worker clock.",
+    "worker_transitions", "Every task transition seen by a worker, worker clock (Dask gives a "
+    "worker plugin no stimulus id: run formats 1 and 2 wrote an always-null stimulus_id).",
     (_T, _KEY,
      Column("start", "String", "state before", nullable=False),
-     Column("finish", "String", "state after", nullable=False),
-     Column("stimulus_id", "String", "Dask stimulus id")),
+     Column("finish", "String", "state after", nullable=False)),
     sort_by=("local_time_ns", "key"))
 
 TRANSFERS_RAW = Table(
@@ -220,15 +220,47 @@ STRINGS = Table(
      Column("text", "String", "the text", nullable=False)),
     sort_by=("id",))
 
+TRANSITION_DETAILS = Table(
+    "scheduler_transition_details", "Run format 3: what a scheduler transition brought besides "
+    "its stimulus (the task-finished message of processing->memory), one row per transition "
+    "that brought any; the reader joins it back onto scheduler_transitions on "
+    "(local_time_ns, key).",
+    (_T, _KEY,
+     Column("worker", "String", "worker address"),
+     Column("thread_id", "UInt64", "executing thread"),
+     Column("nbytes", "Int64", "result size")),
+    sort_by=("local_time_ns", "key"))
+
+#: run format 3's scheduler transitions: without the columns that only the task-finished
+#: message fills (one transition in five or six), written in TRANSITION_DETAILS instead
+SCHEDULER_TRANSITIONS_3 = Table(
+    SCHEDULER_TRANSITIONS.name, SCHEDULER_TRANSITIONS.doc,
+    tuple(c for c in SCHEDULER_TRANSITIONS.columns
+          if c.name not in ("worker", "thread_id", "nbytes")),
+    sort_by=SCHEDULER_TRANSITIONS.sort_by)
+
+#: run format 3: tables whose rows have details in another (the reader joins them back on
+#: the columns given)
+DETAILS: dict[str, tuple[Table, tuple[str, ...]]] = {
+    "scheduler_transitions": (TRANSITION_DETAILS, ("local_time_ns", "key"))}
+
+#: run format 3: pairs of text columns whose values go together, written as one string id
+#: (name -> the two columns): its text is the two joined by PAIR_SEP, a missing one written
+#: as PAIR_NULL; both missing: a null id
+PAIRS: dict[str, dict[str, tuple[str, str]]] = {
+    "scheduler_transitions": {"states": ("start", "finish"), "names": ("prefix", "group")},
+    "worker_transitions": {"states": ("start", "finish")}}
+PAIR_SEP, PAIR_NULL = "\x1f", "\x00"
+
 #: the text columns run format 3 writes as ids into ``STRINGS`` (those whose values repeat)
 STRING_IDS: dict[str, tuple[str, ...]] = {
-    "scheduler_transitions": ("key", "prefix", "group", "start", "finish", "stimulus_id",
-                              "worker"),
+    "scheduler_transitions": ("key", "stimulus_id"),
+    "scheduler_transition_details": ("key", "worker"),
     "task_startstops": ("key", "worker", "action", "source"),
     "task_dependencies": ("key", "depends_on", "client"),
     "task_annotations": ("key", "span_id", "annotations"),
     "task_executions": ("key", "status"),
-    "worker_transitions": ("key", "start", "finish", "stimulus_id"),
+    "worker_transitions": ("key",),
     "worker_transfers": ("direction", "peer"),
     "worker_transfer_keys": ("key",),
     "worker_clock_markers": ("path",),
@@ -241,4 +273,25 @@ RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, TASK_AN
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
               CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW,
               COROUTINE_SLICES_RAW)
-ALL = (*RUN_TABLES, STRINGS)
+#: tables only run format 3 writes
+FORMAT3_TABLES = (TRANSITION_DETAILS,)
+ALL = (*RUN_TABLES, *FORMAT3_TABLES, STRINGS)
+
+
+def stored_columns(table: Table) -> list[tuple[str, str]]:
+    """Run format 3's columns of ``table`` (as written: ``SCHEDULER_TRANSITIONS_3`` for the
+    scheduler's transitions) on disk, in order: (name, dtype), dtype ``"id"`` for a string id
+    (``STRING_IDS``; ``PAIRS``: a pair where its first column was)."""
+    pairs = PAIRS.get(table.name, {})
+    first = {a: name for name, (a, _b) in pairs.items()}
+    second = {b for _a, b in pairs.values()}
+    ids = STRING_IDS.get(table.name, ())
+    out = []
+    for c in table.columns:
+        if c.name in second:
+            continue
+        if c.name in first:
+            out.append((first[c.name], "id"))
+        else:
+            out.append((c.name, "id" if c.name in ids else c.dtype))
+    return out

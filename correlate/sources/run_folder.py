@@ -110,6 +110,17 @@ class _Reader:
         self.strings: list[pl.Series] = []
         self.owners: list[dict[str, Any]] = []
 
+    def _decoded(self, name: str) -> pl.DataFrame | None:
+        frames = self.stored.get(name)
+        if not frames:
+            return None
+        frame, lost = run_streams.decode(pl.concat(frames, how="diagonal_relaxed"), name,
+                                         self.strings)
+        if lost:
+            self.rejects.append(("run-folder", name, "rows whose string id has no text in "
+                                 "their process's strings.arrows (their text is null)", lost))
+        return frame
+
     def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any]) -> None:
         """A format-3 process folder's tables, as stored; torn tails and unreadable or
         mistyped files are rejects."""
@@ -119,7 +130,7 @@ class _Reader:
                                run_streams.STRINGS) if run_streams.STRINGS.name + \
             raw.STREAM_SUFFIX in names else None
         self.strings.append(run_streams.texts(strings))
-        for t in raw.RUN_TABLES:
+        for t in (*raw.RUN_TABLES, *raw.FORMAT3_TABLES):
             for path in run_streams.files(proc_dir, names, t.name):
                 frame = self._stream(path, t)
                 if frame is not None and frame.height:
@@ -149,14 +160,15 @@ class _Reader:
     def decoded(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows of every process, text in place of string ids, with the
         recording process (as ``_with_proc`` adds it)."""
-        frames = self.stored.get(name)
-        if not frames:
+        frame = self._decoded(name)
+        if frame is None:
             return None
-        frame, lost = run_streams.decode(pl.concat(frames, how="diagonal_relaxed"), name,
-                                         self.strings)
-        if lost:
-            self.rejects.append(("run-folder", name, "rows whose string id has no text in "
-                                 "their process's strings.arrows (their text is null)", lost))
+        if name in raw.DETAILS:  # joined back onto the rows they belong to
+            details = raw.DETAILS[name][0].name
+            frame, orphans = run_streams.with_details(frame, name, self._decoded(details))
+            if orphans:
+                self.rejects.append(("run-folder", details, f"details of {name} rows that "
+                                     "are not there (their write failed or was cut)", orphans))
         frame = conform(frame, TABLES[name], path=name, extra="keep")
         proc = pl.col("_proc")
         hosts = pl.Series([o["host"] for o in self.owners], dtype=pl.String)
@@ -311,7 +323,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
             df = reader.table(d, t.name)
             if df.height:
                 per_table[t.name].append(_with_proc(df, info))
-    for name in list(reader.stored):
+    for name in [t.name for t in raw.RUN_TABLES if t.name in reader.stored]:
         df = reader.decoded(name)
         if df is not None:
             per_table[name].append(df.lazy() if name in LAZY_TABLES else df)

@@ -19,7 +19,17 @@ from pathlib import Path
 import polars as pl
 
 from correlate.schema import Table
-from correlate.schema.run import SNAPSHOT_SUFFIX, STREAM_SUFFIX, STRING_IDS, STRINGS
+from correlate.schema.run import (
+    DETAILS,
+    PAIR_NULL,
+    PAIR_SEP,
+    PAIRS,
+    SNAPSHOT_SUFFIX,
+    STREAM_SUFFIX,
+    STRING_IDS,
+    STRINGS,
+    stored_columns,
+)
 
 _CONTINUATION = 0xFFFFFFFF
 _SCHEMA, _RECORD_BATCH = 1, 3  # MessageHeader
@@ -141,15 +151,14 @@ def mistyped(frame: pl.DataFrame, table: Table) -> str | None:
     hold integers, or another of the wrong kind."""
     from correlate.sources.run_parts import kind
 
-    ids = STRING_IDS.get(table.name, ())
-    for column in table.columns:
-        found = frame.schema.get(column.name)
+    for name, dtype in stored_columns(table):
+        found = frame.schema.get(name)
         if found is None:
             continue
-        expected = "integer" if column.name in ids else kind(column.polars_dtype())
+        expected = "integer" if dtype == "id" else kind(table.column(name).polars_dtype())
         if kind(found) not in (expected, "null"):
-            return f"column {column.name!r} is {found}, expected " + (
-                "string ids" if column.name in ids else column.dtype)
+            return f"column {name!r} is {found}, expected " + (
+                "string ids" if dtype == "id" else dtype)
     return None
 
 
@@ -168,8 +177,10 @@ def texts(strings: pl.DataFrame | None) -> pl.Series:
 
 def decode(frame: pl.DataFrame, table: str, strings: list[pl.Series]) -> tuple[pl.DataFrame, int]:
     """``frame`` (rows of many processes, ``_proc`` their index into ``strings``) with its
-    string-id columns as text, and the number of rows with an id no text was written for."""
-    ids = [c for c in STRING_IDS.get(table, ()) if c in frame.columns]
+    string-id columns as text (a pair's id as its two columns), and the number of rows with an
+    id no text was written for."""
+    pairs = {name: ab for name, ab in PAIRS.get(table, {}).items() if name in frame.columns}
+    ids = [c for c in (*STRING_IDS.get(table, ()), *pairs) if c in frame.columns]
     if not ids or frame.is_empty():
         return frame.with_columns(pl.col(c).cast(pl.String) for c in ids), 0
     lengths = [s.len() for s in strings]
@@ -188,7 +199,29 @@ def decode(frame: pl.DataFrame, table: str, strings: list[pl.Series]) -> tuple[p
     lost = out.select(pl.any_horizontal(pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null()
                                         for c in ids).sum()).item()
     out = out.drop(*ids).rename({f"_text_{c}": c for c in ids})
+    for name, (a, b) in pairs.items():
+        parts = pl.col(name).str.split_exact(PAIR_SEP, 1).struct
+        out = out.with_columns(**{
+            col: pl.when(part != PAIR_NULL).then(part)
+            for col, part in ((a, parts.field("field_0")), (b, parts.field("field_1")))
+        }).drop(name)
     return out, int(lost or 0)
+
+
+def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
+                 ) -> tuple[pl.DataFrame, int]:
+    """A format-3 table's rows with their details (``DETAILS``) joined back on, per process
+    (``_proc``), and the number of detail rows whose row is not there."""
+    if name not in DETAILS or details is None:
+        return frame, 0
+    table, by = DETAILS[name]
+    keys = ["_proc", *by]
+    details = details.unique(keys, keep="first", maintain_order=True)
+    orphans = details.join(frame.select(keys), on=keys, how="anti").height
+    frame = frame.drop([c for c in table.names if c not in by], strict=False).join(
+        details.select(*keys, *(c for c in table.names if c not in by)), on=keys, how="left",
+        maintain_order="left")
+    return frame, orphans
 
 
 def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
@@ -198,13 +231,24 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     strings_path = proc_dir / f"{STRINGS.name}{STREAM_SUFFIX}"
     strings = texts(read_stream(strings_path).frame if strings_path.name in names else None)
     out = []
-    for path in files(proc_dir, names, table.name):
+
+    def read(path: Path) -> pl.DataFrame | None:
         frame = (read_stream(path).frame if path.name.endswith(STREAM_SUFFIX)
                  else pl.read_ipc(path))
         if frame is None:
+            return None
+        return decode(frame.with_columns(_proc=pl.lit(0, pl.Int32)), path.name.split(".")[0],
+                      [strings])[0]
+
+    for path in files(proc_dir, names, table.name):
+        frame = read(path)
+        if frame is None:
             continue
-        frame, _lost = decode(frame.with_columns(_proc=pl.lit(0, pl.Int32)), table.name,
-                              [strings])
+        if table.name in DETAILS:
+            details = [d for p in files(proc_dir, names, DETAILS[table.name][0].name)
+                       if (d := read(p)) is not None]
+            frame, _orphans = with_details(frame, table.name,
+                                           pl.concat(details) if details else None)
         from correlate.schema import conform
 
         out.append((path, conform(frame, table, path=str(path))))
@@ -212,4 +256,4 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
 
 
 __all__ = ["STRINGS", "StreamRead", "decode", "files", "framing", "is_format3", "mistyped",
-           "read_stream", "read_table", "texts"]
+           "read_stream", "read_table", "texts", "with_details"]

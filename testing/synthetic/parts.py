@@ -17,11 +17,14 @@ import pyarrow.ipc as ipc
 
 from correlate.schema import Table
 from correlate.schema.run import (
+    PAIR_NULL,
+    PAIR_SEP,
+    PAIRS,
     PART_SUFFIX,
     SNAPSHOT_SUFFIX,
     STREAM_SUFFIX,
-    STRING_IDS,
     STRINGS,
+    stored_columns,
 )
 
 
@@ -45,21 +48,29 @@ def write_table(path: Path, table: Table, arrays: list[Any]) -> None:
         writer.write_table(data)
 
 
-def with_string_ids(tables: list[tuple[str, pa.Table]]) -> tuple[list[pa.Table], pa.Array]:
-    """``tables`` (name, rows) with their ``STRING_IDS`` columns as int32 ids into the returned
-    strings (one process's), each distinct text once."""
-    texts = [t.column(c).cast(pa.string()) for name, t in tables
-             for c in STRING_IDS.get(name, ()) if c in t.column_names]
+def with_string_ids(tables: list[tuple[Table, pa.Table]]) -> tuple[list[pa.Table], pa.Array]:
+    """``tables`` as run format 3 stores them (``stored_columns``: text columns as int32 ids
+    into the returned strings, one process's, each distinct text once; pairs as one id)."""
+    def text(table: Table, t: pa.Table, name: str) -> pa.Array:
+        pair = PAIRS.get(table.name, {}).get(name)
+        if pair is None:
+            return t.column(name).cast(pa.string())
+        a, b = (pc.fill_null(t.column(c).cast(pa.string()), PAIR_NULL) for c in pair)
+        both_null = pc.and_(pc.is_null(t.column(pair[0])), pc.is_null(t.column(pair[1])))
+        return pc.if_else(both_null, pa.scalar(None, pa.string()),
+                          pc.binary_join_element_wise(a, b, PAIR_SEP))
+
+    stored = [(table, t, [(name, dtype, text(table, t, name) if dtype == "id" else None)
+                          for name, dtype in stored_columns(table)]) for table, t in tables]
+    texts = [x for _table, _t, cols in stored for _n, _d, x in cols if x is not None]
     strings = (pa.chunked_array(texts, pa.string()).unique().drop_null() if texts
                else pa.array([], pa.string()))
     strings = strings.combine_chunks() if isinstance(strings, pa.ChunkedArray) else strings
     out = []
-    for name, t in tables:
-        for c in STRING_IDS.get(name, ()):
-            i = t.schema.get_field_index(c)
-            ids = pc.index_in(t.column(c).cast(pa.string()), value_set=strings).cast(pa.int32())
-            t = t.set_column(i, pa.field(c, pa.int32()), ids)
-        out.append(t)
+    for _table, t, cols in stored:
+        out.append(pa.table({
+            name: (pc.index_in(x, value_set=strings).cast(pa.int32()) if x is not None
+                   else t.column(name)) for name, _d, x in cols}))
     return out, strings
 
 
@@ -123,7 +134,7 @@ class PartWriter:
 
     def _write_streams(self, batches: list[tuple[Table, pa.Table]]) -> None:
         snaps = [(t, arrow_table(t, a)) for t, a in self.snapshots]
-        every = [(t.name, b) for t, b in batches + snaps]
+        every = batches + snaps
         encoded, strings = with_string_ids(every)
         self.proc_dir.mkdir(parents=True, exist_ok=True)
         ids = pa.table({"id": pa.array(range(len(strings)), pa.int32()), "text": strings})

@@ -100,7 +100,20 @@ def _transitions(job: Job, writer: PartWriter, flushes: np.ndarray, addr: pa.Arr
                 pa.array(tids, mask=~mem, type=pa.uint64()),
                 pa.array(job.nbytes[k], mask=~mem, type=pa.int64())]
 
-    writer.add(raw.SCHEDULER_TRANSITIONS, t, transitions)
+    if job.run_format == 2:
+        writer.add(raw.SCHEDULER_TRANSITIONS, t, transitions)
+        return
+    # run format 3: the task-finished message's worker, thread and size as details
+    writer.add(raw.SCHEDULER_TRANSITIONS_3, t, lambda lo, hi: transitions(lo, hi)[:7])
+    done = np.flatnonzero(kind == 4)
+
+    def details(lo: int, hi: int) -> list[Any]:
+        rows = transitions(int(done[lo]), int(done[hi - 1]) + 1)
+        pick = pa.array(kind[done[lo]:done[hi - 1] + 1] == 4)
+        return [pc.filter(c if isinstance(c, pa.Array) else pa.array(c), pick)
+                for c in (rows[0], rows[1], *rows[7:])]
+
+    writer.add(raw.TRANSITION_DETAILS, t[done], details)
 
 
 def _startstops(job: Job, writer: PartWriter, addr: pa.Array, tid_of: np.ndarray) -> None:

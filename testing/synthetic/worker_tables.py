@@ -94,7 +94,7 @@ def _transitions(job: Job, writer: PartWriter, ex: np.ndarray, loc: int) -> None
     def transitions(lo: int, hi: int) -> list[Any]:
         kd = pa.array(wkind[lo:hi])
         return [wt[lo:hi] + loc, job.keys.take(pa.array(wkey[lo:hi])), w_start.take(kd),
-                w_finish.take(kd), nulls(hi - lo, pa.string())]
+                w_finish.take(kd)]
 
     writer.add(raw.WORKER_TRANSITIONS, wt, transitions)
 

@@ -19,7 +19,8 @@ def test_transition_rows_carry_what_each_transition_brought(tmp_path):
     plugin.scheduler = SimpleNamespace(tasks={("x-1", 0): task})
     proc = tmp_path / "procs" / "scheduler-h-1"
     plugin.sink = ProcessSink(proc, {t.name: t for t in (
-        schema.SCHEDULER_TRANSITIONS, schema.TASK_STARTSTOPS, schema.TASK_DEPENDENCIES)})
+        schema.SCHEDULER_TRANSITIONS_3, schema.TRANSITION_DETAILS, schema.TASK_STARTSTOPS,
+        schema.TASK_DEPENDENCIES)})
     plugin.sink.before_flush.append(plugin._expand)
     plugin.transition(("x-1", 0), "released", "waiting", stimulus_id="s1")
     plugin.transition(("x-1", 0), "processing", "memory", stimulus_id="s2", worker="tcp://w:1",

@@ -26,7 +26,7 @@ from testing.raw_parts import read_proc
 ROWS_PER_FLUSH = 20_000
 
 #: a worker process writing worker_transitions through the real sink as fast as it can: each
-#: flush appends ROWS_PER_FLUSH rows (keys, states and stimuli as string ids); after each flush
+#: flush appends ROWS_PER_FLUSH rows (keys and state pairs as string ids); after each flush
 #: returns it prints how many rows are on disk
 WRITER = f"""
 import sys, time
@@ -41,8 +41,8 @@ n = 0
 print("ready", flush=True)
 while True:
     for _ in range({ROWS_PER_FLUSH}):
-        sink.append("worker_transitions", (n, f"inc-{{n // 7}}", "executing", "memory",
-                                           f"task-finished-{{n // 3}}"))
+        sink.append("worker_transitions", (n, f"inc-{{n // 7}}", "executing",
+                                           ("memory", "released")[n % 2]))
         n += 1
     print("flushing", flush=True)
     sink.flush()
@@ -83,6 +83,7 @@ def test_writers_killed_at_random_instants_leave_every_completed_flush_readable(
         assert got["local_time_ns"].to_list() == list(range(n))
         assert got.select((pl.col("key") == pl.format("inc-{}", pl.col("local_time_ns") // 7))
                           .all()).item()
+        assert got["finish"].to_list() == [("memory", "released")[k % 2] for k in range(n)]
         torn += bool(stream.rejects)
         # the whole reader: no exception, the tail a reject naming the stream, the rows used
         frames = load(run)
@@ -159,7 +160,7 @@ def test_a_failed_sink_write_keeps_its_rows_and_their_strings(tmp_path, monkeypa
     """A flush whose strings append fails writes nothing that refers to them; the next one
     writes the strings first, then the rows, each once."""
     sink = ProcessSink(tmp_path, {"worker_transitions": schema.WORKER_TRANSITIONS})
-    sink.append("worker_transitions", (1, "a", "x", "y", None))
+    sink.append("worker_transitions", (1, "a", "x", "y"))
     sink.flush()
     calls = {"n": 0}
     real = sink_module.StreamFile.append
@@ -171,14 +172,13 @@ def test_a_failed_sink_write_keeps_its_rows_and_their_strings(tmp_path, monkeypa
         return real(self, columns)
 
     monkeypatch.setattr(sink_module.StreamFile, "append", fail_strings)
-    sink.append("worker_transitions", (2, "b", "x", "z", "s"))
+    sink.append("worker_transitions", (2, "b", "x", "z"))
     sink.flush()
     assert sink.write_errors == {"no space": 1}
     assert read_proc(tmp_path, schema.WORKER_TRANSITIONS).height == 1
     sink.close()
     got = read_proc(tmp_path, schema.WORKER_TRANSITIONS).sort("local_time_ns")
-    assert got.select("key", "start", "finish", "stimulus_id").rows() == [
-        ("a", "x", "y", None), ("b", "x", "z", "s")]
+    assert got.select("key", "start", "finish").rows() == [("a", "x", "y"), ("b", "x", "z")]
     strings = run_streams.read_stream(tmp_path / "strings.arrows").frame
     assert strings["id"].to_list() == list(range(strings.height))
     assert strings["text"].is_unique().all()
