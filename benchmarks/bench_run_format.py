@@ -8,7 +8,8 @@
    10-minute job at the default 5 s), both trees.
 3. ``--read``: ``correlate``'s reading of a synthetic run folder (``testing.synthetic``, this
    tree's format) of ``--many`` worker processes against the same executions in 4: seconds of
-   ``run_folder.load`` plus reading the transitions, medians of ``--repeat`` interleaved runs.
+   ``run_folder.load`` plus reading the transitions (its Darshan logs removed: one per process,
+   read by another reader), medians of ``--repeat`` interleaved runs.
 
 CPU per task is ``bench_many_tasks.py --workloads noop --tasks 20000 --modes off
 --baseline-tree DIR``.
@@ -153,6 +154,8 @@ def read(args: argparse.Namespace, work: Path) -> None:
         t0 = time.perf_counter()
         write_run(folder, workers=workers, threads=2, executions=args.executions,
                   segments=max(20 * workers, 2 * args.executions), profile="off", seed=1)
+        # the run folder's tables alone: Darshan logs (one per process) are another reader's
+        shutil.rmtree(folder / "darshan")
         runs[workers] = folder
         n = sum(1 for _ in folder.glob("procs/*/*"))
         print(f"synthetic run of {workers} workers written in {time.perf_counter() - t0:.0f} s "

@@ -142,13 +142,22 @@ class Strings:
         self.new_texts: list[str] = []
 
     def encode(self, values: list) -> list:
+        return self._encode(set(values), values)
+
+    def encode_pairs(self, first: list, second: list) -> list:
+        """The ids of the pairs ``(first[i], second[i])``, each pair an id of its own. The
+        pairs are made as they are looked up, not kept: a list of them would be as many
+        objects for the garbage collector to count (and trip on) as there are rows."""
+        return self._encode(set(zip(first, second, strict=True)), zip(first, second, strict=True))
+
+    def _encode(self, distinct: set, values: Any) -> list:
         ids = self.ids
-        missing = set(values).difference(ids)
+        missing = distinct.difference(ids)
         if missing:
             if len(ids) + len(missing) > self.limit:
                 ids.clear()
                 ids[None] = ids[(None, None)] = None
-                missing = set(values).difference(ids)
+                missing = distinct.difference(ids)
             new = list(missing)
             start = self.next
             self.next += len(new)
@@ -396,7 +405,7 @@ class ProcessSink:
             elif how == "id":
                 out.append(strings.encode(columns[i]))
             else:
-                out.append(strings.encode(list(zip(columns[i], columns[j], strict=True))))
+                out.append(strings.encode_pairs(columns[i], columns[j]))
         if strings.new_ids:
             self._stream(STRINGS.name).append([strings.new_ids, strings.new_texts])
             strings.new_ids, strings.new_texts = [], []

@@ -106,50 +106,73 @@ class _Reader:
         self.unchecked: list[Path] = []
         #: run format 3: each table's rows as stored, of every process (``_proc``: its index
         #: in ``strings`` and ``owners``), decoded together at the end (``decoded``)
-        self.stored: dict[str, list[pl.DataFrame]] = {}
-        self.strings: list[pl.Series] = []
+        self.stored: dict[str, list[pl.DataFrame]] = {}  # snapshots
+        self.pending: dict[str, list[tuple[int, Path, bytes, run_streams.Framing]]] = {}
+        self.paths: dict[str, list[Path]] = {}
         self.owners: list[dict[str, Any]] = []
+        self.lookup: tuple[pl.Series, list[int]] | None = None
 
     def _decoded(self, name: str) -> pl.DataFrame | None:
-        frames = self.stored.get(name)
-        if not frames:
+        frame = self._read(name)
+        if frame is None:
             return None
-        frame, lost = run_streams.decode(pl.concat(frames, how="diagonal_relaxed"), name,
-                                         self.strings)
+        if self.lookup is None:
+            self.lookup = run_streams.lookup(self._read(run_streams.STRINGS.name),
+                                             len(self.owners))
+        frame, lost = run_streams.decode(frame, name, *self.lookup)
         if lost:
             self.rejects.append(("run-folder", name, "rows whose string id has no text in "
                                  "their process's strings.arrows (their text is null)", lost))
         return frame
 
+    def _read(self, name: str) -> pl.DataFrame | None:
+        """A format-3 table's rows as stored, of every process (streams read together, then
+        snapshots), with ``_proc``; mistyped files are rejects."""
+        table = run_streams.STRINGS if name == run_streams.STRINGS.name else TABLES[name]
+        frame, bad = run_streams.read_many(self.pending.pop(name, []))
+        for path, reason, n in bad:
+            self.rejects.append(("run-folder", str(path), reason, n))
+        frames = self.stored.pop(name, [])
+        if frame is not None:
+            problem = run_streams.mistyped(frame, table)
+            if problem is None:
+                frames.insert(0, frame)
+            else:  # (streams of one schema: each is)
+                for path in self.paths.get(name, []):
+                    self.rejects.append(("run-folder", str(path), problem, 1))
+        return pl.concat(frames, how="diagonal_relaxed") if frames else None
+
     def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any]) -> None:
-        """A format-3 process folder's tables, as stored; torn tails and unreadable or
-        mistyped files are rejects."""
+        """A format-3 process folder's files, framing walked (torn tails are rejects now);
+        their batches are read with the other processes' (``_read``)."""
         index = len(self.owners)
         self.owners.append(info)
-        strings = self._stream(proc_dir / f"{run_streams.STRINGS.name}{raw.STREAM_SUFFIX}",
-                               run_streams.STRINGS) if run_streams.STRINGS.name + \
-            raw.STREAM_SUFFIX in names else None
-        self.strings.append(run_streams.texts(strings))
-        for t in (*raw.RUN_TABLES, *raw.FORMAT3_TABLES):
+        for t in (run_streams.STRINGS, *raw.RUN_TABLES, *raw.FORMAT3_TABLES):
             for path in run_streams.files(proc_dir, names, t.name):
-                frame = self._stream(path, t)
-                if frame is not None and frame.height:
-                    self.stored.setdefault(t.name, []).append(
-                        frame.with_columns(_proc=pl.lit(index, pl.Int32)))
+                if path.name.endswith(raw.SNAPSHOT_SUFFIX):
+                    frame = self._stream(path, t)
+                    if frame is not None and frame.height:
+                        self.stored.setdefault(t.name, []).append(
+                            frame.with_columns(_proc=pl.lit(index, pl.Int32)))
+                    continue
+                try:
+                    data = path.read_bytes()
+                except OSError as err:
+                    self._reject(path, f"unreadable stream: {err.strerror or err}")
+                    continue
+                f = run_streams.framing(data)
+                for reason, n in run_streams.torn(f):
+                    self.rejects.append(("run-folder", str(path), reason, n))
+                if f.batches:
+                    self.pending.setdefault(t.name, []).append((index, path, data, f))
+                    self.paths.setdefault(t.name, []).append(path)
 
     def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
-        if path.name.endswith(raw.STREAM_SUFFIX):
-            got = run_streams.read_stream(path)
-            frame = got.frame
-            for reason, n in got.rejects:
-                self.rejects.append(("run-folder", str(path), reason, n))
-        else:  # a snapshot: an Arrow IPC file
-            try:
-                frame = pl.read_ipc(path)
-            except run_parts.UNREADABLE_PART as err:
-                self._reject(path, f"unreadable part: {first_line(err)}")
-                return None
-        if frame is None:
+        """A snapshot (an Arrow IPC file), or None (a reject)."""
+        try:
+            frame = pl.read_ipc(path)
+        except run_parts.UNREADABLE_PART as err:
+            self._reject(path, f"unreadable part: {first_line(err)}")
             return None
         problem = run_streams.mistyped(frame, table)
         if problem is not None:
@@ -323,7 +346,8 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
             df = reader.table(d, t.name)
             if df.height:
                 per_table[t.name].append(_with_proc(df, info))
-    for name in [t.name for t in raw.RUN_TABLES if t.name in reader.stored]:
+    for name in [t.name for t in raw.RUN_TABLES
+                 if t.name in reader.stored or t.name in reader.pending]:
         df = reader.decoded(name)
         if df is not None:
             per_table[name].append(df.lazy() if name in LAZY_TABLES else df)

@@ -40,7 +40,7 @@ class Framing:
     """What walking a stream's messages found."""
 
     good: int  # bytes of complete messages (the schema and whole batches)
-    batches: list[tuple[int, int]]  # (start, end) of each complete record batch
+    batches: list[tuple[int, int, int]]  # (start, end, rows) of each complete record batch
     torn_bytes: int  # bytes after them
     torn_rows: int | None  # rows of the batch cut short, where its header survived
     problem: str | None = None  # why the tail is not a batch being written (None: it is)
@@ -92,7 +92,7 @@ def framing(data: bytes) -> Framing:
         if end + body > size:
             return Framing(at, batches, size - at, rows)
         if kind == _RECORD_BATCH:
-            batches.append((at, end + body))
+            batches.append((at, end + body, rows or 0))
         at = end + body
     return Framing(at, batches, 0, None)
 
@@ -103,6 +103,34 @@ class StreamRead:
     rejects: list[tuple[str, int]]  # (reason, rows or 1)
 
 
+def torn(f: Framing) -> list[tuple[str, int]]:
+    """The reject of a stream's torn tail (none when it ends with a complete batch)."""
+    if not f.torn_bytes:
+        return []
+    what = (f"{f.torn_rows} row(s)" if f.torn_rows is not None
+            else "its row count was cut off with its header")
+    why = f" ({f.problem})" if f.problem else ""
+    return [(f"torn tail: {f.torn_bytes} byte(s) after the last complete batch{why}, a batch "
+             f"cut short when the process was killed or a write failed ({what})",
+             f.torn_rows or 1)]
+
+
+def _batches(data: bytes, f: Framing) -> tuple[pl.DataFrame | None, list[tuple[str, int]]]:
+    """The complete batches of one stream, each read alone where they do not read together."""
+    try:
+        return pl.read_ipc_stream(io.BytesIO(data[:f.good])), []
+    except (OSError, pl.exceptions.PolarsError):
+        pass
+    head, frames, rejects = data[:f.batches[0][0]], [], []
+    for start, end, _rows in f.batches:
+        try:
+            frames.append(pl.read_ipc_stream(io.BytesIO(head + data[start:end])))
+        except (OSError, pl.exceptions.PolarsError) as err:
+            rejects.append((f"unreadable record batch at byte {start}: "
+                            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}", 1))
+    return (pl.concat(frames) if frames else None), rejects
+
+
 def read_stream(path: Path) -> StreamRead:
     """Every complete record batch of a stream; the torn tail and any batch that does not
     decode as rejects."""
@@ -111,29 +139,43 @@ def read_stream(path: Path) -> StreamRead:
     except OSError as err:
         return StreamRead(None, [(f"unreadable stream: {err.strerror or err}", 1)])
     f = framing(data)
-    rejects = []
-    if f.torn_bytes:
-        what = (f"{f.torn_rows} row(s)" if f.torn_rows is not None
-                else "its row count was cut off with its header")
-        why = f" ({f.problem})" if f.problem else ""
-        rejects.append((f"torn tail: {f.torn_bytes} byte(s) after the last complete batch{why}, "
-                        f"a batch cut short when the process was killed or a write failed "
-                        f"({what})", f.torn_rows or 1))
     if not f.batches:
-        return StreamRead(None, rejects)
-    head = data[:f.batches[0][0]]
-    try:
-        return StreamRead(pl.read_ipc_stream(io.BytesIO(data[:f.good])), rejects)
-    except (OSError, pl.exceptions.PolarsError):
-        pass
-    frames = []  # a batch that does not decode is rejected alone
-    for start, end in f.batches:
+        return StreamRead(None, torn(f))
+    frame, rejects = _batches(data, f)
+    return StreamRead(frame, torn(f) + rejects)
+
+
+def read_many(streams: list[tuple[int, Path, bytes, Framing]]
+              ) -> tuple[pl.DataFrame | None, list[tuple[Path, str, int]]]:
+    """The complete batches of many processes' streams of one table (``(index, path, bytes,
+    framing)``), with each row's ``_proc`` index, and the rejects of batches that do not
+    read. Streams written with the same schema are read as one (their batches laid after one
+    schema message): a thousand process folders cost a read per table, not per file."""
+    groups: dict[bytes, list[tuple[int, Path, bytes, Framing]]] = {}
+    for item in streams:
+        _i, _p, data, f = item
+        if f.batches:
+            groups.setdefault(data[:f.batches[0][0]], []).append(item)
+    frames, rejects = [], []
+    for head, members in groups.items():
+        rows = [sum(r for _s, _e, r in f.batches) for _i, _p, _d, f in members]
         try:
-            frames.append(pl.read_ipc_stream(io.BytesIO(head + data[start:end])))
-        except (OSError, pl.exceptions.PolarsError) as err:
-            rejects.append((f"unreadable record batch at byte {start}: "
-                            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}", 1))
-    return StreamRead(pl.concat(frames) if frames else None, rejects)
+            frame = pl.read_ipc_stream(io.BytesIO(head + b"".join(
+                data[s:e] for _i, _p, data, f in members for s, e, _r in f.batches)))
+            if frame.height != sum(rows):
+                raise pl.exceptions.ComputeError("row counts differ from the batch headers")
+            procs = pl.Series("_proc", [i for i, *_ in members], pl.Int32)
+            frames.append(frame.with_columns(procs.gather(pl.Series(
+                [k for k, n in enumerate(rows) for _ in range(n)], dtype=pl.UInt32))))
+            continue
+        except (OSError, pl.exceptions.PolarsError):
+            pass
+        for index, path, data, f in members:  # one at a time, to find the damaged ones
+            frame, bad = _batches(data, f)
+            rejects += [(path, reason, n) for reason, n in bad]
+            if frame is not None:
+                frames.append(frame.with_columns(_proc=pl.lit(index, pl.Int32)))
+    return (pl.concat(frames, how="diagonal_relaxed") if frames else None), rejects
 
 
 def files(proc_dir: Path, names: set[str], table: str) -> list[Path]:
@@ -175,17 +217,31 @@ def texts(strings: pl.DataFrame | None) -> pl.Series:
     return full.join(strings.unique("id", keep="first"), on="id", how="left").sort("id")["text"]
 
 
-def decode(frame: pl.DataFrame, table: str, strings: list[pl.Series]) -> tuple[pl.DataFrame, int]:
-    """``frame`` (rows of many processes, ``_proc`` their index into ``strings``) with its
-    string-id columns as text (a pair's id as its two columns), and the number of rows with an
-    id no text was written for."""
+def lookup(strings: pl.DataFrame | None, processes: int) -> tuple[pl.Series, list[int]]:
+    """Every process's strings (``_proc``, id, text) laid end to end, and how many each has:
+    process p's id i is at ``sum(lengths[:p]) + i``."""
+    if strings is None or strings.is_empty():
+        return pl.Series("text", [], pl.String), [0] * processes
+    strings = strings.with_columns(pl.col("id").cast(pl.Int64))
+    dense = strings.select((pl.col("id") == pl.int_range(pl.len()).over("_proc")).all()).item()
+    counts = dict(strings.group_by("_proc").len().iter_rows())
+    if dense and strings["_proc"].is_sorted():
+        return strings["text"].cast(pl.String), [counts.get(p, 0) for p in range(processes)]
+    each = [texts(strings.filter(pl.col("_proc") == p)) if p in counts
+            else pl.Series("text", [], pl.String) for p in range(processes)]
+    return pl.concat(each), [s.len() for s in each]
+
+
+def decode(frame: pl.DataFrame, table: str, everything: pl.Series, lengths: list[int]
+           ) -> tuple[pl.DataFrame, int]:
+    """``frame`` (rows of many processes, ``_proc`` their index in ``lookup``'s strings) with
+    its string-id columns as text (a pair's id as its two columns), and the number of rows
+    with an id no text was written for."""
     pairs = {name: ab for name, ab in PAIRS.get(table, {}).items() if name in frame.columns}
     ids = [c for c in (*STRING_IDS.get(table, ()), *pairs) if c in frame.columns]
     if not ids or frame.is_empty():
         return frame.with_columns(pl.col(c).cast(pl.String) for c in ids), 0
-    lengths = [s.len() for s in strings]
     offsets = pl.Series([0, *lengths[:-1]], dtype=pl.Int64).cum_sum()
-    everything = pl.concat(strings) if strings else pl.Series("text", [], pl.String)
     proc = pl.col("_proc")
     base, size = (pl.lit(offsets).gather(proc),
                   pl.lit(pl.Series(lengths, dtype=pl.Int64)).gather(proc))
@@ -238,7 +294,7 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
         if frame is None:
             return None
         return decode(frame.with_columns(_proc=pl.lit(0, pl.Int32)), path.name.split(".")[0],
-                      [strings])[0]
+                      strings, [strings.len()])[0]
 
     for path in files(proc_dir, names, table.name):
         frame = read(path)
@@ -256,4 +312,5 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
 
 
 __all__ = ["STRINGS", "StreamRead", "decode", "files", "framing", "is_format3", "mistyped",
-           "read_stream", "read_table", "texts", "with_details"]
+           "lookup", "read_many", "read_stream", "read_table", "texts", "torn",
+           "with_details"]
