@@ -30,6 +30,11 @@ from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
 from correlate.sources import darshan_coverage, darshan_logs, missing, run_parts, run_streams
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
+#: run format 3: every table a process folder may hold, by name, and by its stream's file name
+FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
+                                       *raw.FORMAT3_TABLES)}
+STREAM_TABLES = {f"{n}{raw.STREAM_SUFFIX}": t for n, t in FORMAT3_BY_NAME.items()}
+
 #: raw tables read lazily (the largest: transitions and profile rows)
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
 
@@ -107,8 +112,8 @@ class _Reader:
         #: run format 3: each table's rows as stored, of every process (``_proc``: its index
         #: in ``strings`` and ``owners``), decoded together at the end (``decoded``)
         self.stored: dict[str, list[pl.DataFrame]] = {}  # snapshots
-        self.pending: dict[str, list[tuple[int, Path, bytes, run_streams.Framing]]] = {}
-        self.paths: dict[str, list[Path]] = {}
+        self.pending: dict[str, list[tuple[int, str, bytes, run_streams.Framing]]] = {}
+        self.paths: dict[str, list[str]] = {}
         self.owners: list[dict[str, Any]] = []
         self.lookup: tuple[pl.Series, list[int]] | None = None
 
@@ -139,7 +144,7 @@ class _Reader:
                 frames.insert(0, frame)
             else:  # (streams of one schema: each is)
                 for path in self.paths.get(name, []):
-                    self.rejects.append(("run-folder", str(path), problem, 1))
+                    self.rejects.append(("run-folder", path, problem, 1))
         return pl.concat(frames, how="diagonal_relaxed") if frames else None
 
     def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any]) -> None:
@@ -147,25 +152,30 @@ class _Reader:
         their batches are read with the other processes' (``_read``)."""
         index = len(self.owners)
         self.owners.append(info)
-        for t in (run_streams.STRINGS, *raw.RUN_TABLES, *raw.FORMAT3_TABLES):
-            for path in run_streams.files(proc_dir, names, t.name):
-                if path.name.endswith(raw.SNAPSHOT_SUFFIX):
-                    frame = self._stream(path, t)
+        for name in sorted(names):  # (the folder's entries: no lookup per known table)
+            table = STREAM_TABLES.get(name)
+            if table is None:
+                if name.endswith(raw.SNAPSHOT_SUFFIX) and (
+                        t := FORMAT3_BY_NAME.get(name[:-len(raw.SNAPSHOT_SUFFIX)])):
+                    frame = self._stream(proc_dir / name, t)
                     if frame is not None and frame.height:
                         self.stored.setdefault(t.name, []).append(
                             frame.with_columns(_proc=pl.lit(index, pl.Int32)))
-                    continue
-                try:
-                    data = path.read_bytes()
-                except OSError as err:
-                    self._reject(path, f"unreadable stream: {err.strerror or err}")
-                    continue
-                f = run_streams.framing(data)
-                for reason, n in run_streams.torn(f):
-                    self.rejects.append(("run-folder", str(path), reason, n))
-                if f.batches:
-                    self.pending.setdefault(t.name, []).append((index, path, data, f))
-                    self.paths.setdefault(t.name, []).append(path)
+                continue
+            path = os.path.join(proc_dir, name)  # (a str: a Path per file costs more here)
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError as err:
+                self.rejects.append(("run-folder", path,
+                                     f"unreadable stream: {err.strerror or err}", 1))
+                continue
+            f = run_streams.framing(data)
+            for reason, n in run_streams.torn(f):
+                self.rejects.append(("run-folder", path, reason, n))
+            if f.batches:
+                self.pending.setdefault(table.name, []).append((index, path, data, f))
+                self.paths.setdefault(table.name, []).append(path)
 
     def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
         """A snapshot (an Arrow IPC file), or None (a reject)."""

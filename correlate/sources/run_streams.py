@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from correlate.schema import Table
@@ -145,13 +146,13 @@ def read_stream(path: Path) -> StreamRead:
     return StreamRead(frame, torn(f) + rejects)
 
 
-def read_many(streams: list[tuple[int, Path, bytes, Framing]]
-              ) -> tuple[pl.DataFrame | None, list[tuple[Path, str, int]]]:
+def read_many(streams: list[tuple[int, str, bytes, Framing]]
+              ) -> tuple[pl.DataFrame | None, list[tuple[str, str, int]]]:
     """The complete batches of many processes' streams of one table (``(index, path, bytes,
     framing)``), with each row's ``_proc`` index, and the rejects of batches that do not
     read. Streams written with the same schema are read as one (their batches laid after one
     schema message): a thousand process folders cost a read per table, not per file."""
-    groups: dict[bytes, list[tuple[int, Path, bytes, Framing]]] = {}
+    groups: dict[bytes, list[tuple[int, str, bytes, Framing]]] = {}
     for item in streams:
         _i, _p, data, f = item
         if f.batches:
@@ -164,9 +165,8 @@ def read_many(streams: list[tuple[int, Path, bytes, Framing]]
                 data[s:e] for _i, _p, data, f in members for s, e, _r in f.batches)))
             if frame.height != sum(rows):
                 raise pl.exceptions.ComputeError("row counts differ from the batch headers")
-            procs = pl.Series("_proc", [i for i, *_ in members], pl.Int32)
-            frames.append(frame.with_columns(procs.gather(pl.Series(
-                [k for k, n in enumerate(rows) for _ in range(n)], dtype=pl.UInt32))))
+            procs = np.repeat(np.array([i for i, *_ in members], np.int32), rows)
+            frames.append(frame.with_columns(pl.Series("_proc", procs, pl.Int32)))
             continue
         except (OSError, pl.exceptions.PolarsError):
             pass
