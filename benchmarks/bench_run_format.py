@@ -1,7 +1,7 @@
 """Run format 3 against the format before it (issue 44), side by side in one invocation.
 
 1. ``--sizes``: on-disk bytes per task of each table after ``client.map(inc, range(N))`` under
-   ``collect --profile off`` (LocalCluster 2 workers x 2 threads), this tree and
+   ``collect --profile off`` (or ``--profile MODE``; LocalCluster 2 workers x 2 threads), this tree and
    ``--baseline-tree`` (format 2: a part per table and flush), and the files each process left.
 2. ``--files``: files (and folders) per process after a job that flushes ``--flushes`` times
    (``--flush-interval 0.2`` for ``0.2 × flushes`` seconds of no-op tasks: 120 flushes is a
@@ -54,9 +54,10 @@ TIMED_JOB = textwrap.dedent("""
 """)
 
 
-def collect(tree: Path, out: Path, job: list[str], interval: float | None = None) -> int:
-    """Run ``job`` under ``tree``'s ``collect --profile off``; the number of tasks it ran."""
-    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--profile", "off",
+def collect(tree: Path, out: Path, job: list[str], interval: float | None = None,
+            profile: str = "off") -> int:
+    """Run ``job`` under ``tree``'s ``collect --profile PROFILE``; the number of tasks it ran."""
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--profile", profile,
            "--darshan", "off", *(["--flush-interval", str(interval)] if interval else []),
            "--", sys.executable, *job]
     env = dict(os.environ, PYTHONPATH=str(tree))
@@ -101,13 +102,14 @@ def sizes(args: argparse.Namespace, work: Path) -> None:
     found = {}
     for name, tree in trees(args):
         out = work / f"sizes-{len(found)}"
-        n = collect(tree, out, [str(NOOP), "noop", "--tasks", str(args.tasks)])
+        n = collect(tree, out, [str(NOOP), "noop", "--tasks", str(args.tasks)],
+                    profile=args.profile)
         found[name] = (n, *census(out))
     tables = sorted({t for _n, s, _p in found.values() for t in s},
                     key=lambda t: -max(s.get(t, 0) / n for n, s, _p in found.values()))
     names = list(found)
-    print(f"\non-disk bytes per task, client.map(inc, range({args.tasks})), --profile off, "
-          "all processes")
+    print(f"\non-disk bytes per task, client.map(inc, range({args.tasks})), --profile "
+          f"{args.profile}, all processes")
     print("| table | " + " | ".join(names) + " |\n|---|" + "---:|" * len(names))
     for t in tables:
         print(f"| {t} | " + " | ".join(
@@ -188,6 +190,7 @@ def main() -> None:
     ap.add_argument("--files", action="store_true")
     ap.add_argument("--read", action="store_true")
     ap.add_argument("--tasks", type=int, default=20_000)
+    ap.add_argument("--profile", default="off", help="--sizes: the collectors' profile mode")
     ap.add_argument("--flushes", type=int, default=120)
     ap.add_argument("--many", type=int, default=1000)
     ap.add_argument("--executions", type=int, default=200_000)

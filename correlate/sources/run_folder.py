@@ -358,7 +358,11 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                 per_table[t.name].append(_with_proc(df, info))
     for name in [t.name for t in raw.RUN_TABLES
                  if t.name in reader.stored or t.name in reader.pending]:
-        df = reader.decoded(name)
+        try:
+            df = reader.decoded(name)
+        except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
+            raise InputError(run_dir / "procs", f"{name}: unreadable data in the process "
+                             f"folders' streams: {first_line(err)}") from None
         if df is not None:
             per_table[name].append(df.lazy() if name in LAZY_TABLES else df)
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None
