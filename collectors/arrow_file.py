@@ -1,10 +1,11 @@
-"""Arrow IPC files written by the standard library alone: one record batch of columns of
-64-bit integers, doubles and UTF-8 text, uncompressed.
+"""Arrow IPC written by the standard library alone: the schema and record batch messages of
+a stream (``schema_message``, ``batch_message``), and a file of one batch (``ipc_file``), of
+columns of 64- and 32-bit integers, doubles and UTF-8 text, uncompressed.
 
-The collectors' parts are such files: any Arrow reader (polars, pyarrow, DuckDB) reads them,
-memory-mapped, without parsing, and writing one imports nothing into the Dask process (pyarrow
-and numpy would add their memory and start-up to every scheduler and worker). The format is Arrow's
-columnar IPC file format (arrow.apache.org/docs/format/Columnar.html), version 5; its
+The collectors' streams and snapshots are made of them: any Arrow reader (polars, pyarrow,
+DuckDB) reads them without parsing, and writing one imports nothing into the Dask process
+(pyarrow and numpy would add their memory and start-up to every scheduler and worker). The
+format is Arrow's columnar IPC format (arrow.apache.org/docs/format/Columnar.html), version 5; its
 metadata are FlatBuffers, which ``_Builder`` writes the way the FlatBuffers library does
 (back to front, every offset pointing forward).
 """

@@ -19,9 +19,10 @@ next flush (the next batch is written at that length, over whatever a failed cut
 flushes and writes ``closed.json`` (row counts, drops per table and reason, failed writes, hook
 errors), into space reserved at start when the folder is full by then.
 
-Parts are Arrow IPC files written by the standard library alone (``collectors.arrow_file``):
-the pyarrow Parquet writer this replaced cost each Dask process its memory, its imports and its
-allocator's first-write stalls (docs/performance.md, fourth pass).
+Streams and snapshots are Arrow IPC written by the standard library alone
+(``collectors.arrow_file``): the pyarrow Parquet writer of run format 1 cost each Dask process
+its memory, its imports and its allocator's first-write stalls (docs/performance.md, fourth
+pass). docs/run-format-3.md describes the format.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """One part of a raw capture table, read as its declared table.
 
 Two kinds of part (``correlate.schema.run`` describes both): ``part-NNNNNN.arrow`` (Arrow IPC
-files), what the collectors write since run format 2, and ``part-NNNNNN.parquet``, what they
-wrote before (run folders recorded then are still read). Either kind may lack columns a later
+files), what the collectors wrote in run format 2, and ``part-NNNNNN.parquet``, what they wrote
+in format 1 (run folders recorded then are still read; format 3's streams:
+``correlate.sources.run_streams``). Either kind may lack columns a later
 collector added (``conform`` adds them as nulls) or hold columns it does not know (dropped).
 """
 
