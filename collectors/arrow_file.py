@@ -1,10 +1,11 @@
-"""Arrow IPC files written by the standard library alone: one record batch of columns of
-64-bit integers, doubles and UTF-8 text, uncompressed.
+"""Arrow IPC written by the standard library alone: the schema and record batch messages of
+a stream (``schema_message``, ``batch_message``), and a file of one batch (``ipc_file``), of
+columns of 64- and 32-bit integers, doubles and UTF-8 text, uncompressed.
 
-The collectors' parts are such files: any Arrow reader (polars, pyarrow, DuckDB) reads them,
-memory-mapped, without parsing, and writing one imports nothing into the Dask process (pyarrow
-and numpy would add their memory and start-up to every scheduler and worker). The format is Arrow's
-columnar IPC file format (arrow.apache.org/docs/format/Columnar.html), version 5; its
+The collectors' streams and snapshots are made of them: any Arrow reader (polars, pyarrow,
+DuckDB) reads them without parsing, and writing one imports nothing into the Dask process
+(pyarrow and numpy would add their memory and start-up to every scheduler and worker). The
+format is Arrow's columnar IPC format (arrow.apache.org/docs/format/Columnar.html), version 5; its
 metadata are FlatBuffers, which ``_Builder`` writes the way the FlatBuffers library does
 (back to front, every offset pointing forward).
 """
@@ -22,8 +23,8 @@ _V5 = 4  # MetadataVersion.V5
 _SCHEMA, _RECORD_BATCH = 1, 3  # MessageHeader
 _INT, _FLOAT, _UTF8 = 2, 3, 5  # Type
 #: column kinds: name -> (Type, array typecode of the values)
-KINDS = {"int64": (_INT, "q"), "uint64": (_INT, "Q"), "double": (_FLOAT, "d"),
-         "utf8": (_UTF8, "")}
+KINDS = {"int64": (_INT, "q"), "uint64": (_INT, "Q"), "int32": (_INT, "i"),
+         "double": (_FLOAT, "d"), "utf8": (_UTF8, "")}
 _ZERO = {None: 0}.get
 _EMPTY = {None: ""}.get
 _BIT_CHARS = bytes.maketrans(b"\x00\x01", b"01")
@@ -96,7 +97,8 @@ def _schema(b: _Builder, names: Sequence[str], kinds: Sequence[str]) -> int:
     for name, kind in zip(names, kinds, strict=True):
         type_id = KINDS[kind][0]
         if type_id == _INT:
-            typ = b.table([(0, "i", 64), (1, "B", kind == "int64")])
+            width = 8 * array(KINDS[kind][1]).itemsize
+            typ = b.table([(0, "i", width), (1, "B", kind != "uint64")])
         elif type_id == _FLOAT:
             typ = b.table([(0, "h", 2)])  # Precision.DOUBLE
         else:
@@ -149,11 +151,16 @@ def holds(kind: str, values: Sequence) -> bool:
     return True
 
 
-def ipc_file(names: Sequence[str], kinds: Sequence[str], columns: Sequence[list]) -> bytes:
-    """An Arrow IPC file of ``columns`` (lists of equal length, ``None`` for null) as one
-    record batch."""
+def schema_message(names: Sequence[str], kinds: Sequence[str]) -> bytes:
+    """The encapsulated Schema message that starts a stream (and a file, after the magic)."""
+    return _message(_SCHEMA, lambda b: _schema(b, names, kinds), 0)
+
+
+def batch_message(kinds: Sequence[str], columns: Sequence[list]) -> tuple[bytes, int]:
+    """One record batch of ``columns`` (lists of equal length, ``None`` for null) as an
+    encapsulated message, metadata and body, and the length of its metadata part."""
     n = len(columns[0]) if columns else 0
-    if any(len(c) != n for c in columns) or len(columns) != len(names):
+    if any(len(c) != n for c in columns) or len(columns) != len(kinds):
         raise ValueError("columns of different lengths")
     nodes, buffers, body = [], [], bytearray()
     for values, kind in zip(columns, kinds, strict=True):
@@ -162,12 +169,20 @@ def ipc_file(names: Sequence[str], kinds: Sequence[str], columns: Sequence[list]
         for buf in bufs:
             buffers.append(struct.pack("<qq", len(body), len(buf)))
             body += buf + bytes(-len(buf) % 8)
-    schema = _message(_SCHEMA, lambda b: _schema(b, names, kinds), 0)
     batch = _message(_RECORD_BATCH, lambda b: b.table([(0, "q", n)], [
         (1, b.structs(b"".join(nodes), len(nodes))),
         (2, b.structs(b"".join(buffers), len(buffers)))]), len(body))
-    head = MAGIC + b"\0\0" + schema
-    block = struct.pack("<qi4xq", len(head), len(batch), len(body))
+    return batch + body, len(batch)
+
+
+def ipc_file(names: Sequence[str], kinds: Sequence[str], columns: Sequence[list]) -> bytes:
+    """An Arrow IPC file of ``columns`` (lists of equal length, ``None`` for null) as one
+    record batch."""
+    if len(columns) != len(names):
+        raise ValueError("columns of different lengths")
+    batch, meta = batch_message(kinds, columns)
+    head = MAGIC + b"\0\0" + schema_message(names, kinds)
+    block = struct.pack("<qi4xq", len(head), meta, len(batch) - meta)
     f = _Builder()
     footer_schema = _schema(f, names, kinds)
     batches = f.structs(block, 1)
@@ -175,4 +190,4 @@ def ipc_file(names: Sequence[str], kinds: Sequence[str], columns: Sequence[list]
     footer = f.finish(f.table([(0, "h", _V5)], [(1, footer_schema), (2, dictionaries),
                                                   (3, batches)]))
     eos = struct.pack("<Ii", 0xFFFFFFFF, 0)
-    return b"".join((head, batch, body, eos, footer, struct.pack("<i", len(footer)), MAGIC))
+    return b"".join((head, batch, eos, footer, struct.pack("<i", len(footer)), MAGIC))

@@ -65,7 +65,8 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
 
         self.scheduler = scheduler
         pdir = process_dir(Path(self.run_dir), "scheduler", hostname(), os.getpid())
-        tables = {t.name: t for t in (schema.SCHEDULER_TRANSITIONS, schema.TASK_STARTSTOPS,
+        tables = {t.name: t for t in (schema.SCHEDULER_TRANSITIONS_3, schema.TRANSITION_DETAILS,
+                                      schema.TASK_STARTSTOPS,
                                       schema.TASK_DEPENDENCIES, schema.TASK_ANNOTATIONS,
                                       schema.SPANS_RAW, schema.SPAN_METRICS_RAW,
                                       schema.CLUSTER_EVENTS, schema.SCHEDULER_ARRIVALS,
@@ -230,26 +231,25 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
             prefix[key], group[key] = ((ts.prefix.name, ts.group.name) if ts is not None
                                        else (None, None))
         rendered = key_texts(keys)
-        # most transitions carry only their stimulus: the others are filled in by position
-        n = len(keys)
-        workers: list[Any] = [None] * n
-        threads: list[Any] = [None] * n
-        nbytes: list[Any] = [None] * n
-        types: list[Any] = [None] * n
+        # most transitions carry only their stimulus: the others (the task-finished message's
+        # worker, thread and result size) are written as details of their transition
+        details: list[list] = [[], [], [], [], []]
         for i in [i for i, kw in enumerate(kwargs) if len(kw) > ("stimulus_id" in kw)]:
             kw = kwargs[i]
-            workers[i], threads[i], nbytes[i] = kw.get("worker"), kw.get("thread"), kw.get("nbytes")
-            # Dask sends the type pickled, and its name beside it
-            typ = kw.get("type")
-            types[i] = kw.get("typename") or (typ.__name__ if isinstance(typ, type) else None)
+            worker, thread = kw.get("worker"), kw.get("thread")
+            for column, value in zip(details, (times[i], rendered[i], worker, thread,
+                                               kw.get("nbytes")), strict=True):
+                column.append(value)
             for ss in kw.get("startstops") or ():
                 sink.append("task_startstops", (
-                    times[i], rendered[i], workers[i], threads[i], ss.get("action"),
+                    times[i], rendered[i], worker, thread, ss.get("action"),
                     int(ss["start"] * 1e9), int(ss["stop"] * 1e9), ss.get("source")))
         sink.write_columns("scheduler_transitions", [
             times, rendered, list(map(prefix.__getitem__, keys)),
             list(map(group.__getitem__, keys)), starts, finishes,
-            [kw.get("stimulus_id") for kw in kwargs], workers, threads, nbytes, types])
+            [kw.get("stimulus_id") for kw in kwargs]])
+        if details[0]:
+            sink.write_columns("scheduler_transition_details", details)
 
     def _event(self, row: tuple) -> None:
         # workers and clients still leave after the scheduler closed this plugin's sink (a

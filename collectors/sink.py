@@ -4,19 +4,25 @@ The hot path is ``sink.append(table, row)``: one ``list.extend`` of the row's tu
 table's flat buffer of values. That is atomic under the GIL (any thread may append), and it
 keeps no container per row: a tuple that lives until the next flush would be one more object
 for every garbage collection of the job's process to track and count (``take``). A background
-thread takes each buffer's rows as columns every ``interval`` seconds and writes them as
-``<proc_dir>/<table>/part-NNNNNN.arrow`` (the format: ``correlate.schema.run``; temp name +
-``os.replace``, so every part on disk is complete). A killed process loses at most one interval.
+thread takes each buffer's rows as columns every ``interval`` seconds and appends them as one
+record batch to ``<proc_dir>/<table>.arrows``, an Arrow IPC stream per table for the whole life
+of the process (run format 3: ``correlate.schema.run``), then syncs it: a process writes a
+constant number of files however long the job runs. Repeated text (keys, states, addresses,
+prefixes) is written once per process into ``strings.arrows`` and rows hold its integer id.
+A killed process loses at most one interval; a batch cut short by the kill is the stream's torn
+tail, which ``correlate`` stops at (every earlier batch stays readable).
 Buffers are bounded: rows beyond ``max_rows`` per table (buffered, or kept after a failed write)
 are counted as dropped with their reason, never silently lost; hooks that buffer raw rows of
 their own bound them through ``raw`` the same way. A write that fails (a full or read-only run
-folder: ``OSError``) removes its temp file and keeps its rows for the next flush. ``close()``
+folder: ``OSError``) cuts the stream back to its last complete batch and keeps its rows for the
+next flush (the next batch is written at that length, over whatever a failed cut left). ``close()``
 flushes and writes ``closed.json`` (row counts, drops per table and reason, failed writes, hook
 errors), into space reserved at start when the folder is full by then.
 
-Parts are Arrow IPC files written by the standard library alone (``collectors.arrow_file``):
-the pyarrow Parquet writer this replaced cost each Dask process its memory, its imports and its
-allocator's first-write stalls (docs/performance.md, "Parts and buffers").
+Streams and snapshots are Arrow IPC written by the standard library alone
+(``collectors.arrow_file``): the pyarrow Parquet writer of run format 1 cost each Dask process
+its memory, its imports and its allocator's first-write stalls (docs/performance.md, "Parts
+and buffers"). docs/run-format-3.md describes the format.
 """
 
 from __future__ import annotations
@@ -31,9 +37,19 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from collectors.arrow_file import holds, ipc_file
+from collectors.arrow_file import batch_message, holds, ipc_file, schema_message
 from collectors.guard import ERRORS, never_raise
-from correlate.schema.run import CLOSED_RESERVE_NAME, PART_SUFFIX
+from correlate.schema.run import (
+    CLOSED_RESERVE_NAME,
+    PAIR_NULL,
+    PAIR_SEP,
+    PAIRS,
+    SNAPSHOT_SUFFIX,
+    STREAM_SUFFIX,
+    STRING_IDS,
+    STRINGS,
+    stored_columns,
+)
 
 
 def drain(buf: deque) -> Iterator[Any]:
@@ -105,6 +121,139 @@ def reason_of(err: OSError) -> str:
                                           or type(err).__name__)
 
 
+#: the Arrow column kind of each raw-table dtype (text for the others: String and Enum); a
+#: column written as string ids (``STRING_IDS``) is 32-bit integers
+_KINDS = {"Int64": "int64", "UInt64": "uint64", "Int32": "int32", "Float64": "double"}
+_ID_KIND = "int32"
+#: why rows were left out of a batch: one of their values does not fit its column's type (a
+#: stream's columns keep the types its schema message gave them)
+MISTYPED = "a value not of its column's type"
+
+
+class Strings:
+    """The process's table of repeated text: each distinct value gets an integer id once, and
+    rows hold the id (``strings.arrows``: id, text). The ids a process hands out never repeat,
+    and are written in order (``correlate`` reads a text as the id-th row). The map is bounded:
+    past ``limit`` distinct values it starts again empty, and a value seen again gets a new id
+    (its text is written twice, rows stay right)."""
+
+    def __init__(self, limit: int = 1 << 17) -> None:
+        self.limit = limit
+        # a pair of values (``PAIRS``) is a key too: a tuple, never equal to a str
+        self.ids: dict[Any, int | None] = {None: None, (None, None): None}
+        self.next = 0
+        #: ids handed out and not yet written, and their texts
+        self.new_ids: list[int] = []
+        self.new_texts: list[str] = []
+
+    def encode(self, values: list) -> list:
+        return self._encode(set(values), values)
+
+    def encode_pairs(self, first: list, second: list) -> list:
+        """The ids of the pairs ``(first[i], second[i])``, each pair an id of its own. The
+        pairs are made as they are looked up, not kept: a list of them would be as many
+        objects for the garbage collector to count (and trip on) as there are rows."""
+        return self._encode(set(zip(first, second, strict=True)), zip(first, second, strict=True))
+
+    def _encode(self, distinct: set, values: Any) -> list:
+        ids = self.ids
+        missing = distinct.difference(ids)
+        if missing:
+            if len(ids) + len(missing) > self.limit:
+                ids.clear()
+                ids[None] = ids[(None, None)] = None
+                missing = distinct.difference(ids)
+            new = list(missing)
+            start = self.next
+            self.next += len(new)
+            ids.update(zip(new, range(start, self.next), strict=True))
+            self.new_ids.extend(range(start, self.next))
+            self.new_texts.extend(map(_text, new))
+        return list(map(ids.__getitem__, values))
+
+
+def _text(value: Any) -> str:
+    if type(value) is str:
+        return value
+    if type(value) is tuple:
+        return PAIR_SEP.join(PAIR_NULL if v is None else _text(v) for v in value)
+    return str(value)
+
+
+class StreamFile:
+    """One table's Arrow IPC stream: the schema message, then record batches appended whole.
+    Each append is written at the end of the last complete batch and synced; one that fails is
+    cut back off (``ftruncate``), and where that fails too the next append overwrites it, so
+    anything after the last complete batch is only ever the file's tail. The file is open only
+    during an append: an open of an existing file per flush, no create, and no descriptor held
+    that would keep its file system from being remounted."""
+
+    def __init__(self, path: Path, names: Sequence[str], kinds: Sequence[str]) -> None:
+        self.path = path
+        self.kinds = list(kinds)
+        self.head = schema_message(names, kinds)
+        self.length = 0  # bytes of complete messages
+
+    def append(self, columns: list[list]) -> None:
+        data, _meta = batch_message(self.kinds, columns)
+        if not self.length:
+            data = self.head + data
+        flags = os.O_WRONLY | (os.O_CREAT | os.O_TRUNC if not self.length else 0)
+        fd = os.open(self.path, flags, 0o644)
+        at, view = self.length, memoryview(data)
+        try:
+            while view:
+                n = os.pwrite(fd, view, at)
+                at += n
+                view = view[n:]
+            os.fdatasync(fd)
+        except OSError:
+            try:
+                os.ftruncate(fd, self.length)
+            except OSError:
+                pass
+            raise
+        finally:
+            os.close(fd)
+        self.length = at
+
+
+def kinds_of(table: Any) -> list[str]:
+    """The Arrow column kinds a table is written with in run format 3."""
+    return [_ID_KIND if dtype == "id" else _KINDS.get(dtype, "utf8")
+            for _name, dtype in stored_columns(table)]
+
+
+def plan_of(table: Any) -> list[tuple[str, int, int]]:
+    """How each column on disk comes from the table's: ("value" | "id", i, -1) or
+    ("pair", i, j)."""
+    index = {c.name: i for i, c in enumerate(table.columns)}
+    pairs = PAIRS.get(table.name, {})
+    ids = STRING_IDS.get(table.name, ())
+    out = []
+    for name, _dtype in stored_columns(table):
+        if name in pairs:
+            a, b = pairs[name]
+            out.append(("pair", index[a], index[b]))
+        else:
+            out.append(("id" if name in ids else "value", index[name], -1))
+    return out
+
+
+def fitting(kinds: Sequence[str], columns: list[list]) -> tuple[list[list], int]:
+    """``columns`` without the rows that have a value their column's kind cannot hold (a float
+    in an integer column), and how many rows that left out."""
+    bad: set[int] = set()
+    for kind, values in zip(kinds, columns, strict=True):
+        if kind != "utf8" and not holds(kind, values):
+            bad.update(i for i, v in enumerate(values)
+                       if v is not None and not holds(kind, [v]))
+    if not bad:
+        return columns, 0
+    keep = [i for i in range(len(columns[0])) if i not in bad]
+    return [[c[i] for i in keep] for c in columns], len(bad)
+
+
 class ProcessSink:
     def __init__(self, proc_dir: Path, tables: dict[str, Any], *, interval: float = 5.0,
                  max_rows: int = 2_000_000) -> None:
@@ -124,7 +273,15 @@ class ProcessSink:
         self.first_write_error: str | None = None
         self.snapshot_rows: dict[str, int] = dict.fromkeys(tables, 0)
         self._snapshot_kept: dict[str, list[tuple]] = {}
-        self.parts = 0
+        self.strings = Strings()
+        self.kinds = {name: kinds_of(t) for name, t in tables.items()}
+        #: the kind of each of a table's own columns (what its rows' values must fit)
+        self._row_kinds = {name: [_KINDS.get(c.dtype, "utf8") for c in t.columns]
+                           for name, t in tables.items()}
+        #: how each table's columns on disk come from its rows' (string ids, pairs)
+        self._plans = {name: plan_of(t) for name, t in tables.items()}
+        self.streams: dict[str, StreamFile] = {}
+        self.batches = 0  # record batches appended
         self.closed = False
         self.before_flush: list[Callable[[], None]] = []
         self._raw: list[tuple[str, list, int]] = []
@@ -208,7 +365,7 @@ class ProcessSink:
                     self.write_snapshot(name, rows)
 
     def _write(self, name: str, columns: list[list]) -> None:
-        """Write a part of ``columns`` after the rows kept from failed writes; if it fails,
+        """Append a batch of ``columns`` after the rows kept from failed writes; if it fails,
         keep them all (within the bound) for the next flush."""
         if name in self.kept:
             old, _reason = self.kept.pop(name)
@@ -216,12 +373,52 @@ class ProcessSink:
         if not columns[0]:
             return
         try:
-            self._write_file(name, f"part-{self.parts + 1:06d}{PART_SUFFIX}", columns)
+            columns = self._typed(name, columns, lambda c: self._stream(name).append(c))
         except OSError as err:
             self._keep(name, columns, self._failed(err))
             return
-        self.parts += 1
         self.written[name] += len(columns[0])
+        self.batches += 1
+
+    def _typed(self, name: str, columns: list[list], write: Callable[[list[list]], None]
+               ) -> list[list]:
+        """``write(columns)`` encoded; where a value does not fit its column's type, again
+        without its rows (counted as dropped). The columns written, as text."""
+        try:
+            write(self._encoded(name, columns))
+        except (TypeError, OverflowError):
+            columns, mistyped = fitting(self._row_kinds[name], columns)
+            self.dropped[name][MISTYPED] += mistyped
+            if columns[0]:
+                write(self._encoded(name, columns))
+        return columns
+
+    def _stream(self, name: str) -> StreamFile:
+        stream = self.streams.get(name)
+        if stream is None:
+            table = STRINGS if name == STRINGS.name else self.tables[name]
+            stream = self.streams[name] = StreamFile(
+                self.proc_dir / f"{name}{STREAM_SUFFIX}", [n for n, _d in stored_columns(table)],
+                kinds_of(table))
+        return stream
+
+    def _encoded(self, name: str, columns: list[list]) -> list[list]:
+        """``columns`` as written: repeated text replaced by string ids (pairs by one), the
+        strings not written yet appended first (a batch on disk never refers to an id that is
+        not)."""
+        strings = self.strings
+        out = []
+        for how, i, j in self._plans[name]:
+            if how == "value":
+                out.append(columns[i])
+            elif how == "id":
+                out.append(strings.encode(columns[i]))
+            else:
+                out.append(strings.encode_pairs(columns[i], columns[j]))
+        if strings.new_ids:
+            self._stream(STRINGS.name).append([strings.new_ids, strings.new_texts])
+            strings.new_ids, strings.new_texts = [], []
+        return out
 
     def _failed(self, err: OSError) -> str:
         reason = reason_of(err)
@@ -241,13 +438,17 @@ class ProcessSink:
         if room:
             self.kept[name] = (columns, reason)
 
-    def _write_file(self, name: str, file: str, columns: list[list]) -> None:
-        folder = self.proc_dir / name
-        tmp = folder / f".{file}.tmp"
+    def _write_snapshot_file(self, name: str, columns: list[list]) -> None:
+        """Replace ``<table>.snapshot.arrow`` (an Arrow IPC file: temp name + rename)."""
+        path = self.proc_dir / f"{name}{SNAPSHOT_SUFFIX}"
+        tmp = path.with_name(f".{path.name}.tmp")
+        names = [n for n, _d in stored_columns(self.tables[name])]
         try:
-            folder.mkdir(exist_ok=True)
-            tmp.write_bytes(arrow_part(self.tables[name].columns, columns))
-            os.replace(tmp, folder / file)
+            def write(c: list[list]) -> None:
+                tmp.write_bytes(ipc_file(names, self.kinds[name], c))
+
+            self._typed(name, columns, write)
+            os.replace(tmp, path)
         except OSError:
             try:
                 tmp.unlink(missing_ok=True)
@@ -264,10 +465,9 @@ class ProcessSink:
             self._snapshot_kept.pop(name, None)
             try:
                 if rows:
-                    self._write_file(name, f"snapshot{PART_SUFFIX}",
-                                     columns_of(rows, self.widths[name]))
+                    self._write_snapshot_file(name, columns_of(rows, self.widths[name]))
                 elif self.snapshot_rows[name]:
-                    (self.proc_dir / name / f"snapshot{PART_SUFFIX}").unlink(missing_ok=True)
+                    (self.proc_dir / f"{name}{SNAPSHOT_SUFFIX}").unlink(missing_ok=True)
             except OSError as err:
                 self._failed(err)
                 self._snapshot_kept[name] = rows
@@ -323,7 +523,6 @@ class ProcessSink:
         except OSError:
             pass
 
-
     def _into_reserve(self, closed: dict[str, Any], folder: int | None) -> bool:
         fd = None
         try:
@@ -336,10 +535,6 @@ class ProcessSink:
         finally:
             if fd is not None:
                 os.close(fd)
-
-
-#: the Arrow column kind of each raw-table dtype (text for the others: String and Enum)
-_KINDS = {"Int64": "int64", "UInt64": "uint64", "Float64": "double"}
 
 
 def columns_of(rows: Sequence[tuple], width: int) -> list[list]:

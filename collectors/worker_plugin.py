@@ -451,7 +451,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     # ---- transitions -----------------------------------------------------------------------
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        self._add_transition((time.time_ns(), key, start, finish, kwargs.get("stimulus_id")))
+        self._add_transition((time.time_ns(), key, start, finish))
 
     # ---- periodic (event loop): transfers, clock samples, markers --------------------------
 

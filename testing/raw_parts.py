@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 
 from collectors.sink import arrow_part
-from correlate.schema import RUN_FORMAT_VERSION, TABLES
+from correlate.schema import TABLES, Table
 from correlate.schema.run import PART_SUFFIX
-from correlate.sources import run_parts
+from correlate.sources import run_parts, run_streams
 
 
 def read_raw(run: Path, table: str, procs: str = "*") -> pl.DataFrame:
@@ -22,12 +22,25 @@ def read_raw(run: Path, table: str, procs: str = "*") -> pl.DataFrame:
                                                                 part=pl.lit(part.name))
               for d in sorted((run / "procs").glob(procs))
               for part in run_parts.part_files(d / table)]
+    frames += [df.with_columns(proc=pl.lit(d.name), part=pl.lit(path.name))
+               for d in sorted((run / "procs").glob(procs))
+               for path, df in run_streams.read_table(d, TABLES[table])]
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
+def read_proc(proc_dir: Path, table: Table) -> pl.DataFrame:
+    """One process folder's rows of ``table``, whatever the run format, with the file each
+    row was read from as ``file`` (an empty frame of the table when there is none)."""
+    frames = [run_parts.read(part, table).with_columns(file=pl.lit(part.name))
+              for part in run_parts.part_files(proc_dir / table.name)]
+    frames += [df.with_columns(file=pl.lit(path.name))
+               for path, df in run_streams.read_table(proc_dir, table)]
+    return pl.concat(frames) if frames else table.empty().with_columns(file=pl.lit(None, pl.String))
+
+
 def to_current_parts(run: Path) -> list[Path]:
-    """Rewrite every Parquet part of ``run`` as the collectors' current part of the same name
-    and rows, and mark the folder with the current run format; return the new parts."""
+    """Rewrite every Parquet part of ``run`` as run format 2's Arrow part of the same name
+    and rows, and mark the folder with that format; return the new parts."""
     out = []
     for part in sorted(run.glob("procs/*/*/*.parquet")):
         df = pl.read_parquet(part)
@@ -43,6 +56,6 @@ def to_current_parts(run: Path) -> list[Path]:
     for meta in [run / "manifest.json", *run.glob("procs/*/proc.json")]:
         if meta.exists():
             info = json.loads(meta.read_text())
-            info["format_version"] = RUN_FORMAT_VERSION
+            info["format_version"] = 2
             meta.write_text(json.dumps(info, indent=1, sort_keys=True))
     return out

@@ -14,6 +14,9 @@ import pytest
 
 from correlate.align import BOUNDED
 from correlate.cli import main as correlate_main
+from correlate.schema import TABLES
+from correlate.schema.run import DETAILS, PAIRS, SNAPSHOT_SUFFIX, STREAM_SUFFIX
+from correlate.sources.run_streams import framing
 from testing.synthetic import main as synthetic_main
 from testing.synthetic import write_run
 
@@ -106,7 +109,8 @@ def test_clocks_cpu_and_profile(correlated):
 
 
 def _tables(run: Path) -> dict[tuple[str, str], list[str]]:
-    """(role, table) -> the columns of its first part, as written."""
+    """(role, table) -> the columns of its first part (formats 1 and 2) or stream (format 3;
+    its strings left out), as written."""
     out: dict[tuple[str, str], list[str]] = {}
     for f in sorted(run.glob("procs/*/*/*")):
         if f.name.endswith(".parquet"):
@@ -116,12 +120,31 @@ def _tables(run: Path) -> dict[tuple[str, str], list[str]]:
         else:
             continue
         out.setdefault((f.parts[-3].split("-")[0], f.parts[-2]), names)
+    for f in sorted(run.glob(f"procs/*/*{STREAM_SUFFIX}")) + sorted(
+            run.glob(f"procs/*/*{SNAPSHOT_SUFFIX}")):
+        if f.name.endswith(STREAM_SUFFIX):
+            table, names = f.name.removesuffix(STREAM_SUFFIX), ipc.open_stream(f).schema.names
+        else:
+            table, names = f.name.removesuffix(SNAPSHOT_SUFFIX), ipc.open_file(f).schema.names
+        if table != "strings":
+            pairs = PAIRS.get(table, {})
+            names = [c for n in names for c in pairs.get(n, (n,))]
+            out.setdefault((f.parts[-2].split("-")[0], table), names)
+    for (role, table), names in list(out.items()):
+        if table in DETAILS and (role, DETAILS[table][0].name) in out:
+            detail, by = DETAILS[table]  # format 3's details: the columns of their table
+            more = [c for c in out.pop((role, detail.name), []) if c not in by]
+            order = TABLES[table].names
+            out[(role, table)] = sorted(names + more, key=order.index)
     return out
 
 
 #: nullable columns the collectors write since the sample was recorded (readers fill them with
 #: nulls for older runs)
 ADDED_SINCE_SAMPLE = {("worker", "worker_transfers"): ["scheduler_delay_ns"]}
+#: columns the collectors no longer write (run format 3: nothing read them)
+REMOVED_SINCE_SAMPLE = {("scheduler", "scheduler_transitions"): ["type"],
+                        ("worker", "worker_transitions"): ["stimulus_id"]}
 
 
 def test_run_folder_is_structurally_the_recorded_sample(correlated):
@@ -131,7 +154,8 @@ def test_run_folder_is_structurally_the_recorded_sample(correlated):
     exp, run, _out, _summary = correlated
     want, got = _tables(SAMPLE), _tables(run)
     assert set(want) == set(got)
-    assert {k: v + ADDED_SINCE_SAMPLE.get(k, []) for k, v in want.items()} == got
+    assert {k: [c for c in v if c not in REMOVED_SINCE_SAMPLE.get(k, [])]
+            + ADDED_SINCE_SAMPLE.get(k, []) for k, v in want.items()} == got
     assert not list(run.glob("procs/*/*/*.parquet"))
     for role in ("scheduler", "worker"):
         for name in ("proc.json", "closed.json"):
@@ -152,9 +176,10 @@ def test_darshan_clock_offset_hosts_and_entry_point(tmp_path, capsys):
                            "--darshan-offset-ns", "2500000", "--flush-interval", "0.05"]) == 0
     exp = json.loads(capsys.readouterr().out)
     assert exp["executions"] == 120 and exp["segments"] == 1500 and exp["hosts"] == 2
-    # flush every 50 ms: the collector's parts, numbered across tables per process
-    parts = sorted(p.name for p in run.glob("procs/worker-*/task_executions/part-*"))
-    assert len(parts) > 3
+    # flush every 50 ms: a record batch per flush in each process's one stream of the table
+    streams = sorted(run.glob(f"procs/worker-*/task_executions{STREAM_SUFFIX}"))
+    assert len(streams) == 3
+    assert sum(len(framing(f.read_bytes()).batches) for f in streams) > 3
     assert correlate_main([str(run), "-o", str(out), "--no-reports"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     darshan = [c for c in summary["clocks"] if c["domain"] == "darshan"]

@@ -9,7 +9,7 @@ processes) can use it without importing polars; ``polars_schema``/``arrow_schema
 library lazily. ``schema.table`` says how a table is declared; the submodules declare them,
 grouped by who writes them, each listing its tables in ``ALL``:
 
-- ``schema.run``      — raw capture tables in the run folder (``procs/<proc>/<table>/part-*.arrow``)
+- ``schema.run``      — raw capture tables in the run folder (``procs/<proc>/<table>.arrows``)
 - ``schema.darshan``  — canonical tables decoded from Darshan logs
 - ``schema.canonical``— the frames every source adapter produces for the engine
 - ``schema.outputs``  — what ``correlate`` writes (tasks.parquet, task_files.parquet, …)
@@ -29,7 +29,8 @@ __all__ = ["OUTPUT_FORMAT_VERSION", "RUN_FORMAT_VERSION", "TABLES", "Column", "T
 
 #: Version of the run-folder format written by ``collectors`` (manifest.json, proc.json).
 #: 2: parts are Arrow IPC files (``schema.run``), no longer Parquet (1, still read).
-RUN_FORMAT_VERSION = 2
+#: 3: one Arrow IPC stream per table and process, repeated text as ids (2 and 1 still read).
+RUN_FORMAT_VERSION = 3
 #: Version of the tables written by ``correlate`` into its output folder.
 OUTPUT_FORMAT_VERSION = 1
 

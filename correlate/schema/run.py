@@ -1,12 +1,19 @@
-"""Raw capture tables of the run folder (``procs/<role>-<host>-<pid>/<table>/part-*.arrow``),
+"""Raw capture tables of the run folder (``procs/<role>-<host>-<pid>/<table>.arrows``),
 written by ``collectors`` and read by ``correlate.sources.run_folder``.
 
-Parts (``collectors.sink.arrow_part``): Arrow IPC files (the columnar format's file form,
-uncompressed), one record batch each, the columns of the table in order: 64-bit integers,
-doubles and UTF-8 text (Enum columns as text). Each flush writes one ``part-NNNNNN.arrow`` per
-table that has rows (numbered per process); ``snapshot.arrow`` holds a cumulative table that
-each flush replaces. Run format 1 wrote the same tables as ``part-NNNNNN.parquet``; they are
-still read.
+Run format 3 (``collectors.sink``): one Arrow IPC *stream* per table and process
+(``<table>.arrows``, uncompressed): the schema message, then one record batch per flush,
+appended for the life of the process, so a process writes a constant number of files. Columns
+are the table's in order: 64-bit integers, doubles and UTF-8 text (Enum columns as text), except
+those of ``STRING_IDS``, which hold 32-bit ids into the process's ``strings.arrows`` (``STRINGS``:
+the id-th row holds the text; ids are written before any batch that uses them). A process
+killed while it appends leaves a torn tail after its last complete batch; readers stop there.
+``<table>.snapshot.arrow`` (an Arrow IPC file, string ids too) holds a cumulative table that
+each flush replaces.
+
+Earlier formats, still read: 2 wrote each flush's rows of a table as an Arrow IPC file
+``<table>/part-NNNNNN.arrow`` (``snapshot.arrow`` beside them), with text inline; 1 the same as
+``part-NNNNNN.parquet``.
 
 Clocks: ``local_*_ns`` = the recording process's ``time.time_ns()``; ``reported_*_ns`` = what
 Dask reported in ``startstops`` (worker clock + ``scheduler_delay`` for compute and transfer,
@@ -17,12 +24,15 @@ from __future__ import annotations
 
 from correlate.schema.table import Column, Table
 
-#: the suffix of the parts the collectors write (run format 1's: ``.parquet``)
 #: run-folder subfolder for Darshan's memory-mapped logs (DARSHAN_MMAP_LOGPATH), beside
 #: ``darshan/``, whose complete logs ``correlate`` reads: these are the records of processes
 #: that did not close their log (``collectors.darshan_after`` removes the empty ones)
 MMAP_FOLDER = "darshan-mmap"
+#: the suffix of run format 2's parts (run format 1's: ``.parquet``)
 PART_SUFFIX = ".arrow"
+#: run format 3: a table's stream, and its snapshot, in the process folder
+STREAM_SUFFIX = ".arrows"
+SNAPSHOT_SUFFIX = ".snapshot.arrow"
 #: space each process reserves at start for its closed.json; where the folder refuses the
 #: rename to closed.json at its close (write permission removed), closed.json's content stays
 #: here (blank: not written)
@@ -41,8 +51,7 @@ SCHEDULER_TRANSITIONS = Table(
      Column("stimulus_id", "String", "Dask stimulus id"),
      Column("worker", "String", "worker address (processing->memory)"),
      Column("thread_id", "UInt64", "executing thread (processing->memory)"),
-     Column("nbytes", "Int64", "result size (processing->memory)"),
-     Column("type", "String", "result type name (processing->memory)")),
+     Column("nbytes", "Int64", "result size (processing->memory)")),
     sort_by=("local_time_ns", "key"))
 
 TASK_STARTSTOPS = Table(
@@ -142,11 +151,11 @@ EXECUTIONS_RAW = Table(
     sort_by=("execution_seq",))
 
 WORKER_TRANSITIONS = Table(
-    "worker_transitions", "Every task transition seen by a worker, worker clock.",
+    "worker_transitions", "Every task transition seen by a worker, worker clock (Dask gives a "
+    "worker plugin no stimulus id: run formats 1 and 2 wrote an always-null stimulus_id).",
     (_T, _KEY,
      Column("start", "String", "state before", nullable=False),
-     Column("finish", "String", "state after", nullable=False),
-     Column("stimulus_id", "String", "Dask stimulus id")),
+     Column("finish", "String", "state after", nullable=False)),
     sort_by=("local_time_ns", "key"))
 
 TRANSFERS_RAW = Table(
@@ -227,9 +236,85 @@ COROUTINE_SLICES_RAW = Table(
             "clipped)")),
     sort_by=("execution_seq", "local_start_ns"))
 
+STRINGS = Table(
+    "strings", "Run format 3: a process's repeated text, written once; the columns of "
+    "STRING_IDS hold the id.",
+    (Column("id", "Int32", "the row's position in the process's strings", nullable=False),
+     Column("text", "String", "the text", nullable=False)),
+    sort_by=("id",))
+
+TRANSITION_DETAILS = Table(
+    "scheduler_transition_details", "Run format 3: what a scheduler transition brought besides "
+    "its stimulus (the task-finished message of processing->memory), one row per transition "
+    "that brought any; the reader joins it back onto scheduler_transitions on "
+    "(local_time_ns, key).",
+    (_T, _KEY,
+     Column("worker", "String", "worker address"),
+     Column("thread_id", "UInt64", "executing thread"),
+     Column("nbytes", "Int64", "result size")),
+    sort_by=("local_time_ns", "key"))
+
+#: run format 3's scheduler transitions: without the columns that only the task-finished
+#: message fills (one transition in five or six), written in TRANSITION_DETAILS instead
+SCHEDULER_TRANSITIONS_3 = Table(
+    SCHEDULER_TRANSITIONS.name, SCHEDULER_TRANSITIONS.doc,
+    tuple(c for c in SCHEDULER_TRANSITIONS.columns
+          if c.name not in ("worker", "thread_id", "nbytes")),
+    sort_by=SCHEDULER_TRANSITIONS.sort_by)
+
+#: run format 3: tables whose rows have details in another (the reader joins them back on
+#: the columns given)
+DETAILS: dict[str, tuple[Table, tuple[str, ...]]] = {
+    "scheduler_transitions": (TRANSITION_DETAILS, ("local_time_ns", "key"))}
+
+#: run format 3: pairs of text columns whose values go together, written as one string id
+#: (name -> the two columns): its text is the two joined by PAIR_SEP, a missing one written
+#: as PAIR_NULL; both missing: a null id
+PAIRS: dict[str, dict[str, tuple[str, str]]] = {
+    "scheduler_transitions": {"states": ("start", "finish"), "names": ("prefix", "group")},
+    "worker_transitions": {"states": ("start", "finish")}}
+PAIR_SEP, PAIR_NULL = "\x1f", "\x00"
+
+#: the text columns run format 3 writes as ids into ``STRINGS`` (those whose values repeat)
+STRING_IDS: dict[str, tuple[str, ...]] = {
+    "scheduler_transitions": ("key", "stimulus_id"),
+    "scheduler_transition_details": ("key", "worker"),
+    "task_startstops": ("key", "worker", "action", "source"),
+    "task_dependencies": ("key", "depends_on", "client"),
+    "task_annotations": ("key", "span_id", "annotations"),
+    "task_executions": ("key", "status"),
+    "worker_transitions": ("key",),
+    "worker_transfers": ("direction", "peer"),
+    "worker_transfer_keys": ("key",),
+    "worker_clock_markers": ("path",),
+    "worker_func_stats": ("profiler", "clock", "module", "name", "file"),
+    "task_file_opens": ("path", "access"),
+}
+
 RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, TASK_ANNOTATIONS,
               SPANS_RAW, SPAN_METRICS_RAW, CLUSTER_EVENTS, SCHEDULER_ARRIVALS, SENDER_NOTES,
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
               CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW,
               COROUTINE_SLICES_RAW)
-ALL = RUN_TABLES
+#: tables only run format 3 writes
+FORMAT3_TABLES = (TRANSITION_DETAILS,)
+ALL = (*RUN_TABLES, *FORMAT3_TABLES, STRINGS)
+
+
+def stored_columns(table: Table) -> list[tuple[str, str]]:
+    """Run format 3's columns of ``table`` (as written: ``SCHEDULER_TRANSITIONS_3`` for the
+    scheduler's transitions) on disk, in order: (name, dtype), dtype ``"id"`` for a string id
+    (``STRING_IDS``; ``PAIRS``: a pair where its first column was)."""
+    pairs = PAIRS.get(table.name, {})
+    first = {a: name for name, (a, _b) in pairs.items()}
+    second = {b for _a, b in pairs.values()}
+    ids = STRING_IDS.get(table.name, ())
+    out = []
+    for c in table.columns:
+        if c.name in second:
+            continue
+        if c.name in first:
+            out.append((first[c.name], "id"))
+        else:
+            out.append((c.name, "id" if c.name in ids else c.dtype))
+    return out

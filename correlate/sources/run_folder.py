@@ -1,7 +1,8 @@
 """Our run folder (written by ``collect``) → canonical ``RunFrames``.
 
 Layout: ``manifest.json``; ``procs/<role>-<host>-<pid>/{proc.json, closed.json,
-<table>/part-*.arrow}`` (tables in ``correlate.schema.run``, parts read by
+<table>.arrows, strings.arrows}`` (tables in ``correlate.schema.run``; run format 3's streams
+read by ``correlate.sources.run_streams``, formats 1 and 2's ``<table>/part-*`` by
 ``correlate.sources.run_parts``); ``darshan/*.darshan``.
 Only ``procs/`` is required: a folder recorded by ``--preload`` alone, with no scheduler
 preloaded (so no manifest), is read too, and ``facts["unknown"]`` says what is then unknown.
@@ -15,6 +16,7 @@ of their parts: the engine reads them when it needs them and lets them go after.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,8 +27,13 @@ from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
-from correlate.sources import darshan_coverage, darshan_logs, missing, run_parts
+from correlate.sources import darshan_coverage, darshan_logs, missing, run_parts, run_streams
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
+
+#: run format 3: every table a process folder may hold, by name, and by its stream's file name
+FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
+                                       *raw.FORMAT3_TABLES)}
+STREAM_TABLES = {f"{n}{raw.STREAM_SUFFIX}": t for n, t in FORMAT3_BY_NAME.items()}
 
 #: raw tables read lazily (the largest: transitions and profile rows)
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
@@ -102,6 +109,113 @@ class _Reader:
         self.warnings: list[str] = []
         #: parts of lazily read tables (their data is decoded only when a stage reads them)
         self.unchecked: list[Path] = []
+        #: run format 3: each table's rows as stored, of every process (``_proc``: its index
+        #: in ``strings`` and ``owners``), decoded together at the end (``decoded``)
+        self.stored: dict[str, list[pl.DataFrame]] = {}  # snapshots
+        self.pending: dict[str, list[tuple[int, str, bytes, run_streams.Framing]]] = {}
+        self.paths: dict[str, list[str]] = {}
+        self.owners: list[dict[str, Any]] = []
+        self.lookup: tuple[pl.Series, list[int]] | None = None
+
+    def _decoded(self, name: str) -> pl.DataFrame | None:
+        frame = self._read(name)
+        if frame is None:
+            return None
+        if self.lookup is None:
+            self.lookup = run_streams.lookup(self._read(run_streams.STRINGS.name),
+                                             len(self.owners))
+        frame, lost = run_streams.decode(frame, name, *self.lookup)
+        if lost:
+            self.rejects.append(("run-folder", name, "rows whose string id has no text in "
+                                 "their process's strings.arrows (their text is null)", lost))
+        return frame
+
+    def _read(self, name: str) -> pl.DataFrame | None:
+        """A format-3 table's rows as stored, of every process (streams read together, then
+        snapshots), with ``_proc``; mistyped files are rejects."""
+        table = run_streams.STRINGS if name == run_streams.STRINGS.name else TABLES[name]
+        frame, bad = run_streams.read_many(self.pending.pop(name, []))
+        for path, reason, n in bad:
+            self.rejects.append(("run-folder", str(path), reason, n))
+        frames = self.stored.pop(name, [])
+        if frame is not None:
+            problem = run_streams.mistyped(frame, table)
+            if problem is None:
+                frames.insert(0, frame)
+            else:  # (streams of one schema: each is)
+                for path in self.paths.get(name, []):
+                    self.rejects.append(("run-folder", path, problem, 1))
+        return pl.concat(frames, how="diagonal_relaxed") if frames else None
+
+    def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any]) -> None:
+        """A format-3 process folder's files, framing walked (torn tails are rejects now);
+        their batches are read with the other processes' (``_read``)."""
+        index = len(self.owners)
+        self.owners.append(info)
+        for name in sorted(names):  # (the folder's entries: no lookup per known table)
+            table = STREAM_TABLES.get(name)
+            if table is None:
+                if name.endswith(raw.SNAPSHOT_SUFFIX) and (
+                        t := FORMAT3_BY_NAME.get(name[:-len(raw.SNAPSHOT_SUFFIX)])):
+                    frame = self._stream(proc_dir / name, t)
+                    if frame is not None and frame.height:
+                        self.stored.setdefault(t.name, []).append(
+                            frame.with_columns(_proc=pl.lit(index, pl.Int32)))
+                continue
+            path = os.path.join(proc_dir, name)  # (a str: a Path per file costs more here)
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError as err:
+                self.rejects.append(("run-folder", path,
+                                     f"unreadable stream: {err.strerror or err}", 1))
+                continue
+            f = run_streams.framing(data)
+            for reason, n in run_streams.torn(f):
+                self.rejects.append(("run-folder", path, reason, n))
+            if f.batches:
+                self.pending.setdefault(table.name, []).append((index, path, data, f))
+                self.paths.setdefault(table.name, []).append(path)
+
+    def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
+        """A snapshot (an Arrow IPC file), or None (a reject)."""
+        try:
+            frame = pl.read_ipc(path)
+        except run_parts.UNREADABLE_PART as err:
+            self._reject(path, f"unreadable part: {first_line(err)}")
+            return None
+        problem = run_streams.mistyped(frame, table)
+        if problem is not None:
+            self.rejects.append(("run-folder", str(path), problem, frame.height))
+            return None
+        return frame
+
+    def decoded(self, name: str) -> pl.DataFrame | None:
+        """A format-3 table's rows of every process, text in place of string ids, with the
+        recording process (as ``_with_proc`` adds it)."""
+        frame = self._decoded(name)
+        if frame is None:
+            return None
+        if name in raw.DETAILS:  # joined back onto the rows they belong to
+            details = raw.DETAILS[name][0].name
+            frame, orphans = run_streams.with_details(frame, name, self._decoded(details))
+            if orphans:
+                self.rejects.append(("run-folder", details, f"details of {name} rows that "
+                                     "are not there (their write failed or was cut)", orphans))
+        frame = conform(frame, TABLES[name], path=name, extra="keep")
+        proc = pl.col("_proc")
+        hosts = pl.Series([o["host"] for o in self.owners], dtype=pl.String)
+        pids = pl.Series([o["pid"] for o in self.owners], dtype=pl.Int64)
+        frame = frame.with_columns(host=pl.lit(hosts).gather(proc),
+                                   pid=pl.lit(pids).gather(proc))
+        if any(o["role"] == "worker" for o in self.owners):
+            addresses = pl.Series([o.get("address") if o["role"] == "worker" else None
+                                   for o in self.owners], dtype=pl.String)
+            workers = pl.Series([o["role"] == "worker" for o in self.owners])
+            own = pl.col("worker") if "worker" in frame.columns else pl.lit(None, pl.String)
+            frame = frame.with_columns(worker=pl.when(pl.lit(workers).gather(proc))
+                                       .then(pl.lit(addresses).gather(proc)).otherwise(own))
+        return frame.drop("_proc")
 
     def table(self, proc_dir: Path, name: str) -> pl.DataFrame:
         frames = []
@@ -280,6 +394,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "local_directory": info.get("local_directory"),
                           "closed_cleanly": closed is not None, "match": "pid"})
         _quality(d, info, closed, reader, missing.job_ended(manifest))
+        names = {e.name for e in os.scandir(d)}
+        if run_streams.is_format3(names):
+            reader.streams(d, names, info)
+            continue
         for t in raw.RUN_TABLES:
             if t.name in LAZY_TABLES:
                 if run_parts.part_files(d / t.name):
@@ -288,6 +406,15 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
             df = reader.table(d, t.name)
             if df.height:
                 per_table[t.name].append(_with_proc(df, info))
+    for name in [t.name for t in raw.RUN_TABLES
+                 if t.name in reader.stored or t.name in reader.pending]:
+        try:
+            decoded = reader.decoded(name)
+        except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
+            raise InputError(run_dir / "procs", f"{name}: unreadable data in the process "
+                             f"folders' streams: {first_line(err)}") from None
+        if decoded is not None:
+            per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
     # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
                               for n, v in per_table.items()}

@@ -1,8 +1,9 @@
 """One part of a raw capture table, read as its declared table.
 
 Two kinds of part (``correlate.schema.run`` describes both): ``part-NNNNNN.arrow`` (Arrow IPC
-files), what the collectors write since run format 2, and ``part-NNNNNN.parquet``, what they
-wrote before (run folders recorded then are still read). Either kind may lack columns a later
+files), what the collectors wrote in run format 2, and ``part-NNNNNN.parquet``, what they wrote
+in format 1 (run folders recorded then are still read; format 3's streams:
+``correlate.sources.run_streams``). Either kind may lack columns a later
 collector added (``conform`` adds them as nulls) or hold columns it does not know (dropped).
 """
 
@@ -45,7 +46,7 @@ def check(part: Path, table: Table) -> str | None:
         return f"unreadable part: {first_line(err)}"
     for column in table.columns:
         found = schema.get(column.name)
-        if found is not None and _kind(found) not in (_kind(column.polars_dtype()), "null"):
+        if found is not None and kind(found) not in (kind(column.polars_dtype()), "null"):
             return f"column {column.name!r} is {found}, expected {column.dtype}"
     return None
 
@@ -60,7 +61,7 @@ def scan(part: Path, table: Table) -> pl.LazyFrame:
                    path=str(part))
 
 
-def _kind(dtype: pl.DataType) -> str:
+def kind(dtype: pl.DataType) -> str:
     """The kind of values a type holds: a part written with another width of integer or
     another string encoding is the same data; a float where an integer belongs is not."""
     if dtype.is_integer():

@@ -88,6 +88,8 @@ class Job:
         self.hosts = min(hosts, workers)
         self.seed = seed
         self.profile = profile
+        #: run format the process folders are written in (write_run may set 2)
+        self.run_format = 3
         self.interval = int(flush_interval_s * SEC)
         self.darshan_offset = int(darshan_offset_ns)
         self.files_per_prefix = files_per_prefix

@@ -121,7 +121,7 @@ def write_meta_start(job: Job) -> None:
     # left out of the trace
     darshan_env.environment(DARSHAN_RUNTIME, job.folder)
     job.manifest = {
-        "format_version": RUN_FORMAT_VERSION,
+        "format_version": job.run_format,
         "run_id": hashlib.md5(f"synthetic-{job.seed}-{job.E}-{job.S}".encode()).hexdigest(),
         "command": ["python", "job.py"], "cwd": "/home/user/jobs",
         "started_ns": job.t0, "ended_ns": None, "exit_code": None,
@@ -231,14 +231,15 @@ def write_run(folder: Path | str, *, workers: int = 2, threads: int = 2,
               prefixes: Sequence[str] = DEFAULT_PREFIXES, hosts: int = 1, seed: int = 0,
               profile: str = "yappi", flush_interval_s: float = 5.0,
               darshan_offset_ns: int = 0, files_per_prefix: int | None = None,
-              outside_share: float = 0.001) -> Expected:
+              outside_share: float = 0.001, run_format: int = RUN_FORMAT_VERSION) -> Expected:
     """Write a synthetic run folder (see the module doc) and return what correlate must find.
 
     ``segments`` counts every DXT segment in every log: the task segments plus the ones outside
     tasks (``max(3 × workers, outside_share × segments)`` outside-task segments, one marker per
     worker clock sample and three scheduler writes). ``files_per_prefix`` (default
     ``min(chunks, 1000)``) data files per prefix; ``hosts`` spreads workers over that many
-    hosts; ``darshan_offset_ns`` puts Darshan's clock that far behind the worker clocks (the
+    hosts; ``run_format`` 2 writes the parts of that format instead of streams;
+    ``darshan_offset_ns`` puts Darshan's clock that far behind the worker clocks (the
     markers let correlate find it exactly)."""
     folder = Path(folder)
     if (folder / "manifest.json").exists():
@@ -247,6 +248,7 @@ def write_run(folder: Path | str, *, workers: int = 2, threads: int = 2,
                segments=segments, prefixes=prefixes, hosts=hosts, seed=seed, profile=profile,
                flush_interval_s=flush_interval_s, darshan_offset_ns=darshan_offset_ns,
                files_per_prefix=files_per_prefix, outside_share=outside_share)
+    job.run_format = run_format  # 3, or 2 (Arrow IPC parts, text inline)
     return write_all(job)
 
 

@@ -10,7 +10,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from correlate.schema import RUN_FORMAT_VERSION
 from correlate.schema import run as raw
 from testing.synthetic.job import MS, SCHED_HOST, SEC, US, Job
 from testing.synthetic.parts import PartWriter, float_str, flush_index, nulls, write_json
@@ -25,7 +24,7 @@ def write_scheduler(job: Job) -> None:
     pdir = job.folder / "procs" / f"scheduler-{SCHED_HOST}-{job.sched_pid}"
     pdir.mkdir(parents=True, exist_ok=True)
     flushes = job.flushes(job.sched_setup, job.sched_close)
-    writer = PartWriter(pdir, flushes)
+    writer = PartWriter(pdir, flushes, job.run_format)
     addr = pa.array([wk.address for wk in job.workers])
     tid_of = np.array([wk.tids for wk in job.workers])  # [worker, thread]
     _transitions(job, writer, flushes, addr, tid_of)
@@ -35,7 +34,7 @@ def write_scheduler(job: Job) -> None:
     _cluster_events(job, writer, client)
     rows = writer.write()
     write_json(pdir / "proc.json", {
-        "format_version": RUN_FORMAT_VERSION, "pid": job.sched_pid, "host": SCHED_HOST,
+        "format_version": job.run_format, "pid": job.sched_pid, "host": SCHED_HOST,
         "started_ns": job.sched_setup - 2 * US, "anchor_time_ns": job.sched_setup,
         "anchor_perf_counter_ns": 3_599 * SEC, "role": "scheduler",
         "address": "tcp://10.0.0.1:8786"})
@@ -99,10 +98,22 @@ def _transitions(job: Job, writer: PartWriter, flushes: np.ndarray, addr: pa.Arr
                 s_start.take(kda), s_finish.take(kda), stim_col,
                 pc.if_else(pa_mem, addr.take(pa.array(job.worker[k])), none),
                 pa.array(tids, mask=~mem, type=pa.uint64()),
-                pa.array(job.nbytes[k], mask=~mem, type=pa.int64()),
-                nulls(hi - lo, pa.string())]
+                pa.array(job.nbytes[k], mask=~mem, type=pa.int64())]
 
-    writer.add(raw.SCHEDULER_TRANSITIONS, t, transitions)
+    if job.run_format == 2:
+        writer.add(raw.SCHEDULER_TRANSITIONS, t, transitions)
+        return
+    # run format 3: the task-finished message's worker, thread and size as details
+    writer.add(raw.SCHEDULER_TRANSITIONS_3, t, lambda lo, hi: transitions(lo, hi)[:7])
+    done = np.flatnonzero(kind == 4)
+
+    def details(lo: int, hi: int) -> list[Any]:
+        rows = transitions(int(done[lo]), int(done[hi - 1]) + 1)
+        pick = pa.array(kind[done[lo]:done[hi - 1] + 1] == 4)
+        return [pc.filter(c if isinstance(c, pa.Array) else pa.array(c), pick)
+                for c in (rows[0], rows[1], *rows[7:])]
+
+    writer.add(raw.TRANSITION_DETAILS, t[done], details)
 
 
 def _startstops(job: Job, writer: PartWriter, addr: pa.Array, tid_of: np.ndarray) -> None:

@@ -11,11 +11,9 @@ import numpy as np
 import pyarrow as pa
 
 from collectors.worker_plugin import MARKER_BYTES
-from correlate.schema import RUN_FORMAT_VERSION
 from correlate.schema import run as raw
-from correlate.schema.run import PART_SUFFIX
 from testing.synthetic.job import MS, SEC, US, Job, Worker
-from testing.synthetic.parts import PartWriter, nulls, write_json, write_table
+from testing.synthetic.parts import PartWriter, nulls, write_json
 
 #: where the profile's Dask functions live: this interpreter's site-packages
 SITE = sysconfig.get_paths()["purelib"]
@@ -37,7 +35,7 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
     pdir = job.folder / "procs" / wk.dirname
     pdir.mkdir(parents=True, exist_ok=True)
     loc = -wk.delay_ns  # true → worker clock
-    writer = PartWriter(pdir, job.flushes(wk.setup, wk.teardown))
+    writer = PartWriter(pdir, job.flushes(wk.setup, wk.teardown), job.run_format)
     ex = np.flatnonzero(job.worker == wk.index)
     ex = ex[np.argsort(job.stop[ex], kind="stable")]  # rows are appended at stop
     samples = job.samples(wk)
@@ -45,14 +43,14 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
     _transitions(job, writer, ex, loc)
     _transfers(job, wk, writer, samples)
     proc_cpu, anchor_perf = _clock(job, wk, writer, ex, samples, loc)
+    nfs = func_stats(job, wk, writer, ex, len(samples))
     rows = writer.write()
     mpath = Path(job.marker_path(wk))
     mpath.parent.mkdir(parents=True, exist_ok=True)
     mpath.write_bytes(MARKER_BYTES * len(samples))
-    nfs = func_stats(job, wk, pdir, ex, len(samples))
     rows["worker_func_stats"] = nfs
     write_json(pdir / "proc.json", {
-        "format_version": RUN_FORMAT_VERSION, "pid": wk.pid, "host": wk.host,
+        "format_version": job.run_format, "pid": wk.pid, "host": wk.host,
         "started_ns": wk.setup + loc - 1 * US, "anchor_time_ns": wk.setup + loc,
         "anchor_perf_counter_ns": anchor_perf, "role": "worker", "address": wk.address,
         "name": str(wk.index), "nthreads": job.T, "memory_limit": 4 * 1024 ** 3,
@@ -96,7 +94,7 @@ def _transitions(job: Job, writer: PartWriter, ex: np.ndarray, loc: int) -> None
     def transitions(lo: int, hi: int) -> list[Any]:
         kd = pa.array(wkind[lo:hi])
         return [wt[lo:hi] + loc, job.keys.take(pa.array(wkey[lo:hi])), w_start.take(kd),
-                w_finish.take(kd), nulls(hi - lo, pa.string())]
+                w_finish.take(kd)]
 
     writer.add(raw.WORKER_TRANSITIONS, wt, transitions)
 
@@ -154,7 +152,8 @@ def _clock(job: Job, wk: Worker, writer: PartWriter, ex: np.ndarray, samples: np
     return proc_cpu, anchor_perf
 
 
-def func_stats(job: Job, wk: Worker, pdir: Path, ex: np.ndarray, n_samples: int) -> int:
+def func_stats(job: Job, wk: Worker, writer: PartWriter, ex: np.ndarray, n_samples: int
+               ) -> int:
     if job.profile == "off":
         return 0
     ex = np.sort(ex)
@@ -194,7 +193,7 @@ def func_stats(job: Job, wk: Worker, pdir: Path, ex: np.ndarray, n_samples: int)
     col = [pa.array([x[i] for x in funcs]) for i in range(4)]
     rows = len(fid_all)
     clock = "cpu" if job.profile == "yappi-cpu" else "wall"
-    write_table(pdir / raw.FUNC_STATS_RAW.name / f"snapshot{PART_SUFFIX}", raw.FUNC_STATS_RAW, [
+    writer.snapshot(raw.FUNC_STATS_RAW, [
         pa.repeat("yappi", rows), pa.repeat(clock, rows), tid_all, seq_all,
         col[0].take(f), col[1].take(f), col[2].take(f), col[3].take(f), ncall_all,
         ttot, tsub])

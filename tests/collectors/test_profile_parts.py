@@ -15,10 +15,10 @@ from collectors.profiling import TaskTags
 from collectors.sink import ProcessSink
 from collectors.worker_plugin import CorrelateWorkerPlugin
 from correlate.schema import run as schema
-from correlate.schema.run import PART_SUFFIX
-from correlate.sources import run_parts
+from correlate.schema.run import SNAPSHOT_SUFFIX
+from testing.raw_parts import read_proc
 
-SNAPSHOT = f"snapshot{PART_SUFFIX}"
+SNAPSHOT = f"{schema.FUNC_STATS_RAW.name}{SNAPSHOT_SUFFIX}"
 
 
 class FakeProfiler:
@@ -62,8 +62,7 @@ def plugin(tmp_path: Path) -> CorrelateWorkerPlugin:
 
 def on_disk(tmp_path: Path) -> pl.DataFrame:
     table = schema.FUNC_STATS_RAW
-    return pl.concat([run_parts.read(f, table).with_columns(file=pl.lit(f.name))
-                      for f in run_parts.part_files(tmp_path / table.name)])
+    return read_proc(tmp_path, table)
 
 
 def test_ended_executions_are_written_once_as_parts(tmp_path):

@@ -19,7 +19,8 @@ def test_transition_rows_carry_what_each_transition_brought(tmp_path):
     plugin.scheduler = SimpleNamespace(tasks={("x-1", 0): task})
     proc = tmp_path / "procs" / "scheduler-h-1"
     plugin.sink = ProcessSink(proc, {t.name: t for t in (
-        schema.SCHEDULER_TRANSITIONS, schema.TASK_STARTSTOPS, schema.TASK_DEPENDENCIES)})
+        schema.SCHEDULER_TRANSITIONS_3, schema.TRANSITION_DETAILS, schema.TASK_STARTSTOPS,
+        schema.TASK_DEPENDENCIES)})
     plugin.sink.before_flush.append(plugin._expand)
     plugin.transition(("x-1", 0), "released", "waiting", stimulus_id="s1")
     plugin.transition(("x-1", 0), "processing", "memory", stimulus_id="s2", worker="tcp://w:1",
@@ -32,12 +33,12 @@ def test_transition_rows_carry_what_each_transition_brought(tmp_path):
     plugin.sink.flush()
     rows = read_raw(tmp_path, "scheduler_transitions").sort("local_time_ns")
     cols = ["key", "prefix", "group", "start", "finish", "stimulus_id", "worker", "thread_id",
-            "nbytes", "type"]
+            "nbytes"]
     assert rows.select(cols).rows() == [
-        ("('x-1', 0)", "x", "x-1", "released", "waiting", "s1", None, None, None, None),
-        ("('x-1', 0)", "x", "x-1", "processing", "memory", "s2", "tcp://w:1", 5, 8, "int"),
-        ("gone-2", None, None, "memory", "forgotten", "s3", None, None, None, None),
-        ("odd-3", None, None, "a", "b", None, "tcp://w:1", None, None, None)]
+        ("('x-1', 0)", "x", "x-1", "released", "waiting", "s1", None, None, None),
+        ("('x-1', 0)", "x", "x-1", "processing", "memory", "s2", "tcp://w:1", 5, 8),
+        ("gone-2", None, None, "memory", "forgotten", "s3", None, None, None),
+        ("odd-3", None, None, "a", "b", None, "tcp://w:1", None, None)]
     starts = read_raw(tmp_path, "task_startstops").sort("reported_start_ns")
     memory_ns = rows["local_time_ns"][1]
     assert starts.select("local_time_ns", "key", "worker", "thread_id", "action",

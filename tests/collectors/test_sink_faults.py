@@ -12,8 +12,8 @@ import pytest
 
 from collectors.sink import ProcessSink
 from correlate.schema import Column, Table
-from correlate.sources import run_parts
 from testing.faults import mount_error, tmpfs
+from testing.raw_parts import read_proc
 
 TABLE = Table("t", "", (Column("n", "Int64", "", nullable=False),
                         Column("text", "String", "", nullable=False)))
@@ -28,8 +28,7 @@ def small(tmp_path):
 
 
 def rows_on_disk(folder: Path) -> list[int]:
-    parts = run_parts.part_files(folder / "t")
-    return sorted(n for p in parts for n in run_parts.read(p, TABLE)["n"].to_list())
+    return sorted(read_proc(folder, TABLE)["n"].to_list())
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -79,8 +78,8 @@ def test_a_folder_full_for_good_still_gets_closed_json_counting_every_row(small)
         sink.append("t", (n, "x"))
     sink.flush()
     small.fill()
-    for n in range(50, 120):
-        sink.append("t", (n, "x"))
+    for n in range(50, 120):  # more than the free end of the stream's last page holds
+        sink.append("t", (n, "x" * 100))
     sink.close()
     closed = json.loads((sink.proc_dir / "closed.json").read_text())
     assert closed["rows"] == {"t": 50}

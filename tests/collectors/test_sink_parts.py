@@ -18,8 +18,9 @@ import pytest
 from collectors.sink import ProcessSink, arrow_part, columns_of
 from correlate.schema import Column, Table
 from correlate.schema import run as schema
-from correlate.schema.run import PART_SUFFIX
+from correlate.schema.run import PART_SUFFIX, SNAPSHOT_SUFFIX, STREAM_SUFFIX
 from correlate.sources import run_parts
+from testing.raw_parts import read_proc
 
 CASES = {
     "Int64": [0, -1, 2**63 - 1, -(2**63), None, 17, None],
@@ -118,7 +119,7 @@ from correlate.schema import run as schema
 tables = {{t.name: t for t in schema.RUN_TABLES}}
 sink = ProcessSink(Path({str(tmp_path)!r}), tables)
 sink.append("scheduler_transitions", (time.time_ns(), "k", None, "g", "a", "b", None, "w", 1,
-                                      None, "int"))
+                                      None))
 sink.append("worker_clock_samples", (1, 2, None, 0.5, 1.25))
 sink.flush()
 sink.write_snapshot("worker_func_stats", [("yappi", "wall", 1, 2, "m", "f", "/f.py", 3, 4,
@@ -129,11 +130,11 @@ print(sorted(m for m in ("pyarrow", "numpy", "pandas", "polars") if m in sys.mod
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
     tables = {t.name: t for t in schema.RUN_TABLES}
-    part = tmp_path / "scheduler_transitions" / f"part-000001{PART_SUFFIX}"
-    df = run_parts.read(part, tables["scheduler_transitions"])
-    assert df.row(0)[1:] == ("k", None, "g", "a", "b", None, "w", 1, None, "int")
-    snapshot = tmp_path / "worker_func_stats" / f"snapshot{PART_SUFFIX}"
-    assert run_parts.read(snapshot, tables["worker_func_stats"]).height == 1
+    df = read_proc(tmp_path, tables["scheduler_transitions"])
+    assert df.row(0)[1:] == ("k", None, "g", "a", "b", None, "w", 1, None,
+                             f"scheduler_transitions{STREAM_SUFFIX}")
+    snapshot = read_proc(tmp_path, tables["worker_func_stats"])
+    assert snapshot["file"].to_list() == [f"worker_func_stats{SNAPSHOT_SUFFIX}"]
 
 
 def test_an_empty_snapshot_removes_the_previous_one(tmp_path):
@@ -141,6 +142,7 @@ def test_an_empty_snapshot_removes_the_previous_one(tmp_path):
     sink = ProcessSink(tmp_path, {table.name: table})
     row = ("yappi", "wall", 1, 2, "m", "f", "/f.py", 3, 4, 0.5, 0.25)
     sink.write_snapshot(table.name, [row])
-    assert run_parts.part_files(tmp_path / table.name)
+    assert read_proc(tmp_path, table).height == 1
     sink.write_snapshot(table.name, [])
-    assert run_parts.part_files(tmp_path / table.name) == []
+    assert read_proc(tmp_path, table).height == 0
+    assert not list(tmp_path.glob(f"*{SNAPSHOT_SUFFIX}"))

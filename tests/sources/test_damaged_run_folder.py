@@ -127,7 +127,8 @@ def test_parquet_parts_with_a_column_of_the_wrong_type(run, tmp_path, capsys):
     for part in _parts(run):
         saved = part.read_bytes()
         table = pq.read_table(part)
-        for column in table.column_names:
+        declared = TABLES[part.parent.name].names  # others (dropped since) are not read
+        for column in (c for c in table.column_names if c in declared):
             pq.write_table(_retyped(table, column), part)
             _check(run, tmp_path, capsys, part)
         part.write_bytes(saved)

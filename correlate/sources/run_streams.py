@@ -1,0 +1,318 @@
+"""Run format 3's tables: one Arrow IPC stream per table and process, text as string ids.
+
+A stream (``correlate.schema.run``) is read up to its last complete message: the framing is
+walked first (continuation marker, metadata length, the Message's body length), so a process
+killed while it appended leaves every earlier batch readable, and its torn tail is measured
+(bytes, and rows where the cut batch's header survived) to be counted as rejected. The string
+ids of all processes are turned back into text at once (``decode``): each process's strings are
+laid end to end and an id is looked up by position, so a thousand process folders cost one
+gather per column, not a join per process.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from correlate.scalars import integer
+from correlate.schema import Table
+from correlate.schema.run import (
+    DETAILS,
+    PAIR_NULL,
+    PAIR_SEP,
+    PAIRS,
+    SNAPSHOT_SUFFIX,
+    STREAM_SUFFIX,
+    STRING_IDS,
+    STRINGS,
+    stored_columns,
+)
+
+_CONTINUATION = 0xFFFFFFFF
+_SCHEMA, _RECORD_BATCH = 1, 3  # MessageHeader
+
+
+@dataclass(frozen=True)
+class Framing:
+    """What walking a stream's messages found."""
+
+    good: int  # bytes of complete messages (the schema and whole batches)
+    batches: list[tuple[int, int, int]]  # (start, end, rows) of each complete record batch
+    torn_bytes: int  # bytes after them
+    torn_rows: int | None  # rows of the batch cut short, where its header survived
+    problem: str | None = None  # why the tail is not a batch being written (None: it is)
+
+
+def _field(meta: bytes, table: int, slot: int) -> int:
+    """Position of a FlatBuffer table's field (0: absent)."""
+    vtable = table - struct.unpack_from("<i", meta, table)[0]
+    size = struct.unpack_from("<H", meta, vtable)[0]
+    return struct.unpack_from("<H", meta, vtable + 4 + 2 * slot)[0] if 4 + 2 * slot < size else 0
+
+
+def _message(meta: bytes) -> tuple[int, int, int | None]:
+    """(header type, body length, rows of a record batch) of a Message's metadata."""
+    root = struct.unpack_from("<I", meta, 0)[0]
+    at = _field(meta, root, 1)
+    kind = meta[root + at] if at else 0
+    at = _field(meta, root, 3)
+    body = struct.unpack_from("<q", meta, root + at)[0] if at else 0
+    rows = None
+    at = _field(meta, root, 2)
+    if kind == _RECORD_BATCH and at:
+        header = root + at + struct.unpack_from("<I", meta, root + at)[0]
+        at = _field(meta, header, 0)
+        rows = struct.unpack_from("<q", meta, header + at)[0] if at else 0
+    return kind, body, rows
+
+
+def framing(data: bytes) -> Framing:
+    size, at = len(data), 0
+    batches: list[tuple[int, int, int]] = []
+    while at < size:
+        if at + 8 > size:
+            return Framing(at, batches, size - at, None)
+        marker, length = struct.unpack_from("<Ii", data, at)
+        if marker != _CONTINUATION or length < 0:
+            return Framing(at, batches, size - at, None, "not an Arrow message")
+        if length == 0:  # end-of-stream marker
+            return Framing(at, batches, size - at - 8, None) if at + 8 < size else Framing(
+                size, batches, 0, None)
+        end = at + 8 + length
+        if end > size:
+            return Framing(at, batches, size - at, None)
+        try:
+            kind, body, rows = _message(data[at + 8:end])
+        except (struct.error, IndexError):
+            return Framing(at, batches, size - at, None, "unreadable message header")
+        if kind != (_SCHEMA if at == 0 else _RECORD_BATCH) or body < 0:
+            return Framing(at, batches, size - at, None, "unexpected message")
+        if end + body > size:
+            return Framing(at, batches, size - at, rows)
+        if kind == _RECORD_BATCH:
+            batches.append((at, end + body, rows or 0))
+        at = end + body
+    return Framing(at, batches, 0, None)
+
+
+@dataclass
+class StreamRead:
+    frame: pl.DataFrame | None  # None: nothing readable (see rejects)
+    rejects: list[tuple[str, int]]  # (reason, rows or 1)
+
+
+def torn(f: Framing) -> list[tuple[str, int]]:
+    """The reject of a stream's torn tail (none when it ends with a complete batch)."""
+    if not f.torn_bytes:
+        return []
+    what = (f"{f.torn_rows} row(s)" if f.torn_rows is not None
+            else "its row count was cut off with its header")
+    why = f" ({f.problem})" if f.problem else ""
+    return [(f"torn tail: {f.torn_bytes} byte(s) after the last complete batch{why}, a batch "
+             f"cut short when the process was killed or a write failed ({what})",
+             f.torn_rows or 1)]
+
+
+def _batches(data: bytes, f: Framing) -> tuple[pl.DataFrame | None, list[tuple[str, int]]]:
+    """The complete batches of one stream, each read alone where they do not read together."""
+    try:
+        return pl.read_ipc_stream(io.BytesIO(data[:f.good])), []
+    except (OSError, pl.exceptions.PolarsError):
+        pass
+    head, frames, rejects = data[:f.batches[0][0]], [], []
+    for start, end, _rows in f.batches:
+        try:
+            frames.append(pl.read_ipc_stream(io.BytesIO(head + data[start:end])))
+        except (OSError, pl.exceptions.PolarsError) as err:
+            rejects.append((f"unreadable record batch at byte {start}: "
+                            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}", 1))
+    return (pl.concat(frames) if frames else None), rejects
+
+
+def read_stream(path: Path) -> StreamRead:
+    """Every complete record batch of a stream; the torn tail and any batch that does not
+    decode as rejects."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        return StreamRead(None, [(f"unreadable stream: {err.strerror or err}", 1)])
+    f = framing(data)
+    if not f.batches:
+        return StreamRead(None, torn(f))
+    frame, rejects = _batches(data, f)
+    return StreamRead(frame, torn(f) + rejects)
+
+
+def read_many(streams: list[tuple[int, str, bytes, Framing]]
+              ) -> tuple[pl.DataFrame | None, list[tuple[str, str, int]]]:
+    """The complete batches of many processes' streams of one table (``(index, path, bytes,
+    framing)``), with each row's ``_proc`` index, and the rejects of batches that do not
+    read. Streams written with the same schema are read as one (their batches laid after one
+    schema message): a thousand process folders cost a read per table, not per file."""
+    groups: dict[bytes, list[tuple[int, str, bytes, Framing]]] = {}
+    for item in streams:
+        _i, _p, data, f = item
+        if f.batches:
+            groups.setdefault(data[:f.batches[0][0]], []).append(item)
+    frames, rejects = [], []
+    for head, members in groups.items():
+        rows = [sum(r for _s, _e, r in f.batches) for _i, _p, _d, f in members]
+        try:
+            frame = pl.read_ipc_stream(io.BytesIO(head + b"".join(
+                data[s:e] for _i, _p, data, f in members for s, e, _r in f.batches)))
+            if frame.height != sum(rows):
+                raise pl.exceptions.ComputeError("row counts differ from the batch headers")
+            procs = np.repeat(np.array([i for i, *_ in members], np.int32), rows)
+            frames.append(frame.with_columns(pl.Series("_proc", procs, pl.Int32)))
+            continue
+        except (OSError, pl.exceptions.PolarsError):
+            pass
+        for index, path, data, f in members:  # one at a time, to find the damaged ones
+            one, bad = _batches(data, f)
+            rejects += [(path, reason, n) for reason, n in bad]
+            if one is not None:
+                frames.append(one.with_columns(_proc=pl.lit(index, pl.Int32)))
+    return (pl.concat(frames, how="diagonal_relaxed") if frames else None), rejects
+
+
+def files(proc_dir: Path, names: set[str], table: str) -> list[Path]:
+    """A format-3 table's files in a process folder (``names``: the folder's entries)."""
+    return [proc_dir / f"{table}{suffix}" for suffix in (STREAM_SUFFIX, SNAPSHOT_SUFFIX)
+            if f"{table}{suffix}" in names]
+
+
+def is_format3(names: set[str]) -> bool:
+    return any(n.endswith((STREAM_SUFFIX, SNAPSHOT_SUFFIX)) for n in names)
+
+
+def mistyped(frame: pl.DataFrame, table: Table) -> str | None:
+    """Why ``frame`` (as stored) cannot be read as ``table``: a string-id column that does not
+    hold integers, or another of the wrong kind."""
+    from correlate.sources.run_parts import kind
+
+    for name, dtype in stored_columns(table):
+        found = frame.schema.get(name)
+        if found is None:
+            continue
+        expected = "integer" if dtype == "id" else kind(table.column(name).polars_dtype())
+        if kind(found) not in (expected, "null"):
+            return f"column {name!r} is {found}, expected " + (
+                "string ids" if dtype == "id" else dtype)
+    return None
+
+
+def texts(strings: pl.DataFrame | None) -> pl.Series:
+    """A process's strings as a Series whose i-th value is id i's text (null: not written)."""
+    if strings is None or strings.is_empty():
+        return pl.Series("text", [], pl.String)
+    strings = strings.select(pl.col("id").cast(pl.Int64), pl.col("text").cast(pl.String))
+    n = strings.height
+    ids = strings["id"]
+    if ids.min() == 0 and ids.max() == n - 1 and ids.is_sorted() and ids.n_unique() == n:
+        return strings["text"]
+    full = pl.DataFrame({"id": pl.int_range(0, (integer(ids.max()) or 0) + 1, eager=True)})
+    return full.join(strings.unique("id", keep="first"), on="id", how="left").sort("id")["text"]
+
+
+def lookup(strings: pl.DataFrame | None, processes: int) -> tuple[pl.Series, list[int]]:
+    """Every process's strings (``_proc``, id, text) laid end to end, and how many each has:
+    process p's id i is at ``sum(lengths[:p]) + i``."""
+    if strings is None or strings.is_empty():
+        return pl.Series("text", [], pl.String), [0] * processes
+    strings = strings.with_columns(pl.col("id").cast(pl.Int64))
+    dense = strings.select((pl.col("id") == pl.int_range(pl.len()).over("_proc")).all()).item()
+    counts = dict(strings.group_by("_proc").len().iter_rows())
+    if dense and strings["_proc"].is_sorted():
+        return strings["text"].cast(pl.String), [counts.get(p, 0) for p in range(processes)]
+    each = [texts(strings.filter(pl.col("_proc") == p)) if p in counts
+            else pl.Series("text", [], pl.String) for p in range(processes)]
+    return pl.concat(each), [s.len() for s in each]
+
+
+def decode(frame: pl.DataFrame, table: str, everything: pl.Series, lengths: list[int]
+           ) -> tuple[pl.DataFrame, int]:
+    """``frame`` (rows of many processes, ``_proc`` their index in ``lookup``'s strings) with
+    its string-id columns as text (a pair's id as its two columns), and the number of rows
+    with an id no text was written for."""
+    pairs = {name: ab for name, ab in PAIRS.get(table, {}).items() if name in frame.columns}
+    ids = [c for c in (*STRING_IDS.get(table, ()), *pairs) if c in frame.columns]
+    if not ids or frame.is_empty():
+        return frame.with_columns(pl.col(c).cast(pl.String) for c in ids), 0
+    offsets = pl.Series([0, *lengths[:-1]], dtype=pl.Int64).cum_sum()
+    proc = pl.col("_proc")
+    base, size = (pl.lit(offsets).gather(proc),
+                  pl.lit(pl.Series(lengths, dtype=pl.Int64)).gather(proc))
+
+    def position(c: str) -> pl.Expr:
+        i = pl.col(c).cast(pl.Int64)
+        return pl.when((i >= 0) & (i < size)).then(base + i)
+
+    out = frame.with_columns(**{f"_text_{c}": pl.lit(everything).gather(position(c))
+                                for c in ids})
+    lost = out.select(pl.any_horizontal(pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null()
+                                        for c in ids).sum()).item()
+    out = out.drop(*ids).rename({f"_text_{c}": c for c in ids})
+    for name, (a, b) in pairs.items():
+        parts = pl.col(name).str.split_exact(PAIR_SEP, 1).struct
+        out = out.with_columns(**{
+            col: pl.when(part != PAIR_NULL).then(part)
+            for col, part in ((a, parts.field("field_0")), (b, parts.field("field_1")))
+        }).drop(name)
+    return out, int(lost or 0)
+
+
+def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
+                 ) -> tuple[pl.DataFrame, int]:
+    """A format-3 table's rows with their details (``DETAILS``) joined back on, per process
+    (``_proc``), and the number of detail rows whose row is not there."""
+    if name not in DETAILS or details is None:
+        return frame, 0
+    table, by = DETAILS[name]
+    keys = ["_proc", *by]
+    details = details.unique(keys, keep="first", maintain_order=True)
+    orphans = details.join(frame.select(keys), on=keys, how="anti").height
+    frame = frame.drop([c for c in table.names if c not in by], strict=False).join(
+        details.select(*keys, *(c for c in table.names if c not in by)), on=keys, how="left",
+        maintain_order="left")
+    return frame, orphans
+
+
+def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
+    """One process's files of a format-3 table, each decoded on its own (tests, tools; the
+    run-folder reader decodes all processes at once), skipping what does not read."""
+    names = {p.name for p in proc_dir.iterdir()} if proc_dir.is_dir() else set()
+    strings_path = proc_dir / f"{STRINGS.name}{STREAM_SUFFIX}"
+    strings = texts(read_stream(strings_path).frame if strings_path.name in names else None)
+    out = []
+
+    def read(path: Path) -> pl.DataFrame | None:
+        frame = (read_stream(path).frame if path.name.endswith(STREAM_SUFFIX)
+                 else pl.read_ipc(path))
+        if frame is None:
+            return None
+        return decode(frame.with_columns(_proc=pl.lit(0, pl.Int32)), path.name.split(".")[0],
+                      strings, [strings.len()])[0]
+
+    for path in files(proc_dir, names, table.name):
+        frame = read(path)
+        if frame is None:
+            continue
+        if table.name in DETAILS:
+            details = [d for p in files(proc_dir, names, DETAILS[table.name][0].name)
+                       if (d := read(p)) is not None]
+            frame, _orphans = with_details(frame, table.name,
+                                           pl.concat(details) if details else None)
+        from correlate.schema import conform
+
+        out.append((path, conform(frame, table, path=str(path))))
+    return out
+
+
+__all__ = ["STRINGS", "StreamRead", "decode", "files", "framing", "is_format3", "mistyped",
+           "lookup", "read_many", "read_stream", "read_table", "texts", "torn",
+           "with_details"]

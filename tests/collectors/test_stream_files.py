@@ -1,0 +1,77 @@
+"""Run format 3 writes a constant number of files per process: a real job flushing every
+0.2 s for several seconds leaves the same files as a short one, and correlate reads both."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from correlate.schema.run import STREAM_SUFFIX
+from correlate.sources.detect import load
+from correlate.sources.run_streams import framing
+
+pytestmark = pytest.mark.cluster
+
+JOB = """
+import sys, time
+from distributed import Client, LocalCluster
+
+def inc(x):
+    return x + 1
+
+if __name__ == "__main__":
+    seconds = float(sys.argv[1])
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        end, n = time.monotonic() + seconds, 0
+        while True:
+            assert client.gather(client.map(inc, range(n, n + 100))) == list(range(n + 1, n + 101))
+            n += 100
+            if time.monotonic() > end:
+                break
+            time.sleep(0.05)
+        print(n)
+"""
+
+
+def _job(tmp_path: Path, name: str, seconds: float) -> tuple[Path, int]:
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    run = tmp_path / name
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
+           "--profile", "off", "--flush-interval", "0.2", "--", sys.executable, str(script),
+           str(seconds)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run, int(done.stdout.split()[-1])
+
+
+def _files(run: Path) -> dict[str, list[str]]:
+    """role -> the sorted names of everything in each of its process folders (one list per
+    process: all of a role's processes write the same files)."""
+    out: dict[str, list[str]] = {}
+    for proc in sorted((run / "procs").iterdir()):
+        names = sorted(str(p.relative_to(proc)) for p in proc.rglob("*"))
+        out.setdefault(proc.name.split("-")[0], names)
+        assert names == out[proc.name.split("-")[0]], proc.name
+    return out
+
+
+def test_a_long_job_leaves_as_many_files_per_process_as_a_short_one(tmp_path):
+    short, n_short = _job(tmp_path, "short", 0.1)
+    long, n_long = _job(tmp_path, "long", 6.0)
+    assert n_long > 5 * n_short
+    # the long job flushed many times into the same streams
+    batches = len(framing((next((long / "procs").glob("worker-*"))
+                           / f"worker_transitions{STREAM_SUFFIX}").read_bytes()).batches)
+    assert batches >= 15, batches
+    files_short, files_long = _files(short), _files(long)
+    assert files_short == files_long
+    assert all(len(names) <= 10 for names in files_long.values()), files_long
+    for run, n in ((short, n_short), (long, n_long)):
+        frames = load(run)
+        assert frames.executions.height == n
+        assert frames.rejects.is_empty(), frames.rejects

@@ -1,0 +1,92 @@
+"""Run format 3's streams damaged on disk (cut short, a batch header overwritten, the strings
+lost): ``correlate`` never fails with a traceback; a stream is read up to the damage, the rest
+is a reject naming it, and the rows before it are used."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from correlate.cli import main
+from correlate.schema.run import STREAM_SUFFIX
+from correlate.sources.run_streams import framing
+from testing.synthetic import write_run
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("streams") / "run"
+    write_run(run, workers=2, threads=2, executions=120, segments=1500, profile="yappi",
+              flush_interval_s=0.05, seed=4)
+    return run
+
+
+def _correlate(run: Path, out: Path, capsys) -> tuple[int, str, dict | None]:
+    code = main([str(run), "-o", str(out), "--no-reports"])
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "internal error" not in text and "Traceback" not in text, text[-2000:]
+    assert code in (0, 1), text[-2000:]
+    summary = (json.loads((out / "summary.json").read_text()) if code == 0 else None)
+    return code, text, summary
+
+
+def _copy(pristine: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(pristine, tmp_path / "run"))
+
+
+def test_a_stream_cut_in_its_last_batch_keeps_the_batches_before(pristine, tmp_path, capsys):
+    run = _copy(pristine, tmp_path)
+    _code, _text, whole = _correlate(run, tmp_path / "whole", capsys)
+    stream = next(run.glob(f"procs/worker-*/task_executions{STREAM_SUFFIX}"))
+    data = stream.read_bytes()
+    start, end, rows = framing(data).batches[-1]
+    assert len(data) - end in (0, 8) and end - start > 100  # (8: an end-of-stream marker)
+    stream.write_bytes(data[:-100])
+    code, text, summary = _correlate(run, tmp_path / "cut", capsys)
+    assert code == 0, text
+    torn = [r for r in summary["rejects"] if r["file"] == str(stream)]
+    assert len(torn) == 1 and torn[0]["count"] == rows
+    assert torn[0]["reason"].startswith(f"torn tail: {len(data) - 100 - start} byte(s)")
+    assert summary["executions"] == whole["executions"] - rows > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_streams_whose_last_header_is_overwritten_stop_there(pristine, tmp_path, capsys, seed):
+    """Garbage where a batch's header is (a write that was not the collectors'): the stream is
+    read up to it, the rest is a reject naming the file."""
+    rng = random.Random(seed)
+    run = _copy(pristine, tmp_path)
+    damaged = {}
+    for stream in sorted(run.glob(f"procs/*/*{STREAM_SUFFIX}")):
+        data = bytearray(stream.read_bytes())
+        batches = framing(bytes(data)).batches
+        if len(batches) < 2:
+            continue
+        start = batches[-1][0]
+        data[start:start + 48] = bytes(rng.randrange(256) for _ in range(48))
+        stream.write_bytes(bytes(data))
+        damaged[str(stream)] = len(data) - start
+    code, text, summary = _correlate(run, tmp_path / "out", capsys)
+    assert code == 0, text
+    rejected = {r["file"]: r["reason"] for r in summary["rejects"]
+                if r["reason"].startswith("torn tail")}
+    assert set(damaged) <= set(rejected)
+    for path, size in damaged.items():
+        assert rejected[path].startswith(f"torn tail: {size} byte(s)"), rejected[path]
+
+
+def test_a_process_whose_strings_are_lost_is_counted_not_guessed(pristine, tmp_path, capsys):
+    run = _copy(pristine, tmp_path)
+    strings = next(run.glob(f"procs/worker-*/strings{STREAM_SUFFIX}"))
+    strings.unlink()
+    code, text, summary = _correlate(run, tmp_path / "out", capsys)
+    assert code in (0, 1)
+    if code == 0:
+        lost = [r for r in summary["rejects"] if "string id has no text" in r["reason"]]
+        assert lost and all(r["count"] > 0 for r in lost)
