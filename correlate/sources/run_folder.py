@@ -116,8 +116,16 @@ class _Reader:
         self.paths: dict[str, list[str]] = {}
         self.owners: list[dict[str, Any]] = []
         self.lookup: tuple[pl.Series, list[int]] | None = None
+        #: format-3 tables already decoded (a table's streams are read once)
+        self.done: dict[str, pl.DataFrame | None] = {}
 
     def _decoded(self, name: str) -> pl.DataFrame | None:
+        """A format-3 table's rows of every process as recorded (ids as text, ``_proc``)."""
+        if name not in self.done:
+            self.done[name] = self._decode(name)
+        return self.done[name]
+
+    def _decode(self, name: str) -> pl.DataFrame | None:
         frame = self._read(name)
         if frame is None:
             return None
@@ -311,6 +319,11 @@ def _addresses_from_scheduler(procs: list[tuple[Path, dict[str, Any], Any]],
         return
     joins = [reader.table(d, "cluster_events") for d, info, _c in procs
              if info["role"] == "scheduler"]
+    recorded = reader._decoded("cluster_events") if reader.owners else None  # format 3
+    if recorded is not None:
+        schedulers = [i for i, o in enumerate(reader.owners) if o["role"] == "scheduler"]
+        joins.append(recorded.filter(pl.col("_proc").is_in(schedulers)).drop("_proc"))
+    joins = [j for j in joins if j.height]
     if not joins:
         return
     added = pl.concat(joins).filter(pl.col("event") == "add_worker")
@@ -381,8 +394,13 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     elif manifest.get("recorded_by") == "scheduler preload":
         reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
                                "(no `collect`): the job's command and exit code are unknown")
-    _addresses_from_scheduler(procs, reader)
     per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]] = {t.name: [] for t in raw.RUN_TABLES}
+    for d, info, _closed in procs:
+        names = {e.name for e in os.scandir(d)}
+        if run_streams.is_format3(names):
+            reader.streams(d, names, info)
+    # (after the streams are registered: a format-3 scheduler's events are among them)
+    _addresses_from_scheduler(procs, reader)
     processes = []
     for d, info, closed in procs:
         if "format_version" in info:
@@ -394,9 +412,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "local_directory": info.get("local_directory"),
                           "closed_cleanly": closed is not None, "match": "pid"})
         _quality(d, info, closed, reader, missing.job_ended(manifest))
-        names = {e.name for e in os.scandir(d)}
-        if run_streams.is_format3(names):
-            reader.streams(d, names, info)
+        if any(o is info for o in reader.owners):  # format 3: read with the others below
             continue
         for t in raw.RUN_TABLES:
             if t.name in LAZY_TABLES:
@@ -407,7 +423,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
             if df.height:
                 per_table[t.name].append(_with_proc(df, info))
     for name in [t.name for t in raw.RUN_TABLES
-                 if t.name in reader.stored or t.name in reader.pending]:
+                 if t.name in reader.stored or t.name in reader.pending or t.name in reader.done]:
         try:
             decoded = reader.decoded(name)
         except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
