@@ -39,6 +39,7 @@ from typing import Any
 
 from collectors.arrow_file import batch_message, holds, ipc_file, schema_message
 from collectors.guard import ERRORS, never_raise
+from collectors.options import DEFAULTS
 from correlate.schema.run import (
     CLOSED_RESERVE_NAME,
     PAIR_NULL,
@@ -255,7 +256,7 @@ def fitting(kinds: Sequence[str], columns: list[list]) -> tuple[list[list], int]
 
 
 class ProcessSink:
-    def __init__(self, proc_dir: Path, tables: dict[str, Any], *, interval: float = 5.0,
+    def __init__(self, proc_dir: Path, tables: dict[str, Any], *, interval: float = DEFAULTS.flush_interval,
                  max_rows: int = 2_000_000) -> None:
         self.proc_dir = proc_dir
         self.tables = tables  # name -> correlate.schema.Table
