@@ -122,10 +122,11 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         """The same collectors again: the scheduler's copy (registered by its preload, so that
         Dask's view of the worker plugins is the same on both sides) reaching a worker whose
         own preload added them first. The running one stays, under the name Dask gave this
-        copy, and keeps its folder and rows."""
+        copy, and keeps its folder and rows. Its options are the worker's own (read from the
+        worker's environment: its Darshan preload, markers), which may differ from the
+        scheduler's; the run folder decides whether it is the same recording."""
         live = _LIVE.get(worker)
-        if (live is None or live is self or live.sink is None or live.run_dir != self.run_dir
-                or live.options != self.options):
+        if live is None or live is self or live.sink is None or live.run_dir != self.run_dir:
             return False
         live.removed = False
         worker.plugins[self.name] = live

@@ -131,3 +131,31 @@ def test_a_worker_without_the_collectors_unpickles_a_no_op_plugin():
     out = subprocess.run([sys.executable, "-c", without, repo], input=data, capture_output=True,
                          env={}, cwd="/", check=True).stdout
     assert out.decode().strip() == "WorkerPlugin"
+
+
+def test_a_worker_whose_options_differ_from_the_schedulers_keeps_its_own_collectors(
+        tmp_path, monkeypatch):
+    """A worker's options come from its own environment (its Darshan preload sets the
+    markers): the scheduler's copy, with the scheduler's options, still takes the worker's
+    running collectors back, so the worker has one folder and every execution is timed (two
+    copies undid each other's executor wrapper: no execution at all)."""
+    run = tmp_path / "run"
+    monkeypatch.setenv("DASK_CORRELATE_RUN_DIR", str(run))
+    monkeypatch.setenv("DASK_CORRELATE_PROFILE", "off")
+    from distributed import Client
+
+    async def main() -> None:
+        s = await Scheduler(dashboard_address=":0", preload=["collectors.preload"])
+        monkeypatch.setenv("DASK_CORRELATE_MARKERS", "1")  # as Darshan's environment sets it
+        monkeypatch.setenv("DASK_CORRELATE_DXT", "on")
+        w = await Worker(s.address, nthreads=2, preload=["collectors.preload"])
+        async with Client(s.address, asynchronous=True) as c:
+            futures = [c.submit(pow, i, 2, pure=False) for i in range(8)]
+            assert len(await c.gather(futures)) == 8
+        await w.close()
+        await s.close()
+
+    asyncio.run(main())
+    folders = sorted(p.name.split("-")[0] for p in (run / "procs").iterdir())
+    assert folders == ["scheduler", "worker"]
+    assert read_raw(run, "task_executions").height == 8
