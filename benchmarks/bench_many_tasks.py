@@ -238,7 +238,7 @@ SITE = textwrap.dedent('''
                 worker.executors[name].submit = timed("_our_submit", worker.executors[name].submit)
         W._patch = _patch
 
-        orig_setup, orig_teardown, orig_close = W._setup, W._teardown, S._close
+        orig_setup, orig_teardown, orig_close = W._setup, W._teardown, S.close_sink
 
         def _setup2(self, worker):
             ROLE[0] = "worker"
@@ -259,11 +259,11 @@ SITE = textwrap.dedent('''
             return r
         W._teardown = _teardown
 
-        def _close(self):
+        def close_sink(self):
             r = orig_close(self)
             dump()
             return r
-        S._close = _close
+        S.close_sink = close_sink
 ''')
 
 IMPORTS = textwrap.dedent("""
@@ -386,6 +386,10 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
             for proc in procs:
                 for name, (ns, _n) in proc["parts"].items():
                     parts[name] = parts.get(name, 0.0) + ns / tasks / 1000
+            if not procs:
+                raise SystemExit(f"--breakdown: no process reported its hook times (the "
+                                 f"instrumentation in {site / 'sitecustomize.py'} no longer "
+                                 f"matches the collectors?)")
             parts["(processes reporting)"] = len(procs)
             table[m] = parts
         names = sorted({n for p in table.values() for n in p})
