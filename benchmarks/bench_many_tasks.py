@@ -9,7 +9,9 @@ and ``coro`` (``async def`` tasks with a few awaits each).
    ``yappi``, and ``darshan`` = ``--profile off`` + Darshan DXT when a runtime is found:
    ``DARSHAN_RUNTIME``, ``darshan-config``, common paths), and ``yappi-alone`` (the plain job
    with Yappi started in each worker as ``yappi`` starts it, and nothing else: Yappi's own
-   floor, ``many_tasks_job.py --yappi-alone``), interleaved, ``--repeat`` times, in
+   floor, ``many_tasks_job.py --yappi-alone``), and ``null`` (the plain job with a scheduler
+   and a worker plugin whose hooks do nothing, ``null_plugins.py``: Dask's own cost of calling
+   a plugin on every transition), interleaved, ``--repeat`` times, in
    one invocation. Reports medians of the whole command's wall time and of the job's own timer
    (``compute_seconds``: the workload, cluster start-up excluded), as ratios to plain, and the
    CPU time of all the job's processes (``getrusage`` of the reaped children: the command,
@@ -24,9 +26,9 @@ and ``coro`` (``async def`` tasks with a few awaits each).
    task threads (the ``_timed`` wrapper around the task function: clocks, tags, row), the audit
    hook, the workers' flush threads and sampler threads, and start-up (plugin set-up; the
    imports a worker adds, timed in a fresh process). The garbage collector's time in each
-   process is a row of its own: a collection runs on whichever thread allocates when a
-   threshold trips, so it is also inside the row of the hook that was running then, and the
-   objects the collectors keep alive make every collection of the job longer. Yappi's
+   process is a row of its own, taken out of the row of the hook that was running when a
+   threshold tripped; the plain job's collections (Dask's own) are in a column beside it: the
+   objects the collectors keep alive make the job's collections run more often and longer. Yappi's
    per-call cost on the task threads has no hook to time: it is ``yappi-alone`` of part 1.
    With Darshan, its cost per process (``darshan_process_cost``).
 
@@ -53,15 +55,49 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = REPO / "benchmarks" / "many_tasks_job.py"
+NULL_PLUGINS = REPO / "benchmarks" / "null_plugins.py"
 #: issue 20's targets on the tiles workload, whole job
 TARGETS = {"off": 0.03, "sample": 0.10, "yappi": 0.15, "darshan": 0.05}
 
 SITE = textwrap.dedent('''
     """Benchmark instrumentation (bench_many_tasks.py --breakdown): times every collector hook."""
-    import functools, json, os, time
+    import functools, json, os, sys, threading, time
     _OUT = os.environ.get("BENCH_HOOK_TIMES")
-    if _OUT and os.environ.get("DASK_CORRELATE_RUN_DIR"):
+    if _OUT and not os.environ.get("DASK_CORRELATE_RUN_DIR"):
+        # the plain job: its garbage collections only (Dask's own), for the collectors' rows
+        # to be read against; rewritten every 0.2 s (plain workers have no teardown hook)
+        import gc, multiprocessing
+        GC = {"start": 0, "ns": 0, "n": 0}
+
+        def gc_plain(phase, info):
+            if phase == "start":
+                GC["start"] = time.thread_time_ns()
+            else:
+                GC["ns"] += time.thread_time_ns() - GC["start"]
+                GC["n"] += 1
+        gc.callbacks.append(gc_plain)
+
+        def dump_plain():
+            time.sleep(0.2)  # (a spawned worker's argv and parent are set after start-up)
+            if sys.argv[0] == "-c":
+                return  # multiprocessing's resource tracker
+            role = "worker" if multiprocessing.parent_process() is not None else "scheduler"
+            name = f"garbage collector ({role}, any thread; not in the rows above)"
+            path = os.path.join(_OUT, f"{role}-{os.getpid()}.json")
+            while True:
+                time.sleep(0.2)
+                with open(path + ".tmp", "w") as fh:
+                    json.dump({"role": role, "parts": {name: [GC["ns"], GC["n"]]}}, fh)
+                os.replace(path + ".tmp", path)
+        threading.Thread(target=dump_plain, daemon=True).start()
+    elif _OUT and os.environ.get("DASK_CORRELATE_RUN_DIR"):
         pc = time.thread_time_ns  # CPU of the calling thread: GIL waits are not cost
+        GCL = threading.local()  # this thread's garbage-collection CPU so far
+
+        def now():
+            """The calling thread's CPU less its collections: a collection runs in whichever
+            region allocates when a threshold trips, so it is counted in its own row only."""
+            return pc() - getattr(GCL, "ns", 0)
         ACC = {}
 
         def add(name, ns):
@@ -74,11 +110,11 @@ SITE = textwrap.dedent('''
         def timed(name, fn):
             @functools.wraps(fn)
             def w(*a, **k):
-                t = pc()
+                t = now()
                 try:
                     return fn(*a, **k)
                 finally:
-                    add(name, pc() - t)
+                    add(name, now() - t)
             return w
 
         def calibrate():
@@ -88,13 +124,13 @@ SITE = textwrap.dedent('''
             w = timed("_calibration", nothing)
             best = []
             for _ in range(5):
-                t = pc()
+                t = now()
                 for _ in range(20000):
                     w(1, 2)
-                mid = pc()
+                mid = now()
                 for _ in range(20000):
                     nothing(1, 2)
-                best.append(((mid - t) - (pc() - mid)) / 20000)
+                best.append(((mid - t) - (now() - mid)) / 20000)
             ACC.pop("_calibration", None)
             return min(best)
 
@@ -108,7 +144,7 @@ SITE = textwrap.dedent('''
                    "parts": {k: [v[0] - (0 if k.startswith(("audit", "garbage")) else
                                          over * v[1] * NESTED.get(k, 1)), v[1]]
                              for k, v in ACC.items()}}
-            path = os.path.join(_OUT, f"{ROLE[0]}-{os.getpid()}-{pc()}.json")
+            path = os.path.join(_OUT, f"{ROLE[0]}-{os.getpid()}-{now()}.json")
             with open(path, "w") as fh:
                 json.dump(out, fh)
 
@@ -130,19 +166,19 @@ SITE = textwrap.dedent('''
         orig_step = coroutine_steps.CoroutineSteps._step
 
         def _step(self, method, *args):
-            t0 = pc()
+            t0 = now()
             inner = 0
             def m(*a):
                 nonlocal inner
-                s = pc()
+                s = now()
                 try:
                     return method(*a)
                 finally:
-                    inner = pc() - s
+                    inner = now() - s
             try:
                 return orig_step(self, m, *args)
             finally:
-                add("worker loop: coroutine step wrapper", pc() - t0 - inner)
+                add("worker loop: coroutine step wrapper", now() - t0 - inner)
         coroutine_steps.CoroutineSteps._step = _step
         NESTED["worker loop: coroutine step wrapper"] = 2
 
@@ -151,32 +187,32 @@ SITE = textwrap.dedent('''
         orig_flush = sink.ProcessSink.flush
 
         def flush(self):
-            t = pc()
+            t = now()
             try:
                 return orig_flush(self)
             finally:
-                add(f"{ROLE[0]} flush thread: all", pc() - t)
+                add(f"{ROLE[0]} flush thread: all", now() - t)
         sink.ProcessSink.flush = flush
         orig_write = sink.ProcessSink._write
 
         def _write(self, *a, **k):
-            t = pc()
+            t = now()
             try:
                 return orig_write(self, *a, **k)
             finally:
-                add(f"{ROLE[0]} flush thread: rows to parts", pc() - t)
+                add(f"{ROLE[0]} flush thread: rows to parts", now() - t)
         sink.ProcessSink._write = _write
         import gc
-        GC_START = [0]
 
         def gc_timer(phase, info):
             """Collections run on whichever thread allocates when a threshold trips: their
-            time is also inside whatever row above was running then."""
+            time is taken out of the row that was running then (``now``)."""
             if phase == "start":
-                GC_START[0] = pc()
+                GCL.start = pc()
             else:
-                add(f"garbage collector ({ROLE[0]}, any thread; also in the rows above)",
-                    pc() - GC_START[0])
+                ns = pc() - GCL.start
+                GCL.ns = getattr(GCL, "ns", 0) + ns
+                add(f"garbage collector ({ROLE[0]}, any thread; not in the rows above)", ns)
         gc.callbacks.append(gc_timer)
         hook = file_opens._hook
         EVENTS = [0, 0]  # audited events, opens; their cost is measured at dump time
@@ -210,19 +246,19 @@ SITE = textwrap.dedent('''
         orig_timed = W._timed
 
         def _timed(self, key, seq, fn, *args, **kwargs):
-            t0 = pc()
+            t0 = now()
             inner = 0
             def f(*a, **k):
                 nonlocal inner
-                s = pc()
+                s = now()
                 try:
                     return fn(*a, **k)
                 finally:
-                    inner = pc() - s
+                    inner = now() - s
             try:
                 return orig_timed(self, key, seq, f, *args, **kwargs)
             finally:
-                add("task thread: _timed around the task", pc() - t0 - inner)
+                add("task thread: _timed around the task", now() - t0 - inner)
         W._timed = _timed
         NESTED["task thread: _timed around the task"] = 2
 
@@ -289,7 +325,11 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
     env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
     job = [sys.executable, str(JOB), workload, "--out", str(work / "tiles"), "--tiles",
            str(args.tiles), "--tasks", str(args.tasks)]
-    if mode is None or mode == "yappi-alone":
+    if mode == "null":  # plugins whose hooks do nothing: Dask's cost of calling them
+        env.update({f"DASK_DISTRIBUTED__{role}__PRELOAD": repr([str(NULL_PLUGINS)])
+                    for role in ("SCHEDULER", "WORKER")})
+        cmd = job
+    elif mode is None or mode == "yappi-alone":
         cmd = job + (["--yappi-alone"] if mode else [])
     else:
         out = work / f"run-{workload}-{mode}-{time.monotonic_ns()}"
@@ -306,7 +346,7 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     compute = float(re.search(r"compute_seconds=([0-9.]+)", proc.stdout).group(1))
     tasks = int(re.search(r"tasks=([0-9]+)", proc.stdout).group(1))
-    if mode not in (None, "yappi-alone"):
+    if mode not in (None, "yappi-alone", "null"):
         for closed in out.glob("procs/*/closed.json"):
             errors = json.loads(closed.read_text()).get("hook_errors")
             if errors:
@@ -321,7 +361,8 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
         order = [None, *modes]
         if args.baseline_tree:
             order = [None, *(x for m in modes
-                             for x in ((m,) if m == "yappi-alone" else (f"{m}@base", m)))]
+                             for x in ((m,) if m in ("yappi-alone", "null") else
+                                       (f"{m}@base", m)))]
         res: dict[str | None, list[tuple[float, float, int, float]]] = {m: [] for m in order}
         for _ in range(args.repeat):
             for m in res:
@@ -373,6 +414,7 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
     site = work / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(SITE)
+    modes = ["plain", *modes]
     for workload in args.workloads:
         table: dict[str, dict[str, float]] = {}
         for m in modes:
@@ -380,7 +422,8 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
             times.mkdir()
             env = dict(os.environ, BENCH_HOOK_TIMES=str(times), PYTHONPATH=os.pathsep.join(
                 [str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))
-            _c, _t, tasks, _cpu = run(workload, m, work, args, lib, env=env)
+            _c, _t, tasks, _cpu = run(workload, None if m == "plain" else m, work, args, lib,
+                                      env=env)
             parts: dict[str, float] = {}
             procs = [json.loads(p.read_text()) for p in times.glob("*.json")]
             for proc in procs:
@@ -394,7 +437,8 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
             table[m] = parts
         names = sorted({n for p in table.values() for n in p})
         print(f"\n{workload}: µs per task by where it is paid (summed over processes; "
-              f"{tasks} tasks; one instrumented run per mode, timer cost subtracted)")
+              f"{tasks} tasks; one instrumented run per mode, timer cost subtracted; plain: its "
+              f"garbage collections only)")
         print("| where | " + " | ".join(modes) + " |")
         print("|---|" + "---:|" * len(modes))
         for n in names:
@@ -537,7 +581,8 @@ def main() -> None:
         if lib and "darshan" in modes:
             darshan_process_cost(lib, work, args.repeat)
         if args.breakdown:
-            breakdown(args, [m for m in modes if m not in ("darshan", "yappi-alone")], work, lib)
+            breakdown(args, [m for m in modes if m not in ("darshan", "yappi-alone", "null")],
+                      work, lib)
         if args.rows:
             rows(args)
     finally:

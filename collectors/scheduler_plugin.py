@@ -11,7 +11,7 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,10 @@ from correlate.keys import key_str, key_texts
 #: Dask's events topic on which ``collectors.api`` tells who sends the data it scatters
 SENDER_TOPIC = "dask-correlate-sender"
 
-#: values per raw transition (flat, as in collectors.sink): time, key, start, finish, kwargs
-_TRANSITION = 5
+#: values per raw row (flat, as in collectors.sink): a transition (time, key, start, finish,
+#: stimulus id); what the task-finished message brought (time, key, worker, thread, result
+#: size); one of its startstops (time, key, worker, thread, action, start s, stop s, source)
+_TRANSITION, _DETAIL, _STARTSTOP = 5, 5, 8
 
 
 class CorrelateSchedulerPlugin(SchedulerPlugin):
@@ -49,9 +51,13 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         # raw rows buffered in the hot path (bounded by the sink once it exists), expanded at
         # flush
         self._transitions: list = []
+        self._details: list = []
+        self._startstops: list = []
         self._graphs: deque = deque()
         self._annotations: deque = deque()
         self._append_transition: Callable[[tuple], None] = self._transitions.extend
+        self._append_detail: Callable[[tuple], None] = self._details.extend
+        self._append_startstop: Callable[[tuple], None] = self._startstops.extend
         self._arrivals: deque = deque()
         self._notes: deque = deque()
         self._unwrap: list = []
@@ -74,6 +80,10 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
         self._transitions, self._append_transition = self.sink.raw("scheduler_transitions",
                                                                    _TRANSITION)
+        self._details, self._append_detail = self.sink.raw("scheduler_transition_details",
+                                                           _DETAIL)
+        self._startstops, self._append_startstop = self.sink.raw("task_startstops",
+                                                                 _STARTSTOP)
         set_log_dir(pdir)
         proc_json(pdir, role="scheduler", address=scheduler.address,
                   dask_config=dask_config())
@@ -128,8 +138,20 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         if topic == SENDER_TOPIC:  # (one comparison for any other event)
             self._notes.append((time.time_ns(), msg))
 
-    def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
-        self._append_transition((time.time_ns(), key, start, finish, kwargs))
+    def transition(self, key: Any, start: str, finish: str, *args: Any,
+                   stimulus_id: str | None = None, **kwargs: Any) -> None:
+        # Only plain values are kept until the flush, in flat lists: a container kept alive
+        # (Dask's keywords dict, its startstops) would be one more object for the scheduler's
+        # garbage collector, which then runs more often and walks more (noop jobs: about one
+        # more full collection per 20,000 tasks, each ~0.1 s)
+        t = time.time_ns()
+        self._append_transition((t, key, start, finish, stimulus_id))
+        if kwargs:  # the task-finished message (processing->memory), an error's, …
+            worker, thread = kwargs.get("worker"), kwargs.get("thread")
+            self._append_detail((t, key, worker, thread, kwargs.get("nbytes")))
+            for ss in kwargs.get("startstops") or ():
+                self._append_startstop((t, key, worker, thread, ss.get("action"),
+                                        ss.get("start"), ss.get("stop"), ss.get("source")))
 
     @never_raise
     def update_graph(self, scheduler: Any, *, client: str, tasks: list | None = None,
@@ -155,9 +177,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         """Flush-time: turn raw hook arguments into table rows (off the event loop)."""
         sink = self.sink
         assert sink is not None
-        raw = take(self._transitions, _TRANSITION)
-        if raw:
-            self._expand_transitions(sink, *raw)
+        self._expand_transitions(sink)
         for t_ns, client, deps in drain(self._graphs):
             for key, dset in (deps or {}).items():
                 k = key_str(key)
@@ -221,35 +241,40 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         sink.write_snapshot("spans", spans)
         sink.write_snapshot("span_metrics", metrics)
 
-    def _expand_transitions(self, sink: ProcessSink, times: list, keys: list, starts: list,
-                            finishes: list, kwargs: list) -> None:
+    def _expand_transitions(self, sink: ProcessSink) -> None:
         # a key makes several transitions: rendered and looked up once per flush
-        get = self.scheduler.tasks.get
-        prefix, group = {}, {}
-        for key in set(keys):
-            ts = get(key)
-            prefix[key], group[key] = ((ts.prefix.name, ts.group.name) if ts is not None
-                                       else (None, None))
-        rendered = key_texts(keys)
-        # most transitions carry only their stimulus: the others (the task-finished message's
-        # worker, thread and result size) are written as details of their transition
-        details: list[list] = [[], [], [], [], []]
-        for i in [i for i, kw in enumerate(kwargs) if len(kw) > ("stimulus_id" in kw)]:
-            kw = kwargs[i]
-            worker, thread = kw.get("worker"), kw.get("thread")
-            for column, value in zip(details, (times[i], rendered[i], worker, thread,
-                                               kw.get("nbytes")), strict=True):
-                column.append(value)
-            for ss in kw.get("startstops") or ():
-                sink.append("task_startstops", (
-                    times[i], rendered[i], worker, thread, ss.get("action"),
-                    int(ss["start"] * 1e9), int(ss["stop"] * 1e9), ss.get("source")))
-        sink.write_columns("scheduler_transitions", [
-            times, rendered, list(map(prefix.__getitem__, keys)),
-            list(map(group.__getitem__, keys)), starts, finishes,
-            [kw.get("stimulus_id") for kw in kwargs]])
-        if details[0]:
+        transitions = take(self._transitions, _TRANSITION)
+        if transitions:
+            times, keys, starts, finishes, stimuli = transitions
+            get = self.scheduler.tasks.get
+            prefix, group = {}, {}
+            for key in set(keys):
+                ts = get(key)
+                prefix[key], group[key] = ((ts.prefix.name, ts.group.name) if ts is not None
+                                           else (None, None))
+            sink.write_columns("scheduler_transitions", [
+                times, key_texts(keys), list(map(prefix.__getitem__, keys)),
+                list(map(group.__getitem__, keys)), starts, finishes, stimuli])
+        details = take(self._details, _DETAIL)
+        if details:
+            details[1] = key_texts(details[1])
             sink.write_columns("scheduler_transition_details", details)
+        startstops = take(self._startstops, _STARTSTOP)
+        if startstops:
+            times, keys, workers, threads, actions, starts, stops, sources = startstops
+            keep: Sequence[int] = range(len(times))
+            if not set(map(type, starts)) | set(map(type, stops)) <= {float, int}:
+                keep = [i for i, (a, b) in enumerate(zip(starts, stops, strict=True))
+                        if isinstance(a, (int, float)) and isinstance(b, (int, float))]
+            if len(keep) < len(times):
+                sink.dropped["task_startstops"]["entry without a start or stop time"] += (
+                    len(times) - len(keep))
+            if keep:
+                sink.write_columns("task_startstops", [
+                    [times[i] for i in keep], key_texts([keys[i] for i in keep]),
+                    [workers[i] for i in keep], [threads[i] for i in keep],
+                    [actions[i] for i in keep], [int(starts[i] * 1e9) for i in keep],
+                    [int(stops[i] * 1e9) for i in keep], [sources[i] for i in keep]])
 
     def _event(self, row: tuple) -> None:
         # workers and clients still leave after the scheduler closed this plugin's sink (a

@@ -154,9 +154,11 @@ class Strings:
         """The ids of the pairs ``(first[i], second[i])``, each pair an id of its own. The
         pairs are made as they are looked up, not kept: a list of them would be as many
         objects for the garbage collector to count (and trip on) as there are rows."""
-        return self._encode(set(zip(first, second, strict=True)), zip(first, second, strict=True))
+        return self._encode(set(zip(first, second, strict=True)), zip(first, second, strict=True),
+                            _pair_text)
 
-    def _encode(self, distinct: set, values: Any) -> list:
+    def _encode(self, distinct: set, values: Any, text: Callable[[Any], str] | None = None
+                ) -> list:
         ids = self.ids
         missing = distinct.difference(ids)
         if missing:
@@ -169,16 +171,21 @@ class Strings:
             self.next += len(new)
             ids.update(zip(new, range(start, self.next), strict=True))
             self.new_ids.extend(range(start, self.next))
-            self.new_texts.extend(map(_text, new))
+            if text is None and set(map(type, new)) == {str}:
+                self.new_texts.extend(new)  # (text is its own: no call per value)
+            else:
+                self.new_texts.extend(map(text or _text, new))
         return list(map(ids.__getitem__, values))
 
 
 def _text(value: Any) -> str:
-    if type(value) is str:
-        return value
-    if type(value) is tuple:
-        return PAIR_SEP.join(PAIR_NULL if v is None else _text(v) for v in value)
-    return str(value)
+    return value if type(value) is str else str(value)
+
+
+def _pair_text(pair: tuple) -> str:
+    a, b = pair
+    return ((PAIR_NULL if a is None else a if type(a) is str else str(a)) + PAIR_SEP
+            + (PAIR_NULL if b is None else b if type(b) is str else str(b)))
 
 
 class StreamFile:

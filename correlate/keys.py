@@ -16,8 +16,11 @@ def key_str(key: Any) -> str:
 
 def key_texts(keys: list) -> list[str]:
     """``key_str`` of each key, each distinct key rendered once (a task's key comes back with
-    each of its transitions)."""
-    text = {key: key_str(key) for key in set(keys)}
+    each of its transitions); string keys (most of Dask's) are their own text."""
+    distinct = set(keys)
+    if set(map(type, distinct)) <= {str}:
+        return keys
+    text = {key: key_str(key) for key in distinct}
     return list(map(text.__getitem__, keys))
 
 

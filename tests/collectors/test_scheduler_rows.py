@@ -47,3 +47,38 @@ def test_transition_rows_carry_what_each_transition_brought(tmp_path):
          "tcp://v:2"),
         (memory_ns, "('x-1', 0)", "tcp://w:1", 5, "compute", 1_500_000_000, 2_250_000_000,
          None)]
+
+
+def _plugin(tmp_path):
+    plugin = CorrelateSchedulerPlugin(str(tmp_path))
+    plugin.scheduler = SimpleNamespace(tasks={})
+    plugin.sink = ProcessSink(tmp_path / "procs" / "scheduler-h-1", {t.name: t for t in (
+        schema.SCHEDULER_TRANSITIONS_3, schema.TRANSITION_DETAILS, schema.TASK_STARTSTOPS,
+        schema.TASK_DEPENDENCIES)})
+    plugin.sink.before_flush.append(plugin._expand)
+    return plugin
+
+
+def test_no_container_of_dasks_is_kept_until_the_flush(tmp_path):
+    """What a transition brought is kept as plain values: Dask's keywords dict and its
+    startstops list and dicts are let go at once (each kept one would be one more object for
+    the scheduler's garbage collector to walk, and trip on)."""
+    plugin = _plugin(tmp_path)
+    startstops = [{"action": "compute", "start": 1.5, "stop": 2.25}]
+    plugin.transition("k-1", "processing", "memory", stimulus_id="s", worker="tcp://w:1",
+                      nbytes=8, thread=5, metadata={}, startstops=startstops)
+    kept = plugin._transitions + plugin._details + plugin._startstops
+    assert kept and not [v for v in kept if isinstance(v, (dict, list, set))]
+    assert not [v for v in kept if v is startstops[0] or v is startstops]
+
+
+def test_a_startstop_without_its_times_is_counted_not_written(tmp_path):
+    plugin = _plugin(tmp_path)
+    plugin.transition("k-1", "processing", "memory", stimulus_id="s", worker="tcp://w:1",
+                      startstops=[{"action": "compute", "start": 1.5},
+                                  {"action": "transfer", "start": 1.0, "stop": 1.25}])
+    plugin.sink.flush()
+    starts = read_raw(tmp_path, "task_startstops")
+    assert starts["action"].to_list() == ["transfer"]
+    assert plugin.sink.dropped["task_startstops"] == {"entry without a start or stop time": 1}
+    assert read_raw(tmp_path, "scheduler_transitions").height == 1
