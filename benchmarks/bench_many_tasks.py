@@ -81,7 +81,9 @@ SITE = textwrap.dedent('''
             time.sleep(0.2)  # (a spawned worker's argv and parent are set after start-up)
             if sys.argv[0] == "-c":
                 return  # multiprocessing's resource tracker
-            role = "worker" if multiprocessing.parent_process() is not None else "scheduler"
+            # (a Nanny's worker is a multiprocessing child; the job's process is the main one)
+            role = ("scheduler" if multiprocessing.current_process().name == "MainProcess"
+                    else "worker")
             name = f"garbage collector ({role}, any thread; not in the rows above)"
             path = os.path.join(_OUT, f"{role}-{os.getpid()}.json")
             while True:
