@@ -76,46 +76,82 @@ def sender_rank(environ: Any = None) -> int | None:
     return None
 
 
-def declare_sender(client: Any, rank: int | None = None) -> int | None:
+def declare_sender(client: Any, rank: int | None = None) -> Any:
     """Tell the recorded run that the data ``client`` scatters comes from ``rank`` (default:
     ``sender_rank()``). Once per client, before or after its scatters; one event through the
-    scheduler (``client.log_event``). Returns the rank said (None: none known, nothing sent).
-    Never raises: a failure to tell is a warning, the job goes on."""
+    scheduler (``client.log_event``). Returns the rank said (None: none known, nothing sent);
+    with an asynchronous client, an awaitable of it. Never raises: a failure to tell is a
+    warning, the job goes on."""
     rank = sender_rank() if rank is None else int(rank)
-    if rank is not None:
-        _tell(client, {"client": client.id, "rank": rank})
+    told = _tell(client, {"client": client.id, "rank": rank}) if rank is not None else None
+    if getattr(client, "asynchronous", False):
+        return _then(told, rank)
     return rank
 
 
 def scatter(client: Any, data: Any, *, step: Any = None, rank: int | None = None,
             **kwargs: Any) -> Any:
-    """``client.scatter(data, **kwargs)`` (a synchronous client), then one event telling the
-    recorded run the keys it sent, their ``step`` (any value, kept as text; default: the keys'
-    Dask task group), the sender's ``rank`` (default: ``sender_rank()``) and how long the
-    scatter call took on this client's clock. Returns what ``client.scatter`` returns."""
+    """``client.scatter(data, **kwargs)``, then one event telling the recorded run the keys it
+    sent, their ``step`` (any value, kept as text; default: the keys' Dask task group), the
+    sender's ``rank`` (default: ``sender_rank()``) and how long the scatter call took on this
+    client's clock. Returns what ``client.scatter`` returns; with an asynchronous client, an
+    awaitable of it (``await collectors.scatter(client, data)``)."""
+    import time
+
+    if getattr(client, "asynchronous", False):
+        return _scatter_async(client, data, step, rank, kwargs)
+    t0 = time.perf_counter()
+    futures = client.scatter(data, **kwargs)
+    _tell(client, _sent(client, futures, step, rank, time.perf_counter() - t0))
+    return futures
+
+
+async def _scatter_async(client: Any, data: Any, step: Any, rank: int | None,
+                         kwargs: dict[str, Any]) -> Any:
     import time
 
     t0 = time.perf_counter()
-    futures = client.scatter(data, **kwargs)
-    send_s = time.perf_counter() - t0
+    futures = await client.scatter(data, **kwargs)
+    await _then(_tell(client, _sent(client, futures, step, rank, time.perf_counter() - t0)),
+                None)
+    return futures
+
+
+def _sent(client: Any, futures: Any, step: Any, rank: int | None, send_s: float
+          ) -> dict[str, Any]:
     from correlate.keys import key_str
 
     found = (futures.values() if isinstance(futures, dict)
              else futures if isinstance(futures, (list, tuple, set)) else [futures])
-    keys = [key_str(f.key) for f in found if hasattr(f, "key")]
-    _tell(client, {"client": client.id, "rank": sender_rank() if rank is None else int(rank),
-                   "keys": keys, "step": None if step is None else str(step),
-                   "send_s": send_s})
-    return futures
+    return {"client": client.id, "rank": sender_rank() if rank is None else int(rank),
+            "keys": [key_str(f.key) for f in found if hasattr(f, "key")],
+            "step": None if step is None else str(step), "send_s": send_s}
 
 
-def _tell(client: Any, msg: dict[str, Any]) -> None:
+def _tell(client: Any, msg: dict[str, Any]) -> Any:
+    """``client.log_event`` of ``msg`` (an asynchronous client's: its awaitable)."""
     from collectors.scheduler_plugin import SENDER_TOPIC
 
     try:
-        client.log_event(SENDER_TOPIC, msg)
+        return client.log_event(SENDER_TOPIC, msg)
     except Exception as err:  # (the data was sent: only the note about it is lost)
-        import warnings
+        _warn(err)
+        return None
 
-        warnings.warn(f"dask-correlate: could not tell the scheduler about the sender "
-                      f"({type(err).__name__}: {err})", stacklevel=3)
+
+async def _then(told: Any, value: Any) -> Any:
+    """``value`` once an asynchronous client's event has been told (a failure is a
+    warning)."""
+    if told is not None:
+        try:
+            await told
+        except Exception as err:  # noqa: BLE001 - the data was sent: only the note is lost
+            _warn(err)
+    return value
+
+
+def _warn(err: Exception) -> None:
+    import warnings
+
+    warnings.warn(f"dask-correlate: could not tell the scheduler about the sender "
+                  f"({type(err).__name__}: {err})", stacklevel=4)

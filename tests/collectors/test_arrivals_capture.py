@@ -65,3 +65,25 @@ def test_the_rank_comes_from_the_first_variable_set():
     assert sender_rank({"PMI_RANK": "2", "SLURM_PROCID": "5"}) == 2
     assert sender_rank({"DASK_CORRELATE_RANK": "4", "PMI_RANK": "2"}) == 4
     assert sender_rank({"PMI_RANK": "x", "OMPI_COMM_WORLD_RANK": "1"}) == 1
+
+
+def test_an_asynchronous_client_scatters_and_declares_through_the_same_calls(client, tmp_path):
+    import asyncio
+
+    async def send() -> tuple:
+        async with Client(client.scheduler.address, asynchronous=True) as aclient:
+            rank = await collectors.declare_sender(aclient, rank=5)
+            futures = await collectors.scatter(aclient, {("field-9", 0): np.ones(10)},
+                                               step="a1", rank=5)
+            value = await aclient.submit(sum, [futures[("field-9", 0)]])
+            return aclient.id, rank, float(value.sum())
+
+    with collectors.record(client, tmp_path / "run") as run:
+        aid, rank, total = asyncio.run(send())
+    assert (rank, total) == (5, 10.0)
+    rows = read_raw(run, "scheduler_arrivals")
+    assert rows.select("key", "client").rows() == [("('field-9', 0)", aid)]
+    notes = read_raw(run, "sender_notes").sort("local_time_ns")
+    assert notes.select("client", "rank", "key", "step").rows() == [
+        (aid, 5, None, None), (aid, 5, "('field-9', 0)", "a1")]
+    assert notes["send_s"][1] > 0
