@@ -35,6 +35,12 @@ FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
                                        *raw.FORMAT3_TABLES)}
 STREAM_TABLES = {f"{n}{raw.STREAM_SUFFIX}": t for n, t in FORMAT3_BY_NAME.items()}
 
+#: a process that recorded under the host and pid of an earlier process of the run (pids are
+#: reused): the n-th such (n = 0, 1, …) has its sequence numbers counted from n × SEQ_STRIDE
+SEQ_STRIDE = 1_000_000_000
+#: the columns numbering a process's own rows, which other tables refer to (0: none)
+SEQ_COLUMNS = ("execution_seq", "transfer_seq")
+
 #: raw tables read lazily (the largest: transitions and profile rows)
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
 
@@ -216,6 +222,11 @@ class _Reader:
         pids = pl.Series([o["pid"] for o in self.owners], dtype=pl.Int64)
         frame = frame.with_columns(host=pl.lit(hosts).gather(proc),
                                    pid=pl.lit(pids).gather(proc))
+        if any(o.get("seq_offset") for o in self.owners):
+            offsets = pl.lit(pl.Series([o.get("seq_offset", 0) for o in self.owners],
+                                       dtype=pl.Int64)).gather(proc)
+            frame = frame.with_columns(_shifted(c, offsets) for c in SEQ_COLUMNS
+                                       if c in frame.columns)
         if any(o["role"] == "worker" for o in self.owners):
             addresses = pl.Series([o.get("address") if o["role"] == "worker" else None
                                    for o in self.owners], dtype=pl.String)
@@ -299,6 +310,31 @@ def _procs(run_dir: Path, reader: _Reader
     return out
 
 
+def _reused_pids(procs: list[tuple[Path, dict[str, Any], Any]], warnings: list[str]) -> None:
+    """Processes of the run that share a host and pid (a pid reused on a long job, a restarted
+    worker or scheduler; the collectors give the later one a folder of its own, ``….2``):
+    each keeps its own rows, but their sequence numbers (``SEQ_COLUMNS``), which the engine
+    joins on with the host and pid, all start at 1. The n-th of them in start order gets
+    ``seq_offset`` n × ``SEQ_STRIDE`` (added by ``_with_proc`` and ``_Reader.decoded``), so
+    that no row joins another process's execution or transfer, and a warning says so."""
+    by: dict[tuple[Any, Any], list[tuple[Path, dict[str, Any]]]] = {}
+    for d, info, _closed in procs:
+        by.setdefault((info["host"], info["pid"]), []).append((d, info))
+    for (host, pid), same in by.items():
+        if len(same) < 2:
+            continue
+        same.sort(key=lambda p: (not isinstance(p[1].get("started_ns"), int),
+                                 p[1].get("started_ns") or 0, p[0].name))
+        for n, (_d, info) in enumerate(same):
+            info["seq_offset"] = n * SEQ_STRIDE
+        warnings.append(
+            f"{same[0][0].parent}: {len(same)} processes recorded as pid {pid} on {host} "
+            f"({', '.join(d.name for d, _i in same)}, in start order): read as separate "
+            f"processes, the n-th's execution and transfer numbers counted from "
+            f"n × {SEQ_STRIDE:,}; steps keyed by host and pid alone (clock alignment, "
+            "Darshan logs) take them together")
+
+
 def _from_name(d: Path) -> dict[str, Any] | None:
     """role, host and pid from a process folder's name (``<role>-<host>-<pid>[.n]``, as the
     collectors name it), for a folder whose proc.json cannot be read; None if it is not one."""
@@ -351,7 +387,17 @@ def _with_proc(df: Frame, info: dict[str, Any]) -> Frame:
     df = df.with_columns(host=pl.lit(info["host"]), pid=pl.lit(info["pid"], pl.Int64))
     if info["role"] == "worker":
         df = df.with_columns(worker=pl.lit(info.get("address")))
+    if info.get("seq_offset"):
+        df = df.with_columns(_shifted(c, pl.lit(info["seq_offset"], pl.Int64))
+                             for c in SEQ_COLUMNS if c in df.collect_schema().names())
     return df
+
+
+def _shifted(column: str, offset: pl.Expr) -> pl.Expr:
+    """A sequence column moved on by ``offset`` (``_reused_pids``); 0 (no execution) and null
+    stay."""
+    col = pl.col(column)
+    return pl.when(col > 0).then(col + offset).otherwise(col).alias(column)
 
 
 def _check_version(manifest: dict[str, Any], path: Path) -> None:
@@ -382,6 +428,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     reader = _Reader()
     manifest = _manifest(run_dir, reader.warnings)
     procs = _procs(run_dir, reader)
+    _reused_pids(procs, reader.warnings)
     if manifest is None:
         if not (run_dir / "manifest.json").exists():  # (one that cannot be read is said)
             reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or "
