@@ -298,6 +298,12 @@ RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, TASK_AN
               COROUTINE_SLICES_RAW)
 #: tables only run format 3 writes
 FORMAT3_TABLES = (TRANSITION_DETAILS,)
+
+#: the columns of any raw table that hold instants (ns since the epoch, a process's clock or
+#: the scheduler's): ``correlate`` rejects a row where one lies far outside its process's own
+#: span (``correlate.sources.time_span``)
+INSTANTS = ("local_time_ns", "local_start_ns", "local_stop_ns", "reported_start_ns",
+            "reported_stop_ns")
 ALL = (*RUN_TABLES, *FORMAT3_TABLES, STRINGS)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,7 +28,14 @@ from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
-from correlate.sources import darshan_coverage, darshan_logs, missing, run_parts, run_streams
+from correlate.sources import (
+    darshan_coverage,
+    darshan_logs,
+    missing,
+    run_parts,
+    run_streams,
+    time_span,
+)
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
 #: run format 3: every table a process folder may hold, by name, and by its stream's file name
@@ -124,6 +132,11 @@ class _Reader:
         self.lookup: tuple[pl.Series, list[int]] | None = None
         #: format-3 tables already decoded (a table's streams are read once)
         self.done: dict[str, pl.DataFrame | None] = {}
+        #: each owner's possible instants (``time_span``), and its file of each table
+        self.spans: list[tuple[int, int | None]] = []
+        self.files: dict[tuple[str, int], str] = {}
+        #: rows rejected for impossible times, per (table, worker address)
+        self.impossible: Counter[tuple[str, Any]] = Counter()
 
     def _decoded(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows of every process as recorded (ids as text, ``_proc``)."""
@@ -161,17 +174,22 @@ class _Reader:
                     self.rejects.append(("run-folder", path, problem, 1))
         return pl.concat(frames, how="diagonal_relaxed") if frames else None
 
-    def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any]) -> None:
+    def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any],
+                starts: list[Any], ends: list[Any]) -> None:
         """A format-3 process folder's files, framing walked (torn tails are rejects now);
-        their batches are read with the other processes' (``_read``)."""
+        their batches are read with the other processes' (``_read``). ``starts`` and
+        ``ends``: the times recorded for the process, its span with its files' last writes."""
         index = len(self.owners)
         self.owners.append(info)
+        written: list[int] = []
         for name in sorted(names):  # (the folder's entries: no lookup per known table)
             table = STREAM_TABLES.get(name)
             if table is None:
                 if name.endswith(raw.SNAPSHOT_SUFFIX) and (
                         t := FORMAT3_BY_NAME.get(name[:-len(raw.SNAPSHOT_SUFFIX)])):
                     frame = self._stream(proc_dir / name, t)
+                    self.files[(t.name, index)] = str(proc_dir / name)
+                    written += _modified(proc_dir / name)
                     if frame is not None and frame.height:
                         self.stored.setdefault(t.name, []).append(
                             frame.with_columns(_proc=pl.lit(index, pl.Int32)))
@@ -180,6 +198,7 @@ class _Reader:
             try:
                 with open(path, "rb") as fh:
                     data = fh.read()
+                    written.append(os.fstat(fh.fileno()).st_mtime_ns)
             except OSError as err:
                 self.rejects.append(("run-folder", path,
                                      f"unreadable stream: {err.strerror or err}", 1))
@@ -190,6 +209,8 @@ class _Reader:
             if f.batches:
                 self.pending.setdefault(table.name, []).append((index, path, data, f))
                 self.paths.setdefault(table.name, []).append(path)
+                self.files[(table.name, index)] = path
+        self.spans.append(time_span.span(starts, [*ends, *written]))
 
     def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
         """A snapshot (an Arrow IPC file), or None (a reject)."""
@@ -218,6 +239,13 @@ class _Reader:
                                      "are not there (their write failed or was cut)", orphans))
         frame = conform(frame, TABLES[name], path=name, extra="keep")
         proc = pl.col("_proc")
+        frame, bad = time_span.split(
+            frame, pl.lit(pl.Series([s[0] for s in self.spans], dtype=pl.Int64)).gather(proc),
+            pl.lit(pl.Series([s[1] for s in self.spans], dtype=pl.Int64)).gather(proc), "_proc")
+        for index, n in sorted(bad.items()):
+            self.rejects.append(("run-folder", self.files.get((name, index), name),
+                                 time_span.REASON, n))
+            self.impossible[(name, self.owners[index].get("address"))] += n
         hosts = pl.Series([o["host"] for o in self.owners], dtype=pl.String)
         pids = pl.Series([o["pid"] for o in self.owners], dtype=pl.Int64)
         frame = frame.with_columns(host=pl.lit(hosts).gather(proc),
@@ -308,6 +336,22 @@ def _procs(run_dir: Path, reader: _Reader
                                        "treated as not closed cleanly")
         out.append((d, info, closed))
     return out
+
+
+def _recorded_span(info: dict[str, Any], closed: dict[str, Any] | None,
+                   manifest: dict[str, Any] | None) -> tuple[list[Any], list[Any]]:
+    """The start and end times recorded for a process (``time_span.span``)."""
+    manifest = manifest or {}
+    return ([info.get("started_ns"), manifest.get("started_ns")],
+            [(closed or {}).get("closed_ns"), manifest.get("ended_ns")])
+
+
+def _modified(path: Path) -> list[int]:
+    """``path``'s modification time, ns (none when it cannot be read)."""
+    try:
+        return [os.stat(path).st_mtime_ns]
+    except OSError:
+        return []
 
 
 def _reused_pids(procs: list[tuple[Path, dict[str, Any], Any]], warnings: list[str]) -> None:
@@ -442,10 +486,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
                                "(no `collect`): the job's command and exit code are unknown")
     per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]] = {t.name: [] for t in raw.RUN_TABLES}
-    for d, info, _closed in procs:
+    for d, info, closed in procs:
         names = {e.name for e in os.scandir(d)}
         if run_streams.is_format3(names):
-            reader.streams(d, names, info)
+            reader.streams(d, names, info, *_recorded_span(info, closed, manifest))
     # (after the streams are registered: a format-3 scheduler's events are among them)
     _addresses_from_scheduler(procs, reader)
     processes = []
@@ -467,7 +511,14 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                     per_table[t.name].append(_with_proc(reader.scan(d, t.name), info))
                 continue
             df = reader.table(d, t.name)
-            if df.height:
+            if df.height:  # (formats 1 and 2: a part folder's mtime is its last part's)
+                starts, ends = _recorded_span(info, closed, manifest)
+                lo, hi = time_span.span(starts, [*ends, *_modified(d / t.name)])
+                df, bad = time_span.split(df, pl.lit(lo, pl.Int64), pl.lit(hi, pl.Int64))
+                if bad:
+                    reader.rejects.append(("run-folder", str(d / t.name), time_span.REASON,
+                                           bad[None]))
+                    reader.impossible[(t.name, info.get("address"))] += bad[None]
                 per_table[t.name].append(_with_proc(df, info))
     for name in [t.name for t in raw.RUN_TABLES
                  if t.name in reader.stored or t.name in reader.pending or t.name in reader.done]:
@@ -546,6 +597,7 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
         if closed is not None:
             counted = sum(c for t, _r, c in _dropped(closed) if t == "task_executions")
             n -= counted + (_of(closed, "executions_running_at_close", int) or 0)
+        n -= reader.impossible[("task_executions", worker)]  # (counted already)
         if n <= 0:
             continue
         why = missing.reason(d, closed, worker, tables["cluster_events"], ended)
