@@ -40,7 +40,7 @@ from correlate.sources.frames import RunFrames, first_line, make_rejects, unread
 
 #: run format 3: every table a process folder may hold, by name, and by its stream's file name
 FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
-                                       *raw.FORMAT3_TABLES)}
+                                       *raw.FORMAT3_TABLES, raw.CLOCK_SAMPLES_3)}
 STREAM_TABLES = {f"{n}{raw.STREAM_SUFFIX}": t for n, t in FORMAT3_BY_NAME.items()}
 
 #: a process that recorded under the host and pid of an earlier process of the run (pids are
@@ -160,7 +160,7 @@ class _Reader:
     def _read(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows as stored, of every process (streams read together, then
         snapshots), with ``_proc``; mistyped files are rejects."""
-        table = run_streams.STRINGS if name == run_streams.STRINGS.name else TABLES[name]
+        table = FORMAT3_BY_NAME[name]  # (as stored: carried columns checked too)
         frame, bad = run_streams.read_many(self.pending.pop(name, []))
         for path, reason, n in bad:
             self.rejects.append(("run-folder", str(path), reason, n))
@@ -527,6 +527,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
             raise InputError(run_dir / "procs", f"{name}: unreadable data in the process "
                              f"folders' streams: {first_line(err)}") from None
+        if decoded is not None and name in raw.CARRIED:
+            decoded, carried = run_streams.carried(decoded, name)
+            if carried is not None:
+                per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
             per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
     # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
