@@ -35,23 +35,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 NOOP = REPO / "benchmarks" / "many_tasks_job.py"
 
-TIMED_JOB = textwrap.dedent("""
-    import sys, time
-    from distributed import Client, LocalCluster
-
-    def inc(x):
-        return x + 1
-
-    if __name__ == "__main__":
-        seconds = float(sys.argv[1])
-        with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
-            end, n = time.monotonic() + seconds, 0
-            while time.monotonic() < end:
-                client.gather(client.map(inc, range(n, n + 200)))
-                n += 200
-        print(f"tasks={n}")
-""")
+#: the no-op job of a given length (prints tasks=N)
+TIMED_JOB = REPO / "testing" / "timed_job.py"
 
 
 def collect(tree: Path, out: Path, job: list[str], interval: float | None = None,
@@ -122,15 +107,13 @@ def sizes(args: argparse.Namespace, work: Path) -> None:
 
 
 def files(args: argparse.Namespace, work: Path) -> None:
-    script = work / "timed_job.py"
-    script.write_text(TIMED_JOB)
     seconds = 0.2 * args.flushes
     print(f"\nfiles per process after {seconds:.0f} s of no-op tasks flushed every 0.2 s "
           f"({args.flushes} flushes: a {args.flushes * 5 / 60:.0f}-minute job at 5 s)")
     print("| tree | tasks | process | files | folders |\n|---|---:|---|---:|---:|")
     for i, (name, tree) in enumerate(trees(args)):
         out = work / f"files-{i}"
-        n = collect(tree, out, [str(script), str(seconds)], interval=0.2)
+        n = collect(tree, out, [str(TIMED_JOB), str(seconds), "--batch", "200"], interval=0.2)
         for proc, (f, d) in census(out)[1].items():
             print(f"| {name} | {n:,} | {proc.split('-')[0]} | {f:,} | {d} |")
 

@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from collectors.options import darshan_in_preload
 from collectors.sink import hostname, rewrite_in_place, write_json_atomic
 
 JOB_VARIABLES = ("PBS_JOBID", "PBS_NODEFILE", "PBS_NUM_NODES", "SLURM_JOB_ID",
@@ -135,12 +136,6 @@ PRELOAD_UNKNOWN = {
     "exit_code": "no `collect` waited for the job, so its exit code is not known",
     "ended_ns": "the time the scheduler closed, not the job's end",
 }
-
-
-def darshan_in_preload() -> str | None:
-    """The libdarshan this process was started with (LD_PRELOAD), if any."""
-    return next((p for p in os.environ.get("LD_PRELOAD", "").replace(":", " ").split()
-                 if "darshan" in os.path.basename(p)), None)
 
 
 def start_from_preload(run_dir: Path, options: dict[str, Any]) -> dict[str, Any] | None:

@@ -40,6 +40,14 @@ ENV_DXT_SEGMENTS = "DASK_CORRELATE_DXT_SEGMENTS"
 ENV_NAMES = (ENV_PROFILE, ENV_FLUSH_INTERVAL, ENV_DARSHAN, ENV_DXT, ENV_DXT_SEGMENTS)
 
 
+def darshan_in_preload(env: Mapping[str, str] = os.environ) -> str | None:
+    """The libdarshan a process with ``env`` preloads (LD_PRELOAD, entries separated by colons
+    or spaces), if any: an entry whose file name says darshan (a folder named after Darshan
+    holding another library is not one)."""
+    return next((p for p in env.get("LD_PRELOAD", "").replace(":", " ").split()
+                 if "darshan" in os.path.basename(p)), None)
+
+
 class OptionsError(ValueError):
     """An option the user gave is not valid (the message names it and what is expected)."""
 
@@ -93,7 +101,7 @@ class Options:
         kwargs["markers"] = env.get(ENV_MARKERS) == "1"
         # Darshan as `collect` chose it; a job that preloads Darshan itself: its environment
         kwargs["darshan"] = env.get(ENV_DARSHAN) or (
-            "environment" if "darshan" in env.get("LD_PRELOAD", "") else "off")
+            "environment" if darshan_in_preload(env) else "off")
         kwargs["dxt"] = {"on": True, "off": False}.get(env.get(ENV_DXT, ""))
         segments = env.get(ENV_DXT_SEGMENTS, "")
         kwargs["dxt_segments"] = int(segments) if segments.isdigit() and int(segments) else None

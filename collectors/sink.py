@@ -595,12 +595,27 @@ def stop_with(server: Any, sink: ProcessSink) -> None:
 
 
 def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:
-    """This writer's folder: ``<role>-<host>-<pid>``, and ``….2``, ``….3`` for further writers
-    of the same role in this process, so that none overwrites another's parts."""
+    """This writer's folder, created: ``<role>-<host>-<pid>``, or ``….2``, ``….3`` when that
+    one is taken, so that no writer appends to or overwrites another's streams. Taken means by
+    another writer of this process (several workers may run in one: processes=False), or on
+    disk by an earlier process of the run: pids are reused on a long job, and a restarted
+    worker or scheduler can get the pid an earlier one had. The folder is claimed by creating
+    it (``mkdir`` fails for all but one of several processes racing for a name). Where it
+    cannot be created at all (a read-only or full run folder) the name is returned unclaimed,
+    and the sink's own ``mkdir`` fails as it would have."""
     base = run_dir / "procs" / f"{role}-{host}-{pid}"
     with _claim_lock:
         path, n = base, 1
-        while path in _CLAIMED:
+        while True:
+            if path not in _CLAIMED:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.mkdir()
+                    break
+                except FileExistsError:
+                    pass
+                except OSError:
+                    break
             n += 1
             path = base.with_name(f"{base.name}.{n}")
         _CLAIMED.add(path)

@@ -262,6 +262,25 @@ SCHEDULER_TRANSITIONS_3 = Table(
           if c.name not in ("worker", "thread_id", "nbytes")),
     sort_by=SCHEDULER_TRANSITIONS.sort_by)
 
+#: run format 3's worker clock samples: the Darshan clock marker each sample writes right after
+#: it (when markers are on) rides on the sample's row, not in a stream of its own (a file less
+#: per worker); the reader splits the markers back out (``CARRIED``)
+CLOCK_SAMPLES_3 = Table(
+    CLOCK_SAMPLES_RAW.name, CLOCK_SAMPLES_RAW.doc,
+    (*CLOCK_SAMPLES_RAW.columns,
+     Column("marker_time_ns", "Int64", "when the sample's marker was written (null: none)"),
+     Column("marker_path", "String", "marker file"),
+     Column("marker_offset", "Int64", "file offset written"),
+     Column("marker_length", "Int64", "bytes written")),
+    sort_by=CLOCK_SAMPLES_RAW.sort_by)
+
+#: run format 3: tables whose rows may carry a row of another table (table -> (the other,
+#: its column -> the carrier's)); a row carries one where any of those columns is not null
+CARRIED: dict[str, tuple[Table, dict[str, str]]] = {
+    "worker_clock_samples": (CLOCK_MARKERS_RAW, {
+        "local_time_ns": "marker_time_ns", "path": "marker_path", "offset": "marker_offset",
+        "length": "marker_length"})}
+
 #: run format 3: tables whose rows have details in another (the reader joins them back on
 #: the columns given)
 DETAILS: dict[str, tuple[Table, tuple[str, ...]]] = {
@@ -287,6 +306,7 @@ STRING_IDS: dict[str, tuple[str, ...]] = {
     "worker_transfers": ("direction", "peer"),
     "worker_transfer_keys": ("key",),
     "worker_clock_markers": ("path",),
+    "worker_clock_samples": ("marker_path",),
     "worker_func_stats": ("profiler", "clock", "module", "name", "file"),
     "task_file_opens": ("path", "access"),
 }
@@ -298,6 +318,12 @@ RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, TASK_AN
               COROUTINE_SLICES_RAW)
 #: tables only run format 3 writes
 FORMAT3_TABLES = (TRANSITION_DETAILS,)
+
+#: the columns of any raw table that hold instants (ns since the epoch, a process's clock or
+#: the scheduler's): ``correlate`` rejects a row where one lies far outside its process's own
+#: span (``correlate.sources.time_span``)
+INSTANTS = ("local_time_ns", "local_start_ns", "local_stop_ns", "reported_start_ns",
+            "reported_stop_ns", "marker_time_ns")
 ALL = (*RUN_TABLES, *FORMAT3_TABLES, STRINGS)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,13 +28,26 @@ from correlate.errors import InputError, UnsupportedVersionError
 from correlate.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
-from correlate.sources import darshan_coverage, darshan_logs, missing, run_parts, run_streams
+from correlate.sources import (
+    darshan_coverage,
+    darshan_logs,
+    missing,
+    run_parts,
+    run_streams,
+    time_span,
+)
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
 
 #: run format 3: every table a process folder may hold, by name, and by its stream's file name
 FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
-                                       *raw.FORMAT3_TABLES)}
+                                       *raw.FORMAT3_TABLES, raw.CLOCK_SAMPLES_3)}
 STREAM_TABLES = {f"{n}{raw.STREAM_SUFFIX}": t for n, t in FORMAT3_BY_NAME.items()}
+
+#: a process that recorded under the host and pid of an earlier process of the run (pids are
+#: reused): the n-th such (n = 0, 1, …) has its sequence numbers counted from n × SEQ_STRIDE
+SEQ_STRIDE = 1_000_000_000
+#: the columns numbering a process's own rows, which other tables refer to (0: none)
+SEQ_COLUMNS = ("execution_seq", "transfer_seq")
 
 #: raw tables read lazily (the largest: transitions and profile rows)
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
@@ -118,6 +132,11 @@ class _Reader:
         self.lookup: tuple[pl.Series, list[int]] | None = None
         #: format-3 tables already decoded (a table's streams are read once)
         self.done: dict[str, pl.DataFrame | None] = {}
+        #: each owner's possible instants (``time_span``), and its file of each table
+        self.spans: list[tuple[int, int | None]] = []
+        self.files: dict[tuple[str, int], str] = {}
+        #: rows rejected for impossible times, per (table, worker address)
+        self.impossible: Counter[tuple[str, Any]] = Counter()
 
     def _decoded(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows of every process as recorded (ids as text, ``_proc``)."""
@@ -141,7 +160,7 @@ class _Reader:
     def _read(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows as stored, of every process (streams read together, then
         snapshots), with ``_proc``; mistyped files are rejects."""
-        table = run_streams.STRINGS if name == run_streams.STRINGS.name else TABLES[name]
+        table = FORMAT3_BY_NAME[name]  # (as stored: carried columns checked too)
         frame, bad = run_streams.read_many(self.pending.pop(name, []))
         for path, reason, n in bad:
             self.rejects.append(("run-folder", str(path), reason, n))
@@ -155,17 +174,22 @@ class _Reader:
                     self.rejects.append(("run-folder", path, problem, 1))
         return pl.concat(frames, how="diagonal_relaxed") if frames else None
 
-    def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any]) -> None:
+    def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any],
+                starts: list[Any], ends: list[Any]) -> None:
         """A format-3 process folder's files, framing walked (torn tails are rejects now);
-        their batches are read with the other processes' (``_read``)."""
+        their batches are read with the other processes' (``_read``). ``starts`` and
+        ``ends``: the times recorded for the process, its span with its files' last writes."""
         index = len(self.owners)
         self.owners.append(info)
+        written: list[int] = []
         for name in sorted(names):  # (the folder's entries: no lookup per known table)
             table = STREAM_TABLES.get(name)
             if table is None:
                 if name.endswith(raw.SNAPSHOT_SUFFIX) and (
                         t := FORMAT3_BY_NAME.get(name[:-len(raw.SNAPSHOT_SUFFIX)])):
                     frame = self._stream(proc_dir / name, t)
+                    self.files[(t.name, index)] = str(proc_dir / name)
+                    written += _modified(proc_dir / name)
                     if frame is not None and frame.height:
                         self.stored.setdefault(t.name, []).append(
                             frame.with_columns(_proc=pl.lit(index, pl.Int32)))
@@ -174,6 +198,7 @@ class _Reader:
             try:
                 with open(path, "rb") as fh:
                     data = fh.read()
+                    written.append(os.fstat(fh.fileno()).st_mtime_ns)
             except OSError as err:
                 self.rejects.append(("run-folder", path,
                                      f"unreadable stream: {err.strerror or err}", 1))
@@ -184,6 +209,8 @@ class _Reader:
             if f.batches:
                 self.pending.setdefault(table.name, []).append((index, path, data, f))
                 self.paths.setdefault(table.name, []).append(path)
+                self.files[(table.name, index)] = path
+        self.spans.append(time_span.span(starts, [*ends, *written]))
 
     def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
         """A snapshot (an Arrow IPC file), or None (a reject)."""
@@ -212,10 +239,22 @@ class _Reader:
                                      "are not there (their write failed or was cut)", orphans))
         frame = conform(frame, TABLES[name], path=name, extra="keep")
         proc = pl.col("_proc")
+        frame, bad = time_span.split(
+            frame, pl.lit(pl.Series([s[0] for s in self.spans], dtype=pl.Int64)).gather(proc),
+            pl.lit(pl.Series([s[1] for s in self.spans], dtype=pl.Int64)).gather(proc), "_proc")
+        for index, n in sorted(bad.items()):
+            self.rejects.append(("run-folder", self.files.get((name, index), name),
+                                 time_span.REASON, n))
+            self.impossible[(name, self.owners[index].get("address"))] += n
         hosts = pl.Series([o["host"] for o in self.owners], dtype=pl.String)
         pids = pl.Series([o["pid"] for o in self.owners], dtype=pl.Int64)
         frame = frame.with_columns(host=pl.lit(hosts).gather(proc),
                                    pid=pl.lit(pids).gather(proc))
+        if any(o.get("seq_offset") for o in self.owners):
+            offsets = pl.lit(pl.Series([o.get("seq_offset", 0) for o in self.owners],
+                                       dtype=pl.Int64)).gather(proc)
+            frame = frame.with_columns(_shifted(c, offsets) for c in SEQ_COLUMNS
+                                       if c in frame.columns)
         if any(o["role"] == "worker" for o in self.owners):
             addresses = pl.Series([o.get("address") if o["role"] == "worker" else None
                                    for o in self.owners], dtype=pl.String)
@@ -299,6 +338,47 @@ def _procs(run_dir: Path, reader: _Reader
     return out
 
 
+def _recorded_span(info: dict[str, Any], closed: dict[str, Any] | None,
+                   manifest: dict[str, Any] | None) -> tuple[list[Any], list[Any]]:
+    """The start and end times recorded for a process (``time_span.span``)."""
+    manifest = manifest or {}
+    return ([info.get("started_ns"), manifest.get("started_ns")],
+            [(closed or {}).get("closed_ns"), manifest.get("ended_ns")])
+
+
+def _modified(path: Path) -> list[int]:
+    """``path``'s modification time, ns (none when it cannot be read)."""
+    try:
+        return [os.stat(path).st_mtime_ns]
+    except OSError:
+        return []
+
+
+def _reused_pids(procs: list[tuple[Path, dict[str, Any], Any]], warnings: list[str]) -> None:
+    """Processes of the run that share a host and pid (a pid reused on a long job, a restarted
+    worker or scheduler; the collectors give the later one a folder of its own, ``….2``):
+    each keeps its own rows, but their sequence numbers (``SEQ_COLUMNS``), which the engine
+    joins on with the host and pid, all start at 1. The n-th of them in start order gets
+    ``seq_offset`` n × ``SEQ_STRIDE`` (added by ``_with_proc`` and ``_Reader.decoded``), so
+    that no row joins another process's execution or transfer, and a warning says so."""
+    by: dict[tuple[Any, Any], list[tuple[Path, dict[str, Any]]]] = {}
+    for d, info, _closed in procs:
+        by.setdefault((info["host"], info["pid"]), []).append((d, info))
+    for (host, pid), same in by.items():
+        if len(same) < 2:
+            continue
+        same.sort(key=lambda p: (not isinstance(p[1].get("started_ns"), int),
+                                 p[1].get("started_ns") or 0, p[0].name))
+        for n, (_d, info) in enumerate(same):
+            info["seq_offset"] = n * SEQ_STRIDE
+        warnings.append(
+            f"{same[0][0].parent}: {len(same)} processes recorded as pid {pid} on {host} "
+            f"({', '.join(d.name for d, _i in same)}, in start order): read as separate "
+            f"processes, the n-th's execution and transfer numbers counted from "
+            f"n × {SEQ_STRIDE:,}; steps keyed by host and pid alone (clock alignment, "
+            "Darshan logs) take them together")
+
+
 def _from_name(d: Path) -> dict[str, Any] | None:
     """role, host and pid from a process folder's name (``<role>-<host>-<pid>[.n]``, as the
     collectors name it), for a folder whose proc.json cannot be read; None if it is not one."""
@@ -351,7 +431,17 @@ def _with_proc(df: Frame, info: dict[str, Any]) -> Frame:
     df = df.with_columns(host=pl.lit(info["host"]), pid=pl.lit(info["pid"], pl.Int64))
     if info["role"] == "worker":
         df = df.with_columns(worker=pl.lit(info.get("address")))
+    if info.get("seq_offset"):
+        df = df.with_columns(_shifted(c, pl.lit(info["seq_offset"], pl.Int64))
+                             for c in SEQ_COLUMNS if c in df.collect_schema().names())
     return df
+
+
+def _shifted(column: str, offset: pl.Expr) -> pl.Expr:
+    """A sequence column moved on by ``offset`` (``_reused_pids``); 0 (no execution) and null
+    stay."""
+    col = pl.col(column)
+    return pl.when(col > 0).then(col + offset).otherwise(col).alias(column)
 
 
 def _check_version(manifest: dict[str, Any], path: Path) -> None:
@@ -382,6 +472,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     reader = _Reader()
     manifest = _manifest(run_dir, reader.warnings)
     procs = _procs(run_dir, reader)
+    _reused_pids(procs, reader.warnings)
     if manifest is None:
         if not (run_dir / "manifest.json").exists():  # (one that cannot be read is said)
             reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or "
@@ -395,10 +486,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
                                "(no `collect`): the job's command and exit code are unknown")
     per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]] = {t.name: [] for t in raw.RUN_TABLES}
-    for d, info, _closed in procs:
+    for d, info, closed in procs:
         names = {e.name for e in os.scandir(d)}
         if run_streams.is_format3(names):
-            reader.streams(d, names, info)
+            reader.streams(d, names, info, *_recorded_span(info, closed, manifest))
     # (after the streams are registered: a format-3 scheduler's events are among them)
     _addresses_from_scheduler(procs, reader)
     processes = []
@@ -420,7 +511,14 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                     per_table[t.name].append(_with_proc(reader.scan(d, t.name), info))
                 continue
             df = reader.table(d, t.name)
-            if df.height:
+            if df.height:  # (formats 1 and 2: a part folder's mtime is its last part's)
+                starts, ends = _recorded_span(info, closed, manifest)
+                lo, hi = time_span.span(starts, [*ends, *_modified(d / t.name)])
+                df, bad = time_span.split(df, pl.lit(lo, pl.Int64), pl.lit(hi, pl.Int64))
+                if bad:
+                    reader.rejects.append(("run-folder", str(d / t.name), time_span.REASON,
+                                           bad[None]))
+                    reader.impossible[(t.name, info.get("address"))] += bad[None]
                 per_table[t.name].append(_with_proc(df, info))
     for name in [t.name for t in raw.RUN_TABLES
                  if t.name in reader.stored or t.name in reader.pending or t.name in reader.done]:
@@ -429,6 +527,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
             raise InputError(run_dir / "procs", f"{name}: unreadable data in the process "
                              f"folders' streams: {first_line(err)}") from None
+        if decoded is not None and name in raw.CARRIED:
+            decoded, carried = run_streams.carried(decoded, name)
+            if carried is not None:
+                per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
             per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
     # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
@@ -499,6 +601,7 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
         if closed is not None:
             counted = sum(c for t, _r, c in _dropped(closed) if t == "task_executions")
             n -= counted + (_of(closed, "executions_running_at_close", int) or 0)
+        n -= reader.impossible[("task_executions", worker)]  # (counted already)
         if n <= 0:
             continue
         why = missing.reason(d, closed, worker, tables["cluster_events"], ended)

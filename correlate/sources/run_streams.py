@@ -22,6 +22,7 @@ import polars as pl
 from correlate.scalars import integer
 from correlate.schema import Table
 from correlate.schema.run import (
+    CARRIED,
     DETAILS,
     PAIR_NULL,
     PAIR_SEP,
@@ -282,6 +283,26 @@ def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
     return frame, orphans
 
 
+def carried(frame: pl.DataFrame, name: str) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """A format-3 table's rows without the rows of another table they carry (``CARRIED``),
+    and those rows with the recording process (``PROCESS_COLUMNS``), or None when there are
+    none."""
+    if name not in CARRIED:
+        return frame, None
+    _table, columns = CARRIED[name]
+    present = {own: c for own, c in columns.items() if c in frame.columns}
+    if not present:
+        return frame, None
+    rows = frame.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in present.values()))
+    out = rows.select(*(pl.col(c).alias(o) for o, c in present.items()),
+                      *(c for c in PROCESS_COLUMNS if c in frame.columns))
+    return frame.drop(present.values()), (out if out.height else None)
+
+
+#: the columns the reader adds to every row: its process (``_proc`` before it is resolved)
+PROCESS_COLUMNS = ("_proc", "host", "pid", "worker")
+
+
 def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     """One process's files of a format-3 table, each decoded on its own (tests, tools; the
     run-folder reader decodes all processes at once), skipping what does not read."""
@@ -310,6 +331,15 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
         from correlate.schema import conform
 
         out.append((path, conform(frame, table, path=str(path))))
+    for name, (other, _columns) in CARRIED.items():  # its rows carried by another's
+        if other.name == table.name:
+            for path in files(proc_dir, names, name):
+                frame = read(path)
+                rows = None if frame is None else carried(frame, name)[1]
+                if rows is not None:
+                    from correlate.schema import conform
+
+                    out.append((path, conform(rows, table, path=str(path))))
     return out
 
 

@@ -50,6 +50,23 @@ def test_defaults_are_the_ones_every_entry_point_uses():
         "environment")
 
 
+@pytest.mark.parametrize("preload,found", [
+    ("/opt/lib/libdarshan.so", "/opt/lib/libdarshan.so"),
+    ("/usr/lib/libjemalloc.so:/opt/lib/libdarshan.so.0", "/opt/lib/libdarshan.so.0"),
+    ("/usr/lib/libjemalloc.so /opt/lib/libdarshan.so", "/opt/lib/libdarshan.so"),
+    ("/opt/darshan-3.4/lib/libjemalloc.so", None),  # a folder named after Darshan only
+    ("", None)])
+def test_one_rule_tells_a_darshan_preload_for_the_options_and_the_manifest(
+        monkeypatch, preload, found):
+    from collectors import manifest, options
+
+    env = {"LD_PRELOAD": preload}
+    assert options.darshan_in_preload(env) == found
+    assert Options.from_environment(env).darshan == ("environment" if found else "off")
+    monkeypatch.setenv("LD_PRELOAD", preload)
+    assert manifest.darshan_in_preload() == found
+
+
 def test_collect_and_collect_env_take_the_same_option_flags():
     from collectors import env_command
 

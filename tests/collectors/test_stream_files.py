@@ -15,26 +15,8 @@ from correlate.sources.run_streams import framing
 
 pytestmark = pytest.mark.cluster
 
-JOB = """
-import sys, time
-from distributed import Client, LocalCluster
-
-def inc(x):
-    return x + 1
-
-if __name__ == "__main__":
-    seconds = float(sys.argv[1])
-    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        end, n = time.monotonic() + seconds, 0
-        while True:
-            assert client.gather(client.map(inc, range(n, n + 100))) == list(range(n + 1, n + 101))
-            n += 100
-            if time.monotonic() > end:
-                break
-            time.sleep(0.05)
-        print(n)
-"""
+#: the no-op job of a given length (prints tasks=N)
+JOB = Path(__file__).resolve().parents[2] / "testing" / "timed_job.py"
 
 
 #: streams the short job may not have reached (their tables' first rows come later)
@@ -43,16 +25,14 @@ _LAZY_STREAMS = {f"{t}{STREAM_SUFFIX}" for t in ("worker_transitions", "task_fil
                                                   "worker_transfer_keys")}
 
 
-def _job(tmp_path: Path, name: str, seconds: float) -> tuple[Path, int]:
-    script = tmp_path / "job.py"
-    script.write_text(JOB)
+def _job(tmp_path: Path, name: str, seconds: float, profile: str = "off") -> tuple[Path, int]:
     run = tmp_path / name
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
-           "--profile", "off", "--flush-interval", "0.2", "--", sys.executable, str(script),
-           str(seconds)]
+           "--profile", profile, "--flush-interval", "0.2", "--", sys.executable, str(JOB),
+           str(seconds), "--pause", "0.05"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    return run, int(done.stdout.split()[-1])
+    return run, int(done.stdout.split("tasks=")[-1])
 
 
 def _files(run: Path) -> dict[str, list[str]]:
@@ -66,9 +46,10 @@ def _files(run: Path) -> dict[str, list[str]]:
     return {role: sorted(names) for role, names in out.items()}
 
 
-def test_a_long_job_leaves_as_many_files_per_process_as_a_short_one(tmp_path):
-    short, n_short = _job(tmp_path, "short", 0.1)
-    long, n_long = _job(tmp_path, "long", 6.0)
+@pytest.mark.parametrize("profile", ["off", "yappi"])
+def test_a_long_job_leaves_as_many_files_per_process_as_a_short_one(tmp_path, profile):
+    short, n_short = _job(tmp_path, "short", 0.1, profile)
+    long, n_long = _job(tmp_path, "long", 6.0, profile)
     assert n_long > 5 * n_short
     # the long job flushed many times into the same streams
     batches = len(framing((next((long / "procs").glob("worker-*"))

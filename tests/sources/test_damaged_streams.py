@@ -90,3 +90,66 @@ def test_a_process_whose_strings_are_lost_is_counted_not_guessed(pristine, tmp_p
     if code == 0:
         lost = [r for r in summary["rejects"] if "string id has no text" in r["reason"]]
         assert lost and all(r["count"] > 0 for r in lost)
+
+
+def _recorded_worker(run: Path, executions: int) -> list[tuple[int, int]]:
+    """A worker's folder written by the collectors' own sink (real clock, two flushes, closed
+    cleanly); each execution's (start, stop) times."""
+    import threading
+    import time
+
+    from collectors.sink import ProcessSink, proc_json, process_dir
+    from correlate.schema import run as schema
+
+    proc = process_dir(run, "worker", "h", 4321)
+    sink = ProcessSink(proc, {t.name: t for t in (schema.EXECUTIONS_RAW,
+                                                 schema.WORKER_TRANSITIONS)})
+    proc_json(proc, role="worker", address="tcp://127.0.0.1:4321", name="w", nthreads=1,
+              main_thread_id=threading.get_ident())
+    times = []
+    for seq in range(1, executions + 1):
+        start = time.time_ns()
+        sink.append("worker_transitions", (start, f"t-{seq}", "ready", "executing"))
+        stop = time.time_ns() + 1000
+        sink.append("worker_transitions", (stop, f"t-{seq}", "executing", "memory"))
+        sink.append("task_executions", (seq, f"t-{seq}", threading.get_ident(),
+                                        threading.get_native_id(), start, stop, 500, "ok"))
+        times.append((start, stop))
+        if seq == executions // 2:
+            sink.flush()
+    sink.close()
+    return times
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_garbage_in_a_data_buffer_that_reads_as_an_impossible_time_is_rejected(
+        tmp_path, capsys, seed):
+    """A stream's framing intact, but bytes of its data overwritten: the times they decode to
+    lie years from the run. Those rows are rejects with the reason, naming the stream; the
+    others are used."""
+    import struct
+
+    from correlate.sources.time_span import REASON
+
+    rng = random.Random(seed)
+    run = tmp_path / "run"
+    times = _recorded_worker(run, 10)
+    proc = run / "procs" / "worker-h-4321"
+    damaged = {}
+    for table, value in (("task_executions", times[2][0]), ("task_executions", times[7][1]),
+                         ("worker_transitions", times[4][0])):
+        stream = proc / f"{table}{STREAM_SUFFIX}"
+        data = stream.read_bytes()
+        at = data.find(struct.pack("<q", value))
+        assert at > framing(data).batches[0][0]  # (in a batch's body: each time is unique)
+        garbage = bytes(rng.randrange(256) for _ in range(8))
+        assert abs(struct.unpack("<q", garbage)[0] - value) > 10 * 86_400 * 10**9  # (years)
+        stream.write_bytes(data[:at] + garbage + data[at + 8:])
+        damaged[str(stream)] = damaged.get(str(stream), 0) + 1
+    # (the framing does not see it: every batch is complete)
+    assert all(not framing(Path(p).read_bytes()).torn_bytes for p in damaged)
+    code, text, summary = _correlate(run, tmp_path / "out", capsys)
+    assert code == 0, text
+    impossible = {r["file"]: r["count"] for r in summary["rejects"] if r["reason"] == REASON}
+    assert impossible == damaged
+    assert summary["executions"] == 8

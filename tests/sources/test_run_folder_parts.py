@@ -75,6 +75,28 @@ def test_an_unreadable_part_is_rejected_and_the_others_are_used(tmp_path, suffix
             else reject["reason"] == "column 'execution_seq' is String, expected Int64")
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+def test_rows_of_impossible_times_in_parts_are_rejected(tmp_path, suffix):
+    """Formats 1 and 2: a part whose data holds times no process of the run can have
+    recorded (a damaged data page that still decodes; 1970, and 2180)."""
+    from correlate.sources.time_span import REASON
+
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    folder = split_parts(run, suffix)
+    part = folder / f"part-000001{suffix}"
+    df = (pl.read_parquet(part) if suffix == ".parquet" else pl.read_ipc(part))
+    part.unlink()
+    write_part(df.with_columns(local_start_ns=pl.when(pl.int_range(pl.len()) == 0).then(0)
+                               .otherwise(pl.col("local_start_ns")),
+                               local_stop_ns=pl.when(pl.int_range(pl.len()) == 1)
+                               .then(6_600_000_000 * 10**9).otherwise(pl.col("local_stop_ns"))),
+               part)
+    whole, parts = load(SAMPLE), load(run)
+    assert parts.executions.height == whole.executions.height - 2
+    assert parts.rejects.rows() == [("run-folder", str(folder), REASON, 2)]
+
+
 def test_lazy_tables_read_the_same_as_loaded_up_front():
     lazy, eager = load(SAMPLE, lazy=True), load(SAMPLE)
     for name in ("transitions", "func_stats", "io_segments"):
