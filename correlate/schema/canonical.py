@@ -49,7 +49,7 @@ EXECUTIONS = Table(
         Column("host", "String", "host of the worker process"),
         Column("pid", "Int64", "worker process id"),
         Column("thread_id", "UInt64", "threading.get_ident() of the executing thread"),
-        Column("execution_seq", "Int64", "per-process sequence (also the Yappi tag) when known"),
+        Column("execution_seq", "Int64", "per-process number of the execution when known"),
         Column("local_start_ns", "Int64", "start of the execution, worker clock", nullable=False),
         Column("local_stop_ns", "Int64", "end of the execution, worker clock", nullable=False),
         Column("cpu_s", "Float64", "thread CPU seconds of the execution (null when not measured)"),
