@@ -10,11 +10,17 @@
    tree's format) of ``--many`` worker processes against the same executions in 4: seconds of
    ``run_folder.load`` plus reading the transitions (its Darshan logs removed: one per process,
    read by another reader), medians of ``--repeat`` interleaved runs.
+4. ``--whole``: the whole ``correlate RUN --no-reports`` (every table, summary.json and
+   task_lifecycles.jsonl) on the same two folders, interleaved with ``--read``'s runs;
+   ``--darshan`` times it also on the folders with their Darshan logs (one per process: the
+   per-process I/O attribution). ``--tree DIR`` times another checkout's ``correlate`` on the
+   same folders (before/after a change); the load average is printed with each table.
 
 CPU per task is ``bench_many_tasks.py --workloads noop --tasks 20000 --modes off
 --baseline-tree DIR``.
 
     python benchmarks/bench_run_format.py --baseline-tree /tmp/base44 [--sizes] [--files] [--read]
+    python benchmarks/bench_run_format.py --read --whole --darshan --repeat 5 [--tree DIR]
 """
 
 from __future__ import annotations
@@ -146,40 +152,79 @@ READ = textwrap.dedent("""
 """)
 
 
+def _timed(cmd: list[str], tree: Path) -> list[str]:
+    """``cmd``'s stdout split, run with ``tree`` on the path; its wall seconds appended."""
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tree,
+                         env=dict(os.environ, PYTHONPATH=str(tree)))
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
+    return [*out.stdout.split(), str(time.perf_counter() - t0)]
+
+
 def read(args: argparse.Namespace, work: Path) -> None:
     sys.path.insert(0, str(REPO))
     from testing.synthetic import write_run
 
-    runs = {}
+    tree = (args.tree or REPO).resolve()
+    runs, logs = {}, {}
     for workers in (4, args.many):
         folder = work / f"read-{workers}"
         t0 = time.perf_counter()
         write_run(folder, workers=workers, threads=2, executions=args.executions,
                   segments=max(20 * workers, 2 * args.executions), profile="off", seed=1)
+        if args.darshan:  # the same folder with its logs (hard links: no second copy)
+            shutil.copytree(folder, work / f"darshan-{workers}", copy_function=os.link)
+            logs[workers] = work / f"darshan-{workers}"
         # the run folder's tables alone: Darshan logs (one per process) are another reader's
         shutil.rmtree(folder / "darshan")
         runs[workers] = folder
         n = sum(1 for _ in folder.glob("procs/*/*"))
         print(f"synthetic run of {workers} workers written in {time.perf_counter() - t0:.0f} s "
               f"({n:,} files in its process folders)")
-    times: dict[int, list[float]] = {w: [] for w in runs}
+    # (what, workers) -> seconds of each repetition
+    times: dict[tuple[str, int], list[float]] = {}
     rows = {}
-    for _ in range(args.repeat):
+    loads = [os.getloadavg()[0]]
+    for i in range(args.repeat):
         for workers, folder in runs.items():
-            out = subprocess.run([sys.executable, "-c", READ, str(folder)], capture_output=True,
-                                 text=True, check=True, cwd=REPO,
-                                 env=dict(os.environ, PYTHONPATH=str(REPO))).stdout.split()
-            times[workers].append(float(out[0]))
-            rows[workers] = (int(out[1]), int(out[2]))
-    base = statistics.median(times[4])
-    print(f"\nreading the run folder (run_folder.load + its transitions), {args.executions:,} "
-          f"executions, medians of {args.repeat} interleaved runs")
-    print("| worker processes | rows (transitions + executions) | rejects | seconds | ratio |")
-    print("|---:|---:|---:|---:|---:|")
-    for workers, t in times.items():
-        m = statistics.median(t)
-        print(f"| {workers:,} | {rows[workers][0]:,} | {rows[workers][1]} | {m:.2f} | "
-              f"{m / base:.2f}x |")
+            if args.read:
+                out = _timed([sys.executable, "-c", READ, str(folder)], tree)
+                times.setdefault(("read", workers), []).append(float(out[0]))
+                rows[workers] = (int(out[1]), int(out[2]))
+            whole = [("whole", folder)] if args.whole else []
+            if args.whole and args.darshan:
+                whole.append(("whole with Darshan logs", logs[workers]))
+            for what, run in whole:
+                cmd = [sys.executable, "-m", "correlate.cli", str(run), "--no-reports",
+                       "-o", str(work / f"out-{i}")]
+                times.setdefault((what, workers), []).append(float(_timed(cmd, tree)[-1]))
+                shutil.rmtree(work / f"out-{i}")
+        loads.append(os.getloadavg()[0])
+    load = f"load average (1 min) {min(loads):.1f} to {max(loads):.1f} during the runs"
+    if args.read:
+        print(f"\nreading the run folder (run_folder.load + its transitions), "
+              f"{args.executions:,} executions, medians of {args.repeat} interleaved runs; "
+              f"{load}; tree {tree}")
+        print("| worker processes | rows (transitions + executions) | rejects | seconds | "
+              "ratio |")
+        print("|---:|---:|---:|---:|---:|")
+        base = statistics.median(times["read", 4])
+        for workers in runs:
+            m = statistics.median(times["read", workers])
+            print(f"| {workers:,} | {rows[workers][0]:,} | {rows[workers][1]} | {m:.2f} | "
+                  f"{m / base:.2f}x |")
+    for what in ("whole", "whole with Darshan logs"):
+        if (what, 4) not in times:
+            continue
+        print(f"\n`correlate RUN --no-reports` ({what}): wall seconds of the command, "
+              f"medians of {args.repeat} interleaved runs; {load}; tree {tree}")
+        print("| worker processes | seconds (each run) | median | ratio |\n|---:|---|---:|---:|")
+        base = statistics.median(times[what, 4])
+        for workers in runs:
+            t = times[what, workers]
+            print(f"| {workers:,} | {', '.join(f'{x:.1f}' for x in t)} | "
+                  f"{statistics.median(t):.2f} | {statistics.median(t) / base:.2f}x |")
 
 
 def main() -> None:
@@ -189,6 +234,12 @@ def main() -> None:
     ap.add_argument("--sizes", action="store_true")
     ap.add_argument("--files", action="store_true")
     ap.add_argument("--read", action="store_true")
+    ap.add_argument("--whole", action="store_true",
+                    help="time the whole `correlate RUN --no-reports` on --read's folders")
+    ap.add_argument("--darshan", action="store_true",
+                    help="--whole: also on the folders with their Darshan logs")
+    ap.add_argument("--tree", type=Path, default=None,
+                    help="--read/--whole: the checkout whose correlate is timed (default: this)")
     ap.add_argument("--tasks", type=int, default=20_000)
     ap.add_argument("--profile", default="off", help="--sizes: the collectors' profile mode")
     ap.add_argument("--flushes", type=int, default=120)
@@ -202,7 +253,7 @@ def main() -> None:
             sizes(args, work)
         if args.files:
             files(args, work)
-        if args.read:
+        if args.read or args.whole:
             read(args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
