@@ -21,6 +21,8 @@ Two corrections, both expressed as rows of the ``clocks`` table (``offset_ns`` t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 
@@ -244,7 +246,10 @@ def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     ``w_off`` (its worker offset, else its host's median, else 0). Looked up once per run of
     rows of one process (rows come grouped by process) and repeated: joining ``df`` to the
     offsets would copy all of its columns."""
-    off = (per_process.runs(df)
+    runs = per_process.runs(df)
+    if runs.height == 1:  # one process (an attribution partition: one per process of the run)
+        return _one_process(runs.row(0, named=True), clocks)
+    off = (runs
            .join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"], how="left",
                  nulls_equal=True, maintain_order="left")
            .join(_offsets(clocks, "worker", "w_off"), on=["host", "pid"], how="left",
@@ -254,6 +259,27 @@ def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     per_run = off.with_columns(d_off=pl.col("d_off").fill_null(0),
                                w_off=pl.coalesce("w_off", "host_offset_ns", pl.lit(0, pl.Int64)))
     return per_process.spread(per_run, ["d_off", "w_off"])
+
+
+def _one_process(run: dict[str, Any], clocks: pl.DataFrame) -> pl.DataFrame:
+    """``_shifts`` of ``run["len"]`` rows of one process: the same lookups on the few clock
+    rows of its host, without the joins (a run of a thousand processes has a thousand
+    partitions, each aligning its segments and executions)."""
+    host = clocks.filter(pl.col("host").eq_missing(pl.lit(run["host"], pl.String)))
+    own = host.filter(pl.col("pid").eq_missing(pl.lit(run["pid"], pl.Int64)))
+
+    def offset(domain: str) -> int | None:
+        found = own.filter(pl.col("domain") == domain).get_column("offset_ns")
+        return found[0] if found.len() else None
+
+    d_off, w_off = offset("darshan"), offset("worker")
+    if w_off is None:
+        w_off = (host.filter(pl.col("domain") == "worker")
+                 .select(pl.col("offset_ns").median().round().cast(pl.Int64)).item())
+    return pl.DataFrame({"d_off": pl.repeat(d_off or 0, run["len"], dtype=pl.Int64,
+                                            eager=True),
+                         "w_off": pl.repeat(w_off or 0, run["len"], dtype=pl.Int64,
+                                            eager=True)})
 
 
 def worker_shift(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.Series:
