@@ -12,15 +12,16 @@
    read by another reader), medians of ``--repeat`` interleaved runs.
 4. ``--whole``: the whole ``correlate RUN --no-reports`` (every table, summary.json and
    task_lifecycles.jsonl) on the same two folders, interleaved with ``--read``'s runs;
-   ``--darshan`` times it also on the folders with their Darshan logs (one per process: the
-   per-process I/O attribution). ``--tree DIR`` times another checkout's ``correlate`` on the
-   same folders (before/after a change); the load average is printed with each table.
+   ``--darshan``: the same on the folders with their Darshan logs (one per process: the
+   per-process I/O attribution). ``--tree DIR`` (repeatable) times these checkouts'
+   ``correlate`` on the same folders, interleaved (before/after a change); the load average
+   is printed with each table.
 
 CPU per task is ``bench_many_tasks.py --workloads noop --tasks 20000 --modes off
 --baseline-tree DIR``.
 
     python benchmarks/bench_run_format.py --baseline-tree /tmp/base44 [--sizes] [--files] [--read]
-    python benchmarks/bench_run_format.py --read --whole --darshan --repeat 5 [--tree DIR]
+    python benchmarks/bench_run_format.py --read --whole --darshan --repeat 5 [--tree DIR ...]
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def read(args: argparse.Namespace, work: Path) -> None:
     sys.path.insert(0, str(REPO))
     from testing.synthetic import write_run
 
-    tree = (args.tree or REPO).resolve()
+    trees = [t.resolve() for t in args.tree or [REPO]]
     runs, logs = {}, {}
     for workers in (4, args.many):
         folder = work / f"read-{workers}"
@@ -182,49 +183,53 @@ def read(args: argparse.Namespace, work: Path) -> None:
         n = sum(1 for _ in folder.glob("procs/*/*"))
         print(f"synthetic run of {workers} workers written in {time.perf_counter() - t0:.0f} s "
               f"({n:,} files in its process folders)")
-    # (what, workers) -> seconds of each repetition
-    times: dict[tuple[str, int], list[float]] = {}
+    # (tree, what, workers) -> seconds of each repetition
+    times: dict[tuple[Path, str, int], list[float]] = {}
     rows = {}
     loads = [os.getloadavg()[0]]
     for i in range(args.repeat):
-        for workers, folder in runs.items():
-            if args.read:
-                out = _timed([sys.executable, "-c", READ, str(folder)], tree)
-                times.setdefault(("read", workers), []).append(float(out[0]))
-                rows[workers] = (int(out[1]), int(out[2]))
-            whole = [("whole", folder)] if args.whole else []
-            if args.whole and args.darshan:
-                whole.append(("whole with Darshan logs", logs[workers]))
-            for what, run in whole:
-                cmd = [sys.executable, "-m", "correlate.cli", str(run), "--no-reports",
-                       "-o", str(work / f"out-{i}")]
-                times.setdefault((what, workers), []).append(float(_timed(cmd, tree)[-1]))
-                shutil.rmtree(work / f"out-{i}")
-        loads.append(os.getloadavg()[0])
+        for tree in trees:
+            for workers, folder in runs.items():
+                if args.read:
+                    out = _timed([sys.executable, "-c", READ, str(folder)], tree)
+                    times.setdefault((tree, "read", workers), []).append(float(out[0]))
+                    rows[workers] = (int(out[1]), int(out[2]))
+                whole = [("whole", folder)] if args.whole else []
+                if args.darshan:
+                    whole.append(("whole with Darshan logs", logs[workers]))
+                for what, run in whole:
+                    cmd = [sys.executable, "-m", "correlate.cli", str(run), "--no-reports",
+                           "-o", str(work / f"out-{i}")]
+                    times.setdefault((tree, what, workers), []).append(
+                        float(_timed(cmd, tree)[-1]))
+                    shutil.rmtree(work / f"out-{i}")
+            loads.append(os.getloadavg()[0])
     load = f"load average (1 min) {min(loads):.1f} to {max(loads):.1f} during the runs"
-    if args.read:
-        print(f"\nreading the run folder (run_folder.load + its transitions), "
-              f"{args.executions:,} executions, medians of {args.repeat} interleaved runs; "
-              f"{load}; tree {tree}")
-        print("| worker processes | rows (transitions + executions) | rejects | seconds | "
-              "ratio |")
-        print("|---:|---:|---:|---:|---:|")
-        base = statistics.median(times["read", 4])
-        for workers in runs:
-            m = statistics.median(times["read", workers])
-            print(f"| {workers:,} | {rows[workers][0]:,} | {rows[workers][1]} | {m:.2f} | "
-                  f"{m / base:.2f}x |")
-    for what in ("whole", "whole with Darshan logs"):
-        if (what, 4) not in times:
-            continue
-        print(f"\n`correlate RUN --no-reports` ({what}): wall seconds of the command, "
-              f"medians of {args.repeat} interleaved runs; {load}; tree {tree}")
-        print("| worker processes | seconds (each run) | median | ratio |\n|---:|---|---:|---:|")
-        base = statistics.median(times[what, 4])
-        for workers in runs:
-            t = times[what, workers]
-            print(f"| {workers:,} | {', '.join(f'{x:.1f}' for x in t)} | "
-                  f"{statistics.median(t):.2f} | {statistics.median(t) / base:.2f}x |")
+    for tree in trees:
+        if args.read:
+            print(f"\nreading the run folder (run_folder.load + its transitions), "
+                  f"{args.executions:,} executions, medians of {args.repeat} interleaved runs; "
+                  f"{load}; tree {tree}")
+            print("| worker processes | rows (transitions + executions) | rejects | seconds | "
+                  "ratio |")
+            print("|---:|---:|---:|---:|---:|")
+            base = statistics.median(times[tree, "read", 4])
+            for workers in runs:
+                m = statistics.median(times[tree, "read", workers])
+                print(f"| {workers:,} | {rows[workers][0]:,} | {rows[workers][1]} | {m:.2f} | "
+                      f"{m / base:.2f}x |")
+        for what in ("whole", "whole with Darshan logs"):
+            if (tree, what, 4) not in times:
+                continue
+            print(f"\n`correlate RUN --no-reports` ({what}): wall seconds of the command, "
+                  f"medians of {args.repeat} interleaved runs; {load}; tree {tree}")
+            print("| worker processes | seconds (each run) | median | ratio |\n"
+                  "|---:|---|---:|---:|")
+            base = statistics.median(times[tree, what, 4])
+            for workers in runs:
+                t = times[tree, what, workers]
+                print(f"| {workers:,} | {', '.join(f'{x:.1f}' for x in t)} | "
+                      f"{statistics.median(t):.2f} | {statistics.median(t) / base:.2f}x |")
 
 
 def main() -> None:
@@ -237,9 +242,11 @@ def main() -> None:
     ap.add_argument("--whole", action="store_true",
                     help="time the whole `correlate RUN --no-reports` on --read's folders")
     ap.add_argument("--darshan", action="store_true",
-                    help="--whole: also on the folders with their Darshan logs")
-    ap.add_argument("--tree", type=Path, default=None,
-                    help="--read/--whole: the checkout whose correlate is timed (default: this)")
+                    help="time the whole `correlate RUN --no-reports` on --read's folders "
+                         "with their Darshan logs")
+    ap.add_argument("--tree", type=Path, action="append", default=None,
+                    help="--read/--whole/--darshan: a checkout whose correlate is timed, "
+                         "repeatable, interleaved (default: this one)")
     ap.add_argument("--tasks", type=int, default=20_000)
     ap.add_argument("--profile", default="off", help="--sizes: the collectors' profile mode")
     ap.add_argument("--flushes", type=int, default=120)
@@ -253,7 +260,7 @@ def main() -> None:
             sizes(args, work)
         if args.files:
             files(args, work)
-        if args.read or args.whole:
+        if args.read or args.whole or args.darshan:
             read(args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
