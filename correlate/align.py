@@ -122,13 +122,12 @@ def darshan_offsets(io_segments: pl.DataFrame, clock_markers: pl.DataFrame) -> p
     if matched.is_empty():
         return TABLES["clocks"].empty()
     diffs = matched.with_columns(diff_ns=pl.col("local_time_ns") - pl.col("seg_start_ns"))
+    diff = pl.col("diff_ns")
     out = diffs.group_by("host", "pid").agg(
-        offset_ns=pl.col("diff_ns").median().round().cast(pl.Int64),
-        diffs=pl.col("diff_ns"),
+        offset_ns=diff.median().round().cast(pl.Int64),
+        uncertainty_ns=(diff - diff.median()).abs().max().round().cast(pl.Int64),
         samples=pl.len().cast(pl.Int64),
     ).with_columns(
-        uncertainty_ns=(pl.col("diffs").list.eval(
-            (pl.element() - pl.element().median()).abs()).list.max()).round().cast(pl.Int64),
         domain=pl.lit("darshan"),
         method=pl.lit("collector marker writes found in DXT"),
     )
@@ -266,13 +265,10 @@ def _one_process(run: dict[str, Any], clocks: pl.DataFrame) -> pl.DataFrame:
     rows of its host, without the joins (a run of a thousand processes has a thousand
     partitions, each aligning its segments and executions)."""
     host = clocks.filter(pl.col("host").eq_missing(pl.lit(run["host"], pl.String)))
-    own = host.filter(pl.col("pid").eq_missing(pl.lit(run["pid"], pl.Int64)))
-
-    def offset(domain: str) -> int | None:
-        found = own.filter(pl.col("domain") == domain).get_column("offset_ns")
-        return found[0] if found.len() else None
-
-    d_off, w_off = offset("darshan"), offset("worker")
+    # (the first row of each domain, as the joins would take a process's only one)
+    own = {domain: offset for pid, domain, offset in reversed(
+        host.select("pid", "domain", "offset_ns").rows()) if pid == run["pid"]}
+    d_off, w_off = own.get("darshan"), own.get("worker")
     if w_off is None:
         w_off = (host.filter(pl.col("domain") == "worker")
                  .select(pl.col("offset_ns").median().round().cast(pl.Int64)).item())
