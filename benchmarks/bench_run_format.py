@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -146,21 +147,24 @@ READ = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from correlate.sources import run_folder
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     frames = run_folder.load(Path(sys.argv[1]))
     n = frames.table("transitions").height + frames.executions.height
-    print(time.perf_counter() - t0, n, frames.rejects.height)
+    print(time.perf_counter() - t0, n, frames.rejects.height, time.process_time() - c0)
 """)
 
 
 def _timed(cmd: list[str], tree: Path) -> list[str]:
-    """``cmd``'s stdout split, run with ``tree`` on the path; its wall seconds appended."""
-    t0 = time.perf_counter()
+    """``cmd``'s stdout split, run with ``tree`` on the path; its wall seconds and CPU seconds
+    (user + system, all its threads) appended."""
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=tree,
                          env=dict(os.environ, PYTHONPATH=str(tree)))
+    wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
-    return [*out.stdout.split(), str(time.perf_counter() - t0)]
+    cpu = c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime
+    return [*out.stdout.split(), str(wall), str(cpu)]
 
 
 def read(args: argparse.Namespace, work: Path) -> None:
@@ -185,6 +189,7 @@ def read(args: argparse.Namespace, work: Path) -> None:
               f"({n:,} files in its process folders)")
     # (tree, what, workers) -> seconds of each repetition
     times: dict[tuple[Path, str, int], list[float]] = {}
+    cpus: dict[tuple[Path, str, int], list[float]] = {}  # CPU seconds: steadier when shared
     rows = {}
     loads = [os.getloadavg()[0]]
     for i in range(args.repeat):
@@ -193,6 +198,7 @@ def read(args: argparse.Namespace, work: Path) -> None:
                 if args.read:
                     out = _timed([sys.executable, "-c", READ, str(folder)], tree)
                     times.setdefault((tree, "read", workers), []).append(float(out[0]))
+                    cpus.setdefault((tree, "read", workers), []).append(float(out[3]))
                     rows[workers] = (int(out[1]), int(out[2]))
                 whole = [("whole", folder)] if args.whole else []
                 if args.darshan:
@@ -200,8 +206,9 @@ def read(args: argparse.Namespace, work: Path) -> None:
                 for what, run in whole:
                     cmd = [sys.executable, "-m", "correlate.cli", str(run), "--no-reports",
                            "-o", str(work / f"out-{i}")]
-                    times.setdefault((tree, what, workers), []).append(
-                        float(_timed(cmd, tree)[-1]))
+                    *_out, wall, cpu = _timed(cmd, tree)
+                    times.setdefault((tree, what, workers), []).append(float(wall))
+                    cpus.setdefault((tree, what, workers), []).append(float(cpu))
                     shutil.rmtree(work / f"out-{i}")
             loads.append(os.getloadavg()[0])
     load = f"load average (1 min) {min(loads):.1f} to {max(loads):.1f} during the runs"
@@ -211,25 +218,30 @@ def read(args: argparse.Namespace, work: Path) -> None:
                   f"{args.executions:,} executions, medians of {args.repeat} interleaved runs; "
                   f"{load}; tree {tree}")
             print("| worker processes | rows (transitions + executions) | rejects | seconds | "
-                  "ratio |")
-            print("|---:|---:|---:|---:|---:|")
+                  "ratio | CPU seconds | ratio |")
+            print("|---:|---:|---:|---:|---:|---:|---:|")
             base = statistics.median(times[tree, "read", 4])
+            cbase = statistics.median(cpus[tree, "read", 4])
             for workers in runs:
                 m = statistics.median(times[tree, "read", workers])
+                c = statistics.median(cpus[tree, "read", workers])
                 print(f"| {workers:,} | {rows[workers][0]:,} | {rows[workers][1]} | {m:.2f} | "
-                      f"{m / base:.2f}x |")
+                      f"{m / base:.2f}x | {c:.2f} | {c / cbase:.2f}x |")
         for what in ("whole", "whole with Darshan logs"):
             if (tree, what, 4) not in times:
                 continue
             print(f"\n`correlate RUN --no-reports` ({what}): wall seconds of the command, "
                   f"medians of {args.repeat} interleaved runs; {load}; tree {tree}")
-            print("| worker processes | seconds (each run) | median | ratio |\n"
-                  "|---:|---|---:|---:|")
+            print("| worker processes | seconds (each run) | median | ratio | CPU seconds "
+                  "(median) | ratio |\n|---:|---|---:|---:|---:|---:|")
             base = statistics.median(times[tree, what, 4])
+            cbase = statistics.median(cpus[tree, what, 4])
             for workers in runs:
                 t = times[tree, what, workers]
+                c = statistics.median(cpus[tree, what, workers])
                 print(f"| {workers:,} | {', '.join(f'{x:.1f}' for x in t)} | "
-                      f"{statistics.median(t):.2f} | {statistics.median(t) / base:.2f}x |")
+                      f"{statistics.median(t):.2f} | {statistics.median(t) / base:.2f}x | "
+                      f"{c:.2f} | {c / cbase:.2f}x |")
 
 
 def main() -> None:
