@@ -10,11 +10,18 @@
    tree's format) of ``--many`` worker processes against the same executions in 4: seconds of
    ``run_folder.load`` plus reading the transitions (its Darshan logs removed: one per process,
    read by another reader), medians of ``--repeat`` interleaved runs.
+4. ``--whole``: the whole ``correlate RUN --no-reports`` (every table, summary.json and
+   task_lifecycles.jsonl) on the same two folders, interleaved with ``--read``'s runs;
+   ``--darshan``: the same on the folders with their Darshan logs (one per process: the
+   per-process I/O attribution). ``--tree DIR`` (repeatable) times these checkouts'
+   ``correlate`` on the same folders, interleaved (before/after a change); the load average
+   is printed with each table.
 
 CPU per task is ``bench_many_tasks.py --workloads noop --tasks 20000 --modes off
 --baseline-tree DIR``.
 
     python benchmarks/bench_run_format.py --baseline-tree /tmp/base44 [--sizes] [--files] [--read]
+    python benchmarks/bench_run_format.py --read --whole --darshan --repeat 5 [--tree DIR ...]
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -122,47 +130,101 @@ READ = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from correlate.sources import run_folder
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     frames = run_folder.load(Path(sys.argv[1]))
     n = frames.table("transitions").height + frames.executions.height
-    print(time.perf_counter() - t0, n, frames.rejects.height)
+    print(time.perf_counter() - t0, n, frames.rejects.height, time.process_time() - c0)
 """)
+
+
+def _timed(cmd: list[str], tree: Path) -> list[str]:
+    """``cmd``'s stdout split, run with ``tree`` on the path; its wall seconds and CPU seconds
+    (user + system, all its threads) appended."""
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tree,
+                         env=dict(os.environ, PYTHONPATH=str(tree)))
+    wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
+    cpu = c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime
+    return [*out.stdout.split(), str(wall), str(cpu)]
 
 
 def read(args: argparse.Namespace, work: Path) -> None:
     sys.path.insert(0, str(REPO))
     from testing.synthetic import write_run
 
-    runs = {}
+    trees = [t.resolve() for t in args.tree or [REPO]]
+    runs, logs = {}, {}
     for workers in (4, args.many):
         folder = work / f"read-{workers}"
         t0 = time.perf_counter()
         write_run(folder, workers=workers, threads=2, executions=args.executions,
                   segments=max(20 * workers, 2 * args.executions), profile="off", seed=1)
+        if args.darshan:  # the same folder with its logs (hard links: no second copy)
+            shutil.copytree(folder, work / f"darshan-{workers}", copy_function=os.link)
+            logs[workers] = work / f"darshan-{workers}"
         # the run folder's tables alone: Darshan logs (one per process) are another reader's
         shutil.rmtree(folder / "darshan")
         runs[workers] = folder
         n = sum(1 for _ in folder.glob("procs/*/*"))
         print(f"synthetic run of {workers} workers written in {time.perf_counter() - t0:.0f} s "
               f"({n:,} files in its process folders)")
-    times: dict[int, list[float]] = {w: [] for w in runs}
+    # (tree, what, workers) -> seconds of each repetition
+    times: dict[tuple[Path, str, int], list[float]] = {}
+    cpus: dict[tuple[Path, str, int], list[float]] = {}  # CPU seconds: steadier when shared
     rows = {}
-    for _ in range(args.repeat):
-        for workers, folder in runs.items():
-            out = subprocess.run([sys.executable, "-c", READ, str(folder)], capture_output=True,
-                                 text=True, check=True, cwd=REPO,
-                                 env=dict(os.environ, PYTHONPATH=str(REPO))).stdout.split()
-            times[workers].append(float(out[0]))
-            rows[workers] = (int(out[1]), int(out[2]))
-    base = statistics.median(times[4])
-    print(f"\nreading the run folder (run_folder.load + its transitions), {args.executions:,} "
-          f"executions, medians of {args.repeat} interleaved runs")
-    print("| worker processes | rows (transitions + executions) | rejects | seconds | ratio |")
-    print("|---:|---:|---:|---:|---:|")
-    for workers, t in times.items():
-        m = statistics.median(t)
-        print(f"| {workers:,} | {rows[workers][0]:,} | {rows[workers][1]} | {m:.2f} | "
-              f"{m / base:.2f}x |")
+    loads = [os.getloadavg()[0]]
+    for i in range(args.repeat):
+        for tree in trees:
+            for workers, folder in runs.items():
+                if args.read:
+                    out = _timed([sys.executable, "-c", READ, str(folder)], tree)
+                    times.setdefault((tree, "read", workers), []).append(float(out[0]))
+                    cpus.setdefault((tree, "read", workers), []).append(float(out[3]))
+                    rows[workers] = (int(out[1]), int(out[2]))
+                whole = [("whole", folder)] if args.whole else []
+                if args.darshan:
+                    whole.append(("whole with Darshan logs", logs[workers]))
+                for what, run in whole:
+                    cmd = [sys.executable, "-m", "correlate.cli", str(run), "--no-reports",
+                           "-o", str(work / f"out-{i}")]
+                    *_out, wall, cpu = _timed(cmd, tree)
+                    times.setdefault((tree, what, workers), []).append(float(wall))
+                    cpus.setdefault((tree, what, workers), []).append(float(cpu))
+                    shutil.rmtree(work / f"out-{i}")
+            loads.append(os.getloadavg()[0])
+    load = f"load average (1 min) {min(loads):.1f} to {max(loads):.1f} during the runs"
+    for tree in trees:
+        if args.read:
+            print(f"\nreading the run folder (run_folder.load + its transitions), "
+                  f"{args.executions:,} executions, medians of {args.repeat} interleaved runs; "
+                  f"{load}; tree {tree}")
+            print("| worker processes | rows (transitions + executions) | rejects | seconds | "
+                  "ratio | CPU seconds | ratio |")
+            print("|---:|---:|---:|---:|---:|---:|---:|")
+            base = statistics.median(times[tree, "read", 4])
+            cbase = statistics.median(cpus[tree, "read", 4])
+            for workers in runs:
+                m = statistics.median(times[tree, "read", workers])
+                c = statistics.median(cpus[tree, "read", workers])
+                print(f"| {workers:,} | {rows[workers][0]:,} | {rows[workers][1]} | {m:.2f} | "
+                      f"{m / base:.2f}x | {c:.2f} | {c / cbase:.2f}x |")
+        for what in ("whole", "whole with Darshan logs"):
+            if (tree, what, 4) not in times:
+                continue
+            print(f"\n`correlate RUN --no-reports` ({what}): wall seconds of the command, "
+                  f"medians of {args.repeat} interleaved runs; {load}; tree {tree}")
+            print("| worker processes | seconds (each run) | median | ratio | CPU seconds "
+                  "(median) | ratio |\n|---:|---|---:|---:|---:|---:|")
+            base = statistics.median(times[tree, what, 4])
+            cbase = statistics.median(cpus[tree, what, 4])
+            for workers in runs:
+                t = times[tree, what, workers]
+                c = statistics.median(cpus[tree, what, workers])
+                print(f"| {workers:,} | {', '.join(f'{x:.1f}' for x in t)} | "
+                      f"{statistics.median(t):.2f} | {statistics.median(t) / base:.2f}x | "
+                      f"{c:.2f} | {c / cbase:.2f}x |")
 
 
 def main() -> None:
@@ -172,6 +234,14 @@ def main() -> None:
     ap.add_argument("--sizes", action="store_true")
     ap.add_argument("--files", action="store_true")
     ap.add_argument("--read", action="store_true")
+    ap.add_argument("--whole", action="store_true",
+                    help="time the whole `correlate RUN --no-reports` on --read's folders")
+    ap.add_argument("--darshan", action="store_true",
+                    help="time the whole `correlate RUN --no-reports` on --read's folders "
+                         "with their Darshan logs")
+    ap.add_argument("--tree", type=Path, action="append", default=None,
+                    help="--read/--whole/--darshan: a checkout whose correlate is timed, "
+                         "repeatable, interleaved (default: this one)")
     ap.add_argument("--tasks", type=int, default=20_000)
     ap.add_argument("--profile", default="off", help="--sizes: the collectors' profile mode")
     ap.add_argument("--flushes", type=int, default=120)
@@ -185,7 +255,7 @@ def main() -> None:
             sizes(args, work)
         if args.files:
             files(args, work)
-        if args.read:
+        if args.read or args.whole or args.darshan:
             read(args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

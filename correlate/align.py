@@ -21,6 +21,8 @@ Two corrections, both expressed as rows of the ``clocks`` table (``offset_ns`` t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 
@@ -120,13 +122,12 @@ def darshan_offsets(io_segments: pl.DataFrame, clock_markers: pl.DataFrame) -> p
     if matched.is_empty():
         return TABLES["clocks"].empty()
     diffs = matched.with_columns(diff_ns=pl.col("local_time_ns") - pl.col("seg_start_ns"))
+    diff = pl.col("diff_ns")
     out = diffs.group_by("host", "pid").agg(
-        offset_ns=pl.col("diff_ns").median().round().cast(pl.Int64),
-        diffs=pl.col("diff_ns"),
+        offset_ns=diff.median().round().cast(pl.Int64),
+        uncertainty_ns=(diff - diff.median()).abs().max().round().cast(pl.Int64),
         samples=pl.len().cast(pl.Int64),
     ).with_columns(
-        uncertainty_ns=(pl.col("diffs").list.eval(
-            (pl.element() - pl.element().median()).abs()).list.max()).round().cast(pl.Int64),
         domain=pl.lit("darshan"),
         method=pl.lit("collector marker writes found in DXT"),
     )
@@ -244,7 +245,10 @@ def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     ``w_off`` (its worker offset, else its host's median, else 0). Looked up once per run of
     rows of one process (rows come grouped by process) and repeated: joining ``df`` to the
     offsets would copy all of its columns."""
-    off = (per_process.runs(df)
+    runs = per_process.runs(df)
+    if runs.height == 1:  # one process (an attribution partition: one per process of the run)
+        return _one_process(runs.row(0, named=True), clocks)
+    off = (runs
            .join(_offsets(clocks, "darshan", "d_off"), on=["host", "pid"], how="left",
                  nulls_equal=True, maintain_order="left")
            .join(_offsets(clocks, "worker", "w_off"), on=["host", "pid"], how="left",
@@ -254,6 +258,24 @@ def _shifts(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     per_run = off.with_columns(d_off=pl.col("d_off").fill_null(0),
                                w_off=pl.coalesce("w_off", "host_offset_ns", pl.lit(0, pl.Int64)))
     return per_process.spread(per_run, ["d_off", "w_off"])
+
+
+def _one_process(run: dict[str, Any], clocks: pl.DataFrame) -> pl.DataFrame:
+    """``_shifts`` of ``run["len"]`` rows of one process: the same lookups on the few clock
+    rows of its host, without the joins (a run of a thousand processes has a thousand
+    partitions, each aligning its segments and executions)."""
+    host = clocks.filter(pl.col("host").eq_missing(pl.lit(run["host"], pl.String)))
+    # (the first row of each domain, as the joins would take a process's only one)
+    own = {domain: offset for pid, domain, offset in reversed(
+        host.select("pid", "domain", "offset_ns").rows()) if pid == run["pid"]}
+    d_off, w_off = own.get("darshan"), own.get("worker")
+    if w_off is None:
+        w_off = (host.filter(pl.col("domain") == "worker")
+                 .select(pl.col("offset_ns").median().round().cast(pl.Int64)).item())
+    return pl.DataFrame({"d_off": pl.repeat(d_off or 0, run["len"], dtype=pl.Int64,
+                                            eager=True),
+                         "w_off": pl.repeat(w_off or 0, run["len"], dtype=pl.Int64,
+                                            eager=True)})
 
 
 def worker_shift(df: pl.DataFrame, clocks: pl.DataFrame) -> pl.Series:

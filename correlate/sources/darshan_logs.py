@@ -276,7 +276,8 @@ def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: i
 
 def _decode_modules(buf: L.LogBytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
                     start_ns: int, log: str, with_segments: bool,
-                    live: bool = False) -> Generator[pl.DataFrame, None, None]:
+                    live: bool = False, counters: bool = True
+                    ) -> Generator[pl.DataFrame, None, None]:
     failed, present, partial, segments = [], [], [], []
     for mod_id, (off, length) in enumerate(hdr.mod_map):
         if not length:
@@ -295,7 +296,7 @@ def _decode_modules(buf: L.LogBytes, hdr: L.Header, names: dict[int, str], out: 
                 out.row["dxt_layout"] = recs.layout
                 out.traced.append(_traced(recs, name))
                 segments += frames
-            else:
+            elif counters:
                 region = _region(buf, off, length, hdr.comp_type)
                 out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id],
                                                    hdr.byteorder, names, pid, start_ns, log))
@@ -312,12 +313,14 @@ def _job_region_end(hdr: L.Header, buf: L.LogBytes) -> int:
     return min(starts) if starts else len(buf)
 
 
-def read_log(path: Path, segments: bool = True, sink: Sink | None = None) -> _Log:
+def read_log(path: Path, segments: bool = True, sink: Sink | None = None,
+             counters: bool = True) -> _Log:
     """Decode one log (without ``segments``, all but the DXT segments themselves; with ``sink``,
-    the segments are handed there batch by batch, not kept); raises InputError when it is not
-    a readable Darshan log at all, StreamBroken when a DXT region fails after ``sink`` had
-    some of its segments."""
-    gen = iter_log(path, segments, live=sink is not None)
+    the segments are handed there batch by batch, not kept; without ``counters``, the POSIX and
+    STDIO counters are not decoded: the log's segments read a second time); raises InputError
+    when it is not a readable Darshan log at all, StreamBroken when a DXT region fails after
+    ``sink`` had some of its segments."""
+    gen = iter_log(path, segments, live=sink is not None, counters=counters)
     while True:
         try:
             frame = next(gen)
@@ -327,7 +330,7 @@ def read_log(path: Path, segments: bool = True, sink: Sink | None = None) -> _Lo
         sink(frame)
 
 
-def iter_log(path: Path, segments: bool = True, live: bool = True
+def iter_log(path: Path, segments: bool = True, live: bool = True, counters: bool = True
              ) -> Generator[pl.DataFrame, None, _Log]:
     """``read_log`` as a generator: ``live``, it yields each batch of DXT segments (with
     ``IO_SEGMENTS``' columns) as soon as it is decoded, and returns the log without them."""
@@ -356,7 +359,7 @@ def iter_log(path: Path, segments: bool = True, live: bool = True
                     "partial": bool(path.name.endswith("_partial"))})
     names, names_failed = _names(buf, hdr)
     yield from _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log, segments,
-                               live)
+                               live, counters)
     out.row["modules_failed"] = [*names_failed, *out.row["modules_failed"]]
     out.row["partial"] |= bool(out.row["modules_partial"])
     traced = pl.concat(out.traced).filter(pl.col("traced") > 0) if out.traced else None
@@ -412,7 +415,7 @@ def _read_or_problem(path: Path, segments: bool = True) -> _Log | tuple[str, str
 
 def read_segments(log: str) -> pl.DataFrame:
     """The DXT segments of one log, as ``load`` returns them."""
-    got = read_log(Path(log)).segments
+    got = read_log(Path(log), counters=False).segments
     return IO_SEGMENTS.empty() if got is None else conform(got, IO_SEGMENTS)
 
 
@@ -423,7 +426,7 @@ def _log_batches(path: str, dxt_failed: bool) -> Iterator[pl.DataFrame]:
         yield read_segments(path)
         return
     try:
-        yield from iter_log(Path(path))
+        yield from iter_log(Path(path), counters=False)
     except StreamBroken as err:  # it read whole a moment ago: the file changed since
         raise InputError(Path(path), f"changed while it was read ({err})") from None
 

@@ -74,10 +74,34 @@ def looks_like(path: Path) -> bool:
     return (path / "manifest.json").is_file() or any(procs.glob("*/proc.json"))
 
 
+def read_bytes(path: str | Path, modified: list[int] | None = None) -> bytes:
+    """The file's bytes, up to its size when opened (a file still being appended to is read
+    as it was then), with fewer system calls than ``open(path, "rb").read()`` (no buffered
+    reader, no isatty, no second fstat and read to find the end): a run folder of a thousand
+    processes has about ten thousand of them to read. Its last write's time is appended to
+    ``modified`` when given."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        size = st.st_size
+        if modified is not None:
+            modified.append(st.st_mtime_ns)
+        chunks = []
+        while size > 0:
+            chunk = os.read(fd, size)
+            if not chunk:  # (cut short since the fstat)
+                break
+            chunks.append(chunk)
+            size -= len(chunk)
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def _json(path: Path) -> dict[str, Any]:
     """A JSON object read from ``path``; anything else is an ``InputError`` naming it."""
     try:
-        value = json.loads(path.read_text())
+        value = json.loads(read_bytes(path).decode())
     except RecursionError:
         raise InputError(path, "unreadable JSON: nested too deeply") from None
     except (OSError, ValueError) as err:
@@ -196,9 +220,7 @@ class _Reader:
                 continue
             path = os.path.join(proc_dir, name)  # (a str: a Path per file costs more here)
             try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-                    written.append(os.fstat(fh.fileno()).st_mtime_ns)
+                data = read_bytes(path, modified=written)
             except OSError as err:
                 self.rejects.append(("run-folder", path,
                                      f"unreadable stream: {err.strerror or err}", 1))
@@ -298,15 +320,25 @@ class _Reader:
         self.rejects.append(("run-folder", str(part), reason, 1))
 
 
-def _procs(run_dir: Path, reader: _Reader
+def _procs(run_dir: Path, reader: _Reader, entries: dict[Path, set[str]] | None = None
            ) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
     """Every process folder with its proc.json and closed.json (None: did not close cleanly).
     A folder whose proc.json cannot be used is skipped and counted as a reject; an unusable
-    closed.json counts as no clean close, with a warning."""
+    closed.json counts as no clean close, with a warning. ``entries`` gets each folder's
+    entries (listed once: what a folder holds is looked up there, not by a stat per file)."""
     out = []
-    for d in sorted((run_dir / "procs").iterdir()):
-        if not d.is_dir() or not (d / "proc.json").exists():
+    entries = {} if entries is None else entries
+    for e in sorted(os.scandir(run_dir / "procs"), key=lambda e: e.name):
+        try:
+            if not e.is_dir():
+                continue
+            names = {n.name for n in os.scandir(e.path)}
+        except OSError:  # (gone or unreadable since the listing: as a folder without proc.json)
             continue
+        if "proc.json" not in names:
+            continue
+        d = Path(e.path)
+        entries[d] = names
         try:
             info = _proc_info(d / "proc.json", reader.warnings)
         except InputError as err:
@@ -323,9 +355,10 @@ def _procs(run_dir: Path, reader: _Reader
         # closed.json, or, where the folder refused its rename, the reserved bytes it was
         # written into (blank until then)
         path = d / "closed.json"
-        if not path.exists() and _written(d / CLOSED_RESERVE_NAME):
+        if "closed.json" not in names and CLOSED_RESERVE_NAME in names and _written(
+                d / CLOSED_RESERVE_NAME):
             path = d / CLOSED_RESERVE_NAME
-        if path.exists():
+        if path.name in names:
             try:
                 closed = _json(path)
                 if _of(closed, "closed_ns", int) is None:
@@ -471,7 +504,8 @@ def _manifest(run_dir: Path, warnings: list[str]) -> dict[str, Any] | None:
 def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     reader = _Reader()
     manifest = _manifest(run_dir, reader.warnings)
-    procs = _procs(run_dir, reader)
+    entries: dict[Path, set[str]] = {}
+    procs = _procs(run_dir, reader, entries)
     _reused_pids(procs, reader.warnings)
     if manifest is None:
         if not (run_dir / "manifest.json").exists():  # (one that cannot be read is said)
@@ -487,12 +521,12 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                                "(no `collect`): the job's command and exit code are unknown")
     per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     for d, info, closed in procs:
-        names = {e.name for e in os.scandir(d)}
-        if run_streams.is_format3(names):
-            reader.streams(d, names, info, *_recorded_span(info, closed, manifest))
+        if run_streams.is_format3(entries[d]):
+            reader.streams(d, entries[d], info, *_recorded_span(info, closed, manifest))
     # (after the streams are registered: a format-3 scheduler's events are among them)
     _addresses_from_scheduler(procs, reader)
     processes = []
+    format3 = {id(o) for o in reader.owners}
     for d, info, closed in procs:
         if "format_version" in info:
             _check_version(info, d / "proc.json")
@@ -503,7 +537,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "local_directory": info.get("local_directory"),
                           "closed_cleanly": closed is not None, "match": "pid"})
         _quality(d, info, closed, reader, missing.job_ended(manifest))
-        if any(o is info for o in reader.owners):  # format 3: read with the others below
+        if id(info) in format3:  # format 3: read with the others below
             continue
         for t in raw.RUN_TABLES:
             if t.name in LAZY_TABLES:

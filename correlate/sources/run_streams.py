@@ -35,6 +35,8 @@ from correlate.schema.run import (
 )
 
 _CONTINUATION = 0xFFFFFFFF
+_I32, _U32, _U16, _I64 = (struct.Struct(f).unpack_from for f in ("<i", "<I", "<H", "<q"))
+_PREFIX = struct.Struct("<Ii").unpack_from
 _SCHEMA, _RECORD_BATCH = 1, 3  # MessageHeader
 
 
@@ -49,26 +51,43 @@ class Framing:
     problem: str | None = None  # why the tail is not a batch being written (None: it is)
 
 
-def _field(meta: bytes, table: int, slot: int) -> int:
-    """Position of a FlatBuffer table's field (0: absent)."""
-    vtable = table - struct.unpack_from("<i", meta, table)[0]
-    size = struct.unpack_from("<H", meta, vtable)[0]
-    return struct.unpack_from("<H", meta, vtable + 4 + 2 * slot)[0] if 4 + 2 * slot < size else 0
+def _field(meta: bytes, table: int, slot: int, end: int) -> int:
+    """Position of a FlatBuffer table's field (0: absent); ``table`` and the result are
+    positions in ``meta``, whose message metadata ends at ``end`` (read past it: IndexError)."""
+    vtable = table - _I32(meta, table)[0]
+    if vtable < 0 or vtable + 2 > end:
+        raise IndexError("vtable outside the message")
+    size = _U16(meta, vtable)[0]
+    if 4 + 2 * slot >= size:
+        return 0
+    if vtable + 6 + 2 * slot > end:
+        raise IndexError("vtable outside the message")
+    return _U16(meta, vtable + 4 + 2 * slot)[0]
 
 
-def _message(meta: bytes) -> tuple[int, int, int | None]:
-    """(header type, body length, rows of a record batch) of a Message's metadata."""
-    root = struct.unpack_from("<I", meta, 0)[0]
-    at = _field(meta, root, 1)
-    kind = meta[root + at] if at else 0
-    at = _field(meta, root, 3)
-    body = struct.unpack_from("<q", meta, root + at)[0] if at else 0
+def _within(at: int, size: int, end: int) -> int:
+    if at < 0 or at + size > end:
+        raise IndexError("field outside the message")
+    return at
+
+
+def _message(meta: bytes, start: int = 0, end: int | None = None
+             ) -> tuple[int, int, int | None]:
+    """(header type, body length, rows of a record batch) of a Message's metadata: the bytes
+    of ``meta`` from ``start`` to ``end`` (read in place: a stream's messages are not copied
+    out one by one; FlatBuffer offsets count from ``start``)."""
+    end = len(meta) if end is None else end
+    root = start + _U32(meta, _within(start, 4, end))[0]
+    at = _field(meta, _within(root, 4, end), 1, end)
+    kind = meta[_within(root + at, 1, end)] if at else 0
+    at = _field(meta, root, 3, end)
+    body = _I64(meta, _within(root + at, 8, end))[0] if at else 0
     rows = None
-    at = _field(meta, root, 2)
+    at = _field(meta, root, 2, end)
     if kind == _RECORD_BATCH and at:
-        header = root + at + struct.unpack_from("<I", meta, root + at)[0]
-        at = _field(meta, header, 0)
-        rows = struct.unpack_from("<q", meta, header + at)[0] if at else 0
+        header = root + at + _U32(meta, _within(root + at, 4, end))[0]
+        at = _field(meta, _within(header, 4, end), 0, end)
+        rows = _I64(meta, _within(header + at, 8, end))[0] if at else 0
     return kind, body, rows
 
 
@@ -78,7 +97,7 @@ def framing(data: bytes) -> Framing:
     while at < size:
         if at + 8 > size:
             return Framing(at, batches, size - at, None)
-        marker, length = struct.unpack_from("<Ii", data, at)
+        marker, length = _PREFIX(data, at)
         if marker != _CONTINUATION or length < 0:
             return Framing(at, batches, size - at, None, "not an Arrow message")
         if length == 0:  # end-of-stream marker
@@ -88,7 +107,7 @@ def framing(data: bytes) -> Framing:
         if end > size:
             return Framing(at, batches, size - at, None)
         try:
-            kind, body, rows = _message(data[at + 8:end])
+            kind, body, rows = _message(data, at + 8, end)
         except (struct.error, IndexError):
             return Framing(at, batches, size - at, None, "unreadable message header")
         if kind != (_SCHEMA if at == 0 else _RECORD_BATCH) or body < 0:

@@ -129,3 +129,26 @@ def test_aligned_columns_add_each_process_its_offsets_and_keep_the_raw_ones():
     assert got["host_stop_ns"].to_list() == [200 + 2 * MS, 400 + 2 * MS, 200]
     assert got["start_ns"].to_list() == [100 + 52 * MS, 300 + 52 * MS, 100 + 55 * MS]
     assert got["local_start_ns"].to_list() == [100, 300, 100]
+
+
+def test_one_process_at_a_time_gives_what_all_together_give():
+    """An attribution partition aligns one process's rows (looked up without joins): each
+    process alone, own offsets, its host's median, none at all, or a null host, gets what
+    it gets among the others."""
+    offsets = clocks([("a", 1, "worker", 50 * MS), ("a", 4, "worker", 61 * MS),
+                      ("a", 1, "darshan", 2 * MS), (None, 9, "worker", 7 * MS),
+                      (None, 9, "darshan", -3 * MS)])
+    seg = segments([("a", 1, 7, "/f", "read", 0, 1, 100, 200),
+                    ("a", 1, 7, "/f", "read", 1, 1, 300, 400),
+                    ("a", 2, 7, "/f", "read", 0, 1, 100, 200),
+                    ("b", 3, 7, "/f", "read", 0, 1, 100, 200),
+                    (None, 9, 7, "/f", "read", 0, 1, 500, 600)])
+    together = align_segments(seg, offsets)
+    alone = pl.concat([align_segments(seg.slice(i, n), offsets)
+                       for i, n in ((0, 2), (2, 1), (3, 1), (4, 1))])
+    assert alone.equals(together)
+    assert together["start_ns"].to_list() == [100 + 52 * MS, 300 + 52 * MS, 100 + 55_500 * US,
+                                              100, 500 + 4 * MS]
+    ex = executions([("a", 2, 7, 100, 200), ("a", 2, 7, 300, 400)])
+    assert align_executions(ex, offsets)["start_ns"].to_list() == [100 + 55_500 * US,
+                                                                   300 + 55_500 * US]
