@@ -160,6 +160,26 @@ DRAIN_SHARE = 0.01
 #: the profiler's hook taken off the calling thread by a C-level callable (no frame, and no
 #: C-call event whose return Yappi would never see)
 _HOOK_OFF = functools.partial(sys.setprofile, None)
+#: how often, and how long apart, ``set_profile`` tries again
+INSTALL_TRIES = 50
+INSTALL_WAIT_S = 0.001
+
+
+def set_profile(install: Any) -> bool:
+    """Call ``install`` (a ``sys.setprofile`` of the calling thread: ``task_hooks``' callables,
+    ``_HOOK_OFF``) until it takes; False if it never did. CPython (3.11.7 here) refuses to
+    install a profile function on any thread while another thread is in the middle of
+    installing one, raising RuntimeError and changing nothing; and an install calls the
+    process's audit hooks, Python code that can give the GIL away halfway (the collectors'
+    own ``file_opens`` hook is one): two task threads turning their hook on or off at once
+    then collide. Sleeping gives the GIL to the other install, which then completes."""
+    for _ in range(INSTALL_TRIES):
+        try:
+            install()
+            return True
+        except RuntimeError:
+            time.sleep(INSTALL_WAIT_S)
+    return False
 
 
 class YappiProfile:
@@ -311,13 +331,22 @@ class YappiProfile:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            _yappi._pause()
+            # Yappi's pause and resume (un)hook every thread and ignore a thread whose install
+            # another thread's install refused (``set_profile``): the exception it leaves set
+            # surfaces here, after the pause or resume was done all the same
+            try:
+                _yappi._pause()
+            except (RuntimeError, SystemError):
+                pass
             try:
                 _yappi.clear_stats()
             finally:
-                _yappi._resume()
+                try:
+                    _yappi._resume()
+                except (RuntimeError, SystemError):
+                    pass
                 if not (self.event_loop and threading.get_ident() == self._loop_thread):
-                    _HOOK_OFF()
+                    set_profile(_HOOK_OFF)
         finally:
             if collecting:
                 gc.enable()
@@ -339,6 +368,14 @@ class YappiProfile:
         self._draining = False
         self._cleared_at = time.monotonic()
         self._lock.notify_all()
+
+    def cut(self, seq: int) -> None:
+        """Execution ``seq`` (holding a tag) ran, or part of it, without Yappi's hook on (its
+        thread's install failed: ``set_profile``): its rows would be short of its calls, so
+        it gets none and is counted as cut (``finish``), as one in flight at a forced clear."""
+        with self._lock:
+            if seq in self._slot_of:
+                self._cut.add(seq)
 
     def holds(self, seq: int) -> bool:
         """Whether execution ``seq`` holds a tag (it is running)."""

@@ -172,8 +172,9 @@ def _rests(r: dict, starts: np.ndarray, stops: np.ndarray, ids: np.ndarray,
     for who in _picks(r, starts, stops, ids):
         mine = [e for e in who if e in own]
         others = [expected.get((e, r["op"])) for e in who if e not in own]
-        if len(mine) == 1 and None not in others and r["bytes"] - sum(others) > 0:
-            got.add(r["bytes"] - sum(others))  # type: ignore[arg-type]
+        known = [n for n in others if n is not None]
+        if len(mine) == 1 and len(known) == len(others) and r["bytes"] - sum(known) > 0:
+            got.add(r["bytes"] - sum(known))
     return got
 
 
@@ -266,11 +267,11 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
     expected = _expected(sizes, opens, executions)
     rests = {}
     records = {tuple(r[c] for c in on): r for r in odd.iter_rows(named=True)}
-    for k, g in groups.items():
-        r = records[k]
-        if r["first_ns"] is not None:
-            rests[k] = _rests(r, g["local_start_ns"].to_numpy(), g["local_stop_ns"].to_numpy(),
-                              g["execution_id"].to_numpy(), expected, own_ids.get(k, set()))
+    for k, of_k in groups.items():
+        if records[k]["first_ns"] is not None:
+            rests[k] = _rests(records[k], of_k["local_start_ns"].to_numpy(),
+                              of_k["local_stop_ns"].to_numpy(), of_k["execution_id"].to_numpy(),
+                              expected, own_ids.get(k, set()))
     derived = _derived(rests)
     if not derived.is_empty():
         expected = _expected(pl.concat([sizes, derived]), opens, executions)
