@@ -41,14 +41,7 @@ def execution(prof: YappiProfile, ex: ThreadPoolExecutor, seq: int,
     def run() -> None:
         start.wait(30)
         tags.local.seq = prof.acquire(seq)
-        try:
-            resume()
-            out["plain_install"] = "took"
-        except RuntimeError:
-            out["plain_install"] = "refused"
-            # as the worker plugin does: wait for the other install, else count the execution
-            if not profiling.set_profile(resume):
-                prof.cut(seq)
+        resume()
         if release_after is not None:
             time.sleep(release_after * 2)
         for _ in range(3):
@@ -84,13 +77,22 @@ def execution(prof: YappiProfile, ex: ThreadPoolExecutor, seq: int,
 
 def main() -> None:
     sys.addaudithook(audit)
+    attempts = []
+    install = profiling.set_profile
+
+    def counted(fn) -> bool:
+        def attempt() -> None:
+            attempts.append(1)
+            fn()
+        return install(attempt)
+    profiling.set_profile = counted
     prof = YappiProfile(TaskTags(), "wall")
     prof.start(("task-thread",))
     with ThreadPoolExecutor(1, thread_name_prefix="task-thread") as ex:
         ex.submit(short_call).result()  # its thread started
         got = execution(prof, ex, 1, release_after=0.02)
     prof.stop()
-    print(json.dumps({**got, "cut": prof.executions_cut}))
+    print(json.dumps({**got, "attempts": len(attempts), "cut": prof.executions_cut}))
 
 
 if __name__ == "__main__":
