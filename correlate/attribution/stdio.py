@@ -95,7 +95,8 @@ def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.
                         nulls_equal=True).select(on))
     odd = pl.concat([odd.with_columns(why=pl.lit(INCONSISTENT)),
                      other_mode.with_columns(why=pl.lit(OTHER_MODE))]).unique(on)
-    sizes = _sizes(counters, processes, clocks, odd)
+    # (file sizes are needed only for inconsistent records: most runs have none)
+    sizes = _sizes(counters if not odd.is_empty() else counters.head(0), processes, clocks, odd)
     fixed, odd_left = _resolve(rec.join(odd, on=on, nulls_equal=True), opens, executions,
                                win, files, sizes,
                                rec.join(odd, on=on, how="anti", nulls_equal=True))
