@@ -233,7 +233,10 @@ def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp
         work=pl.col("ncall").filter(pl.col("name") == "work").sum(),
         f1=pl.col("ncall").filter(pl.col("name") == "f1").sum())
     joined = executions.join(calls, on=["proc", "execution_seq"], how="left")
-    assert executions.height == CLUSTER_TASKS
+    # every task timed; one row per execution: a task Dask ran again (a worker the scheduler
+    # lost on a loaded machine, its tasks recomputed elsewhere) has one per run
+    assert executions["key"].n_unique() == CLUSTER_TASKS
+    assert executions.height >= CLUSTER_TASKS
     without = joined.filter(pl.col("work").is_null())
     assert without.height == sum(c.get("executions_cut", 0) for c in clears), (clears, without)
     exact = joined.filter(pl.col("work").is_not_null())
