@@ -160,6 +160,26 @@ DRAIN_SHARE = 0.01
 #: the profiler's hook taken off the calling thread by a C-level callable (no frame, and no
 #: C-call event whose return Yappi would never see)
 _HOOK_OFF = functools.partial(sys.setprofile, None)
+#: how often, and how long apart, ``set_profile`` tries again
+INSTALL_TRIES = 50
+INSTALL_WAIT_S = 0.001
+
+
+def set_profile(install: Any) -> bool:
+    """Call ``install`` (a profile-hook install on the calling thread: ``task_hooks``' on,
+    ``_HOOK_OFF``) until it takes; False if it never did. CPython (3.11.7 here) refuses to
+    install a profile function on any thread while another thread is in the middle of
+    installing one, raising RuntimeError and changing nothing; and an install calls the
+    process's audit hooks, Python code that can give the GIL away halfway (the collectors'
+    own ``file_opens`` hook is one): two task threads turning their hook on or off at once
+    then collide. Sleeping gives the GIL to the other install, which then completes."""
+    for _ in range(INSTALL_TRIES):
+        try:
+            install()
+            return True
+        except (RuntimeError, SystemError):  # SystemError: Yappi's own install refused
+            time.sleep(INSTALL_WAIT_S)
+    return False
 
 
 class YappiProfile:
@@ -311,13 +331,22 @@ class YappiProfile:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            _yappi._pause()
+            # Yappi's pause and resume (un)hook every thread and ignore a thread whose install
+            # another thread's install refused (``set_profile``): the exception it leaves set
+            # surfaces here, after the pause or resume was done all the same
+            try:
+                _yappi._pause()
+            except (RuntimeError, SystemError):
+                pass
             try:
                 _yappi.clear_stats()
             finally:
-                _yappi._resume()
+                try:
+                    _yappi._resume()
+                except (RuntimeError, SystemError):
+                    pass
                 if not (self.event_loop and threading.get_ident() == self._loop_thread):
-                    _HOOK_OFF()
+                    set_profile(_HOOK_OFF)
         finally:
             if collecting:
                 gc.enable()
@@ -339,6 +368,14 @@ class YappiProfile:
         self._draining = False
         self._cleared_at = time.monotonic()
         self._lock.notify_all()
+
+    def cut(self, seq: int) -> None:
+        """Execution ``seq`` (holding a tag) ran, or part of it, without Yappi's hook on (its
+        thread's install failed: ``set_profile``): its rows would be short of its calls, so
+        it gets none and is counted as cut (``finish``), as one in flight at a forced clear."""
+        with self._lock:
+            if seq in self._slot_of:
+                self._cut.add(seq)
 
     def holds(self, seq: int) -> bool:
         """Whether execution ``seq`` holds a tag (it is running)."""
@@ -390,12 +427,29 @@ class YappiProfile:
             threading.setprofile(new_thread)
 
     def task_hooks(self) -> tuple[Any, Any]:
-        """C-level callables (no Python frame for Yappi to see) putting the calling thread's
-        hook on and off around a task function (see ``start``)."""
-        import yappi
+        """Callables putting the calling thread's hook on and off around a task function (see
+        ``start``). Off is C-level: the hook is on when it is called, and Yappi sees no frame
+        of it. On runs while the hook is still off (Yappi never sees its frame) and installs
+        Yappi's C hook itself (``_yappi._profile_event``: an event it ignores, a C call of
+        nothing), trying again while another thread's install is refused (``set_profile``):
+        an execution whose hook never went on is cut (``cut``), never left with no rows and
+        uncounted. (With Yappi's Python-level entry point installed instead, the install made
+        at the task function's first call could be refused too, and the error would be
+        raised into the task.)"""
+        return self._hook_on, functools.partial(sys.setprofile, None)
 
-        return (functools.partial(sys.setprofile, yappi._profile_thread_callback),
-                functools.partial(sys.setprofile, None))
+    def _hook_on(self) -> None:
+        """``task_hooks``' on. Where the hook is already on (a resume after a clear hooks every
+        thread), Yappi sees this and ``set_profile``: ``_read`` leaves their entries out."""
+        import _yappi
+
+        install = functools.partial(_yappi._profile_event, sys._getframe(), "c_call", None)
+        if set_profile(install):
+            return
+        slot = self.tags.local.seq
+        seq = next((s for s, held in self._slot_of.items() if held == slot), None)
+        if seq is not None:
+            self.cut(seq)
 
     def stop(self) -> None:
         """Stop Yappi for good (its entries stay readable); again: nothing."""
@@ -421,9 +475,8 @@ class YappiProfile:
 
     def loop_step(self) -> tuple[Any, Any]:
         """What to call around a coroutine task's step on the event loop: in ``yappi`` mode the
-        loop's hook is off, so it is put back for the step (Yappi's own per-thread entry point,
-        which installs its C hook at the next call) and taken off after; C-level callables, so
-        Yappi sees no frame of this machinery."""
+        loop's hook is off, so it is put back for the step and taken off after
+        (``task_hooks``: Yappi sees no frame of this machinery)."""
         if self.event_loop or self.stopped:
             return None, None
         return self.task_hooks()
@@ -508,7 +561,7 @@ class YappiProfile:
             elif before is None and ncall == 1 and ttot == 0 and tsub == 0:
                 early.add(ident)
             module = (path or "").rsplit("/", 1)[-1].removesuffix(".py")
-            if module in ("yappi", "_yappi"):
+            if module in ("yappi", "_yappi") or (path, line) in _MACHINERY:
                 continue
             out.append(("yappi", self.clock, idents.get(ctx_id), seq_of[slot], module, name,
                         path, line, ncall, ttot, tsub))
@@ -517,6 +570,12 @@ class YappiProfile:
             if early:
                 self._counted_early = {i for i in early if i[1] not in seq_of}
         return out
+
+
+#: (file, first line) of the profiler's own functions that run under Yappi's hook when a task
+#: thread's hook is already on at a task's start (``YappiProfile._hook_on``)
+_MACHINERY = {(c.co_filename, c.co_firstlineno)
+              for c in (set_profile.__code__, YappiProfile._hook_on.__code__)}
 
 
 def _probe() -> None:

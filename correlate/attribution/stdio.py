@@ -95,8 +95,11 @@ def attribute_stdio(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.
                         nulls_equal=True).select(on))
     odd = pl.concat([odd.with_columns(why=pl.lit(INCONSISTENT)),
                      other_mode.with_columns(why=pl.lit(OTHER_MODE))]).unique(on)
+    # (file sizes are needed only for inconsistent records: most runs have none)
+    sizes = _sizes(counters if not odd.is_empty() else counters.head(0), processes, clocks, odd)
     fixed, odd_left = _resolve(rec.join(odd, on=on, nulls_equal=True), opens, executions,
-                               win, files, _expected(counters, opens, executions))
+                               win, files, sizes,
+                               rec.join(odd, on=on, how="anti", nulls_equal=True))
     left = rec.join(who.select(on).unique(), on=on, how="anti", nulls_equal=True).join(
         odd, on=on, how="anti", nulls_equal=True)
     return (pl.concat([files.cast(files_schema), fixed.cast(files_schema)]),
@@ -138,48 +141,106 @@ def _any_opener(opens: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
         "host", "pid", "path").unique()
 
 
-def _by_size(r: dict, starts: np.ndarray, stops: np.ndarray, ids: np.ndarray,
-             expected: dict[tuple[int, str], float]) -> dict[int, float]:
-    """Shares of an inconsistent record when the candidates' own file sizes account for its
-    bytes exactly: those running during its span, or those whose window holds its first or
-    last call, whose expected bytes (``_expected``) add up to the record's. Else empty."""
+def _picks(r: dict, starts: np.ndarray, stops: np.ndarray, ids: np.ndarray
+           ) -> list[list[int]]:
+    """The candidates that may have moved an inconsistent record's bytes: those running
+    during its span, and those whose window holds its first or last call."""
     slack, first, last = r["slack_ns"], r["first_ns"], r["last_ns"]
     during = (starts - slack <= last) & (first <= stops + slack)
     ends = (((starts - slack <= first) & (first <= stops + slack))
             | ((starts - slack <= last) & (last <= stops + slack)))
-    for pick in (during, ends):
-        who = sorted({int(e) for e in ids[pick]})
+    return [sorted({int(e) for e in ids[pick]}) for pick in (during, ends)]
+
+
+def _by_size(r: dict, starts: np.ndarray, stops: np.ndarray, ids: np.ndarray,
+             expected: dict[tuple[int, str], float]) -> dict[int, float]:
+    """Shares of an inconsistent record when the candidates' own file sizes account for its
+    bytes exactly: those of a pick (``_picks``) whose expected bytes (``_expected``) add up to
+    the record's, each its size. Else empty."""
+    for who in _picks(r, starts, stops, ids):
         sizes = [n for e in who if (n := expected.get((e, r["op"]))) is not None]
         if who and len(sizes) == len(who) and sum(sizes) == r["bytes"]:
             return {e: n / r["bytes"] for e, n in zip(who, sizes, strict=True)}
     return {}
 
 
-def _expected(counters: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame
+def _rests(r: dict, starts: np.ndarray, stops: np.ndarray, ids: np.ndarray,
+           expected: dict[tuple[int, str], float], own: set[int]) -> set[float]:
+    """What an inconsistent record leaves to its own file: for each pick (``_picks``) with
+    exactly one opener of the record's file and every other candidate's size known, its
+    bytes less the others' sizes (the record is its file's stream plus misfiled ones)."""
+    got = set()
+    for who in _picks(r, starts, stops, ids):
+        mine = [e for e in who if e in own]
+        others = [expected.get((e, r["op"])) for e in who if e not in own]
+        known = [n for n in others if n is not None]
+        if len(mine) == 1 and len(known) == len(others) and r["bytes"] - sum(known) > 0:
+            got.add(r["bytes"] - sum(known))
+    return got
+
+
+def _derived(rests: dict[tuple, set[float]]) -> pl.DataFrame:
+    """Sizes of files whose records of both operations in a process are inconsistent (no
+    consistent record says how big the file is): where the read record and the write record
+    leave their file the same single rest (``_rests``), that is its size, two records of
+    Darshan agreeing to the byte."""
+    rows = []
+    for (host, pid, path, op), got in rests.items():
+        if op != "read":
+            continue
+        both = got & rests.get((host, pid, path, "write"), set())
+        if len(both) == 1:
+            size = both.pop()
+            rows += [(host, pid, path, o, size) for o in ("read", "write")]
+    return pl.DataFrame(rows, schema={"host": pl.String, "pid": pl.Int64, "path": pl.String,
+                                      "op": pl.String, "bytes": pl.Float64}, orient="row")
+
+
+def _sizes(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame,
+           odd: pl.DataFrame) -> pl.DataFrame:
+    """host, pid, path, op, bytes of every record of the logs (all modules) but the
+    inconsistent STDIO ones (``odd``): a record Darshan filled with another stream's bytes says
+    nothing of its own file's size."""
+    on = ["host", "pid", "path", "op"]
+    modules = counters.get_column("module").cast(pl.String).unique().sort().to_list()
+    recs = [darshan_records(counters, processes, clocks, m).select(*on, "bytes")
+            for m in modules]
+    if not recs:
+        return pl.DataFrame(schema={"host": pl.String, "pid": pl.Int64, "path": pl.String,
+                                    "op": pl.String, "bytes": pl.Float64})
+    stdio = modules.index("STDIO") if "STDIO" in modules else None
+    if stdio is not None:
+        recs[stdio] = recs[stdio].join(odd, on=on, how="anti", nulls_equal=True)
+    return pl.concat(recs)
+
+
+def _expected(sizes: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame
               ) -> dict[tuple[int, str], float]:
     """(execution_id, op) → the bytes its own files say it moved: for reads, the sizes of the
-    files it opened for reading (the most any record wrote to each), for writes, the most any
-    record read back of the files it opened for writing. Absent when a file's size is
-    unknown (no record of the other operation)."""
-    sizes = counters.group_by("path").agg(read=pl.col("write_bytes").max(),
-                                          write=pl.col("read_bytes").max())
-    sizes = sizes.unpivot(index="path", variable_name="op", value_name="size").filter(
-        pl.col("size") > 0)
+    files it opened for reading (the most any consistent record wrote to each), for writes,
+    the most any consistent record read back of the files it opened for writing (``_sizes``).
+    Absent when a file's size is unknown (no such record of the other operation)."""
+    flip = pl.when(pl.col("op") == "read").then(pl.lit("write")).otherwise(pl.lit("read"))
+    known = sizes.filter(pl.col("bytes") > 0).group_by("path", op=flip).agg(
+        size=pl.col("bytes").max())
     per = openers(opens, executions).select("path", "op", "execution_id").unique().join(
-        sizes, on=["path", "op"], how="left")
+        known, on=["path", "op"], how="left")
     known = per.group_by("execution_id", "op").agg(
         pl.col("size").sum(), unknown=pl.col("size").is_null().any()).filter(~pl.col("unknown"))
     return {(e, op): float(n) for e, op, n, _u in known.rows()}
 
 
 def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
-             windows: pl.DataFrame, files: pl.DataFrame,
-             expected: dict[tuple[int, str], float]) -> tuple[pl.DataFrame, pl.DataFrame]:
+             windows: pl.DataFrame, files: pl.DataFrame, sizes: pl.DataFrame,
+             consistent: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(task_files rows, unattributed rest) of the inconsistent records. Candidates: the
     record's openers and the executions of its process that opened some file for the same
-    operation and got no stdio bytes for it from a consistent record (an owner whose own
+    operation whose record there is missing or inconsistent too (``consistent``: the STDIO
+    records that are not) and got no stdio bytes from a consistent record (an owner whose own
     record Darshan misfiled). One candidate whose window holds the whole span gets the record
-    whole (``stdio-reassigned``); otherwise it is shared by time among the candidates running
+    whole (``stdio-reassigned``), or those whose sizes account for its bytes each their size
+    (``_by_size``; ``sizes`` of the files from the consistent records, and ``_derived``);
+    otherwise it is shared by time among the candidates running
     during its span (``inconsistent-split``, ``shares.time_shares``), the rest
     unattributed."""
     on = ["host", "pid", "path", "op"]
@@ -188,16 +249,33 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
               "attribution": METHOD}
     if odd.is_empty():
         return pl.DataFrame(schema=schema), odd
-    movers = openers(opens, executions).select("host", "pid", "op", "execution_id").unique()
-    served = files.select("execution_id", "op").unique()
-    orphans = movers.join(served, on=["execution_id", "op"], how="anti")
     own = openers(opens, executions).select(*on, "execution_id")
+    served = files.select("execution_id", "op").unique()
+    # an opener of a file whose own record is missing or inconsistent: its bytes may be the
+    # ones Darshan misfiled (one whose file's record was consistent, given to another opener
+    # of it, moved none of them)
+    orphans = (own.join(consistent.select(on), on=on, how="anti", nulls_equal=True)
+               .join(served, on=["execution_id", "op"], how="anti")
+               .select("host", "pid", "op", "execution_id").unique())
     cand = pl.concat([odd.select(on).join(orphans, on=["host", "pid", "op"],
                                           nulls_equal=True).select(*on, "execution_id"),
                       odd.select(on).join(own, on=on, nulls_equal=True)]).unique()
     cand = cand.join(windows.select("execution_id", "local_start_ns", "local_stop_ns"),
                      on="execution_id")
     groups = cand.partition_by(*on, as_dict=True)
+    own_ids = {k: set(g["execution_id"].to_list()) for k, g in odd.select(on).join(
+        own, on=on, nulls_equal=True).partition_by(*on, as_dict=True).items()}
+    expected = _expected(sizes, opens, executions)
+    rests = {}
+    records = {tuple(r[c] for c in on): r for r in odd.iter_rows(named=True)}
+    for k, of_k in groups.items():
+        if records[k]["first_ns"] is not None:
+            rests[k] = _rests(records[k], of_k["local_start_ns"].to_numpy(),
+                              of_k["local_stop_ns"].to_numpy(), of_k["execution_id"].to_numpy(),
+                              expected, own_ids.get(k, set()))
+    derived = _derived(rests)
+    if not derived.is_empty():
+        expected = _expected(pl.concat([sizes, derived]), opens, executions)
     rows, rest = [], []
     for r in odd.iter_rows(named=True):
         g = groups.get(tuple(r[c] for c in on))

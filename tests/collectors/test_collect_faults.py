@@ -87,6 +87,27 @@ def worker_pids(run: Path) -> list[int]:
             for p in sorted((run / "procs").glob("worker-*/proc.json"))]
 
 
+def wait_workers_gone(run: Path, timeout: float = 120) -> None:
+    """Until the job's worker processes have ended (they flush their rows as they end, after
+    their parent), however long that takes on a loaded machine."""
+    procs = []
+    for pid in worker_pids(run):
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    deadline = time.monotonic() + timeout
+
+    def alive(p: psutil.Process) -> bool:
+        try:
+            return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+    while any(alive(p) for p in procs):
+        assert time.monotonic() < deadline, "the workers did not end"
+        time.sleep(0.05)
+
+
 def accounted(run: Path, marks: Path) -> tuple[set[str], int, object]:
     """(keys that ran without an execution row, executions counted as missing, frames)."""
     frames = load(run)
@@ -184,7 +205,7 @@ def test_sigkill_of_collect_leaves_a_run_that_says_it_has_no_exit_code(tmp_path)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
     wait_for(tmp_path / "done")  # the job goes on and ends by itself
-    time.sleep(2)
+    wait_workers_gone(run)
     absent, counted, frames = accounted(run, marks)
     assert len(absent) <= counted
     assert any("no exit code" in w for w in frames.warnings)
@@ -205,7 +226,7 @@ def test_sigterm_and_sigint_to_collect_or_the_job(tmp_path, sig, target):
     _out, err = proc.communicate(timeout=240)
     assert proc.returncode == 128 + sig
     assert f"{COLLECTORS}/" not in err and "collect:" not in err, err[-3000:]
-    time.sleep(2)  # the workers close after their parent
+    wait_workers_gone(run)  # the workers close after their parent
     absent, counted, _frames = accounted(run, marks)
     assert len(absent) <= counted
 
@@ -223,7 +244,7 @@ def test_sigkill_of_the_scheduler_in_the_jobs_process(tmp_path):
     _out, err = proc.communicate(timeout=240)
     # Dask's own workers log their lost scheduler (tracebacks of the job): none of ours
     assert proc.returncode == 137 and f"{COLLECTORS}/" not in err, err[-3000:]
-    time.sleep(2)  # the workers end after their parent
+    wait_workers_gone(run)  # the workers end after their parent
     absent, counted, frames = accounted(run, marks)
     assert len(absent) <= counted
     assert sum("its rows were flushed as it exited" in w for w in frames.warnings) == 2

@@ -24,6 +24,7 @@ import polars as pl
 import pytest
 
 from collectors.darshan_env import find_runtime
+from correlate.attribution.stdio import INCONSISTENT
 from correlate.cli import main
 from testing.darshan_writer import write_log
 
@@ -70,8 +71,11 @@ def correlated(tmp_path_factory):
 
 
 def _stdio_files(out: Path) -> pl.DataFrame:
+    """task_files rows of C stdio records (a record that contradicts the record of opens and
+    whose owner is not evident is shared by time: ``inconsistent-split``)."""
+    method = pl.col("attribution").cast(pl.String)
     return pl.read_parquet(out / "task_files.parquet").filter(
-        pl.col("attribution").cast(pl.String).str.starts_with("stdio")).with_columns(
+        method.str.starts_with("stdio") | (method == "inconsistent-split")).with_columns(
         pl.col("op").cast(pl.String))
 
 
@@ -86,14 +90,26 @@ def test_every_stdio_byte_goes_to_the_task_that_moved_it(correlated):
     want = pl.DataFrame([{"key": t["key"], "op": op, "bytes": float(n)}
                          for t in truth for op, _path, n, *_ in t["stdio"]])
     un = pl.read_parquet(out / "unattributed.parquet")
-    assert un.filter(pl.col("reason").str.starts_with("C stdio")
-                     & pl.col("path").str.contains("array-")).is_empty()
-    # every byte the tasks moved through stdio is given to the tasks, reads and writes apart
-    assert (files.group_by("op").agg(pl.col("bytes").sum()).sort("op")
+    left = un.filter(pl.col("reason").str.starts_with("C stdio")
+                     & pl.col("path").str.contains("array-")).select(
+        pl.col("op").cast(pl.String), "bytes", "reason")
+    if real_runtime:
+        # the runtime can file two arrays' streams under one file in both operations, with
+        # no record left to tell either file's size (``test_stdio_io``: "records whose sizes
+        # nothing tells"): no owner is evident, and the part of those records that no task's
+        # window explains stays unattributed, saying why, never given to a task as if known
+        assert set(left["reason"]) <= {f"C stdio (not traced by DXT): {INCONSISTENT}"}
+    else:
+        assert left.is_empty()
+    # every byte the tasks moved through stdio is given to the tasks, reads and writes apart,
+    # or (real runtime) left unattributed as above
+    assert (pl.concat([files.select("op", "bytes"), left.select("op", "bytes")])
+            .group_by("op").agg(pl.col("bytes").sum().round(3)).sort("op")
             .equals(want.group_by("op").agg(pl.col("bytes").sum()).sort("op")))
     tasks = pl.read_parquet(out / "tasks.parquet")
     saves = tasks.filter(pl.col("key").str.starts_with("save"))
-    assert saves["write_bytes"].sum() >= want.filter(pl.col("op") == "write")["bytes"].sum()
+    assert (saves["write_bytes"].sum() + left.filter(pl.col("op") == "write")["bytes"].sum()
+            >= want.filter(pl.col("op") == "write")["bytes"].sum() - 1e-3)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["io"]["stdio"]["bytes"] >= want["bytes"].sum()
     if real_runtime:

@@ -177,3 +177,75 @@ def test_the_open_audit_event_says_what_it_allows():
     assert _access(None, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) == "write"
     assert _access(None, os.O_RDWR) == "read-write"
     assert _access(None, None) is None
+
+
+#: the tasks of a job whose streams the runtime misfiled (process clock, ms): saveA writes A
+#: at 5, saveB writes B at 25, saveC writes C at 35; loadA reads A at 45, loadC reads C at 65,
+#: loadB reads B at 75; lookA opens A to read its first bytes in Python (POSIX, 4,096 B)
+MISFILED = pl.DataFrame({
+    "execution_id": list(range(7)),
+    "key": ["saveA", "saveB", "saveC", "loadA", "loadC", "loadB", "lookA"],
+    "host": ["h"] * 7, "pid": [1] * 7, "execution_seq": list(range(1, 8)),
+    "local_start_ns": [t * MS for t in (0, 20, 30, 40, 60, 72, 80)],
+    "local_stop_ns": [t * MS for t in (10, 30, 38, 50, 70, 78, 90)]})
+MISFILED_OPENS = [(1, "/d/A", "write"), (2, "/d/B", "write"), (3, "/d/C", "write"),
+                  (4, "/d/A", "read"), (5, "/d/C", "read"), (6, "/d/B", "read"),
+                  (7, "/d/A", "read")]
+
+
+def _record(path, op, nbytes, first_ms, last_ms, module="STDIO"):
+    """One record of process 1 with ``nbytes`` of ``op``, its first and last call at these
+    process-clock times (Darshan's clock is 2 ms behind)."""
+    reads, writes = (None, None), (None, None)
+    span = (first_ms - 2, last_ms - 2)
+    if op == "read":
+        reads = span
+    else:
+        writes = span
+    return counters([(1, module, path, nbytes if op == "read" else 0,
+                      nbytes if op == "write" else 0)], reads=reads, writes=writes)
+
+
+def _misfiled(records):
+    cnt = pl.concat(records)
+    files, un = attribute_stdio(cnt, opens(MISFILED_OPENS), MISFILED, PROCS, CLOCKS)
+    total = stdio_totals(cnt)
+    assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(total["bytes"])
+    got = {(MISFILED["key"][r["execution_id"]], r["op"], r["attribution"]):
+           pytest.approx(r["bytes"]) for r in files.iter_rows(named=True)}
+    return got, un
+
+
+def test_a_file_whose_records_both_hold_a_misfiled_stream_gets_what_both_leave_it():
+    # GIVEN the runtime filed saveB's write (3,000 B) under A's write record and loadC's read
+    # (2,000 B) under A's read record: A's records are its own 5,000 B plus another file's,
+    # and no consistent record tells A's size (lookA's POSIX read is only its first 4,096 B);
+    # B's and C's sizes are known from their consistent records
+    got, un = _misfiled([
+        _record("/d/A", "write", 8000, 5, 25), _record("/d/A", "read", 7000, 45, 65),
+        _record("/d/C", "write", 2000, 35, 35), _record("/d/B", "read", 3000, 75, 75),
+        _record("/d/A", "read", 4096, 85, 85, module="POSIX")])
+    # THEN A's write record less saveB's 3,000 B and A's read record less loadC's 2,000 B
+    # leave A the same 5,000 B: two records agree, and every task gets what it moved
+    assert got == {("saveA", "write", "stdio-reassigned"): 5000,
+                   ("saveB", "write", "stdio-reassigned"): 3000,
+                   ("loadA", "read", "stdio-reassigned"): 5000,
+                   ("loadC", "read", "stdio-reassigned"): 2000,
+                   ("saveC", "write", "stdio-file"): 2000,
+                   ("loadB", "read", "stdio-file"): 3000}
+    assert un.is_empty()
+
+
+def test_records_whose_sizes_nothing_tells_stay_shared_by_time_and_say_so():
+    # GIVEN both streams of A and of B filed under A, in both operations: 8,000 B written and
+    # read, and no record of B at all; nothing tells how the 8,000 B divide between A and B
+    got, un = _misfiled([
+        _record("/d/A", "write", 8000, 5, 25), _record("/d/A", "read", 8000, 45, 75),
+        _record("/d/C", "write", 2000, 35, 35), _record("/d/C", "read", 2000, 65, 65),
+        _record("/d/A", "read", 4096, 85, 85, module="POSIX")])
+    # THEN no task is given A's records as if it were known whose they are: they are shared
+    # by time among the tasks running during their calls, the rest unattributed, with why
+    assert {k[2] for k in got if k[0] in ("saveA", "saveB", "loadA", "loadB")} == {
+        "inconsistent-split"}
+    assert set(un["reason"]) == {f"C stdio (not traced by DXT): {INCONSISTENT}"}
+    assert un["bytes"].sum() > 0
