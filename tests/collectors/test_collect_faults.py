@@ -280,7 +280,9 @@ def test_a_run_folder_where_no_process_can_write_is_said(tmp_path):
     proc = start_job(run, marks, deny)
     _out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0 and (tmp_path / "done").exists(), err[-3000:]
-    assert "Traceback" not in err, err[-3000:]
+    # (Dask's own tracebacks, e.g. a heartbeat racing the scheduler's close on a loaded
+    # machine, are not ours: none may run through the collectors)
+    assert not [t for t in err.split("Traceback")[1:] if "collectors/" in t], err[-3000:]
     denied = [line for line in err.splitlines() if "dask-correlate: " in line]
     assert any("CorrelateSchedulerPlugin" in line and "Permission denied" in line
                for line in denied), err[-3000:]
