@@ -40,7 +40,9 @@ Attribution methods (column ``attribution``):
   descriptor table), given to the evident owners among its openers and the executions of the
   process that opened a file for that operation and got no stdio bytes of their own: the one
   whose window holds its calls, whole, or those whose own files' sizes add up to its bytes,
-  each its size. Named in a warning.
+  each its size (a file's size taken only from records consistent with its opens, or, where
+  its read and write records both hold misfiled streams, the size both leave it when they
+  agree to the byte). Named in a warning.
 - ``counter-split``: as counter-file, for a file whose openers' windows do not single one out:
   the counters' span (first to last call) shared by time among the openers running in it,
   weighted by the process's HEATMAP bins where the log has them; the part of the span no
