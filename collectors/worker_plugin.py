@@ -27,7 +27,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from collectors import coroutine_steps, exit_flush, file_opens
+from collectors import code_cache, coroutine_steps, exit_flush, file_opens
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, record, set_log_dir
 from collectors.options import DEFAULTS, Options
@@ -99,6 +99,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     task_hooks: tuple[Any, Any] = (None, None)
     #: an execution's Yappi tag from its seq (None: the seq itself); set at start
     tag_of: Any = None
+    #: yappi modes: gives the functions a task brings this process's code objects
+    canonicalise: Any = None
 
     def __init__(self, run_dir: str, options: Options = DEFAULTS) -> None:
         self.run_dir = run_dir
@@ -188,6 +190,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.tag_of = None
         if isinstance(self.profiler, YappiProfile):
             self.tag_of = self.profiler.acquire
+            self.canonicalise = code_cache.canonicalise
             self.profiler.clear_bytes = min(CLEAR_BYTES, self.profile_budget // 2)
             prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
                                                  None) for name in self._orig_submits) if p)
@@ -299,6 +302,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         def execute(key: Any, *args: Any, **kwargs: Any) -> Any:
             seq = next(self.seq)
             ts = tasks.get(key)
+            if ts is not None and self.canonicalise is not None:
+                # before the task function first runs under Yappi (collectors.code_cache)
+                self.canonicalise(ts.run_spec)
             if ts is not None and getattr(ts.run_spec, "is_coro", False):
                 return self._coroutine(run(key, seq, False, *args, **kwargs), key, seq)
             return run(key, seq, True, *args, **kwargs)
