@@ -14,7 +14,10 @@ flags, first line and line table are equal; CPython's comparison leaves out the 
 qualified name, so they are part of the key (the function rows name both). A code object is
 only ever replaced by an equal one with the same free and cell variables, so the function
 runs the same instructions on the same closure. Functions of importable modules are left
-alone: their code object is already the module's one. Standard library only."""
+alone: their code object is already the module's one. Called on the executors' threads, with
+Yappi's hook off and outside any execution's tag: the cache's dict reads and writes are atomic;
+two threads filing one text at once leave a task with its own code object (it runs the same).
+Standard library only."""
 
 from __future__ import annotations
 
@@ -69,6 +72,25 @@ class CodeCache:
         the process's code objects. Never raises; what cannot be looked at is left."""
         try:
             _Walk(self).value(spec, 0)
+        except Exception:  # noqa: BLE001, S110 - a task runs the same with its own code
+            pass
+
+    def canonicalise_call(self, fn: Any, args: tuple) -> None:
+        """``canonicalise`` the run spec an executor call carries: among its first arguments,
+        or in the closure of ``fn`` (Dask submits ``lambda: context.run(_run_task, run_spec,
+        ...)``); data is not walked."""
+        try:
+            found = list(args[:3])
+            for cell in getattr(fn, "__closure__", None) or ():
+                try:
+                    content = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                found.extend(content[:3] if type(content) is tuple else (content,))
+            for arg in found:
+                if type(arg).__module__ == _TASK_MODULE:
+                    self.canonicalise(arg)
+                    return
         except Exception:  # noqa: BLE001, S110 - a task runs the same with its own code
             pass
 
@@ -174,3 +196,4 @@ class _Walk:
 #: this process's cache (the worker plugin's copies share it)
 CACHE = CodeCache()
 canonicalise = CACHE.canonicalise
+canonicalise_call = CACHE.canonicalise_call

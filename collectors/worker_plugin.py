@@ -99,8 +99,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     task_hooks: tuple[Any, Any] = (None, None)
     #: an execution's Yappi tag from its seq (None: the seq itself); set at start
     tag_of: Any = None
-    #: yappi modes: gives the functions a task brings this process's code objects
+    #: yappi modes: gives the functions a task brings this process's code objects (of its
+    #: run spec; of a run spec among an executor call's arguments)
     canonicalise: Any = None
+    canonicalise_call: Any = None
 
     def __init__(self, run_dir: str, options: Options = DEFAULTS) -> None:
         self.run_dir = run_dir
@@ -191,6 +193,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         if isinstance(self.profiler, YappiProfile):
             self.tag_of = self.profiler.acquire
             self.canonicalise = code_cache.canonicalise
+            self.canonicalise_call = code_cache.canonicalise_call
             self.profiler.clear_bytes = min(CLEAR_BYTES, self.profile_budget // 2)
             prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
                                                  None) for name in self._orig_submits) if p)
@@ -302,10 +305,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         def execute(key: Any, *args: Any, **kwargs: Any) -> Any:
             seq = next(self.seq)
             ts = tasks.get(key)
-            if ts is not None and self.canonicalise is not None:
-                # before the task function first runs under Yappi (collectors.code_cache)
-                self.canonicalise(ts.run_spec)
             if ts is not None and getattr(ts.run_spec, "is_coro", False):
+                if self.canonicalise is not None:  # before its first step runs under Yappi
+                    self.canonicalise(ts.run_spec)
                 return self._coroutine(run(key, seq, False, *args, **kwargs), key, seq)
             return run(key, seq, True, *args, **kwargs)
 
@@ -361,6 +363,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         included (its ``builtins=False`` only hides them when it reports), under the
         execution's tag, and each new tag makes it build a new entry for each function: a
         clock read inside the window cost a new entry per task."""
+        if self.canonicalise_call is not None:
+            # yappi modes: the functions the task (Dask's run spec) brings take the process's
+            # code objects (collectors.code_cache), before Yappi sees them; here, not on the
+            # event loop, whose hook is on in yappi-all, and outside the task's clocks
+            # and tag (after a clear this thread's hook is on until its task ends)
+            self.canonicalise_call(fn, args)
         tid = threading.get_ident()
         tags = self.tags
         tags.current[tid] = seq
