@@ -27,7 +27,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from collectors import coroutine_steps, exit_flush, file_opens
+from collectors import code_cache, coroutine_steps, exit_flush, file_opens
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, record, set_log_dir
 from collectors.options import DEFAULTS, Options
@@ -99,6 +99,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     task_hooks: tuple[Any, Any] = (None, None)
     #: an execution's Yappi tag from its seq (None: the seq itself); set at start
     tag_of: Any = None
+    #: yappi modes: gives the functions a task brings this process's code objects (of its
+    #: run spec; of a run spec among an executor call's arguments)
+    canonicalise: Any = None
+    canonicalise_call: Any = None
 
     def __init__(self, run_dir: str, options: Options = DEFAULTS) -> None:
         self.run_dir = run_dir
@@ -188,6 +192,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.tag_of = None
         if isinstance(self.profiler, YappiProfile):
             self.tag_of = self.profiler.acquire
+            if not self.profiler.event_loop:
+                # not in yappi-all: there, with tiny clear bounds, a real cluster made ten times
+                # the clears (tests/collectors/test_yappi_clears.py; not explained yet), so
+                # that mode keeps each task's own code objects
+                self.canonicalise = code_cache.canonicalise
+                self.canonicalise_call = code_cache.canonicalise_call
             self.profiler.clear_bytes = min(CLEAR_BYTES, self.profile_budget // 2)
             prefixes = tuple(p for p in (getattr(worker.executors.get(name), "_thread_name_prefix",
                                                  None) for name in self._orig_submits) if p)
@@ -300,6 +310,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             seq = next(self.seq)
             ts = tasks.get(key)
             if ts is not None and getattr(ts.run_spec, "is_coro", False):
+                if self.canonicalise is not None:  # before its first step runs under Yappi
+                    self.canonicalise(ts.run_spec)
                 return self._coroutine(run(key, seq, False, *args, **kwargs), key, seq)
             return run(key, seq, True, *args, **kwargs)
 
@@ -355,6 +367,12 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         included (its ``builtins=False`` only hides them when it reports), under the
         execution's tag, and each new tag makes it build a new entry for each function: a
         clock read inside the window cost a new entry per task."""
+        if self.canonicalise_call is not None:
+            # yappi modes: the functions the task (Dask's run spec) brings take the process's
+            # code objects (collectors.code_cache), before Yappi sees them; here, not on the
+            # event loop, whose hook is on in yappi-all, and outside the task's clocks
+            # and tag (after a clear this thread's hook is on until its task ends)
+            self.canonicalise_call(fn, args)
         tid = threading.get_ident()
         tags = self.tags
         tags.current[tid] = seq
