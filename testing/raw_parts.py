@@ -59,3 +59,13 @@ def to_current_parts(run: Path) -> list[Path]:
             info["format_version"] = 2
             meta.write_text(json.dumps(info, indent=1, sort_keys=True))
     return out
+
+
+def calls_per_execution(run: Path, names: list[str]) -> pl.DataFrame:
+    """Every worker's task executions with, per function of ``names``, the calls its function
+    rows count (a column per name; null: the execution has no row of that function)."""
+    executions = read_raw(run, "task_executions", "worker-*")
+    stats = read_raw(run, "worker_func_stats", "worker-*").filter(pl.col("name").is_in(names))
+    calls = stats.group_by("proc", "execution_seq").agg(
+        **{n: pl.col("ncall").filter(pl.col("name") == n).sum() for n in names})
+    return executions.join(calls, on=["proc", "execution_seq"], how="left")

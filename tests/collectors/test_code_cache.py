@@ -145,7 +145,7 @@ def test_a_real_cluster_keeps_one_code_object_per_function(tmp_path, mode):
     from distributed import Client, LocalCluster
 
     import collectors
-    from testing.raw_parts import read_raw
+    from testing.raw_parts import calls_per_execution
 
     work = script()["work"]
     run = tmp_path / "run"
@@ -166,14 +166,8 @@ def test_a_real_cluster_keeps_one_code_object_per_function(tmp_path, mode):
         return
     assert [(c["work"], c["f1"]) for c in after_100.values()] == [(1, 1), (1, 1)]
     assert [(c["work"], c["f1"]) for c in after_500.values()] == [(1, 1), (1, 1)]
-    executions = read_raw(run, "task_executions", "worker-*")
-    stats = read_raw(run, "worker_func_stats", "worker-*").filter(
-        pl.col("name").is_in(["work", "f1"]))
-    calls = stats.group_by("proc", "execution_seq").agg(
-        work=pl.col("ncall").filter(pl.col("name") == "work").sum(),
-        f1=pl.col("ncall").filter(pl.col("name") == "f1").sum())
-    joined = executions.join(calls, on=["proc", "execution_seq"], how="left")
-    assert executions.height == 500
+    joined = calls_per_execution(run, ["work", "f1"])
+    assert joined.height == 500
     wrong = joined.filter(pl.col("work").is_null() | (pl.col("work") != 1)
                           | (pl.col("f1") != 2))
     assert wrong.is_empty(), wrong

@@ -212,7 +212,7 @@ def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp
     from distributed import Client, LocalCluster
 
     import collectors
-    from testing.raw_parts import read_raw
+    from testing.raw_parts import calls_per_execution
 
     ns: dict = {}
     exec(SOURCE, ns)  # noqa: S102 - a function cloudpickle sends by value
@@ -226,17 +226,11 @@ def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp
     clears = [json.loads(p.read_text()).get("profile_clears", {})
               for p in run.glob("procs/worker-*/closed.json")]
     assert len(clears) == 2 and sum(c.get("clears", 0) for c in clears) >= 2
-    executions = read_raw(run, "task_executions", "worker-*")
-    stats = read_raw(run, "worker_func_stats", "worker-*").filter(
-        pl.col("name").is_in(["work", "f1"]))
-    calls = stats.group_by("proc", "execution_seq").agg(
-        work=pl.col("ncall").filter(pl.col("name") == "work").sum(),
-        f1=pl.col("ncall").filter(pl.col("name") == "f1").sum())
-    joined = executions.join(calls, on=["proc", "execution_seq"], how="left")
+    joined = calls_per_execution(run, ["work", "f1"])
     # every task timed; one row per execution: a task Dask ran again (a worker the scheduler
     # lost on a loaded machine, its tasks recomputed elsewhere) has one per run
-    assert executions["key"].n_unique() == CLUSTER_TASKS
-    assert executions.height >= CLUSTER_TASKS
+    assert joined["key"].n_unique() == CLUSTER_TASKS
+    assert joined.height >= CLUSTER_TASKS
     without = joined.filter(pl.col("work").is_null())
     assert without.height == sum(c.get("executions_cut", 0) for c in clears), (clears, without)
     exact = joined.filter(pl.col("work").is_not_null())
