@@ -605,11 +605,17 @@ def process_dir(run_dir: Path, role: str, host: str, pid: int) -> Path:
     and the sink's own ``mkdir`` fails as it would have."""
     base = run_dir / "procs" / f"{role}-{host}-{pid}"
     with _claim_lock:
+        try:
+            base.parent.mkdir(parents=True, exist_ok=True)
+            creatable = True
+        except OSError:  # (FileExistsError too: a file named procs; nothing can be created)
+            creatable = False
         path, n = base, 1
         while True:
             if path not in _CLAIMED:
+                if not creatable:
+                    break
                 try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
                     path.mkdir()
                     break
                 except FileExistsError:

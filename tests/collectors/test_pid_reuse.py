@@ -89,3 +89,16 @@ def test_a_reused_pid_gets_its_own_folder_and_both_processes_are_read(tmp_path):
     assert tasks.select("key", "worker", "pid").rows() == [
         *((f"a-{s}", "tcp://127.0.0.1:40001", pid) for s in (1, 2, 3)),
         *((f"b-{s}", "tcp://127.0.0.1:40002", pid) for s in (1, 2, 3))]
+
+
+def test_a_run_folder_where_no_process_folder_can_be_made_gives_the_name_unclaimed(tmp_path):
+    """``procs`` taken by a file: nothing can be created under it. The writer gets its name
+    at once (its sink's own mkdir then fails and says so), a second writer of this process
+    the next name; before, the claim tried name after name for ever."""
+    from collectors.sink import process_dir
+
+    (tmp_path / "procs").write_text("not a folder")
+    first = process_dir(tmp_path, "worker", "h", 7)
+    second = process_dir(tmp_path, "worker", "h", 7)
+    assert (first.name, second.name) == ("worker-h-7", "worker-h-7.2")
+    assert not first.exists() and not second.exists()
