@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 #: distinct code objects kept; past it new texts are left as they come (a job that makes
@@ -81,11 +82,7 @@ class CodeCache:
         ...)``); data is not walked."""
         try:
             found = list(args[:3])
-            for cell in getattr(fn, "__closure__", None) or ():
-                try:
-                    content = cell.cell_contents
-                except ValueError:  # an empty cell
-                    continue
+            for content in _closure(fn):
                 found.extend(content[:3] if type(content) is tuple else (content,))
             for arg in found:
                 if type(arg).__module__ == _TASK_MODULE:
@@ -93,6 +90,15 @@ class CodeCache:
                     return
         except Exception:  # noqa: BLE001, S110 - a task runs the same with its own code
             pass
+
+
+def _closure(fn: Any) -> Iterator[Any]:
+    """What the cells of ``fn``'s closure hold (empty cells left out)."""
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
 
 
 class _Walk:
@@ -157,11 +163,7 @@ class _Walk:
             self.cache.function(fn)
         except (TypeError, ValueError):
             pass  # left with its own code object: runs the same
-        for cell in fn.__closure__ or ():
-            try:
-                content = cell.cell_contents
-            except ValueError:  # an empty cell
-                continue
+        for content in _closure(fn):
             self.value(content, depth + 1)
         if id(glob) not in self.seen:
             self.seen.add(id(glob))

@@ -436,7 +436,7 @@ class YappiProfile:
         uncounted. (With Yappi's Python-level entry point installed instead, the install made
         at the task function's first call could be refused too, and the error would be
         raised into the task.)"""
-        return self._hook_on, functools.partial(sys.setprofile, None)
+        return self._hook_on, _HOOK_OFF
 
     def _hook_on(self) -> None:
         """``task_hooks``' on. Where the hook is already on (a resume after a clear hooks every

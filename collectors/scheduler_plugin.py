@@ -142,8 +142,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                    stimulus_id: str | None = None, **kwargs: Any) -> None:
         # Only plain values are kept until the flush, in flat lists: a container kept alive
         # (Dask's keywords dict, its startstops) would be one more object for the scheduler's
-        # garbage collector, which then runs more often and walks more (noop jobs: about one
-        # more full collection per 20,000 tasks, each ~0.1 s)
+        # garbage collector, which then runs more often and walks more
         t = time.time_ns()
         self._append_transition((t, key, start, finish, stimulus_id))
         if kwargs:  # the task-finished message (processing->memory), an error's, …

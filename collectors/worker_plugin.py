@@ -193,9 +193,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         if isinstance(self.profiler, YappiProfile):
             self.tag_of = self.profiler.acquire
             if not self.profiler.event_loop:
-                # not in yappi-all: there, with tiny clear bounds, a real cluster made ten times
-                # the clears (tests/collectors/test_yappi_clears.py; not explained yet), so
-                # that mode keeps each task's own code objects
+                # not in yappi-all: there, with tiny clear bounds, a real cluster made many more
+                # clears (tests/collectors/test_yappi_clears.py; not explained yet), so that
+                # mode keeps each task's own code objects
                 self.canonicalise = code_cache.canonicalise
                 self.canonicalise_call = code_cache.canonicalise_call
             self.profiler.clear_bytes = min(CLEAR_BYTES, self.profile_budget // 2)
