@@ -551,6 +551,21 @@ def darshan_process_cost(lib: str, work: Path, repeat: int) -> None:
         print(f"| {name} | {m * 1e3:.1f} | {(m - base) * 1e3:+.1f} |")
 
 
+def compile_bytecode(tree: Path) -> None:
+    """The collectors' bytecode, as a user's install has it: pip compiles a package's modules
+    when it installs them (Dask's here too), and an editable checkout is compiled at its first
+    import. Where ``PYTHONDONTWRITEBYTECODE`` is set (as on the machine these figures were
+    measured on) nothing would write it, and every scheduler, worker and `collect` process of
+    every job would compile the collectors' modules again (tens of ms each): a cost of this
+    machine's setting, not of the collectors. Python reads existing bytecode whatever the
+    setting."""
+    import compileall
+
+    for package in ("collectors", "correlate"):
+        if (tree / package).is_dir():
+            compileall.compile_dir(tree / package, quiet=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -576,6 +591,9 @@ def main() -> None:
     modes = [m for m in args.modes.split(",") if m != "darshan" or lib]
     if not lib:
         print(f"darshan: not measured ({how})")
+    for tree in (REPO, args.baseline_tree):
+        if tree is not None:
+            compile_bytecode(tree)
     work = Path(tempfile.mkdtemp(prefix="bench-many-tasks-"))
     try:
         if not args.no_overhead:

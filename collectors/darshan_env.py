@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collectors.darshan_after import MMAP_FOLDER
 from collectors.options import DXT_SEGMENTS
 
 #: searched in order after --darshan PATH and $DARSHAN_RUNTIME
@@ -160,6 +159,8 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS, dxt: 
     log_dir.mkdir(parents=True, exist_ok=True)
     # each process's memory-mapped records (left behind by a process that does not close its
     # log) stay in the run folder, not in /tmp; collectors.darshan_after tidies them
+    from correlate.schema.run import MMAP_FOLDER  # (only with a runtime: not at `collect`'s start)
+
     mmap_dir = run_dir / MMAP_FOLDER
     mmap_dir.mkdir(exist_ok=True)
     prefixes = sorted({sys.prefix, sys.base_prefix, str(run_dir / "procs")})
