@@ -256,6 +256,9 @@ class YappiProfile:
         #: memory its clears freed counts as still held (``memory``)
         self.keeps_code_alive = False
         self._cleared_bytes = 0
+        #: new threads Yappi's hook could not be put on (``_hook_new_threads``)
+        self.threads_unhooked = 0
+        self._bootstrap: tuple[Any, Any] | None = None
 
     def acquire(self, seq: int) -> int:
         """The tag of execution ``seq`` (called as it starts, before the hook goes on): a
@@ -416,15 +419,44 @@ class YappiProfile:
         yappi.start(builtins=False, profile_threads=True)
         if not self.event_loop:
             sys.setprofile(None)
-        if task_threads:
-            hook = yappi._profile_thread_callback
+        self._hook_new_threads(task_threads)
 
-            def new_thread(frame: Any, event: str, arg: Any) -> None:
-                sys.setprofile(None)
-                if not threading.current_thread().name.startswith(task_threads):
-                    hook(frame, event, arg)  # other threads (libraries' helpers): profiled
+    def _hook_new_threads(self, task_threads: tuple[str, ...]) -> None:
+        """Yappi's ``profile_threads`` hooks each new thread through ``threading.setprofile``:
+        threading's bootstrap installs the hook before the thread's target runs, unguarded, so
+        an install CPython refuses there (another thread part-way through its own: see
+        ``set_profile``) kills the new thread before it ran anything (an executor's thread:
+        its pool never replaces it, and a worker of one thread hangs). The hook goes on in a
+        wrapper of the bootstrap instead, retried; a thread it never takes on runs unprofiled
+        and is counted (``threads_unhooked``). Task threads (names starting with
+        ``task_threads``) start without it (``task_hooks``)."""
+        import _yappi
 
-            threading.setprofile(new_thread)
+        threading.setprofile(None)
+        original = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
+
+        def bootstrap(thread: threading.Thread) -> None:
+            try:
+                if not self.stopped and not (task_threads
+                                             and thread.name.startswith(task_threads)):
+                    # Yappi's C hook, installed by an event it ignores (as ``_hook_on``)
+                    install = functools.partial(_yappi._profile_event, sys._getframe(),
+                                                "c_call", None)
+                    if not set_profile(install):
+                        self.threads_unhooked += 1
+            except Exception:  # noqa: BLE001 - never keep a thread from running
+                self.threads_unhooked += 1
+            original(thread)
+
+        threading.Thread._bootstrap_inner = bootstrap  # type: ignore[attr-defined]
+        self._bootstrap = (original, bootstrap)
+
+    def _unhook_new_threads(self) -> None:
+        if self._bootstrap is not None:
+            original, ours = self._bootstrap
+            if threading.Thread._bootstrap_inner is ours:  # type: ignore[attr-defined]
+                threading.Thread._bootstrap_inner = original  # type: ignore[attr-defined]
+            self._bootstrap = None
 
     def task_hooks(self) -> tuple[Any, Any]:
         """Callables putting the calling thread's hook on and off around a task function (see
@@ -460,6 +492,7 @@ class YappiProfile:
             self._draining = False
             self._lock.notify_all()
             yappi.stop()
+            self._unhook_new_threads()
 
     def memory(self) -> int:
         """Bytes Yappi holds; where it keeps the code objects it saw alive, plus what it held

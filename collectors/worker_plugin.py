@@ -293,6 +293,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                 "clears": self.profiler.clears, "forced": self.profiler.clears_forced,
                 "executions_cut": self.profiler.executions_cut}}
                if isinstance(self.profiler, YappiProfile) and self.profiler.clears else {}),
+            **({"profile_threads_unhooked": self.profiler.threads_unhooked}
+               if isinstance(self.profiler, YappiProfile) and self.profiler.threads_unhooked
+               else {}),
             "executions_running_at_close": running,
             "executions_not_timed": self.executions_not_timed,
             "transfers_lost_to_dask_log_limit": {

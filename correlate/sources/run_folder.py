@@ -695,6 +695,12 @@ def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
             f"{name}: {cut} execution(s) were running when Yappi's tables had to be cleared "
             "with executions in flight (its memory bound): their calls running then were lost, "
             "so they have no function rows")
+    unhooked = _of(closed, "profile_threads_unhooked", int) or 0
+    if unhooked:
+        reader.warnings.append(
+            f"{name}: Yappi's hook could not be put on {unhooked} thread(s) as they started "
+            "(another thread was installing its own; they ran unprofiled): their work outside "
+            "tasks has no function rows")
     lost = sum(_counts(closed, "transfers_lost_to_dask_log_limit").values())
     if lost:
         reader.rejects.append(("collector", name, "transfers lost to Dask's bounded log", lost))
