@@ -124,6 +124,11 @@ def _message(header_type: int, build, body_length: int) -> bytes:  # noqa: ANN00
 def _column(values: Sequence, kind: str) -> tuple[int, list[bytes]]:
     """(null count, buffers) of one column: validity (empty without nulls), [offsets], data."""
     n = len(values)
+    if kind != "utf8":
+        try:  # most columns hold no null: no scan for one before the conversion
+            return 0, [b"", array(KINDS[kind][1], values).tobytes()]
+        except TypeError:
+            pass  # a null (or a value of another type: raised again below)
     nulls = values.count(None)
     validity = b""
     if nulls:
