@@ -11,6 +11,10 @@ but not the imports (``bench_many_tasks.py`` has the whole job, start-up include
 figure per round pair is (plugins - plain) / N per role; the medians over pairs are printed
 with their spread.
 
+Not in these figures: the file-open audit hook (``collectors.file_opens``), which a process
+cannot remove once added, so the plain rounds after the first recorded one pay it too (its cost
+per audited event is ``bench_task_hooks.py``'s; Dask raises about 60 audited events per task).
+
 What this isolates that the whole-job benchmark cannot: the job's other processes (the client,
 the nannies, the launcher) and the cluster's start-up vary by more than the collectors' cost
 from one job to the next; here the same processes run both kinds of rounds, seconds apart.
