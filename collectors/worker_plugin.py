@@ -30,7 +30,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from collectors import code_cache, coroutine_steps, exit_flush, file_opens
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, record, set_log_dir
-from collectors.options import DEFAULTS, Options
+from collectors.options import DEFAULTS, Options, darshan_in_preload
 from collectors.profiling import CLEAR_BYTES, TaskTags, YappiProfile, make_profiler
 from collectors.sink import (
     ProcessSink,
@@ -95,6 +95,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     idempotent = True
     #: taken out of the worker's plugins while it runs (see teardown)
     removed = False
+    #: the files tasks open are recorded (where Darshan traces the process; set at setup)
+    record_opens = False
     #: (resume, pause) of the profiler's hook around each task function (yappi modes)
     task_hooks: tuple[Any, Any] = (None, None)
     #: an execution's Yappi tag from its seq (None: the seq itself); set at start
@@ -171,8 +173,14 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self.marker_path = (Path(self.run_dir) / "darshan" / "markers"
                             / pdir.name.removeprefix("worker-"))
         self.marker_offset = 0
+        # the files a task opens are evidence for Darshan's I/O only (the helper-, stdio- and
+        # counter- methods): recorded where Darshan traces this process. The audit hook that
+        # sees them cannot be removed and runs for every audited event of the process, which
+        # Dask raises about 60 of per task
+        self.record_opens = darshan_in_preload() is not None
         self._patch(worker)
-        file_opens.install()
+        if self.record_opens:
+            file_opens.install()
         self.profiler = make_profiler(self.profile, self.tags, boundary=(
             CorrelateWorkerPlugin._timed.__code__, CoroutineSteps._step.__code__))
         self.profile_rows: tuple[list[tuple], list[tuple]] | None = None
@@ -323,11 +331,13 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             # Dask copies this context to the executing thread, and the libraries the task
             # calls copy it on to their helper threads (collectors.file_opens)
             sink = self.sink
-            opens = file_opens.CURRENT.set(None if sink is None else (seq, sink.append))
+            opens = (file_opens.CURRENT.set(None if sink is None else (seq, sink.append))
+                     if self.record_opens else None)
             try:
                 result = await self._orig_execute(key, *args, **kwargs)
             finally:
-                file_opens.CURRENT.reset(opens)
+                if opens is not None:
+                    file_opens.CURRENT.reset(opens)
                 _CURRENT_KEY.reset(token)
             if threaded:
                 self._count_untimed(seq, result)
