@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -56,6 +57,9 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self._graphs: deque = deque()
         self._annotations: deque = deque()
         self._append_transition: Callable[[tuple], None] = self._transitions.extend
+        #: values the transitions buffer holds before a row is counted as dropped (the bound
+        #: ``_append_transition`` keeps; tested inline in the hook, a call fewer per row)
+        self._transitions_cap = sys.maxsize
         self._append_detail: Callable[[tuple], None] = self._details.extend
         self._append_startstop: Callable[[tuple], None] = self._startstops.extend
         self._arrivals: deque = deque()
@@ -80,6 +84,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self.sink = ProcessSink(pdir, tables, interval=self.options.flush_interval)
         self._transitions, self._append_transition = self.sink.raw("scheduler_transitions",
                                                                    _TRANSITION)
+        self._transitions_cap = self.sink.max_rows * _TRANSITION
         self._details, self._append_detail = self.sink.raw("scheduler_transition_details",
                                                            _DETAIL)
         self._startstops, self._append_startstop = self.sink.raw("task_startstops",
@@ -144,7 +149,11 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         # (Dask's keywords dict, its startstops) would be one more object for the scheduler's
         # garbage collector, which then runs more often and walks more
         t = time.time_ns()
-        self._append_transition((t, key, start, finish, stimulus_id))
+        buf = self._transitions
+        if len(buf) < self._transitions_cap:
+            buf.extend((t, key, start, finish, stimulus_id))
+        else:  # (the bounded add counts it as dropped)
+            self._append_transition((t, key, start, finish, stimulus_id))
         if kwargs:  # the task-finished message (processing->memory), an error's, …
             worker, thread = kwargs.get("worker"), kwargs.get("thread")
             self._append_detail((t, key, worker, thread, kwargs.get("nbytes")))

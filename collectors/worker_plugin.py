@@ -159,6 +159,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         # not the task thread or the loop
         self.transitions, self._add_transition = self.sink.raw(
             "worker_transitions", sink_width(tables, "worker_transitions"))
+        # the bound ``_add_transition`` keeps, tested inline in the hook (a call fewer per row)
+        self._transitions_cap = self.sink.max_rows * sink_width(tables, "worker_transitions")
         self.executions, self._add_execution = self.sink.raw(
             "task_executions", sink_width(tables, "task_executions"))
         self.seq = itertools.count(1)
@@ -483,7 +485,11 @@ class CorrelateWorkerPlugin(WorkerPlugin):
     # ---- transitions -----------------------------------------------------------------------
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        self._add_transition((time.time_ns(), key, start, finish))
+        buf = self.transitions
+        if len(buf) < self._transitions_cap:
+            buf.extend((time.time_ns(), key, start, finish))
+        else:  # (the bounded add counts it as dropped)
+            self._add_transition((time.time_ns(), key, start, finish))
 
     # ---- periodic (event loop): transfers, clock samples, markers --------------------------
 

@@ -82,3 +82,24 @@ def test_a_startstop_without_its_times_is_counted_not_written(tmp_path):
     assert starts["action"].to_list() == ["transfer"]
     assert plugin.sink.dropped["task_startstops"] == {"entry without a start or stop time": 1}
     assert read_raw(tmp_path, "scheduler_transitions").height == 1
+
+
+def test_transitions_past_the_buffer_bound_are_counted_as_dropped(tmp_path, monkeypatch):
+    """The hook tests the bound inline: past ``max_rows`` buffered rows a transition is
+    counted as dropped, not kept (the flush writes the ones kept)."""
+    import functools
+
+    from collectors import scheduler_plugin
+
+    monkeypatch.setattr(scheduler_plugin, "ProcessSink",
+                        functools.partial(ProcessSink, max_rows=3))
+    plugin = CorrelateSchedulerPlugin(str(tmp_path))
+    task = SimpleNamespace(prefix=SimpleNamespace(name="x"), group=SimpleNamespace(name="x-1"))
+    plugin._start(SimpleNamespace(address="tcp://s:1", tasks={"x-1": task}, extensions={}))
+    for finish in ("waiting", "processing", "memory", "released", "forgotten"):
+        plugin.transition("x-1", "a", finish, stimulus_id="s")
+    assert plugin.sink is not None
+    assert plugin.sink.dropped["scheduler_transitions"] == {"buffer full": 2}
+    plugin.close_sink()
+    rows = read_raw(tmp_path, "scheduler_transitions")
+    assert rows["finish"].to_list() == ["waiting", "processing", "memory"]
