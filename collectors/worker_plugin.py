@@ -150,8 +150,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         set_log_dir(pdir)
         tables = {t.name: t for t in (
             schema.EXECUTIONS_RAW, schema.WORKER_TRANSITIONS, schema.TRANSFERS_RAW,
-            schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
-            schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
+            schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_3, schema.FUNC_STATS_RAW,
+            schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
         # raw rows, flat and bounded (collectors.sink): keys are rendered by the flush thread,
         # not the task thread or the loop
@@ -563,15 +563,22 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                 self._sink.append("worker_transfer_keys", (seq, key_str(k), nbytes))
 
     def _sample(self) -> None:
+        """A clock and CPU sample, and when markers are on the Darshan clock marker written
+        right after it, on the same row (``CLOCK_SAMPLES_3``: no stream of its own)."""
         t = os.times()
         now = time.time_ns()
-        self._sink.append("worker_clock_samples", (
-            now, time.perf_counter_ns(), getattr(self.worker, "scheduler_delay", None),
-            getattr(self.worker, "latency", None), t.user + t.system))
+        sample = (now, time.perf_counter_ns(), getattr(self.worker, "scheduler_delay", None),
+                  getattr(self.worker, "latency", None), t.user + t.system)
+        marker: tuple = (None, None, None, None)
         if self.markers:
-            self._write_marker()
+            try:
+                marker = self._write_marker()
+            except OSError as err:  # the sample is still written
+                record(err, "clock marker")
+        self._sink.append("worker_clock_samples", (*sample, *marker))
 
-    def _write_marker(self) -> None:
+    def _write_marker(self) -> tuple[int, str, int, int]:
+        """Write the next marker; its row's values (time, path, offset, length)."""
         self.marker_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.marker_path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
@@ -579,9 +586,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             os.pwrite(fd, MARKER_BYTES, self.marker_offset)
         finally:
             os.close(fd)
-        self._sink.append("worker_clock_markers", (t, str(self.marker_path), self.marker_offset,
-                                                  len(MARKER_BYTES)))
+        offset = self.marker_offset
         self.marker_offset += len(MARKER_BYTES)
+        return t, str(self.marker_path), offset, len(MARKER_BYTES)
 
     # ---- flush (background thread) ---------------------------------------------------------
 

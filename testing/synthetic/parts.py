@@ -99,11 +99,17 @@ class PartWriter:
         self.run_format = run_format
         self.tables: list[tuple[Table, np.ndarray, Callable[[int, int], list[Any]]]] = []
         self.snapshots: list[tuple[Table, list[Any]]] = []
+        #: rows of tables written on another's rows (``CARRIED``), counted under their own name
+        self.carried: dict[str, int] = {}
 
     def add(self, table: Table, append_times: np.ndarray,
             build: Callable[[int, int], list[Any]]) -> None:
         """``append_times`` sorted; ``build(lo, hi)`` returns the columns of rows lo..hi."""
         self.tables.append((table, append_times, build))
+
+    def counted(self, table: Table, rows: int) -> None:
+        """``rows`` of ``table`` written on another table's rows (``CARRIED``)."""
+        self.carried[table.name] = rows
 
     def snapshot(self, table: Table, arrays: list[Any]) -> None:
         """A snapshot table (the last one a process wrote), written with the others."""
@@ -130,7 +136,7 @@ class PartWriter:
                 write_table(self.proc_dir / table.name / f"snapshot{PART_SUFFIX}", table, arrays)
         else:
             self._write_streams(batches)
-        return {table.name: len(t) for table, t, _ in self.tables}
+        return {**{table.name: len(t) for table, t, _ in self.tables}, **self.carried}
 
     def _write_streams(self, batches: list[tuple[Table, pa.Table]]) -> None:
         snaps = [(t, arrow_table(t, a)) for t, a in self.snapshots]

@@ -141,14 +141,24 @@ def _clock(job: Job, wk: Worker, writer: PartWriter, ex: np.ndarray, samples: np
     proc_cpu = np.floor((0.5 + done + 0.02 * (samples - wk.setup) / 1e9) * 100) / 100
     anchor_perf = 3_600 * SEC + wk.index * 70 * MS
     perf = anchor_perf + (samples - wk.setup)
-    writer.add(raw.CLOCK_SAMPLES_RAW, samples, lambda lo, hi: [
-        samples[lo:hi] + loc, perf[lo:hi], delay_s[lo:hi], latency[lo:hi],
-        proc_cpu[lo:hi]])
     mt = samples + 30 * US
     mpath = job.marker_path(wk)
-    writer.add(raw.CLOCK_MARKERS_RAW, mt, lambda lo, hi: [
-        mt[lo:hi] + loc, pa.repeat(mpath, hi - lo),
-        len(MARKER_BYTES) * np.arange(lo, hi), np.full(hi - lo, len(MARKER_BYTES))])
+
+    def sample_columns(lo: int, hi: int) -> list[Any]:
+        return [samples[lo:hi] + loc, perf[lo:hi], delay_s[lo:hi], latency[lo:hi],
+                proc_cpu[lo:hi]]
+
+    def marker_columns(lo: int, hi: int) -> list[Any]:
+        return [mt[lo:hi] + loc, pa.repeat(mpath, hi - lo),
+                len(MARKER_BYTES) * np.arange(lo, hi), np.full(hi - lo, len(MARKER_BYTES))]
+
+    if writer.run_format == 3:  # each marker on the row of the sample it follows (CARRIED)
+        writer.add(raw.CLOCK_SAMPLES_3, samples,
+                   lambda lo, hi: sample_columns(lo, hi) + marker_columns(lo, hi))
+        writer.counted(raw.CLOCK_MARKERS_RAW, m)
+    else:
+        writer.add(raw.CLOCK_SAMPLES_RAW, samples, sample_columns)
+        writer.add(raw.CLOCK_MARKERS_RAW, mt, marker_columns)
     return proc_cpu, anchor_perf
 
 
