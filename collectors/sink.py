@@ -16,8 +16,8 @@ are counted as dropped with their reason, never silently lost; hooks that buffer
 their own bound them through ``raw`` the same way. A write that fails (a full or read-only run
 folder: ``OSError``) cuts the stream back to its last complete batch and keeps its rows for the
 next flush (the next batch is written at that length, over whatever a failed cut left). ``close()``
-flushes and writes ``closed.json`` (row counts, drops per table and reason, failed writes, hook
-errors), into space reserved at start when the folder is full by then.
+flushes and adds the closing record to proc.json (row counts, drops per table and reason, failed
+writes, hook errors), into space proc.json reserved at start when the folder is full by then.
 
 Streams and snapshots are Arrow IPC written by the standard library alone
 (``collectors.arrow_file``): the pyarrow Parquet writer of run format 1 cost each Dask process
@@ -41,10 +41,12 @@ from collectors.arrow_file import batch_message, holds, ipc_file, schema_message
 from collectors.guard import ERRORS, never_raise
 from collectors.options import DEFAULTS
 from correlate.schema.run import (
-    CLOSED_RESERVE_NAME,
+    CLOSED_FIELD,
+    CLOSED_JSON,
     PAIR_NULL,
     PAIR_SEP,
     PAIRS,
+    PROC_JSON,
     SNAPSHOT_SUFFIX,
     STREAM_SUFFIX,
     STRING_IDS,
@@ -113,8 +115,9 @@ REASONS = {errno.ENOSPC: "no space", errno.EDQUOT: "no space (quota)",
            errno.EACCES: "permission", errno.EPERM: "permission",
            errno.EROFS: "read-only file system",
            errno.ENOENT: "folder gone (moved or deleted)"}
-#: bytes reserved at start for closed.json (``close`` in a full folder), and their file
-CLOSED_RESERVE = 16384
+#: bytes proc.json reserves after its object for the closing record (``close`` in a full
+#: folder)
+CLOSING_RESERVE = 16384
 
 
 def reason_of(err: OSError) -> str:
@@ -298,12 +301,10 @@ class ProcessSink:
         self._thread = threading.Thread(target=self._run, name="dask-correlate-flush",
                                         daemon=True)
         proc_dir.mkdir(parents=True, exist_ok=True)
-        self._reserve = proc_dir / CLOSED_RESERVE_NAME
-        #: the folder kept open (read-only: a remount stays possible), so that closed.json
-        #: reaches it even after the run folder was moved
+        #: the folder kept open (read-only: a remount stays possible), so that the closing
+        #: record reaches proc.json even after the run folder was moved
         self._dir_fd: int | None = None
         try:
-            self._reserve.write_bytes(b" " * CLOSED_RESERVE)
             self._dir_fd = os.open(proc_dir, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             pass
@@ -497,52 +498,61 @@ class ProcessSink:
         for name, buf, width in self._raw:  # left by a hook that failed
             if len(buf) >= width:
                 self.dropped[name]["not flushed (hook error)"] += len(buf) // width
-        closed = {
+        closing = {
             "closed_ns": time.time_ns(),
             "rows": {n: w + self.snapshot_rows[n] for n, w in self.written.items()},
             "dropped": {n: dict(c) for n, c in self.dropped.items() if c},
             "write_errors": dict(self.write_errors),
             "first_write_error": self.first_write_error,
             "hook_errors": dict(ERRORS), **(extra or {})}
-        path = self.proc_dir / "closed.json"
         folder, self._dir_fd = self._dir_fd, None
         try:
-            write_json_atomic(path, closed)
-        except OSError:
-            # a full folder: the bytes reserved at start take it, renamed into place (through
-            # the folder's descriptor: also where it has been moved away); where the folder
-            # refuses the rename (its write permission removed) they stay under the reserve's
-            # name, which correlate reads too
-            if not self._into_reserve(closed, folder):
-                raise
-            try:
-                if folder is None:
-                    os.replace(self._reserve, path)
-                else:
-                    os.replace(CLOSED_RESERVE_NAME, "closed.json", src_dir_fd=folder,
-                               dst_dir_fd=folder)
-            except OSError:
-                return
+            close_proc_json(self.proc_dir, closing, folder)
         finally:
             if folder is not None:
                 os.close(folder)
-        try:
-            self._reserve.unlink(missing_ok=True)
-        except OSError:
-            pass
 
-    def _into_reserve(self, closed: dict[str, Any], folder: int | None) -> bool:
-        fd = None
+
+def close_proc_json(proc_dir: Path, closing: dict[str, Any], folder: int | None = None
+                    ) -> None:
+    """Add the closing record (``closing``: rows, drops per table and reason, …) to the
+    process's proc.json, as its ``closed`` field: a new proc.json renamed into place, or, where
+    that cannot be written (a full folder, its write permission removed, the folder moved
+    away: through ``folder``, its open descriptor), into the bytes proc.json reserved at start
+    (``proc_json``). There the record is written after proc.json's object, then the object's
+    closing brace turned into a comma (one byte): a process killed in between leaves proc.json's
+    object whole, followed by bytes that readers ignore."""
+    path = proc_dir / PROC_JSON
+    fd = None
+    try:
+        fd = (os.open(PROC_JSON, os.O_RDWR, dir_fd=folder) if folder is not None
+              else os.open(path, os.O_RDWR))
+        text = os.pread(fd, os.fstat(fd).st_size, 0)
+    except OSError:
+        text = b""
+    try:
+        head = text.rstrip()
         try:
-            if folder is not None:
-                fd = os.open(CLOSED_RESERVE_NAME, os.O_WRONLY, dir_fd=folder)
+            info = json.loads(head)
+        except ValueError:
+            info = None
+        info = info if isinstance(info, dict) else {}
+        try:
+            write_json_atomic(path, {**info, CLOSED_FIELD: closing})
+            return
         except OSError:
-            pass
-        try:
-            return rewrite_in_place(self._reserve, closed, fd)
-        finally:
-            if fd is not None:
-                os.close(fd)
+            if fd is None or not info or not head.endswith(b"}"):
+                raise
+        rest = (b'\n "' + CLOSED_FIELD.encode() + b'": '
+                + json.dumps(closing, indent=1, sort_keys=True, default=str).encode() + b"\n}")
+        if len(head) + len(rest) > len(text):
+            raise OSError(errno.ENOSPC, "the closing record does not fit the bytes proc.json "
+                          "reserved", str(path))
+        os.pwrite(fd, rest, len(head))
+        os.pwrite(fd, b",", len(head) - 1)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def columns_of(rows: Sequence[tuple], width: int) -> list[list]:
@@ -641,9 +651,29 @@ def hostname() -> str:
 
 
 def proc_json(path: Path, **fields: Any) -> None:
+    """The process's proc.json, followed by ``CLOSING_RESERVE`` spaces: room for its closing
+    record (``close_proc_json``) in a folder full by then."""
     from correlate.schema import RUN_FORMAT_VERSION
 
-    write_json_atomic(path / "proc.json", {
+    write_json_atomic(path / PROC_JSON, {
         "format_version": RUN_FORMAT_VERSION, "pid": os.getpid(), "host": hostname(),
         "started_ns": time.time_ns(), "anchor_time_ns": time.time_ns(),
-        "anchor_perf_counter_ns": time.perf_counter_ns(), **fields})
+        "anchor_perf_counter_ns": time.perf_counter_ns(), **fields}, pad=CLOSING_RESERVE)
+
+
+def closing_record(proc_dir: Path) -> dict[str, Any] | None:
+    """The closing record of the process of ``proc_dir`` (None: it did not close cleanly):
+    proc.json's ``closed`` field, or closed.json, which older collectors wrote (tests, tools;
+    ``correlate`` checks it field by field)."""
+    try:
+        text = (proc_dir / PROC_JSON).read_text().lstrip()
+        info = json.JSONDecoder().raw_decode(text)[0]
+        if isinstance(info, dict) and isinstance(info.get(CLOSED_FIELD), dict):
+            return info[CLOSED_FIELD]
+    except (OSError, ValueError):
+        pass
+    try:
+        closed = json.loads((proc_dir / CLOSED_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+    return closed if isinstance(closed, dict) else None

@@ -9,7 +9,7 @@ thread-pool executor's ``submit`` (called in that context) so the task function 
 a copy of that context, and the libraries it calls hand it on to their helper threads
 (``collectors.file_opens``). A coroutine task runs on the event loop: its execute coroutine is
 driven step by step (``collectors.coroutine_steps``), each step an active slice. Tasks Dask
-runs elsewhere (process pools) are counted in ``closed.json`` as ``executions_not_timed``: the
+runs elsewhere (process pools) are counted in the closing record as ``executions_not_timed``: the
 executions whose function Dask ran (its result carries start and stop) without ``_timed``.
 """
 
@@ -273,7 +273,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
     def _on_exit(self) -> None:
         """The process ends with ``os._exit`` (its parent went away): write what is buffered
-        and closed.json, within a few seconds, with the tasks still running counted."""
+        and the closing record, within a few seconds, with the tasks still running counted."""
         if self.sink is not None:
             self._close_sink({"ended_by": "os._exit: the worker's parent process went away"},
                              join_timeout=2.0)
@@ -487,7 +487,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         some tags), so its memory grows with the executions: past ``profile_budget`` it is
         stopped for the rest of the run, before it could cost the job its memory limit. The
         executions profiled so far are still read and written; those that start later get
-        no function rows (``closed.json``: ``profile_stopped``). Stopping is safe with tasks
+        no function rows (closing record: ``profile_stopped``). Stopping is safe with tasks
         running: one that turns the hook on after this records into Yappi's tables (still
         there) until its end."""
         profiler = self.profiler

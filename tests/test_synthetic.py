@@ -161,11 +161,12 @@ def test_run_folder_is_structurally_the_recorded_sample(correlated):
     assert {k: [c for c in v if c not in REMOVED_SINCE_SAMPLE.get(k, [])]
             + ADDED_SINCE_SAMPLE.get(k, []) for k, v in want.items()} == got
     assert not list(run.glob("procs/*/*/*.parquet"))
-    for role in ("scheduler", "worker"):
-        for name in ("proc.json", "closed.json"):
-            a = json.loads(next(SAMPLE.glob(f"procs/{role}-*/{name}")).read_text())
-            b = json.loads(next(run.glob(f"procs/{role}-*/{name}")).read_text())
-            assert set(a) == set(b), (role, name)
+    for role in ("scheduler", "worker"):  # (the sample's closing record: closed.json)
+        a = json.loads(next(SAMPLE.glob(f"procs/{role}-*/proc.json")).read_text())
+        b = json.loads(next(run.glob(f"procs/{role}-*/proc.json")).read_text())
+        closed = json.loads(next(SAMPLE.glob(f"procs/{role}-*/closed.json")).read_text())
+        assert set(b) == set(a) | {"closed"}, role
+        assert set(b["closed"]) == set(closed), role
     manifest = json.loads((run / "manifest.json").read_text())
     assert set(json.loads((SAMPLE / "manifest.json").read_text())) == set(manifest) - {
         "synthetic"}

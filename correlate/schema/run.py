@@ -33,10 +33,13 @@ PART_SUFFIX = ".arrow"
 #: run format 3: a table's stream, and its snapshot, in the process folder
 STREAM_SUFFIX = ".arrows"
 SNAPSHOT_SUFFIX = ".snapshot.arrow"
-#: space each process reserves at start for its closed.json; where the folder refuses the
-#: rename to closed.json at its close (write permission removed), closed.json's content stays
-#: here (blank: not written)
-CLOSED_RESERVE_NAME = ".closed.json.reserve"
+#: each process's description, written at its start; its clean close adds the closing record
+#: (rows, drops per table and reason, …) as the field CLOSED_FIELD
+PROC_JSON, CLOSED_FIELD = "proc.json", "closed"
+#: older collectors wrote the closing record as closed.json, into bytes reserved at start in
+#: CLOSED_RESERVE_NAME where the folder was full (blank: not written), left under that name
+#: where the folder refused the rename
+CLOSED_JSON, CLOSED_RESERVE_NAME = "closed.json", ".closed.json.reserve"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.keys.key_str)", nullable=False)
@@ -160,7 +163,8 @@ WORKER_TRANSITIONS = Table(
 
 TRANSFERS_RAW = Table(
     "worker_transfers", "Incoming and outgoing transfers from Dask's transfer logs, read through "
-    "its monotonic counters (entries lost to the bounded logs are counted in closed.json).",
+    "its monotonic counters (entries lost to the bounded logs are counted in the process's "
+    "closing record).",
     (Column("transfer_seq", "Int64", "per process", nullable=False),
      Column("direction", "Enum:incoming,outgoing", "as seen by this worker", nullable=False),
      Column("peer", "String", "other worker (null: a client)"),

@@ -82,6 +82,17 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
 
 
+def write_proc(pdir: Path, info: dict[str, Any], closing: dict[str, Any], run_format: int
+               ) -> None:
+    """proc.json with its closing record as the collectors write it: in run format 3 its
+    ``closed`` field (``collectors.sink.close_proc_json``), in format 2 closed.json."""
+    if run_format == 2:
+        write_json(pdir / "proc.json", info)
+        write_json(pdir / "closed.json", closing)
+    else:
+        write_json(pdir / "proc.json", {**info, "closed": closing})
+
+
 def float_str(ns: np.ndarray) -> pa.Array:
     """Epoch seconds as text, the way Dask's stimulus ids print ``time()``."""
     return pc.cast(pa.array(ns / 1e9), pa.string())
