@@ -43,6 +43,7 @@ from collectors.options import DEFAULTS
 from correlate.schema.run import (
     CLOSED_FIELD,
     CLOSED_JSON,
+    IN_STREAM_OF,
     PAIR_NULL,
     PAIR_SEP,
     PAIRS,
@@ -235,19 +236,23 @@ def kinds_of(table: Any) -> list[str]:
             for _name, dtype in stored_columns(table)]
 
 
-def plan_of(table: Any) -> list[tuple[str, int, int]]:
-    """How each column on disk comes from the table's: ("value" | "id", i, -1) or
-    ("pair", i, j)."""
+def plan_of(table: Any, stream: Any = None) -> list[tuple[str, int, int]]:
+    """How each column on disk of ``stream``'s stream (the table's own by default; another's
+    for a table written in it, ``IN_STREAM_OF``) comes from ``table``'s columns: ("value" |
+    "id", i, -1), ("pair", i, j), or ("null", -1, -1) for one the table does not have."""
+    stream = table if stream is None else stream
     index = {c.name: i for i, c in enumerate(table.columns)}
-    pairs = PAIRS.get(table.name, {})
-    ids = STRING_IDS.get(table.name, ())
+    pairs = PAIRS.get(stream.name, {})
+    ids = STRING_IDS.get(stream.name, ())
     out = []
-    for name, _dtype in stored_columns(table):
-        if name in pairs:
+    for name, _dtype in stored_columns(stream):
+        if name in pairs and all(c in index for c in pairs[name]):
             a, b = pairs[name]
             out.append(("pair", index[a], index[b]))
-        else:
+        elif name in index:
             out.append(("id" if name in ids else "value", index[name], -1))
+        else:
+            out.append(("null", -1, -1))
     return out
 
 
@@ -289,8 +294,13 @@ class ProcessSink:
         #: the kind of each of a table's own columns (what its rows' values must fit)
         self._row_kinds = {name: [_KINDS.get(c.dtype, "utf8") for c in t.columns]
                            for name, t in tables.items()}
-        #: how each table's columns on disk come from its rows' (string ids, pairs)
-        self._plans = {name: plan_of(t) for name, t in tables.items()}
+        #: tables whose rows are written in another's stream (``IN_STREAM_OF``) -> its name
+        self._stream_of = {name: other.name for name, (other, _c) in IN_STREAM_OF.items()
+                           if name in tables and other.name in tables}
+        #: how the columns on disk of each table's stream come from its rows' (string ids,
+        #: pairs)
+        self._plans = {name: plan_of(t, tables[self._stream_of.get(name, name)])
+                       for name, t in tables.items()}
         self.streams: dict[str, StreamFile] = {}
         self.batches = 0  # record batches appended
         self.closed = False
@@ -403,6 +413,7 @@ class ProcessSink:
         return columns
 
     def _stream(self, name: str) -> StreamFile:
+        name = self._stream_of.get(name, name)
         stream = self.streams.get(name)
         if stream is None:
             table = STRINGS if name == STRINGS.name else self.tables[name]
@@ -422,6 +433,8 @@ class ProcessSink:
                 out.append(columns[i])
             elif how == "id":
                 out.append(strings.encode(columns[i]))
+            elif how == "null":
+                out.append([None] * len(columns[0]))
             else:
                 out.append(strings.encode_pairs(columns[i], columns[j]))
         if strings.new_ids:

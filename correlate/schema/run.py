@@ -285,6 +285,12 @@ CARRIED: dict[str, tuple[Table, dict[str, str]]] = {
         "local_time_ns": "marker_time_ns", "path": "marker_path", "offset": "marker_offset",
         "length": "marker_length"})}
 
+#: run format 3: tables whose rows are written in another table's stream, as rows of their
+#: own (a file fewer per process): table -> (that table, its column that is null on exactly
+#: these rows). The table's columns are all among the other's, of the same types. A coroutine
+#: task's active slices go with the executions (an execution always has a key)
+IN_STREAM_OF: dict[str, tuple[Table, str]] = {"coroutine_slices": (EXECUTIONS_RAW, "key")}
+
 #: run format 3: tables whose rows have details in another (the reader joins them back on
 #: the columns given)
 DETAILS: dict[str, tuple[Table, tuple[str, ...]]] = {

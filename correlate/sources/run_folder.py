@@ -44,6 +44,10 @@ from correlate.sources.frames import RunFrames, first_line, make_rejects, unread
 FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
                                        *raw.FORMAT3_TABLES, raw.CLOCK_SAMPLES_3)}
 STREAM_TABLES = {f"{n}{raw.STREAM_SUFFIX}": t for n, t in FORMAT3_BY_NAME.items()}
+#: run format 3: a table -> the tables written in its streams (``IN_STREAM_OF``)
+HELD: dict[str, list[str]] = {}
+for _name, (_table, _column) in raw.IN_STREAM_OF.items():
+    HELD.setdefault(_table.name, []).append(_name)
 
 #: a process that recorded under the host and pid of an earlier process of the run (pids are
 #: reused): the n-th such (n = 0, 1, …) has its sequence numbers counted from n × SEQ_STRIDE
@@ -198,7 +202,24 @@ class _Reader:
 
     def _read(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows as stored, of every process (streams read together, then
-        snapshots), with ``_proc``; mistyped files are rejects."""
+        snapshots), with ``_proc``; mistyped files are rejects. The rows of tables written in
+        its streams (``IN_STREAM_OF``) are set aside for those tables; a table written in
+        another's streams has its rows read there first."""
+        if name in raw.IN_STREAM_OF:
+            self._decoded(raw.IN_STREAM_OF[name][0].name)
+        frame = self._read_own(name)
+        for other, (table, column) in raw.IN_STREAM_OF.items():
+            if table.name == name and frame is not None and column in frame.columns:
+                held = pl.col(column).is_null()
+                rows = frame.filter(held)
+                frame = frame.filter(~held)
+                if rows.height:
+                    self.stored.setdefault(other, []).append(rows.select(
+                        *(c for c in FORMAT3_BY_NAME[other].names if c in rows.columns),
+                        "_proc"))
+        return frame
+
+    def _read_own(self, name: str) -> pl.DataFrame | None:
         table = FORMAT3_BY_NAME[name]  # (as stored: carried columns checked too)
         frame, bad = run_streams.read_many(self.pending.pop(name, []))
         for path, reason, n in bad:
@@ -247,6 +268,8 @@ class _Reader:
                 self.pending.setdefault(table.name, []).append((index, path, data, f))
                 self.paths.setdefault(table.name, []).append(path)
                 self.files[(table.name, index)] = path
+                for other in HELD.get(table.name, ()):  # (its rows' file, for rejects)
+                    self.files.setdefault((other, index), path)
         self.spans.append(time_span.span(starts, [*ends, *written]))
 
     def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
@@ -594,8 +617,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                                            bad[None]))
                     reader.impossible[(t.name, info.get("address"))] += bad[None]
                 per_table[t.name].append(_with_proc(df, info))
+    held = {n: t.name for n, (t, _c) in raw.IN_STREAM_OF.items()}
     for name in [t.name for t in raw.RUN_TABLES
-                 if t.name in reader.stored or t.name in reader.pending or t.name in reader.done]:
+                 if any(n in reader.stored or n in reader.pending or n in reader.done
+                        for n in (t.name, held.get(t.name)))]:
         try:
             decoded = reader.decoded(name)
         except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not

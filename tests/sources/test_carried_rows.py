@@ -1,6 +1,7 @@
 """Run format 3: a table whose rows ride on another's (``CARRIED``: a worker's Darshan clock
-markers on its clock samples, one stream fewer per worker) reads back as its own table, the
-same as from a folder that wrote it as a stream of its own."""
+markers on its clock samples) or are written in another's stream as rows of their own
+(``IN_STREAM_OF``: coroutine slices with the executions), one stream fewer per worker, reads
+back as its own table, the same as from a folder that wrote it as a stream of its own."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from collectors.sink import ProcessSink, proc_json, process_dir
 from correlate.schema import run as schema
@@ -68,3 +70,59 @@ def test_markers_carried_on_clock_samples_read_as_their_own_table(tmp_path):
     # the per-folder reader of the tests and tools too
     ((_path, own),) = read_table(new, schema.CLOCK_MARKERS_RAW)
     assert own.select(columns).rows() == carried
+
+
+def _coroutine_worker(run: Path, pid: int, own_stream: bool, monkeypatch) -> list[tuple]:
+    """A worker folder written by the collectors' sink: 3 executions, the 2nd and 3rd coroutine
+    tasks with 2 and 3 active slices, over 2 flushes; ``own_stream``: the slices in a stream
+    of their own, as older collectors wrote them. The slices' rows."""
+    with monkeypatch.context() as m:
+        if own_stream:
+            m.setattr("collectors.sink.IN_STREAM_OF", {})
+        proc = process_dir(run, "worker", "h", pid)
+        tables = (schema.EXECUTIONS_RAW, schema.COROUTINE_SLICES_RAW)
+        sink = ProcessSink(proc, {t.name: t for t in tables})
+    proc_json(proc, pid=pid, host="h", role="worker", address=f"tcp://127.0.0.1:{pid}",
+              name=str(pid), nthreads=1, main_thread_id=threading.get_ident())
+    base, slices = time.time_ns(), []
+    for seq in (1, 2, 3):
+        start = base + seq * 10**9
+        for i in range(seq if seq > 1 else 0):
+            row = (seq, start + 1000 * i, start + 1000 * i + 500, 400)
+            sink.append("coroutine_slices", row)
+            slices.append(row)
+        sink.append("task_executions", (seq, f"k-{seq}", 7, 70, start, start + 10**6,
+                                        1200, "ok"))
+        if seq == 2:
+            sink.flush()
+    sink.close()
+    return slices
+
+
+def test_coroutine_slices_written_with_the_executions_read_as_their_own_table(tmp_path,
+                                                                              monkeypatch):
+    run = tmp_path / "run"
+    shared = _coroutine_worker(run, 1001, own_stream=False, monkeypatch=monkeypatch)
+    separate = _coroutine_worker(run, 1002, own_stream=True, monkeypatch=monkeypatch)
+    new, old = run / "procs" / "worker-h-1001", run / "procs" / "worker-h-1002"
+    assert not (new / "coroutine_slices.arrows").exists()
+    assert (old / "coroutine_slices.arrows").exists()
+    from collectors.sink import closing_record
+
+    assert closing_record(new)["rows"] == {"task_executions": 3, "coroutine_slices": 5}
+
+    frames = load(run)
+    assert frames.rejects.is_empty(), frames.rejects
+    columns = ["execution_seq", "local_start_ns", "local_stop_ns", "thread_cpu_ns"]
+    slices = frames.table("execution_slices")
+    for pid, expected in ((1001, shared), (1002, separate)):
+        got = slices.filter(pl.col("pid") == pid).sort("local_start_ns")
+        assert got.select(columns[:3]).rows() == [r[:3] for r in expected]
+        assert got["cpu_s"].to_list() == pytest.approx([r[3] / 1e9 for r in expected])
+        executions = frames.executions.filter(pl.col("pid") == pid)
+        assert executions["key"].sort().to_list() == ["k-1", "k-2", "k-3"]
+    # the per-folder reader of the tests and tools too
+    ((_path, own),) = read_table(new, schema.COROUTINE_SLICES_RAW)
+    assert own.select(columns).rows() == shared
+    ((_path, executions),) = read_table(new, schema.EXECUTIONS_RAW)
+    assert executions["key"].to_list() == ["k-1", "k-2", "k-3"]
