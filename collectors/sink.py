@@ -43,7 +43,7 @@ from collectors.options import DEFAULTS
 from correlate.schema.run import (
     CLOSED_FIELD,
     CLOSED_JSON,
-    IN_STREAM_OF,
+    IN_FILE_OF,
     PAIR_NULL,
     PAIR_SEP,
     PAIRS,
@@ -238,7 +238,7 @@ def kinds_of(table: Any) -> list[str]:
 
 def plan_of(table: Any, stream: Any = None) -> list[tuple[str, int, int]]:
     """How each column on disk of ``stream``'s stream (the table's own by default; another's
-    for a table written in it, ``IN_STREAM_OF``) comes from ``table``'s columns: ("value" |
+    for a table written in it, ``IN_FILE_OF``) comes from ``table``'s columns: ("value" |
     "id", i, -1), ("pair", i, j), or ("null", -1, -1) for one the table does not have."""
     stream = table if stream is None else stream
     index = {c.name: i for i, c in enumerate(table.columns)}
@@ -290,16 +290,26 @@ class ProcessSink:
         self.snapshot_rows: dict[str, int] = dict.fromkeys(tables, 0)
         self._snapshot_kept: dict[str, list[tuple]] = {}
         self.strings = Strings()
-        self.kinds = {name: kinds_of(t) for name, t in tables.items()}
         #: the kind of each of a table's own columns (what its rows' values must fit)
         self._row_kinds = {name: [_KINDS.get(c.dtype, "utf8") for c in t.columns]
                            for name, t in tables.items()}
-        #: tables whose rows are written in another's stream (``IN_STREAM_OF``) -> its name
-        self._stream_of = {name: other.name for name, (other, _c) in IN_STREAM_OF.items()
+        #: tables whose rows are written in another's file, its stream or its snapshot
+        #: (``IN_FILE_OF``) -> its name
+        self._stream_of = {name: other.name for name, (other, _c) in IN_FILE_OF.items()
                            if name in tables and other.name in tables}
+        #: files that other tables' rows share -> every table there
+        self._sharing: dict[str, list[str]] = {}
+        #: each table's file as stored: its own columns, or where others' rows share it, the
+        #: table holding theirs too (``IN_FILE_OF``)
+        self._stored = dict(tables)
+        for name, other in self._stream_of.items():
+            self._sharing.setdefault(other, [other]).append(name)
+            self._stored[other] = IN_FILE_OF[name][0]
+        #: the latest snapshot rows of the tables that share a file
+        self._snapshot_latest: dict[str, list[tuple]] = {}
         #: how the columns on disk of each table's stream come from its rows' (string ids,
         #: pairs)
-        self._plans = {name: plan_of(t, tables[self._stream_of.get(name, name)])
+        self._plans = {name: plan_of(t, self._stored[self._stream_of.get(name, name)])
                        for name, t in tables.items()}
         self.streams: dict[str, StreamFile] = {}
         self.batches = 0  # record batches appended
@@ -379,9 +389,8 @@ class ProcessSink:
                 columns = take(self.buffers[name], self.widths[name])
                 if columns or name in self.kept:
                     self._write(name, columns or [[] for _ in range(self.widths[name])])
-            for name, rows in list(self._snapshot_kept.items()):
-                if name in self._snapshot_kept:  # not replaced by a newer one meanwhile
-                    self.write_snapshot(name, rows)
+            if self._snapshot_kept:
+                self.write_snapshots(dict(self._snapshot_kept))
 
     def _write(self, name: str, columns: list[list]) -> None:
         """Append a batch of ``columns`` after the rows kept from failed writes; if it fails,
@@ -416,7 +425,7 @@ class ProcessSink:
         name = self._stream_of.get(name, name)
         stream = self.streams.get(name)
         if stream is None:
-            table = STRINGS if name == STRINGS.name else self.tables[name]
+            table = STRINGS if name == STRINGS.name else self._stored[name]
             stream = self.streams[name] = StreamFile(
                 self.proc_dir / f"{name}{STREAM_SUFFIX}", [n for n, _d in stored_columns(table)],
                 kinds_of(table))
@@ -460,16 +469,29 @@ class ProcessSink:
         if room:
             self.kept[name] = (columns, reason)
 
-    def _write_snapshot_file(self, name: str, columns: list[list]) -> None:
-        """Replace ``<table>.snapshot.arrow`` (an Arrow IPC file: temp name + rename)."""
-        path = self.proc_dir / f"{name}{SNAPSHOT_SUFFIX}"
+    def _write_snapshot_file(self, file: str, rows: dict[str, list[tuple]]) -> None:
+        """Replace ``<file>.snapshot.arrow`` (an Arrow IPC file: temp name + rename) with the
+        ``rows`` of each table written there: the file's own, and those ``IN_FILE_OF``
+        writes in it."""
+        path = self.proc_dir / f"{file}{SNAPSHOT_SUFFIX}"
         tmp = path.with_name(f".{path.name}.tmp")
-        names = [n for n, _d in stored_columns(self.tables[name])]
+        stored = self._stored[file]
+        names, kinds = [n for n, _d in stored_columns(stored)], kinds_of(stored)
         try:
-            def write(c: list[list]) -> None:
-                tmp.write_bytes(ipc_file(names, self.kinds[name], c))
+            if list(rows) == [file]:
+                def write(c: list[list]) -> None:
+                    tmp.write_bytes(ipc_file(names, kinds, c))
 
-            self._typed(name, columns, write)
+                self._typed(file, columns_of(rows[file], self.widths[file]), write)
+            else:  # each table's rows onto the file's columns, their values checked first
+                joined: list[list] = [[] for _ in names]
+                for name, its in rows.items():
+                    columns, mistyped = fitting(self._row_kinds[name],
+                                                columns_of(its, self.widths[name]))
+                    self.dropped[name][MISTYPED] += mistyped
+                    for out, values in zip(joined, self._encoded(name, columns), strict=True):
+                        out.extend(values)
+                tmp.write_bytes(ipc_file(names, kinds, joined))
             os.replace(tmp, path)
         except OSError:
             try:
@@ -478,23 +500,37 @@ class ProcessSink:
                 pass
             raise
 
-    @never_raise
     def write_snapshot(self, name: str, rows: list[tuple]) -> None:
-        """Replace the table's snapshot (for cumulative data such as profiles); an empty one
-        removes it. One that cannot be written is retried at the next flush (a newer one
-        replaces it)."""
+        self.write_snapshots({name: rows})
+
+    @never_raise
+    def write_snapshots(self, tables: dict[str, list[tuple]]) -> None:
+        """Replace the tables' snapshots (for cumulative data such as profiles): table -> all
+        its rows; a file left without rows is removed. Tables whose rows share a file
+        (``IN_FILE_OF``) are written together, with the latest rows given for each, the
+        file once. One that cannot be written is retried at the next flush (newer rows
+        replace its rows)."""
         with self._lock:
-            self._snapshot_kept.pop(name, None)
-            try:
-                if rows:
-                    self._write_snapshot_file(name, columns_of(rows, self.widths[name]))
-                elif self.snapshot_rows[name]:
-                    (self.proc_dir / f"{name}{SNAPSHOT_SUFFIX}").unlink(missing_ok=True)
-            except OSError as err:
-                self._failed(err)
-                self._snapshot_kept[name] = rows
-                return
-            self.snapshot_rows[name] = len(rows)
+            files: dict[str, dict[str, list[tuple]]] = {}
+            for name, rows in tables.items():
+                self._snapshot_kept.pop(name, None)
+                files.setdefault(self._stream_of.get(name, name), {})[name] = rows
+            for file, given in files.items():
+                members = self._sharing.get(file)
+                if members:
+                    self._snapshot_latest.update(given)
+                    given = {m: self._snapshot_latest.get(m, []) for m in members}
+                try:
+                    if any(given.values()):
+                        self._write_snapshot_file(file, given)
+                    elif any(self.snapshot_rows[m] for m in given):
+                        (self.proc_dir / f"{file}{SNAPSHOT_SUFFIX}").unlink(missing_ok=True)
+                except OSError as err:
+                    self._failed(err)
+                    self._snapshot_kept.update(given)
+                    continue
+                for name, rows in given.items():
+                    self.snapshot_rows[name] = len(rows)
 
     def close(self, extra: dict[str, Any] | None = None, join_timeout: float = 30) -> None:
         if self.closed:

@@ -42,11 +42,11 @@ from correlate.sources.frames import RunFrames, first_line, make_rejects, unread
 
 #: run format 3: every table a process folder may hold, by name, and by its stream's file name
 FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
-                                       *raw.FORMAT3_TABLES, raw.CLOCK_SAMPLES_3)}
+                                       *raw.FORMAT3_TABLES, *raw.STORED_3)}
 STREAM_TABLES = {f"{n}{raw.STREAM_SUFFIX}": t for n, t in FORMAT3_BY_NAME.items()}
-#: run format 3: a table -> the tables written in its streams (``IN_STREAM_OF``)
+#: run format 3: a table -> the tables written in its streams (``IN_FILE_OF``)
 HELD: dict[str, list[str]] = {}
-for _name, (_table, _column) in raw.IN_STREAM_OF.items():
+for _name, (_table, _column) in raw.IN_FILE_OF.items():
     HELD.setdefault(_table.name, []).append(_name)
 
 #: a process that recorded under the host and pid of an earlier process of the run (pids are
@@ -203,16 +203,17 @@ class _Reader:
     def _read(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows as stored, of every process (streams read together, then
         snapshots), with ``_proc``; mistyped files are rejects. The rows of tables written in
-        its streams (``IN_STREAM_OF``) are set aside for those tables; a table written in
+        its streams (``IN_FILE_OF``) are set aside for those tables; a table written in
         another's streams has its rows read there first."""
-        if name in raw.IN_STREAM_OF:
-            self._decoded(raw.IN_STREAM_OF[name][0].name)
+        if name in raw.IN_FILE_OF:
+            self._decoded(raw.IN_FILE_OF[name][0].name)
         frame = self._read_own(name)
-        for other, (table, column) in raw.IN_STREAM_OF.items():
+        for other, (table, column) in raw.IN_FILE_OF.items():
             if table.name == name and frame is not None and column in frame.columns:
                 held = pl.col(column).is_null()
                 rows = frame.filter(held)
-                frame = frame.filter(~held)
+                frame = frame.filter(~held).drop(
+                    [c for c in table.names if c not in TABLES[name].names], strict=False)
                 if rows.height:
                     self.stored.setdefault(other, []).append(rows.select(
                         *(c for c in FORMAT3_BY_NAME[other].names if c in rows.columns),
@@ -617,7 +618,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                                            bad[None]))
                     reader.impossible[(t.name, info.get("address"))] += bad[None]
                 per_table[t.name].append(_with_proc(df, info))
-    held = {n: t.name for n, (t, _c) in raw.IN_STREAM_OF.items()}
+    held = {n: t.name for n, (t, _c) in raw.IN_FILE_OF.items()}
     for name in [t.name for t in raw.RUN_TABLES
                  if any(n in reader.stored or n in reader.pending or n in reader.done
                         for n in (t.name, held.get(t.name)))]:

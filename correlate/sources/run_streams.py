@@ -24,7 +24,7 @@ from correlate.schema import Table, conform
 from correlate.schema.run import (
     CARRIED,
     DETAILS,
-    IN_STREAM_OF,
+    IN_FILE_OF,
     PAIR_NULL,
     PAIR_SEP,
     PAIRS,
@@ -339,12 +339,12 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
         return decode(frame.with_columns(_proc=pl.lit(0, pl.Int32)), path.name.split(".")[0],
                       strings, [strings.len()])[0]
 
-    held = IN_STREAM_OF.get(table.name)
+    held = IN_FILE_OF.get(table.name)
     for path in files(proc_dir, names, table.name):
         frame = read(path)
         if frame is None:
             continue
-        for host, column in IN_STREAM_OF.values():  # rows of another table
+        for host, column in IN_FILE_OF.values():  # rows of another table
             if host.name == table.name and column in frame.columns:
                 frame = frame.filter(pl.col(column).is_not_null())
         if table.name in DETAILS:
@@ -356,17 +356,18 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     if held is not None:  # its rows written in another table's streams
         host, column = held
         for path in files(proc_dir, names, host.name):
-            frame = read(path)
-            if frame is not None and column in frame.columns:
-                rows = frame.filter(pl.col(column).is_null())
-                if rows.height:
-                    out.append((path, conform(rows.select(
-                        c for c in table.names if c in frame.columns), table, path=str(path))))
+            hosting = read(path)
+            if hosting is not None and column in hosting.columns:
+                held_rows = hosting.filter(pl.col(column).is_null())
+                if held_rows.height:
+                    out.append((path, conform(held_rows.select(
+                        c for c in table.names if c in hosting.columns), table,
+                        path=str(path))))
     for name, (other, _columns) in CARRIED.items():  # its rows carried by another's
         if other.name == table.name:
             for path in files(proc_dir, names, name):
-                frame = read(path)
-                rows = None if frame is None else carried(frame, name)[1]
+                carrier = read(path)
+                rows = None if carrier is None else carried(carrier, name)[1]
                 if rows is not None:
                     out.append((path, conform(rows, table, path=str(path))))
     return out
