@@ -488,7 +488,8 @@ class ProcessSink:
                 for name, its in rows.items():
                     columns, mistyped = fitting(self._row_kinds[name],
                                                 columns_of(its, self.widths[name]))
-                    self.dropped[name][MISTYPED] += mistyped
+                    if mistyped:
+                        self.dropped[name][MISTYPED] += mistyped
                     for out, values in zip(joined, self._encoded(name, columns), strict=True):
                         out.extend(values)
                 tmp.write_bytes(ipc_file(names, kinds, joined))

@@ -172,8 +172,10 @@ def test_sender_notes_and_span_metrics_written_in_other_tables_files_read_as_the
                                                                       old.iterdir()}
     from collectors.sink import closing_record
 
-    assert closing_record(new)["rows"] == {"cluster_events": 3, "sender_notes": 3, "spans": 3,
-                                           "span_metrics": 2}
+    record = closing_record(new)
+    assert record["rows"] == {"cluster_events": 3, "sender_notes": 3, "spans": 3,
+                              "span_metrics": 2}
+    assert record["dropped"] == {}
     for proc, expected in ((new, shared), (old, separate)):  # the per-folder reader
         for table in (schema.CLUSTER_EVENTS, schema.SENDER_NOTES, schema.SPANS_RAW,
                       schema.SPAN_METRICS_RAW):
