@@ -349,8 +349,10 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
     compute = float(re.search(r"compute_seconds=([0-9.]+)", proc.stdout).group(1))
     tasks = int(re.search(r"tasks=([0-9]+)", proc.stdout).group(1))
     if mode not in (None, "yappi-alone", "null"):
-        for closed in out.glob("procs/*/closed.json"):
-            errors = json.loads(closed.read_text()).get("hook_errors")
+        from collectors.sink import closing_record  # (this tree's: it reads older folders)
+
+        for proc in out.glob("procs/*"):
+            errors = (closing_record(proc) or {}).get("hook_errors")
             if errors:
                 print(f"hook errors in {workload} {mode}: {errors}")
         shutil.rmtree(out, ignore_errors=True)

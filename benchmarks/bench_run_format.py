@@ -5,7 +5,9 @@
    ``--baseline-tree`` (format 2: a part per table and flush), and the files each process left.
 2. ``--files``: files (and folders) per process after a job that flushes ``--flushes`` times
    (``--flush-interval 0.2`` for ``0.2 × flushes`` seconds of no-op tasks: 120 flushes is a
-   10-minute job at the default 5 s), both trees.
+   10-minute job at the default 5 s), both trees; ``--heaviest``: in ``--profile yappi`` with
+   every table a process can write (tasks opening files, coroutine tasks, transfers, spans and
+   annotations, data scattered from the client, Darshan clock markers).
 3. ``--read``: ``correlate``'s reading of a synthetic run folder (``testing.synthetic``, this
    tree's format) of ``--many`` worker processes against the same executions in 4: seconds of
    ``run_folder.load`` plus reading the transitions (its Darshan logs removed: one per process,
@@ -43,17 +45,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 NOOP = REPO / "benchmarks" / "many_tasks_job.py"
 
-#: the no-op job of a given length (prints tasks=N)
+#: the no-op job of a given length (prints tasks=N), and its options that make the processes
+#: write every table they can (``--files --heaviest``)
 TIMED_JOB = REPO / "testing" / "timed_job.py"
+HEAVIEST = ["--open", "--coroutines", "--transfers", "--spans", "--scatter"]
 
 
 def collect(tree: Path, out: Path, job: list[str], interval: float | None = None,
-            profile: str = "off") -> int:
-    """Run ``job`` under ``tree``'s ``collect --profile PROFILE``; the number of tasks it ran."""
+            profile: str = "off", markers: bool = False) -> int:
+    """Run ``job`` under ``tree``'s ``collect --profile PROFILE`` (``markers``: with Darshan's
+    clock markers, asked for as its environment does); the number of tasks it ran."""
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--profile", profile,
            "--darshan", "off", *(["--flush-interval", str(interval)] if interval else []),
            "--", sys.executable, *job]
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    env = dict(os.environ, PYTHONPATH=str(tree), DASK_CORRELATE_MARKERS="1" if markers else "0")
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=tree, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
@@ -85,9 +90,9 @@ def census(run: Path) -> tuple[Counter, dict[str, tuple[int, int]]]:
 
 
 def trees(args: argparse.Namespace) -> list[tuple[str, Path]]:
-    out = [("this tree (format 3)", REPO)]
+    out = [("this tree", REPO)]
     if args.baseline_tree:
-        out.insert(0, ("baseline (format 2)", args.baseline_tree.resolve()))
+        out.insert(0, ("baseline tree", args.baseline_tree.resolve()))
     return out
 
 
@@ -116,12 +121,17 @@ def sizes(args: argparse.Namespace, work: Path) -> None:
 
 def files(args: argparse.Namespace, work: Path) -> None:
     seconds = 0.2 * args.flushes
+    heaviest = HEAVIEST if args.heaviest else []
     print(f"\nfiles per process after {seconds:.0f} s of no-op tasks flushed every 0.2 s "
-          f"({args.flushes} flushes: a {args.flushes * 5 / 60:.0f}-minute job at 5 s)")
+          f"({args.flushes} flushes: a {args.flushes * 5 / 60:.0f}-minute job at 5 s)"
+          + (f", --profile yappi, {' '.join(heaviest)}, Darshan clock markers" if heaviest
+             else ""))
     print("| tree | tasks | process | files | folders |\n|---|---:|---|---:|---:|")
     for i, (name, tree) in enumerate(trees(args)):
         out = work / f"files-{i}"
-        n = collect(tree, out, [str(TIMED_JOB), str(seconds), "--batch", "200"], interval=0.2)
+        n = collect(tree, out, [str(TIMED_JOB), str(seconds), "--batch", "200", *heaviest],
+                    interval=0.2, profile="yappi" if heaviest else "off",
+                    markers=bool(heaviest))
         for proc, (f, d) in census(out)[1].items():
             print(f"| {name} | {n:,} | {proc.split('-')[0]} | {f:,} | {d} |")
 
@@ -233,6 +243,8 @@ def main() -> None:
     ap.add_argument("--baseline-tree", type=Path, default=None)
     ap.add_argument("--sizes", action="store_true")
     ap.add_argument("--files", action="store_true")
+    ap.add_argument("--heaviest", action="store_true",
+                    help="--files: every table a process can write, --profile yappi")
     ap.add_argument("--read", action="store_true")
     ap.add_argument("--whole", action="store_true",
                     help="time the whole `correlate RUN --no-reports` on --read's folders")

@@ -10,7 +10,8 @@ the tag pool), with the same interpreter and packages.
     python benchmarks/bench_yappi_long.py [--tasks 40000] [--base a62da18] [--repeat 1]
         [--threads 1] [--only-this]
 
-Also per run: Yappi's clears (done, forced, executions cut; closed.json ``profile_clears``)
+Also per run: Yappi's clears (done, forced, executions cut; the closing records'
+``profile_clears``)
 and the RSS after every batch of 10,000 tasks (``--trace``).
 """
 
@@ -40,8 +41,12 @@ def run(tree: Path, tasks: int, out: Path, threads: int = 1) -> dict:
     printed = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     rss, trace = printed.get("rss_mb", ""), printed.get("rss_trace", "")
     clears = {"clears": 0, "forced": 0, "executions_cut": 0}
-    for closed in (out / "run").glob("procs/worker-*/closed.json"):
-        for name, n in json.loads(closed.read_text()).get("profile_clears", {}).items():
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from collectors.sink import closing_record  # (this tree's: it reads older folders)
+
+    for proc in (out / "run").glob("procs/worker-*"):
+        for name, n in (closing_record(proc) or {}).get("profile_clears", {}).items():
             clears[name] = clears.get(name, 0) + n
     # correlated by this tree's correlate, so both runs are read alike
     subprocess.run([sys.executable, "-m", "correlate.cli", str(out / "run"), "-o",

@@ -275,7 +275,10 @@ def report(version, source, plain, withc, t_plain, t_with, confirmed, flaky, des
     tests = sorted(plain.keys() | withc.keys())
     pairs = Counter((plain.get(t, "not run"), withc.get(t, "not run")) for t in tests)
     procs = list((dest / "run" / "procs").glob("*")) if (dest / "run" / "procs").is_dir() else []
-    closed = sum((d / "closed.json").exists() for d in procs)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from collectors.sink import closing_record
+
+    closed = sum(closing_record(d) is not None for d in procs)
     print(f"# distributed {version}'s own tests with the collectors preloaded")
     print(f"tests: {source}")
     print(f"collectors: {', '.join(f'{k}={v}' for k, v in env.items() if 'PRELOAD' in k)}")

@@ -6,7 +6,7 @@
 Options are checked before anything is started or written: an unknown profile or a bad flush
 interval raises ``collectors.options.OptionsError`` here. Registers the scheduler and worker
 plugins on the running cluster, writes the manifest, and on
-exit unregisters them (each process flushes and writes ``closed.json``) and finalises the
+exit unregisters them (each process flushes and closes its proc.json) and finalises the
 manifest. Darshan cannot be attached to processes that are already running; start the cluster
 under ``collect`` for I/O traces.
 """

@@ -1,8 +1,8 @@
 """Flush before ``os._exit``: a Dask worker process whose parent (the nanny, or the job holding
 a LocalCluster) goes away ends itself at once with ``os._exit`` (``distributed.process``), which
 runs no ``atexit`` and no plugin teardown. The collectors' callbacks run first, each bounded,
-so that the rows gathered since the last flush are written and ``closed.json`` says how the
-process ended; the exit itself is unchanged."""
+so that the rows gathered since the last flush are written and the closing record says how
+the process ended; the exit itself is unchanged."""
 
 from __future__ import annotations
 

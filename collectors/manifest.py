@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.options import darshan_in_preload
-from collectors.sink import hostname, rewrite_in_place, write_json_atomic
+from collectors.sink import closing_record, hostname, rewrite_in_place, write_json_atomic
 
 JOB_VARIABLES = ("PBS_JOBID", "PBS_NODEFILE", "PBS_NUM_NODES", "SLURM_JOB_ID",
                  "SLURM_JOB_NODELIST", "SLURM_NNODES", "SLURM_NTASKS", "LSB_JOBID",
@@ -114,7 +114,7 @@ def finish(run_dir: Path, manifest: dict[str, Any], exit_code: int) -> None:
     (the list of processes is left out if it does not fit)."""
     try:
         procs = sorted(p.name for p in (run_dir / "procs").glob("*") if p.is_dir())
-        unclosed = [p for p in procs if not (run_dir / "procs" / p / "closed.json").exists()]
+        unclosed = [p for p in procs if closing_record(run_dir / "procs" / p) is None]
     except OSError:
         procs, unclosed = [], []
     manifest.update(ended_ns=time.time_ns(), exit_code=exit_code, processes=procs,
@@ -155,7 +155,7 @@ def start_from_preload(run_dir: Path, options: dict[str, Any]) -> dict[str, Any]
 
 def finish_from_preload(run_dir: Path, manifest: dict[str, Any]) -> None:
     """The scheduler closes: its end time, and the processes seen so far (workers may still be
-    closing; ``correlate`` reads each one's ``closed.json`` itself)."""
+    closing; ``correlate`` reads each one's closing record itself)."""
     procs = sorted(p.name for p in (run_dir / "procs").glob("*") if p.is_dir())
     manifest.update(ended_ns=time.time_ns(), processes=procs,
                     hosts=sorted({p.split("-", 1)[1].rsplit("-", 1)[0] for p in procs}))

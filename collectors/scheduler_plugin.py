@@ -246,8 +246,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                 if len(k) == 4:  # (context, prefix, activity, unit)
                     metrics.append((span.id, str(k[0]), None if k[1] is None else str(k[1]),
                                     str(k[2]), str(k[3]), float(v)))
-        sink.write_snapshot("spans", spans)
-        sink.write_snapshot("span_metrics", metrics)
+        sink.write_snapshots({"spans": spans, "span_metrics": metrics})  # (one file)
 
     def _expand_transitions(self, sink: ProcessSink) -> None:
         # a key makes several transitions: rendered and looked up once per flush

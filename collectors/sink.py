@@ -16,8 +16,8 @@ are counted as dropped with their reason, never silently lost; hooks that buffer
 their own bound them through ``raw`` the same way. A write that fails (a full or read-only run
 folder: ``OSError``) cuts the stream back to its last complete batch and keeps its rows for the
 next flush (the next batch is written at that length, over whatever a failed cut left). ``close()``
-flushes and writes ``closed.json`` (row counts, drops per table and reason, failed writes, hook
-errors), into space reserved at start when the folder is full by then.
+flushes and adds the closing record to proc.json (row counts, drops per table and reason, failed
+writes, hook errors), into space proc.json reserved at start when the folder is full by then.
 
 Streams and snapshots are Arrow IPC written by the standard library alone
 (``collectors.arrow_file``): the pyarrow Parquet writer of run format 1 cost each Dask process
@@ -41,10 +41,13 @@ from collectors.arrow_file import batch_message, holds, ipc_file, schema_message
 from collectors.guard import ERRORS, never_raise
 from collectors.options import DEFAULTS
 from correlate.schema.run import (
-    CLOSED_RESERVE_NAME,
+    CLOSED_FIELD,
+    CLOSED_JSON,
+    IN_FILE_OF,
     PAIR_NULL,
     PAIR_SEP,
     PAIRS,
+    PROC_JSON,
     SNAPSHOT_SUFFIX,
     STREAM_SUFFIX,
     STRING_IDS,
@@ -113,8 +116,9 @@ REASONS = {errno.ENOSPC: "no space", errno.EDQUOT: "no space (quota)",
            errno.EACCES: "permission", errno.EPERM: "permission",
            errno.EROFS: "read-only file system",
            errno.ENOENT: "folder gone (moved or deleted)"}
-#: bytes reserved at start for closed.json (``close`` in a full folder), and their file
-CLOSED_RESERVE = 16384
+#: bytes proc.json reserves after its object for the closing record (``close`` in a full
+#: folder)
+CLOSING_RESERVE = 16384
 
 
 def reason_of(err: OSError) -> str:
@@ -232,19 +236,23 @@ def kinds_of(table: Any) -> list[str]:
             for _name, dtype in stored_columns(table)]
 
 
-def plan_of(table: Any) -> list[tuple[str, int, int]]:
-    """How each column on disk comes from the table's: ("value" | "id", i, -1) or
-    ("pair", i, j)."""
+def plan_of(table: Any, stream: Any = None) -> list[tuple[str, int, int]]:
+    """How each column on disk of ``stream``'s stream (the table's own by default; another's
+    for a table written in it, ``IN_FILE_OF``) comes from ``table``'s columns: ("value" |
+    "id", i, -1), ("pair", i, j), or ("null", -1, -1) for one the table does not have."""
+    stream = table if stream is None else stream
     index = {c.name: i for i, c in enumerate(table.columns)}
-    pairs = PAIRS.get(table.name, {})
-    ids = STRING_IDS.get(table.name, ())
+    pairs = PAIRS.get(stream.name, {})
+    ids = STRING_IDS.get(stream.name, ())
     out = []
-    for name, _dtype in stored_columns(table):
-        if name in pairs:
+    for name, _dtype in stored_columns(stream):
+        if name in pairs and all(c in index for c in pairs[name]):
             a, b = pairs[name]
             out.append(("pair", index[a], index[b]))
-        else:
+        elif name in index:
             out.append(("id" if name in ids else "value", index[name], -1))
+        else:
+            out.append(("null", -1, -1))
     return out
 
 
@@ -282,12 +290,27 @@ class ProcessSink:
         self.snapshot_rows: dict[str, int] = dict.fromkeys(tables, 0)
         self._snapshot_kept: dict[str, list[tuple]] = {}
         self.strings = Strings()
-        self.kinds = {name: kinds_of(t) for name, t in tables.items()}
         #: the kind of each of a table's own columns (what its rows' values must fit)
         self._row_kinds = {name: [_KINDS.get(c.dtype, "utf8") for c in t.columns]
                            for name, t in tables.items()}
-        #: how each table's columns on disk come from its rows' (string ids, pairs)
-        self._plans = {name: plan_of(t) for name, t in tables.items()}
+        #: tables whose rows are written in another's file, its stream or its snapshot
+        #: (``IN_FILE_OF``) -> its name
+        self._stream_of = {name: other.name for name, (other, _c) in IN_FILE_OF.items()
+                           if name in tables and other.name in tables}
+        #: files that other tables' rows share -> every table there
+        self._sharing: dict[str, list[str]] = {}
+        #: each table's file as stored: its own columns, or where others' rows share it, the
+        #: table holding theirs too (``IN_FILE_OF``)
+        self._stored = dict(tables)
+        for name, other in self._stream_of.items():
+            self._sharing.setdefault(other, [other]).append(name)
+            self._stored[other] = IN_FILE_OF[name][0]
+        #: the latest snapshot rows of the tables that share a file
+        self._snapshot_latest: dict[str, list[tuple]] = {}
+        #: how the columns on disk of each table's stream come from its rows' (string ids,
+        #: pairs)
+        self._plans = {name: plan_of(t, self._stored[self._stream_of.get(name, name)])
+                       for name, t in tables.items()}
         self.streams: dict[str, StreamFile] = {}
         self.batches = 0  # record batches appended
         self.closed = False
@@ -298,12 +321,10 @@ class ProcessSink:
         self._thread = threading.Thread(target=self._run, name="dask-correlate-flush",
                                         daemon=True)
         proc_dir.mkdir(parents=True, exist_ok=True)
-        self._reserve = proc_dir / CLOSED_RESERVE_NAME
-        #: the folder kept open (read-only: a remount stays possible), so that closed.json
-        #: reaches it even after the run folder was moved
+        #: the folder kept open (read-only: a remount stays possible), so that the closing
+        #: record reaches proc.json even after the run folder was moved
         self._dir_fd: int | None = None
         try:
-            self._reserve.write_bytes(b" " * CLOSED_RESERVE)
             self._dir_fd = os.open(proc_dir, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             pass
@@ -368,9 +389,8 @@ class ProcessSink:
                 columns = take(self.buffers[name], self.widths[name])
                 if columns or name in self.kept:
                     self._write(name, columns or [[] for _ in range(self.widths[name])])
-            for name, rows in list(self._snapshot_kept.items()):
-                if name in self._snapshot_kept:  # not replaced by a newer one meanwhile
-                    self.write_snapshot(name, rows)
+            if self._snapshot_kept:
+                self.write_snapshots(dict(self._snapshot_kept))
 
     def _write(self, name: str, columns: list[list]) -> None:
         """Append a batch of ``columns`` after the rows kept from failed writes; if it fails,
@@ -402,9 +422,10 @@ class ProcessSink:
         return columns
 
     def _stream(self, name: str) -> StreamFile:
+        name = self._stream_of.get(name, name)
         stream = self.streams.get(name)
         if stream is None:
-            table = STRINGS if name == STRINGS.name else self.tables[name]
+            table = STRINGS if name == STRINGS.name else self._stored[name]
             stream = self.streams[name] = StreamFile(
                 self.proc_dir / f"{name}{STREAM_SUFFIX}", [n for n, _d in stored_columns(table)],
                 kinds_of(table))
@@ -421,6 +442,8 @@ class ProcessSink:
                 out.append(columns[i])
             elif how == "id":
                 out.append(strings.encode(columns[i]))
+            elif how == "null":
+                out.append([None] * len(columns[0]))
             else:
                 out.append(strings.encode_pairs(columns[i], columns[j]))
         if strings.new_ids:
@@ -446,16 +469,30 @@ class ProcessSink:
         if room:
             self.kept[name] = (columns, reason)
 
-    def _write_snapshot_file(self, name: str, columns: list[list]) -> None:
-        """Replace ``<table>.snapshot.arrow`` (an Arrow IPC file: temp name + rename)."""
-        path = self.proc_dir / f"{name}{SNAPSHOT_SUFFIX}"
+    def _write_snapshot_file(self, file: str, rows: dict[str, list[tuple]]) -> None:
+        """Replace ``<file>.snapshot.arrow`` (an Arrow IPC file: temp name + rename) with the
+        ``rows`` of each table written there: the file's own, and those ``IN_FILE_OF``
+        writes in it."""
+        path = self.proc_dir / f"{file}{SNAPSHOT_SUFFIX}"
         tmp = path.with_name(f".{path.name}.tmp")
-        names = [n for n, _d in stored_columns(self.tables[name])]
+        stored = self._stored[file]
+        names, kinds = [n for n, _d in stored_columns(stored)], kinds_of(stored)
         try:
-            def write(c: list[list]) -> None:
-                tmp.write_bytes(ipc_file(names, self.kinds[name], c))
+            if list(rows) == [file]:
+                def write(c: list[list]) -> None:
+                    tmp.write_bytes(ipc_file(names, kinds, c))
 
-            self._typed(name, columns, write)
+                self._typed(file, columns_of(rows[file], self.widths[file]), write)
+            else:  # each table's rows onto the file's columns, their values checked first
+                joined: list[list] = [[] for _ in names]
+                for name, its in rows.items():
+                    columns, mistyped = fitting(self._row_kinds[name],
+                                                columns_of(its, self.widths[name]))
+                    if mistyped:
+                        self.dropped[name][MISTYPED] += mistyped
+                    for out, values in zip(joined, self._encoded(name, columns), strict=True):
+                        out.extend(values)
+                tmp.write_bytes(ipc_file(names, kinds, joined))
             os.replace(tmp, path)
         except OSError:
             try:
@@ -464,23 +501,37 @@ class ProcessSink:
                 pass
             raise
 
-    @never_raise
     def write_snapshot(self, name: str, rows: list[tuple]) -> None:
-        """Replace the table's snapshot (for cumulative data such as profiles); an empty one
-        removes it. One that cannot be written is retried at the next flush (a newer one
-        replaces it)."""
+        self.write_snapshots({name: rows})
+
+    @never_raise
+    def write_snapshots(self, tables: dict[str, list[tuple]]) -> None:
+        """Replace the tables' snapshots (for cumulative data such as profiles): table -> all
+        its rows; a file left without rows is removed. Tables whose rows share a file
+        (``IN_FILE_OF``) are written together, with the latest rows given for each, the
+        file once. One that cannot be written is retried at the next flush (newer rows
+        replace its rows)."""
         with self._lock:
-            self._snapshot_kept.pop(name, None)
-            try:
-                if rows:
-                    self._write_snapshot_file(name, columns_of(rows, self.widths[name]))
-                elif self.snapshot_rows[name]:
-                    (self.proc_dir / f"{name}{SNAPSHOT_SUFFIX}").unlink(missing_ok=True)
-            except OSError as err:
-                self._failed(err)
-                self._snapshot_kept[name] = rows
-                return
-            self.snapshot_rows[name] = len(rows)
+            files: dict[str, dict[str, list[tuple]]] = {}
+            for name, rows in tables.items():
+                self._snapshot_kept.pop(name, None)
+                files.setdefault(self._stream_of.get(name, name), {})[name] = rows
+            for file, given in files.items():
+                members = self._sharing.get(file)
+                if members:
+                    self._snapshot_latest.update(given)
+                    given = {m: self._snapshot_latest.get(m, []) for m in members}
+                try:
+                    if any(given.values()):
+                        self._write_snapshot_file(file, given)
+                    elif any(self.snapshot_rows[m] for m in given):
+                        (self.proc_dir / f"{file}{SNAPSHOT_SUFFIX}").unlink(missing_ok=True)
+                except OSError as err:
+                    self._failed(err)
+                    self._snapshot_kept.update(given)
+                    continue
+                for name, rows in given.items():
+                    self.snapshot_rows[name] = len(rows)
 
     def close(self, extra: dict[str, Any] | None = None, join_timeout: float = 30) -> None:
         if self.closed:
@@ -497,52 +548,61 @@ class ProcessSink:
         for name, buf, width in self._raw:  # left by a hook that failed
             if len(buf) >= width:
                 self.dropped[name]["not flushed (hook error)"] += len(buf) // width
-        closed = {
+        closing = {
             "closed_ns": time.time_ns(),
             "rows": {n: w + self.snapshot_rows[n] for n, w in self.written.items()},
             "dropped": {n: dict(c) for n, c in self.dropped.items() if c},
             "write_errors": dict(self.write_errors),
             "first_write_error": self.first_write_error,
             "hook_errors": dict(ERRORS), **(extra or {})}
-        path = self.proc_dir / "closed.json"
         folder, self._dir_fd = self._dir_fd, None
         try:
-            write_json_atomic(path, closed)
-        except OSError:
-            # a full folder: the bytes reserved at start take it, renamed into place (through
-            # the folder's descriptor: also where it has been moved away); where the folder
-            # refuses the rename (its write permission removed) they stay under the reserve's
-            # name, which correlate reads too
-            if not self._into_reserve(closed, folder):
-                raise
-            try:
-                if folder is None:
-                    os.replace(self._reserve, path)
-                else:
-                    os.replace(CLOSED_RESERVE_NAME, "closed.json", src_dir_fd=folder,
-                               dst_dir_fd=folder)
-            except OSError:
-                return
+            close_proc_json(self.proc_dir, closing, folder)
         finally:
             if folder is not None:
                 os.close(folder)
-        try:
-            self._reserve.unlink(missing_ok=True)
-        except OSError:
-            pass
 
-    def _into_reserve(self, closed: dict[str, Any], folder: int | None) -> bool:
-        fd = None
+
+def close_proc_json(proc_dir: Path, closing: dict[str, Any], folder: int | None = None
+                    ) -> None:
+    """Add the closing record (``closing``: rows, drops per table and reason, …) to the
+    process's proc.json, as its ``closed`` field: a new proc.json renamed into place, or, where
+    that cannot be written (a full folder, its write permission removed, the folder moved
+    away: through ``folder``, its open descriptor), into the bytes proc.json reserved at start
+    (``proc_json``). There the record is written after proc.json's object, then the object's
+    closing brace turned into a comma (one byte): a process killed in between leaves proc.json's
+    object whole, followed by bytes that readers ignore."""
+    path = proc_dir / PROC_JSON
+    fd = None
+    try:
+        fd = (os.open(PROC_JSON, os.O_RDWR, dir_fd=folder) if folder is not None
+              else os.open(path, os.O_RDWR))
+        text = os.pread(fd, os.fstat(fd).st_size, 0)
+    except OSError:
+        text = b""
+    try:
+        head = text.rstrip()
         try:
-            if folder is not None:
-                fd = os.open(CLOSED_RESERVE_NAME, os.O_WRONLY, dir_fd=folder)
+            info = json.loads(head)
+        except ValueError:
+            info = None
+        info = info if isinstance(info, dict) else {}
+        try:
+            write_json_atomic(path, {**info, CLOSED_FIELD: closing})
+            return
         except OSError:
-            pass
-        try:
-            return rewrite_in_place(self._reserve, closed, fd)
-        finally:
-            if fd is not None:
-                os.close(fd)
+            if fd is None or not info or not head.endswith(b"}"):
+                raise
+        rest = (b'\n "' + CLOSED_FIELD.encode() + b'": '
+                + json.dumps(closing, indent=1, sort_keys=True, default=str).encode() + b"\n}")
+        if len(head) + len(rest) > len(text):
+            raise OSError(errno.ENOSPC, "the closing record does not fit the bytes proc.json "
+                          "reserved", str(path))
+        os.pwrite(fd, rest, len(head))
+        os.pwrite(fd, b",", len(head) - 1)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def columns_of(rows: Sequence[tuple], width: int) -> list[list]:
@@ -641,9 +701,29 @@ def hostname() -> str:
 
 
 def proc_json(path: Path, **fields: Any) -> None:
+    """The process's proc.json, followed by ``CLOSING_RESERVE`` spaces: room for its closing
+    record (``close_proc_json``) in a folder full by then."""
     from correlate.schema import RUN_FORMAT_VERSION
 
-    write_json_atomic(path / "proc.json", {
+    write_json_atomic(path / PROC_JSON, {
         "format_version": RUN_FORMAT_VERSION, "pid": os.getpid(), "host": hostname(),
         "started_ns": time.time_ns(), "anchor_time_ns": time.time_ns(),
-        "anchor_perf_counter_ns": time.perf_counter_ns(), **fields})
+        "anchor_perf_counter_ns": time.perf_counter_ns(), **fields}, pad=CLOSING_RESERVE)
+
+
+def closing_record(proc_dir: Path) -> dict[str, Any] | None:
+    """The closing record of the process of ``proc_dir`` (None: it did not close cleanly):
+    proc.json's ``closed`` field, or closed.json, which older collectors wrote (tests, tools;
+    ``correlate`` checks it field by field)."""
+    try:
+        text = (proc_dir / PROC_JSON).read_text().lstrip()
+        info = json.JSONDecoder().raw_decode(text)[0]
+        if isinstance(info, dict) and isinstance(info.get(CLOSED_FIELD), dict):
+            return info[CLOSED_FIELD]
+    except (OSError, ValueError):
+        pass
+    try:
+        closed = json.loads((proc_dir / CLOSED_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+    return closed if isinstance(closed, dict) else None

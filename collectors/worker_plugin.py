@@ -9,7 +9,7 @@ thread-pool executor's ``submit`` (called in that context) so the task function 
 a copy of that context, and the libraries it calls hand it on to their helper threads
 (``collectors.file_opens``). A coroutine task runs on the event loop: its execute coroutine is
 driven step by step (``collectors.coroutine_steps``), each step an active slice. Tasks Dask
-runs elsewhere (process pools) are counted in ``closed.json`` as ``executions_not_timed``: the
+runs elsewhere (process pools) are counted in the closing record as ``executions_not_timed``: the
 executions whose function Dask ran (its result carries start and stop) without ``_timed``.
 """
 
@@ -152,8 +152,8 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         set_log_dir(pdir)
         tables = {t.name: t for t in (
             schema.EXECUTIONS_RAW, schema.WORKER_TRANSITIONS, schema.TRANSFERS_RAW,
-            schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_RAW, schema.CLOCK_MARKERS_RAW,
-            schema.FUNC_STATS_RAW, schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
+            schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_3, schema.FUNC_STATS_RAW,
+            schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
         # raw rows, flat and bounded (collectors.sink): keys are rendered by the flush thread,
         # not the task thread or the loop
@@ -283,7 +283,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
     def _on_exit(self) -> None:
         """The process ends with ``os._exit`` (its parent went away): write what is buffered
-        and closed.json, within a few seconds, with the tasks still running counted."""
+        and the closing record, within a few seconds, with the tasks still running counted."""
         if self.sink is not None:
             self._close_sink({"ended_by": "os._exit: the worker's parent process went away"},
                              join_timeout=2.0)
@@ -506,7 +506,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         some tags), so its memory grows with the executions: past ``profile_budget`` it is
         stopped for the rest of the run, before it could cost the job its memory limit. The
         executions profiled so far are still read and written; those that start later get
-        no function rows (``closed.json``: ``profile_stopped``). Stopping is safe with tasks
+        no function rows (closing record: ``profile_stopped``). Stopping is safe with tasks
         running: one that turns the hook on after this records into Yappi's tables (still
         there) until its end."""
         profiler = self.profiler
@@ -582,15 +582,22 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                 self._sink.append("worker_transfer_keys", (seq, key_str(k), nbytes))
 
     def _sample(self) -> None:
+        """A clock and CPU sample, and when markers are on the Darshan clock marker written
+        right after it, on the same row (``CLOCK_SAMPLES_3``: no stream of its own)."""
         t = os.times()
         now = time.time_ns()
-        self._sink.append("worker_clock_samples", (
-            now, time.perf_counter_ns(), getattr(self.worker, "scheduler_delay", None),
-            getattr(self.worker, "latency", None), t.user + t.system))
+        sample = (now, time.perf_counter_ns(), getattr(self.worker, "scheduler_delay", None),
+                  getattr(self.worker, "latency", None), t.user + t.system)
+        marker: tuple = (None, None, None, None)
         if self.markers:
-            self._write_marker()
+            try:
+                marker = self._write_marker()
+            except OSError as err:  # the sample is still written
+                record(err, "clock marker")
+        self._sink.append("worker_clock_samples", (*sample, *marker))
 
-    def _write_marker(self) -> None:
+    def _write_marker(self) -> tuple[int, str, int, int]:
+        """Write the next marker; its row's values (time, path, offset, length)."""
         self.marker_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.marker_path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
@@ -598,9 +605,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             os.pwrite(fd, MARKER_BYTES, self.marker_offset)
         finally:
             os.close(fd)
-        self._sink.append("worker_clock_markers", (t, str(self.marker_path), self.marker_offset,
-                                                  len(MARKER_BYTES)))
+        offset = self.marker_offset
         self.marker_offset += len(MARKER_BYTES)
+        return t, str(self.marker_path), offset, len(MARKER_BYTES)
 
     # ---- flush (background thread) ---------------------------------------------------------
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from collectors.sink import arrow_part
+from collectors.sink import arrow_part, closing_record
 from correlate.schema import TABLES, Table
 from correlate.schema.run import PART_SUFFIX
 from correlate.sources import run_parts, run_streams
@@ -26,6 +26,13 @@ def read_raw(run: Path, table: str, procs: str = "*") -> pl.DataFrame:
                for d in sorted((run / "procs").glob(procs))
                for path, df in run_streams.read_table(d, TABLES[table])]
     return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def closing_records(run: Path, procs: str = "*") -> dict[str, dict]:
+    """The closing record (proc.json's ``closed``; older collectors: closed.json) of each
+    process folder ``run/procs/<procs>`` that has one, by the folder's name."""
+    found = {d.name: closing_record(d) for d in sorted((run / "procs").glob(procs))}
+    return {name: closed for name, closed in found.items() if closed is not None}
 
 
 def read_proc(proc_dir: Path, table: Table) -> pl.DataFrame:

@@ -15,7 +15,7 @@ import pytest
 from correlate.align import BOUNDED
 from correlate.cli import main as correlate_main
 from correlate.schema import TABLES
-from correlate.schema.run import DETAILS, PAIRS, SNAPSHOT_SUFFIX, STREAM_SUFFIX
+from correlate.schema.run import CARRIED, DETAILS, PAIRS, SNAPSHOT_SUFFIX, STREAM_SUFFIX
 from correlate.sources.run_streams import framing
 from testing.synthetic import main as synthetic_main
 from testing.synthetic import write_run
@@ -136,6 +136,10 @@ def _tables(run: Path) -> dict[tuple[str, str], list[str]]:
             more = [c for c in out.pop((role, detail.name), []) if c not in by]
             order = TABLES[table].names
             out[(role, table)] = sorted(names + more, key=order.index)
+        if table in CARRIED:  # format 3: another table's columns on its rows
+            other, columns = CARRIED[table]
+            out[(role, table)] = [n for n in names if n not in columns.values()]
+            out.setdefault((role, other.name), [c for c, on in columns.items() if on in names])
     return out
 
 
@@ -157,11 +161,12 @@ def test_run_folder_is_structurally_the_recorded_sample(correlated):
     assert {k: [c for c in v if c not in REMOVED_SINCE_SAMPLE.get(k, [])]
             + ADDED_SINCE_SAMPLE.get(k, []) for k, v in want.items()} == got
     assert not list(run.glob("procs/*/*/*.parquet"))
-    for role in ("scheduler", "worker"):
-        for name in ("proc.json", "closed.json"):
-            a = json.loads(next(SAMPLE.glob(f"procs/{role}-*/{name}")).read_text())
-            b = json.loads(next(run.glob(f"procs/{role}-*/{name}")).read_text())
-            assert set(a) == set(b), (role, name)
+    for role in ("scheduler", "worker"):  # (the sample's closing record: closed.json)
+        a = json.loads(next(SAMPLE.glob(f"procs/{role}-*/proc.json")).read_text())
+        b = json.loads(next(run.glob(f"procs/{role}-*/proc.json")).read_text())
+        closed = json.loads(next(SAMPLE.glob(f"procs/{role}-*/closed.json")).read_text())
+        assert set(b) == set(a) | {"closed"}, role
+        assert set(b["closed"]) == set(closed), role
     manifest = json.loads((run / "manifest.json").read_text())
     assert set(json.loads((SAMPLE / "manifest.json").read_text())) == set(manifest) - {
         "synthetic"}

@@ -33,10 +33,13 @@ PART_SUFFIX = ".arrow"
 #: run format 3: a table's stream, and its snapshot, in the process folder
 STREAM_SUFFIX = ".arrows"
 SNAPSHOT_SUFFIX = ".snapshot.arrow"
-#: space each process reserves at start for its closed.json; where the folder refuses the
-#: rename to closed.json at its close (write permission removed), closed.json's content stays
-#: here (blank: not written)
-CLOSED_RESERVE_NAME = ".closed.json.reserve"
+#: each process's description, written at its start; its clean close adds the closing record
+#: (rows, drops per table and reason, …) as the field CLOSED_FIELD
+PROC_JSON, CLOSED_FIELD = "proc.json", "closed"
+#: older collectors wrote the closing record as closed.json, into bytes reserved at start in
+#: CLOSED_RESERVE_NAME where the folder was full (blank: not written), left under that name
+#: where the folder refused the rename
+CLOSED_JSON, CLOSED_RESERVE_NAME = "closed.json", ".closed.json.reserve"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.keys.key_str)", nullable=False)
@@ -160,7 +163,8 @@ WORKER_TRANSITIONS = Table(
 
 TRANSFERS_RAW = Table(
     "worker_transfers", "Incoming and outgoing transfers from Dask's transfer logs, read through "
-    "its monotonic counters (entries lost to the bounded logs are counted in closed.json).",
+    "its monotonic counters (entries lost to the bounded logs are counted in the process's "
+    "closing record).",
     (Column("transfer_seq", "Int64", "per process", nullable=False),
      Column("direction", "Enum:incoming,outgoing", "as seen by this worker", nullable=False),
      Column("peer", "String", "other worker (null: a client)"),
@@ -280,6 +284,36 @@ CARRIED: dict[str, tuple[Table, dict[str, str]]] = {
     "worker_clock_samples": (CLOCK_MARKERS_RAW, {
         "local_time_ns": "marker_time_ns", "path": "marker_path", "offset": "marker_offset",
         "length": "marker_length"})}
+
+
+def _holding(table: Table, *others: Table) -> Table:
+    """Run format 3's ``table`` as stored when the rows of ``others`` are written in its file:
+    with their columns it does not have (null on its own rows)."""
+    names = set(table.names)
+    extra = [Column(c.name, c.dtype, f"({o.name}) {c.doc}") for o in others for c in o.columns
+             if c.name not in names]
+    return Table(table.name, table.doc, (*table.columns, *extra), sort_by=table.sort_by)
+
+
+#: run format 3's scheduler files holding other tables' rows (``IN_FILE_OF``): the cluster
+#: events' stream the client's sender notes, the spans' snapshot the span metrics
+CLUSTER_EVENTS_3 = _holding(CLUSTER_EVENTS, SENDER_NOTES)
+SPANS_3 = _holding(SPANS_RAW, SPAN_METRICS_RAW)
+
+#: run format 3: tables whose rows are written in another table's file (its stream, or its
+#: snapshot), as rows of their own (a file fewer per process): table -> (the other as stored,
+#: its column that is null on exactly these rows). The table's columns are all among the
+#: other's, of the same types. A coroutine task's active slices go with the executions (an
+#: execution always has a key); the few sender notes with the cluster events (an event always
+#: has its kind); the span metrics with the spans (a span always has a name)
+IN_FILE_OF: dict[str, tuple[Table, str]] = {
+    "coroutine_slices": (EXECUTIONS_RAW, "key"),
+    "sender_notes": (CLUSTER_EVENTS_3, "event"),
+    "span_metrics": (SPANS_3, "name")}
+
+#: run format 3's tables as stored where that differs from ``RUN_TABLES`` by more than string
+#: ids (other tables' columns)
+STORED_3 = (CLOCK_SAMPLES_3, CLUSTER_EVENTS_3, SPANS_3)
 
 #: run format 3: tables whose rows have details in another (the reader joins them back on
 #: the columns given)

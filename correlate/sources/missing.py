@@ -95,7 +95,7 @@ def reason(proc_dir: Path | None, closed: dict[str, Any] | None, worker: str,
                 "exit code and the worker did not close")
     if last is not None and gone is not None and gone >= last:
         return f"killed {(gone - last) / 1e9:.1f} s after its last flush"
-    return "killed or crashed before it closed (no closed.json)"
+    return "killed or crashed before it closed (no closing record in its proc.json)"
 
 
 def job_ended(manifest: dict[str, Any] | None) -> bool:

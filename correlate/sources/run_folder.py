@@ -1,13 +1,15 @@
 """Our run folder (written by ``collect``) → canonical ``RunFrames``.
 
-Layout: ``manifest.json``; ``procs/<role>-<host>-<pid>/{proc.json, closed.json,
-<table>.arrows, strings.arrows}`` (tables in ``correlate.schema.run``; run format 3's streams
-read by ``correlate.sources.run_streams``, formats 1 and 2's ``<table>/part-*`` by
-``correlate.sources.run_parts``); ``darshan/*.darshan``.
+Layout: ``manifest.json``; ``procs/<role>-<host>-<pid>/{proc.json, <table>.arrows,
+strings.arrows}`` (tables in ``correlate.schema.run``; run format 3's streams read by
+``correlate.sources.run_streams``, formats 1 and 2's ``<table>/part-*`` by
+``correlate.sources.run_parts``; older collectors wrote closed.json beside proc.json);
+``darshan/*.darshan``.
 Only ``procs/`` is required: a folder recorded by ``--preload`` alone, with no scheduler
 preloaded (so no manifest), is read too, and ``facts["unknown"]`` says what is then unknown.
-A newer format version is refused with one sentence; a process without ``closed.json`` did not
-shut down cleanly (its earlier parts are still used, and it is reported).
+A newer format version is refused with one sentence; a process without a closing record (in its
+proc.json, or closed.json) did not shut down cleanly (its earlier rows are still used, and it
+is reported).
 
 The transitions and profile rows (``LAZY_TABLES``, the largest by far) are returned as lazy scans
 of their parts: the engine reads them when it needs them and lets them go after.
@@ -40,8 +42,12 @@ from correlate.sources.frames import RunFrames, first_line, make_rejects, unread
 
 #: run format 3: every table a process folder may hold, by name, and by its stream's file name
 FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
-                                       *raw.FORMAT3_TABLES, raw.CLOCK_SAMPLES_3)}
+                                       *raw.FORMAT3_TABLES, *raw.STORED_3)}
 STREAM_TABLES = {f"{n}{raw.STREAM_SUFFIX}": t for n, t in FORMAT3_BY_NAME.items()}
+#: run format 3: a table -> the tables written in its streams (``IN_FILE_OF``)
+HELD: dict[str, list[str]] = {}
+for _name, (_table, _column) in raw.IN_FILE_OF.items():
+    HELD.setdefault(_table.name, []).append(_name)
 
 #: a process that recorded under the host and pid of an earlier process of the run (pids are
 #: reused): the n-th such (n = 0, 1, …) has its sequence numbers counted from n × SEQ_STRIDE
@@ -61,7 +67,7 @@ NO_MANIFEST_UNKNOWN = {
     "cwd": "the job's working directory is recorded only in manifest.json",
     "exit_code": "the job's exit code is recorded only by `collect`",
     "started_ns": "taken from the first process's start (proc.json), not the job's",
-    "ended_ns": "taken from the last process's clean close (closed.json), not the job's",
+    "ended_ns": "taken from the last process's clean close (its closing record), not the job's",
     "versions": "package versions are recorded only in manifest.json",
 }
 
@@ -98,10 +104,18 @@ def read_bytes(path: str | Path, modified: list[int] | None = None) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _json(path: Path) -> dict[str, Any]:
-    """A JSON object read from ``path``; anything else is an ``InputError`` naming it."""
+def _json(path: Path, trailing: list[int] | None = None) -> dict[str, Any]:
+    """A JSON object read from ``path``; anything else is an ``InputError`` naming it. With
+    ``trailing``, what follows the object is ignored and its length (blanks not counted)
+    appended there."""
     try:
-        value = json.loads(read_bytes(path).decode())
+        text = read_bytes(path).decode()
+        if trailing is None:
+            value = json.loads(text)
+        else:
+            text = text.lstrip()
+            value, end = json.JSONDecoder().raw_decode(text)
+            trailing.append(len(text[end:].strip().encode()))
     except RecursionError:
         raise InputError(path, "unreadable JSON: nested too deeply") from None
     except (OSError, ValueError) as err:
@@ -124,7 +138,12 @@ ROLES = TABLES["processes"].column("role").polars_dtype().categories.to_list()
 def _proc_info(path: Path, warnings: list[str]) -> dict[str, Any]:
     """proc.json checked field by field: a required field missing or of the wrong type is an
     ``InputError``; an optional one of the wrong type is left out, with a warning."""
-    info = _json(path)
+    trailing: list[int] = []
+    info = _json(path, trailing)
+    if trailing[0]:
+        warnings.append(f"{path}: {trailing[0]} byte(s) after its JSON object ignored (a "
+                        "closing record cut short: the process was killed while it wrote it "
+                        "into a full folder)")
     for name, (types, required) in PROC_FIELDS.items():
         value = info.get(name)
         ok = _of(info, name, *types) is not None
@@ -183,7 +202,25 @@ class _Reader:
 
     def _read(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows as stored, of every process (streams read together, then
-        snapshots), with ``_proc``; mistyped files are rejects."""
+        snapshots), with ``_proc``; mistyped files are rejects. The rows of tables written in
+        its streams (``IN_FILE_OF``) are set aside for those tables; a table written in
+        another's streams has its rows read there first."""
+        if name in raw.IN_FILE_OF:
+            self._decoded(raw.IN_FILE_OF[name][0].name)
+        frame = self._read_own(name)
+        for other, (table, column) in raw.IN_FILE_OF.items():
+            if table.name == name and frame is not None and column in frame.columns:
+                held = pl.col(column).is_null()
+                rows = frame.filter(held)
+                frame = frame.filter(~held).drop(
+                    [c for c in table.names if c not in TABLES[name].names], strict=False)
+                if rows.height:
+                    self.stored.setdefault(other, []).append(rows.select(
+                        *(c for c in FORMAT3_BY_NAME[other].names if c in rows.columns),
+                        "_proc"))
+        return frame
+
+    def _read_own(self, name: str) -> pl.DataFrame | None:
         table = FORMAT3_BY_NAME[name]  # (as stored: carried columns checked too)
         frame, bad = run_streams.read_many(self.pending.pop(name, []))
         for path, reason, n in bad:
@@ -232,6 +269,8 @@ class _Reader:
                 self.pending.setdefault(table.name, []).append((index, path, data, f))
                 self.paths.setdefault(table.name, []).append(path)
                 self.files[(table.name, index)] = path
+                for other in HELD.get(table.name, ()):  # (its rows' file, for rejects)
+                    self.files.setdefault((other, index), path)
         self.spans.append(time_span.span(starts, [*ends, *written]))
 
     def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
@@ -322,10 +361,11 @@ class _Reader:
 
 def _procs(run_dir: Path, reader: _Reader, entries: dict[Path, set[str]] | None = None
            ) -> list[tuple[Path, dict[str, Any], dict[str, Any] | None]]:
-    """Every process folder with its proc.json and closed.json (None: did not close cleanly).
-    A folder whose proc.json cannot be used is skipped and counted as a reject; an unusable
-    closed.json counts as no clean close, with a warning. ``entries`` gets each folder's
-    entries (listed once: what a folder holds is looked up there, not by a stat per file)."""
+    """Every process folder with its proc.json and closing record (``_closing``; None: did not
+    close cleanly). A folder whose proc.json cannot be used is skipped and counted as a reject,
+    or where its name says role, host and pid, read with those; an unusable closing record
+    counts as no clean close, with a warning. ``entries`` gets each folder's entries (listed
+    once: what a folder holds is looked up there, not by a stat per file)."""
     out = []
     entries = {} if entries is None else entries
     for e in sorted(os.scandir(run_dir / "procs"), key=lambda e: e.name):
@@ -351,24 +391,48 @@ def _procs(run_dir: Path, reader: _Reader, entries: dict[Path, set[str]] | None 
                                    "taken from the folder's name (a worker's address from the "
                                    "scheduler's add_worker of that pid)")
             info = named
-        closed = None
-        # closed.json, or, where the folder refused its rename, the reserved bytes it was
-        # written into (blank until then)
-        path = d / "closed.json"
-        if "closed.json" not in names and CLOSED_RESERVE_NAME in names and _written(
-                d / CLOSED_RESERVE_NAME):
-            path = d / CLOSED_RESERVE_NAME
-        if path.name in names:
-            try:
-                closed = _json(path)
-                if _of(closed, "closed_ns", int) is None:
-                    raise InputError(path, "no closing time (closed_ns)")
-            except InputError as err:
-                closed = None
-                reader.warnings.append(f"{path}: {err.problem}; the process is "
-                                       "treated as not closed cleanly")
+            try:  # (its closing record, where the object holds one)
+                record = _json(d / "proc.json", [])
+                if raw.CLOSED_FIELD in record:
+                    info[raw.CLOSED_FIELD] = record[raw.CLOSED_FIELD]
+            except InputError:
+                pass
+        closed = _closing(d, names, info, reader.warnings)
         out.append((d, info, closed))
     return out
+
+
+def _closing(d: Path, names: set[str], info: dict[str, Any], warnings: list[str]
+             ) -> dict[str, Any] | None:
+    """The process's closing record (None: it did not close cleanly): proc.json's ``closed``
+    field (taken out of ``info``), or from older collectors closed.json, or where the folder
+    refused its rename, the bytes reserved for it (blank until written). One without a closing
+    time counts as no clean close, with a warning."""
+    if raw.CLOSED_FIELD in info:
+        closed, where = info.pop(raw.CLOSED_FIELD), f"{d / raw.PROC_JSON}: field 'closed'"
+        if not isinstance(closed, dict):
+            closed = None
+            warnings.append(f"{where}: not a JSON object; the process is treated as not "
+                            "closed cleanly")
+    else:
+        path = d / raw.CLOSED_JSON
+        if raw.CLOSED_JSON not in names and CLOSED_RESERVE_NAME in names and _written(
+                d / CLOSED_RESERVE_NAME):
+            path = d / CLOSED_RESERVE_NAME
+        if path.name not in names:
+            return None
+        where = str(path)
+        try:
+            closed = _json(path)
+        except InputError as err:
+            warnings.append(f"{path}: {err.problem}; the process is treated as not closed "
+                            "cleanly")
+            return None
+    if closed is not None and _of(closed, "closed_ns", int) is None:
+        warnings.append(f"{where}: no closing time (closed_ns); the process is treated as not "
+                        "closed cleanly")
+        return None
+    return closed
 
 
 def _recorded_span(info: dict[str, Any], closed: dict[str, Any] | None,
@@ -554,8 +618,10 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                                            bad[None]))
                     reader.impossible[(t.name, info.get("address"))] += bad[None]
                 per_table[t.name].append(_with_proc(df, info))
+    held = {n: t.name for n, (t, _c) in raw.IN_FILE_OF.items()}
     for name in [t.name for t in raw.RUN_TABLES
-                 if t.name in reader.stored or t.name in reader.pending or t.name in reader.done]:
+                 if any(n in reader.stored or n in reader.pending or n in reader.done
+                        for n in (t.name, held.get(t.name)))]:
         try:
             decoded = reader.decoded(name)
         except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
@@ -720,7 +786,7 @@ def _dropped(closed: dict[str, Any]) -> list[tuple[str, str, int]]:
 
 
 def _counts(closed: dict[str, Any], name: str) -> dict[str, int]:
-    """The integer counts of a closed.json mapping (others left out)."""
+    """The integer counts of a closing record's mapping (others left out)."""
     found = _of(closed, name, dict) or {}
     return {str(k): v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
 

@@ -20,10 +20,11 @@ import numpy as np
 import polars as pl
 
 from correlate.scalars import integer
-from correlate.schema import Table
+from correlate.schema import Table, conform
 from correlate.schema.run import (
     CARRIED,
     DETAILS,
+    IN_FILE_OF,
     PAIR_NULL,
     PAIR_SEP,
     PAIRS,
@@ -338,26 +339,36 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
         return decode(frame.with_columns(_proc=pl.lit(0, pl.Int32)), path.name.split(".")[0],
                       strings, [strings.len()])[0]
 
+    held = IN_FILE_OF.get(table.name)
     for path in files(proc_dir, names, table.name):
         frame = read(path)
         if frame is None:
             continue
+        for host, column in IN_FILE_OF.values():  # rows of another table
+            if host.name == table.name and column in frame.columns:
+                frame = frame.filter(pl.col(column).is_not_null())
         if table.name in DETAILS:
             details = [d for p in files(proc_dir, names, DETAILS[table.name][0].name)
                        if (d := read(p)) is not None]
             frame, _orphans = with_details(frame, table.name,
                                            pl.concat(details) if details else None)
-        from correlate.schema import conform
-
         out.append((path, conform(frame, table, path=str(path))))
+    if held is not None:  # its rows written in another table's streams
+        host, column = held
+        for path in files(proc_dir, names, host.name):
+            hosting = read(path)
+            if hosting is not None and column in hosting.columns:
+                held_rows = hosting.filter(pl.col(column).is_null())
+                if held_rows.height:
+                    out.append((path, conform(held_rows.select(
+                        c for c in table.names if c in hosting.columns), table,
+                        path=str(path))))
     for name, (other, _columns) in CARRIED.items():  # its rows carried by another's
         if other.name == table.name:
             for path in files(proc_dir, names, name):
-                frame = read(path)
-                rows = None if frame is None else carried(frame, name)[1]
+                carrier = read(path)
+                rows = None if carrier is None else carried(carrier, name)[1]
                 if rows is not None:
-                    from correlate.schema import conform
-
                     out.append((path, conform(rows, table, path=str(path))))
     return out
 

@@ -5,9 +5,9 @@ still decodes: its bytes read as a time of any value, years from the run. Such a
 used: it is counted as rejected with the reason. The rule holds for any run: an instant
 (``INSTANTS``) is possible when it lies within ``MARGIN_NS`` of its process's span, from the
 earliest start recorded for it (proc.json ``started_ns``, the manifest's ``started_ns``) to the
-latest end (closed.json ``closed_ns``, the manifest's ``ended_ns``, its files' modification
-times: nothing in a file was recorded after the file was last written), and never before
-``FLOOR_NS``. The margin is wide: clocks of other hosts (``reported_*`` times carry the
+latest end (its closing record's ``closed_ns``, the manifest's ``ended_ns``, its files'
+modification times: nothing in a file was recorded after the file was last written), and never
+before ``FLOOR_NS``. The margin is wide: clocks of other hosts (``reported_*`` times carry the
 scheduler's offset) and clock steps stay far inside it, while a garbage 64-bit value lands
 anywhere in ±292 years (within a day of the run about once in 100,000).
 """

@@ -2,12 +2,12 @@
 
 ``write_run(folder, workers=W, threads=T, executions=E, segments=S)`` writes what ``collect``
 would have written for a Dask job of E task executions on W worker processes × T threads: the
-manifest, ``darshan.conf``, one ``procs/<role>-<host>-<pid>/`` folder per process (proc.json,
-closed.json and a ``<table>.arrows`` stream per table with a record batch per collector flush,
-text as ids into ``strings.arrows``, run format 3; ``run_format=2`` writes format 2's
-``<table>/part-NNNNNN.arrow`` parts instead), clock-marker files and genuine ``.darshan``
-logs (written through libdarshan-util by ``testing.darshan_writer``, one per process, DXT v2
-with pthread ids) holding S DXT segments in all. It returns an ``Expected`` with what
+manifest, ``darshan.conf``, one ``procs/<role>-<host>-<pid>/`` folder per process (proc.json
+with its closing record, and a ``<table>.arrows`` stream per table with a record batch per
+collector flush, text as ids into ``strings.arrows``, run format 3; ``run_format=2`` writes
+format 2's ``<table>/part-NNNNNN.arrow`` parts and closed.json instead), clock-marker files
+and genuine ``.darshan`` logs (written through libdarshan-util by ``testing.darshan_writer``,
+one per process, DXT v2 with pthread ids) holding S DXT segments in all. It returns an ``Expected`` with what
 ``correlate`` must find: per-execution bytes/ops (exact), unattributed I/O by reason, CPU per
 worker, profile rows and clock offsets.
 

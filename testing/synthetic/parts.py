@@ -82,6 +82,17 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
 
 
+def write_proc(pdir: Path, info: dict[str, Any], closing: dict[str, Any], run_format: int
+               ) -> None:
+    """proc.json with its closing record as the collectors write it: in run format 3 its
+    ``closed`` field (``collectors.sink.close_proc_json``), in format 2 closed.json."""
+    if run_format == 2:
+        write_json(pdir / "proc.json", info)
+        write_json(pdir / "closed.json", closing)
+    else:
+        write_json(pdir / "proc.json", {**info, "closed": closing})
+
+
 def float_str(ns: np.ndarray) -> pa.Array:
     """Epoch seconds as text, the way Dask's stimulus ids print ``time()``."""
     return pc.cast(pa.array(ns / 1e9), pa.string())
@@ -99,11 +110,17 @@ class PartWriter:
         self.run_format = run_format
         self.tables: list[tuple[Table, np.ndarray, Callable[[int, int], list[Any]]]] = []
         self.snapshots: list[tuple[Table, list[Any]]] = []
+        #: rows of tables written on another's rows (``CARRIED``), counted under their own name
+        self.carried: dict[str, int] = {}
 
     def add(self, table: Table, append_times: np.ndarray,
             build: Callable[[int, int], list[Any]]) -> None:
         """``append_times`` sorted; ``build(lo, hi)`` returns the columns of rows lo..hi."""
         self.tables.append((table, append_times, build))
+
+    def counted(self, table: Table, rows: int) -> None:
+        """``rows`` of ``table`` written on another table's rows (``CARRIED``)."""
+        self.carried[table.name] = rows
 
     def snapshot(self, table: Table, arrays: list[Any]) -> None:
         """A snapshot table (the last one a process wrote), written with the others."""
@@ -130,7 +147,7 @@ class PartWriter:
                 write_table(self.proc_dir / table.name / f"snapshot{PART_SUFFIX}", table, arrays)
         else:
             self._write_streams(batches)
-        return {table.name: len(t) for table, t, _ in self.tables}
+        return {**{table.name: len(t) for table, t, _ in self.tables}, **self.carried}
 
     def _write_streams(self, batches: list[tuple[Table, pa.Table]]) -> None:
         snaps = [(t, arrow_table(t, a)) for t, a in self.snapshots]

@@ -1,5 +1,5 @@
 """The scheduler's process folder: scheduler_transitions, task_startstops, task_dependencies,
-cluster_events, proc.json and closed.json."""
+cluster_events, proc.json and its closing record."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from correlate.schema import run as raw
 from testing.synthetic.job import MS, SCHED_HOST, SEC, US, Job
-from testing.synthetic.parts import PartWriter, float_str, flush_index, nulls, write_json
+from testing.synthetic.parts import PartWriter, float_str, flush_index, nulls, write_proc
 
 # scheduler/worker transition row kinds: (start, finish)
 _S_KINDS = (("released", "waiting"), ("waiting", "queued"), ("queued", "processing"),
@@ -33,13 +33,13 @@ def write_scheduler(job: Job) -> None:
     _dependencies(job, writer, client)
     _cluster_events(job, writer, client)
     rows = writer.write()
-    write_json(pdir / "proc.json", {
+    write_proc(pdir, {
         "format_version": job.run_format, "pid": job.sched_pid, "host": SCHED_HOST,
         "started_ns": job.sched_setup - 2 * US, "anchor_time_ns": job.sched_setup,
         "anchor_perf_counter_ns": 3_599 * SEC, "role": "scheduler",
-        "address": "tcp://10.0.0.1:8786"})
-    write_json(pdir / "closed.json", {"closed_ns": job.sched_close, "rows": rows,
-                                      "dropped": dict.fromkeys(rows, 0), "hook_errors": {}})
+        "address": "tcp://10.0.0.1:8786"},
+        {"closed_ns": job.sched_close, "rows": rows, "dropped": dict.fromkeys(rows, 0),
+         "hook_errors": {}}, job.run_format)
     for name, n in rows.items():
         job.rows[name] = job.rows.get(name, 0) + n
 

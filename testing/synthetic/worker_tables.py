@@ -1,5 +1,6 @@
 """A worker's process folder: task_executions, worker_transitions, transfers and their keys,
-clock samples and markers, the profile snapshot, proc.json and closed.json."""
+clock samples and markers (run format 3: on the samples' rows), the profile snapshot, proc.json
+and its closing record."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pyarrow as pa
 from collectors.worker_plugin import MARKER_BYTES
 from correlate.schema import run as raw
 from testing.synthetic.job import MS, SEC, US, Job, Worker
-from testing.synthetic.parts import PartWriter, nulls, write_json
+from testing.synthetic.parts import PartWriter, nulls, write_proc
 
 #: where the profile's Dask functions live: this interpreter's site-packages
 SITE = sysconfig.get_paths()["purelib"]
@@ -49,17 +50,16 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
     mpath.parent.mkdir(parents=True, exist_ok=True)
     mpath.write_bytes(MARKER_BYTES * len(samples))
     rows["worker_func_stats"] = nfs
-    write_json(pdir / "proc.json", {
+    write_proc(pdir, {
         "format_version": job.run_format, "pid": wk.pid, "host": wk.host,
         "started_ns": wk.setup + loc - 1 * US, "anchor_time_ns": wk.setup + loc,
         "anchor_perf_counter_ns": anchor_perf, "role": "worker", "address": wk.address,
         "name": str(wk.index), "nthreads": job.T, "memory_limit": 4 * 1024 ** 3,
         "local_directory": wk.local_dir, "main_thread_id": wk.main_tid,
-        "profile": job.profile})
-    write_json(pdir / "closed.json", {
+        "profile": job.profile}, {
         "closed_ns": wk.teardown + loc + 2 * MS, "rows": rows,
         "dropped": dict.fromkeys(rows, 0), "hook_errors": {}, "executions_not_timed": 0,
-        "transfers_lost_to_dask_log_limit": {"incoming": 0, "outgoing": 0}})
+        "transfers_lost_to_dask_log_limit": {"incoming": 0, "outgoing": 0}}, job.run_format)
     for name, n in rows.items():
         job.rows[name] = job.rows.get(name, 0) + n
     return float(proc_cpu[-1]), float(job.cpu[ex].sum() / 1e9), nfs
@@ -141,14 +141,24 @@ def _clock(job: Job, wk: Worker, writer: PartWriter, ex: np.ndarray, samples: np
     proc_cpu = np.floor((0.5 + done + 0.02 * (samples - wk.setup) / 1e9) * 100) / 100
     anchor_perf = 3_600 * SEC + wk.index * 70 * MS
     perf = anchor_perf + (samples - wk.setup)
-    writer.add(raw.CLOCK_SAMPLES_RAW, samples, lambda lo, hi: [
-        samples[lo:hi] + loc, perf[lo:hi], delay_s[lo:hi], latency[lo:hi],
-        proc_cpu[lo:hi]])
     mt = samples + 30 * US
     mpath = job.marker_path(wk)
-    writer.add(raw.CLOCK_MARKERS_RAW, mt, lambda lo, hi: [
-        mt[lo:hi] + loc, pa.repeat(mpath, hi - lo),
-        len(MARKER_BYTES) * np.arange(lo, hi), np.full(hi - lo, len(MARKER_BYTES))])
+
+    def sample_columns(lo: int, hi: int) -> list[Any]:
+        return [samples[lo:hi] + loc, perf[lo:hi], delay_s[lo:hi], latency[lo:hi],
+                proc_cpu[lo:hi]]
+
+    def marker_columns(lo: int, hi: int) -> list[Any]:
+        return [mt[lo:hi] + loc, pa.repeat(mpath, hi - lo),
+                len(MARKER_BYTES) * np.arange(lo, hi), np.full(hi - lo, len(MARKER_BYTES))]
+
+    if writer.run_format == 3:  # each marker on the row of the sample it follows (CARRIED)
+        writer.add(raw.CLOCK_SAMPLES_3, samples,
+                   lambda lo, hi: sample_columns(lo, hi) + marker_columns(lo, hi))
+        writer.counted(raw.CLOCK_MARKERS_RAW, m)
+    else:
+        writer.add(raw.CLOCK_SAMPLES_RAW, samples, sample_columns)
+        writer.add(raw.CLOCK_MARKERS_RAW, mt, marker_columns)
     return proc_cpu, anchor_perf
 
 

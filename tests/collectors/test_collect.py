@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from correlate.sources.detect import load
-from testing.raw_parts import read_raw
+from testing.raw_parts import closing_records, read_raw
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.cluster
@@ -149,10 +149,10 @@ def test_yappi_profiles_the_event_loop_only_when_asked(recorded):
 
 def test_clean_close_no_hook_errors_and_manifest(recorded):
     _mode, run, _truth = recorded
-    closed = [json.loads(p.read_text()) for p in run.glob("procs/*/closed.json")]
+    closed = list(closing_records(run).values())
     assert len(closed) == 3  # scheduler + 2 workers
     assert all(c["hook_errors"] == {} for c in closed)
-    assert all(sum(c["dropped"].values()) == 0 for c in closed)
+    assert all(c["dropped"] == {} for c in closed)
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["exit_code"] == 0 and manifest["processes_not_closed"] == []
     assert manifest["darshan"]["runtime"] is None and "darshan" in manifest["unknown"]
@@ -212,10 +212,9 @@ def test_yappi_is_stopped_past_its_memory_budget_and_correlate_says_so(tmp_path)
                    "profile-budget", str(tmp_path / "truth.json"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     stopped = {}
-    for closed in run.glob("procs/worker-*/closed.json"):
-        info = json.loads(closed.read_text())
+    for name, info in closing_records(run, "worker-*").items():
         if "profile_stopped" in info:
-            stopped[closed.parent.name] = info["profile_stopped"]
+            stopped[name] = info["profile_stopped"]
     assert stopped, "no worker stopped Yappi"
     ex = parts(run, "task_executions")
     stats = parts(run, "worker_func_stats").filter(pl.col("name") == "many_functions")

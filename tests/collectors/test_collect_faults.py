@@ -19,6 +19,7 @@ import pytest
 import collectors
 from correlate.sources.detect import load
 from testing.faults import mount_error, tmpfs
+from testing.raw_parts import closing_records
 
 HERE = Path(__file__).parent
 COLLECTORS = Path(collectors.__file__).parent
@@ -167,7 +168,7 @@ def test_a_run_folder_whose_write_permission_is_removed_partway(tmp_path, for_go
 
 
 def test_a_run_folder_read_only_for_good_is_said_without_a_traceback(tmp_path, fs):
-    """Nothing can be written after the remount, not even closed.json: the job's exit code is
+    """Nothing can be written after the remount, not even a closing record: the job's exit code is
     kept, `collect` says in one line what it could not write, and correlate reads what was
     written before and says the processes did not close."""
     marks, run = tmp_path / "marks", fs.path / "run"
@@ -252,7 +253,8 @@ def test_sigkill_of_the_scheduler_in_the_jobs_process(tmp_path):
 
 def test_a_run_folder_moved_away_during_the_job(tmp_path):
     """Every write after the move fails (its folder is gone): the rows are counted as dropped
-    with that reason in closed.json, written into the reserve each process holds open; collect
+    with that reason in the closing record, written into proc.json through the folder each
+    process holds open; collect
     finishes the manifest where the folder now is and says so in one line."""
     marks, run, moved = tmp_path / "marks", tmp_path / "run", tmp_path / "moved"
     marks.mkdir()
@@ -332,7 +334,7 @@ def test_workers_replaced_retired_or_killed_by_their_nanny(tmp_path, event):
     workers = list((run / "procs").glob("worker-*"))
     if event == "retire":
         assert len(workers) == 2
-        assert len(list((run / "procs").glob("*/closed.json"))) == 3
+        assert len(closing_records(run)) == 3
     else:
         assert len(workers) > 2  # new processes, each its own folder
     if event == "memory":
@@ -422,5 +424,5 @@ def test_tasks_that_fork_child_processes(tmp_path):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     ex = load(run).executions
     assert ex.height == 40 and set(ex["key"]) == ran(marks)
-    for closed in (run / "procs").glob("worker-*/closed.json"):
-        assert "ended_by" not in json.loads(closed.read_text())
+    for closed in closing_records(run, "worker-*").values():
+        assert "ended_by" not in closed

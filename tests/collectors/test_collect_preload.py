@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from collectors.sink import closing_record
+
 pytestmark = pytest.mark.cluster
 
 THEIR_PRELOAD = '''
@@ -60,7 +62,7 @@ def _collect(tmp_path: Path, **env: str) -> tuple[Path, dict[str, list[str]]]:
 def _recorded(run: Path) -> dict[str, int]:
     roles: dict[str, int] = {}
     for proc in (run / "procs").iterdir():
-        assert (proc / "closed.json").exists(), proc
+        assert closing_record(proc) is not None, proc
         role = json.loads((proc / "proc.json").read_text())["role"]
         roles[role] = roles.get(role, 0) + 1
     return roles

@@ -5,7 +5,6 @@ plugin timing them (a process pool), not transitions."""
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import subprocess
@@ -17,7 +16,7 @@ import pytest
 import collectors
 from collectors import launcher
 from collectors.options import DEFAULTS, DXT_SEGMENTS, Options, OptionsError
-from testing.raw_parts import read_raw
+from testing.raw_parts import closing_records, read_raw
 
 BAD = [
     ({"profile": "typo"}, "profile 'typo' is not one of off, sample, yappi"),
@@ -144,7 +143,7 @@ def test_executions_not_timed_counts_executions_run_outside_the_thread_pool(clie
         with dask.annotate(executor="processes"):
             pooled = client.gather(client.map(operator.pos, range(7), pure=False))
     assert threaded == [-i for i in range(40)] and pooled == list(range(7))
-    closed = [json.loads(p.read_text()) for p in run.glob("procs/worker-*/closed.json")]
+    closed = list(closing_records(run, "worker-*").values())
     assert len(closed) == 2
     assert sum(c["executions_not_timed"] for c in closed) == 7
     assert all(c["hook_errors"] == {} for c in closed)

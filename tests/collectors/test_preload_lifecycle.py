@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from distributed import Scheduler, Worker
 
-from testing.raw_parts import read_raw
+from testing.raw_parts import closing_records, read_raw
 
 pytestmark = pytest.mark.cluster
 
@@ -78,7 +78,7 @@ def test_the_schedulers_view_of_worker_plugins_matches_each_workers(tmp_path, mo
     asyncio.run(main())
     folders = sorted(p.name.split("-")[0] for p in (run / "procs").iterdir())
     assert folders == ["scheduler", "worker", "worker"]
-    assert len(list((run / "procs").glob("*/closed.json"))) == 3
+    assert len(closing_records(run)) == 3
     ex = read_raw(run, "task_executions")
     assert ex.height == 16
 
@@ -97,7 +97,7 @@ def test_unregistering_the_collectors_closes_them(tmp_path, monkeypatch):
             await c.unregister_worker_plugin("dask-correlate-worker")
             await asyncio.sleep(0.2)
             assert "dask-correlate-worker" not in w.plugins
-            assert len(list((run / "procs").glob("worker-*/closed.json"))) == 1
+            assert len(closing_records(run, "worker-*")) == 1
             assert await c.submit(pow, 4, 2) == 16  # the worker runs on, unrecorded
         await w.close()
         await s.close()

@@ -5,14 +5,13 @@ they hold every entry once."""
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from pathlib import Path
 
 import polars as pl
 
 from collectors.profiling import TaskTags
-from collectors.sink import ProcessSink
+from collectors.sink import ProcessSink, closing_record
 from collectors.worker_plugin import CorrelateWorkerPlugin
 from correlate.schema import run as schema
 from correlate.schema.run import SNAPSHOT_SUFFIX
@@ -108,7 +107,8 @@ def test_ended_executions_are_written_once_as_parts(tmp_path):
     df = on_disk(tmp_path)
     assert sorted(df.filter(pl.col("file") == SNAPSHOT)["execution_seq"]) == [0]
     assert sorted(df["execution_seq"]) == [0, 1, 2, 2, 3]
-    closed = json.loads((tmp_path / "closed.json").read_text())
+    closed = closing_record(tmp_path)
+    assert closed is not None
     assert closed["rows"]["worker_func_stats"] == 5
 
 

@@ -1,17 +1,20 @@
 """The sink in a run folder that fills up or turns read-only (a real small tmpfs): a failed
 write leaves no temp file and keeps its rows for the next flush; what cannot be kept or written
-by the close is counted in closed.json per table and reason; closed.json is written even in a
-full folder (into space reserved at start)."""
+by the close is counted in the closing record per table and reason; the closing record reaches
+proc.json even in a full folder (into space proc.json reserved at start), and a process killed
+while it writes it there leaves proc.json readable."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from collectors.sink import ProcessSink
+from collectors.sink import ProcessSink, closing_record, proc_json
 from correlate.schema import Column, Table
+from correlate.sources.detect import load
 from testing.faults import mount_error, tmpfs
 from testing.raw_parts import read_proc
 
@@ -27,6 +30,19 @@ def small(tmp_path):
         yield fs
 
 
+def sink_in(folder: Path, max_rows: int) -> ProcessSink:
+    """A sink and its proc.json, as the plugins start them."""
+    sink = ProcessSink(folder, {"t": TABLE}, max_rows=max_rows)
+    proc_json(folder, role="worker", address="tcp://127.0.0.1:1", name="w", nthreads=1)
+    return sink
+
+
+def closed(folder: Path) -> dict:
+    record = closing_record(folder)
+    assert record is not None
+    return record
+
+
 def rows_on_disk(folder: Path) -> list[int]:
     return sorted(read_proc(folder, TABLE)["n"].to_list())
 
@@ -36,7 +52,7 @@ def leftovers(folder: Path) -> list[str]:
 
 
 def test_rows_of_a_write_into_a_full_folder_are_written_once_space_returns(small):
-    sink = ProcessSink(small.path / "proc", {"t": TABLE}, max_rows=1000)
+    sink = sink_in(small.path / "proc", 1000)
     for n in range(300):
         sink.append("t", (n, "x" * 20))
     small.fill()
@@ -49,13 +65,13 @@ def test_rows_of_a_write_into_a_full_folder_are_written_once_space_returns(small
     small.free()
     sink.close()
     assert rows_on_disk(sink.proc_dir) == list(range(400))
-    closed = json.loads((sink.proc_dir / "closed.json").read_text())
-    assert closed["rows"] == {"t": 400} and closed["dropped"] == {}
-    assert closed["write_errors"] == {"no space": 2}
+    record = closed(sink.proc_dir)
+    assert record["rows"] == {"t": 400} and record["dropped"] == {}
+    assert record["write_errors"] == {"no space": 2}
 
 
 def test_rows_beyond_the_bound_while_writes_fail_are_counted_with_the_reason(small):
-    sink = ProcessSink(small.path / "proc", {"t": TABLE}, max_rows=100)
+    sink = sink_in(small.path / "proc", 100)
     small.fill()
     for n in range(80):
         sink.append("t", (n, "a"))
@@ -67,13 +83,14 @@ def test_rows_beyond_the_bound_while_writes_fail_are_counted_with_the_reason(sma
     small.free()
     sink.close()
     assert rows_on_disk(sink.proc_dir) == list(range(60, 160))
-    closed = json.loads((sink.proc_dir / "closed.json").read_text())
-    assert closed["dropped"] == {"t": {"no space": 60}}
-    assert 60 + closed["rows"]["t"] == 160
+    record = closed(sink.proc_dir)
+    assert record["dropped"] == {"t": {"no space": 60}}
+    assert 60 + record["rows"]["t"] == 160
 
 
-def test_a_folder_full_for_good_still_gets_closed_json_counting_every_row(small):
-    sink = ProcessSink(small.path / "proc", {"t": TABLE}, max_rows=1000)
+def test_a_folder_full_for_good_still_gets_its_closing_record_counting_every_row(small):
+    sink = sink_in(small.path / "proc", 1000)
+    started = json.loads((sink.proc_dir / "proc.json").read_text())
     for n in range(50):
         sink.append("t", (n, "x"))
     sink.flush()
@@ -81,14 +98,50 @@ def test_a_folder_full_for_good_still_gets_closed_json_counting_every_row(small)
     for n in range(50, 120):  # more than the free end of the stream's last page holds
         sink.append("t", (n, "x" * 100))
     sink.close()
-    closed = json.loads((sink.proc_dir / "closed.json").read_text())
-    assert closed["rows"] == {"t": 50}
-    assert closed["dropped"] == {"t": {"no space": 70}}
+    info = json.loads((sink.proc_dir / "proc.json").read_text())  # (one JSON object)
+    record = info.pop("closed")
+    assert info == started
+    assert record["rows"] == {"t": 50}
+    assert record["dropped"] == {"t": {"no space": 70}}
     assert leftovers(small.path) == []
 
 
+def test_a_process_killed_while_it_closes_into_a_full_folder_leaves_proc_json_readable(
+        small, monkeypatch):
+    """In a full folder the record is written after proc.json's object, then the object's
+    brace turned into a comma: killed in between, proc.json is the object and ignored bytes;
+    correlate reads the process (not closed cleanly) and its rows."""
+    folder = small.path / "run" / "procs" / "worker-h-1"
+    sink = sink_in(folder, 1000)
+    for n in range(20):
+        sink.append("t", (n, "x"))
+    sink.flush()
+    small.fill()
+    writes = []
+
+    def killed_after_one(fd: int, data: bytes, at: int) -> int:
+        if writes:
+            raise KeyboardInterrupt  # (the process ends here)
+        writes.append(data)
+        return real(fd, data, at)
+
+    real = os.pwrite
+    monkeypatch.setattr(os, "pwrite", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        sink.close()
+    monkeypatch.undo()
+    assert writes and b'"closed"' in writes[0]
+    assert closing_record(folder) is None
+    frames = load(small.path / "run")
+    assert any("proc.json: " in w and "after its JSON object ignored" in w
+               for w in frames.warnings), frames.warnings
+    assert any("worker-h-1 did not close cleanly" in w or "worker-h-1 has not closed" in w
+               for w in frames.warnings), frames.warnings
+    assert frames.processes["pid"].to_list() == [os.getpid()]
+
+
 def test_a_folder_made_read_only_partway_counts_the_reason(small):
-    sink = ProcessSink(small.path / "proc", {"t": TABLE}, max_rows=1000)
+    sink = sink_in(small.path / "proc", 1000)
     for n in range(10):
         sink.append("t", (n, "x"))
     sink.flush()

@@ -198,7 +198,7 @@ def work(x):
 
 
 #: tasks of the real-cluster test, and the Yappi memory past which its workers clear: small
-#: enough that each worker clears several times (``closed.json`` says how often)
+#: enough that each worker clears several times (its closing record says how often)
 CLUSTER_TASKS = 500
 CLUSTER_CLEAR_BYTES = 200_000
 
@@ -219,7 +219,7 @@ def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp
     from distributed import Client, LocalCluster
 
     import collectors
-    from testing.raw_parts import calls_per_execution
+    from testing.raw_parts import calls_per_execution, closing_records
 
     ns: dict = {}
     exec(SOURCE, ns)  # noqa: S102 - a function cloudpickle sends by value
@@ -230,8 +230,7 @@ def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp
             assert set(client.run(_small_clears).values()) == {CLUSTER_CLEAR_BYTES}
             got = client.gather(client.map(ns["work"], range(CLUSTER_TASKS)))
     assert got == [2 * i + 3 for i in range(CLUSTER_TASKS)]
-    clears = [json.loads(p.read_text()).get("profile_clears", {})
-              for p in run.glob("procs/worker-*/closed.json")]
+    clears = [c.get("profile_clears", {}) for c in closing_records(run, "worker-*").values()]
     assert len(clears) == 2 and sum(c.get("clears", 0) for c in clears) >= 2
     joined = calls_per_execution(run, ["work", "f1"])
     # every task timed; one row per execution: a task Dask ran again (a worker the scheduler

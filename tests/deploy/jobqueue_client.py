@@ -23,6 +23,8 @@ def main(run: str, truth: str, data: str) -> None:
     from dask_jobqueue.local import LocalCluster
     from distributed import Client
 
+    from collectors.sink import closing_record
+
     local = {"scheduler_options": {"host": "127.0.0.1", "dashboard_address": None}}
     with PBSCluster(cores=4, processes=2, memory="2GiB", **local,
                     job_script_prologue=[f'eval "$(collect env -o {run})"']) as pbs:
@@ -34,14 +36,15 @@ def main(run: str, truth: str, data: str) -> None:
             c.wait_for_workers(2, timeout=60)
             results = graph_module.graph(c, data)
             Path(truth).write_text(json.dumps(results))
-            # a clean close (each worker writes closed.json) before the local "queue" cancels
+            # a clean close (each worker closes its proc.json) before the local "queue" cancels
             # the job with SIGKILL: retire the workers once the scheduler holds no data
             del results
             deadline = time.monotonic() + 30
             while c.run_on_scheduler(_tasks) and time.monotonic() < deadline:
                 time.sleep(0.05)
             c.retire_workers(close_workers=True)
-            while (len(list(Path(run).glob("procs/worker-*/closed.json"))) < 2
+            while (sum(closing_record(d) is not None for d in Path(run).glob("procs/worker-*"))
+                   < 2
                    and time.monotonic() < deadline):
                 time.sleep(0.05)
 

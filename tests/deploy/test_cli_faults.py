@@ -16,6 +16,7 @@ import pytest
 from procs import BIN, correlate, env, exports, processes
 
 from correlate.sources.detect import load
+from testing.raw_parts import closing_records
 
 pytestmark = pytest.mark.cluster
 
@@ -72,7 +73,7 @@ def test_sigkill_of_the_dask_scheduler_process(tmp_path):
     assert not (tmp_path / "done").exists()
     ran = {p.name for p in marks.iterdir()}
     assert 0 < len(ran) < 400  # killed while the job ran
-    closed = sorted(p.parent.name for p in (run / "procs").glob("*/closed.json"))
+    closed = sorted(closing_records(run))
     assert [c.split("-")[0] for c in closed] == ["worker", "worker"]
     for log in ("workers.log", "scheduler.log"):
         assert "collectors/" not in (tmp_path / log).read_text(), log

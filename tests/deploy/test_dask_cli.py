@@ -25,6 +25,7 @@ from procs import (
 )
 
 from correlate.align import BOUNDED
+from testing.raw_parts import closing_records
 
 pytestmark = pytest.mark.cluster
 
@@ -67,7 +68,7 @@ def preload_only(tmp_path_factory):
 def test_preload_only_folder_correlates_every_task(preload_only):
     run, truth = preload_only
     assert {p.name.split("-")[0] for p in (run / "procs").iterdir()} == {"scheduler", "worker"}
-    assert len(list((run / "procs").glob("worker-*/closed.json"))) == 2
+    assert len(closing_records(run, "worker-*")) == 2
     tasks, _summary = correlate(run)
     check_tasks(tasks, truth)
     assert tasks["pid"].n_unique() == 2

@@ -1,8 +1,8 @@
 """Damaged copies of the sample run folder: every damage class ends in a named rejection (the
 run still correlates) or a one-line error naming the file, never in "internal error".
 
-Classes: manifest.json / proc.json / closed.json that are not JSON objects, lack fields or hold
-fields of the wrong type, or nest too deep; parts (Arrow IPC, and the Parquet of run format 1)
+Classes: manifest.json / proc.json / closed.json (and proc.json's closing record) that are not
+JSON objects, lack fields or hold fields of the wrong type, or nest too deep; parts (Arrow IPC, and the Parquet of run format 1)
 with overwritten bytes or a column of the wrong type. Each class is applied to every file it fits in the run."""
 
 from __future__ import annotations
@@ -74,6 +74,18 @@ def test_a_process_file_that_is_not_a_usable_object_is_rejected_or_named(
         target.write_text(JSON_DAMAGE[kind])
         _check(run, tmp_path, capsys, target)
         target.write_text(saved)
+
+
+@pytest.mark.parametrize("kind", sorted(JSON_DAMAGE))
+def test_a_closing_record_in_proc_json_that_is_not_usable_is_named(run, tmp_path, capsys, kind):
+    """The collectors' layout: the closing record is proc.json's ``closed`` field."""
+    for proc in sorted((run / "procs").iterdir()):
+        target = proc / "proc.json"
+        text = json.dumps(json.loads(target.read_text()))
+        (proc / "closed.json").unlink()
+        target.write_text(text[:-1] + ', "closed": ' + JSON_DAMAGE[kind] + "}")
+        _check(run, tmp_path, capsys, target)
+        target.write_text(text)
 
 
 @pytest.mark.parametrize("field,value", [("host", None), ("pid", None), ("role", None),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from collectors.sink import closing_record
 from correlate.sources import darshan_coverage as cov
 from correlate.sources.detect import load
 
@@ -88,6 +89,6 @@ def test_a_sigkilled_worker_is_named_by_collect_and_correlate(tmp_path):
     assert "did not close their Darshan log" in proc.stderr, proc.stderr
     assert list((run / "darshan-mmap").glob("*.darshan"))
     (line,) = _gaps(load(run).warnings)
-    killed = [d.name for d in (run / "procs").iterdir() if not (d / "closed.json").exists()]
+    killed = [d.name for d in (run / "procs").iterdir() if closing_record(d) is None]
     assert len(killed) == 1 and f"{killed[0]} (no log: it did not close its log" in line
     assert line.startswith("Darshan: 1 of 3 Dask process(es) have no complete log")
