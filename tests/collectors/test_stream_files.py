@@ -52,8 +52,12 @@ def _job(tmp_path: Path, name: str, seconds: float, mode: str) -> tuple[Path, in
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
            "--profile", profile, "--flush-interval", "0.2", "--", sys.executable, str(JOB),
            str(seconds), "--pause", "0.05", *options]
-    # (without a Darshan runtime here, the markers are asked for as its environment does)
+    # (without a Darshan runtime here, the markers are asked for as its environment does, and
+    # a preload that names one makes the workers record the files tasks open, as with Darshan;
+    # the loader says it cannot preload it and goes on)
     env = {**os.environ, "DASK_CORRELATE_MARKERS": "1" if markers else "0"}
+    if markers:
+        env["LD_PRELOAD"] = "/nonexistent/lib/libdarshan.so"
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=tmp_path,
                           env=env)
     assert done.returncode == 0, done.stderr[-3000:]
