@@ -1,7 +1,8 @@
 """For test_yappi_clears.py (run in its own process: an audit hook cannot be removed):
-``python install_race.py``. Another thread is held in the middle of installing a profile
-function (its audit hook waits, as a Python audit hook may give the GIL away there), while a
-task thread starts an execution under ``YappiProfile``; prints a JSON line of what happened."""
+``python install_race.py [thread-start]``. Another thread is held in the middle of installing a
+profile function (its audit hook waits, as a Python audit hook may give the GIL away there),
+while a task thread starts an execution under ``YappiProfile`` (or, with ``thread-start``, a
+library's helper thread and a task thread start); prints a JSON line of what happened."""
 
 from __future__ import annotations
 
@@ -95,5 +96,39 @@ def main() -> None:
     print(json.dumps({**got, "attempts": len(attempts), "cut": prof.executions_cut}))
 
 
+def helper_work() -> str:
+    return "helper"
+
+
+def thread_start() -> None:
+    """Threads starting while the install is held: what ran, what Yappi saw."""
+    import yappi
+
+    sys.addaudithook(audit)
+    prof = YappiProfile(TaskTags(), "wall")
+    prof.start(("task-thread",))
+    ran: list[str] = []
+    errors: list[str] = []
+    threading.excepthook = lambda a: errors.append(repr(a.exc_value))
+    installer = threading.Thread(target=sys.setprofile, args=(None,), name="installer")
+    installer.start()
+    assert inside.wait(10)
+    helper = threading.Thread(target=lambda: ran.append(helper_work()), name="lib-helper")
+    task = threading.Thread(target=lambda: ran.append("task"), name="task-thread-0")
+    helper.start()
+    task.start()
+    helper.join(10)
+    task.join(10)
+    release.set()
+    installer.join()
+    prof.stop()
+    seen = {f.name for f in yappi.get_func_stats()}
+    restored = threading.Thread._bootstrap_inner.__qualname__  # type: ignore[attr-defined]
+    print(json.dumps({"ran": sorted(ran), "errors": errors,
+                      "helper_profiled": "helper_work" in seen,
+                      "threads_unhooked": prof.threads_unhooked,
+                      "bootstrap_restored": restored == "Thread._bootstrap_inner"}))
+
+
 if __name__ == "__main__":
-    main()
+    thread_start() if sys.argv[1:] == ["thread-start"] else main()

@@ -244,12 +244,8 @@ def test_a_real_cluster_clears_yappi_and_every_execution_is_exact_or_counted(tmp
     assert wrong.is_empty(), (clears, wrong)
 
 
-def test_an_execution_whose_hook_install_is_refused_waits_for_it_and_is_exact():
-    """CPython (3.11.7) refuses a profile-function install while another thread is in the
-    middle of one, whose audit hook (Python code: the collectors' own ``file_opens`` hook is
-    one) gave the GIL away: a task thread's hook then never went on, and its execution had no
-    rows and was not counted. The profiler's hook-on tries again (``set_profile``): the
-    execution's rows are exact."""
+def _install_race(*args: str) -> tuple[dict, str]:
+    """``install_race.py``'s JSON line, and its stderr."""
     import os
     import subprocess
     import sys
@@ -258,10 +254,30 @@ def test_an_execution_whose_hook_install_is_refused_waits_for_it_and_is_exact():
     here = Path(__file__).parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(here.parents[1]), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(here / "install_race.py")], env=env,
+    proc = subprocess.run([sys.executable, str(here / "install_race.py"), *args], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.splitlines()[-1])
+    return json.loads(proc.stdout.splitlines()[-1]), proc.stderr
+
+
+def test_a_thread_starting_during_another_threads_hook_install_runs_and_is_profiled():
+    """Installed by threading's bootstrap (``threading.setprofile``, how Yappi hooks new
+    threads), a refused install raised before the thread's target ran and the thread died
+    silently (an executor's thread: never replaced). Both threads run; the helper thread is
+    profiled (the install is retried) and the task thread starts without the hook."""
+    got, stderr = _install_race("thread-start")
+    assert "Cannot install a profile function" not in stderr
+    assert got == {"ran": ["helper", "task"], "errors": [], "helper_profiled": True,
+                   "threads_unhooked": 0, "bootstrap_restored": True}
+
+
+def test_an_execution_whose_hook_install_is_refused_waits_for_it_and_is_exact():
+    """CPython (3.11.7) refuses a profile-function install while another thread is in the
+    middle of one, whose audit hook (Python code: the collectors' own ``file_opens`` hook is
+    one) gave the GIL away: a task thread's hook then never went on, and its execution had no
+    rows and was not counted. The profiler's hook-on tries again (``set_profile``): the
+    execution's rows are exact."""
+    got, _stderr = _install_race()
     if got["attempts"] == 1:
         pytest.skip("this Python installs a profile function during another thread's install")
     # the first install was refused, a later one took: the execution's rows are exact
