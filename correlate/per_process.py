@@ -34,7 +34,7 @@ def process_order(process: tuple[Any, Any]) -> tuple[Any, ...]:
 
 
 def in_process_order(runs_of: pl.DataFrame) -> bool:
-    """Whether ``runs`` (``runs``) name each process once, in ``process_order``: rows grouped
-    by process, processes sorted."""
+    """Whether ``runs_of`` (what ``runs`` found in a frame) names each process once, in
+    ``process_order``: the frame's rows grouped by process, the processes sorted."""
     keys = [process_order(p) for p in runs_of.select("host", "pid").iter_rows()]
     return all(a < b for a, b in zip(keys, keys[1:], strict=False))

@@ -193,6 +193,7 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
     sums in every run and mode (window-split bytes are fractional), whichever processes the
     frame holds (polars' grouped float sums take another kernel, another order of additions,
     as a frame grows)."""
+    files = files.drop_nulls("execution_id")  # (a total of no execution's is no one's)
     if files.is_empty():
         return pl.DataFrame(schema={"execution_id": pl.Int64, **dict.fromkeys(
             ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"], pl.Float64),
@@ -218,7 +219,8 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
         "read_bytes": summed("bytes", read), "write_bytes": summed("bytes", write),
         "read_ops": summed("ops", read), "write_ops": summed("ops", write),
         "io_time_s": summed("io_time_s"),
-        "io_method": names.gather(pl.Series(least)).set(pl.Series(least < 0), None)})
+        "io_method": names.gather(pl.Series(np.maximum(least, 0))).set(pl.Series(least < 0),
+                                                                        None)})
 
 
 def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.DataFrame,
