@@ -214,9 +214,12 @@ def containment_offsets(io_segments: pl.DataFrame, executions: pl.DataFrame,
     procs = seg.select("host", "pid").unique().join(ex.select("host", "pid").unique(),
                                                     on=["host", "pid"], nulls_equal=True)
     rows = []
+    seg_of = seg.partition_by("host", "pid", as_dict=True)
+    ex_of = ex.partition_by("host", "pid", as_dict=True)
     for host, pid in procs.sort("host", "pid").iter_rows():
-        key = (pl.col("host") == host) & (pl.col("pid") == pid)
-        found = _containment_offset(seg.filter(key), ex.filter(key))
+        if host is None or pid is None:  # (an equality with null holds for no row)
+            continue
+        found = _containment_offset(seg_of[(host, pid)], ex_of[(host, pid)])
         if found:
             rows.append({"host": host, "pid": pid, "offset_ns": found[0],
                          "uncertainty_ns": found[1], "samples": found[2]})

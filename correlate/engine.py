@@ -230,8 +230,10 @@ def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataF
 
 
 def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
-    """Conform and sort ``df`` as output table ``name`` and hand it to ``sink``."""
-    out = sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name])
+    """Conform and sort ``df`` as output table ``name`` and hand it to ``sink``; contiguous
+    (one chunk), so that the summary's float sums over it do not depend on how many
+    partitions it was made of (a sum of a chunked column adds each chunk's sum)."""
+    out = sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name]).rechunk()
     sink.write(name, out)
     return out
 

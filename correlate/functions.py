@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from correlate.attribution.driver import by_process, process_order
+from correlate.attribution.driver import by_process
+from correlate.per_process import process_order
 from correlate.schema import TABLES, conform
 from correlate.sorting import sorted_for_output
 

@@ -7,6 +7,8 @@ it is much cheaper than joining every row, which copies all of its columns.
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 
@@ -23,3 +25,16 @@ def spread(per_run: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     index = per_run.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("len")
                            .explode()).to_series()
     return per_run.select(columns)[index]
+
+
+def process_order(process: tuple[Any, Any]) -> tuple[Any, ...]:
+    """Sort key of a (host, pid): the order ``execution_id`` is numbered in (nulls last)."""
+    host, pid = process
+    return (host is None, host or "", pid is None, pid or 0)
+
+
+def in_process_order(runs_of: pl.DataFrame) -> bool:
+    """Whether ``runs_of`` (what ``runs`` found in a frame) names each process once, in
+    ``process_order``: the frame's rows grouped by process, the processes sorted."""
+    keys = [process_order(p) for p in runs_of.select("host", "pid").iter_rows()]
+    return all(a < b for a, b in zip(keys, keys[1:], strict=False))

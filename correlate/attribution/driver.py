@@ -1,13 +1,19 @@
-"""Per-process partitions of the I/O attribution, run in this process or as Dask tasks.
+"""Partitions of the I/O attribution, each one or more whole processes, run in this process or
+as Dask tasks.
 
 A DXT segment can only belong to an execution of its own (host, pid), and Darshan's clock is
 corrected per process, so neither alignment of the I/O nor attribution needs data from two
-processes at once: the run is cut into one partition per process that issued I/O (its segments,
-or the Darshan logs to read them from, its executions and clock markers), each partition is
-aligned and attributed on its own, and the partial tables are concatenated in (host, pid)
-order. ``seg_id`` (the segment's row in the run's segment table, in log order) and
-``execution_id`` do not depend on the cut, and every output table is sorted afterwards, so the
-result is identical row for row whichever way the partitions run.
+processes at once: every step keys its joins and group-bys by (host, pid), and the run is cut
+into partitions of whole processes that issued I/O (their segments, or the Darshan logs to
+read them from, their executions and clock markers), each aligned and attributed on its own;
+the partial tables are concatenated in (host, pid) order. Small processes share a partition
+up to ``PARTITION_ROWS`` rows (a thousand workers with a few hundred segments each are a few
+partitions, not a thousand: each partition costs a few dozen polars operations whatever its
+size), a process with more rows than that has one of its own, so that a partition's memory
+is bounded by the budget or by one process. ``seg_id`` (the segment's row in the run's segment
+table, in log order) and ``execution_id`` do not depend on the cut, and every output table is
+sorted afterwards, so the result is identical row for row however the processes are grouped
+and whichever way the partitions run.
 
 Partitions run through a *mapper* (``correlate.mappers``): in this process two at a time, so
 that at most three partitions' data are alive at once, or as tasks on a Dask cluster.
@@ -26,6 +32,7 @@ from correlate import align, per_process
 from correlate.attribution import exact, helpers, p2p, spill, threads
 from correlate.attribution.shares import METHOD, IOAttribution
 from correlate.mappers import Mapper, local_map
+from correlate.per_process import process_order
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
@@ -37,23 +44,33 @@ from correlate.sources import darshan_logs
 #: column is copied at each step of the attribution, so the others are left behind)
 SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset", "length",
                    "local_start_ns", "local_stop_ns"]
+#: rows (DXT segments and executions) of the processes sharing one partition, at most: a
+#: process with more is a partition alone (the runs of a few big workers keep one partition per
+#: process, and their memory)
+PARTITION_ROWS = 500_000
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "io_totals", "unattributed", "methods",
                   "segment_totals", "spill", "inferred_threads", "shuffle_io")
 
 
+Process = tuple[Any, Any]
+#: a process's logs with segments, each with the ``seg_id`` of its first segment
+Logs = tuple[tuple[str, int], ...]
+
+
 @dataclass(frozen=True)
 class Partition:
-    """One process's raw DXT segments (with ``seg_id``), or the Darshan logs to read them from
-    (each with the ``seg_id`` of its first segment), its executions (with ``execution_id``, on
-    the process's local clock), its clock markers and the files its executions opened."""
+    """Whole processes (``processes``, in ``process_order``): their raw DXT segments (with
+    ``seg_id``) one process after another, or the Darshan logs to read them from (each with the
+    ``seg_id`` of its first segment, in the same order), their executions (with
+    ``execution_id``, on each process's local clock), clock markers and the files their
+    executions opened."""
 
-    host: str | None
-    pid: int | None
+    processes: tuple[Process, ...]
     segments: pl.DataFrame | None
     executions: pl.DataFrame
     markers: pl.DataFrame
     opens: pl.DataFrame
-    logs: tuple[tuple[str, int], ...] = ()
+    logs: Logs = ()
 
     def raw_segments(self) -> pl.DataFrame:
         # logs are inflated here a second time (the first read only counted their segments):
@@ -61,8 +78,7 @@ class Partition:
         # where the partition runs (a cluster worker)
         if self.segments is not None:
             return self.segments
-        return pl.concat([_numbered(darshan_logs.read_segments(log), first)
-                          for log, first in self.logs])
+        return darshan_logs.read_numbered(self.logs)
 
 
 def _numbered(segments: pl.DataFrame, first: int = 0) -> pl.DataFrame:
@@ -83,12 +99,6 @@ def _runs(df: pl.DataFrame) -> list[tuple[tuple[Any, Any], int, int]] | None:
                                                  strict=True)]
 
 
-def process_order(process: tuple[Any, Any]) -> tuple[Any, ...]:
-    """Sort key of a (host, pid): the order ``execution_id`` is numbered in (nulls last)."""
-    host, pid = process
-    return (host is None, host or "", pid is None, pid or 0)
-
-
 def by_process(df: pl.DataFrame) -> dict[tuple[Any, Any], pl.DataFrame]:
     """``df``'s rows per (host, pid): zero-copy slices when each process's rows are
     contiguous (as read from a run folder or Darshan logs)."""
@@ -99,41 +109,74 @@ def by_process(df: pl.DataFrame) -> dict[tuple[Any, Any], pl.DataFrame]:
 
 
 def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions: pl.DataFrame,
-          markers: pl.DataFrame, opens: pl.DataFrame) -> list[Partition]:
-    """One partition per (host, pid) that has segments, in (host, pid) order, with the
-    executions, clock markers and file opens of that process. Segments still in their Darshan
-    logs (a LazyFrame) are read inside each partition, from that process's logs."""
-    ex = executions.partition_by("host", "pid", as_dict=True)
-    mk = markers.partition_by("host", "pid", as_dict=True)
-    op = opens.partition_by("host", "pid", as_dict=True)
+          markers: pl.DataFrame, opens: pl.DataFrame, rows: int = PARTITION_ROWS
+          ) -> list[Partition]:
+    """The processes that have segments, in (host, pid) order, cut into partitions of at most
+    ``rows`` segments and executions (``_grouped``), each with the executions, clock markers
+    and file opens of its processes. Segments still in their Darshan logs (a LazyFrame) are
+    read inside each partition, from its processes' logs."""
     per_log = _logs_by_process(logs) if isinstance(segments, pl.LazyFrame) else None
-    # (host, pid) → (its segments, or None: still in its logs, the logs to read them from)
-    sources: dict[tuple[Any, Any], tuple[pl.DataFrame | None, tuple[tuple[str, int], ...]]]
+    held: dict[Process, pl.DataFrame] | None = None  # segments read up front, per process
     if per_log is not None:
-        sources = {process: (None, own) for process, own in per_log.items()}
+        sizes = {process: n for process, (_own, n) in per_log.items()}
     else:
         if isinstance(segments, pl.LazyFrame):
             segments = segments.collect()
-        sources = {process: (seg, ()) for process, seg in by_process(_numbered(segments)).items()}
-    parts = [Partition(h, p, seg, ex.get((h, p), executions.clear()),
-                       mk.get((h, p), markers.clear()), op.get((h, p), opens.clear()), logs=own)
-             for (h, p), (seg, own) in sources.items()]
-    return sorted(parts, key=lambda q: process_order((q.host, q.pid)))
+        held = by_process(_numbered(segments))
+        sizes = {process: seg.height for process, seg in held.items()}
+    order = sorted(sizes, key=process_order)
+    ran = {(host, pid): n for host, pid, n in executions.group_by("host", "pid").len().rows()}
+    groups = _grouped(order, [sizes[p] + ran.get(p, 0) for p in order], rows)
+    ex, mk, op = (_per_group(df, groups) for df in (executions, markers, opens))
+    return [Partition(
+        tuple(group), None if held is None else pl.concat([held[p] for p in group]),
+        ex.get(g, executions.clear()), mk.get(g, markers.clear()), op.get(g, opens.clear()),
+        logs=() if per_log is None else tuple(log for p in group for log in per_log[p][0]))
+        for g, group in enumerate(groups)]
 
 
-def _logs_by_process(logs: pl.DataFrame
-                     ) -> dict[tuple[Any, Any], tuple[tuple[str, int], ...]] | None:
+def _per_group(df: pl.DataFrame, groups: list[list[Process]]) -> dict[int, pl.DataFrame]:
+    """``df``'s rows of each group of processes, one process after another in the group's
+    order (each process's rows in their order); rows of other processes are left out."""
+    keys = pl.DataFrame(
+        [(host, pid, g, i) for g, group in enumerate(groups)
+         for i, (host, pid) in enumerate(group)],
+        schema={"host": df.schema["host"], "pid": df.schema["pid"], "_group": pl.Int64,
+                "_position": pl.Int64}, orient="row")
+    tagged = df.join(keys, on=["host", "pid"], how="inner", nulls_equal=True,
+                     maintain_order="left").sort("_group", "_position", maintain_order=True)
+    return {g: part.drop("_group", "_position")
+            for (g,), part in tagged.partition_by("_group", as_dict=True).items()}
+
+
+def _grouped(order: list[Process], sizes: list[int], rows: int) -> list[list[Process]]:
+    """``order`` cut into runs of consecutive processes whose sizes add up to at most ``rows``
+    (a process bigger than that alone)."""
+    groups: list[list[Process]] = []
+    held = rows + 1
+    for process, size in zip(order, sizes, strict=True):
+        if held + size > rows:
+            groups.append([])
+            held = 0
+        groups[-1].append(process)
+        held += size
+    return groups
+
+
+def _logs_by_process(logs: pl.DataFrame) -> dict[Process, tuple[Logs, int]] | None:
     """(host, pid) → its logs with segments, each with the ``seg_id`` of its first segment
-    (segments are numbered in log order, as ``darshan_logs.load`` reads them); None when a log
-    with segments has no single host (its segments must be split by their own host column)."""
+    (segments are numbered in log order, as ``darshan_logs.load`` reads them), and its segment
+    count; None when a log with segments has no single host (its segments must be split by
+    their own host column)."""
     first = pl.col("segment_count").cum_sum() - pl.col("segment_count")
     rows = (logs.with_columns(first=first).filter(pl.col("segment_count") > 0)
-            .select(pl.col("log").cast(pl.String), "host", "pid", "first"))
+            .select(pl.col("log").cast(pl.String), "host", "pid", "first", "segment_count"))
     if rows.get_column("host").null_count():
         return None
-    out: dict[tuple[Any, Any], tuple[tuple[str, int], ...]] = {}
-    for log, host, pid, at in rows.iter_rows():
-        out[(host, pid)] = (*out.get((host, pid), ()), (log, at))
+    out: dict[Process, tuple[Logs, int]] = {}
+    for log, host, pid, at, n in rows.iter_rows():
+        own, count = out.get((host, pid), ((), 0))
+        out[(host, pid)] = ((*own, (log, at)), count + n)
     return out
 
 
@@ -177,21 +220,25 @@ def _process_method(segments: pl.DataFrame) -> pl.DataFrame:
 def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
                         processes: pl.DataFrame, marker_paths: list[str],
                         shuffle_owners: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
-    """Align one process's Darshan clock (markers, else containment) and attribute its
-    segments; the partial output tables of that process. ``shuffle_owners`` (shuffle_id →
-    owner execution, ``local_dir.barrier_owners`` of the whole run) takes the P2P shard
-    writes (``attribution.p2p``)."""
+    """Align each process's Darshan clock (markers, else containment) and attribute the
+    partition's segments; the partial output tables of its processes. ``shuffle_owners``
+    (shuffle_id → owner execution, ``local_dir.barrier_owners`` of the whole run) takes the
+    P2P shard writes (``attribution.p2p``)."""
     raw = part.raw_segments()
     darshan = align.darshan_offsets(raw, part.markers)
-    if darshan.is_empty():
-        darshan = align.containment_offsets(raw, part.executions, darshan)
+    without = set(part.processes) - set(darshan.select("host", "pid").iter_rows())
+    if without:  # processes without markers found in DXT
+        alone = len(without) == len(part.processes)
+        darshan = pl.concat([darshan, align.containment_offsets(
+            raw if alone else _of(raw, without),
+            part.executions if alone else _of(part.executions, without), darshan)])
     segments = align.align_segments(raw.select(SEGMENT_COLUMNS), pl.concat(
         [worker_clocks, darshan])).drop("local_start_ns", "local_stop_ns")  # not gathered
     del raw
     ex = align.align_executions(part.executions, worker_clocks)
     # executions without recorded thread ids (imported runs): threads inferred from the DXT
     # pthread ids (threads.py); a no-op when threads are known
-    ex, inference = threads.infer(segments, ex, *_threads_of(processes, part))
+    ex, inferred = threads.infer_processes(segments, ex, processes)
     att = helpers.helper_io(exact.io_to_executions(segments, ex), ex, part.opens,
                               processes, marker_paths)
     att = threads.attribute(att, ex)
@@ -214,21 +261,16 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
         "segment_totals": totals,
         "methods": _process_method(att.segments),
         "spill": spill.spill_io(att.segments, spill_key),
-        "inferred_threads": threads.inferred_table(ex, inference, part.host, part.pid),
+        "inferred_threads": inferred,
         "shuffle_io": p2p.shuffle_io(att.segments, shuffles),
     }
 
 
-def _threads_of(processes: pl.DataFrame, part: Partition) -> tuple[int | None, int | None]:
-    """The process's main (event-loop) thread id and executor thread count, when known."""
-    row = processes.filter(pl.col("host").eq_missing(part.host)
-                           & pl.col("pid").eq_missing(part.pid))
-    if not row.height:
-        return None, None
-    main = row.get_column("main_thread_id").drop_nulls()
-    n = (row.get_column("nthreads").drop_nulls() if "nthreads" in row.columns
-         else pl.Series(dtype=pl.Int64))
-    return (main[0] if main.len() else None), (int(n[0]) if n.len() else None)
+def _of(df: pl.DataFrame, processes: set[Process]) -> pl.DataFrame:
+    """``df``'s rows of ``processes``, in their order."""
+    keys = pl.DataFrame(list(processes), schema={"host": df.schema["host"],
+                                                 "pid": df.schema["pid"]}, orient="row")
+    return df.join(keys, on=["host", "pid"], how="semi", nulls_equal=True, maintain_order="left")
 
 
 def _without_thread_ids(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame) -> bool:
@@ -249,10 +291,9 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
     ``sink`` as it arrives, in (host, pid) order (so the whole stays sorted); the other partial
     tables are concatenated and returned. ``logs`` (``darshan_logs``) says where segments
     still in their logs (a LazyFrame) are read from."""
-    parts = split(segments, logs, executions, markers, opens)
+    parts = split(segments, logs, executions, markers, opens, rows=PARTITION_ROWS)
     if not parts:
-        parts = [Partition(None, None, _numbered(SEGMENTS_IN.empty()), executions, markers,
-                           opens)]
+        parts = [Partition((), _numbered(SEGMENTS_IN.empty()), executions, markers, opens)]
     marker_paths = markers.get_column("path").unique().to_list()
     fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
                  marker_paths=marker_paths, shuffle_owners=shuffle_owners)

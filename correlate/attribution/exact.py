@@ -25,6 +25,7 @@ Methods, per segment:
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from correlate import per_process
@@ -89,12 +90,25 @@ def _exact(seg: pl.DataFrame, executions: pl.DataFrame) -> pl.Series:
         found.get_column("row"), eid)
 
 
+def _segment_order(segments: pl.DataFrame) -> pl.Series | None:
+    """``sort_order`` of ``segments`` by ``SEGMENT_ORDER``. Rows of several processes that come
+    one process after another in (host, pid) order (a partition's) are sorted by their
+    process's position instead of its host and pid: the same order, by integers alone (a sort
+    with a string key compares row by row)."""
+    runs = per_process.runs(segments)
+    if runs.height < 2 or not per_process.in_process_order(runs):
+        return sort_order(segments, SEGMENT_ORDER)
+    position = per_process.spread(runs.with_row_index("process"), ["process"])
+    return sort_order(segments.select(SEGMENT_ORDER[2:]).with_columns(position),
+                      ["process", *SEGMENT_ORDER[2:]])
+
+
 def io_to_executions(segments: pl.DataFrame, executions: pl.DataFrame) -> IOAttribution:
     """Attribute aligned segments (with ``seg_id``) to executions (with ``execution_id``).
     The segments are sorted once, in ``SEGMENT_ORDER``; exact-thread segments (almost all, at
     scale) get their execution from an asof join of the key columns alone; only window-split
     segments are joined to windows and their shares summed per segment."""
-    rows = sort_order(segments, SEGMENT_ORDER)
+    rows = _segment_order(segments)
     seg = segments if rows is None else segments[rows]
     seg = seg.with_columns(attribution=_methods(seg, executions))
     seg = seg.with_columns(execution_id=_exact(seg, executions))
@@ -175,18 +189,38 @@ def task_files(att: IOAttribution) -> pl.DataFrame:
 
 def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
     """Per execution: read/write bytes and ops, I/O time, summed over ``files`` (task_files
-    rows) in their order: given them in output order, the same float sums in every run and
-    mode (window-split bytes are fractional)."""
-    def by_op(op: str, col: str) -> pl.Expr:
-        return pl.col(col).filter(pl.col("op") == op).sum()
-    return files.group_by("execution_id").agg(
-        read_bytes=by_op("read", "bytes"), write_bytes=by_op("write", "bytes"),
-        read_ops=by_op("read", "ops"), write_ops=by_op("write", "ops"),
-        io_time_s=pl.col("io_time_s").sum(),
-        # the least exact method that gave it I/O (the Enum lists them most exact first)
-        io_method=pl.col("attribution").cast(METHOD).to_physical().max()
-    ).with_columns(pl.col("io_method").replace_strict(dict(enumerate(METHOD.categories)),
-                                                      return_dtype=pl.String))
+    rows) one row after another in their order: given them in output order, the same float
+    sums in every run and mode (window-split bytes are fractional), whichever processes the
+    frame holds (polars' grouped float sums take another kernel, another order of additions,
+    as a frame grows)."""
+    files = files.drop_nulls("execution_id")  # (a total of no execution's is no one's)
+    if files.is_empty():
+        return pl.DataFrame(schema={"execution_id": pl.Int64, **dict.fromkeys(
+            ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"], pl.Float64),
+            "io_method": pl.String})
+    ids, group = np.unique(files.get_column("execution_id").to_numpy(), return_inverse=True)
+    op = files.get_column("op").cast(pl.String)
+
+    def summed(col: str, rows: pl.Series | None = None) -> np.ndarray:
+        values = files.get_column(col).fill_null(0.0).to_numpy()
+        if rows is not None:  # (adding 0.0 leaves a sum as it was)
+            values = np.where(rows.to_numpy(), values, 0.0)
+        # bincount adds each group's values in row order
+        return np.bincount(group, weights=values, minlength=len(ids))
+
+    read, write = op == "read", op == "write"
+    # the least exact method that gave it I/O (the Enum lists them most exact first)
+    method = files.get_column("attribution").cast(METHOD).to_physical().cast(pl.Int64)
+    least = np.full(len(ids), -1, dtype=np.int64)
+    np.maximum.at(least, group, method.fill_null(-1).to_numpy())
+    names = pl.Series(METHOD.categories, dtype=pl.String)
+    return pl.DataFrame({
+        "execution_id": pl.Series(ids, dtype=pl.Int64),
+        "read_bytes": summed("bytes", read), "write_bytes": summed("bytes", write),
+        "read_ops": summed("ops", read), "write_ops": summed("ops", write),
+        "io_time_s": summed("io_time_s"),
+        "io_method": names.gather(pl.Series(np.maximum(least, 0))).set(pl.Series(least < 0),
+                                                                        None)})
 
 
 def unattributed_io(att: IOAttribution, executions: pl.DataFrame, processes: pl.DataFrame,

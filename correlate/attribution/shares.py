@@ -132,10 +132,14 @@ def overlapping_pairs(rows: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFr
     """row, execution_id, w_start, w_stop of every (row, execution of the row's own process)
     whose intervals overlap (``rows``: row, host, pid, host_start_ns, host_stop_ns); rows of
     an unknown process meet none."""
-    own = executions.partition_by("host", "pid", as_dict=True)
-    found = [_overlapping(part, own[process])
-             for process, part in rows.partition_by("host", "pid", as_dict=True).items()
-             if None not in process and process in own]
+    found = []
+    if rows.height:  # (the executions of the rows' processes alone are cut per process)
+        own = executions.join(rows.select("host", "pid").unique(), on=["host", "pid"],
+                              how="semi", maintain_order="left").partition_by(
+            "host", "pid", as_dict=True)
+        found = [_overlapping(part, own[process])
+                 for process, part in rows.partition_by("host", "pid", as_dict=True).items()
+                 if None not in process and process in own]
     if not found:
         return pl.DataFrame(schema={"row": pl.UInt32, "execution_id": pl.Int64,
                                     "w_start": pl.Int64, "w_stop": pl.Int64})

@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from correlate.attribution.shares import METHOD, IOAttribution, largest_shares, window_split
+from correlate.per_process import process_order
 
 #: the columns of the per-process counts (``counts`` of ``infer``)
 COUNTS = ("executions", "executions_inferred", "executions_ambiguous",
@@ -277,30 +278,76 @@ def infer(segments: pl.DataFrame, executions: pl.DataFrame, main_thread_id: int 
     return out, counts
 
 
+def _process_rows(df: pl.DataFrame, host: str | None, pid: int | None) -> pl.Series:
+    """Which rows of ``df`` are the process's (host, pid)."""
+    return df.select(pl.col("host").eq_missing(pl.lit(host, pl.String))
+                     & pl.col("pid").eq_missing(pl.lit(pid, pl.Int64))).to_series()
+
+
+def _threads_of(processes: pl.DataFrame, host: str | None, pid: int | None
+                ) -> tuple[int | None, int | None]:
+    """The process's main (event-loop) thread id and executor thread count, when known."""
+    row = processes.filter(_process_rows(processes, host, pid))
+    if not row.height:
+        return None, None
+    main = row.get_column("main_thread_id").drop_nulls()
+    n = (row.get_column("nthreads").drop_nulls() if "nthreads" in row.columns
+         else pl.Series(dtype=pl.Int64))
+    return (main[0] if main.len() else None), (int(n[0]) if n.len() else None)
+
+
+def infer_processes(segments: pl.DataFrame, executions: pl.DataFrame, processes: pl.DataFrame
+                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``infer`` for each process of ``executions`` that has executions without a thread id
+    (a no-op when threads are known): the executions with ``thread_id`` filled where inferred
+    and ``thread_inferred``, and ``inferred_table`` of those processes."""
+    ex = executions.with_columns(thread_inferred=pl.lit(False))
+    missing = ex.filter(pl.col("thread_id").is_null()).select("host", "pid").unique()
+    tables: list[pl.DataFrame] = []
+    tied: dict[int, int] = {}
+    for host, pid in sorted(missing.iter_rows(), key=process_order):
+        own = _process_rows(ex, host, pid)
+        out, counts = infer(segments.filter(_process_rows(segments, host, pid)),
+                            executions.filter(own), *_threads_of(processes, host, pid))
+        tables.append(inferred_table(out, counts, host, pid))
+        tied.update(out.filter(pl.col("thread_inferred")).select("execution_id", "thread_id")
+                    .iter_rows())
+    if tied:
+        ex = ex.with_columns(
+            thread_id=pl.coalesce("thread_id", pl.col("execution_id").replace_strict(
+                tied, default=None, return_dtype=ex.schema["thread_id"])),
+            thread_inferred=pl.col("execution_id").is_in(list(tied)))
+    return ex, (pl.concat(tables) if tables else inferred_table(ex, {}, None, None))
+
+
 def attribute(att: IOAttribution, executions: pl.DataFrame) -> IOAttribution:
     """Relabel and complete an attribution made with inferred thread ids (``executions`` from
     ``infer``): whole segments of inferred executions become ``inferred-thread``; segments of a
-    thread with inferred ties that no tie explains are split over the executions that could be
-    on that thread (``window-split``)."""
+    thread with inferred ties that no tie explains are split over the executions of its
+    process that could be on that thread (``window-split``). Each process on its own."""
     if "thread_inferred" not in executions.columns or not executions.get_column(
             "thread_inferred").any():
         return att
     seg = att.segments
     ids = executions.filter(pl.col("thread_inferred")).get_column("execution_id")
-    tied_threads = executions.filter(pl.col("thread_inferred")).get_column("thread_id").unique()
     method = seg.get_column("attribution")
     whole = (method == "exact-thread") & seg.get_column("execution_id").is_in(ids.implode())
-    loose = ((method == "exact-thread") & seg.get_column("execution_id").is_null()
-             & seg.get_column("thread_id").is_in(tied_threads.implode()))
     splits = [att.split]
-    for t in seg.filter(loose).get_column("thread_id").unique().sort().to_list():
-        could = executions.filter(pl.col("thread_id").is_null()
-                                  | (pl.col("thread_id") == t))
-        splits.append(window_split(seg, loose & (seg.get_column("thread_id") == t), could))
+    tied = executions.filter(pl.col("thread_inferred")).select("host", "pid").unique()
+    for host, pid in sorted(tied.iter_rows(), key=process_order):
+        mine = _process_rows(seg, host, pid)
+        own = executions.filter(_process_rows(executions, host, pid))
+        tied_threads = own.filter(pl.col("thread_inferred")).get_column("thread_id").unique()
+        loose = ((method == "exact-thread") & seg.get_column("execution_id").is_null() & mine
+                 & seg.get_column("thread_id").is_in(tied_threads.implode()))
+        for t in seg.filter(loose).get_column("thread_id").unique().sort().to_list():
+            could = own.filter(pl.col("thread_id").is_null() | (pl.col("thread_id") == t))
+            splits.append(window_split(seg, loose & (seg.get_column("thread_id") == t), could))
+        if (own.get_column("thread_id").is_not_null().sum()
+                == own.get_column("thread_inferred").sum()):
+            # no thread was recorded in this process: what its segments allow is inference
+            whole = whole | ((method == "exact-thread") & mine)
     new = pl.concat(splits[1:]) if len(splits) > 1 else None
-    if executions.get_column("thread_id").is_not_null().sum() == ids.len():
-        # no thread was recorded in this process: what its segments allow is inference
-        whole = method == "exact-thread"
     seg = seg.with_columns(attribution=pl.when(whole).then(pl.lit("inferred-thread", METHOD))
                            .otherwise(pl.col("attribution")))
     if new is None or new.is_empty():

@@ -23,7 +23,7 @@ import bz2
 import mmap
 import re
 import zlib
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -114,8 +114,10 @@ class _Log:
 
     row: dict
     segments: pl.DataFrame | None = None
-    counters: list[pl.DataFrame] = field(default_factory=list)
-    traced: list[pl.DataFrame] = field(default_factory=list)
+    counters: list[_Counters] = field(default_factory=list)
+    traced: list[_Traced] = field(default_factory=list)
+    #: the DXT segments decoded, not yet a frame (``read_log`` makes ``segments`` of them)
+    pieces: list[_Segments] = field(default_factory=list)
 
 
 class StreamBroken(Exception):
@@ -133,48 +135,115 @@ def _as_batch(recs: L.DxtRecords) -> S.Batch:
                    [h for h in recs.hostname for _ in (0, 1)])
 
 
-def _dxt_frame(b: S.Batch, layout: str, offsets_known: bool, module: str,
-               names: dict[int, str], pid: int, start_ns: int, log: str) -> pl.DataFrame:
+@dataclass
+class _Segments:
+    """The DXT segments of one batch as arrays (``_segments_frame`` makes one frame of any
+    number of them): per piece (one record's writes or reads) its host, path and segment
+    count; per segment the rest. ``offset`` None: not recorded; ``thread`` None: not recorded,
+    ``thread_known`` None: every one known."""
+
+    host: list[str]
+    path: list[str | None]
+    count: np.ndarray
+    module: str
+    log: str
+    pid: int
+    rank: np.ndarray
+    record_id: np.ndarray
+    is_write: np.ndarray
+    offset: np.ndarray | None
+    length: np.ndarray
+    start_ns: np.ndarray
+    stop_ns: np.ndarray
+    thread: np.ndarray | None
+    thread_known: np.ndarray | None
+    segment_index: np.ndarray
+
+
+def _dxt_columns(b: S.Batch, layout: str, offsets_known: bool, module: str,
+                 names: dict[int, str], pid: int, start_ns: int, log: str) -> _Segments:
     """The segments of a batch: ``count[i]`` segments of piece ``i`` (one record's writes or
-    reads, numbered from ``first[i]``)."""
+    reads, numbered from ``first[i]``), copied out of the inflated chunk."""
     counts = b.count
     seg = b.segments[0] if len(b.segments) == 1 else _Fields(b.segments)
     n = int(counts.sum())
-    is_write = np.repeat(b.is_write, counts)
     seg_index = (np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
                  + np.repeat(b.first, counts))
+    thread, known = None, None
     if layout == "v2-40":
-        thread = pl.Series("thread_id", np.ascontiguousarray(seg["pthread_id"]),
-                           dtype=pl.UInt64)
+        thread = np.ascontiguousarray(seg["pthread_id"])
     elif layout == "modified-96":
-        t = L.pthread_from_text(seg if isinstance(seg, np.ndarray)
-                                else np.concatenate(b.segments))
-        thread = pl.Series("thread_id", t, dtype=pl.UInt64).replace(0, None)
-    else:
-        thread = pl.Series("thread_id", [None] * n, dtype=pl.UInt64)
+        thread = L.pthread_from_text(seg if isinstance(seg, np.ndarray)
+                                     else np.concatenate(b.segments))
+        known = thread != 0
+    return _Segments(
+        host=list(b.hostname), path=[names.get(int(r)) for r in b.record_id], count=counts,
+        module=module, log=log, pid=pid,
+        rank=np.repeat(b.rank.astype(np.int64, copy=False), counts),
+        record_id=np.repeat(b.record_id.astype(np.uint64, copy=False), counts),
+        is_write=np.repeat(b.is_write, counts),
+        offset=np.ascontiguousarray(seg["offset"]) if offsets_known else None,
+        length=np.ascontiguousarray(seg["length"]),
+        start_ns=start_ns + np.rint(seg["start"] * NS).astype(np.int64),
+        stop_ns=start_ns + np.rint(seg["end"] * NS).astype(np.int64),
+        thread=thread, thread_known=known, segment_index=seg_index)
+
+
+def _with_nulls(values: np.ndarray, known: np.ndarray | None,
+                dtype: type[pl.DataType]) -> pl.Series:
+    """``values`` as a Series, null where not ``known`` (None: every one known)."""
+    series = pl.Series(values, dtype=dtype)
+    return series if known is None or known.all() else series.set(pl.Series(~known), None)
+
+
+def _segments_frame(parts: list[_Segments]) -> pl.DataFrame:
+    """One ``IO_SEGMENTS`` frame of the segments of ``parts``, in order: each column made once,
+    whatever the number of logs and batches (a frame per small log costs more than decoding
+    it)."""
+    if not parts:
+        return IO_SEGMENTS.empty()
+
+    def joined(name: str) -> np.ndarray:
+        arrays = [getattr(p, name) for p in parts]
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    sizes = [len(p.length) for p in parts]
+    n = sum(sizes)
     # a piece's values repeated over its segments: numbers by numpy, strings by one gather
     # (each column built contiguous, so polars takes it without another copy)
+    counts = joined("count")
     idx = pl.Series(np.repeat(np.arange(len(counts), dtype=np.uint32), counts))
     strings = pl.DataFrame({
-        "host": pl.Series(b.hostname, dtype=pl.String),
-        "path": pl.Series([names.get(int(r)) for r in b.record_id], dtype=pl.String),
+        "host": pl.Series([h for p in parts for h in p.host], dtype=pl.String),
+        "path": pl.Series([q for p in parts for q in p.path], dtype=pl.String),
+        "module": pl.Series([p.module for p in parts for _ in p.host], dtype=_MODULES.dtype),
+        "log": pl.Series([p.log for p in parts for _ in p.host], dtype=pl.String),
     })[idx]
+    offset_known = np.concatenate([np.full(k, p.offset is not None)
+                                   for p, k in zip(parts, sizes, strict=True)])
+    offset = np.concatenate([p.offset if p.offset is not None else np.zeros(k, np.int64)
+                             for p, k in zip(parts, sizes, strict=True)])
+    thread = np.concatenate([p.thread if p.thread is not None else np.zeros(k, np.uint64)
+                             for p, k in zip(parts, sizes, strict=True)])
+    known = np.concatenate([p.thread_known if p.thread_known is not None
+                            else np.full(k, p.thread is not None)
+                            for p, k in zip(parts, sizes, strict=True)])
     return pl.DataFrame({
         "host": strings.get_column("host"),
-        "pid": pl.repeat(pid, n, dtype=pl.Int64, eager=True),
-        "rank": np.repeat(b.rank.astype(np.int64, copy=False), counts),
-        "record_id": np.repeat(b.record_id.astype(np.uint64, copy=False), counts),
+        "pid": np.repeat(np.array([p.pid for p in parts], dtype=np.int64), sizes),
+        "rank": joined("rank"),
+        "record_id": joined("record_id"),
         "path": strings.get_column("path"),
-        "module": pl.repeat(module, n, dtype=_MODULES.dtype, eager=True),
-        "op": _OPS.gather(pl.Series(is_write.view(np.uint8))),
-        "offset": (np.ascontiguousarray(seg["offset"]) if offsets_known
-                   else _unknown(n)),
-        "length": np.ascontiguousarray(seg["length"]),
-        "local_start_ns": start_ns + np.rint(seg["start"] * NS).astype(np.int64),
-        "local_stop_ns": start_ns + np.rint(seg["end"] * NS).astype(np.int64),
-        "thread_id": thread,
-        "segment_index": seg_index,
-    }).with_columns(log=pl.lit(log))
+        "module": strings.get_column("module"),
+        "op": _OPS.gather(pl.Series(joined("is_write").view(np.uint8))),
+        "offset": _with_nulls(offset, offset_known, pl.Int64),
+        "length": joined("length"),
+        "local_start_ns": joined("start_ns"),
+        "local_stop_ns": joined("stop_ns"),
+        "thread_id": _with_nulls(thread, known, pl.UInt64),
+        "segment_index": joined("segment_index"),
+        "log": strings.get_column("log").cast(pl.Categorical),
+    }, schema=IO_SEGMENTS.polars_schema()) if n else IO_SEGMENTS.empty()
 
 
 class _Fields:
@@ -193,23 +262,78 @@ def _unknown(n: int) -> pl.Series:
     return pl.repeat(None, n, dtype=pl.Int64, eager=True)
 
 
-def _counter_frame(buf: bytes, module: str, version: int, byteorder: L.ByteOrder,
-                   names: dict[int, str], pid: int, start_ns: int, log: str) -> pl.DataFrame:
+@dataclass
+class _Counters:
+    """A POSIX or STDIO module's records of one log, as columns (``_counters_frame`` makes one
+    frame of many): ``columns`` has the numbers, ``stamps`` the timestamps (ns on the log's
+    clock) with whether each was recorded."""
+
+    module: str
+    log: str
+    pid: int
+    path: list[str | None]
+    columns: dict[str, np.ndarray]
+    stamps: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def _counter_columns(buf: bytes, module: str, version: int, byteorder: L.ByteOrder,
+                     names: dict[int, str], pid: int, start_ns: int, log: str) -> _Counters:
     layout = L.counter_layout(module, version)
     recs = L.counter_records(buf, layout, byteorder)
-    fields, ffields = layout.fields, layout.ffields
-    data = {"pid": np.full(len(recs), pid), "rank": recs["rank"], "record_id": recs["id"],
-            "path": [names.get(int(r)) for r in recs["id"]], "module": [module] * len(recs)}
-    data.update({k: recs["c"][:, i] for k, i in fields.items()})
-    data.update({k: recs["f"][:, i] for k, i in ffields.items()})
-    stamps = {k: pl.Series(k, start_ns + np.rint(recs["f"][:, i] * NS).astype(np.int64))
-              .set(pl.Series(recs["f"][:, i] <= 0), None) for k, i in layout.stamps.items()}
-    return pl.DataFrame(data).with_columns(*stamps.values(), log=pl.lit(log))
+    columns = {"rank": recs["rank"], "record_id": recs["id"],
+               **{k: recs["c"][:, i] for k, i in layout.fields.items()},
+               **{k: recs["f"][:, i] for k, i in layout.ffields.items()}}
+    stamps = {k: (start_ns + np.rint(recs["f"][:, i] * NS).astype(np.int64),
+                  recs["f"][:, i] > 0) for k, i in layout.stamps.items()}
+    return _Counters(module, log, pid, [names.get(int(r)) for r in recs["id"]], columns,
+                     stamps)
 
 
-def _traced(recs: L.DxtRecords, module: str) -> pl.DataFrame:
-    return pl.DataFrame({"module": [module] * len(recs.record_id), "record_id": recs.record_id,
-                         "host": recs.hostname, "traced": recs.write_count + recs.read_count})
+def _counters_frame(items: list[tuple[_Counters, str | None]]) -> pl.DataFrame:
+    """The records of ``items`` (each with its log's host) in their order, as one frame with
+    every column any of them has (null where a module has not got it): a frame per kind of
+    record (module and version), not per log."""
+    kinds: dict[tuple[str, ...], list[int]] = {}
+    for i, (c, _host) in enumerate(items):
+        kinds.setdefault((c.module, *c.columns, *c.stamps), []).append(i)
+    frames = []
+    for at in kinds.values():
+        own = [items[i][0] for i in at]
+        sizes = [len(c.path) for c in own]
+        first = own[0]
+        stamps = {k: pl.Series(k, np.concatenate([c.stamps[k][0] for c in own])).set(
+            pl.Series(~np.concatenate([c.stamps[k][1] for c in own])), None)
+            for k in first.stamps}
+        frames.append(pl.DataFrame({
+            "pid": np.repeat(np.array([c.pid for c in own], dtype=np.int64), sizes),
+            "rank": np.concatenate([c.columns["rank"] for c in own]),
+            "record_id": np.concatenate([c.columns["record_id"] for c in own]),
+            "path": pl.Series([p for c in own for p in c.path], dtype=pl.String),
+            "module": pl.Series([c.module for c in own for _ in c.path], dtype=pl.String),
+            **{k: np.concatenate([c.columns[k] for c in own]) for k in first.columns
+               if k not in ("rank", "record_id")},
+            **stamps,
+            "log": pl.Series([c.log for c in own for _ in c.path], dtype=pl.String),
+            "host": pl.Series([items[i][1] for i, c in zip(at, own, strict=True)
+                               for _ in c.path], dtype=pl.String),
+            "order": np.repeat(np.array(at, dtype=np.int64), sizes)}))
+    return (pl.concat(frames, how="diagonal").sort("order", maintain_order=True)
+            .drop("order"))
+
+
+@dataclass
+class _Traced:
+    """A DXT module's records: their ids, hosts and segment counts (the calls traced)."""
+
+    module: str
+    record_id: list[int]
+    host: list[str]
+    count: list[int]
+
+
+def _traced(recs: L.DxtRecords, module: str) -> _Traced:
+    return _Traced(module, recs.record_id.tolist(), list(recs.hostname),
+                   (recs.write_count + recs.read_count).tolist())
 
 
 #: what a ``sink`` receives: each batch of DXT segments, with ``IO_SEGMENTS``' columns
@@ -235,8 +359,8 @@ def _page_dropper(buf: L.LogBytes, off: int) -> Callable[[int], None] | None:
 def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: int, module: str,
                 names: dict[int, str], pid: int, start_ns: int, log: str, with_segments: bool,
                 live: bool
-                ) -> Generator[pl.DataFrame, None, tuple[L.DxtRecords, list[pl.DataFrame]]]:
-    """One DXT module's record headers and (not ``live``) its segment frames, inflated and
+                ) -> Generator[pl.DataFrame, None, tuple[L.DxtRecords, list[_Segments]]]:
+    """One DXT module's record headers and (not ``live``) its segments, inflated and
     decoded a chunk at a time; ``live``, each batch is yielded as soon as it is decoded. A
     layout refuted at the region's end is tried no more (as ``split_dxt`` would have)."""
     _check_bounds(buf, off, length)
@@ -247,20 +371,20 @@ def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: i
     while True:
         region = S.Region(raw, hdr.comp_type, module, version, hdr.byteorder, with_segments,
                           exclude, _page_dropper(buf, off))
-        frames: list[pl.DataFrame] = []
+        pieces: list[_Segments] = []
         handed = False
         try:
             for got in region.batches():
                 if not with_segments:
                     continue
                 batch = _as_batch(got) if isinstance(got, L.DxtRecords) else got
-                frame = _dxt_frame(batch, region.layout or "", offsets_known, module, names,
-                                   pid, start_ns, log)
+                piece = _dxt_columns(batch, region.layout or "", offsets_known, module, names,
+                                     pid, start_ns, log)
                 if live:
                     handed = True
-                    yield conform(frame, IO_SEGMENTS)
+                    yield _segments_frame([piece])
                 else:
-                    frames.append(frame)
+                    pieces.append(piece)
         except S.LayoutMismatch as err:
             if handed:
                 raise StreamBroken(f"{log}: {module}: {err}") from None
@@ -271,7 +395,7 @@ def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: i
                 raise StreamBroken(f"{log}: {module}: {err}") from None
             raise
         assert region.records is not None
-        return region.records, frames
+        return region.records, pieces
 
 
 def _decode_modules(buf: L.LogBytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
@@ -290,21 +414,20 @@ def _decode_modules(buf: L.LogBytes, hdr: L.Header, names: dict[int, str], out: 
             continue
         try:
             if name.startswith("DXT_"):
-                recs, frames = yield from _dxt_module(buf, off, length, hdr, mod_id, name,
+                recs, pieces = yield from _dxt_module(buf, off, length, hdr, mod_id, name,
                                                       names, pid, start_ns, log, with_segments,
                                                       live)
                 out.row["dxt_layout"] = recs.layout
                 out.traced.append(_traced(recs, name))
-                segments += frames
+                segments += pieces
             elif counters:
                 region = _region(buf, off, length, hdr.comp_type)
-                out.counters.append(_counter_frame(region, name, hdr.mod_ver[mod_id],
-                                                   hdr.byteorder, names, pid, start_ns, log))
+                out.counters.append(_counter_columns(region, name, hdr.mod_ver[mod_id],
+                                                     hdr.byteorder, names, pid, start_ns, log))
         except ValueError as err:
             failed.append(f"{name}: {err}")
     out.row.update(modules=present, modules_failed=failed, modules_partial=partial)
-    if segments:
-        out.segments = pl.concat(segments)
+    out.pieces = segments
 
 
 def _job_region_end(hdr: L.Header, buf: L.LogBytes) -> int:
@@ -325,9 +448,13 @@ def read_log(path: Path, segments: bool = True, sink: Sink | None = None,
         try:
             frame = next(gen)
         except StopIteration as stop:
-            return stop.value
+            out: _Log = stop.value
+            break
         assert sink is not None
         sink(frame)
+    if out.pieces:
+        out.segments, out.pieces = _segments_frame(out.pieces), []
+    return out
 
 
 def iter_log(path: Path, segments: bool = True, live: bool = True, counters: bool = True
@@ -362,11 +489,10 @@ def iter_log(path: Path, segments: bool = True, live: bool = True, counters: boo
                                live, counters)
     out.row["modules_failed"] = [*names_failed, *out.row["modules_failed"]]
     out.row["partial"] |= bool(out.row["modules_partial"])
-    traced = pl.concat(out.traced).filter(pl.col("traced") > 0) if out.traced else None
-    out.row["segment_count"] = 0 if traced is None else int(traced["traced"].sum())
-    out.row["dxt_untraced_ops"] = _untraced_ops(out, traced)
-    hosts = [] if traced is None else traced["host"].unique().to_list()
-    out.row["host"] = hosts[0] if len(hosts) == 1 else None
+    out.row["segment_count"] = sum(k for t in out.traced for k in t.count if k > 0)
+    out.row["dxt_untraced_ops"] = _untraced_ops(out)
+    hosts = {h for t in out.traced for h, k in zip(t.host, t.count, strict=True) if k > 0}
+    out.row["host"] = hosts.pop() if len(hosts) == 1 else None
     return out
 
 
@@ -379,19 +505,23 @@ def _names(buf: L.LogBytes, hdr: L.Header) -> tuple[dict[int, str], list[str]]:
     return names, ["name records: none decoded"] if hdr.name_map[1] and not names else []
 
 
-def _untraced_ops(out: _Log, traced: pl.DataFrame | None) -> int | None:
+def _untraced_ops(out: _Log) -> int | None:
     """POSIX read+write calls per file minus the DXT_POSIX segments of that file (DXT stops
     recording silently when its trace memory is full)."""
-    posix = [c for c in out.counters if c["module"][0] == "POSIX"] if out.counters else []
-    if traced is None or not posix:
+    posix = [c for c in out.counters if c.module == "POSIX"]
+    if not out.traced or not posix:
         return None
-    dxt = (traced.filter(pl.col("module") == "DXT_POSIX").group_by("record_id")
-           .agg(pl.col("traced").sum()))
-    ops = pl.concat(posix).group_by("record_id").agg(
-        ops=(pl.col("read_ops") + pl.col("write_ops")).sum())
-    missing = ops.join(dxt, on="record_id", how="left").select(
-        (pl.col("ops") - pl.col("traced").fill_null(0)).clip(0).sum()).item()
-    return int(missing)
+    traced: dict[int, int] = {}
+    for t in out.traced:
+        if t.module == "DXT_POSIX":
+            for record, k in zip(t.record_id, t.count, strict=True):
+                traced[record] = traced.get(record, 0) + k
+    ops: dict[int, int] = {}
+    for c in posix:
+        calls = c.columns["read_ops"] + c.columns["write_ops"]
+        for record, n in zip(c.columns["record_id"].tolist(), calls.tolist(), strict=True):
+            ops[record] = ops.get(record, 0) + n
+    return sum(max(0, n - traced.get(record, 0)) for record, n in ops.items())
 
 
 def expand_paths(paths: Iterable[Path]) -> list[Path]:
@@ -417,6 +547,24 @@ def read_segments(log: str) -> pl.DataFrame:
     """The DXT segments of one log, as ``load`` returns them."""
     got = read_log(Path(log), counters=False).segments
     return IO_SEGMENTS.empty() if got is None else conform(got, IO_SEGMENTS)
+
+
+def read_numbered(logs: Sequence[tuple[str, int]]) -> pl.DataFrame:
+    """The DXT segments of these logs (each as ``read_segments`` reads it), one log after
+    another, with ``seg_id`` first: the number given with the log plus the segment's row in
+    it. One frame is made of them all: a frame per log costs more than decoding a small one."""
+    pieces, seg_ids = [], []
+    for log, first in logs:
+        gen = iter_log(Path(log), live=False, counters=False)
+        try:
+            next(gen)
+        except StopIteration as stop:
+            got: _Log = stop.value
+        n = sum(len(p.length) for p in got.pieces)
+        pieces += got.pieces
+        seg_ids.append(np.arange(first, first + n, dtype=np.int64))
+    return _segments_frame(pieces).insert_column(
+        0, pl.Series("seg_id", np.concatenate(seg_ids or [np.zeros(0, np.int64)])))
 
 
 def _log_batches(path: str, dxt_failed: bool) -> Iterator[pl.DataFrame]:
@@ -448,7 +596,10 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
     """Read many logs (files or folders), each through ``mapper`` (in this process, or as Dask
     tasks); one bad log is a problem entry, never an exception. Without ``segments`` the DXT
     segments are left in the logs: ``io_segments`` is then ``scan_segments`` of them."""
-    rows, segs, counters, problems = [], [], [], []
+    rows: list[dict] = []
+    segs: list[pl.DataFrame] = []
+    counters: list[tuple[_Counters, str | None]] = []
+    problems: list[tuple[str, str]] = []
     read = partial(_read_or_problem, segments=segments)
     for got in mapper(read, expand_paths(Path(p) for p in paths)):
         if isinstance(got, tuple):
@@ -468,12 +619,12 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
         if got.segments is not None:
             segs.append(got.segments)
         host = got.row["host"] if got.traced else None
-        counters += [c.with_columns(host=pl.lit(host, pl.String)) for c in got.counters]
+        counters += [(c, host) for c in got.counters]
     logs = (conform(pl.DataFrame(rows, infer_schema_length=None), DARSHAN_LOGS) if rows
             else DARSHAN_LOGS.empty())
     seg = (scan_segments(logs) if not segments
            else conform(pl.concat(segs), IO_SEGMENTS) if segs else IO_SEGMENTS.empty())
-    cnt = (conform(pl.concat(counters, how="diagonal"), IO_FILE_COUNTERS) if counters
+    cnt = (conform(_counters_frame(counters), IO_FILE_COUNTERS) if counters
            else IO_FILE_COUNTERS.empty())
     return DarshanFrames(logs, seg, cnt, tuple(problems))
 

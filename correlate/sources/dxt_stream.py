@@ -53,7 +53,8 @@ class LayoutMismatch(ValueError):
 
 
 def inflate_chunks(buf: bytes | memoryview, comp_type: int, size: int = CHUNK,
-                   consumed: Callable[[int], None] | None = None) -> Iterator[bytes]:
+                   consumed: Callable[[int], None] | None = None
+                   ) -> Generator[bytes, None, None]:
     """The inflated region in chunks of at most ``size`` bytes (zlib streams back to back, as
     darshan-logutils writes them, bzip2, or uncompressed); ValueError when it is damaged.
     ``consumed(n)`` is told when the region's first ``n`` bytes will not be read again."""
@@ -323,7 +324,9 @@ class Region:
         order = [x for x in L._layout_order(self.module, self.module_version)
                  if x not in self.exclude]
         offsets_known = not (self.module == "DXT_MPIIO" and self.module_version == 1)
-        chunks = prefetched(inflate_chunks(self.buf, self.comp_type, CHUNK, self.consumed))
+        chunks = inflate_chunks(self.buf, self.comp_type, CHUNK, self.consumed)
+        if len(self.buf) > FEED:  # (a small region inflates in one call: no thread for it)
+            chunks = prefetched(chunks)
         try:
             yield from self._walk(chunks, order, offsets_known)
         finally:

@@ -255,17 +255,26 @@ def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp
         "local_stop_ns": [s + 499_999_999 for _p, _t, s in windows]}), TABLES["executions"]))
     markers, opens = TABLES["clock_markers"].empty(), TABLES["file_opens"].empty()
 
-    # THEN pid 100's partition holds its two logs, numbered from where each starts in the run
-    parts = {p.pid: p for p in split(lazy.io_segments, lazy.darshan_logs, ex, markers, opens)}
+    # THEN a partition per process (a budget of 0 rows) holds its logs: pid 100's two, numbered
+    # from where each starts in the run
+    parts = {p.processes: p for p in split(lazy.io_segments, lazy.darshan_logs, ex, markers,
+                                           opens, rows=0)}
+    assert list(parts) == [(("n1", 100),), (("n1", 200),)]
     logs = [str(tmp_path / f"{n}_id{p}-{p}_1.darshan") for n, p in (("a", 100), ("c", 100))]
-    assert parts[100].logs == ((logs[0], 0), (logs[1], 300))
-    assert parts[100].raw_segments()["seg_id"].to_list() == [
-        *range(0, 150), *range(300, 450)]
+    own = parts[("n1", 100),]
+    assert own.logs == ((logs[0], 0), (logs[1], 300))
+    assert own.raw_segments()["seg_id"].to_list() == [*range(0, 150), *range(300, 450)]
+    # AND within the default budget both processes share one partition, in (host, pid) order
+    (both,) = split(lazy.io_segments, lazy.darshan_logs, ex, markers, opens)
+    assert both.processes == (("n1", 100), ("n1", 200))
+    assert both.logs == (*own.logs, (str(tmp_path / "b_id200-200_1.darshan"), 150))
+    assert both.executions.height == ex.height
     # (a log whose segments name several hosts is split by the segments' own host column)
     unsure = lazy.darshan_logs.with_columns(host=pl.when(pl.col("pid") == 200).then(pl.col("host")))
-    read_first = {p.pid: p for p in split(lazy.io_segments, unsure, ex, markers, opens)}
-    assert read_first[100].logs == () and read_first[100].segments is not None
-    assert read_first[100].raw_segments().equals(parts[100].raw_segments())
+    read_first = {p.processes: p for p in split(lazy.io_segments, unsure, ex, markers, opens,
+                                                rows=0)}
+    assert read_first[("n1", 100),].logs == ()
+    assert read_first[("n1", 100),].raw_segments().equals(own.raw_segments())
 
     # AND attribution from the logs equals attribution from segments read up front
     results = []
