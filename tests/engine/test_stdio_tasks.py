@@ -22,6 +22,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from collect_job import job_environment
 
 from collectors.darshan_env import find_runtime
 from correlate.attribution.stdio import INCONSISTENT
@@ -61,7 +62,8 @@ def correlated(tmp_path_factory):
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"), "--darshan",
            lib or "off", "--profile", "off", "--", sys.executable, "stdio_job.py",
            str(tmp / "truth.json"), str(tmp / "data")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=HERE)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=HERE,
+                          env=job_environment(lib))
     assert proc.returncode == 0, proc.stderr[-3000:]
     truth = json.loads((tmp / "truth.json").read_text())
     if lib is None:
