@@ -611,14 +611,52 @@ def scan_segments(logs: pl.DataFrame) -> pl.LazyFrame:
                               schema=IO_SEGMENTS.polars_schema())
 
 
+#: compressed bytes of logs read as one item of a mapper: small logs are read many at a time
+#: (a thread hand-off or a Dask task per log costs more than decoding a small one), a bigger
+#: log alone
+GROUP_BYTES = 8 << 20
+
+
+def _groups(paths: list[Path]) -> list[list[Path]]:
+    """``paths`` in order, cut into runs of at most ``GROUP_BYTES`` (a bigger log alone)."""
+    groups: list[list[Path]] = []
+    held = GROUP_BYTES + 1
+    for path in paths:
+        try:
+            size = path.stat().st_size
+        except OSError:  # (its read says what is wrong)
+            size = 0
+        if held + size > GROUP_BYTES:
+            groups.append([])
+            held = 0
+        groups[-1].append(path)
+        held += size
+    return groups
+
+
+def _read_group(paths: list[Path], segments: bool, small: bool
+                ) -> list[_Log | tuple[str, str]]:
+    return [_read_or_problem(path, segments, small) for path in paths]
+
+
 def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
          segments: bool = True, keep: int = 0) -> DarshanFrames:
-    """Read many logs (files or folders), each through ``mapper`` (in this process, or as Dask
-    tasks); one bad log is a problem entry, never an exception. Without ``segments`` the DXT
-    segments are left in the logs: ``io_segments`` is then ``scan_segments`` of them; unless
-    the logs hold at most ``keep`` segments in all, each log's regions small enough to inflate
-    at once: those are decoded in this same pass and kept (``io_segments`` a DataFrame), so
-    that a small run's logs are not read twice."""
+    """Read many logs (files or folders) through ``mapper`` (in this process, or as Dask
+    tasks), small ones several at a time (``GROUP_BYTES``); one bad log is a problem entry,
+    never an exception. Without ``segments`` the DXT segments are left in the logs:
+    ``io_segments`` is then ``scan_segments`` of them; unless the logs hold at most ``keep``
+    segments in all, each log's regions small enough to inflate at once: those are decoded in
+    this same pass and kept (``io_segments`` a DataFrame), so that a small run's logs are not
+    read twice."""
+    read = partial(_read_group, segments=segments, small=bool(keep) and not segments)
+    groups = mapper(read, _groups(expand_paths(Path(p) for p in paths)))
+    return assemble((got for group in groups for got in group), segments=segments, keep=keep)
+
+
+def assemble(results: Iterable[_Log | tuple[str, str]], *, segments: bool = True,
+             keep: int = 0) -> DarshanFrames:
+    """The frames of logs read (``read_log``'s results, or (file, problem) for a log that
+    could not be read), in their order: ``load`` without the reading."""
     rows: list[dict] = []
     segs: list[pl.DataFrame] = []
     counters: list[tuple[_Counters, str | None]] = []
@@ -626,8 +664,7 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
     # the segments decoded while they fit ``keep`` (None once they do not)
     kept: list[_Segments] | None = [] if keep and not segments else None
     held = 0
-    read = partial(_read_or_problem, segments=segments, small=kept is not None)
-    for got in mapper(read, expand_paths(Path(p) for p in paths)):
+    for got in results:
         if isinstance(got, tuple):
             problems.append(got)
             continue
