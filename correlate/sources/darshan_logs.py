@@ -375,15 +375,13 @@ def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: i
     exclude: tuple[str, ...] = ()
     while True:
         region = S.Region(raw, hdr.comp_type, module, version, hdr.byteorder, with_segments,
-                          exclude, _page_dropper(buf, off))
-        pieces: list[_Segments] | None = []
-        handed = False
+                          exclude, _page_dropper(buf, off), whole_only=small)
+        pieces: list[_Segments] = []
+        handed = whole = False
         try:
             for got in region.batches():
-                if not with_segments or pieces is None:
-                    continue
-                if small and not isinstance(got, L.DxtRecords):
-                    pieces = None
+                whole = whole or isinstance(got, L.DxtRecords)
+                if not with_segments:
                     continue
                 batch = _as_batch(got) if isinstance(got, L.DxtRecords) else got
                 piece = _dxt_columns(batch, region.layout or "", offsets_known, module, names,
@@ -403,7 +401,7 @@ def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: i
                 raise StreamBroken(f"{log}: {module}: {err}") from None
             raise
         assert region.records is not None
-        return region.records, pieces
+        return region.records, (None if small and not whole else pieces)
 
 
 def _decode_modules(buf: L.LogBytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
@@ -617,9 +615,18 @@ def scan_segments(logs: pl.DataFrame) -> pl.LazyFrame:
 GROUP_BYTES = 8 << 20
 
 
-def _groups(paths: list[Path]) -> list[list[Path]]:
-    """``paths`` in order, cut into runs of at most ``GROUP_BYTES`` (a bigger log alone)."""
-    groups: list[list[Path]] = []
+#: bytes of log per DXT segment, and per log, that ``load(keep=N)`` allows: logs bigger than
+#: that in all are taken to hold more than N segments and are not decoded for keeping (their
+#: segments would be decoded, then dropped). zlib gives a segment a few bytes where offsets
+#: and times run in order, a few tens where they do not; a log's header, names and counters
+#: take a kilobyte or two
+KEEP_BYTES, KEEP_LOG_BYTES = 24, 4096
+
+
+def _groups(paths: list[Path]) -> list[list[tuple[Path, int]]]:
+    """``paths`` with their sizes in order, cut into runs of at most ``GROUP_BYTES`` (a bigger
+    log alone)."""
+    groups: list[list[tuple[Path, int]]] = []
     held = GROUP_BYTES + 1
     for path in paths:
         try:
@@ -629,7 +636,7 @@ def _groups(paths: list[Path]) -> list[list[Path]]:
         if held + size > GROUP_BYTES:
             groups.append([])
             held = 0
-        groups[-1].append(path)
+        groups[-1].append((path, size))
         held += size
     return groups
 
@@ -645,12 +652,16 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
     tasks), small ones several at a time (``GROUP_BYTES``); one bad log is a problem entry,
     never an exception. Without ``segments`` the DXT segments are left in the logs:
     ``io_segments`` is then ``scan_segments`` of them; unless the logs hold at most ``keep``
-    segments in all, each log's regions small enough to inflate at once: those are decoded in
-    this same pass and kept (``io_segments`` a DataFrame), so that a small run's logs are not
-    read twice."""
-    read = partial(_read_group, segments=segments, small=bool(keep) and not segments)
-    groups = mapper(read, _groups(expand_paths(Path(p) for p in paths)))
-    return assemble((got for group in groups for got in group), segments=segments, keep=keep)
+    segments in all (and no more bytes than ``KEEP_BYTES`` says), each log's regions small enough
+    to inflate at once: those are decoded in this same pass and kept (``io_segments`` a
+    DataFrame), so that a small run's logs are not read twice."""
+    groups = _groups(expand_paths(Path(p) for p in paths))
+    sizes = [size for group in groups for _, size in group]
+    if segments or sum(sizes) > keep * KEEP_BYTES + len(sizes) * KEEP_LOG_BYTES:
+        keep = 0  # (a run whose logs are too big is not tried: its segments would be dropped)
+    read = partial(_read_group, segments=segments, small=bool(keep))
+    got = mapper(read, [[path for path, _ in group] for group in groups])
+    return assemble((log for group in got for log in group), segments=segments, keep=keep)
 
 
 def assemble(results: Iterable[_Log | tuple[str, str]], *, segments: bool = True,
