@@ -73,9 +73,9 @@ class Partition:
     logs: Logs = ()
 
     def raw_segments(self) -> pl.DataFrame:
-        # logs are inflated here a second time (the first read only counted their segments):
-        # the price of never holding every process's segments at once, and of reading them
-        # where the partition runs (a cluster worker)
+        # logs are inflated here a second time (the first read only counted their segments,
+        # in a run too big to keep them): the price of never holding every process's
+        # segments at once, and of reading them where the partition runs (a cluster worker)
         if self.segments is not None:
             return self.segments
         return darshan_logs.read_numbered(self.logs)

@@ -93,7 +93,7 @@ def _stream_segments(paths: list[Path], out: Path) -> tuple[Any, int, int, int] 
 
     from correlate.schema.darshan import IO_SEGMENTS
     from correlate.sinks import COMPRESSION
-    from correlate.sources.darshan_logs import StreamBroken, iter_log, load
+    from correlate.sources.darshan_logs import StreamBroken, assemble, iter_log
 
     results: list[Any] = []
     totals = {"rows": 0, "read": 0, "write": 0}
@@ -124,8 +124,8 @@ def _stream_segments(paths: list[Path], out: Path) -> tuple[Any, int, int, int] 
     lf.sink_parquet(out, compression=COMPRESSION, statistics=False)
     if broken:
         return None
-    # the logs' rows, counters and problems, assembled by load() from the results just read
-    frames = load(paths, mapper=lambda _fn, _items, at_once=2: iter(results))
+    # the logs' rows, counters and problems, from the results just read
+    frames = assemble(results)
     return frames, totals["rows"], totals["read"], totals["write"]
 
 

@@ -118,6 +118,9 @@ class _Log:
     traced: list[_Traced] = field(default_factory=list)
     #: the DXT segments decoded, not yet a frame (``read_log`` makes ``segments`` of them)
     pieces: list[_Segments] = field(default_factory=list)
+    #: whether ``pieces`` holds every segment decoded (read ``small``: a region too big to
+    #: inflate at once was not kept)
+    complete: bool = True
 
 
 class StreamBroken(Exception):
@@ -358,11 +361,13 @@ def _page_dropper(buf: L.LogBytes, off: int) -> Callable[[int], None] | None:
 
 def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: int, module: str,
                 names: dict[int, str], pid: int, start_ns: int, log: str, with_segments: bool,
-                live: bool
-                ) -> Generator[pl.DataFrame, None, tuple[L.DxtRecords, list[_Segments]]]:
+                live: bool, small: bool = False
+                ) -> Generator[pl.DataFrame, None, tuple[L.DxtRecords, list[_Segments] | None]]:
     """One DXT module's record headers and (not ``live``) its segments, inflated and
     decoded a chunk at a time; ``live``, each batch is yielded as soon as it is decoded. A
-    layout refuted at the region's end is tried no more (as ``split_dxt`` would have)."""
+    layout refuted at the region's end is tried no more (as ``split_dxt`` would have).
+    ``small``: the segments of a region that inflates in one chunk only (None for a bigger
+    one: they are not kept)."""
     _check_bounds(buf, off, length)
     raw = memoryview(buf)[off:off + length]
     version = hdr.mod_ver[mod_id]
@@ -370,11 +375,12 @@ def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: i
     exclude: tuple[str, ...] = ()
     while True:
         region = S.Region(raw, hdr.comp_type, module, version, hdr.byteorder, with_segments,
-                          exclude, _page_dropper(buf, off))
+                          exclude, _page_dropper(buf, off), whole_only=small)
         pieces: list[_Segments] = []
-        handed = False
+        handed = whole = False
         try:
             for got in region.batches():
+                whole = whole or isinstance(got, L.DxtRecords)
                 if not with_segments:
                     continue
                 batch = _as_batch(got) if isinstance(got, L.DxtRecords) else got
@@ -395,12 +401,12 @@ def _dxt_module(buf: L.LogBytes, off: int, length: int, hdr: L.Header, mod_id: i
                 raise StreamBroken(f"{log}: {module}: {err}") from None
             raise
         assert region.records is not None
-        return region.records, pieces
+        return region.records, (None if small and not whole else pieces)
 
 
 def _decode_modules(buf: L.LogBytes, hdr: L.Header, names: dict[int, str], out: _Log, pid: int,
                     start_ns: int, log: str, with_segments: bool,
-                    live: bool = False, counters: bool = True
+                    live: bool = False, counters: bool = True, small: bool = False
                     ) -> Generator[pl.DataFrame, None, None]:
     failed, present, partial, segments = [], [], [], []
     for mod_id, (off, length) in enumerate(hdr.mod_map):
@@ -416,10 +422,13 @@ def _decode_modules(buf: L.LogBytes, hdr: L.Header, names: dict[int, str], out: 
             if name.startswith("DXT_"):
                 recs, pieces = yield from _dxt_module(buf, off, length, hdr, mod_id, name,
                                                       names, pid, start_ns, log, with_segments,
-                                                      live)
+                                                      live, small)
                 out.row["dxt_layout"] = recs.layout
                 out.traced.append(_traced(recs, name))
-                segments += pieces
+                if pieces is None:
+                    out.complete = False
+                else:
+                    segments += pieces
             elif counters:
                 region = _region(buf, off, length, hdr.comp_type)
                 out.counters.append(_counter_columns(region, name, hdr.mod_ver[mod_id],
@@ -457,10 +466,12 @@ def read_log(path: Path, segments: bool = True, sink: Sink | None = None,
     return out
 
 
-def iter_log(path: Path, segments: bool = True, live: bool = True, counters: bool = True
-             ) -> Generator[pl.DataFrame, None, _Log]:
+def iter_log(path: Path, segments: bool = True, live: bool = True, counters: bool = True,
+             small: bool = False) -> Generator[pl.DataFrame, None, _Log]:
     """``read_log`` as a generator: ``live``, it yields each batch of DXT segments (with
-    ``IO_SEGMENTS``' columns) as soon as it is decoded, and returns the log without them."""
+    ``IO_SEGMENTS``' columns) as soon as it is decoded, and returns the log without them; not
+    ``live``, the log with its segments as ``pieces`` (``small``: only when every DXT region
+    inflates in one chunk, else ``complete`` is False)."""
     try:
         with path.open("rb") as fh:
             buf = (mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if path.stat().st_size
@@ -486,7 +497,7 @@ def iter_log(path: Path, segments: bool = True, live: bool = True, counters: boo
                     "partial": bool(path.name.endswith("_partial"))})
     names, names_failed = _names(buf, hdr)
     yield from _decode_modules(buf, hdr, names, out, pid, int(job["start_ns"]), log, segments,
-                               live, counters)
+                               live, counters, small)
     out.row["modules_failed"] = [*names_failed, *out.row["modules_failed"]]
     out.row["partial"] |= bool(out.row["modules_partial"])
     out.row["segment_count"] = sum(k for t in out.traced for k in t.count if k > 0)
@@ -536,11 +547,22 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def _read_or_problem(path: Path, segments: bool = True) -> _Log | tuple[str, str]:
+def _read_or_problem(path: Path, segments: bool = True, small: bool = False
+                     ) -> _Log | tuple[str, str]:
     try:
-        return read_log(path, segments)
+        return _decoded(path, small=True) if small else read_log(path, segments)
     except InputError as err:
         return (str(path), err.problem)
+
+
+def _decoded(path: Path, counters: bool = True, small: bool = False) -> _Log:
+    """One log with its DXT segments as ``pieces`` (see ``iter_log``)."""
+    gen = iter_log(path, live=False, counters=counters, small=small)
+    while True:  # (nothing is yielded when not live)
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
 
 
 def read_segments(log: str) -> pl.DataFrame:
@@ -555,11 +577,7 @@ def read_numbered(logs: Sequence[tuple[str, int]]) -> pl.DataFrame:
     it. One frame is made of them all: a frame per log costs more than decoding a small one."""
     pieces, seg_ids = [], []
     for log, first in logs:
-        gen = iter_log(Path(log), live=False, counters=False)
-        try:
-            next(gen)
-        except StopIteration as stop:
-            got: _Log = stop.value
+        got = _decoded(Path(log), counters=False)
         n = sum(len(p.length) for p in got.pieces)
         pieces += got.pieces
         seg_ids.append(np.arange(first, first + n, dtype=np.int64))
@@ -591,17 +609,73 @@ def scan_segments(logs: pl.DataFrame) -> pl.LazyFrame:
                               schema=IO_SEGMENTS.polars_schema())
 
 
+#: compressed bytes of logs read as one item of a mapper: small logs are read many at a time
+#: (a thread hand-off or a Dask task per log costs more than decoding a small one), a bigger
+#: log alone
+GROUP_BYTES = 8 << 20
+
+
+#: bytes of log per DXT segment, and per log, that ``load(keep=N)`` allows: logs bigger than
+#: that in all are taken to hold more than N segments and are not decoded for keeping (their
+#: segments would be decoded, then dropped). zlib gives a segment a few bytes where offsets
+#: and times run in order, a few tens where they do not; a log's header, names and counters
+#: take a kilobyte or two
+KEEP_BYTES, KEEP_LOG_BYTES = 24, 4096
+
+
+def _groups(paths: list[Path]) -> list[list[tuple[Path, int]]]:
+    """``paths`` with their sizes in order, cut into runs of at most ``GROUP_BYTES`` (a bigger
+    log alone)."""
+    groups: list[list[tuple[Path, int]]] = []
+    held = GROUP_BYTES + 1
+    for path in paths:
+        try:
+            size = path.stat().st_size
+        except OSError:  # (its read says what is wrong)
+            size = 0
+        if held + size > GROUP_BYTES:
+            groups.append([])
+            held = 0
+        groups[-1].append((path, size))
+        held += size
+    return groups
+
+
+def _read_group(paths: list[Path], segments: bool, small: bool
+                ) -> list[_Log | tuple[str, str]]:
+    return [_read_or_problem(path, segments, small) for path in paths]
+
+
 def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
-         segments: bool = True) -> DarshanFrames:
-    """Read many logs (files or folders), each through ``mapper`` (in this process, or as Dask
-    tasks); one bad log is a problem entry, never an exception. Without ``segments`` the DXT
-    segments are left in the logs: ``io_segments`` is then ``scan_segments`` of them."""
+         segments: bool = True, keep: int = 0) -> DarshanFrames:
+    """Read many logs (files or folders) through ``mapper`` (in this process, or as Dask
+    tasks), small ones several at a time (``GROUP_BYTES``); one bad log is a problem entry,
+    never an exception. Without ``segments`` the DXT segments are left in the logs:
+    ``io_segments`` is then ``scan_segments`` of them; unless the logs hold at most ``keep``
+    segments in all (and no more bytes than ``KEEP_BYTES`` says), each log's regions small enough
+    to inflate at once: those are decoded in this same pass and kept (``io_segments`` a
+    DataFrame), so that a small run's logs are not read twice."""
+    groups = _groups(expand_paths(Path(p) for p in paths))
+    sizes = [size for group in groups for _, size in group]
+    if segments or sum(sizes) > keep * KEEP_BYTES + len(sizes) * KEEP_LOG_BYTES:
+        keep = 0  # (a run whose logs are too big is not tried: its segments would be dropped)
+    read = partial(_read_group, segments=segments, small=bool(keep))
+    got = mapper(read, [[path for path, _ in group] for group in groups])
+    return assemble((log for group in got for log in group), segments=segments, keep=keep)
+
+
+def assemble(results: Iterable[_Log | tuple[str, str]], *, segments: bool = True,
+             keep: int = 0) -> DarshanFrames:
+    """The frames of logs read (``read_log``'s results, or (file, problem) for a log that
+    could not be read), in their order: ``load`` without the reading."""
     rows: list[dict] = []
     segs: list[pl.DataFrame] = []
     counters: list[tuple[_Counters, str | None]] = []
     problems: list[tuple[str, str]] = []
-    read = partial(_read_or_problem, segments=segments)
-    for got in mapper(read, expand_paths(Path(p) for p in paths)):
+    # the segments decoded while they fit ``keep`` (None once they do not)
+    kept: list[_Segments] | None = [] if keep and not segments else None
+    held = 0
+    for got in results:
         if isinstance(got, tuple):
             problems.append(got)
             continue
@@ -618,11 +692,18 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
                              "DXT's MAX_RECORDS in the Darshan config)"))
         if got.segments is not None:
             segs.append(got.segments)
+        if kept is not None:
+            held += sum(len(piece.length) for piece in got.pieces)
+            if got.complete and held <= keep:
+                kept += got.pieces
+            else:
+                kept = None
         host = got.row["host"] if got.traced else None
         counters += [(c, host) for c in got.counters]
     logs = (conform(pl.DataFrame(rows, infer_schema_length=None), DARSHAN_LOGS) if rows
             else DARSHAN_LOGS.empty())
-    seg = (scan_segments(logs) if not segments
+    seg = (_segments_frame(kept) if kept is not None
+           else scan_segments(logs) if not segments
            else conform(pl.concat(segs), IO_SEGMENTS) if segs else IO_SEGMENTS.empty())
     cnt = (conform(_counters_frame(counters), IO_FILE_COUNTERS) if counters
            else IO_FILE_COUNTERS.empty())

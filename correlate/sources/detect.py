@@ -82,8 +82,9 @@ def _exit_code(manifest: Path) -> str:
 
 def load(path: Path, fmt: str | None = None, mapper: Mapper = local_map, *,
          lazy: bool = False) -> RunFrames:
-    """Frames of the folder; ``mapper`` reads its Darshan logs (one task per log). With
-    ``lazy`` the tables an adapter can leave on disk stay LazyFrames (see ``RunFrames``)."""
+    """Frames of the folder; ``mapper`` reads its Darshan logs (a task per log, or per few
+    small ones). With ``lazy`` the tables an adapter can leave on disk stay LazyFrames (see
+    ``RunFrames``)."""
     fmt = fmt or detect(path)
     if fmt not in FORMATS:
         raise InputError(path, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -315,6 +315,9 @@ class Region:
     exclude: tuple[str, ...] = ()
     #: told how many of the region's bytes will not be read again (see ``inflate_chunks``)
     consumed: Callable[[int], None] | None = None
+    #: segments kept only if the region inflates in one chunk (a bigger one's batches are not
+    #: handed out: its record headers are still read)
+    whole_only: bool = False
     records: L.DxtRecords | None = None
     layout: str | None = None
 
@@ -351,7 +354,8 @@ class Region:
             return
         max_bytes = len(self.buf) * MAX_RATIO
         self.layout = choose_layout(parts[0], order, self.byteorder, max_bytes)
-        w = Walker(self.layout, self.byteorder, max_bytes, self.keep_segments)
+        w = Walker(self.layout, self.byteorder, max_bytes,
+                   self.keep_segments and not self.whole_only)
         while parts:
             got = w.feed(parts.pop(0))
             if got is not None:

@@ -8,8 +8,9 @@ messages found while reading. Records an adapter could not use are rows of ``rej
 
 The run-folder adapter leaves its largest tables as LazyFrames, read when needed: ``transitions``
 and ``func_stats`` (scans of the parts on disk) and ``io_segments`` (read from the Darshan logs,
-each process's inside its attribution partition), so that the engine never holds them for the
-whole run; ``collected()`` (what ``detect.load`` returns unless asked for ``lazy``) makes
+each process's inside its attribution partition; a small run's are read with the logs' other
+records, ``run_folder.KEEP_SEGMENTS``), so that the engine never holds them for the whole run
+of a big one; ``collected()`` (what ``detect.load`` returns unless asked for ``lazy``) makes
 every table a DataFrame, and ``table(name)`` reads one.
 """
 

@@ -57,6 +57,10 @@ SEQ_COLUMNS = ("execution_seq", "transfer_seq")
 
 #: raw tables read lazily (the largest: transitions and profile rows)
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
+#: DXT segments of a run's Darshan logs decoded with the logs' other records, and held until
+#: attributed, when there are at most this many (about 100 B each): a bigger run's are read
+#: from the logs by each attribution partition, so that they are never all in memory at once
+KEEP_SEGMENTS = 1_000_000
 
 
 #: what a run folder without manifest.json cannot tell, and why
@@ -636,7 +640,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
                               for n, v in per_table.items()}
-    io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False)
+    io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False, keep=KEEP_SEGMENTS)
           if (run_dir / "darshan").is_dir() else None)
     try:
         frames = _canonical(tables, processes, io, reader)

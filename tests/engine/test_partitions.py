@@ -12,7 +12,7 @@ import pytest
 from correlate.attribution import driver
 from correlate.engine import correlate_frames
 from correlate.mappers import local_map
-from correlate.sources import detect
+from correlate.sources import detect, run_folder
 from testing.synthetic import without_thread_ids, write_run
 
 
@@ -50,12 +50,18 @@ def _no_recorded_threads(frames):  # every execution's thread inferred from the 
 
 
 @pytest.mark.parametrize("variant", ["markers", "containment", "inferred-threads",
-                                     "threadless", "segments-read-up-front"])
+                                     "threadless", "segments-kept", "segments-read-up-front"])
 def test_a_partition_of_several_processes_gives_what_one_per_process_gives(
         run: Path, tmp_path: Path, monkeypatch, variant: str) -> None:
-    # GIVEN the run's frames, read as correlate RUN reads them (segments left in the logs)
+    # GIVEN the run's frames, read as correlate RUN reads them: segments left in the logs
+    # (each partition reads its processes' logs), or kept from the logs' first read (a small
+    # run's), or read up front
     folder = without_thread_ids(run, tmp_path / "v1") if variant == "threadless" else run
+    if variant != "segments-kept":
+        monkeypatch.setattr(run_folder, "KEEP_SEGMENTS", 0)
     frames = detect.load(folder, lazy=variant != "segments-read-up-front").conformed()
+    assert isinstance(frames.io_segments, pl.LazyFrame) == (variant not in (
+        "segments-kept", "segments-read-up-front"))
     frames = {"containment": _no_markers,
               "inferred-threads": _no_recorded_threads}.get(variant, lambda f: f)(frames)
     # WHEN it is correlated with a partition per process, with a few processes in each and

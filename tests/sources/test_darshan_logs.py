@@ -235,6 +235,28 @@ def test_segments_left_in_the_logs_read_back_the_same(tmp_path):
     assert lazy.io_segments.collect().equals(eager.io_segments)
 
 
+@pytest.mark.parametrize("case", ["kept", "too-many", "too-many-bytes", "region-in-chunks"])
+def test_a_small_runs_segments_are_kept_from_the_first_read(tmp_path, monkeypatch, case):
+    # GIVEN three logs of 150 segments each
+    eager = darshan_logs.load([three_logs(tmp_path)])
+    # WHEN they are read leaving segments in the logs unless the run holds at most `keep`
+    keep = 449 if case == "too-many" else 450
+    if case == "too-many-bytes":  # (the logs' bytes say more segments than keep allows)
+        monkeypatch.setattr(darshan_logs, "KEEP_BYTES", 1)
+    if case == "region-in-chunks":  # (a region that inflates in more than one chunk)
+        monkeypatch.setattr(darshan_logs.S, "CHUNK", 997)
+        monkeypatch.setattr(darshan_logs.S, "FEED", 257)
+    got = darshan_logs.load([tmp_path], segments=False, keep=keep)
+    # THEN within both bounds, with every region whole, they are decoded once and kept; else
+    # they stay in the logs; either way every table reads as the eager read's
+    assert isinstance(got.io_segments, pl.DataFrame) == (case == "kept")
+    segments = got.io_segments
+    assert (segments if case == "kept" else segments.collect()).equals(eager.io_segments)
+    assert got.darshan_logs.equals(eager.darshan_logs)
+    assert got.io_file_counters.equals(eager.io_file_counters)
+    assert got.problems == eager.problems == ()
+
+
 def test_each_process_partition_reads_its_own_logs_with_run_wide_segment_ids(tmp_path):
     from correlate.attribution.driver import attribute_all, split
     from correlate.engine import number_executions
