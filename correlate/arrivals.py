@@ -12,20 +12,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.prefixes import key_splits
+from correlate.prefixes import key_split_groups
 from correlate.schema import TABLES, conform
-
-#: a tuple key's first element, as Dask's ``key_split_group`` names the group of ``(name, i…)``
-_TUPLE_HEAD = r"""^\(\s*['"]?([^,'"]*)"""
-
-
-def default_steps(keys: pl.Series) -> pl.Series:
-    """The Dask task group of each key (``distributed.utils.key_split_group``): a tuple key's
-    first element (``('field-3', 0)`` → ``field-3``), else the key's prefix (``key_split``)."""
-    head = keys.str.extract(_TUPLE_HEAD, 1)
-    is_tuple = keys.str.starts_with("(")
-    return (pl.select(pl.when(is_tuple).then(head).otherwise(key_splits(keys)))
-            .to_series().alias("step"))
 
 
 def external_state_arrivals(transitions: pl.DataFrame | pl.LazyFrame, keys: pl.DataFrame
@@ -72,7 +60,7 @@ def arrivals_table(data_arrivals: pl.DataFrame, senders: pl.DataFrame,
     out = (rows.join(said, on=["client", "key"], how="left")
            .join(declared, on="client", how="left"))
     out = out.with_columns(rank=pl.coalesce("key_rank", "client_rank"),
-                           step=pl.coalesce("step", default_steps(out.get_column("key"))))
+                           step=pl.coalesce("step", key_split_groups(out.get_column("key"))))
     return conform(out, TABLES["arrivals"], path="arrivals").sort(
         "time_ns", "key", "worker", nulls_last=True)
 

@@ -28,7 +28,7 @@ from correlate.attribution.stdio import stdio_totals
 from correlate.functions import functions_by_process
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
-from correlate.prefixes import key_splits
+from correlate.prefixes import key_split_groups, key_splits
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, outputs
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
@@ -57,13 +57,17 @@ class Correlated:
 
 
 def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
-    """Deterministic ``execution_id`` (0..n−1) and prefix/group filled from the key."""
+    """Deterministic ``execution_id`` (0..n−1) and prefix/group filled from the key as Dask
+    names them (a task forgotten before the scheduler's flush has no names logged)."""
     ex = executions.sort("host", "pid", "local_start_ns", "key", "thread_id", nulls_last=True,
                          maintain_order=True)
     ex = ex.with_row_index("execution_id").with_columns(pl.col("execution_id").cast(pl.Int64))
     if ex.get_column("prefix").has_nulls():
         ex = ex.with_columns(prefix=pl.coalesce("prefix", key_splits(ex.get_column("key"))))
-    return ex.with_columns(group=pl.coalesce("group", "prefix"))
+    if ex.get_column("group").has_nulls():
+        ex = ex.with_columns(group=pl.coalesce("group", key_split_groups(
+            ex.get_column("key"), ex.get_column("prefix"))))
+    return ex
 
 
 def _key_waits(transitions: pl.DataFrame, frames: RunFrames

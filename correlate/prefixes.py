@@ -26,3 +26,22 @@ def key_splits(keys: pl.Series) -> pl.Series:
     distinct = stems.drop_nulls().unique()
     return stems.replace_strict(distinct, [key_split(s) for s in distinct.to_list()],
                                 default=None, return_dtype=pl.String).alias("split")
+
+
+def key_split_groups(keys: pl.Series, prefixes: pl.Series | None = None) -> pl.Series:
+    """The Dask task group of each key, as ``distributed.utils.key_split_group`` (which names
+    every task's group on the scheduler) names it from the key's text: a tuple key's first
+    element, stripped of brackets and quotes (``('field-3', 0)`` → ``field-3``); ``data`` for
+    32 hex digits; the class of an object's repr; else the prefix (``prefixes``, when the
+    caller has them: ``key_splits(keys)``)."""
+    key = pl.col("key")
+    rest = key_splits(keys) if prefixes is None else prefixes
+    return pl.DataFrame({"key": keys, "rest": rest}).select(
+        pl.when(key.str.starts_with("("))
+        .then(key.str.splitn(",", 2).struct.field("field_0").str.strip_chars("()\"'"))
+        .when(key.str.contains(r"^[a-f0-9]{32}$"))
+        .then(pl.lit("data"))
+        .when(key.str.starts_with("<"))
+        .then(key.str.strip_chars("<>").str.extract(r"^\s*(\S+)", 1)
+              .str.split(".").list.last())
+        .otherwise(pl.col("rest")).alias("group")).to_series()

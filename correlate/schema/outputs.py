@@ -83,7 +83,9 @@ TASKS = Table(
         Column("execution_id", "Int64", "unique per run (deterministic order)", nullable=False),
         Column("key", "String", "Dask key", nullable=False),
         Column("prefix", "String", "task prefix"),
-        Column("group", "String", "task group"),
+        Column("group", "String", "Dask task group, as the scheduler named it or, for a task "
+               "forgotten before its names were logged, from the key by Dask's own rule "
+               "(distributed.utils.key_split_group)"),
         Column("span", "String", "Dask span name path, tags joined by ' / ' (distributed.span; "
                "'default' for tasks outside any span; null: not recorded)"),
         Column("span_id", "String", "Dask span id"),

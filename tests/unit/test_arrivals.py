@@ -37,11 +37,6 @@ def senders() -> pl.DataFrame:
          "send_s": 0.25}])
 
 
-def test_default_steps_are_dask_task_groups():
-    keys = pl.Series(["('field-3', 0)", "('a-b-1', 2, 3)", "x-1-2", "ndarray-0123abcd"])
-    assert arrivals.default_steps(keys).to_list() == ["field-3", "a-b-1", "x", "ndarray"]
-
-
 def test_arrivals_carry_the_rank_and_step_the_sender_said():
     got = arrivals.arrivals_table(scattered(), senders(), TABLES["arrivals"].empty())
     assert got.select("key", "step", "rank", "send_s").rows() == [
