@@ -33,7 +33,7 @@ import polars as pl
 
 from correlate import align, coroutines
 from correlate.message_bounds import message_bounds
-from correlate.prefixes import key_splits
+from correlate.prefixes import key_split_groups, key_splits
 from correlate.sources.frames import RunFrames
 
 _TRANSITION_SKIP = ("key", "side", "local_time_ns", "prefix", "group")
@@ -228,6 +228,9 @@ def lifecycle_lines(frames: RunFrames, clocks: pl.DataFrame | None = None) -> pl
          .join(_names(frames), on="key", how="left").sort("key"))
     if t.get_column("prefix").has_nulls():
         t = t.with_columns(prefix=pl.coalesce("prefix", key_splits(t.get_column("key"))))
+    if t.get_column("group").has_nulls():
+        t = t.with_columns(group=pl.coalesce("group", key_split_groups(
+            t.get_column("key"), t.get_column("prefix"))))
     t = t.with_columns(
         depends_on=pl.col("depends_on").fill_null([]),
         dependents=pl.col("dependents").fill_null([]),
