@@ -19,7 +19,7 @@ CPU added to a job of many short tasks (benchmarks/bench_many_tasks.py, workload
 included, medians of 5 runs in several runs on a shared 2-core VM whose speed
 varies by several %% between runs; docs/performance.md); Python-call-heavy tasks
 pay Yappi more (benchmarks/bench_yappi.py):
-  off        +2-5%%   no function profiles (transitions + per-task CPU only)
+  off        +0-5%%   no function profiles (transitions + per-task CPU only)
   sample     +5-7%%   stacks of task threads sampled every 5 ms: per-task
                      functions, statistical, no per-call hook
   yappi      +24-28%% Yappi wall clock on every thread but the event loop: exact
