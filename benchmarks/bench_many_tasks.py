@@ -16,7 +16,9 @@ and ``coro`` (``async def`` tasks with a few awaits each).
    (``compute_seconds``: the workload, cluster start-up excluded), as ratios to plain, and the
    CPU time of all the job's processes (``getrusage`` of the reaped children: the command,
    its cluster's workers), the measure that other load on a shared machine disturbs least,
-   and the CPU µs per task it adds.
+   and the CPU µs per task it adds; and the CPU each kind of process used during the workload
+   alone (``cpu_roles``: the scheduler's, which a LocalCluster shares with the client, and the
+   workers'), to tell which side a difference is on.
 2. Where (``--breakdown``): one more run per workload and mode with every collector hook
    wrapped in a timer (a ``sitecustomize`` on ``PYTHONPATH`` patches the plugin classes in each
    process; the timers' own cost is measured in each process and subtracted). Reports µs per
@@ -318,7 +320,7 @@ IMPORTS = textwrap.dedent("""
 
 def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
         darshan: str | None, env: dict[str, str] | None = None
-        ) -> tuple[float, float, int, float]:
+        ) -> tuple[float, float, int, float, tuple[float, ...]]:
     """One job; ``mode`` ``NAME@base`` runs the collectors of ``--baseline-tree``."""
     tree = REPO
     if mode is not None and mode.endswith("@base"):
@@ -348,6 +350,8 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     compute = float(re.search(r"compute_seconds=([0-9.]+)", proc.stdout).group(1))
     tasks = int(re.search(r"tasks=([0-9]+)", proc.stdout).group(1))
+    roles = tuple(float(x) for x in re.search(r"cpu_roles=([0-9.,]+)", proc.stdout).group(1)
+                  .split(","))
     if mode not in (None, "yappi-alone", "null"):
         from collectors.sink import closing_record  # (this tree's: it reads older folders)
 
@@ -356,7 +360,7 @@ def run(workload: str, mode: str | None, work: Path, args: argparse.Namespace,
             if errors:
                 print(f"hook errors in {workload} {mode}: {errors}")
         shutil.rmtree(out, ignore_errors=True)
-    return compute, total, tasks, cpu
+    return compute, total, tasks, cpu, roles
 
 
 def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | None) -> None:
@@ -367,7 +371,7 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
             order = [None, *(x for m in modes
                              for x in ((m,) if m in ("yappi-alone", "null") else
                                        (f"{m}@base", m)))]
-        res: dict[str | None, list[tuple[float, float, int, float]]] = {m: [] for m in order}
+        res: dict[str | None, list[tuple[float, float, int, float, tuple[float, ...]]]] = {m: [] for m in order}
         for _ in range(args.repeat):
             for m in res:
                 res[m].append(run(workload, m, work, args, lib))
@@ -390,6 +394,19 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
             print(f"| {m or 'plain'} | {t:.2f} | {t / base_t - 1:+.1%} | {cpu:.2f} | "
                   f"{cpu / base_cpu - 1:+.1%} | {(cpu - base_cpu) / tasks * 1e6:+.0f} | "
                   f"{c:.2f} | {c / base_c - 1:+.1%} | {target} | {paired(res, m, tasks)} |")
+        print(f"\n{workload}: CPU during the workload by process (``cpu_roles``: cluster "
+              "start-up and shutdown left out; the scheduler's process is the client's too), "
+              "µs per task; medians, and paired with plain's run of the same repetition")
+        print("| mode | scheduler | workers | scheduler, paired | workers, paired |")
+        print("|---|---:|---:|---:|---:|")
+        for m in res:
+            runs = [r[4] for r in res[m]]
+            cells = [f"{statistics.median(r[i] for r in runs) / tasks * 1e6:.0f}"
+                     for i in range(2)]
+            for i in range(2):
+                diffs = [r[i] - b[4][i] for r, b in zip(runs, res[None], strict=True)]
+                cells.append(f"{statistics.median(diffs) / tasks * 1e6:+.0f}" if m else "")
+            print(f"| {m or 'plain'} | " + " | ".join(cells) + " |")
         sys.stdout.flush()
 
 
@@ -398,7 +415,7 @@ def overhead(args: argparse.Namespace, modes: list[str], work: Path, lib: str | 
 PAIRED_WITH = {"darshan": "off", "yappi": "yappi-alone"}
 
 
-def paired(res: dict[str | None, list[tuple[float, float, int, float]]], mode: str | None,
+def paired(res: dict[str | None, list[tuple[float, float, int, float, tuple[float, ...]]]], mode: str | None,
            tasks: int) -> str:
     """Median over repetitions of the CPU µs per task ``mode`` used more than the plain job
     (or the mode ``PAIRED_WITH`` names) in the same repetition, and than its ``@base`` run just
@@ -426,8 +443,8 @@ def breakdown(args: argparse.Namespace, modes: list[str], work: Path, lib: str |
             times.mkdir()
             env = dict(os.environ, BENCH_HOOK_TIMES=str(times), PYTHONPATH=os.pathsep.join(
                 [str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))
-            _c, _t, tasks, _cpu = run(workload, None if m == "plain" else m, work, args, lib,
-                                      env=env)
+            _c, _t, tasks, _cpu, _roles = run(workload, None if m == "plain" else m, work,
+                                              args, lib, env=env)
             parts: dict[str, float] = {}
             procs = [json.loads(p.read_text()) for p in times.glob("*.json")]
             for proc in procs:

@@ -1,6 +1,9 @@
 """Jobs of many short tasks for ``bench_many_tasks.py`` (run plain or under ``collect``). Each
 starts a LocalCluster of 2 worker processes x 2 threads, runs one workload and prints
-``compute_seconds=`` (the workload alone, cluster start-up excluded) and ``tasks=``.
+``compute_seconds=`` (the workload alone, cluster start-up excluded), ``tasks=`` and
+``cpu_roles=`` (the CPU seconds the scheduler's process and the workers together used during
+the workload, each process's ``time.process_time()`` before and after; a LocalCluster runs its
+scheduler in the client's process, so the first holds the client's work too).
 
     python benchmarks/many_tasks_job.py tiles --out /tmp/tiles [--tiles 600]
     python benchmarks/many_tasks_job.py noop [--tasks 5000]
@@ -146,6 +149,7 @@ def main() -> None:
                       dashboard_address=None) as cluster, Client(cluster) as client:
         if args.yappi_alone:
             client.register_plugin(yappi_alone_plugin())
+        before = role_cpu(client)
         if args.workload == "tiles":
             args.out.mkdir(parents=True, exist_ok=True)
             tasks = tiles_job(client, args.out, args.tiles)
@@ -157,7 +161,15 @@ def main() -> None:
             print(f"compute_seconds={time.perf_counter() - t0:.4f}")
             tasks = args.tasks
         print(f"tasks={tasks}")
+        after = role_cpu(client)
+        print("cpu_roles=" + ",".join(f"{b - a:.4f}" for a, b in zip(before, after, strict=True)))
         os.sys.stdout.flush()
+
+
+def role_cpu(client) -> tuple[float, float]:
+    """CPU seconds so far of the scheduler's process and of the workers together."""
+    return (client.run_on_scheduler(time.process_time),
+            sum(client.run(time.process_time).values()))
 
 
 if __name__ == "__main__":
