@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Mapper(Protocol):
@@ -34,3 +36,18 @@ def local_map(fn: Callable[[Any], Any], items: Sequence[Any], at_once: int = 2
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+def runs_up_to(items: Sequence[T], sizes: Sequence[int], limit: int) -> list[list[T]]:
+    """``items`` in order, cut into runs whose ``sizes`` add up to at most ``limit`` (an item
+    bigger than that alone): the items of a mapper, where one per small item would cost more
+    than the work of each."""
+    runs: list[list[T]] = []
+    held = limit + 1
+    for item, size in zip(items, sizes, strict=True):
+        if held + size > limit:
+            runs.append([])
+            held = 0
+        runs[-1].append(item)
+        held += size
+    return runs

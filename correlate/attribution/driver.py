@@ -31,7 +31,7 @@ import polars as pl
 from correlate import align, per_process
 from correlate.attribution import exact, helpers, p2p, spill, threads
 from correlate.attribution.shares import METHOD, IOAttribution
-from correlate.mappers import Mapper, local_map
+from correlate.mappers import Mapper, local_map, runs_up_to
 from correlate.per_process import process_order
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -112,7 +112,7 @@ def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions:
           markers: pl.DataFrame, opens: pl.DataFrame, rows: int = PARTITION_ROWS
           ) -> list[Partition]:
     """The processes that have segments, in (host, pid) order, cut into partitions of at most
-    ``rows`` segments and executions (``_grouped``), each with the executions, clock markers
+    ``rows`` segments and executions (``runs_up_to``), each with the executions, clock markers
     and file opens of its processes. Segments still in their Darshan logs (a LazyFrame) are
     read inside each partition, from its processes' logs."""
     per_log = _logs_by_process(logs) if isinstance(segments, pl.LazyFrame) else None
@@ -126,7 +126,7 @@ def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions:
         sizes = {process: seg.height for process, seg in held.items()}
     order = sorted(sizes, key=process_order)
     ran = {(host, pid): n for host, pid, n in executions.group_by("host", "pid").len().rows()}
-    groups = _grouped(order, [sizes[p] + ran.get(p, 0) for p in order], rows)
+    groups = runs_up_to(order, [sizes[p] + ran.get(p, 0) for p in order], rows)
     ex, mk, op = (_per_group(df, groups) for df in (executions, markers, opens))
     return [Partition(
         tuple(group), None if held is None else pl.concat([held[p] for p in group]),
@@ -147,20 +147,6 @@ def _per_group(df: pl.DataFrame, groups: list[list[Process]]) -> dict[int, pl.Da
                      maintain_order="left").sort("_group", "_position", maintain_order=True)
     return {g: part.drop("_group", "_position")
             for (g,), part in tagged.partition_by("_group", as_dict=True).items()}
-
-
-def _grouped(order: list[Process], sizes: list[int], rows: int) -> list[list[Process]]:
-    """``order`` cut into runs of consecutive processes whose sizes add up to at most ``rows``
-    (a process bigger than that alone)."""
-    groups: list[list[Process]] = []
-    held = rows + 1
-    for process, size in zip(order, sizes, strict=True):
-        if held + size > rows:
-            groups.append([])
-            held = 0
-        groups[-1].append(process)
-        held += size
-    return groups
 
 
 def _logs_by_process(logs: pl.DataFrame) -> dict[Process, tuple[Logs, int]] | None:

@@ -34,7 +34,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 
 from correlate.errors import InputError
-from correlate.mappers import Mapper, local_map
+from correlate.mappers import Mapper, local_map, runs_up_to
 from correlate.schema import conform
 from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
 from correlate.sources import dxt_layouts as L
@@ -185,6 +185,8 @@ def _dxt_columns(b: S.Batch, layout: str, offsets_known: bool, module: str,
         rank=np.repeat(b.rank.astype(np.int64, copy=False), counts),
         record_id=np.repeat(b.record_id.astype(np.uint64, copy=False), counts),
         is_write=np.repeat(b.is_write, counts),
+        # offsets DXT_MPIIO version 1 did not record: null, not darshan-util's -1, so that
+        # sums and ranges of offsets never use them
         offset=np.ascontiguousarray(seg["offset"]) if offsets_known else None,
         length=np.ascontiguousarray(seg["length"]),
         start_ns=start_ns + np.rint(seg["start"] * NS).astype(np.int64),
@@ -257,12 +259,6 @@ class _Fields:
 
     def __getitem__(self, name: str) -> np.ndarray:
         return np.concatenate([p[name] for p in self.pieces])
-
-
-def _unknown(n: int) -> pl.Series:
-    """Offsets DXT_MPIIO version 1 did not record: null, not darshan-util's -1, so that sums and
-    ranges of offsets never use them."""
-    return pl.repeat(None, n, dtype=pl.Int64, eager=True)
 
 
 @dataclass
@@ -623,22 +619,11 @@ GROUP_BYTES = 8 << 20
 KEEP_BYTES, KEEP_LOG_BYTES = 24, 4096
 
 
-def _groups(paths: list[Path]) -> list[list[tuple[Path, int]]]:
-    """``paths`` with their sizes in order, cut into runs of at most ``GROUP_BYTES`` (a bigger
-    log alone)."""
-    groups: list[list[tuple[Path, int]]] = []
-    held = GROUP_BYTES + 1
-    for path in paths:
-        try:
-            size = path.stat().st_size
-        except OSError:  # (its read says what is wrong)
-            size = 0
-        if held + size > GROUP_BYTES:
-            groups.append([])
-            held = 0
-        groups[-1].append((path, size))
-        held += size
-    return groups
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # (its read says what is wrong)
+        return 0
 
 
 def _read_group(paths: list[Path], segments: bool, small: bool
@@ -655,12 +640,12 @@ def load(paths: Iterable[Path | str], mapper: Mapper = local_map, *,
     segments in all (and no more bytes than ``KEEP_BYTES`` says), each log's regions small enough
     to inflate at once: those are decoded in this same pass and kept (``io_segments`` a
     DataFrame), so that a small run's logs are not read twice."""
-    groups = _groups(expand_paths(Path(p) for p in paths))
-    sizes = [size for group in groups for _, size in group]
+    files = expand_paths(Path(p) for p in paths)
+    sizes = [_size(path) for path in files]
     if segments or sum(sizes) > keep * KEEP_BYTES + len(sizes) * KEEP_LOG_BYTES:
         keep = 0  # (a run whose logs are too big is not tried: its segments would be dropped)
     read = partial(_read_group, segments=segments, small=bool(keep))
-    got = mapper(read, [[path for path, _ in group] for group in groups])
+    got = mapper(read, runs_up_to(files, sizes, GROUP_BYTES))
     return assemble((log for group in got for log in group), segments=segments, keep=keep)
 
 
