@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from collectors import watchdog
 from collectors.arrow_file import batch_message, holds, ipc_file, schema_message
 from collectors.guard import ERRORS, never_raise
 from collectors.options import DEFAULTS
@@ -320,6 +321,8 @@ class ProcessSink:
         self._lock = threading.RLock()
         self._thread = threading.Thread(target=self._run, name="dask-correlate-flush",
                                         daemon=True)
+        #: when the flush thread last finished a flush (monotonic; collectors.watchdog)
+        self.progress = time.monotonic()
         proc_dir.mkdir(parents=True, exist_ok=True)
         #: the folder kept open (read-only: a remount stays possible), so that the closing
         #: record reaches proc.json even after the run folder was moved
@@ -379,6 +382,7 @@ class ProcessSink:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.flush()
+            self.progress = time.monotonic()
 
     @never_raise
     def flush(self) -> None:
@@ -634,12 +638,13 @@ _claim_lock = threading.Lock()
 
 def stop_with(server: Any, sink: ProcessSink) -> None:
     """Stop ``sink``'s flush thread when the Dask server stops (``Server.stop``, also called
-    by ``close``), after one last flush: a server stopped and never closed leaves no thread
-    behind."""
+    by ``close``), after one last flush, and stop watching the server's threads for stalls: a
+    server stopped and never closed leaves no thread behind."""
     orig = server.stop
 
     def stop(*args: Any, **kwargs: Any) -> Any:
         try:
+            watchdog.release(str(server.address))
             if not sink.closed:
                 sink.stop()
                 sink.flush()

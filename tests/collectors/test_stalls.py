@@ -1,0 +1,164 @@
+"""The collectors never hang a job (CPython gh-106883, locks across a fork), and a stall that
+happens anyway is written down with every thread's stack (collectors.watchdog)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from collectors import frames_guard, watchdog
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).with_name("deadlock.py")
+#: a run that ends takes well under a second; one that has not ended by then is hung
+HUNG_AFTER_S = 8
+
+
+def _run_deadlock(*flags: str) -> subprocess.CompletedProcess | None:
+    """The reproduction's result, or None if it was still running after HUNG_AFTER_S."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        return subprocess.run([sys.executable, str(SCRIPT), *flags], capture_output=True,
+                              text=True, timeout=HUNG_AFTER_S, env=env)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+@pytest.mark.skipif(not frames_guard.AFFECTED,
+                    reason=f"Python {sys.version.split()[0]} cannot deadlock in "
+                           "sys._current_frames (gh-106883 is fixed in 3.11.12; 3.10 and 3.12+ "
+                           "never had it)")
+def test_the_reproduction_hangs_without_the_guard_on_this_python():
+    assert _run_deadlock() is None
+
+
+def test_the_guard_ends_the_reproduction_every_time():
+    for _ in range(3):
+        done = _run_deadlock("--guard")
+        assert done is not None and done.returncode == 0 and "done" in done.stdout
+
+
+@pytest.mark.skipif(not frames_guard.AFFECTED, reason="needs a Python with gh-106883")
+def test_a_deadlocked_process_leaves_every_threads_stack_behind(tmp_path):
+    """The watchdog's thread cannot run in a GIL deadlock: faulthandler's own timer thread, armed
+    at each of its ticks, writes the stacks."""
+    assert _run_deadlock("--watchdog", str(tmp_path)) is None
+    text = (tmp_path / watchdog.FILE).read_text()
+    assert "Timeout (" in text
+    assert "call_frames_from_other_thread" in text and "give_the_gil_away" in text
+
+
+def test_the_guard_turns_collections_off_only_for_the_call_and_restores_them():
+    seen: list[bool] = []
+    guarded = frames_guard._guarded(lambda: seen.append(gc.isenabled()) or {})
+    assert guarded() == {} and seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        guarded()
+        assert not gc.isenabled()  # the caller's own choice stays
+    finally:
+        gc.enable()
+
+    def fails() -> None:
+        raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        frames_guard._guarded(fails)()
+    assert gc.isenabled()
+
+
+def test_install_guards_every_caller_of_sys_and_uninstall_gives_the_originals_back():
+    builtin = sys._current_frames
+    frames_guard.install(force=True)
+    try:
+        assert frames_guard.installed() and sys._current_frames is not builtin
+        assert threading.get_ident() in sys._current_frames()
+        frames_guard.install(force=True)  # idempotent: not a guard around the guard
+        assert frames_guard._ORIGINALS["_current_frames"] is builtin
+    finally:
+        frames_guard.uninstall()
+    assert sys._current_frames is builtin and not frames_guard.installed()
+
+
+def test_a_child_forked_while_another_thread_holds_the_guard_can_sample_stacks():
+    frames_guard.install(force=True)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with frames_guard._lock:
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        holding.wait(5)
+        pid = os.fork()
+        if pid == 0:  # the child: the holder does not exist here
+            try:
+                sys._current_frames()
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.02)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung in sys._current_frames")
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        release.set()
+        holder.join()
+        frames_guard.uninstall()
+
+
+def test_a_stalled_thread_is_recorded_with_its_stack_and_its_end(tmp_path):
+    dog = watchdog.Watchdog(tmp_path, after_s=0.3)
+    progress = [time.monotonic()]
+    stuck = threading.Event()
+
+    def waits_for_nothing_in_particular() -> None:
+        stuck.wait(10)
+
+    thread = threading.Thread(target=waits_for_nothing_in_particular, name="stuck-one")
+    thread.start()
+    dog.watch("event-loop", "tcp://w:1", lambda: progress[0], period=0.1)
+    dog.start()
+    try:
+        time.sleep(1.2)  # progress stopped: a stall, recorded once
+        progress[0] = time.monotonic() + 60  # progress again: its end
+        time.sleep(0.6)
+    finally:
+        stuck.set()
+        thread.join()
+        dog.stop()
+    text = (tmp_path / watchdog.FILE).read_text()
+    headers = [line for line in text.splitlines() if line.startswith(watchdog.HEADER)]
+    assert len(headers) == 2, text
+    import json
+
+    first, last = (json.loads(h[len(watchdog.HEADER):]) for h in headers)
+    assert first["kind"] == "event-loop" and first["owner"] == "tcp://w:1"
+    assert first["end"] is None and last["start"] == first["start"] and last["end"] > first["start"]
+    assert "stuck-one" in first["threads"].values()
+    assert "waits_for_nothing_in_particular" in text
+
+
+def test_a_clean_stop_without_a_stall_leaves_no_file(tmp_path):
+    dog = watchdog.Watchdog(tmp_path, after_s=0.3)
+    dog.watch("flush", "x", lambda: time.monotonic())
+    dog.start()
+    time.sleep(0.5)
+    dog.stop()
+    assert not (tmp_path / watchdog.FILE).exists()
