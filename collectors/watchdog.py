@@ -4,21 +4,22 @@ VM, a GIL held for that long), the stall is written into ``stalls.txt`` in the p
 with the stacks of every thread, so that ``correlate`` can say where a job stopped instead of
 saying nothing.
 
-The file holds blocks, each a header line then ``faulthandler``'s dump of the threads' stacks:
+The file holds blocks, each a header line ``== {json}`` (``kind``: ``event-loop``, ``flush``,
+``sampler`` of the server at ``owner``, or ``process``; ``start``/``end`` epoch seconds, ``end``
+null while it lasts; ``cpu_s`` of the process during it; ``threads``: id → name) then, for a
+thread that stalled, ``faulthandler``'s dump of every thread's stack. It is opened for each
+block and closed after it, like the sink's streams: no descriptor into the run folder is held
+(one would stop the run folder's file system from being remounted or unmounted).
 
-- ``== {json}``: a stall this module's thread saw (``kind``: ``event-loop``, ``flush``,
-  ``sampler`` of the server at ``owner``, or ``process``; ``start``/``end`` epoch seconds, ``end`` null while it lasts;
-  ``cpu_s`` of the process during it; ``threads``: id → name);
-- ``Timeout (H:MM:SS)!``: faulthandler's own dump, armed again at every tick of this module's
-  thread; it fires only when that thread could not run for ``after_s`` + a tick (a process
-  deadlocked on the GIL, stopped, or starved), from a C thread that needs neither the GIL nor
-  the runtime's locks. Its time is the file's mtime when it is the last block, or the start of
-  the ``process`` stall recorded after it.
+A process in which no Python thread can run any more (a deadlock on the GIL) cannot write
+anything itself: for that case faulthandler's own timer, armed again at every tick of this
+module's thread and fired from a C thread that needs neither the GIL nor the runtime's locks,
+dumps every thread's stack to the process's stderr (the job's log) ``after_s`` + a tick after
+that thread last ran.
 
 It costs nothing per task: a loop callback every ``tick`` seconds and one thread that wakes as
 often. One watchdog per process (faulthandler has one timer per process); the workers and
-scheduler of a process share it. The file is made at start (faulthandler needs a descriptor
-before it is needed) and removed at a clean stop when nothing was written to it.
+scheduler of a process share it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ FILE = "stalls.txt"
 #: no progress for this many seconds is a stall (Dask warns of a blocked event loop at 3 s)
 AFTER_S = 10.0
 HEADER = "== "
+#: where faulthandler's own dump goes (the process's stderr: see above)
+STDERR = 2
 
 #: the source of a watched thread's progress: the monotonic time of its last progress, or None
 #: while it has nothing to do
@@ -51,7 +54,6 @@ class Watchdog:
         self.watched: dict[tuple[str, str], tuple[Progress, float]] = {}
         self.loop_beats: dict[str, float] = {}
         self.stalled: dict[tuple[str, str], float] = {}
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dask-correlate-watchdog",
                                         daemon=True)
@@ -90,17 +92,10 @@ class Watchdog:
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         faulthandler.cancel_dump_traceback_later()
-        try:
-            empty = os.fstat(self.fd).st_size == 0
-            os.close(self.fd)
-            if empty:
-                self.path.unlink()
-        except OSError:
-            pass
 
     def _arm(self) -> None:
         faulthandler.dump_traceback_later(self.after_s + self.tick, repeat=False,
-                                          file=self.fd, exit=False)
+                                          file=STDERR, exit=False)
 
     def _run(self) -> None:
         last, cpu = time.monotonic(), time.process_time()
@@ -109,9 +104,9 @@ class Watchdog:
             try:
                 if now - last > self.after_s + self.tick:
                     # this thread did not run either: nothing in the process could, or the GIL
-                    # was held throughout; the stacks now would show the recovery, not the stall
+                    # was held throughout; the other threads have hardly moved since
                     self._write("process", None, time.time() - (now - last),
-                                cpu_s=now_cpu - cpu, end=time.time(), stacks=False)
+                                cpu_s=now_cpu - cpu, end=time.time(), stacks=True)
                 else:  # (after a stop, the loops get a tick to turn again)
                     self._check(now)
                 self._arm()
@@ -137,9 +132,13 @@ class Watchdog:
         record = {"kind": kind, "owner": owner, "start": start, "end": end,
                   "after_s": self.after_s,
                   "cpu_s": cpu_s, "threads": {f"0x{i:016x}": n for i, n in names.items() if i}}
-        os.write(self.fd, (HEADER + json.dumps(record) + "\n").encode())
-        if stacks:
-            faulthandler.dump_traceback(file=self.fd, all_threads=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, (HEADER + json.dumps(record) + "\n").encode())
+            if stacks:
+                faulthandler.dump_traceback(file=fd, all_threads=True)
+        finally:
+            os.close(fd)
 
 
 _PROCESS: list[Watchdog] = []

@@ -36,6 +36,7 @@ from correlate.sources import (
     missing,
     run_parts,
     run_streams,
+    stalls,
     time_span,
 )
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
@@ -168,6 +169,7 @@ class _Reader:
     def __init__(self) -> None:
         self.rejects: list[tuple[str, str | None, str, int]] = []
         self.warnings: list[str] = []
+        self.stalls: list[dict[str, Any]] = []
         #: parts of lazily read tables (their data is decoded only when a stage reads them)
         self.unchecked: list[Path] = []
         #: run format 3: each table's rows as stored, of every process (``_proc``: its index
@@ -605,6 +607,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "local_directory": info.get("local_directory"),
                           "closed_cleanly": closed is not None, "match": "pid"})
         _quality(d, info, closed, reader, missing.job_ended(manifest))
+        _stalls(d, reader)
         if id(info) in format3:  # format 3: read with the others below
             continue
         for t in raw.RUN_TABLES:
@@ -655,6 +658,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
          if info["role"] == "scheduler" and info.get("dask_config") is not None), None)
     if facts["dask_config"] is not None:
         facts["unknown"] = {k: v for k, v in facts["unknown"].items() if k != "dask_config"}
+    facts["stalls"] = reader.stalls
     if facts.get("darshan"):
         gaps = _darshan_gaps(run_dir, procs, io)
         reader.warnings += [gaps] if gaps else []
@@ -712,6 +716,17 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
         reader.rejects.append(("collector", d.name if d is not None else worker,
                                f"task_executions: executions missing ({why})", n))
         reader.warnings.append(f"{n} execution(s) of worker {worker} are missing ({why})")
+
+
+def _stalls(d: Path, reader: _Reader) -> None:
+    """The stalls the process's watchdog recorded: a warning each, and the summary's facts."""
+    found, unreadable = stalls.read(d)
+    for stall in found:
+        reader.stalls.append({"process": d.name, **stall})
+        reader.warnings.append(stalls.describe(d.name, stall))
+    if unreadable:
+        reader.rejects.append(("collector", str(d / stalls.FILE), "stall record: a line that "
+                               "is neither a header nor a stack frame", len(unreadable)))
 
 
 def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
