@@ -538,11 +538,33 @@ class ProcessSink:
                     self.snapshot_rows[name] = len(rows)
 
     def close(self, extra: dict[str, Any] | None = None, join_timeout: float = 30) -> None:
+        """Flush and write the closing record, within about 2 × ``join_timeout``: on a file
+        system that stopped answering, a write never returns, and the server's stop or the
+        process's exit (where this is called) must not wait for it. The last flush and the
+        record are then left to a thread of their own, and rows a stuck flush holds are
+        counted as dropped."""
         if self.closed:
             return
         self.closed = True
         self.stop(join_timeout)
-        self.flush()
+        closing = threading.Thread(target=self._close, args=(extra, join_timeout / 2),
+                                   name="dask-correlate-close", daemon=True)
+        closing.start()
+        closing.join(join_timeout)
+
+    def _close(self, extra: dict[str, Any] | None, stuck_after: float) -> None:
+        if self._lock.acquire(timeout=stuck_after):
+            try:
+                self.flush()
+            finally:
+                self._lock.release()
+        else:  # the flush thread is in a write that does not return
+            for name in self.tables:
+                if rows := len(self.buffers[name]) // self.widths[name]:
+                    self.dropped[name][STUCK] += rows
+            for name, buf, width in self._raw:
+                self.dropped[name][STUCK] += len(buf) // width
+                buf.clear()
         # what still cannot be written is lost with the process: counted, by reason
         for name, (columns, reason) in self.kept.items():
             self.dropped[name][reason] += len(columns[0])
@@ -565,6 +587,10 @@ class ProcessSink:
         finally:
             if folder is not None:
                 os.close(folder)
+
+
+#: the reason rows are dropped when the flush thread never came back from a write
+STUCK = "not flushed (a write into the run folder did not return)"
 
 
 def close_proc_json(proc_dir: Path, closing: dict[str, Any], folder: int | None = None

@@ -218,3 +218,23 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
                          timeout=300)
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert f"{worker.name}: stalled at" in cli.stdout + cli.stderr
+
+
+def test_a_signal_handler_that_samples_stacks_inside_the_guard_does_not_wait_for_itself():
+    """A Python signal handler runs on the main thread between two bytecodes, possibly while
+    that thread is inside the guard (a stack-dumping handler, as some job scripts install)."""
+    import signal
+
+    frames_guard.install(force=True)
+    sampled: list[int] = []
+    old = signal.signal(signal.SIGALRM, lambda *_: sampled.append(len(sys._current_frames())))
+    try:
+        with frames_guard._lock:  # the main thread inside the guard when the signal lands
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            deadline = time.monotonic() + 5
+            while not sampled and time.monotonic() < deadline:
+                pass  # (bytecodes: the handler runs here)
+        assert sampled and sampled[0] >= 1
+    finally:
+        signal.signal(signal.SIGALRM, old)
+        frames_guard.uninstall()
