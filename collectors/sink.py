@@ -560,8 +560,8 @@ class ProcessSink:
                 self._lock.release()
         else:  # the flush thread is in a write that does not return
             for name in self.tables:
-                if rows := len(self.buffers[name]) // self.widths[name]:
-                    self.dropped[name][STUCK] += rows
+                if held := len(self.buffers[name]) // self.widths[name]:
+                    self.dropped[name][STUCK] += held
             for name, buf, width in self._raw:
                 self.dropped[name][STUCK] += len(buf) // width
                 buf.clear()
