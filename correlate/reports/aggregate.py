@@ -379,7 +379,7 @@ def _fmt_ns(ns: Any) -> str | None:
         return None
     import datetime as dt
 
-    when = dt.datetime.fromtimestamp(ns / 1e9, tz=dt.timezone.utc)
+    when = dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC)
     return when.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ def _stalled_thread(kind: str, threads: list[dict[str, Any]]) -> str | None:
 def describe(process: str, stall: dict[str, Any]) -> str:
     """One line: who stalled, when, for how long, and where."""
     start, end = stall["start"], stall["end"]
-    when = (datetime.fromtimestamp(start, timezone.utc).strftime("%H:%M:%S UTC")
+    when = (datetime.fromtimestamp(start, UTC).strftime("%H:%M:%S UTC")
             if isinstance(start, int | float) else "an unknown time")
     how_long = (f"for {end - start:.1f} s" if isinstance(start, int | float)
                 and isinstance(end, int | float) else "(still stalled where its records end)")
