@@ -148,6 +148,18 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
     def log_event(self, topic: str, msg: Any) -> None:
         if topic == SENDER_TOPIC:  # (one comparison for any other event)
             self._notes.append((time.time_ns(), msg))
+        elif type(msg) is dict and msg.get("action") == "worker-status-change":
+            self._status_change(topic, msg)
+
+    @never_raise
+    def _status_change(self, worker: str, msg: dict) -> None:
+        """A worker paused by its memory manager, or running again: its waits then have
+        memory, not threads, as their cause."""
+        if msg.get("status") == "paused":
+            self._event((time.time_ns(), "worker_paused", worker, None, None, None, None, None))
+        elif msg.get("prev-status") == "paused":
+            self._event((time.time_ns(), "worker_resumed", worker, None, None, None, None,
+                         None))
 
     def transition(self, key: Any, start: str, finish: str, *args: Any,
                    stimulus_id: str | None = None, **kwargs: Any) -> None:

@@ -852,12 +852,32 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
             cpu_s=pl.col("thread_cpu_ns") / 1e9),
         "data_arrivals": _empty_or(t["scheduler_arrivals"], "scheduler_arrivals"),
         "senders": _empty_or(t["sender_notes"], "sender_notes"),
+        "worker_pauses": _pauses(_empty_or(t["cluster_events"], "cluster_events")),
         **_spans(t),
     }
     if io is not None:
         out.update(io_segments=io.io_segments, io_file_counters=io.io_file_counters,
                    darshan_logs=io.darshan_logs)
     return {name: conform(df, TABLES[name], path=name) for name, df in out.items()}
+
+
+def _pauses(events: pl.DataFrame) -> pl.DataFrame:
+    """Each worker's paused intervals: a pause ends at the worker's next resume (or its
+    removal); one still open where the records end has no end. (A few rows a run: walked.)"""
+    ends = ("worker_resumed", "remove_worker")
+    marks = (events.filter(pl.col("event").cast(pl.String).is_in(["worker_paused", *ends]))
+             .sort("local_time_ns", maintain_order=True))
+    rows: list[tuple[str, int, int | None]] = []
+    open_: dict[str, int] = {}
+    for worker, t, event in marks.select("address", "local_time_ns",
+                                         pl.col("event").cast(pl.String)).iter_rows():
+        if event == "worker_paused":
+            open_.setdefault(worker, t)
+        elif worker in open_:
+            rows.append((worker, open_.pop(worker), t))
+    rows += [(w, t, None) for w, t in open_.items()]
+    return pl.DataFrame(rows, schema={"worker": pl.String, "start_ns": pl.Int64,
+                                      "stop_ns": pl.Int64}, orient="row")
 
 
 def _spans(t: dict[str, Any]) -> dict[str, pl.DataFrame]:
