@@ -24,6 +24,7 @@ import polars as pl
 
 from correlate.compare import DIMENSIONS
 from correlate.errors import InputError
+from correlate.provenance import check, record
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,16 +68,37 @@ def _output_dir(path: Path, cache: Path) -> Path:
     if not path.exists():
         raise InputError(path, "no such file or directory")
     if (path / "tasks.parquet").exists():
+        parent = path.resolve().parent
+        if path.resolve().name == "correlated" and _is_run_folder(parent):
+            _made_from(parent, path)  # a run folder's own output: made from it?
         return path
     if (path / "correlated" / "tasks.parquet").exists():
+        _made_from(path, path / "correlated")
         return path / "correlated"
     from correlate.console import console
     from correlate.engine import correlate_to
     from correlate.sources.detect import load
 
     console().print(f"{path} has no correlate output yet: correlating it into {cache}")
-    correlate_to(load(path, None, lazy=True), cache)
+    frames = load(path, None, lazy=True)
+    correlate_to(frames, cache, inputs=record(path, cache, frames.facts.get("run_id")))
     return cache
+
+
+def _is_run_folder(path: Path) -> bool:
+    from correlate.sources.detect import detect
+
+    try:
+        detect(path)
+    except InputError:
+        return False
+    return True
+
+
+def _made_from(run_dir: Path, out: Path) -> None:
+    """Refuse an output folder inside a run folder that was not made from that run folder
+    (``correlate r2 -o r1/correlated`` would make ``compare r1 r2`` compare r2 with itself)."""
+    check(run_dir, out, json.loads((out / "summary.json").read_text()))
 
 
 def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:

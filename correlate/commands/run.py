@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from correlate.console import console, results
     from correlate.engine import correlate_to
     from correlate.lifecycles import write_lifecycles
+    from correlate.provenance import record
     from correlate.reports import write_reports
     from correlate.reports.terminal import print_summary
     from correlate.sources.detect import load
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
                       lazy=True)
         status.update(f"correlating {frames.executions.height:,} executions, "
                       f"{frames.darshan_logs['segment_count'].sum():,} I/O segments")
-        result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by))
+        result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
+                              inputs=record(run_dir, out, frames.facts.get("run_id")))
         tasks = result.summary["tasks"]
         lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:
