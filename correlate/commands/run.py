@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from correlate.reports import write_reports
     from correlate.reports.terminal import print_summary
     from correlate.sources.detect import load
+    from correlate.spans import unknown_group_keys
 
     run_dir: Path = args.run_dir
     if not run_dir.exists():
@@ -48,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
     with console().status(f"reading {run_dir}") as status, mapper_for(args.cluster) as mapper:
         frames = load(run_dir, None if args.format == "auto" else args.format, mapper,
                       lazy=True)
+        if args.group_by:  # before the work: a typo would group every task as not annotated
+            unknown = unknown_group_keys(frames.task_labels.get_column("annotations"),
+                                         tuple(args.group_by))
+            if unknown:
+                raise InputError(run_dir, unknown)
         status.update(f"correlating {frames.executions.height:,} executions, "
                       f"{frames.darshan_logs['segment_count'].sum():,} I/O segments")
         result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
