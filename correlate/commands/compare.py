@@ -107,6 +107,23 @@ def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
     return tables, json.loads((out / "summary.json").read_text())
 
 
+Loaded = dict[str, list[tuple[dict[str, pl.DataFrame], dict[str, Any]]]]
+
+
+def _logical_paths(loaded: Loaded) -> Loaded:
+    """Every run's ``task_files`` with logical paths matched to the first BEFORE run's
+    (``correlate.logical_paths``): scratch, shuffle and output folders differ by run."""
+    from correlate.logical_paths import logical_task_files
+
+    runs = [(side, t, s) for side in ("before", "after") for t, s in loaded[side]]
+    files = logical_task_files([t["task_files"] for _, t, _ in runs],
+                               [t["tasks"] for _, t, _ in runs])
+    out: Loaded = {"before": [], "after": []}
+    for (side, t, s), f in zip(runs, files, strict=True):
+        out[side].append(({**t, "task_files": f}, s))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from correlate import compare
     from correlate.compare_arrivals import explain_arrivals
@@ -118,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = {side: [read_outputs(_output_dir(
         p, out / (side if len(paths) == 1 else f"{side}-{i + 1}"))) for i, p in enumerate(paths)]
               for side, paths in (("before", before), ("after", after))}
+    loaded = _logical_paths(loaded)
     sb, sa = loaded["before"][0][1], loaded["after"][0][1]
     exact = compare.exact_call_counts(sb) and compare.exact_call_counts(sa)
     setup = compare.setup_differences(sb, sa)

@@ -12,7 +12,10 @@ cannot shift another's CPU contention), on 2 worker processes × 2 threads:
 - ``nap``     8 × sleep ``NAP_S``;
 - ``hold``    8 × a result of ``HOLD_BYTES`` kept in worker memory (400 MB limit, spilled above
   a target of 10% of it, the memory monitor's spill and pause off);
-- ``store``   4 × write 256 KiB in four unthrottled calls.
+- ``store``   4 × write 256 KiB in four unthrottled calls, into the run's own ``out/``.
+
+Every run has its own scratch folder (the workers' ``local_directory``: ``scratch/`` in its
+working folder) and output folder, as batch jobs do.
 
 ``MODE`` plants one change on top of ``base``; each touches one prefix, or the whole setup:
 
@@ -173,9 +176,14 @@ def main(mode: str, truth_path: str, data_dir: str) -> None:
     memory = {"distributed.worker.memory.target": 0.1, "distributed.worker.memory.spill": False,
               "distributed.worker.memory.pause": False,
               "distributed.worker.memory.terminate": False}
+    # each run's own scratch and output folders (in its working folder), as batch jobs have:
+    # compare must match their files by a logical path
+    out = Path.cwd() / "out"
+    out.mkdir(exist_ok=True)
     with dask.config.set(memory), LocalCluster(
             n_workers=2, threads_per_worker=1 if mode == "threads" else 2, processes=True,
-            memory_limit="400MB", dashboard_address=None) as cluster, Client(cluster) as client:
+            memory_limit="400MB", dashboard_address=None,
+            local_directory=str(Path.cwd() / "scratch")) as cluster, Client(cluster) as client:
         client.run(_probe_spill)
         results = client.gather([client.submit(burn, f"burn-{i}", burn_s, key=f"burn-{i}")
                                  for i in range(N_TASKS)])
@@ -188,7 +196,7 @@ def main(mode: str, truth_path: str, data_dir: str) -> None:
         held = [client.submit(hold, hold_bytes, key=f"hold-{i}") for i in range(N_TASKS)]
         wait(held)
         del held
-        results += client.gather([client.submit(store, f"store-{i}", str(data / f"out-{i}.bin"),
+        results += client.gather([client.submit(store, f"store-{i}", str(out / f"out-{i}.bin"),
                                                 key=f"store-{i}") for i in range(N_TASKS // 2)])
         results += [r for rows in client.run(_spill_seen).values() for r in rows]
     Path(truth_path).write_text(json.dumps(results))

@@ -195,3 +195,19 @@ def test_one_run_per_side_still_works_and_a_run_equals_itself(runs, tmp_path):
     assert main(["compare", str(base), str(runs["sleep"][0]), "-o", str(tmp_path / "one")]) == 0
     d = pl.read_parquet(tmp_path / "one" / "compare_prefix.parquet")
     assert d.row(0, named=True)["item"] == "nap"
+
+
+def test_runs_with_their_own_scratch_and_output_folders_change_no_file_by_path(runs, tmp_path):
+    """Every run writes into its own folder (``work-<run>/out``, workers' scratch below
+    ``work-<run>/scratch``): matched by their logical path, no file is new, gone or changed."""
+    out = tmp_path / "by-file"
+    _compare(runs, "none", out, "--by", "file")
+    d = pl.read_parquet(out / "compare_file.parquet")
+    assert not d["significant"].any(), d.filter(pl.col("significant")).select(
+        "item", "counts_changed")
+    assert (d["executions_before"] > 0).all() and (d["executions_after"] > 0).all(), d["item"]
+    written = d.filter(pl.col("item").str.contains("/out/out-"))["item"].sort().to_list()
+    ref, other = runs["base"][0].name, runs["base"][1].name  # the first before run, the next
+    assert len(written) == job.N_TASKS // 2 and all(
+        w.endswith(f"/{{work-{ref}→work-{other}}}/out/out-{i}.bin")
+        for i, w in enumerate(written)), written
