@@ -361,7 +361,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
     return {
         "source_format": frames.source_format,
         "facts": frames.facts,
-        "job": job_outcome(frames.facts, frames.transitions, tasks),
+        "job": job_outcome(frames.facts, frames.transitions, tasks, frames.clock_samples),
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
