@@ -156,7 +156,9 @@ def run(args: argparse.Namespace) -> int:
         profiles[by] = prof
         diffs[by] = compare.diff(prof[0], prof[1], smp[0], smp[1], by=by, exact_calls=exact,
                                  span_s=span)
-    diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup)
+    load = compare.load_change([s for _, s in loaded["before"]],
+                               [s for _, s in loaded["after"]])
+    diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup, load)
     io_known = all(compare.io_captured(s) for side in loaded.values() for _, s in side)
     explained = explain.explanations(diffs[args.by], args.by, call_counts=exact,
                                      machine=machine is not None, io_known=io_known)
@@ -165,9 +167,15 @@ def run(args: argparse.Namespace) -> int:
         explained.insert(0, arrivals)
     if not io_known:
         diffs = {by: compare.without_unmeasured_io(d) for by, d in diffs.items()}
+    # rows whose counts moved come before the machine's line: facts no machine explains
+    moved = set(diffs[args.by].filter(pl.col("counts_changed").is_not_null())["item"]
+                .cast(pl.String).to_list()) if "counts_changed" in diffs[args.by].columns else set()
+    machine_at = next((i for i, (item, _w) in enumerate(explained) if item not in moved),
+                      len(explained))
     c = Comparison(diffs=diffs,
                    names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
-                   setup=setup, machine=machine, explained=explained,
+                   setup=setup, machine=machine, machine_at=machine_at,
+                   explained=explained,
                    totals=" ".join(filter(None, (
                        explain.totals_line(profiles["prefix"][0], profiles["prefix"][1], diffs["prefix"],
                                            spans=spans,
