@@ -27,7 +27,15 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from collectors import code_cache, coroutine_steps, exit_flush, file_opens, frames_guard, watchdog
+from collectors import (
+    code_cache,
+    coroutine_steps,
+    exit_flush,
+    file_opens,
+    frames_guard,
+    host_load,
+    watchdog,
+)
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, record, set_log_dir
 from collectors.options import DEFAULTS, Options, darshan_in_preload
@@ -160,8 +168,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tables = {t.name: t for t in (
             schema.EXECUTIONS_RAW, schema.WORKER_TRANSITIONS, schema.TRANSFERS_RAW,
             schema.TRANSFER_KEYS_RAW, schema.CLOCK_SAMPLES_3, schema.FUNC_STATS_RAW,
-            schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW)}
+            schema.FILE_OPENS_RAW, schema.COROUTINE_SLICES_RAW, schema.HOST_LOAD_RAW)}
         self.sink = ProcessSink(pdir, tables, interval=self.flush_interval)
+        host_load.attach(self.sink)
         # raw rows, flat and bounded (collectors.sink): keys are rendered by the flush thread,
         # not the task thread or the loop
         self.transitions, self._add_transition = self.sink.raw(

@@ -352,31 +352,97 @@ def concurrency_differences(setup: list[str]) -> list[str]:
     return [s for s in setup if s.split(":", 1)[0].split(".", 1)[0] in CONCURRENCY_KEYS]
 
 
-def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str | None]:
+#: the host was more (less) loaded in AFTER when the processes runnable per CPU rose (fell)
+#: by at least this many (a busy loop beside the job adds one runnable process)
+RUNNABLE_PER_CPU = 0.5
+#: ... or other processes' CPU rose (fell) by at least this share of the host's CPUs
+OTHER_CPU_SHARE = 0.10
+
+
+def _side_load(summaries: list[dict[str, Any]]) -> dict[str, float] | None:
+    """One side's host load, the mean of its runs (hosts added up): processes runnable per
+    CPU, other processes' CPU (cores and share of the CPUs), load average per CPU; None when
+    a run recorded none (an older collector, an imported run)."""
+    runs = []
+    for s in summaries:
+        hosts = [h for h in s.get("host_load") or [] if h.get("cpus")]
+        if not hosts:
+            return None
+        cpus = sum(h["cpus"] for h in hosts)
+        fig: dict[str, float] = {"cpus": cpus}
+        for name, key in (("runnable", "runnable_mean"), ("other_cores", "other_cores"),
+                          ("load1", "load1_mean")):
+            vals = [h.get(key) for h in hosts]
+            if all(v is not None for v in vals):
+                fig[name] = float(sum(vals))
+        runs.append(fig)
+    return {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]
+            if all(k in r for r in runs)}
+
+
+def load_change(before: list[dict[str, Any]], after: list[dict[str, Any]]
+                ) -> tuple[int, str] | None:
+    """How the hosts' load moved from BEFORE to AFTER (from the runs' summaries): ``(+1: more
+    loaded, -1: less, 0: about the same; a clause with the figures)``; None when a side did
+    not record it."""
+    b, a = _side_load(before), _side_load(after)
+    if b is None or a is None:
+        return None
+    parts, ways = [], []
+    if "runnable" in b and "runnable" in a:
+        rb, ra = b["runnable"] / b["cpus"], a["runnable"] / a["cpus"]
+        parts.append(f"processes runnable per CPU {rb:.1f} → {ra:.1f}")
+        ways.append(0 if abs(ra - rb) < RUNNABLE_PER_CPU else (1 if ra > rb else -1))
+    if "other_cores" in b and "other_cores" in a:
+        ob, oa = b["other_cores"], a["other_cores"]
+        parts.append(f"CPU of other processes {ob:.2f} → {oa:.2f} cores of {a['cpus']:.0f}")
+        share = oa / a["cpus"] - ob / b["cpus"]
+        ways.append(0 if abs(share) < OTHER_CPU_SHARE else (1 if share > 0 else -1))
+    if "load1" in b and "load1" in a:
+        parts.append(f"load average {b['load1']:.1f} → {a['load1']:.1f}")
+    if not parts:
+        return None
+    way = 1 if 1 in ways and -1 not in ways else (-1 if -1 in ways and 1 not in ways else 0)
+    return way, "; ".join(parts)
+
+
+def machine_change(d: pl.DataFrame, setup: list[str], load: tuple[int, str] | None = None
+                   ) -> tuple[pl.DataFrame, str | None]:
     """Whether the machine or the concurrency changed rather than one prefix: two or more
     prefixes whose executions take longer (or shorter) at unchanged CPU per execution, counts
-    and I/O time, or a setup difference in workers, threads, hosts or versions. Returns the
-    prefix diff with those rows no longer ``significant`` (they are the machine's, column
-    ``machine``) and one sentence, or the diff unchanged and None."""
+    and I/O time, a setup difference in workers, threads, hosts or versions, or (``load``:
+    ``load_change``) a host more or less loaded while prefixes' timings moved that way alone.
+    Returns the prefix diff with those rows no longer ``significant`` (they are the
+    machine's, column ``machine``) and one sentence, or the diff unchanged and None."""
     conc = concurrency_differences(setup)
     cpu = d.filter(pl.col("stretched") & pl.col("cpu_bound"))
     up = cpu.filter(pl.col("wall_s_delta") > 0).height
     way = 1 if up >= cpu.height - up else -1
+    loaded = load is not None and load[0] != 0
+    if load is not None and loaded:
+        way = load[0]
     agree = cpu.filter(pl.col("wall_s_delta") * way > 0).height
-    if agree < 2 and not conc:
+    # timings alone (counts and CPU per execution unchanged) that moved the way the load did
+    timing_only = (pl.col("counts_changed").is_null() & ~pl.col("cpu_changed")
+                   & (pl.col("significant") | pl.col("stretched")))
+    moved = d.filter(timing_only & (pl.col("wall_s_delta") * way > 0)).height
+    if agree < 2 and not conc and not (loaded and moved):
         return d.with_columns(machine=pl.lit(False)), None
     # with the machine changed, a row whose task time moved the same way, at unchanged counts
     # and CPU per execution, by no more than the least stretched CPU-bound prefix, cannot be
     # told apart from the machine (sleeps and I/O waits wake later on a loaded machine: a
     # throttled read was seen 2.4x as long beside CPU burners); it is counted with it and named
-    # in its line. One that moved further (a sleep three times as long) is still named.
+    # in its line. One that moved further (a sleep three times as long) is still named. With
+    # the host's load recorded and moved that way, no timing alone can be told apart from it.
     reach = cpu.filter(pl.col("wall_s_delta") * way > 0)["wall_s_rel"].abs().min()
-    same_way = (pl.col("stretched") & pl.col("cpu_bound")) | (
+    same_way = (pl.col("stretched") & pl.col("cpu_bound")) | (timing_only if loaded else (
         pl.col("counts_changed").is_null() & ~pl.col("cpu_changed")
-        & (pl.col("wall_s_rel").abs() <= (reach if reach is not None else 0.0)))
+        & (pl.col("wall_s_rel").abs() <= (reach if reach is not None else 0.0))))
     stretched = d.filter(same_way & (pl.col("wall_s_delta") * way > 0)).sort(
         pl.col("span_s_delta").abs(), pl.col("wall_s_delta").abs(), descending=True)
     parts = []
+    if loaded and load is not None:
+        parts.append(f"the hosts were {'more' if way > 0 else 'less'} loaded ({load[1]})")
     if conc:
         parts.append("the setup differs in " + "; ".join(conc))
     if stretched.height:
@@ -388,10 +454,13 @@ def machine_change(d: pl.DataFrame, setup: list[str]) -> tuple[pl.DataFrame, str
             f"at unchanged counts and CPU per execution (task time "
             f"{exact_sum(stretched['wall_s_delta']):+.3f} s, CPU {exact_sum(stretched['cpu_s_delta']):+.3f}"
             f" s, job span share {exact_sum(stretched['span_s_delta']):+.3f} s)")
-        if not conc:
+        if not conc and load is None:
             parts.append("host load is not recorded: other processes on the machine, more "
                          "threads per core, a different CPU or versions stretch every "
                          "CPU-bound task alike")
+        elif not conc and not loaded and load is not None:
+            parts.append(f"host load about the same ({load[1]}): more threads per core, a "
+                         "different CPU or versions stretch every CPU-bound task alike")
     text = "The machine or the concurrency changed, not one prefix: " + "; ".join(parts) + "."
     d = d.with_columns(machine=pl.col("item").is_in(stretched["item"].to_list()))
     d = d.with_columns(significant=pl.col("significant") & ~pl.col("machine"))

@@ -283,13 +283,17 @@ def correlate_frames(frames: RunFrames, mapper: Mapper = local_map,
 
 
 def correlate_to(frames: RunFrames, out_dir: Path, mapper: Mapper = local_map,
-                 group_by: tuple[str, ...] = ()) -> Correlated:
+                 group_by: tuple[str, ...] = (), inputs: dict[str, Any] | None = None
+                 ) -> Correlated:
     """Correlate one run into ``out_dir`` (every output table and summary.json), writing each
     table as soon as it is final so that the large ones are never all in memory at once.
     ``tables`` of the result holds only the small ones: tasks, task_files, unattributed and
-    clocks."""
+    clocks. ``inputs``: the run folder it was made from (``provenance.record``), recorded as
+    summary.json ``input``."""
     sink = ParquetSink(out_dir)
     result = _correlate(frames, mapper, sink, group_by)
+    if inputs is not None:
+        result = Correlated(result.tables, {**result.summary, "input": inputs})
     _write_summary(result.summary, out_dir)
     return result
 

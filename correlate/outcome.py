@@ -1,5 +1,6 @@
-"""How the job ended: its exit code and the tasks that erred, for ``summary.json``
-(``job_outcome``) and one line in the terminal summary and report.md (``outcome_line``).
+"""How the job ended: its exit code, the tasks that erred and the executions still in flight
+when the records end (a killed job's), for ``summary.json`` (``job_outcome``) and one line in
+the terminal summary and report.md (``outcome_line``).
 
 A task erred when the scheduler moved it to ``erred`` and it did not reach ``memory`` later
 (a retry that succeeded is no failure). Dask errs a task whose own function raised and, with
@@ -38,7 +39,7 @@ def _has_scheduler_transitions(transitions: pl.DataFrame | pl.LazyFrame) -> bool
 
 
 def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame,
-                tasks: pl.DataFrame) -> dict[str, Any]:
+                tasks: pl.DataFrame, samples: pl.DataFrame | None = None) -> dict[str, Any]:
     """Exit code (None: not recorded) and erred tasks, per prefix and key."""
     from correlate.prefixes import key_splits
 
@@ -46,6 +47,7 @@ def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame,
               if "status" in tasks.columns else pl.DataFrame({"key": []}, schema={"key": pl.String}))
     code = facts.get("exit_code")
     code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    flight = _in_flight_summary(in_flight(transitions, samples))
     if _has_scheduler_transitions(transitions):
         erred, source = erred_tasks(transitions), "scheduler transitions"
         # an execution that raised and was then retried to success is not an erred task
@@ -55,7 +57,7 @@ def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame,
     else:  # neither transitions nor execution statuses: unknown, not none
         return {"exit_code": code, "erred_tasks": None, "raised": None, "erred_by_prefix": [],
                 "erred_keys": [], "source": "not recorded (no scheduler transitions and no "
-                                            "execution status)"}
+                                            "execution status)", **flight}
     keys = erred["key"]
     rows = (pl.DataFrame({"key": keys, "prefix": key_splits(keys)})
             .with_columns(raised=pl.col("key").is_in(raised["key"].implode()))
@@ -70,7 +72,53 @@ def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame,
         "erred_by_prefix": per.to_dicts(),
         "erred_keys": keys.head(KEYS_LISTED).to_list(),
         "source": source,
+        **flight,
     }
+
+
+#: worker states an execution is in (a task that seceded is ``long-running``, still running)
+RUNNING = ("executing", "long-running")
+
+
+def in_flight(transitions: pl.DataFrame | pl.LazyFrame,
+              samples: pl.DataFrame | None = None) -> pl.DataFrame | None:
+    """``worker, key, prefix, running_s`` of each execution still running when its worker's
+    records end (its last worker-side transition entered ``executing`` or ``long-running``):
+    a killed job's, or one its client left running; ``running_s`` from its start to the
+    worker's last record (a transition, or a clock sample of ``samples``: one per flush),
+    worker clock. None: the source has no worker-side transitions."""
+    from correlate.prefixes import key_splits
+
+    w = transitions.lazy().filter(pl.col("side") == "worker")
+    if w.head(1).collect().height == 0:
+        return None
+    w = w.select("worker", "host", "pid", "key", "finish", "local_time_ns")
+    last = (w.sort("local_time_ns", maintain_order=True).group_by("worker", "key")
+            .agg(pl.col("host", "pid").last(), finish=pl.col("finish").last(),
+                 started=pl.col("local_time_ns").filter(pl.col("finish") == "executing").max()))
+    records = w.select("host", "pid", "local_time_ns")
+    if samples is not None and not samples.is_empty():
+        records = pl.concat([records, samples.lazy().select(
+            "host", "pid", pl.col("local_time_ns").cast(pl.Int64))])
+    end = records.group_by("host", "pid").agg(end=pl.col("local_time_ns").max())
+    out = (last.filter(pl.col("finish").is_in(RUNNING))
+           .join(end, on=["host", "pid"], how="left", nulls_equal=True)
+           .select("worker", "key", running_s=(pl.col("end") - pl.col("started")) / 1e9)
+           .sort("running_s", "worker", "key", descending=[True, False, False],
+                 nulls_last=True).collect())
+    return out.with_columns(prefix=key_splits(out["key"])).select(
+        "worker", "key", "prefix", "running_s")
+
+
+def _in_flight_summary(flight: pl.DataFrame | None) -> dict[str, Any]:
+    if flight is None:  # unknown, not none
+        return {"in_flight": None, "in_flight_by_prefix": [], "in_flight_executions": []}
+    per = (flight.group_by("prefix").agg(executions=pl.len())
+           .sort(["executions", "prefix"], descending=[True, False]))
+    return {"in_flight": flight.height, "in_flight_by_prefix": per.to_dicts(),
+            "in_flight_executions": [
+                {**r, "running_s": None if r["running_s"] is None else round(r["running_s"], 3)}
+                for r in flight.head(KEYS_LISTED).to_dicts()]}
 
 
 def failed(outcome: dict[str, Any] | None) -> bool:
@@ -84,7 +132,8 @@ def outcome_line(outcome: dict[str, Any] | None, keys_shown: int = 5) -> str | N
     """``job failed: exit code 1; 6 tasks erred (3 raised): bad 3 (3 raised), after 3
     (a dependency erred); keys: after-0, …`` — None when the job did not fail (or a summary
     from before this field)."""
-    if not failed(outcome):
+    flying = (outcome or {}).get("in_flight") or 0
+    if not failed(outcome) and not flying:
         return None
     assert outcome is not None
     code = outcome.get("exit_code")
@@ -103,4 +152,23 @@ def outcome_line(outcome: dict[str, Any] | None, keys_shown: int = 5) -> str | N
                      f"{', '.join(keys[:keys_shown])}{more}")
     elif code:
         parts.append("no task erred")
-    return "job failed: " + "; ".join(parts)
+    if flying:
+        parts.append(_in_flight_text(outcome, keys_shown))
+    return ("job failed: " if failed(outcome) else "job ended with executions in flight: "
+            ) + "; ".join(parts)
+
+
+def _in_flight_text(outcome: dict[str, Any], keys_shown: int) -> str:
+    """``2 execution(s) in flight when the records end: sleepy 2; sleepy-0 on tcp://…
+    (running 3.2 s), …``."""
+    n = outcome.get("in_flight") or 0
+    groups = "; ".join(f"{g['prefix']} {g['executions']:,}"
+                       for g in outcome.get("in_flight_by_prefix") or [])
+    shown = []
+    for e in (outcome.get("in_flight_executions") or [])[:keys_shown]:
+        running = ("" if e.get("running_s") is None
+                   else f", running {e['running_s']:.1f} s")
+        shown.append(f"{e['key']} (on {e['worker']}{running})")
+    more = ", …" if n > len(shown) else ""
+    return (f"{n:,} execution(s) in flight when the records end: {groups}; "
+            f"{', '.join(shown)}{more}")

@@ -107,6 +107,26 @@ def annotation_groups(tasks: pl.DataFrame, key: str) -> pl.DataFrame:
             .sort("wall_s", "value", descending=[True, False], nulls_last=True))
 
 
+def annotation_keys(annotations: pl.Series) -> list[str]:
+    """The annotation keys any task carries (``annotations``: JSON texts, one per task)."""
+    return sorted({k for t in annotations.drop_nulls().unique().to_list()
+                   for k in json.loads(t)})
+
+
+def unknown_group_keys(annotations: pl.Series, keys: tuple[str, ...]) -> str | None:
+    """``None`` when every key of ``keys`` is carried by some task; else one line naming the
+    keys no task carries and the keys present (a typo would group every task under "(not
+    annotated)")."""
+    present = annotation_keys(annotations)
+    missing = [k for k in keys if k not in present]
+    if not missing:
+        return None
+    have = (f"keys present: {', '.join(present)}" if present
+            else "no task carries any annotation (dask.annotate)")
+    return (f"--group-by {', '.join(missing)}: no task carries "
+            f"{'this annotation key' if len(missing) == 1 else 'these annotation keys'}; {have}")
+
+
 def _annotation(text: str, key: str) -> str | None:
     value = json.loads(text).get(key)
     return None if value is None else json.dumps(value, sort_keys=True)

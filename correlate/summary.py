@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import spans
+from correlate import host_load, spans
 from correlate.attribution import local_dir, p2p
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
@@ -361,7 +361,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
     return {
         "source_format": frames.source_format,
         "facts": frames.facts,
-        "job": job_outcome(frames.facts, frames.transitions, tasks),
+        "job": job_outcome(frames.facts, frames.transitions, tasks, frames.clock_samples),
         "executions": tasks.height,
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
@@ -378,6 +378,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
         "top_prefixes_by_io": _top(tasks, "io_time_s"),
         "clocks": _clocks(clocks),
+        # the host's load during the run: compare tells a loaded machine from a slower step
+        "host_load": host_load.summary(frames.host_load),
         "processes": _processes(frames.processes),
         "rejects": _rejects(frames.rejects),
         "warnings": [*headline, *warnings],

@@ -187,3 +187,23 @@ def test_correlate_darshan_on_a_truncated_log_says_the_table_is_partial(tmp_path
     assert proc.stdout.startswith(
         "1 log(s) (1 incomplete: the table holds only what could be read), ")
     assert "truncated log" in proc.stderr and (tmp_path / "seg.parquet").exists()
+
+
+def test_an_output_folder_holding_other_files_is_refused_unless_forced(tmp_path, capsys):
+    """Outputs written among a folder's other files would mix with them: refused with one line
+    naming the files; ``--force`` writes among them (they stay); a previous correlate output
+    is replaced without it."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    assert main([str(SAMPLE), "-o", str(out), "--no-reports"]) == 1
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert err == [f"correlate: {out}: the output folder holds other files (notes.txt) and no "
+                   "previous correlate output: name a new or empty folder with -o, or pass "
+                   "--force to write among them"], err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert main([str(SAMPLE), "-o", str(out), "--no-reports", "--force"]) == 0
+    assert (out / "notes.txt").read_text() == "my notes" and (out / "tasks.parquet").is_file()
+    again = tmp_path / "again"
+    assert main([str(SAMPLE), "-o", str(again), "--no-reports"]) == 0
+    assert main([str(SAMPLE), "-o", str(again), "--no-reports"]) == 0  # its own output

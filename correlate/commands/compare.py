@@ -24,6 +24,7 @@ import polars as pl
 
 from correlate.compare import DIMENSIONS
 from correlate.errors import InputError
+from correlate.provenance import check, record
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,22 +68,60 @@ def _output_dir(path: Path, cache: Path) -> Path:
     if not path.exists():
         raise InputError(path, "no such file or directory")
     if (path / "tasks.parquet").exists():
+        parent = path.resolve().parent
+        if path.resolve().name == "correlated" and _is_run_folder(parent):
+            _made_from(parent, path)  # a run folder's own output: made from it?
         return path
     if (path / "correlated" / "tasks.parquet").exists():
+        _made_from(path, path / "correlated")
         return path / "correlated"
     from correlate.console import console
     from correlate.engine import correlate_to
     from correlate.sources.detect import load
 
     console().print(f"{path} has no correlate output yet: correlating it into {cache}")
-    correlate_to(load(path, None, lazy=True), cache)
+    frames = load(path, None, lazy=True)
+    correlate_to(frames, cache, inputs=record(path, cache, frames.facts.get("run_id")))
     return cache
+
+
+def _is_run_folder(path: Path) -> bool:
+    from correlate.sources.detect import detect
+
+    try:
+        detect(path)
+    except InputError:
+        return False
+    return True
+
+
+def _made_from(run_dir: Path, out: Path) -> None:
+    """Refuse an output folder inside a run folder that was not made from that run folder
+    (``correlate r2 -o r1/correlated`` would make ``compare r1 r2`` compare r2 with itself)."""
+    check(run_dir, out, json.loads((out / "summary.json").read_text()))
 
 
 def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
     tables = {n: pl.read_parquet(out / f"{n}.parquet")
               for n in ("tasks", "task_files", "task_functions")}
     return tables, json.loads((out / "summary.json").read_text())
+
+
+Loaded = dict[str, list[tuple[dict[str, pl.DataFrame], dict[str, Any]]]]
+
+
+def _logical_paths(loaded: Loaded) -> Loaded:
+    """Every run's ``task_files`` with logical paths matched to the first BEFORE run's
+    (``correlate.logical_paths``): scratch, shuffle and output folders differ by run."""
+    from correlate.logical_paths import logical_task_files
+
+    runs = [(side, t, s) for side in ("before", "after") for t, s in loaded[side]]
+    files = logical_task_files([t["task_files"] for _, t, _ in runs],
+                               [t["tasks"] for _, t, _ in runs])
+    out: Loaded = {"before": [], "after": []}
+    for (side, t, s), f in zip(runs, files, strict=True):
+        out[side].append(({**t, "task_files": f}, s))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = {side: [read_outputs(_output_dir(
         p, out / (side if len(paths) == 1 else f"{side}-{i + 1}"))) for i, p in enumerate(paths)]
               for side, paths in (("before", before), ("after", after))}
+    loaded = _logical_paths(loaded)
     sb, sa = loaded["before"][0][1], loaded["after"][0][1]
     exact = compare.exact_call_counts(sb) and compare.exact_call_counts(sa)
     setup = compare.setup_differences(sb, sa)
@@ -116,7 +156,9 @@ def run(args: argparse.Namespace) -> int:
         profiles[by] = prof
         diffs[by] = compare.diff(prof[0], prof[1], smp[0], smp[1], by=by, exact_calls=exact,
                                  span_s=span)
-    diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup)
+    load = compare.load_change([s for _, s in loaded["before"]],
+                               [s for _, s in loaded["after"]])
+    diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup, load)
     io_known = all(compare.io_captured(s) for side in loaded.values() for _, s in side)
     explained = explain.explanations(diffs[args.by], args.by, call_counts=exact,
                                      machine=machine is not None, io_known=io_known)
@@ -125,9 +167,15 @@ def run(args: argparse.Namespace) -> int:
         explained.insert(0, arrivals)
     if not io_known:
         diffs = {by: compare.without_unmeasured_io(d) for by, d in diffs.items()}
+    # rows whose counts moved come before the machine's line: facts no machine explains
+    moved = set(diffs[args.by].filter(pl.col("counts_changed").is_not_null())["item"]
+                .cast(pl.String).to_list()) if "counts_changed" in diffs[args.by].columns else set()
+    machine_at = next((i for i, (item, _w) in enumerate(explained) if item not in moved),
+                      len(explained))
     c = Comparison(diffs=diffs,
                    names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
-                   setup=setup, machine=machine, explained=explained,
+                   setup=setup, machine=machine, machine_at=machine_at,
+                   explained=explained,
                    totals=" ".join(filter(None, (
                        explain.totals_line(profiles["prefix"][0], profiles["prefix"][1], diffs["prefix"],
                                            spans=spans,

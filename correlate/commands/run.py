@@ -5,6 +5,7 @@ summary."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from correlate.errors import InputError
@@ -25,9 +26,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group-by", metavar="KEY", action="append", default=[],
                    help="also group the tasks by this key of their Dask annotations "
                         "(dask.annotate(KEY=...)); repeatable")
+    p.add_argument("--force", action="store_true",
+                   help="write into an output folder that holds other files than a previous "
+                        "correlate output (they stay; correlate's files are replaced)")
     p.add_argument("--no-reports", action="store_true",
                    help="write only the tables, not report.md/report.html/trace.json "
                         "(`correlate report OUT` renders them later)")
+
+
+def refuse_other_files(out: Path) -> None:
+    """Raise unless ``out`` is new, empty or a previous correlate output (its ``summary.json``
+    says so): outputs written among other files would mix with them."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(out, "the output folder is a file")
+    names = sorted(p.name for p in out.iterdir())
+    if not names:
+        return
+    try:
+        ours = "output_format_version" in json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError, TypeError):
+        ours = False
+    if not ours:
+        shown = ", ".join(names[:5]) + (f", … ({len(names)} in all)" if len(names) > 5 else "")
+        raise InputError(out, f"the output folder holds other files ({shown}) and no "
+                              "previous correlate output: name a new or empty folder with -o, "
+                              "or pass --force to write among them")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,20 +61,30 @@ def run(args: argparse.Namespace) -> int:
     from correlate.console import console, results
     from correlate.engine import correlate_to
     from correlate.lifecycles import write_lifecycles
+    from correlate.provenance import record
     from correlate.reports import write_reports
     from correlate.reports.terminal import print_summary
     from correlate.sources.detect import load
+    from correlate.spans import unknown_group_keys
 
     run_dir: Path = args.run_dir
     if not run_dir.exists():
         raise InputError(run_dir, "no such file or directory")
     out = args.out or (run_dir / "correlated")
+    if not args.force:
+        refuse_other_files(out)
     with console().status(f"reading {run_dir}") as status, mapper_for(args.cluster) as mapper:
         frames = load(run_dir, None if args.format == "auto" else args.format, mapper,
                       lazy=True)
+        if args.group_by:  # before the work: a typo would group every task as not annotated
+            unknown = unknown_group_keys(frames.task_labels.get_column("annotations"),
+                                         tuple(args.group_by))
+            if unknown:
+                raise InputError(run_dir, unknown)
         status.update(f"correlating {frames.executions.height:,} executions, "
                       f"{frames.darshan_logs['segment_count'].sum():,} I/O segments")
-        result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by))
+        result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
+                              inputs=record(run_dir, out, frames.facts.get("run_id")))
         tasks = result.summary["tasks"]
         lifecycles = out / "task_lifecycles.jsonl"
         if tasks <= LIFECYCLES_MAX_TASKS:

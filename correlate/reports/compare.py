@@ -29,7 +29,9 @@ TOP_FIGURE = 15
 @dataclass(frozen=True)
 class Comparison:
     """Everything a comparison writer shows. ``explained`` holds ``(item, why)`` pairs for the
-    ``by`` dimension; ``machine`` the sentence on a machine or concurrency change (or None)."""
+    ``by`` dimension; ``machine`` the sentence on a machine or concurrency change (or None),
+    shown after the first ``machine_at`` of them (the rows whose counts moved: facts, which
+    no machine explains)."""
 
     diffs: dict[str, pl.DataFrame]
     names: tuple[str, str]
@@ -38,6 +40,7 @@ class Comparison:
     explained: list[tuple[str, str]] = field(default_factory=list)
     totals: str = ""
     machine: str | None = None
+    machine_at: int = 0
 
 
 def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
@@ -166,7 +169,7 @@ def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) 
         md += [text(c.totals), ""]
     lines = [f"- {code(item)}: {text(why)}" for item, why in c.explained]
     if c.machine:
-        lines.insert(0, f"- {text(c.machine)}")
+        lines.insert(c.machine_at, f"- {text(c.machine)}")
     md += lines or [f"- {_noise_text(c)}"]
     md += [""]
     if figure:
@@ -234,7 +237,7 @@ def build_html_data(c: Comparison, *, rows: int = HTML_ROWS) -> dict[str, Any]:
     prefix = c.diffs["prefix"].head(TOP_FIGURE)
     return {
         "names": list(c.names), "by": c.by, "setup": list(c.setup), "totals": c.totals,
-        "machine": c.machine,
+        "machine": c.machine, "machine_at": c.machine_at,
         "explained": [{"item": item, "why": why} for item, why in c.explained],
         "noise": _noise_text(c),
         "chart": {"labels": prefix["item"].cast(pl.String).to_list(),
@@ -272,12 +275,14 @@ def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
         cons.print(Text(f"setup differs: {s}", style="yellow"))
     if c.totals:
         cons.print(Text(c.totals))
-    if c.machine:
-        cons.print(Text(c.machine, style="yellow"))
     if not c.explained and not c.machine:
         cons.print(Text(_noise_text(c)))
-    for item, why in c.explained:
+    for i, (item, why) in enumerate(c.explained):
+        if c.machine and i == c.machine_at:
+            cons.print(Text(c.machine, style="yellow"))
         cons.print(Text.assemble((item, "bold"), f": {why}"))
+    if c.machine and c.machine_at >= len(c.explained):
+        cons.print(Text(c.machine, style="yellow"))
     rows = [[r["item"], f"{r['executions_before']}→{r['executions_after']}",
              f"{r['wall_s_before']:.3f}", f"{r['wall_s_after']:.3f}", _ds(r["wall_s_delta"])]
             for r in c.diffs[c.by].head(top).iter_rows(named=True)]

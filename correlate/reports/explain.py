@@ -152,12 +152,11 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False, io_known: bool =
             amount = "none of it is CPU (I/O was not captured)" if whole else (
                 f"{residual:+.3f} s of it is not CPU (I/O was not captured)")
         if machine:
-            reasons.append(f"{amount}: the machine or the concurrency changed (see above), "
-                           "not this prefix")
+            reasons.append(f"{amount}: the machine or the concurrency changed (see its "
+                           "line), not this prefix")
         elif contention and residual > 0:  # CPU-bound, and its CPU grew: still a core's wait
             reasons.append(f"{amount}: more waiting for a core than the contention before gives "
-                           "(the machine's load or the concurrency grew; host load is not "
-                           "recorded)")
+                           "(the machine's load or the concurrency grew)")
         else:
             reasons.append(f"{amount}: time inside the task that no source explains "
                            "(sleeping, locks, GIL, external calls)")

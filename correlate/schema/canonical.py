@@ -179,6 +179,22 @@ CLOCK_SAMPLES = Table(
     sort_by=("host", "pid", "local_time_ns"),
 )
 
+HOST_LOAD = Table(
+    "host_load",
+    "The host's load during the run, as every recording process sampled it (start, flushes).",
+    (
+        Column("host", "String", "host", nullable=False),
+        Column("pid", "Int64", "the process that sampled", nullable=False),
+        Column("local_time_ns", "Int64", "that process's clock", nullable=False),
+        Column("load1", "Float64", "1-minute load average"),
+        Column("runnable_count", "Int64", "processes running or runnable at that instant"),
+        Column("cpus", "Int64", "CPUs of the host"),
+        Column("host_busy_s", "Float64", "busy CPU time of all the host's CPUs since boot"),
+        Column("process_cpu_s", "Float64", "user+system CPU of the sampling process so far"),
+    ),
+    sort_by=("host", "pid", "local_time_ns"),
+)
+
 CLOCK_MARKERS = Table(
     "clock_markers",
     "Marker writes made at known local times, found again in the process's DXT trace.",
@@ -288,5 +304,6 @@ REJECTS = Table(
 )
 
 ALL = (PROCESSES, EXECUTIONS, TRANSITIONS, STARTSTOPS, TRANSFERS, TRANSFER_KEYS, DEPENDENCIES,
-       FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, EXECUTION_SLICES, TASK_LABELS,
-       SPAN_TREE, SPAN_DASK_METRICS, DATA_ARRIVALS, SENDERS, WORKER_PAUSES, REJECTS)
+       FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, HOST_LOAD, FILE_OPENS, EXECUTION_SLICES,
+       TASK_LABELS, SPAN_TREE, SPAN_DASK_METRICS, DATA_ARRIVALS, SENDERS, WORKER_PAUSES,
+       REJECTS)

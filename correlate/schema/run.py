@@ -194,6 +194,18 @@ CLOCK_SAMPLES_RAW = Table(
      Column("process_cpu_s", "Float64", "user+system CPU of the whole process so far")),
     sort_by=("local_time_ns",))
 
+HOST_LOAD_RAW = Table(
+    "host_load_samples", "The host's load, sampled by every worker process at its start and "
+    "every flush (collectors.host_load); null: not known on this system.",
+    (_T,
+     Column("load1", "Float64", "1-minute load average"),
+     Column("runnable_count", "Int64", "processes running or runnable at that instant"),
+     Column("cpus", "Int64", "CPUs of the host (os.cpu_count)"),
+     Column("host_busy_s", "Float64", "CPU time all CPUs of the host spent busy since boot "
+            "(/proc/stat: user, nice, system, irq, softirq, steal)"),
+     Column("process_cpu_s", "Float64", "user+system CPU of this process so far")),
+    sort_by=("local_time_ns",))
+
 CLOCK_MARKERS_RAW = Table(
     "worker_clock_markers", "Marker writes at known times, for aligning Darshan's clock.",
     (_T,
@@ -296,8 +308,10 @@ def _holding(table: Table, *others: Table) -> Table:
     return Table(table.name, table.doc, (*table.columns, *extra), sort_by=table.sort_by)
 
 
-#: run format 3's scheduler files holding other tables' rows (``IN_FILE_OF``): the cluster
-#: events' stream the client's sender notes, the spans' snapshot the span metrics
+#: run format 3's files holding other tables' rows (``IN_FILE_OF``): a worker's clock samples'
+#: stream its host load samples (a sample always has its perf_counter_ns), the scheduler's
+#: cluster events' stream the client's sender notes, the spans' snapshot the span metrics
+CLOCK_SAMPLES_STORED = _holding(CLOCK_SAMPLES_3, HOST_LOAD_RAW)
 CLUSTER_EVENTS_3 = _holding(CLUSTER_EVENTS, SENDER_NOTES)
 SPANS_3 = _holding(SPANS_RAW, SPAN_METRICS_RAW)
 
@@ -308,13 +322,14 @@ SPANS_3 = _holding(SPANS_RAW, SPAN_METRICS_RAW)
 #: execution always has a key); the few sender notes with the cluster events (an event always
 #: has its kind); the span metrics with the spans (a span always has a name)
 IN_FILE_OF: dict[str, tuple[Table, str]] = {
+    "host_load_samples": (CLOCK_SAMPLES_STORED, "perf_counter_ns"),
     "coroutine_slices": (EXECUTIONS_RAW, "key"),
     "sender_notes": (CLUSTER_EVENTS_3, "event"),
     "span_metrics": (SPANS_3, "name")}
 
 #: run format 3's tables as stored where that differs from ``RUN_TABLES`` by more than string
 #: ids (other tables' columns)
-STORED_3 = (CLOCK_SAMPLES_3, CLUSTER_EVENTS_3, SPANS_3)
+STORED_3 = (CLOCK_SAMPLES_STORED, CLUSTER_EVENTS_3, SPANS_3)
 
 #: run format 3: tables whose rows have details in another (the reader joins them back on
 #: the columns given)
@@ -350,7 +365,7 @@ RUN_TABLES = (SCHEDULER_TRANSITIONS, TASK_STARTSTOPS, TASK_DEPENDENCIES, TASK_AN
               SPANS_RAW, SPAN_METRICS_RAW, CLUSTER_EVENTS, SCHEDULER_ARRIVALS, SENDER_NOTES,
               EXECUTIONS_RAW, WORKER_TRANSITIONS, TRANSFERS_RAW, TRANSFER_KEYS_RAW,
               CLOCK_SAMPLES_RAW, CLOCK_MARKERS_RAW, FUNC_STATS_RAW, FILE_OPENS_RAW,
-              COROUTINE_SLICES_RAW)
+              COROUTINE_SLICES_RAW, HOST_LOAD_RAW)
 #: tables only run format 3 writes
 FORMAT3_TABLES = (TRANSITION_DETAILS,)
 

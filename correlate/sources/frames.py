@@ -41,6 +41,7 @@ class RunFrames:
     func_stats: pl.DataFrame | pl.LazyFrame = _empty("func_stats")
     clock_samples: pl.DataFrame = _empty("clock_samples")
     clock_markers: pl.DataFrame = _empty("clock_markers")
+    host_load: pl.DataFrame = _empty("host_load")
     file_opens: pl.DataFrame = _empty("file_opens")
     execution_slices: pl.DataFrame = _empty("execution_slices")
     task_labels: pl.DataFrame = _empty("task_labels")

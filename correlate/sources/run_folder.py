@@ -218,8 +218,10 @@ class _Reader:
             if table.name == name and frame is not None and column in frame.columns:
                 held = pl.col(column).is_null()
                 rows = frame.filter(held)
+                # (the other table's own columns: a carrier's, CARRIED, stay for their split)
                 frame = frame.filter(~held).drop(
-                    [c for c in table.names if c not in TABLES[name].names], strict=False)
+                    [c for c in FORMAT3_BY_NAME[other].names if c not in TABLES[name].names],
+                    strict=False)
                 if rows.height:
                     self.stored.setdefault(other, []).append(rows.select(
                         *(c for c in FORMAT3_BY_NAME[other].names if c in rows.columns),
@@ -847,6 +849,7 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
         "func_stats": funcs,
         "clock_samples": _empty_or(t["worker_clock_samples"], "worker_clock_samples"),
         "clock_markers": _empty_or(t["worker_clock_markers"], "worker_clock_markers"),
+        "host_load": _empty_or(t["host_load_samples"], "host_load_samples"),
         "file_opens": _empty_or(t["task_file_opens"], "task_file_opens"),
         "execution_slices": _empty_or(t["coroutine_slices"], "coroutine_slices").with_columns(
             cpu_s=pl.col("thread_cpu_ns") / 1e9),

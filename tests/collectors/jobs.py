@@ -405,6 +405,23 @@ def fail_job(truth_path: str) -> None:
     sys.exit(3)
 
 
+def stuck(key: str, folder: str) -> None:
+    """Says it started (a file named by its key), then runs until the job is killed."""
+    Path(folder, key).write_text("started")
+    time.sleep(600)
+
+
+def stuck_job(folder: str) -> None:
+    """Killed while it runs: 3 ``stuck`` tasks on 1 worker × 2 threads, 2 of them executing
+    (the test kills the job once they said so), the third waiting for a thread."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        client.gather([client.submit(stuck, f"stuck-{i}", folder, key=f"stuck-{i}")
+                       for i in range(3)])
+
+
 def _probe_p2p() -> None:
     """The test's own record of the P2P shuffle's disk buffer (``DiskShardsBuffer``): every
     shard write (path, thread, bytes, time), every partition read back (and whether the run
@@ -535,4 +552,4 @@ if __name__ == "__main__":
     {"cluster": cluster_job, "fail": fail_job, "kill": kill_job, "io": io_job, "io-every": io_every_job,
      "parquet": parquet_job, "zarr": zarr_job, "coro": coro_job,
      "spill": spill_job, "profile-budget": profile_budget_job, "p2p": p2p_job,
-     "pause": pause_job}[sys.argv[1]](sys.argv[2])
+     "stuck": stuck_job, "pause": pause_job}[sys.argv[1]](sys.argv[2])

@@ -12,7 +12,10 @@ cannot shift another's CPU contention), on 2 worker processes × 2 threads:
 - ``nap``     8 × sleep ``NAP_S``;
 - ``hold``    8 × a result of ``HOLD_BYTES`` kept in worker memory (400 MB limit, spilled above
   a target of 10% of it, the memory monitor's spill and pause off);
-- ``store``   4 × write 256 KiB in four unthrottled calls.
+- ``store``   4 × write 256 KiB in four unthrottled calls, into the run's own ``out/``.
+
+Every run has its own scratch folder (the workers' ``local_directory``: ``scratch/`` in its
+working folder) and output folder, as batch jobs do.
 
 ``MODE`` plants one change on top of ``base``; each touches one prefix, or the whole setup:
 
@@ -23,6 +26,8 @@ cannot shift another's CPU contention), on 2 worker processes × 2 threads:
 - ``spill``   ``hold``'s results are 24× larger: they no longer fit under the target, and spill;
 - ``more``    twice the ``crunch`` tasks;
 - ``threads`` 1 thread per worker instead of 2.
+- ``twice``   ``load`` reads its input file twice, at the same storage speed (the test records
+  it beside CPU burners: one step's bytes doubled on a loaded machine).
 
 Every task records its own I/O calls (op, offset, length, wall window) and thread, written to
 TRUTH_JSON; the test turns them into genuine Darshan logs (``testing.darshan_writer``).
@@ -37,7 +42,7 @@ import threading
 import time
 from pathlib import Path
 
-MODES = ("base", "cpu", "bytes", "slowio", "sleep", "spill", "more", "threads")
+MODES = ("base", "cpu", "bytes", "slowio", "sleep", "spill", "more", "threads", "twice")
 N_TASKS = 8
 INPUT_BYTES = 1024 * 1024  # base; ``bytes``: twice
 CHUNK = 256 * 1024
@@ -71,18 +76,20 @@ def crunch(key: str, seconds: float) -> dict:
     return _observed(key, [], c0)
 
 
-def load(key: str, path: str, bandwidth: float) -> dict:
-    c0, ops, offset = time.thread_time(), [], 0
+def load(key: str, path: str, bandwidth: float, passes: int = 1) -> dict:
+    c0, ops = time.thread_time(), []
     fd = os.open(path, os.O_RDONLY)
     try:
-        while True:
-            t0 = time.time()
-            data = os.pread(fd, CHUNK, offset)
-            time.sleep(len(data) / bandwidth)
-            ops.append(("read", offset, len(data), t0, time.time()))
-            offset += len(data)
-            if not data:
-                break
+        for _ in range(passes):
+            offset = 0
+            while True:
+                t0 = time.time()
+                data = os.pread(fd, CHUNK, offset)
+                time.sleep(len(data) / bandwidth)
+                ops.append(("read", offset, len(data), t0, time.time()))
+                offset += len(data)
+                if not data:
+                    break
     finally:
         os.close(fd)
     return _observed(key, ops, c0, path)
@@ -168,27 +175,33 @@ def main(mode: str, truth_path: str, data_dir: str) -> None:
     burn_s = BURN_S * (3 if mode == "cpu" else 1)
     n_crunch = N_TASKS * (2 if mode == "more" else 1)
     bandwidth = BANDWIDTH * {"bytes": 2.0, "slowio": 0.5}.get(mode, 1.0)
+    passes = 2 if mode == "twice" else 1
     nap_s = NAP_S + (EXTRA_NAP_S if mode == "sleep" else 0.0)
     hold_bytes = HOLD_BYTES * (24 if mode == "spill" else 1)
     memory = {"distributed.worker.memory.target": 0.1, "distributed.worker.memory.spill": False,
               "distributed.worker.memory.pause": False,
               "distributed.worker.memory.terminate": False}
+    # each run's own scratch and output folders (in its working folder), as batch jobs have:
+    # compare must match their files by a logical path
+    out = Path.cwd() / "out"
+    out.mkdir(exist_ok=True)
     with dask.config.set(memory), LocalCluster(
             n_workers=2, threads_per_worker=1 if mode == "threads" else 2, processes=True,
-            memory_limit="400MB", dashboard_address=None) as cluster, Client(cluster) as client:
+            memory_limit="400MB", dashboard_address=None,
+            local_directory=str(Path.cwd() / "scratch")) as cluster, Client(cluster) as client:
         client.run(_probe_spill)
         results = client.gather([client.submit(burn, f"burn-{i}", burn_s, key=f"burn-{i}")
                                  for i in range(N_TASKS)])
         results += client.gather([client.submit(crunch, f"crunch-{i}", CRUNCH_S,
                                                 key=f"crunch-{i}") for i in range(n_crunch)])
-        results += client.gather([client.submit(load, f"load-{i}", str(p), bandwidth,
+        results += client.gather([client.submit(load, f"load-{i}", str(p), bandwidth, passes,
                                                 key=f"load-{i}") for i, p in enumerate(inputs)])
         results += client.gather([client.submit(nap, f"nap-{i}", nap_s, key=f"nap-{i}")
                                   for i in range(N_TASKS)])
         held = [client.submit(hold, hold_bytes, key=f"hold-{i}") for i in range(N_TASKS)]
         wait(held)
         del held
-        results += client.gather([client.submit(store, f"store-{i}", str(data / f"out-{i}.bin"),
+        results += client.gather([client.submit(store, f"store-{i}", str(out / f"out-{i}.bin"),
                                                 key=f"store-{i}") for i in range(N_TASKS // 2)])
         results += [r for rows in client.run(_spill_seen).values() for r in rows]
     Path(truth_path).write_text(json.dumps(results))

@@ -61,13 +61,15 @@ def runs(tmp_path_factory) -> dict[str, list[Path]]:
     tmp = tmp_path_factory.mktemp("compare-real")
     out: dict[str, list[Path]] = {}
     for i in range(RUNS):
-        for mode in job.MODES:
+        for mode in (m for m in job.MODES if m != "twice"):
             for _ in range(2 if mode == "base" else 1):  # base: both sides of the no-change pair
                 n = len(out.get(mode, []))
                 out.setdefault(mode, []).append(_record(tmp, f"{mode}-{n}", mode))
         procs = _burners()
         try:
             out.setdefault("loaded", []).append(_record(tmp, f"loaded-{i}", "base"))
+            # one step's bytes doubled, on the loaded machine
+            out.setdefault("twice", []).append(_record(tmp, f"twice-{i}", "twice"))
         finally:
             for p in procs:
                 p.kill()
@@ -170,6 +172,11 @@ def test_a_loaded_machine_is_named_as_such_not_as_one_prefix(runs, tmp_path):
     assert data["machine"], data["prefix"].select("item", "wall_s_delta", "cpu_s_delta",
                                                   "stretched", "significant")
     assert "unrelated prefix(es)" in data["machine"] and "burn" in data["machine"]
+    # the collectors recorded the hosts' load: the line says the machine was loaded, with the
+    # figures of both sides (four busy loops beside 2 × 2 threads)
+    assert "the hosts were more loaded (processes runnable per CPU " in data["machine"], (
+        data["machine"])
+    assert "host load is not recorded" not in data["machine"]
     assert "crunch" in data["machine"]
     assert data["explained"] == [], data["explained"]
     machine = data["prefix"].filter(pl.col("machine"))
@@ -195,3 +202,36 @@ def test_one_run_per_side_still_works_and_a_run_equals_itself(runs, tmp_path):
     assert main(["compare", str(base), str(runs["sleep"][0]), "-o", str(tmp_path / "one")]) == 0
     d = pl.read_parquet(tmp_path / "one" / "compare_prefix.parquet")
     assert d.row(0, named=True)["item"] == "nap"
+
+
+def test_runs_with_their_own_scratch_and_output_folders_change_no_file_by_path(runs, tmp_path):
+    """Every run writes into its own folder (``work-<run>/out``, workers' scratch below
+    ``work-<run>/scratch``): matched by their logical path, no file is new, gone or changed."""
+    out = tmp_path / "by-file"
+    _compare(runs, "none", out, "--by", "file")
+    d = pl.read_parquet(out / "compare_file.parquet")
+    assert not d["significant"].any(), d.filter(pl.col("significant")).select(
+        "item", "counts_changed")
+    assert (d["executions_before"] > 0).all() and (d["executions_after"] > 0).all(), d["item"]
+    written = d.filter(pl.col("item").str.contains("/out/out-"))["item"].sort().to_list()
+    ref, other = runs["base"][0].name, runs["base"][1].name  # the first before run, the next
+    assert len(written) == job.N_TASKS // 2 and all(
+        w.endswith(f"/{{work-{ref}→work-{other}}}/out/out-{i}.bin")
+        for i, w in enumerate(written)), written
+
+
+def test_a_step_reading_twice_on_a_loaded_machine_is_named_first_with_its_bytes(runs, tmp_path):
+    """AFTER: ``load`` reads each input file twice, and four CPU burners run beside the job.
+    The step whose bytes doubled is named first, with its bytes; the timings that moved
+    everywhere else are the loaded machine's (its recorded load said so), not slower storage."""
+    data = _compare(runs, "twice", tmp_path / "twice")
+    item, reasons = _first(data)
+    assert item == "load", data["explained"]
+    assert reasons[0] == "bytes read +100% (8.0 MiB → 16.0 MiB)", reasons
+    assert not any("slower storage" in why["why"] for why in data["explained"]), (
+        data["explained"])
+    assert data["machine"] and "the hosts were more loaded" in data["machine"], data["machine"]
+    load = data["prefix"].filter(pl.col("item") == "load").row(0, named=True)
+    assert load["read_ops_after"] == 2 * load["read_ops_before"] and not load["machine"]
+    changed = data["md"].split("## What changed\n\n", 1)[1].split("\n## ", 1)[0]
+    assert "more loaded" in changed, changed

@@ -91,3 +91,43 @@ def test_without_transitions_or_statuses_erred_is_unknown_not_zero():
     assert out["erred_tasks"] == 1 and out["source"].startswith("executions that raised")
     assert outcome_line(out) == ("job failed: exit code not recorded; 1 task(s) erred: x 1 "
                                  "(1 raised); keys: x-1")
+
+
+def test_a_killed_job_names_the_executions_in_flight_and_their_tasks(tmp_path):
+    """A job killed (SIGTERM to `collect`, forwarded) while 2 of its 3 tasks execute: the
+    summary, the terminal and report.md name those 2 executions, their tasks and worker; the
+    third task, still waiting for a thread, is not one."""
+    import signal
+    import time
+
+    run, started = tmp_path / "run", tmp_path / "started"
+    started.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "collectors.launcher", "-o", str(run),
+                             "--darshan", "off", "--profile", "off", "--flush-interval", "0.3",
+                             "--", sys.executable, "jobs.py", "stuck", str(started)],
+                            cwd=JOBS, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while len(list(started.iterdir())) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+        time.sleep(0.1)
+    time.sleep(1.0)  # a few flushes: the workers' records hold the executions' start
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    keys = sorted(p.name for p in started.iterdir())
+    out = subprocess.run([sys.executable, "-m", "correlate.cli", str(run)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    job = json.loads((run / "correlated" / "summary.json").read_text())["job"]
+    assert job["exit_code"] == 143 and job["in_flight"] == 2, job
+    assert job["in_flight_by_prefix"] == [{"prefix": "stuck", "executions": 2}]
+    flying = job["in_flight_executions"]
+    assert sorted(e["key"] for e in flying) == keys and len({e["worker"] for e in flying}) == 1
+    # started, then 1 s of flushes every 0.3 s before the kill: the last record is later
+    assert all(e["running_s"] >= 0.5 for e in flying), flying
+    line = out.stdout.splitlines()[1]
+    assert line.startswith("job failed: exit code 143; ") and (
+        "2 execution(s) in flight when the records end: stuck 2; " in line), line
+    assert all(f"{k} (on {flying[0]['worker']}, running " in line for k in keys), line
+    report = (run / "correlated" / "report.md").read_text()
+    assert all(k in report.split("## ")[0] for k in keys)  # above every section

@@ -115,3 +115,17 @@ def test_compare_by_span_names_the_span_that_changed(out, tmp_path):
     assert rows and "`etl / train`" in rows[0], md
     lines = [line for line in md.splitlines() if "etl / train" in line and "CPU" in line]
     assert lines, md
+
+
+def test_a_group_by_key_no_task_carries_is_an_error_listing_the_keys(out, tmp_path):
+    """``--group-by stgae`` (a typo of ``stage``) stops before correlating, with one line that
+    names the missing key and the keys the tasks carry; nothing is written."""
+    shown = subprocess.run([sys.executable, "-m", "correlate.cli", str(out.parent / "run"),
+                            "-o", str(tmp_path / "typo"), "--group-by", "stage", "--group-by",
+                            "stgae"], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 1, shown.stderr[-3000:]
+    lines = shown.stderr.strip().splitlines()
+    assert lines[-1].endswith("--group-by stgae: no task carries this annotation key; keys "
+                              "present: priority, stage"), lines
+    assert len([ln for ln in lines if "correlate:" in ln]) == 1
+    assert not (tmp_path / "typo").exists()

@@ -138,7 +138,7 @@ def test_a_loaded_machine_is_named_once_and_a_cpu_regression_still_by_its_cpu():
     assert "CPU per execution +100% (+1.900 s in all)" in why
     assert "+2.100 s more waiting for a core at the same contention as before" in why
     assert "+4.800 s of it is neither CPU nor I/O: the machine or the concurrency" in why
-    assert "the machine or the concurrency changed (see above)" in why
+    assert "the machine or the concurrency changed (see its line)" in why
 
 
 def test_a_change_of_threads_is_a_setup_change_named_first():

@@ -25,13 +25,15 @@
   if (!DATA.setup.length) $("setup").appendChild(el("li", "none: same command, workers, threads, versions, environment and collectors"));
   for (const s of DATA.setup) $("setup").appendChild(el("li", s, "warn"));
   $("totals").textContent = DATA.totals;
-  if (DATA.machine) $("changes").appendChild(el("li", DATA.machine, "warn"));
   if (!DATA.explained.length && !DATA.machine) $("changes").appendChild(el("li", DATA.noise));
-  for (const e of DATA.explained) {
+  // the rows whose counts moved (facts) first, then the machine's line, then the others
+  DATA.explained.forEach((e, i) => {
+    if (DATA.machine && i === DATA.machine_at) $("changes").appendChild(el("li", DATA.machine, "warn"));
     const li = el("li");
     li.append(el("code", e.item), ": " + e.why);
     $("changes").appendChild(li);
-  }
+  });
+  if (DATA.machine && DATA.machine_at >= DATA.explained.length) $("changes").appendChild(el("li", DATA.machine, "warn"));
 
   // ---------- signed bar chart of the per-prefix change ----------
   function drawChart() {
