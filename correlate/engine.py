@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, waits
+from correlate import align, arrivals, coroutines, endings, waits
 from correlate.attribution import spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -160,6 +160,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     # events and waits first: the transitions (the largest raw table) are let go before the
     # attribution builds its tables, which reuse their pages (a lower peak RSS)
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
+    ex = endings.with_endings(ex, transitions)
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds(transitions))
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))

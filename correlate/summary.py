@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import spans
+from correlate import endings, spans
 from correlate.attribution import local_dir, p2p
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
@@ -159,8 +159,8 @@ def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
 
 
 def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
-    agg = group_agg(
-        tasks, ["prefix"], executions=pl.len(), wall_s=pl.col("duration_s").sum(),
+    agg = group_agg(  # runs only: an execution handed back is not a run of its task
+        tasks.filter(endings.is_run()), ["prefix"], executions=pl.len(), wall_s=pl.col("duration_s").sum(),
         cpu_s=measured_sum("cpu_s"), read_bytes=measured_sum("read_bytes"),
         write_bytes=measured_sum("write_bytes"), io_time_s=measured_sum("io_time_s"))
     rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)
@@ -363,6 +363,10 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "facts": frames.facts,
         "job": job_outcome(frames.facts, frames.transitions, tasks),
         "executions": tasks.height,
+        # executions that ran to an end; the others were handed back (rescheduled,
+        # cancelled) and are in ``handed_back``, not runs of their task
+        "runs": tasks.filter(endings.is_run()).height,
+        "handed_back": endings.summary(tasks),
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
         # the runtime that wrote the logs (lib_ver of each log's job metadata), not the

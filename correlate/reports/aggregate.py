@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import endings
 from correlate.grouping import group_agg, measured_sum
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
@@ -179,9 +180,10 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
 def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per task prefix: executions, wall, CPU, I/O time and bytes (each null where none of the
     prefix's executions had it measured), and ``other_s``, the rest of the wall time (sleep,
-    locks, the GIL, waits inside the task: as in ``worker_budget``); sorted by wall time."""
+    locks, the GIL, waits inside the task: as in ``worker_budget``); sorted by wall time.
+    Runs only: executions handed back (rescheduled, cancelled) are not runs of their task."""
     agg = group_agg(
-        tasks, ["prefix"],
+        tasks.filter(endings.is_run()), ["prefix"],
         executions=pl.len(),
         wall_s=pl.col("duration_s").sum(),
         cpu_s=measured_sum("cpu_s"),
@@ -319,8 +321,10 @@ def cpu_coverage(tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def statuses(tasks: pl.DataFrame) -> pl.DataFrame:
-    """Executions per status (``ok`` and anything else)."""
-    return (tasks.group_by(pl.col("status").fill_null("unknown")).agg(executions=pl.len())
+    """Executions per status (``ok`` and anything else) of the executions that ran to an end;
+    those handed back (rescheduled, cancelled) are ``quality``'s ``handed_back`` lines."""
+    return (tasks.filter(endings.is_run())
+            .group_by(pl.col("status").fill_null("unknown")).agg(executions=pl.len())
             .sort("executions", "status", descending=[True, False]))
 
 
@@ -346,6 +350,7 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
                         .with_columns(pl.col("attribution").cast(pl.String))
                         .sort("attribution")),
         "statuses": statuses(tasks),
+        "handed_back": endings.sentences(summary.get("handed_back")),
         "missing_tables": list(missing),
         "matching": matching_notes(summary),
     }
@@ -423,7 +428,9 @@ def run_facts(summary: dict[str, Any], tasks: pl.DataFrame) -> list[tuple[str, s
         ("task window (first start → last stop)",
          f"{(window[1] - window[0]) / 1e9:.3f} s" if window else None),
         ("executions / distinct tasks",
-         f"{tasks.height:,} / {tasks['key'].n_unique():,}"),
+         f"{tasks.filter(endings.is_run()).height:,} / {tasks['key'].n_unique():,}"
+         + (f" (and {n:,} handed back: rescheduled or cancelled)"
+            if (n := tasks.height - tasks.filter(endings.is_run()).height) else "")),
         ("exit code", None if facts.get("exit_code") is None else str(facts["exit_code"])),
     ]
     if (versions := versions_text(facts.get("versions"), summary)) is not None:

@@ -121,6 +121,7 @@ def _quality(out: Outputs) -> dict[str, Any]:
             "segments_by_method": q["segments_by_method"],
             "attributed_by_method": q["attributed_by_method"],
             "statuses": _rows(q["statuses"], ["status", "executions"]),
+            "handed_back": q["handed_back"],
             "missing_tables": q["missing_tables"],
             "matching": [{"text": m, "warn": w} for m, w in q["matching"]],
             "worst_uncertainty_ns": q["worst_uncertainty_ns"]}

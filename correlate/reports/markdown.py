@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import endings
 from correlate.outcome import outcome_line
 from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
@@ -426,6 +427,7 @@ def _quality(out: Outputs) -> list[str]:
     bad = q["statuses"].filter(pl.col("status") != "ok")
     lines += [f"- executions with status {code(r['status'])}: {count(r['executions'])}"
               for r in bad.iter_rows(named=True)]
+    lines += [f"- {text(h)}" for h in q["handed_back"]]
     lines += [f"- {text(m)}" for m, _problem in q["matching"]]
     lines += [f"- warning: {text(w)}" for w in q["warnings"]]
     lines += [f"- rejected {count(r.get('count'))} record(s) from {text(r.get('source'))} "
@@ -444,9 +446,11 @@ def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> s
     figs = figures or {}
     s = out.summary
     head = ["# Dask run report", "",
-            f"{count(s.get('executions', out['tasks'].height))} task executions of "
-            f"{count(s.get('tasks', out['tasks']['key'].n_unique()))} tasks "
+            f"{count(s.get('runs', s.get('executions', out['tasks'].height)))} task "
+            f"executions of {count(s.get('tasks', out['tasks']['key'].n_unique()))} tasks "
             f"({text(s.get('source_format', 'unknown'))}).", ""]
+    handed_back = endings.sentences(s.get("handed_back"))
+    head += [*(f"- {text(h)}" for h in handed_back), ""] if handed_back else []
     parts = [head, _outcome(out), _headline(out), _facts(out), _budget(out, figs),
              _labelled(out), _prefixes(out, figs), _tasks(out), _files(out), _spill(out),
              _shuffles(out), _arrivals(out), _functions(out), _unattributed(out), _quality(out),

@@ -9,7 +9,9 @@ from typing import Any
 import polars as pl
 from rich.text import Text
 
+from correlate import endings
 from correlate.console import name_table, results
+from correlate.endings import is_run
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
@@ -27,7 +29,7 @@ def _bytes(n: float | None) -> str:
 
 
 def _prefix_rows(tasks: pl.DataFrame, top: int, io_known: bool = True) -> list[list[Any]]:
-    agg = (group_agg(tasks, ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
+    agg = (group_agg(tasks.filter(is_run()), ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
                      cpu=measured_sum("cpu_s"), rd=measured_sum("read_bytes"),
                      wr=measured_sum("write_bytes"), io=measured_sum("io_time_s"))
            .sort("wall", "prefix", descending=[True, False]).head(top))
@@ -119,8 +121,11 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     c = results()
     tasks, files = tables["tasks"], tables["task_files"]
     io, cpu = summary["io"], summary["cpu"]
-    c.print(f"[bold]{summary['executions']:,}[/] executions of {summary['tasks']:,} tasks "
+    runs = summary.get("runs", summary["executions"])
+    c.print(f"[bold]{runs:,}[/] executions of {summary['tasks']:,} tasks "
             f"({summary['source_format']})")
+    for line in endings.sentences(summary.get("handed_back")):
+        c.print(Text(line))
     failure = outcome_line(summary.get("job"))
     if failure:
         c.print(Text(failure, style="bold red"))

@@ -127,7 +127,9 @@ TASKS = Table(
         Column("transfer_s", "Float64", "time of incoming transfers for this task's inputs"),
         Column("transfer_bytes", "Int64", "bytes of this task's inputs fetched from peers"),
         Column("transfer_sources", "String", "peer workers the inputs came from (comma list)"),
-        Column("status", "String", "execution status"),
+        Column("status", "String", "how the execution ended: ok, error, or handed back "
+               "before its end (not a run of its task): rescheduled (Dask's Reschedule), "
+               "cancelled (released while running)"),
         Column("window_source", "String", "where the execution window came from"),
     ),
     sort_by=("execution_id",),

@@ -148,3 +148,28 @@ def test_the_headline_splits_the_bytes_into_tasks_shuffles_spill_and_unexplained
     assert dest["spill"]["bytes"] == 0
     assert dest["tasks"]["bytes"] >= io.filter(
         (pl.col("op") == "read") & ~pl.col("mapped"))["length"].sum()
+
+
+def test_rescheduled_unpack_executions_are_neither_errors_nor_runs(shuffled):
+    result, _io, _folders, frames = shuffled
+    tasks, summary = result.tables["tasks"], result.summary
+    # the scheduler's own record of each Reschedule: processing → released by a
+    # ``reschedule-…`` stimulus (independent of the worker-side transition the engine reads)
+    sched = frames.transitions.lazy().filter(
+        (pl.col("side") == "scheduler") & (pl.col("start") == "processing")
+        & pl.col("stimulus_id").str.starts_with("reschedule")).collect()
+    assert sched.height >= 1, "the job's P2P tasks were not rescheduled: nothing to check"
+    handed = tasks.filter(pl.col("status") == "rescheduled")
+    assert handed.height == sched.height == summary["handed_back"]["rescheduled"]["executions"]
+    assert sorted(handed["key"]) == sorted(sched["key"].cast(pl.String))
+    assert tasks.filter(pl.col("status") == "error").is_empty()
+    assert summary["job"]["erred_tasks"] == 0
+    # each rescheduled task ran to its end once, elsewhere: one run per task
+    ok = tasks.filter(pl.col("status") == "ok")
+    assert ok["key"].is_unique().all() and set(handed["key"]) <= set(ok["key"])
+    assert summary["runs"] == ok.height == summary["executions"] - handed.height
+    by_prefix = {r["prefix"]: r["executions"] for r in summary["top_prefixes_by_wall"]}
+    for prefix, n in ok.group_by("prefix").len().iter_rows():
+        assert by_prefix.get(prefix, n) == n
+    assert summary["handed_back"]["rescheduled"]["wall_s"] == pytest.approx(
+        handed["duration_s"].sum(), abs=1e-6)
