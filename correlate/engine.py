@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, endings, waits
+from correlate import align, arrivals, coroutines, endings, task_threads, waits
 from correlate.attribution import spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -156,7 +156,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     possible, so that a sink that writes them lets them go). Returns the summary and the tables
     it was built from."""
     frames = frames.conformed()
-    ex = number_executions(frames.executions)
+    # records of task code a task started on another thread are not executions
+    own, elsewhere = task_threads.split(frames.executions)
+    ex = number_executions(own)
     # events and waits first: the transitions (the largest raw table) are let go before the
     # attribution builds its tables, which reuse their pages (a lower peak RSS)
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
@@ -216,6 +218,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     if "arrivals" in kept:  # (absent without: today's summary exactly)
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
+    summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
     inference = threads.counts_of(parts["inferred_threads"])

@@ -200,7 +200,7 @@ def _rejects(rejects: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
-    cols = ["host", "pid", "role", "worker", "match", "closed_cleanly"]
+    cols = ["host", "pid", "role", "worker", "nthreads", "match", "closed_cleanly"]
     p = processes.select(cols).with_columns(pl.col("role").cast(pl.String))
     return [dict(r) for r in p.sort("host", "pid", "worker", nulls_last=True).iter_rows(
         named=True)]

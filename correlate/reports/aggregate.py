@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings
+from correlate import endings, task_threads
 from correlate.grouping import group_agg, measured_sum
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
@@ -90,12 +90,24 @@ def lanes(tasks: pl.DataFrame) -> pl.DataFrame:
                              ).drop("inferred", "loop")
 
 
-def thread_counts(tasks: pl.DataFrame) -> pl.DataFrame:
+def executor_threads(summary: dict[str, Any]) -> pl.DataFrame:
+    """host, pid, nthreads of each worker process whose executor thread count the run
+    recorded (proc.json ``nthreads``); empty where none did (imported runs)."""
+    rows = [(p.get("host"), p.get("pid"), p.get("nthreads"))
+            for p in summary.get("processes") or []
+            if p.get("role") == "worker" and isinstance(p.get("nthreads"), int)]
+    return pl.DataFrame(rows, schema={"host": pl.String, "pid": pl.Int64,
+                                      "nthreads": pl.Int64}, orient="row")
+
+
+def thread_counts(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per worker: ``threads`` and ``threads_bound``. With every execution's thread known:
     the threads seen. Otherwise (imported runs without thread ids) the thread count is not
     known and ``threads`` is its lower bound, the most executions running at once (also
     never below the threads seen); ``threads_bound`` is then True. Executions of one thread
-    never overlap, so busy time never exceeds ``threads`` × the run window."""
+    never overlap, so busy time never exceeds ``threads`` × the run window. Where the worker
+    recorded its executor threads (``nthreads``, from ``executor_threads``) that count is
+    ``threads``, known, not a bound (a thread it never used is idle, not absent)."""
     t = tasks.select(worker=worker_label(), thread_id="thread_id", a=pl.col("start_ns"),
                      b=pl.max_horizontal("stop_ns", "start_ns")).filter(
         pl.col("a").is_not_null())
@@ -108,9 +120,19 @@ def thread_counts(tasks: pl.DataFrame) -> pl.DataFrame:
     seen = t.group_by("worker").agg(seen=pl.col("thread_id").drop_nulls().n_unique(),
                                     unknown=pl.col("thread_id").null_count() > 0)
     both = seen.join(at_once, on="worker", how="left")
+    if nthreads is not None and not nthreads.is_empty():
+        recorded = (tasks.select("host", "pid", worker=worker_label()).unique()
+                    .join(nthreads, on=["host", "pid"])
+                    .group_by("worker").agg(pl.col("nthreads").sum()))
+        both = both.join(recorded, on="worker", how="left")
+    else:
+        both = both.with_columns(nthreads=pl.lit(None, pl.Int64))
+    inferred = pl.max_horizontal("seen", "at_once")
     return both.select(
-        "worker", threads=pl.max_horizontal("seen", "at_once").cast(pl.Int64),
-        threads_bound=pl.col("unknown") | (pl.col("at_once") > pl.col("seen")))
+        "worker", threads=pl.when(pl.col("nthreads").is_not_null())
+        .then(pl.max_horizontal("nthreads", "seen")).otherwise(inferred).cast(pl.Int64),
+        threads_bound=pl.col("nthreads").is_null()
+        & (pl.col("unknown") | (pl.col("at_once") > pl.col("seen"))))
 
 
 def threads_text(threads: int, bound: bool) -> str:
@@ -130,13 +152,14 @@ def is_coroutine() -> pl.Expr:
     return pl.col("awaiting_s").is_not_null()
 
 
-def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
+def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per worker: executor-thread-seconds over the run window split into the tasks' thread
     CPU, time inside I/O calls, the rest of their wall time (``other_s``: sleep, locks, the
     GIL, waits inside the task) and idle, plus the task-seconds spent waiting for a thread and
     receiving inputs (those overlap idle). Executions of ``async def`` tasks ran on the event
     loop, not on an executor thread: their wall time is ``coroutine_s``, outside the thread
-    count and the busy share. ``threads`` comes from ``thread_counts`` (a lower bound when
+    count and the busy share. ``threads`` comes from ``thread_counts`` (the workers'
+    recorded executor threads, ``nthreads``, where given; a lower bound when
     ``threads_bound``). CPU and I/O are null where no execution's was measured; ``other_s``
     is null without CPU, and holds the I/O time too where I/O was not measured
     (``other_includes_io``); an I/O call's own CPU is in both CPU and I/O, so ``other_s`` is a
@@ -161,7 +184,8 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
         transfer_s=pl.col("transfer_s").fill_null(0.0).sum(),
         waiting_s=pl.col("wait_thread_s").fill_null(0.0).sum(),
         read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
-    ).join(thread_counts(t.filter(on_threads)), on="worker", how="left").with_columns(
+    ).join(thread_counts(t.filter(on_threads), nthreads), on="worker",
+           how="left").with_columns(
         threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
         .fill_null(False))
     return agg.with_columns(
@@ -322,7 +346,7 @@ def cpu_coverage(tasks: pl.DataFrame) -> pl.DataFrame:
 
 def statuses(tasks: pl.DataFrame) -> pl.DataFrame:
     """Executions per status (``ok`` and anything else) of the executions that ran to an end;
-    those handed back (rescheduled, cancelled) are ``quality``'s ``handed_back`` lines."""
+    those handed back (rescheduled, cancelled) are ``quality``'s ``notes``."""
     return (tasks.filter(endings.is_run())
             .group_by(pl.col("status").fill_null("unknown")).agg(executions=pl.len())
             .sort("executions", "status", descending=[True, False]))
@@ -350,7 +374,10 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
                         .with_columns(pl.col("attribution").cast(pl.String))
                         .sort("attribution")),
         "statuses": statuses(tasks),
-        "handed_back": endings.sentences(summary.get("handed_back")),
+        # facts that explain counts, not problems: executions handed back, task code timed
+        # on threads that ran no task body
+        "notes": [*endings.sentences(summary.get("handed_back")),
+                  *task_threads.sentences(summary.get("task_code_on_other_threads"))],
         "missing_tables": list(missing),
         "matching": matching_notes(summary),
     }

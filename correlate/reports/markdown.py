@@ -92,7 +92,7 @@ def _facts(out: Outputs) -> list[str]:
 
 
 def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
-    b = agg.worker_budget(out["tasks"])
+    b = agg.worker_budget(out["tasks"], agg.executor_threads(out.summary))
     lines = ["## Where time went", ""]
     if b.is_empty():
         return [*lines, "No task executions were recorded.", ""]
@@ -427,7 +427,7 @@ def _quality(out: Outputs) -> list[str]:
     bad = q["statuses"].filter(pl.col("status") != "ok")
     lines += [f"- executions with status {code(r['status'])}: {count(r['executions'])}"
               for r in bad.iter_rows(named=True)]
-    lines += [f"- {text(h)}" for h in q["handed_back"]]
+    lines += [f"- {text(h)}" for h in q["notes"]]
     lines += [f"- {text(m)}" for m, _problem in q["matching"]]
     lines += [f"- warning: {text(w)}" for w in q["warnings"]]
     lines += [f"- rejected {count(r.get('count'))} record(s) from {text(r.get('source'))} "

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 from rich.text import Text
 
-from correlate import endings
+from correlate import endings, task_threads
 from correlate.console import name_table, results
 from correlate.endings import is_run
 from correlate.grouping import group_agg, measured_sum
@@ -124,7 +124,8 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     runs = summary.get("runs", summary["executions"])
     c.print(f"[bold]{runs:,}[/] executions of {summary['tasks']:,} tasks "
             f"({summary['source_format']})")
-    for line in endings.sentences(summary.get("handed_back")):
+    for line in [*endings.sentences(summary.get("handed_back")),
+                 *task_threads.sentences(summary.get("task_code_on_other_threads"))]:
         c.print(Text(line))
     failure = outcome_line(summary.get("job"))
     if failure:

@@ -20,6 +20,7 @@ from test_helper_threads import _write_logs
 from collectors.darshan_env import find_runtime
 from correlate.attribution.local_dir import BARRIER_PREFIX, P2P, SPILL
 from correlate.engine import correlate_frames
+from correlate.reports import aggregate as agg
 from correlate.sources.run_folder import load
 
 pytestmark = pytest.mark.cluster
@@ -173,3 +174,33 @@ def test_rescheduled_unpack_executions_are_neither_errors_nor_runs(shuffled):
         assert by_prefix.get(prefix, n) == n
     assert summary["handed_back"]["rescheduled"]["wall_s"] == pytest.approx(
         handed["duration_s"].sum(), abs=1e-6)
+
+
+def test_every_worker_has_exactly_its_executor_threads(shuffled):
+    """Code a transfer task started (its comm buffer serialising messages on Dask's offload
+    thread) is timed under the task's execution by the collectors: not an execution, not a
+    lane, not thread time."""
+    result, _io, _folders, frames = shuffled
+    tasks, summary = result.tables["tasks"], result.summary
+    nthreads = {r["pid"]: r["nthreads"] for r in summary["processes"]
+                if r["role"] == "worker"}
+    # Dask's own record of the thread that ran each task body: the task-finished messages
+    dask_threads = (frames.transitions.lazy().filter(
+        (pl.col("side") == "scheduler") & pl.col("thread_id").is_not_null())
+        .select("pid", "worker", "thread_id").collect())
+    by_address = {p["worker"]: p["pid"] for p in summary["processes"] if p["worker"]}
+    told = {(by_address[w], t) for w, t in dask_threads.select("worker", "thread_id")
+            .unique().iter_rows()}
+    lanes = agg.lanes(tasks)
+    assert lanes.group_by("pid").len().rows() and all(
+        n == nthreads[pid] for pid, n in lanes.group_by("pid").len().iter_rows())
+    assert set(tasks.select("pid", "thread_id").unique().iter_rows()) == told
+    # the records on other threads were there (the job makes them) and are named as such
+    others = summary["task_code_on_other_threads"]
+    recorded = set(frames.executions.select("pid", "thread_id").unique().iter_rows())
+    assert others and {(r["pid"], r["thread_id"]) for r in others} == recorded - told
+    assert not any(r["executor_thread"] for r in others)
+    assert sum(r["calls"] for r in others) == frames.executions.height - tasks.height
+    budget = agg.worker_budget(tasks, agg.executor_threads(summary))
+    assert (budget["threads"] == 2).all() and not budget["threads_bound"].any()
+    assert (budget["busy_share"] <= 1.0).all()

@@ -339,7 +339,7 @@
   const given = Object.entries(Q.attributed_by_method || {});
   if (given.length) item("bytes attributed to tasks by method: " + given.map(([k, v]) => `${k}: ${FMT.bytes(v.bytes)}`).join(", "), false);
   Q.statuses.filter((s) => s.status !== "ok").forEach((s) => item(`executions with status ${s.status}: ${fmtN(s.executions)}`, true));
-  (Q.handed_back || []).forEach((h) => item(h, false));
+  (Q.notes || []).forEach((h) => item(h, false));
   (Q.matching || []).forEach((m) => item(m.text, m.warn));
   Q.warnings.forEach((w) => item("warning: " + w, true));
   Q.rejects.forEach((r) => item(`rejected ${fmtN(r.count)} record(s) from ${fmtText(r.source)} ${r.file || ""}: ${fmtText(r.reason)}`, true));
