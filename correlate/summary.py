@@ -59,7 +59,6 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
               "io_time_s": total_of(un["io_time_s"])}
     methods = (seg.group_by("attribution").agg(pl.col("segments").sum()).sort("attribution")
                .rows_by_key("attribution", unique=True))
-    share = (attributed["bytes"] / total["bytes"]) if total["bytes"] else None
     # grouped on the Enum (no string per row of the largest table), named in name order after
     by_method = group_agg(files, ["attribution"], bytes=pl.col("bytes").sum(),
                           ops=pl.col("ops").sum())
@@ -67,12 +66,16 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
         "attribution", nulls_last=True)
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
                .sort("bytes", descending=True))
+    by_destination = _destinations(total["bytes"], attributed["bytes"], by_method, reasons)
     return {
         "per_process": _per_process(tables),
         "total": _totals(total),
         "attributed": _totals(attributed),
         "unattributed": _totals(unattr),
-        "attributed_bytes_share": _round(share, 4),
+        # the one share of bytes given to tasks, in every output: the tasks' own I/O
+        # (``by_destination``), without the P2P shard writes accounted at a shuffle's barrier
+        # (which ``attributed`` holds, beside ``unattributed``, so that the two add up)
+        "attributed_bytes_share": by_destination["tasks"]["share"],
         "segments_by_method": {k: v[0] for k, v in methods.items()},
         # bytes and ops each method gave to tasks (a segment shared by several methods' rules
         # never is: one segment, one method)
@@ -80,7 +83,7 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
                                  for m, b, o in by_method.rows()},
         "unattributed_by_reason": [
             {"reason": r, "bytes": _count(b), "ops": _count(o)} for r, b, o in reasons.rows()],
-        "by_destination": _destinations(total["bytes"], attributed["bytes"], by_method, reasons),
+        "by_destination": by_destination,
     }
 
 

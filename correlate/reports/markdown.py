@@ -272,9 +272,10 @@ def _unattributed(out: Outputs) -> list[str]:
             parts.append(f"POSIX counters of processes without DXT ({human_bytes(posix)}, "
                          "per task by time: counter-*)")
         where = "I/O in DXT" + "".join(f" and {p}" for p in parts)
+        own = (io.get("by_destination") or {}).get("tasks") or attributed
         lines += [f"{where}: {human_bytes(total.get('bytes'))} in "
                   f"{count(total.get('ops'))} operations; attributed to task executions: "
-                  f"{human_bytes(attributed.get('bytes'))} "
+                  f"{human_bytes(own.get('bytes'))} "
                   f"({share(io.get('attributed_bytes_share'))} of bytes).", ""]
         procs = io.get("per_process") or []
         if procs:

@@ -134,10 +134,7 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     for p in summary.get("headline", []):
         c.print(Text(f"data quality: {p}", style="bold yellow"))
     io_known = io.get("captured", True) is not False
-    share = io["attributed_bytes_share"]
-    dest = {name: s for name, _b, s in destinations(summary)}
-    if "tasks" in dest:  # the P2P shard writes given to an owner are the shuffles' part
-        share = dest["tasks"]
+    share = io["attributed_bytes_share"]  # the tasks' own bytes (not P2P shard writes)
     if io_known:
         c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
                 f"attributed to tasks: "

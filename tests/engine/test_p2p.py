@@ -11,17 +11,22 @@ none for the reads an array rechunk makes through a memory map (no read call to 
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
 from collect_job import record
+from reports.cdp import CHROMIUM, Browser
 from test_helper_threads import _write_logs
 
 from collectors.darshan_env import find_runtime
 from correlate.attribution.local_dir import BARRIER_PREFIX, P2P, SPILL
-from correlate.engine import correlate_frames
+from correlate.engine import correlate_frames, write_outputs
 from correlate.reports import aggregate as agg
+from correlate.reports import write_reports
+from correlate.reports.terminal import print_summary
 from correlate.sources.run_folder import load
+from correlate.summary import destinations
 
 pytestmark = pytest.mark.cluster
 IO = ["pid", "thread_id", "path", "op", "length", "t0", "t1", "mapped"]
@@ -204,3 +209,50 @@ def test_every_worker_has_exactly_its_executor_threads(shuffled):
     budget = agg.worker_budget(tasks, agg.executor_threads(summary))
     assert (budget["threads"] == 2).all() and not budget["threads_bound"].any()
     assert (budget["busy_share"] <= 1.0).all()
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def _shares_in(text: str, summary: dict) -> list[tuple[str, str, str]]:
+    """(what, printed, the summary's) for every share of the I/O destinations and the
+    tasks' share that ``text`` prints."""
+    out = []
+    for name, _b, share in destinations(summary):
+        for got in re.findall(rf"\b{re.escape(name)} [\d.,]+ [KMGT]?i?B \(([\d.]+%)\)", text):
+            out.append((name, got, _pct(share)))
+    for got in re.findall(r"attributed to task(?:s| executions): (?:[^(%\n]*\()?([\d.]+%)",
+                          text):
+        out.append(("attributed", got, _pct(summary["io"]["attributed_bytes_share"])))
+    return out
+
+
+def test_every_output_prints_each_share_as_the_summary_has_it(shuffled, tmp_path, capsys):
+    result, _io, _folders, _frames = shuffled
+    summary = result.summary
+    dest = summary["io"]["by_destination"]
+    assert dest["shuffles"]["bytes"] > 0  # the contradiction needs shard writes
+    assert summary["io"]["attributed_bytes_share"] == dest["tasks"]["share"]
+    write_outputs(result, tmp_path)
+    write_reports(tmp_path, kinds=("markdown", "html"))
+    print_summary(json.loads((tmp_path / "summary.json").read_text()), result.tables,
+                  out=tmp_path)
+    texts = {"terminal": capsys.readouterr().out,
+             "report.md": (tmp_path / "report.md").read_text()}
+    html = (tmp_path / "report.html").read_text()
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S).group(1))
+    # the page prints DATA.destinations and io.attributed_bytes_share (report.js)
+    assert [(n, s) for n, _b, s in data["destinations"]] == [
+        (n, s) for n, _b, s in destinations(summary)]
+    assert data["headline"]["io"]["attributed_bytes_share"] == dest["tasks"]["share"]
+    if CHROMIUM.exists():
+        with Browser(tmp_path / "chromium") as page:
+            page.open((tmp_path / "report.html").as_uri())
+            texts["report.html"] = page.evaluate(
+                "document.getElementById('headline').textContent + '\\n' + "
+                "document.getElementById('io-share').textContent")
+    for where, text in texts.items():
+        found = _shares_in(text, summary)
+        assert {w for w, _g, _e in found} >= {"attributed", "P2P shuffles"}, where
+        assert [f for f in found if f[1] != f[2]] == [], where

@@ -322,7 +322,7 @@
   $("io-share").textContent = io.captured === false
     ? "I/O: not captured (no Darshan logs): read, written and I/O time are unknown, not zero."
     : `${stdio ? `I/O in DXT and C stdio (${fmtBytes(stdio)} counted per file, untraced)` : "I/O in DXT"}: ${fmtBytes((io.total || {}).bytes)} in ${fmtN((io.total || {}).ops)} operations; ` +
-    `attributed to task executions: ${fmtBytes((io.attributed || {}).bytes)} (${fmtPct(io.attributed_bytes_share)}).`;
+    `attributed to task executions: ${fmtBytes(((io.by_destination || {}).tasks || io.attributed || {}).bytes)} (${fmtPct(io.attributed_bytes_share)}).`;
   sortableTable($("unattributed"), [["reason", "reason", "text"], ["role", "process role", "text"],
     ["thread_kind", "thread", "text"], ["bytes", "bytes", "bytes"], ["ops", "ops", "n"],
     ["io_s", "I/O time", "s"], ["files", "files", "n"], ["processes", "processes", "n"]],
