@@ -20,6 +20,8 @@ from typing import Any
 
 import polars as pl
 
+from correlate.prefixes import key_splits
+
 _SEQ = ["host", "pid", "execution_seq"]
 
 
@@ -43,6 +45,7 @@ def summary(other: pl.DataFrame, executions: pl.DataFrame) -> list[dict[str, Any
         return []
     body = executions.select("host", "pid", "thread_id").unique().with_columns(
         executor_thread=pl.lit(True))
+    other = other.with_columns(prefix=pl.coalesce("prefix", key_splits(other.get_column("key"))))
     rows = (other.group_by("host", "pid", "worker", "thread_id")
             .agg(calls=pl.len(),
                  seconds=((pl.col("local_stop_ns") - pl.col("local_start_ns")).sum() * 1e-9)

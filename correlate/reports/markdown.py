@@ -363,8 +363,9 @@ def _shuffles(out: Outputs) -> list[str]:
     lines = ["## P2P shuffles", "",
              "Dask's P2P shuffle buffers shards on disk in each worker's "
              "`shuffle-<id>-<run>/` folder: written by the worker itself (event loop), not by "
-             "a task, and given whole to the shuffle's barrier task (method `p2p-shuffle`; "
-             "which transfer task sent them is not recorded); read back by the unpack tasks on "
+             "a task, and accounted whole at the shuffle's barrier task (method "
+             "`p2p-shuffle`; which transfer task sent them is not recorded; not the barrier's "
+             "own I/O in the task tables); read back by the unpack tasks on "
              "their own threads (thread-exact).", ""]
     body = [[code(r["shuffle_id"]), count(r["runs"]), count(r["workers"]),
              human_bytes(r["written_bytes"]), seconds(r["write_s"]),

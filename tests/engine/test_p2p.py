@@ -84,14 +84,18 @@ def test_every_shard_write_goes_to_its_shuffles_barrier_none_to_spill(shuffled):
     assert (owners["attributed_weight"] == 1.0).all()
     un = result.tables["unattributed"]
     assert un.filter(pl.col("reason").is_in([P2P, SPILL])).is_empty()
-    # one row per execution; a barrier's written bytes are its shuffle's, from every worker
+    # one row per execution; the shard writes of a shuffle, from every worker, are accounted
+    # at its barrier in task_files, not as the barrier's own I/O
     every = result.tables["tasks"]
     assert every["execution_id"].is_unique().all()
     written = seg.group_by("shuffle_id").agg(pl.col("length").sum())
-    barriers = every.filter(pl.col("key").str.starts_with(BARRIER_PREFIX)).select(
-        shuffle_id=pl.col("key").str.slice(len(BARRIER_PREFIX)), written="write_bytes")
-    assert written.join(barriers, on="shuffle_id").filter(
-        pl.col("length") != pl.col("written")).is_empty()
+    accounted = result.tables["task_files"].filter(
+        pl.col("attribution") == "p2p-shuffle").join(
+        every.select("execution_id", shuffle_id=pl.col("key").str.slice(len(BARRIER_PREFIX))),
+        on="execution_id").group_by("shuffle_id").agg(pl.col("bytes").sum())
+    assert written.join(accounted, on="shuffle_id").filter(
+        pl.col("length") != pl.col("bytes")).is_empty()
+    assert accounted.height == written.height
     assert result.summary["spill"]["spilled_bytes"] == 0
 
 
@@ -256,3 +260,24 @@ def test_every_output_prints_each_share_as_the_summary_has_it(shuffled, tmp_path
         found = _shares_in(text, summary)
         assert {w for w, _g, _e in found} >= {"attributed", "P2P shuffles"}, where
         assert [f for f in found if f[1] != f[2]] == [], where
+
+
+def test_shard_writes_are_the_shuffles_own_not_the_barriers_io(shuffled):
+    result, io, _folders, _frames = shuffled
+    tasks = result.tables["tasks"]
+    barriers = tasks.filter(pl.col("key").str.starts_with(BARRIER_PREFIX))
+    assert barriers.height >= 4
+    # a barrier runs no I/O call of its own (the worker writes the shards on its event loop)
+    assert (barriers["write_bytes"] == 0).all() and (barriers["io_time_s"] == 0).all()
+    # no execution shows more time inside I/O calls of its own thread than it ran
+    exact = tasks.filter(pl.col("attribution") == "exact-thread")
+    assert exact.filter(pl.col("io_time_s") > pl.col("duration_s") + 1e-6).is_empty()
+    # the heaviest executions by I/O (reports, figures) hold no shard write
+    top = agg.top_tasks(tasks, "io_bytes", 10)
+    assert not top["key"].str.starts_with(BARRIER_PREFIX).any()
+    # the shuffle's own row has them, naming the barrier where they are accounted
+    shuffles = {s["shuffle_id"]: s for s in result.summary["shuffles"]}
+    for sid, n in io.filter(pl.col("op") == "write").group_by("shuffle_id").agg(
+            pl.col("length").sum()).iter_rows():
+        assert shuffles[sid]["written_bytes"] == n
+        assert shuffles[sid]["barrier_key"] == BARRIER_PREFIX + sid
