@@ -11,6 +11,7 @@ import polars as pl
 
 from correlate import endings, spans
 from correlate.attribution import local_dir, p2p
+from correlate.attribution.counters import untraced_counters
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
 from correlate.scalars import count as _count
@@ -171,17 +172,35 @@ def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
             for r in rows.iter_rows(named=True)]
 
 
-def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
+def _spill_per_worker(spilled: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Per worker process that spilled: keys, bytes written and read back, and their time."""
+    if spilled is None or spilled.is_empty():
+        return []
+
+    def by_op(op: str, col: str) -> pl.Expr:
+        return pl.col(col).filter(pl.col("op") == op).sum()
+    per = spilled.group_by("host", "pid").agg(
+        keys=pl.col("key").n_unique(), spilled_bytes=by_op("write", "bytes"),
+        spill_write_s=by_op("write", "io_time_s"), unspilled_bytes=by_op("read", "bytes"),
+        unspill_read_s=by_op("read", "io_time_s")).sort("host", "pid", nulls_last=True)
+    return [{k: (_round(v) if isinstance(v, float) and k.endswith("_s") else
+                 _count(v) if k.endswith("_bytes") else v) for k, v in r.items()}
+            for r in per.iter_rows(named=True)]
+
+
+def _spill(tasks: pl.DataFrame, frames: RunFrames,
+           spilled: pl.DataFrame | None = None) -> dict[str, Any]:
     """Spill totals and where each figure came from; the figures read from Darshan's spill
     file segments are null (unknown) in a run whose Darshan logs traced no operation."""
-    known = dxt_captured(frames)
+    source = spill_source(frames)
+    known = source is not None
     written = tasks.filter(pl.col("spill_writes") > 0)
 
     def total(col: str) -> float | None:
         return total_of(tasks[col]) if known else None
 
     return {
-        "source": {"bytes_and_times": "darshan (spill file segments)" if known
+        "source": {"bytes_and_times": source if known
                    else "unknown (no DXT trace)" if io_captured(frames)
                    else "unknown (no Darshan logs)",
                    "input_read_back_s": "dask startstops (disk-read)"},
@@ -191,6 +210,7 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
         "unspilled_bytes": _count(total("unspilled_bytes")),
         "unspill_read_s": _round(total("unspill_read_s")),
         "input_read_back_s": _round(tasks["input_read_back_s"].sum()),
+        "per_worker": _spill_per_worker(spilled) if known else None,
     }
 
 
@@ -245,9 +265,20 @@ def profile_warnings(profile: dict[str, Any]) -> list[str]:
 
 def dxt_captured(frames: RunFrames) -> bool:
     """Whether any Darshan log traced operations (DXT): the spill figures come from the spill
-    files' DXT segments, so a run whose logs hold counters only has its spill unknown."""
+    files' DXT segments."""
     modules = frames.darshan_logs.get_column("modules").explode()
     return bool(modules.str.starts_with("DXT_").any())
+
+
+def spill_source(frames: RunFrames) -> str | None:
+    """Where the run's spill figures come from: the spill files' DXT segments, or (logs with
+    POSIX counters and no DXT) the counters of each spill file, which Darshan keeps per file
+    as it does every other; None: unknown (no log counted the files)."""
+    if dxt_captured(frames):
+        return "darshan (spill file segments)"
+    if not untraced_counters(frames.io_file_counters, frames.darshan_logs).is_empty():
+        return "darshan (POSIX counters of each spill file, no DXT)"
+    return None
 
 
 def headline_problems(frames: RunFrames) -> list[str]:
@@ -335,7 +366,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
                   segment_totals: pl.DataFrame, stdio: dict[str, float],
                   counters: dict[str, float] | None = None,
                   shuffle_io: pl.DataFrame | None = None,
-                  group_by: tuple[str, ...] = ()) -> dict[str, Any]:
+                  group_by: tuple[str, ...] = (),
+                  spilled: pl.DataFrame | None = None) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks), the totals
     of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
     (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
@@ -379,7 +411,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         # problems that change the numbers above: shown first, not only after the tables
         "headline": headline,
         "cpu": _cpu(tasks, frames.clock_samples),
-        "spill": _spill(tasks, frames),
+        "spill": _spill(tasks, frames, spilled),
         "shuffles": (p2p.shuffle_summary(shuffle_io, tasks, frames.dependencies)
                      if shuffle_io is not None else []),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),
