@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from correlate import endings, spans
-from correlate.attribution import local_dir, p2p
+from correlate.attribution import doubtful, local_dir, p2p
 from correlate.attribution.counters import untraced_counters
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
@@ -105,7 +105,7 @@ def _io(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
 #: unattributed reasons that name what the bytes were, though no task's: the collector's own
 #: markers, processes that run no task, files of a worker's directory that are Dask's own
 KNOWN_NOT_TASKS = ("collector clock marker", "process is not a known Dask process",
-                   local_dir.LOCK, local_dir.FOLDER, local_dir.OTHER)
+                   local_dir.LOCK, local_dir.FOLDER, local_dir.OTHER, doubtful.MISPLACED)
 
 
 def _destinations(total: float, attributed: float, by_method: pl.DataFrame,
@@ -329,6 +329,21 @@ def _log_problem(r: dict[str, Any]) -> str:
 INCONSISTENT_METHODS = ("stdio-reassigned", "inconsistent-split")
 
 
+def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
+    """One line naming the records whose file name is doubtful (``attribution.doubtful``)
+    and their bytes, the largest first."""
+    per = (unattributed.filter(doubtful.is_doubtful(pl.col("reason")))
+           .group_by("path").agg(pl.col("bytes").sum()).sort("bytes", "path",
+                                                            descending=[True, False]))
+    if per.is_empty():
+        return []
+    named = "; ".join(f"{p} ({b:,.0f} B)" for p, b in per.head(shown).rows())
+    more = f"; and {per.height - shown} more" if per.height > shown else ""
+    return [f"{per.height} file name(s) Darshan gave are doubtful (relative, the collectors' "
+            f"own file in another folder, or contradicted by the record of opens; the "
+            f"unattributed reasons say which), not files read as named: {named}{more}"]
+
+
 def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
     """A warning naming every execution given bytes of a Darshan record that contradicts the
     record of opens, with the bytes (a task may hold bytes it did not move: say which)."""
@@ -391,6 +406,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         if n:
             warnings.append(f"{n} worker process(es) with DXT but no clock markers: Darshan "
                             "times use the log header clock (typically a few ms off)")
+    warnings += _doubtful_paths(tables["unattributed"])
     warnings += _inconsistent_records(tables["task_files"])
     warnings += _shared_readers(tables["task_files"])
     return {

@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from correlate import endings, task_threads
+from correlate.attribution import doubtful
 from correlate.grouping import group_agg, measured_sum
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
@@ -273,13 +274,16 @@ def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
 
 
 def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
-    """Per file: bytes read/written by tasks and outside tasks, ops, I/O time, task count;
-    sorted by total bytes."""
+    """Per file: bytes read/written by tasks and outside tasks, ops, I/O time, task count,
+    and ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
+    ``attribution.doubtful``); sorted by total bytes."""
     def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
         return df.select(
             "path", "op", "bytes", "ops", "io_time_s",
             tasks=(pl.col("execution_id") if attributed else pl.lit(None, pl.Int64)),
-            attributed=pl.lit(attributed))
+            attributed=pl.lit(attributed),
+            doubt=(pl.lit(False) if attributed
+                   else doubtful.is_doubtful(pl.col("reason")).fill_null(False)))
 
     both = pl.concat([per_path(task_files, True), per_path(unattributed, False)])
     agg = both.group_by("path").agg(
@@ -289,6 +293,7 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
         ops=pl.col("ops").sum(),
         io_s=pl.col("io_time_s").sum(),
         tasks=pl.col("tasks").drop_nulls().n_unique(),
+        doubtful_name=pl.col("doubt").any(),
     )
     return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes")).sort(
         "total_bytes", "path", descending=[True, False], nulls_last=True)

@@ -161,7 +161,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "top_tasks": _top_tasks(tasks),
         "files": _rows(agg.files(out["task_files"], out["unattributed"]).head(TOP_FILES),
                        ["path", "read_bytes", "write_bytes", "outside_bytes", "ops", "io_s",
-                        "tasks"]),
+                        "tasks", "doubtful_name"]),
         "file_total": agg.files(out["task_files"], out["unattributed"]).height,
         "functions": _functions(out),
         "unattributed": _rows(agg.unattributed_io(out["unattributed"]),

@@ -222,12 +222,17 @@ def _files(out: Outputs) -> list[str]:
     if f.is_empty():
         return ["## Busiest files", "", "No file I/O was recorded (no DXT segments)."
                 if _io_known(out) else "Unknown: I/O was not captured (see the top).", ""]
-    rows = [[code(r["path"]), human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
+    rows = [[code(r["path"]) + (" (doubtful name¹)" if r["doubtful_name"] else ""),
+             human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
              human_bytes(r["outside_bytes"]), count(r["ops"]), seconds(r["io_s"]),
              count(r["tasks"])] for r in f.head(TOP).iter_rows(named=True)]
     lines = [f"## Busiest files ({_shown(f.height, 'bytes')})", ""]
+    note = (["", "¹ Darshan's name for some of this file's I/O is doubtful (a relative path, "
+             "the collectors' own file named in another folder, or a name the record of opens "
+             "contradicts): see the unattributed reasons.", ""]
+            if f.head(TOP).get_column("doubtful_name").any() else [])
     return lines + table(["path", "read", "written", "outside tasks", "ops", "I/O time",
-                          "tasks"], rows)
+                          "tasks"], rows) + note
 
 
 def _functions(out: Outputs) -> list[str]:

@@ -22,13 +22,15 @@ import numpy as np
 import polars as pl
 import pytest
 
+from correlate.attribution import doubtful
 from correlate.attribution.shares import time_shares
 from correlate.engine import correlate_frames
+from correlate.reports import aggregate as agg
 from correlate.sources import miniapp
 from correlate.sources.run_folder import load
 from testing.darshan_writer import write_logs_from_truth
 from tests.conftest import fixture_path
-from tests.engine.collect_job import record
+from tests.engine.collect_job import JOBS, record
 
 
 def _libdarshan_bytes(folder: Path, module: str) -> pl.DataFrame:
@@ -311,3 +313,36 @@ def test_miniapp_spill_is_the_counters_storage_bytes_per_key(miniapp_result):
     assert sp["spilled_bytes"] == pytest.approx(truth["written"].sum(), rel=1e-3)
     assert sp["unspilled_bytes"] == pytest.approx(truth["read"].sum(), rel=1e-3)
     assert result.tables["task_files"].filter(pl.col("path").str.contains("/storage/")).is_empty()
+
+
+@pytest.mark.cluster
+def test_records_with_doubtful_names_are_labelled_not_read_as_named(io_run):
+    """The io job's calls plus what Darshan was seen to record on real runs, as genuine
+    counters-only logs: a worker's proc.json named in the job's working directory (the
+    collectors write it through a directory descriptor) and a relative path."""
+    tmp, run, truth = io_run
+    frames = load(run)
+    pid = frames.processes.filter(pl.col("role") == "worker")["pid"][0]
+    t = frames.executions.filter(pl.col("pid") == pid)["local_start_ns"].min() / 1e9
+    ours, relative = str(JOBS / "proc.json"), "data/block-7-0.npy"
+    extra = [{"key": None, "pid": pid, "thread": 1, "path": ours,
+              "ops": [("write", 0, 54_800, t, t + 0.001)]},
+             {"key": None, "pid": pid, "thread": 1, "path": relative,
+              "ops": [("read", 0, 96_300, t, t + 0.001)]}]
+    copy = tmp / "doubtful-names"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("darshan"))
+    write_logs_from_truth(copy, [*truth, *extra], dxt=False)
+    result = correlate_frames(load(copy).collected())
+    un = result.tables["unattributed"]
+    reasons = dict(un.group_by("path").agg(pl.col("reason").unique()).rows())
+    assert reasons[ours] == [doubtful.MISPLACED] and reasons[relative] == [doubtful.RELATIVE]
+    # no task is given them, and the summary says the names are doubtful
+    assert result.tables["task_files"].filter(pl.col("path").is_in([ours, relative])).is_empty()
+    warning = [w for w in result.summary["warnings"] if "doubtful" in w]
+    assert len(warning) == 1 and ours in warning[0] and relative in warning[0]
+    # ours is known and no task's; the relative read stays unexplained, under its label
+    dest = result.summary["io"]["by_destination"]
+    assert dest["not_tasks"]["bytes"] >= 54_800 and dest["unexplained"]["bytes"] >= 96_300
+    f = agg.files(result.tables["task_files"], un)
+    assert f.filter(pl.col("path").is_in([ours, relative]))["doubtful_name"].all()
+    assert not f.filter(pl.col("path").str.ends_with(".bin"))["doubtful_name"].any()

@@ -300,7 +300,8 @@
   $("files-note").textContent = `The busiest ${DATA.files.length} of ${fmtN(DATA.file_total)} files by bytes read + written; "outside tasks" is I/O no task explains; click a column to sort.`;
   sortableTable($("files"), [["path", "path", "text"], ["read_bytes", "read", "bytes"],
     ["write_bytes", "written", "bytes"], ["outside_bytes", "outside tasks", "bytes"], ["ops", "ops", "n"],
-    ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"]], DATA.files, null);
+    ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"], ["name", "name", "text"]],
+    DATA.files.map((f) => ({ ...f, name: f.doubtful_name ? "doubtful (see unattributed)" : "" })), null);
 
   const fsel = $("function-prefix");
   const withFunctions = new Set(DATA.functions.map((f) => f.prefix));
