@@ -157,14 +157,17 @@ def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
         "executions_with_cpu": measured.height,
         "executions": tasks.height,
         "task_cpu_s": _round(measured["cpu_s"].sum()) if measured.height else None,
-        "task_wall_s": _round(tasks["duration_s"].sum()),
+        # runs' wall: an execution handed back is in ``handed_back`` (its CPU stays in
+        # ``task_cpu_s``: its thread did spend it inside a task)
+        "task_wall_s": _round(tasks.filter(endings.is_run())["duration_s"].sum()),
         "per_worker": _cpu_per_worker(tasks, samples),
     }
 
 
 def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
     agg = group_agg(  # runs only: an execution handed back is not a run of its task
-        tasks.filter(endings.is_run()), ["prefix"], executions=pl.len(), wall_s=pl.col("duration_s").sum(),
+        tasks.filter(endings.is_run()), ["prefix"], executions=pl.len(),
+        wall_s=pl.col("duration_s").sum(),
         cpu_s=measured_sum("cpu_s"), read_bytes=measured_sum("read_bytes"),
         write_bytes=measured_sum("write_bytes"), io_time_s=measured_sum("io_time_s"))
     rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)

@@ -317,7 +317,9 @@ def _cpu(out: Outputs) -> list[str]:
     inside = (f"{seconds(cpu['task_cpu_s'])} of thread CPU inside task executions"
               if cpu.get("task_cpu_s") is not None
               else "not captured inside task executions (the source recorded none)")
-    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}). CPU spent "
+    handed = "".join(f", + {seconds(h['wall_s'])} {status}" for status, h in
+                     (out.summary.get("handed_back") or {}).items() if h.get("executions"))
+    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}{handed}). CPU spent "
              "outside task executions (event loop, communication, spilling) is not in the "
              "output tables.", ""]
     missing = c.filter(pl.col("unmeasured") > 0)

@@ -147,7 +147,9 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     inside = ("not captured in tasks" if cpu.get("task_cpu_s") is None
               else f"{cpu['task_cpu_s']:.3f} s in tasks")
     c.print(f"CPU: {inside} (measured for {cpu['executions_with_cpu']:,}/"
-            f"{cpu['executions']:,} executions), task wall {_secs(cpu['task_wall_s'])} s")
+            f"{cpu['executions']:,} executions), task wall {_secs(cpu['task_wall_s'])} s"
+            + "".join(f" (+ {h['wall_s']:.3f} s {status})" for status, h in
+                      (summary.get("handed_back") or {}).items() if h.get("executions")))
     sp = summary.get("spill") or {}
     if sp.get("keys_spilled") or sp.get("input_read_back_s"):
         waited = f"executions waited {_secs(sp['input_read_back_s'])} s for spilled inputs"
