@@ -37,7 +37,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import spans
+from correlate import endings, spans
 from correlate.compare_stats import (  # noqa: F401
     ALPHA,
     COUNT_TOLERANCE,
@@ -123,7 +123,9 @@ def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
                                   "io_time_s", "transfer_bytes", "transfer_s", "wait_s",
                                   "spilled_bytes", "input_read_back_s", "awaiting_s", "span_s")]
         return (tasks.group_by(item=by).agg(
-            *sums, executions=pl.len().cast(pl.Float64), wall_s=pl.col("duration_s").sum())
+            # runs only: an execution handed back (rescheduled, cancelled) is no run
+            *sums, executions=endings.is_run().sum().cast(pl.Float64),
+            wall_s=pl.col("duration_s").sum())
             .join(files.rename({by: "item"}), on="item", how="left")
             .with_columns(pl.col("files").fill_null(0.0)))
     if by == "file":

@@ -19,8 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, waits
-from correlate.attribution import spill, threads, untraced
+from correlate import align, arrivals, coroutines, endings, task_threads, waits
+from correlate.attribution import doubtful, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
 from correlate.attribution.local_dir import barrier_owners
@@ -34,7 +34,7 @@ from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
 from correlate.spans import DEFAULT_SPAN
-from correlate.summary import build_summary, dxt_captured, profile_coverage, profile_warnings
+from correlate.summary import build_summary, profile_coverage, profile_warnings, spill_source
 
 OUTPUT_TABLES = outputs.NAMES
 #: written only when the run has such data (a run without keeps today's outputs exactly)
@@ -92,9 +92,10 @@ def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.D
 def _spill_columns(ex: pl.DataFrame, spill_io: pl.DataFrame, frames: RunFrames
                    ) -> pl.DataFrame:
     """execution_id → its key's spill figures, on the key's last execution; zero where the
-    run has DXT and no spill of the key, null without DXT."""
+    run's Darshan logs count every file (DXT, or POSIX counters) and none is the key's spill,
+    null where no log did."""
     per_key = spill.per_key(spill_io)
-    traced = dxt_captured(frames)
+    traced = spill_source(frames) is not None
     if per_key.is_empty():  # (the usual case: no string group-by over every key)
         zero = 0 if traced else None
         return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
@@ -161,10 +162,13 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     possible, so that a sink that writes them lets them go). Returns the summary and the tables
     it was built from."""
     frames = frames.conformed()
-    ex = number_executions(frames.executions)
+    # records of task code a task started on another thread are not executions
+    own, elsewhere = task_threads.split(frames.executions)
+    ex = number_executions(own)
     # events and waits first: the transitions (the largest raw table) are let go before the
     # attribution builds its tables, which reuse their pages (a lower peak RSS)
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
+    ex = endings.with_endings(ex, transitions)
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds(transitions))
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
@@ -197,14 +201,15 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     methods = untraced.counted_processes(methods, ex, frames)
     # taken out of ``parts``: the partitions' task_files (a row per execution and file, and
     # per share of a split segment) is let go once its output copy with keys is made
-    files, io_totals, unattributed = untraced.with_untraced(
+    files, io_totals, unattributed, spilled = untraced.with_untraced(
         *untraced.across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
-        parts.pop("unattributed"), frames, ex, windows, clocks)
+        parts.pop("unattributed"), parts["spill"], frames, ex, windows, clocks)
+    unattributed = doubtful.relabel(unattributed, frames.file_opens)
     task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     del files
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
-    tasks = _tasks_table(ex, io_totals, methods, key_waits, frames, parts["spill"])
+    tasks = _tasks_table(ex, io_totals, methods, key_waits, frames, spilled)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", unattributed),
             "clocks": _put(sink, "clocks", clocks)}
@@ -216,10 +221,11 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                             stdio_totals(frames.io_file_counters),
                             counter_totals(untraced_counters(
                                 frames.io_file_counters, frames.darshan_logs)),
-                            parts["shuffle_io"], group_by)
+                            parts["shuffle_io"], group_by, spilled)
     if "arrivals" in kept:  # (absent without: today's summary exactly)
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
+    summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
     inference = threads.counts_of(parts["inferred_threads"])

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import endings
 from correlate.grouping import measured_sum
 
 #: Dask's span for tasks submitted outside any ``span(...)``
@@ -36,7 +37,7 @@ def _figures() -> dict[str, pl.Expr]:
     """What every group reports: executions, time, CPU, I/O, waits, transfers, spill (each
     null where no execution of the group had it measured)."""
     return {
-        "executions": pl.len(), "tasks": pl.col("key").n_unique(),
+        "executions": endings.is_run().sum(), "tasks": pl.col("key").n_unique(),
         "wall_s": pl.col("duration_s").sum(), "cpu_s": measured_sum("cpu_s"),
         "io_time_s": measured_sum("io_time_s"), "read_bytes": measured_sum("read_bytes"),
         "write_bytes": measured_sum("write_bytes"),

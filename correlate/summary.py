@@ -9,8 +9,9 @@ from typing import Any
 
 import polars as pl
 
-from correlate import host_load, spans
-from correlate.attribution import local_dir, p2p
+from correlate import endings, host_load, spans
+from correlate.attribution import doubtful, local_dir, p2p
+from correlate.attribution.counters import untraced_counters
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import job_outcome
 from correlate.scalars import count as _count
@@ -59,7 +60,6 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
               "io_time_s": total_of(un["io_time_s"])}
     methods = (seg.group_by("attribution").agg(pl.col("segments").sum()).sort("attribution")
                .rows_by_key("attribution", unique=True))
-    share = (attributed["bytes"] / total["bytes"]) if total["bytes"] else None
     # grouped on the Enum (no string per row of the largest table), named in name order after
     by_method = group_agg(files, ["attribution"], bytes=pl.col("bytes").sum(),
                           ops=pl.col("ops").sum())
@@ -67,12 +67,16 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
         "attribution", nulls_last=True)
     reasons = (un.group_by("reason").agg(bytes=pl.col("bytes").sum(), ops=pl.col("ops").sum())
                .sort("bytes", descending=True))
+    by_destination = _destinations(total["bytes"], attributed["bytes"], by_method, reasons)
     return {
         "per_process": _per_process(tables),
         "total": _totals(total),
         "attributed": _totals(attributed),
         "unattributed": _totals(unattr),
-        "attributed_bytes_share": _round(share, 4),
+        # the one share of bytes given to tasks, in every output: the tasks' own I/O
+        # (``by_destination``), without the P2P shard writes accounted at a shuffle's barrier
+        # (which ``attributed`` holds, beside ``unattributed``, so that the two add up)
+        "attributed_bytes_share": by_destination["tasks"]["share"],
         "segments_by_method": {k: v[0] for k, v in methods.items()},
         # bytes and ops each method gave to tasks (a segment shared by several methods' rules
         # never is: one segment, one method)
@@ -80,7 +84,7 @@ def _io_totals(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
                                  for m, b, o in by_method.rows()},
         "unattributed_by_reason": [
             {"reason": r, "bytes": _count(b), "ops": _count(o)} for r, b, o in reasons.rows()],
-        "by_destination": _destinations(total["bytes"], attributed["bytes"], by_method, reasons),
+        "by_destination": by_destination,
     }
 
 
@@ -101,7 +105,7 @@ def _io(tables: dict[str, pl.DataFrame], segment_totals: pl.DataFrame,
 #: unattributed reasons that name what the bytes were, though no task's: the collector's own
 #: markers, processes that run no task, files of a worker's directory that are Dask's own
 KNOWN_NOT_TASKS = ("collector clock marker", "process is not a known Dask process",
-                   local_dir.LOCK, local_dir.FOLDER, local_dir.OTHER)
+                   local_dir.LOCK, local_dir.FOLDER, local_dir.OTHER, doubtful.MISPLACED)
 
 
 def _destinations(total: float, attributed: float, by_method: pl.DataFrame,
@@ -153,14 +157,17 @@ def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
         "executions_with_cpu": measured.height,
         "executions": tasks.height,
         "task_cpu_s": _round(measured["cpu_s"].sum()) if measured.height else None,
-        "task_wall_s": _round(tasks["duration_s"].sum()),
+        # runs' wall: an execution handed back is in ``handed_back`` (its CPU stays in
+        # ``task_cpu_s``: its thread did spend it inside a task)
+        "task_wall_s": _round(tasks.filter(endings.is_run())["duration_s"].sum()),
         "per_worker": _cpu_per_worker(tasks, samples),
     }
 
 
 def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
-    agg = group_agg(
-        tasks, ["prefix"], executions=pl.len(), wall_s=pl.col("duration_s").sum(),
+    agg = group_agg(  # runs only: an execution handed back is not a run of its task
+        tasks.filter(endings.is_run()), ["prefix"], executions=pl.len(),
+        wall_s=pl.col("duration_s").sum(),
         cpu_s=measured_sum("cpu_s"), read_bytes=measured_sum("read_bytes"),
         write_bytes=measured_sum("write_bytes"), io_time_s=measured_sum("io_time_s"))
     rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)
@@ -168,17 +175,35 @@ def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
             for r in rows.iter_rows(named=True)]
 
 
-def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
+def _spill_per_worker(spilled: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Per worker process that spilled: keys, bytes written and read back, and their time."""
+    if spilled is None or spilled.is_empty():
+        return []
+
+    def by_op(op: str, col: str) -> pl.Expr:
+        return pl.col(col).filter(pl.col("op") == op).sum()
+    per = spilled.group_by("host", "pid").agg(
+        keys=pl.col("key").n_unique(), spilled_bytes=by_op("write", "bytes"),
+        spill_write_s=by_op("write", "io_time_s"), unspilled_bytes=by_op("read", "bytes"),
+        unspill_read_s=by_op("read", "io_time_s")).sort("host", "pid", nulls_last=True)
+    return [{k: (_round(v) if isinstance(v, float) and k.endswith("_s") else
+                 _count(v) if k.endswith("_bytes") else v) for k, v in r.items()}
+            for r in per.iter_rows(named=True)]
+
+
+def _spill(tasks: pl.DataFrame, frames: RunFrames,
+           spilled: pl.DataFrame | None = None) -> dict[str, Any]:
     """Spill totals and where each figure came from; the figures read from Darshan's spill
     file segments are null (unknown) in a run whose Darshan logs traced no operation."""
-    known = dxt_captured(frames)
+    source = spill_source(frames)
+    known = source is not None
     written = tasks.filter(pl.col("spill_writes") > 0)
 
     def total(col: str) -> float | None:
         return total_of(tasks[col]) if known else None
 
     return {
-        "source": {"bytes_and_times": "darshan (spill file segments)" if known
+        "source": {"bytes_and_times": source if known
                    else "unknown (no DXT trace)" if io_captured(frames)
                    else "unknown (no Darshan logs)",
                    "input_read_back_s": "dask startstops (disk-read)"},
@@ -188,6 +213,7 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames) -> dict[str, Any]:
         "unspilled_bytes": _count(total("unspilled_bytes")),
         "unspill_read_s": _round(total("unspill_read_s")),
         "input_read_back_s": _round(tasks["input_read_back_s"].sum()),
+        "per_worker": _spill_per_worker(spilled) if known else None,
     }
 
 
@@ -200,7 +226,7 @@ def _rejects(rejects: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def _processes(processes: pl.DataFrame) -> list[dict[str, Any]]:
-    cols = ["host", "pid", "role", "worker", "match", "closed_cleanly"]
+    cols = ["host", "pid", "role", "worker", "nthreads", "match", "closed_cleanly"]
     p = processes.select(cols).with_columns(pl.col("role").cast(pl.String))
     return [dict(r) for r in p.sort("host", "pid", "worker", nulls_last=True).iter_rows(
         named=True)]
@@ -242,9 +268,20 @@ def profile_warnings(profile: dict[str, Any]) -> list[str]:
 
 def dxt_captured(frames: RunFrames) -> bool:
     """Whether any Darshan log traced operations (DXT): the spill figures come from the spill
-    files' DXT segments, so a run whose logs hold counters only has its spill unknown."""
+    files' DXT segments."""
     modules = frames.darshan_logs.get_column("modules").explode()
     return bool(modules.str.starts_with("DXT_").any())
+
+
+def spill_source(frames: RunFrames) -> str | None:
+    """Where the run's spill figures come from: the spill files' DXT segments, or (logs with
+    POSIX counters and no DXT) the counters of each spill file, which Darshan keeps per file
+    as it does every other; None: unknown (no log counted the files)."""
+    if dxt_captured(frames):
+        return "darshan (spill file segments)"
+    if not untraced_counters(frames.io_file_counters, frames.darshan_logs).is_empty():
+        return "darshan (POSIX counters of each spill file, no DXT)"
+    return None
 
 
 def headline_problems(frames: RunFrames) -> list[str]:
@@ -295,6 +332,21 @@ def _log_problem(r: dict[str, Any]) -> str:
 INCONSISTENT_METHODS = ("stdio-reassigned", "inconsistent-split")
 
 
+def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
+    """One line naming the records whose file name is doubtful (``attribution.doubtful``)
+    and their bytes, the largest first."""
+    per = (unattributed.filter(doubtful.is_doubtful(pl.col("reason")))
+           .group_by("path").agg(pl.col("bytes").sum()).sort("bytes", "path",
+                                                            descending=[True, False]))
+    if per.is_empty():
+        return []
+    named = "; ".join(f"{p} ({b:,.0f} B)" for p, b in per.head(shown).rows())
+    more = f"; and {per.height - shown} more" if per.height > shown else ""
+    return [f"{per.height} file name(s) Darshan gave are doubtful (relative, the collectors' "
+            f"own file in another folder, or contradicted by the record of opens; the "
+            f"unattributed reasons say which), not files read as named: {named}{more}"]
+
+
 def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
     """A warning naming every execution given bytes of a Darshan record that contradicts the
     record of opens, with the bytes (a task may hold bytes it did not move: say which)."""
@@ -332,7 +384,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
                   segment_totals: pl.DataFrame, stdio: dict[str, float],
                   counters: dict[str, float] | None = None,
                   shuffle_io: pl.DataFrame | None = None,
-                  group_by: tuple[str, ...] = ()) -> dict[str, Any]:
+                  group_by: tuple[str, ...] = (),
+                  spilled: pl.DataFrame | None = None) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks), the totals
     of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
     (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
@@ -356,6 +409,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         if n:
             warnings.append(f"{n} worker process(es) with DXT but no clock markers: Darshan "
                             "times use the log header clock (typically a few ms off)")
+    warnings += _doubtful_paths(tables["unattributed"])
     warnings += _inconsistent_records(tables["task_files"])
     warnings += _shared_readers(tables["task_files"])
     return {
@@ -363,6 +417,10 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "facts": frames.facts,
         "job": job_outcome(frames.facts, frames.transitions, tasks, frames.clock_samples),
         "executions": tasks.height,
+        # executions that ran to an end; the others were handed back (rescheduled,
+        # cancelled) and are in ``handed_back``, not runs of their task
+        "runs": tasks.filter(endings.is_run()).height,
+        "handed_back": endings.summary(tasks),
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
         # the runtime that wrote the logs (lib_ver of each log's job metadata), not the
@@ -372,7 +430,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         # problems that change the numbers above: shown first, not only after the tables
         "headline": headline,
         "cpu": _cpu(tasks, frames.clock_samples),
-        "spill": _spill(tasks, frames),
+        "spill": _spill(tasks, frames, spilled),
         "shuffles": (p2p.shuffle_summary(shuffle_io, tasks, frames.dependencies)
                      if shuffle_io is not None else []),
         "top_prefixes_by_wall": _top(tasks, "wall_s"),

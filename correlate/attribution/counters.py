@@ -18,6 +18,9 @@ Each POSIX record (process × file × operation) with bytes is given, in this or
 - otherwise unattributed, with its reason (no task opened it; its calls lie outside every
   opener's window; not a worker's).
 
+A Dask spill file (``<local_directory>/storage/<quoted key>#<n>``) is none of these: its
+counters are the spill of the key its name carries (``spill.storage_keys``), whoever ran then.
+
 The time rule assumes a file's bytes moved at the process's HEATMAP rate (or evenly) over its
 span: a stated estimate, never presented as exact.
 """
@@ -29,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from correlate.attribution import local_dir, spill
 from correlate.attribution.shares import (
     METHOD,
     darshan_records,
@@ -151,20 +155,27 @@ def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.
                        executions: pl.DataFrame, processes: pl.DataFrame, clocks: pl.DataFrame,
                        windows: pl.DataFrame | None = None,
                        markers: pl.DataFrame | None = None
-                       ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(task_files rows without ``key``, unattributed rows) of POSIX counter rows
-    (``untraced_counters``); ``heatmap`` as ``darshan_logs.read_heatmap`` gives it (any
-    number of logs); ``windows`` as for ``stdio_io.attribute_stdio``; ``markers`` the
-    collectors' clock marker writes (their file is no task's)."""
+                       ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(task_files rows without ``key``, unattributed rows, spill per key as
+    ``spill.spill_io`` gives it) of POSIX counter rows (``untraced_counters``); ``heatmap`` as
+    ``darshan_logs.read_heatmap`` gives it (any number of logs); ``windows`` as for
+    ``stdio_io.attribute_stdio``; ``markers`` the collectors' clock marker writes (their file
+    is no task's). A spill file's counters are the spill of the key its name carries (written,
+    read back), never a task's I/O: no time rule shares them out."""
     rec = darshan_records(counters, processes, clocks, module="POSIX", keep_offset=True)
     marked = (rec.head(0) if markers is None or markers.is_empty() else rec.filter(
         pl.col("path").is_in(markers.get_column("path").unique().implode())))
     rec = rec.join(marked.select(_RECORD), on=_RECORD, how="anti", nulls_equal=True)
     marked = _unattributed(marked.with_columns(why=pl.lit("collector clock marker")),
                            processes).with_columns(reason=pl.lit("collector clock marker"))
+    keys = spill.storage_keys(rec, processes, executions.get_column("key"))
+    spilled = spill.counter_spill_io(rec, keys)
+    marked = pl.concat([marked, _unattributed(rec.filter(keys.is_not_null()), processes)
+                        .with_columns(reason=pl.lit(local_dir.SPILL))])
+    rec = rec.filter(keys.is_null())
     if rec.is_empty():
-        return pl.DataFrame(schema=_FILES_SCHEMA), pl.concat([_unattributed(rec, processes),
-                                                              marked])
+        return (pl.DataFrame(schema=_FILES_SCHEMA),
+                pl.concat([_unattributed(rec, processes), marked]), spilled)
     win = (executions if windows is None else windows).select(
         "execution_id", "local_start_ns", "local_stop_ns")
     with_opens = not opens.is_empty()
@@ -205,7 +216,8 @@ def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.
                              "it")))
     left = left.with_columns(*(pl.col(c) * pl.col("left") for c in ("bytes", "ops",
                                                                      "io_time_s")), why=why)
-    return files.cast(_FILES_SCHEMA), pl.concat([_unattributed(left, processes), marked])
+    return (files.cast(_FILES_SCHEMA), pl.concat([_unattributed(left, processes), marked]),
+            spilled)
 
 
 def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame:

@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from correlate import per_process
+from correlate.attribution.p2p import METHOD_NAME as SHUFFLE_METHOD
 from correlate.attribution.shares import (
     IO_SECONDS,
     METHOD,
@@ -192,8 +193,12 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
     rows) one row after another in their order: given them in output order, the same float
     sums in every run and mode (window-split bytes are fractional), whichever processes the
     frame holds (polars' grouped float sums take another kernel, another order of additions,
-    as a frame grows)."""
-    files = files.drop_nulls("execution_id")  # (a total of no execution's is no one's)
+    as a frame grows). An execution's own I/O only: P2P shard writes the worker made for a
+    shuffle (``p2p-shuffle``) are accounted at its barrier in ``task_files`` and are the
+    shuffle's (``summary.json`` ``shuffles``), not the barrier's reads and writes."""
+    # (a total of no execution's is no one's)
+    files = files.drop_nulls("execution_id").filter(
+        pl.col("attribution").cast(pl.String) != SHUFFLE_METHOD)
     if files.is_empty():
         return pl.DataFrame(schema={"execution_id": pl.Int64, **dict.fromkeys(
             ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"], pl.Float64),

@@ -47,6 +47,45 @@ def spill_keys(segments: pl.DataFrame, processes: pl.DataFrame) -> pl.Series:
         distinct, [unquote(n) for n in distinct], return_dtype=pl.String))
 
 
+def storage_keys(records: pl.DataFrame, processes: pl.DataFrame, known: pl.Series
+                 ) -> pl.Series:
+    """Per row of ``records`` (host, pid, path; same order): the key whose spill file the
+    path is, else null. A file right below a ``storage/`` folder, its name the quoted key and
+    ``#<n>``: under the process's local directory where the run recorded it; elsewhere (an
+    imported run names no local directory) only a name that is the text of a key of the run
+    (``known``), so that no other ``storage/`` folder is taken for Dask's."""
+    local = processes.select("host", "pid", storage=pl.col("local_directory") + STORAGE
+                             ).drop_nulls("storage").unique(["host", "pid"])
+    rows = records.select("host", "pid", "path").with_row_index("row").join(
+        local, on=["host", "pid"], how="left", nulls_equal=True)
+    named = rows.with_columns(name=pl.col("path").str.extract(r"/storage/([^/]+)$", 1)).filter(
+        pl.col("name").is_not_null()
+        & (pl.col("storage").is_null() | pl.col("path").str.starts_with(pl.col("storage"))))
+    names = named.get_column("name").str.replace(r"#\d+$", "").unique()
+    # a file per spill: few names, unquoted one by one (a join, not a scatter into a column of
+    # nulls: polars 2.1 then groups equal texts apart)
+    unquoted = pl.DataFrame({"bare": names, "spill_key": [unquote(n) for n in names]},
+                            schema={"bare": pl.String, "spill_key": pl.String})
+    found = (named.with_columns(bare=pl.col("name").str.replace(r"#\d+$", ""))
+             .join(unquoted, on="bare")
+             .filter(pl.col("storage").is_not_null()
+                     | pl.col("spill_key").is_in(known.unique().implode()))
+             .select("row", "spill_key"))
+    return (records.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"))
+            .join(found, on="row", how="left", maintain_order="left")
+            .get_column("spill_key"))
+
+
+def counter_spill_io(records: pl.DataFrame, keys: pl.Series) -> pl.DataFrame:
+    """``spill_io``'s frame from counter records (``shares.darshan_records``: one row per
+    process, file and op) of spill files (``keys``: their ``storage_keys``): each file is one
+    spill of its key, written and read back whole."""
+    own = records.with_columns(key=keys).filter(pl.col("key").is_not_null())
+    return own.group_by("host", "pid", "key", pl.col("op").cast(pl.String)).agg(
+        bytes=pl.col("bytes").sum().cast(pl.Float64), io_time_s=pl.col("io_time_s").sum(),
+        files=pl.col("path").n_unique().cast(pl.Int64))
+
+
 def spill_io(segments: pl.DataFrame, key: pl.Series) -> pl.DataFrame:
     """host, pid, key, op, bytes, io_time_s, files: the spill I/O of one or more processes per
     key and direction (aligned segments: ``host_start_ns``/``host_stop_ns``; ``key``: their

@@ -16,29 +16,32 @@ from correlate.sources.frames import RunFrames
 
 
 def with_untraced(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed: pl.DataFrame,
-                frames: RunFrames, ex: pl.DataFrame, windows: pl.DataFrame, clocks: pl.DataFrame
-                ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """task_files, per-execution I/O totals and unattributed rows with the run's C stdio I/O
-    (counted per file by Darshan, untraced by DXT) and the POSIX counters of the logs without
-    DXT added to what the segments gave; ``windows`` the executions as the segments'
-    attribution saw them."""
+                  spilled: pl.DataFrame, frames: RunFrames, ex: pl.DataFrame,
+                  windows: pl.DataFrame, clocks: pl.DataFrame
+                  ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """task_files, per-execution I/O totals, unattributed rows and spill per key
+    (``spilled``: the segments' ``spill.spill_io``) with the run's C stdio I/O (counted per
+    file by Darshan, untraced by DXT) and the POSIX counters of the logs without DXT added to
+    what the segments gave; ``windows`` the executions as the segments' attribution saw
+    them."""
     files, stdio_unattributed = attribute_stdio(
         frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks, windows)
     untraced = untraced_counters(frames.io_file_counters, frames.darshan_logs)
     if not untraced.is_empty():
         heat = _heatmaps(frames.darshan_logs, untraced)
-        more, more_unattributed = attribute_counters(
+        more, more_unattributed, more_spilled = attribute_counters(
             untraced, heat, frames.file_opens, ex, frames.processes, clocks, windows,
             frames.clock_markers)
         files = pl.concat([files, more], how="diagonal_relaxed")
         stdio_unattributed = pl.concat([stdio_unattributed, more_unattributed],
                                        how="diagonal_relaxed")
+        spilled = pl.concat([spilled, more_spilled.cast(spilled.schema)])
     if files.is_empty() and stdio_unattributed.is_empty():
-        return task_files, io_totals, unattributed
+        return task_files, io_totals, unattributed, spilled
     files = pl.concat([task_files, files], how="diagonal_relaxed")
     files = sorted_for_output(files, TABLES["task_files"])
     return (files, task_io_totals(files),
-            pl.concat([unattributed, stdio_unattributed], how="diagonal_relaxed"))
+            pl.concat([unattributed, stdio_unattributed], how="diagonal_relaxed"), spilled)
 
 
 def counted_processes(methods: pl.DataFrame, ex: pl.DataFrame, frames: RunFrames

@@ -15,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from correlate import endings, task_threads
+from correlate.attribution import doubtful
 from correlate.grouping import group_agg, measured_sum
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
@@ -89,12 +91,24 @@ def lanes(tasks: pl.DataFrame) -> pl.DataFrame:
                              ).drop("inferred", "loop")
 
 
-def thread_counts(tasks: pl.DataFrame) -> pl.DataFrame:
+def executor_threads(summary: dict[str, Any]) -> pl.DataFrame:
+    """host, pid, nthreads of each worker process whose executor thread count the run
+    recorded (proc.json ``nthreads``); empty where none did (imported runs)."""
+    rows = [(p.get("host"), p.get("pid"), p.get("nthreads"))
+            for p in summary.get("processes") or []
+            if p.get("role") == "worker" and isinstance(p.get("nthreads"), int)]
+    return pl.DataFrame(rows, schema={"host": pl.String, "pid": pl.Int64,
+                                      "nthreads": pl.Int64}, orient="row")
+
+
+def thread_counts(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per worker: ``threads`` and ``threads_bound``. With every execution's thread known:
     the threads seen. Otherwise (imported runs without thread ids) the thread count is not
     known and ``threads`` is its lower bound, the most executions running at once (also
     never below the threads seen); ``threads_bound`` is then True. Executions of one thread
-    never overlap, so busy time never exceeds ``threads`` × the run window."""
+    never overlap, so busy time never exceeds ``threads`` × the run window. Where the worker
+    recorded its executor threads (``nthreads``, from ``executor_threads``) that count is
+    ``threads``, known, not a bound (a thread it never used is idle, not absent)."""
     t = tasks.select(worker=worker_label(), thread_id="thread_id", a=pl.col("start_ns"),
                      b=pl.max_horizontal("stop_ns", "start_ns")).filter(
         pl.col("a").is_not_null())
@@ -107,9 +121,19 @@ def thread_counts(tasks: pl.DataFrame) -> pl.DataFrame:
     seen = t.group_by("worker").agg(seen=pl.col("thread_id").drop_nulls().n_unique(),
                                     unknown=pl.col("thread_id").null_count() > 0)
     both = seen.join(at_once, on="worker", how="left")
+    if nthreads is not None and not nthreads.is_empty():
+        recorded = (tasks.select("host", "pid", worker=worker_label()).unique()
+                    .join(nthreads, on=["host", "pid"])
+                    .group_by("worker").agg(pl.col("nthreads").sum()))
+        both = both.join(recorded, on="worker", how="left")
+    else:
+        both = both.with_columns(nthreads=pl.lit(None, pl.Int64))
+    inferred = pl.max_horizontal("seen", "at_once")
     return both.select(
-        "worker", threads=pl.max_horizontal("seen", "at_once").cast(pl.Int64),
-        threads_bound=pl.col("unknown") | (pl.col("at_once") > pl.col("seen")))
+        "worker", threads=pl.when(pl.col("nthreads").is_not_null())
+        .then(pl.max_horizontal("nthreads", "seen")).otherwise(inferred).cast(pl.Int64),
+        threads_bound=pl.col("nthreads").is_null()
+        & (pl.col("unknown") | (pl.col("at_once") > pl.col("seen"))))
 
 
 def threads_text(threads: int, bound: bool) -> str:
@@ -129,13 +153,14 @@ def is_coroutine() -> pl.Expr:
     return pl.col("awaiting_s").is_not_null()
 
 
-def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
+def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per worker: executor-thread-seconds over the run window split into the tasks' thread
     CPU, time inside I/O calls, the rest of their wall time (``other_s``: sleep, locks, the
     GIL, waits inside the task) and idle, plus the task-seconds spent waiting for a thread and
     receiving inputs (those overlap idle). Executions of ``async def`` tasks ran on the event
     loop, not on an executor thread: their wall time is ``coroutine_s``, outside the thread
-    count and the busy share. ``threads`` comes from ``thread_counts`` (a lower bound when
+    count and the busy share. ``threads`` comes from ``thread_counts`` (the workers'
+    recorded executor threads, ``nthreads``, where given; a lower bound when
     ``threads_bound``). CPU and I/O are null where no execution's was measured; ``other_s``
     is null without CPU, and holds the I/O time too where I/O was not measured
     (``other_includes_io``); an I/O call's own CPU is in both CPU and I/O, so ``other_s`` is a
@@ -162,7 +187,8 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
         paused_s=pl.col("wait_paused_s").fill_null(0.0).sum()
         if "wait_paused_s" in t.columns else pl.lit(0.0),
         read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
-    ).join(thread_counts(t.filter(on_threads)), on="worker", how="left").with_columns(
+    ).join(thread_counts(t.filter(on_threads), nthreads), on="worker",
+           how="left").with_columns(
         threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
         .fill_null(False))
     return agg.with_columns(
@@ -181,9 +207,10 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
 def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per task prefix: executions, wall, CPU, I/O time and bytes (each null where none of the
     prefix's executions had it measured), and ``other_s``, the rest of the wall time (sleep,
-    locks, the GIL, waits inside the task: as in ``worker_budget``); sorted by wall time."""
+    locks, the GIL, waits inside the task: as in ``worker_budget``); sorted by wall time.
+    Runs only: executions handed back (rescheduled, cancelled) are not runs of their task."""
     agg = group_agg(
-        tasks, ["prefix"],
+        tasks.filter(endings.is_run()), ["prefix"],
         executions=pl.len(),
         wall_s=pl.col("duration_s").sum(),
         cpu_s=measured_sum("cpu_s"),
@@ -249,13 +276,16 @@ def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
 
 
 def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
-    """Per file: bytes read/written by tasks and outside tasks, ops, I/O time, task count;
-    sorted by total bytes."""
+    """Per file: bytes read/written by tasks and outside tasks, ops, I/O time, task count,
+    and ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
+    ``attribution.doubtful``); sorted by total bytes."""
     def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
         return df.select(
             "path", "op", "bytes", "ops", "io_time_s",
             tasks=(pl.col("execution_id") if attributed else pl.lit(None, pl.Int64)),
-            attributed=pl.lit(attributed))
+            attributed=pl.lit(attributed),
+            doubt=(pl.lit(False) if attributed
+                   else doubtful.is_doubtful(pl.col("reason")).fill_null(False)))
 
     both = pl.concat([per_path(task_files, True), per_path(unattributed, False)])
     agg = both.group_by("path").agg(
@@ -265,6 +295,7 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
         ops=pl.col("ops").sum(),
         io_s=pl.col("io_time_s").sum(),
         tasks=pl.col("tasks").drop_nulls().n_unique(),
+        doubtful_name=pl.col("doubt").any(),
     )
     return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes")).sort(
         "total_bytes", "path", descending=[True, False], nulls_last=True)
@@ -321,8 +352,10 @@ def cpu_coverage(tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def statuses(tasks: pl.DataFrame) -> pl.DataFrame:
-    """Executions per status (``ok`` and anything else)."""
-    return (tasks.group_by(pl.col("status").fill_null("unknown")).agg(executions=pl.len())
+    """Executions per status (``ok`` and anything else) of the executions that ran to an end;
+    those handed back (rescheduled, cancelled) are ``quality``'s ``notes``."""
+    return (tasks.filter(endings.is_run())
+            .group_by(pl.col("status").fill_null("unknown")).agg(executions=pl.len())
             .sort("executions", "status", descending=[True, False]))
 
 
@@ -348,6 +381,10 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
                         .with_columns(pl.col("attribution").cast(pl.String))
                         .sort("attribution")),
         "statuses": statuses(tasks),
+        # facts that explain counts, not problems: executions handed back, task code timed
+        # on threads that ran no task body
+        "notes": [*endings.sentences(summary.get("handed_back")),
+                  *task_threads.sentences(summary.get("task_code_on_other_threads"))],
         "missing_tables": list(missing),
         "matching": matching_notes(summary),
     }
@@ -425,7 +462,9 @@ def run_facts(summary: dict[str, Any], tasks: pl.DataFrame) -> list[tuple[str, s
         ("task window (first start → last stop)",
          f"{(window[1] - window[0]) / 1e9:.3f} s" if window else None),
         ("executions / distinct tasks",
-         f"{tasks.height:,} / {tasks['key'].n_unique():,}"),
+         f"{tasks.filter(endings.is_run()).height:,} / {tasks['key'].n_unique():,}"
+         + (f" (and {n:,} handed back: rescheduled or cancelled)"
+            if (n := tasks.height - tasks.filter(endings.is_run()).height) else "")),
         ("exit code", None if facts.get("exit_code") is None else str(facts["exit_code"])),
     ]
     if (versions := versions_text(facts.get("versions"), summary)) is not None:

@@ -51,8 +51,8 @@ def _columns(df: pl.DataFrame, spec: dict[str, pl.Expr]) -> dict[str, list[Any]]
     return {name: sel[name].to_list() for name in sel.columns}
 
 
-def _budget(tasks: pl.DataFrame) -> pl.DataFrame:
-    b = agg.worker_budget(tasks)
+def _budget(tasks: pl.DataFrame, summary: dict[str, Any]) -> pl.DataFrame:
+    b = agg.worker_budget(tasks, agg.executor_threads(summary))
     return b.with_columns(threads_label=pl.Series(
         [agg.threads_text(n, bound) for n, bound in b.select("threads", "threads_bound")
          .iter_rows()], dtype=pl.String))
@@ -121,6 +121,7 @@ def _quality(out: Outputs) -> dict[str, Any]:
             "segments_by_method": q["segments_by_method"],
             "attributed_by_method": q["attributed_by_method"],
             "statuses": _rows(q["statuses"], ["status", "executions"]),
+            "notes": q["notes"],
             "missing_tables": q["missing_tables"],
             "matching": [{"text": m, "warn": w} for m, w in q["matching"]],
             "worst_uncertainty_ns": q["worst_uncertainty_ns"]}
@@ -139,7 +140,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
         row["colour"] = colours[row["prefix"]]
     return {
         "facts": [list(f) for f in agg.run_facts(s, tasks)],
-        "headline": {"executions": tasks.height, "tasks": tasks["key"].n_unique(),
+        "headline": {"executions": s.get("runs", tasks.height), "tasks": tasks["key"].n_unique(),
                      "source_format": s.get("source_format"), "io": s.get("io") or {},
                      "cpu": s.get("cpu") or {},
                      # problems that change the numbers: shown under the headline
@@ -147,7 +148,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "timeline": _timeline(out, colours),
         "io_colours": IO_COLOURS,
         "prefixes": prefixes,
-        "workers": _rows(_budget(tasks), ["worker", "threads", "threads_label", "executions",
+        "workers": _rows(_budget(tasks, s), ["worker", "threads", "threads_label", "executions",
                                           "thread_s", "cpu_s", "io_s", "other_s",
                                           "other_includes_io", "idle_s", "busy_share",
                                           "coroutine_s", "coroutines", "waiting_s",
@@ -160,7 +161,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "top_tasks": _top_tasks(tasks),
         "files": _rows(agg.files(out["task_files"], out["unattributed"]).head(TOP_FILES),
                        ["path", "read_bytes", "write_bytes", "outside_bytes", "ops", "io_s",
-                        "tasks"]),
+                        "tasks", "doubtful_name"]),
         "file_total": agg.files(out["task_files"], out["unattributed"]).height,
         "functions": _functions(out),
         "unattributed": _rows(agg.unattributed_io(out["unattributed"]),

@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate import endings
 from correlate.outcome import outcome_line
 from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
@@ -91,7 +92,7 @@ def _facts(out: Outputs) -> list[str]:
 
 
 def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
-    b = agg.worker_budget(out["tasks"])
+    b = agg.worker_budget(out["tasks"], agg.executor_threads(out.summary))
     lines = ["## Where time went", ""]
     if b.is_empty():
         return [*lines, "No task executions were recorded.", ""]
@@ -227,12 +228,17 @@ def _files(out: Outputs) -> list[str]:
     if f.is_empty():
         return ["## Busiest files", "", "No file I/O was recorded (no DXT segments)."
                 if _io_known(out) else "Unknown: I/O was not captured (see the top).", ""]
-    rows = [[code(r["path"]), human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
+    rows = [[code(r["path"]) + (" (doubtful name¹)" if r["doubtful_name"] else ""),
+             human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
              human_bytes(r["outside_bytes"]), count(r["ops"]), seconds(r["io_s"]),
              count(r["tasks"])] for r in f.head(TOP).iter_rows(named=True)]
     lines = [f"## Busiest files ({_shown(f.height, 'bytes')})", ""]
+    note = (["", "¹ Darshan's name for some of this file's I/O is doubtful (a relative path, "
+             "the collectors' own file named in another folder, or a name the record of opens "
+             "contradicts): see the unattributed reasons.", ""]
+            if f.head(TOP).get_column("doubtful_name").any() else [])
     return lines + table(["path", "read", "written", "outside tasks", "ops", "I/O time",
-                          "tasks"], rows)
+                          "tasks"], rows) + note
 
 
 def _functions(out: Outputs) -> list[str]:
@@ -277,9 +283,10 @@ def _unattributed(out: Outputs) -> list[str]:
             parts.append(f"POSIX counters of processes without DXT ({human_bytes(posix)}, "
                          "per task by time: counter-*)")
         where = "I/O in DXT" + "".join(f" and {p}" for p in parts)
+        own = (io.get("by_destination") or {}).get("tasks") or attributed
         lines += [f"{where}: {human_bytes(total.get('bytes'))} in "
                   f"{count(total.get('ops'))} operations; attributed to task executions: "
-                  f"{human_bytes(attributed.get('bytes'))} "
+                  f"{human_bytes(own.get('bytes'))} "
                   f"({share(io.get('attributed_bytes_share'))} of bytes).", ""]
         procs = io.get("per_process") or []
         if procs:
@@ -316,7 +323,9 @@ def _cpu(out: Outputs) -> list[str]:
     inside = (f"{seconds(cpu['task_cpu_s'])} of thread CPU inside task executions"
               if cpu.get("task_cpu_s") is not None
               else "not captured inside task executions (the source recorded none)")
-    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}). CPU spent "
+    handed = "".join(f", + {seconds(h['wall_s'])} {status}" for status, h in
+                     (out.summary.get("handed_back") or {}).items() if h.get("executions"))
+    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}{handed}). CPU spent "
              "outside task executions (event loop, communication, spilling) is not in the "
              "output tables.", ""]
     missing = c.filter(pl.col("unmeasured") > 0)
@@ -367,8 +376,9 @@ def _shuffles(out: Outputs) -> list[str]:
     lines = ["## P2P shuffles", "",
              "Dask's P2P shuffle buffers shards on disk in each worker's "
              "`shuffle-<id>-<run>/` folder: written by the worker itself (event loop), not by "
-             "a task, and given whole to the shuffle's barrier task (method `p2p-shuffle`; "
-             "which transfer task sent them is not recorded); read back by the unpack tasks on "
+             "a task, and accounted whole at the shuffle's barrier task (method "
+             "`p2p-shuffle`; which transfer task sent them is not recorded; not the barrier's "
+             "own I/O in the task tables); read back by the unpack tasks on "
              "their own threads (thread-exact).", ""]
     body = [[code(r["shuffle_id"]), count(r["runs"]), count(r["workers"]),
              human_bytes(r["written_bytes"]), seconds(r["write_s"]),
@@ -432,6 +442,7 @@ def _quality(out: Outputs) -> list[str]:
     bad = q["statuses"].filter(pl.col("status") != "ok")
     lines += [f"- executions with status {code(r['status'])}: {count(r['executions'])}"
               for r in bad.iter_rows(named=True)]
+    lines += [f"- {text(h)}" for h in q["notes"]]
     lines += [f"- {text(m)}" for m, _problem in q["matching"]]
     lines += [f"- warning: {text(w)}" for w in q["warnings"]]
     lines += [f"- rejected {count(r.get('count'))} record(s) from {text(r.get('source'))} "
@@ -450,9 +461,11 @@ def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> s
     figs = figures or {}
     s = out.summary
     head = ["# Dask run report", "",
-            f"{count(s.get('executions', out['tasks'].height))} task executions of "
-            f"{count(s.get('tasks', out['tasks']['key'].n_unique()))} tasks "
+            f"{count(s.get('runs', s.get('executions', out['tasks'].height)))} task "
+            f"executions of {count(s.get('tasks', out['tasks']['key'].n_unique()))} tasks "
             f"({text(s.get('source_format', 'unknown'))}).", ""]
+    handed_back = endings.sentences(s.get("handed_back"))
+    head += [*(f"- {text(h)}" for h in handed_back), ""] if handed_back else []
     parts = [head, _outcome(out), _headline(out), _facts(out), _budget(out, figs),
              _labelled(out), _prefixes(out, figs), _tasks(out), _files(out), _spill(out),
              _shuffles(out), _arrivals(out), _functions(out), _unattributed(out), _quality(out),

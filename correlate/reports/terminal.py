@@ -9,7 +9,9 @@ from typing import Any
 import polars as pl
 from rich.text import Text
 
+from correlate import endings, task_threads
 from correlate.console import name_table, results
+from correlate.endings import is_run
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
@@ -27,7 +29,7 @@ def _bytes(n: float | None) -> str:
 
 
 def _prefix_rows(tasks: pl.DataFrame, top: int, io_known: bool = True) -> list[list[Any]]:
-    agg = (group_agg(tasks, ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
+    agg = (group_agg(tasks.filter(is_run()), ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
                      cpu=measured_sum("cpu_s"), rd=measured_sum("read_bytes"),
                      wr=measured_sum("write_bytes"), io=measured_sum("io_time_s"))
            .sort("wall", "prefix", descending=[True, False]).head(top))
@@ -119,8 +121,12 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     c = results()
     tasks, files = tables["tasks"], tables["task_files"]
     io, cpu = summary["io"], summary["cpu"]
-    c.print(f"[bold]{summary['executions']:,}[/] executions of {summary['tasks']:,} tasks "
+    runs = summary.get("runs", summary["executions"])
+    c.print(f"[bold]{runs:,}[/] executions of {summary['tasks']:,} tasks "
             f"({summary['source_format']})")
+    for line in [*endings.sentences(summary.get("handed_back")),
+                 *task_threads.sentences(summary.get("task_code_on_other_threads"))]:
+        c.print(Text(line))
     failure = outcome_line(summary.get("job"))
     if failure:
         c.print(Text(failure, style="bold red"))
@@ -128,10 +134,7 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     for p in summary.get("headline", []):
         c.print(Text(f"data quality: {p}", style="bold yellow"))
     io_known = io.get("captured", True) is not False
-    share = io["attributed_bytes_share"]
-    dest = {name: s for name, _b, s in destinations(summary)}
-    if "tasks" in dest:  # the P2P shard writes given to an owner are the shuffles' part
-        share = dest["tasks"]
+    share = io["attributed_bytes_share"]  # the tasks' own bytes (not P2P shard writes)
     if io_known:
         c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
                 f"attributed to tasks: "
@@ -144,7 +147,9 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     inside = ("not captured in tasks" if cpu.get("task_cpu_s") is None
               else f"{cpu['task_cpu_s']:.3f} s in tasks")
     c.print(f"CPU: {inside} (measured for {cpu['executions_with_cpu']:,}/"
-            f"{cpu['executions']:,} executions), task wall {_secs(cpu['task_wall_s'])} s")
+            f"{cpu['executions']:,} executions), task wall {_secs(cpu['task_wall_s'])} s"
+            + "".join(f" (+ {h['wall_s']:.3f} s {status})" for status, h in
+                      (summary.get("handed_back") or {}).items() if h.get("executions")))
     sp = summary.get("spill") or {}
     if sp.get("keys_spilled") or sp.get("input_read_back_s"):
         waited = f"executions waited {_secs(sp['input_read_back_s'])} s for spilled inputs"

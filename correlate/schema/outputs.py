@@ -57,6 +57,8 @@ Attribution methods (column ``attribution``):
   <run>/``) that the worker itself issued (event loop or offload thread, no task's thread):
   given whole to that shuffle's barrier task ``shuffle-barrier-<id>``, its owner
   (``correlate/attribution/p2p.py``); which transfer task sent the bytes is not recorded. Not thread-exact.
+  Accounted at the barrier in ``task_files`` only: the shuffle's bytes (``summary.json``
+  ``shuffles``), not the barrier's own reads, writes or I/O time in ``tasks``.
 - ``none``: the execution has no I/O attributed (or no I/O data exists for its process); a
   segment given to no execution (its reason is in ``unattributed``).
 - ``spill`` (segments only): a read or write of a Dask spill file, given to no execution; the
@@ -106,7 +108,8 @@ TASKS = Table(
                "between its active slices on the event loop (null: ran on a thread)"),
         Column("cpu_s", "Float64", "thread CPU seconds of the execution (null: not measured)"),
         Column("read_bytes", "Float64", "bytes read (fractional only for window-split)"),
-        Column("write_bytes", "Float64", "bytes written"),
+        Column("write_bytes", "Float64", "bytes written (the execution's own: P2P shard "
+               "writes accounted at a barrier are in task_files and summary shuffles)"),
         Column("read_ops", "Float64", "read operations"),
         Column("write_ops", "Float64", "write operations"),
         Column("io_time_s", "Float64", "time inside I/O calls"),
@@ -130,7 +133,9 @@ TASKS = Table(
         Column("transfer_s", "Float64", "time of incoming transfers for this task's inputs"),
         Column("transfer_bytes", "Int64", "bytes of this task's inputs fetched from peers"),
         Column("transfer_sources", "String", "peer workers the inputs came from (comma list)"),
-        Column("status", "String", "execution status"),
+        Column("status", "String", "how the execution ended: ok, error, or handed back "
+               "before its end (not a run of its task): rescheduled (Dask's Reschedule), "
+               "cancelled (released while running)"),
         Column("window_source", "String", "where the execution window came from"),
     ),
     sort_by=("execution_id",),

@@ -473,7 +473,11 @@ def _p2p_seen() -> dict:
 
 def p2p_job(args: str) -> None:
     """A dataframe P2P shuffle with a per-partition groupby, a P2P merge of two frames and an
-    array P2P rechunk, on 2 workers x 2 threads (P2P's disk buffer on, as by default)."""
+    array P2P rechunk, on 2 workers x 2 threads (P2P's disk buffer on, as by default). Dask's
+    comm offload threshold is lowered (the workers read it from the environment when they
+    start) so that the shuffles' messages are serialised on Dask's offload thread, as large
+    ones are in real jobs: code a transfer task started, on a thread that runs no task."""
+    os.environ["DASK_DISTRIBUTED__COMM__OFFLOAD"] = "1 KiB"
     import dask
     import dask.array as da
     import dask.dataframe as dd

@@ -16,18 +16,21 @@ import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import numpy as np
 import polars as pl
 import pytest
 
+from correlate.attribution import doubtful
 from correlate.attribution.shares import time_shares
 from correlate.engine import correlate_frames
+from correlate.reports import aggregate as agg
 from correlate.sources import miniapp
 from correlate.sources.run_folder import load
 from testing.darshan_writer import write_logs_from_truth
 from tests.conftest import fixture_path
-from tests.engine.collect_job import record
+from tests.engine.collect_job import JOBS, record
 
 
 def _libdarshan_bytes(folder: Path, module: str) -> pl.DataFrame:
@@ -122,15 +125,52 @@ def test_time_shares_follow_the_heatmap_and_leave_uncovered_time_out():
 
 
 @pytest.fixture(scope="module")
-def counters_only(tmp_path_factory):
-    """The io job under ``collect``, its calls as counters-only logs (no DXT)."""
+def io_run(tmp_path_factory):
+    """The io job under ``collect`` (one cluster for this module's live-run tests)."""
     tmp = tmp_path_factory.mktemp("counters")
     run, truth_path, _real = record(tmp, "io")
-    truth = json.loads(truth_path.read_text())
+    return tmp, run, json.loads(truth_path.read_text())
+
+
+@pytest.fixture(scope="module")
+def counters_only(io_run):
+    """The io job's calls as counters-only logs (no DXT)."""
+    tmp, run, truth = io_run
     copy = tmp / "counters-only"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("darshan"))
     write_logs_from_truth(copy, truth, dxt=False)
     return load(copy).collected(), truth
+
+
+SPILLED = {"burn": 3_000_000, "nap": 5_000_001}  # bytes per spill file, by key prefix
+
+
+@pytest.fixture(scope="module")
+def spilled_counters(io_run):
+    """The io job's calls plus, in each worker process, Dask's spill files of a burn and a
+    nap key (``<local_directory>/storage/<quoted key>#<n>``, written whole then read back)
+    made while another task of the process ran, as counters-only logs: what a spill looks
+    like to Darshan without DXT."""
+    tmp, run, truth = io_run
+    frames = load(run)
+    local = dict(frames.processes.select("pid", "local_directory").drop_nulls().rows())
+    ex = frames.executions.sort("local_start_ns")
+    spills = []
+    for n, (pid, directory) in enumerate(sorted(local.items())):
+        mine = ex.filter(pl.col("pid") == pid)
+        during = mine.row(mine.height // 2, named=True)  # the files move inside its window
+        t0, t1 = during["local_start_ns"] / 1e9, during["local_stop_ns"] / 1e9
+        for prefix, size in SPILLED.items():
+            key = mine.filter(pl.col("key").str.starts_with(prefix + "-"))["key"][0]
+            path = f"{directory}/storage/{quote(key, safe='')}#{n}"
+            spills.append({"key": key, "pid": pid, "size": size, "path": path})
+            third = (t1 - t0) / 3
+            truth = [*truth, {"key": None, "pid": pid, "thread": 1, "path": path, "ops": [
+                ("write", 0, size, t0, t0 + third), ("read", 0, size, t0 + third, t1)]}]
+    copy = tmp / "spilled-counters"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("darshan"))
+    write_logs_from_truth(copy, truth, dxt=False)
+    return load(copy).collected(), spills
 
 
 @pytest.mark.cluster
@@ -212,3 +252,97 @@ def test_live_job_with_dxt_off_gives_each_sole_opener_its_files_bytes(tmp_path):
             want = float(sum(n for o, _off, n, *_ in t["ops"] if o == op))
             assert row[f"{op}_bytes"] == want, (t["key"], op)
         assert row["attribution"] == "counter-file", t["key"]
+
+
+def _spill_is_the_keys(result, spills) -> None:
+    tasks, summary = result.tables["tasks"], result.summary
+    for s in spills:
+        row = tasks.filter(pl.col("key") == s["key"]).sort("execution_id").row(-1, named=True)
+        assert (row["spilled_bytes"], row["unspilled_bytes"], row["spill_writes"]) == (
+            s["size"], s["size"], 1), s["key"]
+    total = sum(s["size"] for s in spills)
+    sp = summary["spill"]
+    assert (sp["spilled_bytes"], sp["unspilled_bytes"], sp["keys_spilled"]) == (
+        total, total, len(spills))
+    assert "counters" in sp["source"]["bytes_and_times"]
+    per_pid = {}
+    for s in spills:
+        per_pid[s["pid"]] = per_pid.get(s["pid"], 0) + s["size"]
+    assert {w["pid"]: (w["spilled_bytes"], w["unspilled_bytes"]) for w in sp["per_worker"]} == {
+        p: (n, n) for p, n in per_pid.items()}
+    # no task is given a spill file's bytes, by any rule
+    assert result.tables["task_files"].filter(pl.col("path").str.contains("/storage/")).is_empty()
+    assert summary["io"]["by_destination"]["spill"]["bytes"] == 2 * total
+    # a key that did not spill has 0 B of spill (the counters count every file), not unknown
+    others = tasks.filter(~pl.col("key").is_in([s["key"] for s in spills]))
+    assert (others["spilled_bytes"].fill_null(-1) == 0).all()
+
+
+@pytest.mark.cluster
+def test_counters_only_spill_files_are_their_keys_spill(spilled_counters):
+    frames, spills = spilled_counters
+    _spill_is_the_keys(correlate_frames(frames), spills)
+
+
+@pytest.mark.cluster
+def test_counters_only_spill_without_record_of_opens_is_given_to_no_task(spilled_counters):
+    frames, spills = spilled_counters
+    result = correlate_frames(replace(frames, file_opens=frames.file_opens.clear()))
+    _spill_is_the_keys(result, spills)
+
+
+@pytest.mark.fixtures
+def test_miniapp_spill_is_the_counters_storage_bytes_per_key(miniapp_result):
+    folder, result = miniapp_result
+    posix = _libdarshan_bytes(folder, "POSIX")
+    files = posix.filter(pl.col("path").str.contains("/storage/")).with_columns(
+        key=pl.col("path").str.extract(r"/storage/([^/]+)#\d+$", 1)
+        .map_elements(unquote, return_dtype=pl.String))
+    assert files["key"].null_count() == 0
+    truth = files.group_by("key").agg(pl.col("read", "written").sum())
+    assert truth.height > 100 and (truth["read"].sum() + truth["written"].sum()) > 40e9
+    tasks = result.tables["tasks"].filter(pl.col("spilled_bytes").is_not_null())
+    got = tasks.sort("execution_id").group_by("key").last().select(
+        "key", "spilled_bytes", "unspilled_bytes")
+    both = truth.join(got, on="key", how="left")
+    for want, have in (("written", "spilled_bytes"), ("read", "unspilled_bytes")):
+        off = both.filter((pl.col(have).fill_null(-1) - pl.col(want)).abs()
+                          > 1e-3 * pl.col(want))
+        assert off.is_empty(), off.head()
+    sp = result.summary["spill"]
+    assert sp["spilled_bytes"] == pytest.approx(truth["written"].sum(), rel=1e-3)
+    assert sp["unspilled_bytes"] == pytest.approx(truth["read"].sum(), rel=1e-3)
+    assert result.tables["task_files"].filter(pl.col("path").str.contains("/storage/")).is_empty()
+
+
+@pytest.mark.cluster
+def test_records_with_doubtful_names_are_labelled_not_read_as_named(io_run):
+    """The io job's calls plus what Darshan was seen to record on real runs, as genuine
+    counters-only logs: a worker's proc.json named in the job's working directory (the
+    collectors write it through a directory descriptor) and a relative path."""
+    tmp, run, truth = io_run
+    frames = load(run)
+    pid = frames.processes.filter(pl.col("role") == "worker")["pid"][0]
+    t = frames.executions.filter(pl.col("pid") == pid)["local_start_ns"].min() / 1e9
+    ours, relative = str(JOBS / "proc.json"), "data/block-7-0.npy"
+    extra = [{"key": None, "pid": pid, "thread": 1, "path": ours,
+              "ops": [("write", 0, 54_800, t, t + 0.001)]},
+             {"key": None, "pid": pid, "thread": 1, "path": relative,
+              "ops": [("read", 0, 96_300, t, t + 0.001)]}]
+    copy = tmp / "doubtful-names"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("darshan"))
+    write_logs_from_truth(copy, [*truth, *extra], dxt=False)
+    result = correlate_frames(load(copy).collected())
+    un = result.tables["unattributed"]
+    reasons = dict(un.group_by("path").agg(pl.col("reason").unique()).rows())
+    assert reasons[ours] == [doubtful.MISPLACED] and reasons[relative] == [doubtful.RELATIVE]
+    # no task is given them, and the summary says the names are doubtful
+    assert result.tables["task_files"].filter(pl.col("path").is_in([ours, relative])).is_empty()
+    warning = [w for w in result.summary["warnings"] if "doubtful" in w]
+    assert len(warning) == 1 and ours in warning[0] and relative in warning[0]
+    # ours is known and no task's; the relative read stays unexplained, under its label
+    dest = result.summary["io"]["by_destination"]
+    assert dest["not_tasks"]["bytes"] >= 54_800 and dest["unexplained"]["bytes"] >= 96_300
+    f = agg.files(result.tables["task_files"], un)
+    assert f.filter(pl.col("path").is_in([ours, relative]))["doubtful_name"].all()
+    assert not f.filter(pl.col("path").str.ends_with(".bin"))["doubtful_name"].any()

@@ -11,16 +11,22 @@ none for the reads an array rechunk makes through a memory map (no read call to 
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
 from collect_job import record
+from reports.cdp import CHROMIUM, Browser
 from test_helper_threads import _write_logs
 
 from collectors.darshan_env import find_runtime
 from correlate.attribution.local_dir import BARRIER_PREFIX, P2P, SPILL
-from correlate.engine import correlate_frames
+from correlate.engine import correlate_frames, write_outputs
+from correlate.reports import aggregate as agg
+from correlate.reports import write_reports
+from correlate.reports.terminal import print_summary
 from correlate.sources.run_folder import load
+from correlate.summary import destinations
 
 pytestmark = pytest.mark.cluster
 IO = ["pid", "thread_id", "path", "op", "length", "t0", "t1", "mapped"]
@@ -78,14 +84,18 @@ def test_every_shard_write_goes_to_its_shuffles_barrier_none_to_spill(shuffled):
     assert (owners["attributed_weight"] == 1.0).all()
     un = result.tables["unattributed"]
     assert un.filter(pl.col("reason").is_in([P2P, SPILL])).is_empty()
-    # one row per execution; a barrier's written bytes are its shuffle's, from every worker
+    # one row per execution; the shard writes of a shuffle, from every worker, are accounted
+    # at its barrier in task_files, not as the barrier's own I/O
     every = result.tables["tasks"]
     assert every["execution_id"].is_unique().all()
     written = seg.group_by("shuffle_id").agg(pl.col("length").sum())
-    barriers = every.filter(pl.col("key").str.starts_with(BARRIER_PREFIX)).select(
-        shuffle_id=pl.col("key").str.slice(len(BARRIER_PREFIX)), written="write_bytes")
-    assert written.join(barriers, on="shuffle_id").filter(
-        pl.col("length") != pl.col("written")).is_empty()
+    accounted = result.tables["task_files"].filter(
+        pl.col("attribution") == "p2p-shuffle").join(
+        every.select("execution_id", shuffle_id=pl.col("key").str.slice(len(BARRIER_PREFIX))),
+        on="execution_id").group_by("shuffle_id").agg(pl.col("bytes").sum())
+    assert written.join(accounted, on="shuffle_id").filter(
+        pl.col("length") != pl.col("bytes")).is_empty()
+    assert accounted.height == written.height
     assert result.summary["spill"]["spilled_bytes"] == 0
 
 
@@ -148,3 +158,126 @@ def test_the_headline_splits_the_bytes_into_tasks_shuffles_spill_and_unexplained
     assert dest["spill"]["bytes"] == 0
     assert dest["tasks"]["bytes"] >= io.filter(
         (pl.col("op") == "read") & ~pl.col("mapped"))["length"].sum()
+
+
+def test_rescheduled_unpack_executions_are_neither_errors_nor_runs(shuffled):
+    result, _io, _folders, frames = shuffled
+    tasks, summary = result.tables["tasks"], result.summary
+    # the scheduler's own record of each Reschedule: processing → released by a
+    # ``reschedule-…`` stimulus (independent of the worker-side transition the engine reads)
+    sched = frames.transitions.lazy().filter(
+        (pl.col("side") == "scheduler") & (pl.col("start") == "processing")
+        & pl.col("stimulus_id").str.starts_with("reschedule")).collect()
+    assert sched.height >= 1, "the job's P2P tasks were not rescheduled: nothing to check"
+    handed = tasks.filter(pl.col("status") == "rescheduled")
+    assert handed.height == sched.height == summary["handed_back"]["rescheduled"]["executions"]
+    assert sorted(handed["key"]) == sorted(sched["key"].cast(pl.String))
+    assert tasks.filter(pl.col("status") == "error").is_empty()
+    assert summary["job"]["erred_tasks"] == 0
+    # each rescheduled task ran to its end once, elsewhere: one run per task
+    ok = tasks.filter(pl.col("status") == "ok")
+    assert ok["key"].is_unique().all() and set(handed["key"]) <= set(ok["key"])
+    assert summary["runs"] == ok.height == summary["executions"] - handed.height
+    by_prefix = {r["prefix"]: r["executions"] for r in summary["top_prefixes_by_wall"]}
+    for prefix, n in ok.group_by("prefix").len().iter_rows():
+        assert by_prefix.get(prefix, n) == n
+    assert summary["handed_back"]["rescheduled"]["wall_s"] == pytest.approx(
+        handed["duration_s"].sum(), abs=1e-6)
+
+
+def test_every_worker_has_exactly_its_executor_threads(shuffled):
+    """Code a transfer task started (its comm buffer serialising messages on Dask's offload
+    thread) is timed under the task's execution by the collectors: not an execution, not a
+    lane, not thread time."""
+    result, _io, _folders, frames = shuffled
+    tasks, summary = result.tables["tasks"], result.summary
+    nthreads = {r["pid"]: r["nthreads"] for r in summary["processes"]
+                if r["role"] == "worker"}
+    # Dask's own record of the thread that ran each task body: the task-finished messages
+    dask_threads = (frames.transitions.lazy().filter(
+        (pl.col("side") == "scheduler") & pl.col("thread_id").is_not_null())
+        .select("pid", "worker", "thread_id").collect())
+    by_address = {p["worker"]: p["pid"] for p in summary["processes"] if p["worker"]}
+    told = {(by_address[w], t) for w, t in dask_threads.select("worker", "thread_id")
+            .unique().iter_rows()}
+    lanes = agg.lanes(tasks)
+    assert lanes.group_by("pid").len().rows() and all(
+        n == nthreads[pid] for pid, n in lanes.group_by("pid").len().iter_rows())
+    assert set(tasks.select("pid", "thread_id").unique().iter_rows()) == told
+    # the records on other threads were there (the job makes them) and are named as such
+    others = summary["task_code_on_other_threads"]
+    recorded = set(frames.executions.select("pid", "thread_id").unique().iter_rows())
+    assert others and {(r["pid"], r["thread_id"]) for r in others} == recorded - told
+    assert not any(r["executor_thread"] for r in others)
+    assert sum(r["calls"] for r in others) == frames.executions.height - tasks.height
+    budget = agg.worker_budget(tasks, agg.executor_threads(summary))
+    assert (budget["threads"] == 2).all() and not budget["threads_bound"].any()
+    assert (budget["busy_share"] <= 1.0).all()
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def _shares_in(text: str, summary: dict) -> list[tuple[str, str, str]]:
+    """(what, printed, the summary's) for every share of the I/O destinations and the
+    tasks' share that ``text`` prints."""
+    out = []
+    for name, _b, share in destinations(summary):
+        for got in re.findall(rf"\b{re.escape(name)} [\d.,]+ [KMGT]?i?B \(([\d.]+%)\)", text):
+            out.append((name, got, _pct(share)))
+    for got in re.findall(r"attributed to task(?:s| executions): (?:[^(%\n]*\()?([\d.]+%)",
+                          text):
+        out.append(("attributed", got, _pct(summary["io"]["attributed_bytes_share"])))
+    return out
+
+
+def test_every_output_prints_each_share_as_the_summary_has_it(shuffled, tmp_path, capsys):
+    result, _io, _folders, _frames = shuffled
+    summary = result.summary
+    dest = summary["io"]["by_destination"]
+    assert dest["shuffles"]["bytes"] > 0  # the contradiction needs shard writes
+    assert summary["io"]["attributed_bytes_share"] == dest["tasks"]["share"]
+    write_outputs(result, tmp_path)
+    write_reports(tmp_path, kinds=("markdown", "html"))
+    print_summary(json.loads((tmp_path / "summary.json").read_text()), result.tables,
+                  out=tmp_path)
+    texts = {"terminal": capsys.readouterr().out,
+             "report.md": (tmp_path / "report.md").read_text()}
+    html = (tmp_path / "report.html").read_text()
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S).group(1))
+    # the page prints DATA.destinations and io.attributed_bytes_share (report.js)
+    assert [(n, s) for n, _b, s in data["destinations"]] == [
+        (n, s) for n, _b, s in destinations(summary)]
+    assert data["headline"]["io"]["attributed_bytes_share"] == dest["tasks"]["share"]
+    if CHROMIUM.exists():
+        with Browser(tmp_path / "chromium") as page:
+            page.open((tmp_path / "report.html").as_uri())
+            texts["report.html"] = page.evaluate(
+                "document.getElementById('headline').textContent + '\\n' + "
+                "document.getElementById('io-share').textContent")
+    for where, text in texts.items():
+        found = _shares_in(text, summary)
+        assert {w for w, _g, _e in found} >= {"attributed", "P2P shuffles"}, where
+        assert [f for f in found if f[1] != f[2]] == [], where
+
+
+def test_shard_writes_are_the_shuffles_own_not_the_barriers_io(shuffled):
+    result, io, _folders, _frames = shuffled
+    tasks = result.tables["tasks"]
+    barriers = tasks.filter(pl.col("key").str.starts_with(BARRIER_PREFIX))
+    assert barriers.height >= 4
+    # a barrier runs no I/O call of its own (the worker writes the shards on its event loop)
+    assert (barriers["write_bytes"] == 0).all() and (barriers["io_time_s"] == 0).all()
+    # no execution shows more time inside I/O calls of its own thread than it ran
+    exact = tasks.filter(pl.col("attribution") == "exact-thread")
+    assert exact.filter(pl.col("io_time_s") > pl.col("duration_s") + 1e-6).is_empty()
+    # the heaviest executions by I/O (reports, figures) hold no shard write
+    top = agg.top_tasks(tasks, "io_bytes", 10)
+    assert not top["key"].str.starts_with(BARRIER_PREFIX).any()
+    # the shuffle's own row has them, naming the barrier where they are accounted
+    shuffles = {s["shuffle_id"]: s for s in result.summary["shuffles"]}
+    for sid, n in io.filter(pl.col("op") == "write").group_by("shuffle_id").agg(
+            pl.col("length").sum()).iter_rows():
+        assert shuffles[sid]["written_bytes"] == n
+        assert shuffles[sid]["barrier_key"] == BARRIER_PREFIX + sid

@@ -117,3 +117,15 @@ def test_data_quality_says_every_match_and_what_was_inferred():
                         True)
     assert "7 of 10 executions" in notes[3][0] and notes[3][1]
     assert agg.matching_notes({}) == []
+
+
+def test_a_workers_recorded_executor_threads_are_its_thread_count():
+    # worker w ran on one of its 4 threads: 3 idle threads, not absent; x recorded none
+    t = _tasks([(0, "w", 5, False, 0, 10), (1, "x", None, False, 0, 10),
+                (2, "x", None, False, 0, 10)]).with_columns(
+        pid=pl.when(pl.col("worker") == "w").then(1).otherwise(2))
+    counts = pl.DataFrame({"host": ["h"], "pid": [1], "nthreads": [4]})
+    b = {r["worker"]: r for r in agg.worker_budget(t, counts).iter_rows(named=True)}
+    assert (b["w"]["threads"], b["w"]["threads_bound"]) == (4, False)
+    assert b["w"]["busy_share"] == pytest.approx(0.25)
+    assert (b["x"]["threads"], b["x"]["threads_bound"]) == (2, True)

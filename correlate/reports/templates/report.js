@@ -302,7 +302,8 @@
   $("files-note").textContent = `The busiest ${DATA.files.length} of ${fmtN(DATA.file_total)} files by bytes read + written; "outside tasks" is I/O no task explains; click a column to sort.`;
   sortableTable($("files"), [["path", "path", "text"], ["read_bytes", "read", "bytes"],
     ["write_bytes", "written", "bytes"], ["outside_bytes", "outside tasks", "bytes"], ["ops", "ops", "n"],
-    ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"]], DATA.files, null);
+    ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"], ["name", "name", "text"]],
+    DATA.files.map((f) => ({ ...f, name: f.doubtful_name ? "doubtful (see unattributed)" : "" })), null);
 
   const fsel = $("function-prefix");
   const withFunctions = new Set(DATA.functions.map((f) => f.prefix));
@@ -324,7 +325,7 @@
   $("io-share").textContent = io.captured === false
     ? "I/O: not captured (no Darshan logs): read, written and I/O time are unknown, not zero."
     : `${stdio ? `I/O in DXT and C stdio (${fmtBytes(stdio)} counted per file, untraced)` : "I/O in DXT"}: ${fmtBytes((io.total || {}).bytes)} in ${fmtN((io.total || {}).ops)} operations; ` +
-    `attributed to task executions: ${fmtBytes((io.attributed || {}).bytes)} (${fmtPct(io.attributed_bytes_share)}).`;
+    `attributed to task executions: ${fmtBytes(((io.by_destination || {}).tasks || io.attributed || {}).bytes)} (${fmtPct(io.attributed_bytes_share)}).`;
   sortableTable($("unattributed"), [["reason", "reason", "text"], ["role", "process role", "text"],
     ["thread_kind", "thread", "text"], ["bytes", "bytes", "bytes"], ["ops", "ops", "n"],
     ["io_s", "I/O time", "s"], ["files", "files", "n"], ["processes", "processes", "n"]],
@@ -341,6 +342,7 @@
   const given = Object.entries(Q.attributed_by_method || {});
   if (given.length) item("bytes attributed to tasks by method: " + given.map(([k, v]) => `${k}: ${FMT.bytes(v.bytes)}`).join(", "), false);
   Q.statuses.filter((s) => s.status !== "ok").forEach((s) => item(`executions with status ${s.status}: ${fmtN(s.executions)}`, true));
+  (Q.notes || []).forEach((h) => item(h, false));
   (Q.matching || []).forEach((m) => item(m.text, m.warn));
   Q.warnings.forEach((w) => item("warning: " + w, true));
   Q.rejects.forEach((r) => item(`rejected ${fmtN(r.count)} record(s) from ${fmtText(r.source)} ${r.file || ""}: ${fmtText(r.reason)}`, true));
