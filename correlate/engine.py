@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, waits
+from correlate import align, arrivals, coroutines, findings, waits
 from correlate.attribution import spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -34,7 +34,13 @@ from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
 from correlate.spans import DEFAULT_SPAN
-from correlate.summary import build_summary, dxt_captured, profile_coverage, profile_warnings
+from correlate.summary import (
+    build_summary,
+    dxt_captured,
+    io_captured,
+    profile_coverage,
+    profile_warnings,
+)
 
 OUTPUT_TABLES = outputs.NAMES
 #: written only when the run has such data (a run without keeps today's outputs exactly)
@@ -164,6 +170,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                                          message_bounds(transitions))
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
     key_waits, arrived = _key_waits(transitions, frames)
+    assigned = key_waits.select("key", assigned_ns="t_proc")  # (the critical path's gates)
+    key_waits = key_waits.drop("t_proc")
     del transitions
     windows = coroutines.io_windows(ex, frames.execution_slices)
     parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
@@ -217,6 +225,12 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                                                frames.senders)
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
+    found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
+                             findings.rules.Evidence(io_captured=io_captured(frames),
+                                                     dxt=dxt_captured(frames)))
+    _put(sink, "critical_path", found.critical_path)
+    _put(sink, "findings", found.findings)
+    summary.update(found.summary)
     inference = threads.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference

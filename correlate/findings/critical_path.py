@@ -1,0 +1,187 @@
+"""The critical path of a run: the chain of executions that set its task window.
+
+An execution could start only once its inputs existed (each dependency's end, then its transfer
+or read-back), the scheduler had assigned it, and a thread of its worker was free (the execution
+before it on its thread had ended). Of the two *links* that can release it, the dependency that
+ended last and the execution before it on its thread, the later one is its predecessor; walking
+back from the execution that ended last, predecessor by predecessor, gives the chain. The time
+between a link's end and the next one's start is a wait, split by cause: the scheduler (the
+assignment came after the predecessor ended), incoming transfers, inputs read back from spill,
+and the rest (the worker's dispatch and the clocks' alignment). Each link's own time is split
+into CPU, I/O and the rest.
+
+Pure functions over the output ``tasks`` table, the canonical ``dependencies`` and each key's
+assignment time (``waits.scheduler_waits``' ``t_proc``: scheduler clock, the run timeline).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from correlate.scalars import integer, rounded
+
+#: what released a link: the first link of the chain, the dependency that ended last, or the
+#: execution before it on its thread
+GATES = ("first", "dependency", "thread")
+#: the causes a wait before a link is split into (columns ``wait_<cause>_s``)
+WAIT_CAUSES = ("scheduler", "transfer", "read_back", "other")
+#: statuses of an execution whose result a dependent could use (null: not recorded)
+_PRODUCED = ("ok", "memory")
+
+
+def _timed(tasks: pl.DataFrame) -> pl.DataFrame:
+    return tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
+
+
+def _inputs(ex: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
+    """execution_id → the execution of its dependency that ended last (input_id, input_stop):
+    of each dependency key, its last execution that produced a result."""
+    made = ex.filter(pl.col("status").is_null() | pl.col("status").is_in(_PRODUCED))
+    producers = (made.sort("stop_ns", "execution_id").group_by("key").last()
+                 .select(depends_on="key", input_id="execution_id", input_stop="stop_ns"))
+    edges = dependencies.select("key", "depends_on").unique()
+    return (ex.select("execution_id", "key").join(edges, on="key")
+            .join(producers, on="depends_on")
+            .sort("input_stop", "input_id").group_by("execution_id").last()
+            .select("execution_id", "input_id", "input_stop"))
+
+
+def _thread_before(ex: pl.DataFrame) -> pl.DataFrame:
+    """execution_id → the execution before it on its thread (thread_id, thread_stop)."""
+    on = ["host", "pid", "thread_id"]
+    threaded = ex.filter(pl.col("thread_id").is_not_null()).sort(*on, "start_ns",
+                                                                 "execution_id")
+    return threaded.select(
+        "execution_id",
+        thread_prev=pl.col("execution_id").shift(1).over(on),
+        thread_stop=pl.col("stop_ns").shift(1).over(on))
+
+
+def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
+          ) -> pl.DataFrame:
+    """Per timed execution: its predecessor (``pred_id``, ``pred_stop``), through which
+    ``gate``, and its assignment time ``assigned_ns`` (null: not recorded)."""
+    ex = _timed(tasks)
+    g = (ex.select("execution_id", "key", "start_ns", "stop_ns")
+         .join(_inputs(ex, dependencies), on="execution_id", how="left")
+         .join(_thread_before(ex), on="execution_id", how="left")
+         .join(assigned.select(pl.col("key").cast(pl.String), "assigned_ns").unique("key"),
+               on="key", how="left"))
+    # a thread's previous execution is a predecessor only if it ended before this one started
+    thread_ok = pl.col("thread_stop").is_not_null() & (pl.col("thread_stop") <= pl.col(
+        "start_ns"))
+    by_thread = thread_ok & (pl.col("input_stop").is_null()
+                             | (pl.col("thread_stop") > pl.col("input_stop")))
+    by_input = ~by_thread & pl.col("input_stop").is_not_null()
+    return g.select(
+        "execution_id", "assigned_ns",
+        pred_id=pl.when(by_thread).then("thread_prev").when(by_input).then("input_id"),
+        pred_stop=pl.when(by_thread).then("thread_stop").when(by_input).then("input_stop"),
+        gate=pl.when(by_thread).then(pl.lit("thread")).when(by_input).then(
+            pl.lit("dependency")).otherwise(pl.lit("first")))
+
+
+def walk(execution_ids: np.ndarray, pred_ids: np.ndarray, stops: np.ndarray) -> list[int]:
+    """The chain ending at the execution that ended last (ties: the highest id), first link
+    first. ``pred_ids`` holds -1 where an execution has no predecessor; a predecessor that did
+    not end before its successor (clocks misaligned beyond the gap) ends the walk, so that it
+    always terminates."""
+    if not len(execution_ids):
+        return []
+    index = {int(e): i for i, e in enumerate(execution_ids)}
+    order = np.lexsort((execution_ids, stops))
+    at = int(order[-1])
+    chain = [int(execution_ids[at])]
+    seen = {at}
+    while pred_ids[at] >= 0:
+        nxt = index.get(int(pred_ids[at]))
+        if nxt is None or nxt in seen or stops[nxt] > stops[at]:
+            break
+        seen.add(nxt)
+        chain.append(int(execution_ids[nxt]))
+        at = nxt
+    chain.reverse()
+    return chain
+
+
+def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
+                  ) -> pl.DataFrame:
+    """The ``critical_path`` output table: one row per link, first link first."""
+    ex = _timed(tasks)
+    g = gates(ex, dependencies, assigned)
+    ids = g.get_column("execution_id").to_numpy()
+    preds = g.get_column("pred_id").fill_null(-1).to_numpy()
+    stops = g.select(pl.col("execution_id").alias("e")).join(
+        ex.select(e="execution_id", s="stop_ns"), on="e", how="left",
+        maintain_order="left").get_column("s").to_numpy()
+    chain = walk(ids, preds, stops)
+    if not chain:
+        return pl.DataFrame()
+    window_start = ex.get_column("start_ns").min()
+    links = (pl.DataFrame({"execution_id": chain}, schema={"execution_id": pl.Int64})
+             .with_row_index("position").with_columns(pl.col("position").cast(pl.Int64))
+             .join(ex, on="execution_id", how="left", maintain_order="left")
+             .join(g, on="execution_id", how="left", maintain_order="left"))
+    # the first link waited from the start of the task window
+    after = pl.coalesce(pl.col("pred_stop"), pl.lit(window_start))
+    wait = (pl.col("start_ns") - after).clip(lower_bound=0) * 1e-9
+    sched = ((pl.col("assigned_ns") - after) * 1e-9).clip(lower_bound=0)
+    return links.with_columns(
+        other_s=pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s"),
+        wait_s=wait,
+        wait_scheduler_s=pl.min_horizontal(sched, wait),
+    ).with_columns(
+        wait_transfer_s=pl.min_horizontal(pl.col("transfer_s").fill_null(0.0),
+                                          pl.col("wait_s") - pl.col("wait_scheduler_s")),
+    ).with_columns(
+        wait_read_back_s=pl.min_horizontal(
+            pl.col("input_read_back_s").fill_null(0.0),
+            pl.col("wait_s") - pl.col("wait_scheduler_s") - pl.col("wait_transfer_s")),
+    ).with_columns(
+        # an assignment not recorded leaves the scheduler's part unknown, not 0
+        wait_other_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
+            pl.col("wait_s") - pl.col("wait_scheduler_s") - pl.col("wait_transfer_s")
+            - pl.col("wait_read_back_s")),
+        wait_scheduler_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
+            "wait_scheduler_s"),
+    )
+
+
+def summary(path: pl.DataFrame, tasks: pl.DataFrame, top: int = 10) -> dict[str, Any] | None:
+    """``summary.json`` ``critical_path``: the window it spans, its links' time split, its
+    waits by cause, per prefix, and its ``top`` longest links (null: no timed execution)."""
+    if path.is_empty():
+        return None
+    ex = _timed(tasks)
+    window = ((integer(ex.get_column("stop_ns").max()) or 0)
+              - (integer(ex.get_column("start_ns").min()) or 0)) * 1e-9
+
+    def measured(col: str) -> float | None:
+        c = path.get_column(col)
+        return None if c.null_count() == c.len() else rounded(c.sum())
+
+    by_prefix = (path.group_by("prefix").agg(links=pl.len(), duration_s=pl.col("duration_s")
+                                            .sum(), wait_s=pl.col("wait_s").sum())
+                 .sort("duration_s", "prefix", descending=[True, False], nulls_last=True))
+    longest = path.sort("duration_s", "position", descending=[True, False]).head(top)
+    return {
+        "window_s": rounded(window),
+        "links": path.height,
+        "executions_s": measured("duration_s"),
+        "cpu_s": measured("cpu_s"),
+        "io_time_s": measured("io_time_s"),
+        "other_s": measured("other_s"),
+        "wait_s": measured("wait_s"),
+        "waits": {cause: measured(f"wait_{cause}_s") for cause in WAIT_CAUSES},
+        "by_prefix": [{"prefix": p, "links": n, "duration_s": rounded(d),
+                       "wait_s": rounded(w)} for p, n, d, w in by_prefix.rows()],
+        "longest": [{"position": r["position"], "key": r["key"], "prefix": r["prefix"],
+                     "worker": r["worker"], "duration_s": rounded(r["duration_s"]),
+                     "cpu_s": rounded(r["cpu_s"]), "io_time_s": rounded(r["io_time_s"]),
+                     "wait_s": rounded(r["wait_s"]), "gate": r["gate"]}
+                    for r in longest.iter_rows(named=True)],
+        "keys": path.get_column("key").to_list()[:50],
+    }
