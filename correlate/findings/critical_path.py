@@ -3,7 +3,9 @@
 An execution could start only once its inputs existed (each dependency's end, then its transfer
 or read-back), the scheduler had assigned it, and a thread of its worker was free (the execution
 before it on its thread had ended). Of the two *links* that can release it, the dependency that
-ended last and the execution before it on its thread, the later one is its predecessor; walking
+ended last and the execution before it on its thread, the later one is its predecessor — the
+thread only if the task was ready on its worker before the thread freed (``wait_thread_s``,
+where recorded: else it did not wait for the thread, whatever the order of the ends); walking
 back from the execution that ended last, predecessor by predecessor, gives the chain. The time
 between a link's end and the next one's start is a wait, split by cause: the scheduler (the
 assignment came after the predecessor ended), incoming transfers, inputs read back from spill,
@@ -65,16 +67,20 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     """Per timed execution: its predecessor (``pred_id``, ``pred_stop``), through which
     ``gate``, and its assignment time ``assigned_ns`` (null: not recorded)."""
     ex = _timed(tasks)
-    g = (ex.select("execution_id", "key", "start_ns", "stop_ns")
+    g = (ex.select("execution_id", "key", "start_ns", "stop_ns", "wait_thread_s")
          .join(_inputs(ex, dependencies), on="execution_id", how="left")
          .join(_thread_before(ex), on="execution_id", how="left")
          .join(assigned.select(pl.col("key").cast(pl.String), "assigned_ns").unique("key"),
                on="key", how="left"))
-    # a thread's previous execution is a predecessor only if it ended before this one started
+    # a thread's previous execution is a predecessor only if it ended before this one started,
+    # after its inputs, and after the task was ready on its worker (its inputs there, its
+    # assignment received): had the task been ready later, it did not wait for the thread
+    ready = pl.col("start_ns") - (pl.col("wait_thread_s") * 1e9).cast(pl.Int64)
     thread_ok = pl.col("thread_stop").is_not_null() & (pl.col("thread_stop") <= pl.col(
         "start_ns"))
-    by_thread = thread_ok & (pl.col("input_stop").is_null()
-                             | (pl.col("thread_stop") > pl.col("input_stop")))
+    by_thread = (thread_ok & (pl.col("input_stop").is_null()
+                              | (pl.col("thread_stop") > pl.col("input_stop")))
+                 & (pl.col("wait_thread_s").is_null() | (pl.col("thread_stop") > ready)))
     by_input = ~by_thread & pl.col("input_stop").is_not_null()
     return g.select(
         "execution_id", "assigned_ns",

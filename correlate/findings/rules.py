@@ -12,7 +12,6 @@ captured, no CPU measured) stays silent; one whose evidence is partial says so i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +45,24 @@ class Context:
     evidence: Evidence
     window_start_ns: int
     window_s: float
+    #: threads that ran a task, and the seconds they were busy with tasks
+    threads: int
+    busy_s: float
+
+
+def span_saved(ctx: Context, excess: pl.DataFrame) -> float:
+    """What removing ``excess`` (execution_id → excess_s, the seconds the problem added to
+    each execution) would shorten the window by. The shorter window is at least the critical
+    path less the excess on its links, and at least the busy time left, shared evenly by the
+    threads (the bound of a perfectly balanced schedule); the saving is the window less the
+    larger of the two, so work off the path saves only what the threads' load lets it."""
+    if excess.is_empty():
+        return 0.0
+    on_path = excess.join(ctx.path.select("execution_id"), on="execution_id", how="semi")
+    path_x = number(on_path.get_column("excess_s").sum()) or 0.0
+    all_x = number(excess.get_column("excess_s").sum()) or 0.0
+    shorter = max(ctx.window_s - path_x, (ctx.busy_s - all_x) / max(ctx.threads, 1))
+    return max(0.0, ctx.window_s - shorter)
 
 
 def _finding(kind: str, cost_s: float | None, prefixes: list[str], keys: list[str],
@@ -54,11 +71,6 @@ def _finding(kind: str, cost_s: float | None, prefixes: list[str], keys: list[st
     return {"kind": kind, "cost_s": cost_s, "prefixes": sorted(set(prefixes)),
             "keys": keys[:SHOWN], "files": files[:SHOWN], "evidence": evidence,
             "advice": advice, "partial": partial}
-
-
-def _on_path(ctx: Context) -> pl.DataFrame:
-    """The path's links with their task figures (one row per link)."""
-    return ctx.path.select("execution_id", "wait_s")
 
 
 # --- serial-section ----------------------------------------------------------------------
@@ -74,18 +86,23 @@ def running_counts(tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def serial_section(ctx: Context) -> list[dict[str, Any]]:
-    """Parts of the window where a single execution ran while the cluster had more threads: the
-    prefixes that ran alone there. Cost: the time they ran alone (had that work run beside the
-    rest, the window would have been shorter by at most that)."""
-    threads = ctx.tasks.select("host", "pid", "thread_id").unique().height
+    """Parts of the window where a single execution ran while the cluster had more threads,
+    that execution a link of the critical path released by its dependency: the graph made that
+    part serial. (A link released by its thread, or a first link, that runs alone is the tail
+    of parallel work, an imbalance, not a serial section.) Cost: the time the prefix ran
+    alone (had that work run beside the rest, the window would have been shorter by at most
+    that)."""
+    threads = ctx.threads
     if threads < 2:
         return []
     alone = running_counts(ctx.tasks).filter(pl.col("running") == 1)
     if alone.is_empty():
         return []
     # which execution ran in each lone piece: the one whose window holds the piece
-    ex = ctx.tasks.select("execution_id", "key", "prefix", "start_ns", "stop_ns").sort(
-        "start_ns")
+    serial = ctx.path.filter(pl.col("gate").cast(pl.String) == "dependency").select(
+        "execution_id")
+    ex = ctx.tasks.join(serial, on="execution_id", how="semi").select(
+        "execution_id", "key", "prefix", "start_ns", "stop_ns").sort("start_ns")
     pieces = alone.sort("t0").join_asof(ex, left_on="t0", right_on="start_ns",
                                         strategy="backward")
     pieces = pieces.filter(pl.col("stop_ns") >= pl.col("t1"))
@@ -117,8 +134,8 @@ STRAGGLER_MIN_RUNS = 5
 
 
 def straggler(ctx: Context) -> list[dict[str, Any]]:
-    """Executions far beyond their prefix's spread; the cost is what each would have saved on
-    the critical path had it taken its prefix's median (off the path: nothing, not reported)."""
+    """Executions far beyond their prefix's spread; the cost is what the window would have
+    saved had each taken its prefix's median (``span_saved``)."""
     t = ctx.tasks
     stats = (t.group_by("prefix").agg(runs=pl.len(), median=pl.col("duration_s").median(),
                                       mad=(pl.col("duration_s") - pl.col("duration_s")
@@ -130,16 +147,16 @@ def straggler(ctx: Context) -> list[dict[str, Any]]:
             .join(ctx.path.select("execution_id", on_path=pl.lit(True)), on="execution_id",
                   how="left")
             .with_columns(excess_s=pl.col("duration_s") - pl.col("median"),
-                          saved_s=pl.when(pl.col("on_path")).then(
-                              pl.col("duration_s") - pl.col("median")).otherwise(0.0)))
+                          on_path=pl.col("on_path").fill_null(False)))
     out = []
     for prefix, rows in sorted(slow.partition_by("prefix", as_dict=True).items(),
                                key=lambda kv: str(kv[0][0])):
-        rows = rows.sort("saved_s", "excess_s", descending=True)
+        rows = rows.sort("on_path", "excess_s", descending=True)
         first = rows.row(0, named=True)
         why = _why(first)
         out.append(_finding(
-            "straggler", rounded(number(rows.get_column("saved_s").sum())), [str(prefix[0])],
+            "straggler", span_saved(ctx, rows.select("execution_id", "excess_s")),
+            [str(prefix[0])],
             rows.get_column("key").to_list(), [],
             f"{rows.height} of {first['runs']} {prefix[0]} executions took over "
             f"{STRAGGLER_FACTOR:g}× the median {first['median']:.3f} s; the slowest, "
@@ -152,16 +169,160 @@ def straggler(ctx: Context) -> list[dict[str, Any]]:
 
 def _why(r: dict[str, Any]) -> str:
     """Where a straggler's time went: CPU, I/O, the rest, inputs read back."""
-    parts = [f"{name} {v:.3f} s" for name, v in (
-        ("CPU", r.get("cpu_s")), ("I/O", r.get("io_time_s")),
-        ("inputs read back", r.get("input_read_back_s"))) if v]
-    known = sum(v for v in (r.get("cpu_s"), r.get("io_time_s")) if v is not None)
-    if r.get("cpu_s") is not None and r.get("io_time_s") is not None:
-        parts.append(f"other {r['duration_s'] - known:.3f} s")
-    return ", ".join(parts) or "CPU and I/O not captured"
+    cpu, io = r.get("cpu_s"), r.get("io_time_s")
+    parts = [f"{name} " + ("not captured" if v is None else f"{v:.3f} s")
+             for name, v in (("CPU", cpu), ("I/O", io))]
+    if cpu is not None and io is not None:
+        parts.append(f"other {r['duration_s'] - cpu - io:.3f} s")
+    if r.get("input_read_back_s"):
+        parts.append(f"inputs read back from spill {r['input_read_back_s']:.3f} s")
+    return ", ".join(parts)
 
 
-RULES: tuple[Callable[[Context], list[dict[str, Any]]], ...] = (serial_section, straggler)
+# --- thread-contention -------------------------------------------------------------------
+
+#: an execution waited on its peers when the time outside its CPU and I/O is at least this
+#: share of its wall time, while it computed for at least CONTENTION_MIN_CPU of it (a sleep or
+#: a wait for something outside the process computes nothing)
+CONTENTION_OTHER = 0.3
+CONTENTION_MIN_CPU = 0.1
+
+
+def peer_cpu(tasks: pl.DataFrame) -> pl.DataFrame:
+    """execution_id → ``peer_cpu_s``: CPU seconds the other executions of its process spent
+    during its window, each spread evenly over its own window. One sweep per process over the
+    starts and ends (no pairwise join): the running executions' summed CPU rate as a step
+    function, its integral at every start and end."""
+    t = tasks.filter(pl.col("cpu_s").is_not_null() & (pl.col("duration_s") > 0))
+    rate = pl.col("cpu_s") / pl.col("duration_s")
+    on = ["host", "pid"]
+    ev = (pl.concat([t.select(*on, t="start_ns", d=rate), t.select(*on, t="stop_ns", d=-rate)])
+          .group_by(*on, "t").agg(pl.col("d").sum()).sort(*on, "t")
+          .with_columns(r=pl.col("d").cum_sum().over(on)))
+    ev = ev.with_columns(
+        i=((pl.col("r").shift(1) * (pl.col("t") - pl.col("t").shift(1))).fill_null(0.0)
+           .cum_sum().over(on) * 1e-9))
+    at = ev.select(*on, "t", "i")
+    return (t.select("execution_id", *on, "start_ns", "stop_ns", "cpu_s")
+            .join(at.rename({"t": "start_ns", "i": "i0"}), on=[*on, "start_ns"], how="left",
+                  nulls_equal=True)
+            .join(at.rename({"t": "stop_ns", "i": "i1"}), on=[*on, "stop_ns"], how="left",
+                  nulls_equal=True)
+            .select("execution_id",
+                    peer_cpu_s=(pl.col("i1") - pl.col("i0") - pl.col("cpu_s")).clip(0.0)))
+
+
+def thread_contention(ctx: Context) -> list[dict[str, Any]]:
+    """Executions whose wall time is far above their CPU and I/O while other executor threads
+    of their process computed (the GIL, or a lock): each is taken to have lost the lesser of
+    its time outside CPU and I/O and its peers' CPU in its window. Silent without CPU or I/O
+    (the time outside them could be untraced I/O)."""
+    t = ctx.tasks.filter(pl.col("cpu_s").is_not_null() & pl.col("io_time_s").is_not_null()
+                         & pl.col("awaiting_s").is_null())
+    if t.is_empty() or not ctx.evidence.io_captured:
+        return []
+    per_process = t.group_by("host", "pid").agg(threads=pl.col("thread_id").n_unique())
+    other = pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s")
+    waited = (t.join(peer_cpu(ctx.tasks), on="execution_id", how="left")
+              .join(per_process, on=["host", "pid"])
+              .filter((pl.col("threads") > 1)
+                      & (other >= CONTENTION_OTHER * pl.col("duration_s"))
+                      & (pl.col("cpu_s") >= CONTENTION_MIN_CPU * pl.col("duration_s")))
+              .with_columns(other_s=other,
+                            excess_s=pl.min_horizontal(other, pl.col("peer_cpu_s")))
+              .filter(pl.col("excess_s") > 0))
+    out = []
+    for (prefix,), rows in sorted(waited.partition_by("prefix", as_dict=True).items(),
+                                  key=lambda kv: str(kv[0][0])):
+        rows = rows.sort("excess_s", "execution_id", descending=[True, False])
+        sums = rows.select(pl.col("duration_s", "cpu_s", "io_time_s", "other_s",
+                                  "peer_cpu_s").sum()).row(0, named=True)
+        out.append(_finding(
+            "thread-contention", span_saved(ctx, rows.select("execution_id", "excess_s")),
+            [str(prefix)], rows.get_column("key").to_list(), [],
+            f"{rows.height} {prefix} execution(s): {sums['duration_s']:.3f} s wall, "
+            f"{sums['cpu_s']:.3f} s CPU, {sums['io_time_s']:.3f} s I/O, so "
+            f"{sums['other_s']:.3f} s neither, while other executor threads of their process "
+            f"(up to {integer(rows.get_column('threads').max())} per process) computed for "
+            f"{sums['peer_cpu_s']:.3f} s: the GIL, or a lock",
+            "run these tasks in processes with one thread each (dask worker --nworkers N "
+            "--nthreads 1), or make their Python loops release the GIL (numpy, numba, "
+            "Cython)"))
+    return out
+
+
+# --- small-requests ----------------------------------------------------------------------
+
+#: a file's requests are small when their mean size is below this
+SMALL_REQUEST = 64 * 1024
+#: requests at least this large give the run's large-request throughput
+LARGE_REQUEST = 1 << 20
+#: a file read or written in fewer requests is not a pattern
+SMALL_MIN_OPS = 64
+
+
+def small_requests(ctx: Context) -> list[dict[str, Any]]:
+    """Files read or written in requests whose mean size is under ``SMALL_REQUEST``: the time
+    inside those requests less what their bytes would take at the best throughput of the run's
+    large requests (none in the run: all of it, said in ``partial``)."""
+    f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("ops") > 0))
+    if f.is_empty():
+        return []
+    f = f.with_columns(mean=pl.col("bytes") / pl.col("ops"),
+                       attribution=pl.col("attribution").cast(pl.String))
+    # the best throughput of a file's large requests: the host's, least disturbed by others
+    large = f.filter((pl.col("mean") >= LARGE_REQUEST) & (pl.col("io_time_s") > 0)).group_by(
+        "op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).max())
+    small = (f.filter((pl.col("mean") < SMALL_REQUEST) & (pl.col("ops") >= SMALL_MIN_OPS))
+             .join(large, on="op", how="left")
+             .join(ctx.tasks.select("execution_id", "prefix"), on="execution_id"))
+    if small.is_empty():
+        return []
+    small = small.with_columns(excess_s=(pl.col("io_time_s") - pl.when(pl.col("rate") > 0)
+                                         .then(pl.col("bytes") / pl.col("rate"))
+                                         .otherwise(0.0)).clip(0.0))
+    out = []
+    for (prefix,), rows in sorted(small.partition_by("prefix", as_dict=True).items(),
+                                  key=lambda kv: str(kv[0][0])):
+        per_ex = rows.group_by("execution_id").agg(pl.col("excess_s").sum())
+        files = (rows.group_by("path").agg(pl.col("io_time_s").sum(), pl.col("bytes").sum(),
+                                          pl.col("ops").sum())
+                 .sort("io_time_s", "path", descending=[True, False]))
+        top = files.row(0, named=True)
+        prefix_io = number(ctx.tasks.filter(pl.col("prefix") == prefix)
+                           .get_column("io_time_s").sum()) or 0.0
+        n_ops = number(rows.get_column("ops").sum()) or 0.0
+        n_bytes = number(rows.get_column("bytes").sum()) or 0.0
+        partial = []
+        if rows.get_column("rate").is_null().all():
+            partial.append("no request of 1 MiB or more in the run to compare with: the cost "
+                           "counts all the time inside these requests")
+        if rows.get_column("attribution").str.starts_with("counter").any():
+            partial.append("no DXT for some: mean sizes from Darshan's POSIX counters")
+        out.append(_finding(
+            "small-requests", span_saved(ctx, per_ex), [str(prefix)],
+            rows.sort("io_time_s", descending=True).get_column("key").unique(
+                maintain_order=True).to_list(), files.get_column("path").to_list(),
+            f"{prefix} moved {_bytes(n_bytes)} in {n_ops:,.0f} requests of "
+            f"{_bytes(n_bytes / n_ops)} on average (under {_bytes(SMALL_REQUEST)}), "
+            f"{rows.get_column('io_time_s').sum():.3f} s inside them of the prefix's "
+            f"{prefix_io:.3f} s of I/O; most in {top['path']} ({top['ops']:,.0f} requests)",
+            "read and write in larger requests (a buffer of 1 MiB or more: open(..., "
+            "buffering=...), a larger block or chunk size in the library)",
+            "; ".join(partial) or None))
+    return out
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} GiB"
+
+
+RULES: tuple[Callable[[Context], list[dict[str, Any]]], ...] = (
+    serial_section, straggler, thread_contention, small_requests)
 
 
 def findings(tasks: pl.DataFrame, task_files: pl.DataFrame, path: pl.DataFrame,
@@ -172,7 +333,9 @@ def findings(tasks: pl.DataFrame, task_files: pl.DataFrame, path: pl.DataFrame,
         return TABLES["findings"].empty()
     start = integer(timed.get_column("start_ns").min()) or 0
     window = ((integer(timed.get_column("stop_ns").max()) or 0) - start) * 1e-9
-    ctx = Context(timed, task_files, path, evidence, start, window)
+    threads = timed.select("host", "pid", "thread_id").unique().height
+    busy = number(timed.get_column("duration_s").sum()) or 0.0
+    ctx = Context(timed, task_files, path, evidence, start, window, threads, busy)
     floor = max(MIN_COST_S, MIN_COST_SHARE * window)
     rows = [f for rule in RULES for f in rule(ctx)
             if f["cost_s"] is not None and f["cost_s"] >= floor]
@@ -186,7 +349,3 @@ def findings(tasks: pl.DataFrame, task_files: pl.DataFrame, path: pl.DataFrame,
 def as_json(found: pl.DataFrame) -> list[dict[str, Any]]:
     """``summary.json`` ``findings``: the table's rows, costliest first."""
     return [{**r, "cost_s": rounded(r["cost_s"])} for r in found.iter_rows(named=True)]
-
-
-def evidence_json(found: pl.DataFrame) -> str:
-    return json.dumps(as_json(found), sort_keys=True)
