@@ -87,7 +87,7 @@ def _key_waits(transitions: pl.DataFrame, frames: RunFrames
     arrived = arrivals.arrivals_table(frames.data_arrivals, frames.senders, external)
     ext = arrivals.external_waits(arrivals.arrival_times(arrived), frames.dependencies,
                                   key_waits)
-    return key_waits.drop("t_wait").join(ext, on="key", how="left"), arrived
+    return key_waits.join(ext, on="key", how="left"), arrived
 
 
 def _spill_columns(ex: pl.DataFrame, spill_io: pl.DataFrame, frames: RunFrames
@@ -170,8 +170,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                                          message_bounds(transitions))
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
     key_waits, arrived = _key_waits(transitions, frames)
-    assigned = key_waits.select("key", assigned_ns="t_proc")  # (the critical path's gates)
-    key_waits = key_waits.drop("t_proc")
+    # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
+    assigned = key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc")
+    key_waits = key_waits.drop("t_wait", "t_proc")
     del transitions
     windows = coroutines.io_windows(ex, frames.execution_slices)
     parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,

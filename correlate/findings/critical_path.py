@@ -6,14 +6,20 @@ before it on its thread had ended). Of the two *links* that can release it, the 
 ended last and the execution before it on its thread, the later one is its predecessor — the
 thread only if the task was ready on its worker before the thread freed (``wait_thread_s``,
 where recorded: else it did not wait for the thread, whatever the order of the ends); walking
-back from the execution that ended last, predecessor by predecessor, gives the chain. The time
-between a link's end and the next one's start is a wait, split by cause: the scheduler (the
-assignment came after the predecessor ended), incoming transfers, inputs read back from spill,
-and the rest (the worker's dispatch and the clocks' alignment). Each link's own time is split
-into CPU, I/O and the rest.
+back from the execution that ended last, predecessor by predecessor, gives the chain. A task
+that reached the scheduler only after its inputs ended (a graph submitted after an earlier
+one's results came back) waited for its client: the execution that ended last before its
+submission is then its predecessor, if it ended after the others; a task the scheduler
+queued (root-task queuing) waited for a thread anywhere in the cluster: the execution that
+ended last before its assignment. The time between a
+link's end and the next one's start is a wait, split by cause: the submission, the scheduler
+(the assignment came after the predecessor ended), incoming transfers, inputs read back from
+spill, and the rest (the worker's dispatch and the clocks' alignment). Each link's own time is
+split into CPU, I/O and the rest.
 
 Pure functions over the output ``tasks`` table, the canonical ``dependencies`` and each key's
-assignment time (``waits.scheduler_waits``' ``t_proc``: scheduler clock, the run timeline).
+submission and assignment times (``waits.scheduler_waits``' ``t_wait`` and ``t_proc``:
+scheduler clock, the run timeline).
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ import polars as pl
 
 from correlate.scalars import integer, rounded
 
-#: what released a link: the first link of the chain, the dependency that ended last, or the
-#: execution before it on its thread
-GATES = ("first", "dependency", "thread")
+#: what released a link: the first link of the chain, the dependency that ended last, the
+#: execution before it on its thread, (a task the scheduler queued) the execution that ended
+#: last before its assignment, or (a task submitted late) the execution that ended last
+#: before it reached the scheduler
+GATES = ("first", "dependency", "thread", "queue", "submission")
 #: the causes a wait before a link is split into (columns ``wait_<cause>_s``)
-WAIT_CAUSES = ("scheduler", "transfer", "read_back", "other")
+WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "other")
 #: statuses of an execution whose result a dependent could use (null: not recorded)
 _PRODUCED = ("ok", "memory")
 
@@ -62,32 +70,64 @@ def _thread_before(ex: pl.DataFrame) -> pl.DataFrame:
         thread_stop=pl.col("stop_ns").shift(1).over(on))
 
 
+def _ended_before(ex: pl.DataFrame, times: pl.DataFrame, at: str, name: str
+                  ) -> pl.DataFrame:
+    """execution_id → the execution that ended last before its time ``at`` (``<name>_prev``,
+    ``<name>_stop``)."""
+    ends = ex.select(pl.col("execution_id").alias(f"{name}_prev"),
+                     pl.col("stop_ns").alias(f"{name}_stop")).sort(f"{name}_stop")
+    return (times.drop_nulls(at).sort(at)
+            .join_asof(ends, left_on=at, right_on=f"{name}_stop", strategy="backward")
+            .select("execution_id", f"{name}_prev", f"{name}_stop"))
+
+
 def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
           ) -> pl.DataFrame:
     """Per timed execution: its predecessor (``pred_id``, ``pred_stop``), through which
-    ``gate``, and its assignment time ``assigned_ns`` (null: not recorded)."""
+    ``gate``, and its task's submission and assignment times (``submitted_ns``,
+    ``assigned_ns``; null: not recorded)."""
     ex = _timed(tasks)
-    g = (ex.select("execution_id", "key", "start_ns", "stop_ns", "wait_thread_s")
+    times = assigned.select(pl.col("key").cast(pl.String), "submitted_ns",
+                            "assigned_ns").unique("key")
+    g = (ex.select("execution_id", "key", "start_ns", "stop_ns", "wait_thread_s",
+                   "wait_queued_s")
          .join(_inputs(ex, dependencies), on="execution_id", how="left")
          .join(_thread_before(ex), on="execution_id", how="left")
-         .join(assigned.select(pl.col("key").cast(pl.String), "assigned_ns").unique("key"),
-               on="key", how="left"))
+         .join(times, on="key", how="left"))
+    # a task submitted late: what its client had likely waited for (a graph submitted after an
+    # earlier one's results came back); a task queued by the scheduler: the execution whose end
+    # freed the thread it was then assigned to
+    queued = g.filter(pl.col("wait_queued_s") > 0)
+    g = (g.join(_ended_before(ex, g, "submitted_ns", "client"), on="execution_id", how="left")
+         .join(_ended_before(ex, queued, "assigned_ns", "queue"), on="execution_id",
+               how="left"))
     # a thread's previous execution is a predecessor only if it ended before this one started,
     # after its inputs, and after the task was ready on its worker (its inputs there, its
     # assignment received): had the task been ready later, it did not wait for the thread
     ready = pl.col("start_ns") - (pl.col("wait_thread_s") * 1e9).cast(pl.Int64)
-    thread_ok = pl.col("thread_stop").is_not_null() & (pl.col("thread_stop") <= pl.col(
-        "start_ns"))
-    by_thread = (thread_ok & (pl.col("input_stop").is_null()
-                              | (pl.col("thread_stop") > pl.col("input_stop")))
-                 & (pl.col("wait_thread_s").is_null() | (pl.col("thread_stop") > ready)))
-    by_input = ~by_thread & pl.col("input_stop").is_not_null()
+    thread = (pl.when(pl.col("thread_stop").is_not_null()
+                      & (pl.col("thread_stop") <= pl.col("start_ns"))
+                      & (pl.col("wait_thread_s").is_null() | (pl.col("thread_stop") > ready)))
+              .then("thread_stop"))
+    # a task that reached the scheduler after its inputs ended waited for its client: the
+    # execution that ended last before that is its predecessor (if it ended after the rest)
+    client = (pl.when(pl.col("input_stop").is_null()
+                      | (pl.col("submitted_ns") > pl.col("input_stop")))
+              .then("client_stop"))
+    queue = pl.col("queue_stop")
+    latest = pl.max_horizontal("input_stop", thread, client, queue)
+    by_input = pl.col("input_stop").is_not_null() & (pl.col("input_stop") == latest)
+    by_thread = ~by_input & thread.is_not_null() & (thread == latest)
+    by_queue = ~by_input & ~by_thread & queue.is_not_null() & (queue == latest)
+    by_client = ~by_input & ~by_thread & ~by_queue & client.is_not_null()
     return g.select(
-        "execution_id", "assigned_ns",
-        pred_id=pl.when(by_thread).then("thread_prev").when(by_input).then("input_id"),
-        pred_stop=pl.when(by_thread).then("thread_stop").when(by_input).then("input_stop"),
-        gate=pl.when(by_thread).then(pl.lit("thread")).when(by_input).then(
-            pl.lit("dependency")).otherwise(pl.lit("first")))
+        "execution_id", "submitted_ns", "assigned_ns",
+        pred_id=pl.when(by_input).then("input_id").when(by_thread).then("thread_prev")
+        .when(by_queue).then("queue_prev").when(by_client).then("client_prev"),
+        pred_stop=pl.when(by_input | by_thread | by_queue | by_client).then(latest),
+        gate=pl.when(by_input).then(pl.lit("dependency")).when(by_thread).then(
+            pl.lit("thread")).when(by_queue).then(pl.lit("queue"))
+        .when(by_client).then(pl.lit("submission")).otherwise(pl.lit("first")))
 
 
 def walk(execution_ids: np.ndarray, pred_ids: np.ndarray, stops: np.ndarray) -> list[int]:
@@ -113,6 +153,11 @@ def walk(execution_ids: np.ndarray, pred_ids: np.ndarray, stops: np.ndarray) -> 
     return chain
 
 
+#: the part of a link's wait before its worker had the task: its submission and assignment
+_before_worker = (pl.col("wait_submission_s").fill_null(0.0)
+                  + pl.col("wait_scheduler_s").fill_null(0.0))
+
+
 def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
                   ) -> pl.DataFrame:
     """The ``critical_path`` output table: one row per link, first link first."""
@@ -134,26 +179,35 @@ def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.
     # the first link waited from the start of the task window
     after = pl.coalesce(pl.col("pred_stop"), pl.lit(window_start))
     wait = (pl.col("start_ns") - after).clip(lower_bound=0) * 1e-9
-    sched = ((pl.col("assigned_ns") - after) * 1e-9).clip(lower_bound=0)
+    submitted = pl.max_horizontal(after, "submitted_ns")
+    sched = ((pl.col("assigned_ns") - submitted) * 1e-9).clip(lower_bound=0)
     return links.with_columns(
         other_s=pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s"),
         wait_s=wait,
-        wait_scheduler_s=pl.min_horizontal(sched, wait),
+        wait_submission_s=pl.min_horizontal(
+            ((pl.col("submitted_ns") - after) * 1e-9).clip(lower_bound=0), wait),
+    ).with_columns(
+        wait_scheduler_s=pl.min_horizontal(sched, pl.col("wait_s")
+                                           - pl.col("wait_submission_s").fill_null(0.0)),
     ).with_columns(
         wait_transfer_s=pl.min_horizontal(pl.col("transfer_s").fill_null(0.0),
-                                          pl.col("wait_s") - pl.col("wait_scheduler_s")),
+                                          pl.col("wait_s") - _before_worker),
     ).with_columns(
         wait_read_back_s=pl.min_horizontal(
             pl.col("input_read_back_s").fill_null(0.0),
-            pl.col("wait_s") - pl.col("wait_scheduler_s") - pl.col("wait_transfer_s")),
+            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")),
     ).with_columns(
-        # an assignment not recorded leaves the scheduler's part unknown, not 0
-        wait_other_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
-            pl.col("wait_s") - pl.col("wait_scheduler_s") - pl.col("wait_transfer_s")
+        # a submission or assignment not recorded leaves the scheduler's parts unknown, not 0
+        wait_other_s=pl.when(pl.col("assigned_ns").is_not_null()
+                             & pl.col("submitted_ns").is_not_null()).then(
+            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
             - pl.col("wait_read_back_s")),
         wait_scheduler_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
             "wait_scheduler_s"),
+        wait_submission_s=pl.when(pl.col("submitted_ns").is_not_null()).then(
+            "wait_submission_s"),
     )
+
 
 
 def summary(path: pl.DataFrame, tasks: pl.DataFrame, top: int = 10) -> dict[str, Any] | None:

@@ -185,7 +185,7 @@ def _why(r: dict[str, Any]) -> str:
 #: share of its wall time, while it computed for at least CONTENTION_MIN_CPU of it (a sleep or
 #: a wait for something outside the process computes nothing)
 CONTENTION_OTHER = 0.3
-CONTENTION_MIN_CPU = 0.1
+CONTENTION_MIN_CPU = 0.05
 
 
 def peer_cpu(tasks: pl.DataFrame) -> pl.DataFrame:

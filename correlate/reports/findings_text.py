@@ -46,7 +46,8 @@ def path_summary(summary: dict[str, Any]) -> str | None:
     return (f"critical path: {cp['links']:,} link(s) over the {_s(cp['window_s'])} task "
             f"window: executions {_s(cp['executions_s'])} (CPU {_s(cp['cpu_s'])}, I/O "
             f"{_s(cp['io_time_s'])}, other {_s(cp['other_s'])}), waits {_s(cp['wait_s'])} "
-            f"(scheduler {_s(w['scheduler'])}, transfers {_s(w['transfer'])}, read-back "
+            f"(submission {_s(w.get('submission'))}, scheduler {_s(w['scheduler'])}, "
+            f"transfers {_s(w['transfer'])}, read-back "
             f"{_s(w['read_back'])}, other {_s(w['other'])}); by prefix: {prefixes}")
 
 

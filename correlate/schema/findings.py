@@ -24,17 +24,22 @@ CRITICAL_PATH = Table(
         Column("io_time_s", "Float64", "of it, inside I/O calls (null: not captured)"),
         Column("other_s", "Float64", "of it, neither (sleeps, locks, the GIL; null when CPU or "
                "I/O is unknown)"),
-        Column("gate", "Enum:first,dependency,thread", "what released it: the first link of the "
-               "chain, its dependency that ended last (the predecessor), or the execution before "
-               "it on its thread", nullable=False),
+        Column("gate", "Enum:first,dependency,thread,queue,submission", "what released it: the "
+               "first link of the chain, its dependency that ended last (the predecessor), the "
+               "execution before it on its thread, (its task queued by the scheduler) the "
+               "execution that ended last before its assignment, or (its task submitted after "
+               "its inputs ended) the execution that ended last before the submission",
+               nullable=False),
         Column("wait_s", "Float64", "its predecessor's end (the first link: the window's start) "
                "→ its start"),
-        Column("wait_scheduler_s", "Float64", "of the wait, before the scheduler assigned it "
+        Column("wait_submission_s", "Float64", "of the wait, before its task reached the "
+               "scheduler (null: not recorded)"),
+        Column("wait_scheduler_s", "Float64", "of the rest, before the scheduler assigned it "
                "(null: assignment not recorded)"),
         Column("wait_transfer_s", "Float64", "of the rest, incoming transfers of its inputs"),
         Column("wait_read_back_s", "Float64", "of the rest, inputs read back from spill"),
         Column("wait_other_s", "Float64", "the remainder: the worker's dispatch and the clocks' "
-               "alignment (null: the scheduler's part is unknown)"),
+               "alignment (null: the scheduler's parts are unknown)"),
     ),
     sort_by=("position",),
 )

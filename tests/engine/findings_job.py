@@ -5,7 +5,9 @@ made, for genuine Darshan logs written afterwards when no darshan-runtime traced
 
 Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``short-*``).
 - ``clean``: the base alone;
-- ``chain``: beside it, a serial chain of four 0.4 s sleeps (``chain-*``);
+- ``chain``: a serial chain of four 0.4 s sleeps (``chain-*``) on one worker, the base on the
+  other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
+  the base alone on that other worker (the job without the chain);
 - ``straggler``: ``short-5`` sleeps 1.0 s instead of 0.05 s;
 - ``gil``: beside it, two pure-Python loops (``spin-*``) on the same worker, each with a small
   write of its own file; ``gil-apart``: the same two on different workers;
@@ -93,9 +95,10 @@ def run(variant: str, truth_path: str, folder: str) -> None:
             for i in range(CHAIN):
                 key = f"chain-{i}"
                 prev = client.submit(nap, CHAIN_S, *([prev] if prev is not None else []),
-                                     key=key)
+                                     key=key, workers=[workers[0]])
                 chain.append(key)
                 futures.append(prev)
+        base = {"workers": [workers[1]]} if variant in ("chain", "apart") else {}
         if variant in ("gil", "gil-apart"):
             io += [client.submit(spin, folder, f"spin-{i}", key=f"spin-{i}",
                                  workers=[workers[0 if variant == "gil" else i]])
@@ -105,7 +108,7 @@ def run(variant: str, truth_path: str, folder: str) -> None:
                                     key="scan"))
             io += [client.submit(scan, o, 4 << 20, key=f"load-{i}") for i, o in enumerate(others)]
         futures += [client.submit(nap, STRAGGLER_S if variant == "straggler" and i == 5
-                                  else SHORT_S, key=f"short-{i}") for i in range(SHORT)]
+                                  else SHORT_S, key=f"short-{i}", **base) for i in range(SHORT)]
         client.gather(futures)
         calls = client.gather(io)
     Path(truth_path).write_text(json.dumps({"variant": variant, "chain": chain, "io": calls}))

@@ -90,7 +90,7 @@ def test_a_serial_chain_beside_parallel_work_is_a_serial_section(run):
     top = chain.summary["findings"][0]
     assert top["kind"] == "serial-section" and top["prefixes"] == ["chain"]
     assert set(top["keys"]) <= {f"chain-{i}" for i in range(4)}
-    _saved_within_25_percent(top, chain, run("clean")[0])
+    _saved_within_25_percent(top, chain, run("apart")[0])
 
 
 def test_a_straggler_is_named_with_its_key(run):
