@@ -46,28 +46,44 @@ def _timed(tasks: pl.DataFrame) -> pl.DataFrame:
     return tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
 
 
+def _hashed(col: str) -> pl.Expr:
+    """A key or a process as a 64-bit hash: joins, sorts and groups on it are several times
+    faster than on the strings (two of a run's million keys share a hash with a chance of
+    about 1 in 10^7)."""
+    return pl.col(col).hash(seed=0)
+
+
 def _inputs(ex: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
     """execution_id → the execution of its dependency that ended last (input_id, input_stop):
-    of each dependency key, its last execution that produced a result."""
-    made = ex.filter(pl.col("status").is_null() | pl.col("status").is_in(_PRODUCED))
-    producers = (made.sort("stop_ns", "execution_id").group_by("key").last()
-                 .select(depends_on="key", input_id="execution_id", input_stop="stop_ns"))
-    edges = dependencies.select("key", "depends_on").unique()
-    return (ex.select("execution_id", "key").join(edges, on="key")
-            .join(producers, on="depends_on")
-            .sort("input_stop", "input_id").group_by("execution_id").last()
-            .select("execution_id", "input_id", "input_stop"))
+    of each dependency key, its executions that produced a result (the last to end wins)."""
+    made = ex.filter(pl.col("status").is_null() | pl.col("status").is_in(_PRODUCED)).select(
+        d=_hashed("key"), input_id="execution_id", input_stop="stop_ns")
+    # (one row per edge and execution of its dependency: a repeated edge or a key that ran
+    # twice only adds rows that the maximum passes over)
+    per_key = (dependencies.select(k=_hashed("key"), d=_hashed("depends_on"))
+               .join(made, on="d").group_by("k")
+               .agg(pl.col("input_id").get(pl.col("input_stop").arg_max()),
+                    pl.col("input_stop").max()))
+    return ex.select("execution_id", k=_hashed("key")).join(per_key, on="k").drop("k")
 
 
 def _thread_before(ex: pl.DataFrame) -> pl.DataFrame:
-    """execution_id → the execution before it on its thread (thread_id, thread_stop)."""
-    on = ["host", "pid", "thread_id"]
-    threaded = ex.filter(pl.col("thread_id").is_not_null()).sort(*on, "start_ns",
-                                                                 "execution_id")
+    """execution_id → the execution before it on its thread (thread_id, thread_stop). ``ex``
+    in execution_id order: the engine numbers a process's executions in the order they
+    started, so a stable sort by process and thread leaves each thread's in start order."""
+    if not ex.get_column("execution_id").is_sorted():
+        ex = ex.sort("execution_id")
+    # each thread of each process as one 64-bit hash: one column to sort, stably
+    threaded = (ex.filter(pl.col("thread_id").is_not_null())
+                .select("execution_id", "stop_ns",
+                        thread=pl.struct("host", "pid", "thread_id").hash(seed=0))
+                .sort("thread", maintain_order=True))
+    # the row before, when it is the same thread's (cheaper than a shift over groups)
+    same = pl.col("thread") == pl.col("thread").shift(1)
     return threaded.select(
         "execution_id",
-        thread_prev=pl.col("execution_id").shift(1).over(on),
-        thread_stop=pl.col("stop_ns").shift(1).over(on))
+        thread_prev=pl.when(same).then(pl.col("execution_id").shift(1)),
+        thread_stop=pl.when(same).then(pl.col("stop_ns").shift(1)))
 
 
 def _ended_before(ex: pl.DataFrame, times: pl.DataFrame, at: str, name: str
@@ -87,13 +103,14 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     ``gate``, and its task's submission and assignment times (``submitted_ns``,
     ``assigned_ns``; null: not recorded)."""
     ex = _timed(tasks)
-    times = assigned.select(pl.col("key").cast(pl.String), "submitted_ns",
-                            "assigned_ns").unique("key")
-    g = (ex.select("execution_id", "key", "start_ns", "stop_ns", "wait_thread_s",
-                   "wait_queued_s")
+    # (one row per key: waits.scheduler_waits groups by key)
+    times = assigned.select(k=_hashed("key"), submitted_ns="submitted_ns",
+                            assigned_ns="assigned_ns")
+    g = (ex.select("execution_id", "start_ns", "stop_ns", "wait_thread_s", "wait_queued_s",
+                   k=_hashed("key"))
          .join(_inputs(ex, dependencies), on="execution_id", how="left")
          .join(_thread_before(ex), on="execution_id", how="left")
-         .join(times, on="key", how="left"))
+         .join(times, on="k", how="left").drop("k"))
     # a task submitted late: what its client had likely waited for (a graph submitted after an
     # earlier one's results came back); a task queued by the scheduler: the execution whose end
     # freed the thread it was then assigned to
@@ -114,40 +131,46 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     client = (pl.when(pl.col("input_stop").is_null()
                       | (pl.col("submitted_ns") > pl.col("input_stop")))
               .then("client_stop"))
-    queue = pl.col("queue_stop")
-    latest = pl.max_horizontal("input_stop", thread, client, queue)
-    by_input = pl.col("input_stop").is_not_null() & (pl.col("input_stop") == latest)
-    by_thread = ~by_input & thread.is_not_null() & (thread == latest)
-    by_queue = ~by_input & ~by_thread & queue.is_not_null() & (queue == latest)
-    by_client = ~by_input & ~by_thread & ~by_queue & client.is_not_null()
+    g = g.with_columns(thread_gate=thread, client_gate=client).with_columns(
+        latest=pl.max_horizontal("input_stop", "thread_gate", "client_gate", "queue_stop"))
+    # (each candidate a column of its own: one expression nesting them all is evaluated once
+    # per use, several times over)
+    gate = (pl.when(pl.col("input_stop") == pl.col("latest")).then(pl.lit("dependency"))
+            .when(pl.col("thread_gate") == pl.col("latest")).then(pl.lit("thread"))
+            .when(pl.col("queue_stop") == pl.col("latest")).then(pl.lit("queue"))
+            .when(pl.col("client_gate") == pl.col("latest")).then(pl.lit("submission"))
+            .otherwise(pl.lit("first")))
+    g = g.with_columns(gate=gate)
     return g.select(
-        "execution_id", "submitted_ns", "assigned_ns",
-        pred_id=pl.when(by_input).then("input_id").when(by_thread).then("thread_prev")
-        .when(by_queue).then("queue_prev").when(by_client).then("client_prev"),
-        pred_stop=pl.when(by_input | by_thread | by_queue | by_client).then(latest),
-        gate=pl.when(by_input).then(pl.lit("dependency")).when(by_thread).then(
-            pl.lit("thread")).when(by_queue).then(pl.lit("queue"))
-        .when(by_client).then(pl.lit("submission")).otherwise(pl.lit("first")))
+        "execution_id", "stop_ns", "submitted_ns", "assigned_ns", "gate",
+        pred_id=pl.when(pl.col("gate") == "dependency").then("input_id")
+        .when(pl.col("gate") == "thread").then("thread_prev")
+        .when(pl.col("gate") == "queue").then("queue_prev")
+        .when(pl.col("gate") == "submission").then("client_prev"),
+        pred_stop=pl.when(pl.col("gate") != "first").then("latest"))
 
 
 def walk(execution_ids: np.ndarray, pred_ids: np.ndarray, stops: np.ndarray) -> list[int]:
     """The chain ending at the execution that ended last (ties: the highest id), first link
     first. ``pred_ids`` holds -1 where an execution has no predecessor; a predecessor that did
-    not end before its successor (clocks misaligned beyond the gap) ends the walk, so that it
-    always terminates."""
+    not end before its successor (clocks misaligned beyond the gap), or that is not among
+    ``execution_ids``, ends the walk, so that it always terminates."""
     if not len(execution_ids):
         return []
-    index = {int(e): i for i, e in enumerate(execution_ids)}
-    order = np.lexsort((execution_ids, stops))
-    at = int(order[-1])
-    chain = [int(execution_ids[at])]
+    # arrays indexed by execution id (ids are 0..n-1 in the engine: no dictionary of them)
+    size = int(max(execution_ids.max(), pred_ids.max())) + 1
+    pred_of = np.full(size, -1, dtype=np.int64)
+    pred_of[execution_ids] = pred_ids
+    stop_of = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+    stop_of[execution_ids] = stops
+    at = int(execution_ids[np.lexsort((execution_ids, stops))[-1]])
+    chain = [at]
     seen = {at}
-    while pred_ids[at] >= 0:
-        nxt = index.get(int(pred_ids[at]))
-        if nxt is None or nxt in seen or stops[nxt] > stops[at]:
+    while (nxt := int(pred_of[at])) >= 0:
+        if nxt in seen or stop_of[nxt] > stop_of[at]:
             break
         seen.add(nxt)
-        chain.append(int(execution_ids[nxt]))
+        chain.append(nxt)
         at = nxt
     chain.reverse()
     return chain
@@ -163,19 +186,16 @@ def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.
     """The ``critical_path`` output table: one row per link, first link first."""
     ex = _timed(tasks)
     g = gates(ex, dependencies, assigned)
-    ids = g.get_column("execution_id").to_numpy()
-    preds = g.get_column("pred_id").fill_null(-1).to_numpy()
-    stops = g.select(pl.col("execution_id").alias("e")).join(
-        ex.select(e="execution_id", s="stop_ns"), on="e", how="left",
-        maintain_order="left").get_column("s").to_numpy()
-    chain = walk(ids, preds, stops)
+    chain = walk(g.get_column("execution_id").to_numpy(),
+                 g.get_column("pred_id").fill_null(-1).to_numpy(),
+                 g.get_column("stop_ns").to_numpy())
     if not chain:
         return pl.DataFrame()
     window_start = ex.get_column("start_ns").min()
     links = (pl.DataFrame({"execution_id": chain}, schema={"execution_id": pl.Int64})
              .with_row_index("position").with_columns(pl.col("position").cast(pl.Int64))
              .join(ex, on="execution_id", how="left", maintain_order="left")
-             .join(g, on="execution_id", how="left", maintain_order="left"))
+             .join(g.drop("stop_ns"), on="execution_id", how="left", maintain_order="left"))
     # the first link waited from the start of the task window
     after = pl.coalesce(pl.col("pred_stop"), pl.lit(window_start))
     wait = (pl.col("start_ns") - after).clip(lower_bound=0) * 1e-9

@@ -78,11 +78,11 @@ def _finding(kind: str, cost_s: float | None, prefixes: list[str], keys: list[st
 def running_counts(tasks: pl.DataFrame) -> pl.DataFrame:
     """The task window cut at every start and stop: each piece (``t0``, ``t1``) with how many
     executions ran in it (``running``)."""
-    ev = pl.concat([tasks.select(t="start_ns", d=pl.lit(1, pl.Int64)),
-                    tasks.select(t="stop_ns", d=pl.lit(-1, pl.Int64))])
-    ev = ev.group_by("t").agg(pl.col("d").sum()).sort("t")
+    ev = pl.concat([tasks.select(t="start_ns", d=pl.lit(1, pl.Int32)),
+                    tasks.select(t="stop_ns", d=pl.lit(-1, pl.Int32))]).sort("t")
+    # (events at one instant are not summed first: the pieces between them have no length)
     return ev.select(t0="t", t1=pl.col("t").shift(-1),
-                     running=pl.col("d").cum_sum()).drop_nulls("t1")
+                     running=pl.col("d").cum_sum()).filter(pl.col("t1") > pl.col("t0"))
 
 
 def serial_section(ctx: Context) -> list[dict[str, Any]]:
@@ -93,14 +93,14 @@ def serial_section(ctx: Context) -> list[dict[str, Any]]:
     alone (had that work run beside the rest, the window would have been shorter by at most
     that)."""
     threads = ctx.threads
-    if threads < 2:
+    serial = ctx.path.filter(pl.col("gate").cast(pl.String) == "dependency").select(
+        "execution_id")
+    if threads < 2 or serial.is_empty():
         return []
     alone = running_counts(ctx.tasks).filter(pl.col("running") == 1)
     if alone.is_empty():
         return []
     # which execution ran in each lone piece: the one whose window holds the piece
-    serial = ctx.path.filter(pl.col("gate").cast(pl.String) == "dependency").select(
-        "execution_id")
     ex = ctx.tasks.join(serial, on="execution_id", how="semi").select(
         "execution_id", "key", "prefix", "start_ns", "stop_ns").sort("start_ns")
     pieces = alone.sort("t0").join_asof(ex, left_on="t0", right_on="start_ns",
@@ -192,24 +192,25 @@ def peer_cpu(tasks: pl.DataFrame) -> pl.DataFrame:
     """execution_id → ``peer_cpu_s``: CPU seconds the other executions of its process spent
     during its window, each spread evenly over its own window. One sweep per process over the
     starts and ends (no pairwise join): the running executions' summed CPU rate as a step
-    function, its integral at every start and end."""
-    t = tasks.filter(pl.col("cpu_s").is_not_null() & (pl.col("duration_s") > 0))
-    rate = pl.col("cpu_s") / pl.col("duration_s")
-    on = ["host", "pid"]
-    ev = (pl.concat([t.select(*on, t="start_ns", d=rate), t.select(*on, t="stop_ns", d=-rate)])
-          .group_by(*on, "t").agg(pl.col("d").sum()).sort(*on, "t")
-          .with_columns(r=pl.col("d").cum_sum().over(on)))
-    ev = ev.with_columns(
-        i=((pl.col("r").shift(1) * (pl.col("t") - pl.col("t").shift(1))).fill_null(0.0)
-           .cum_sum().over(on) * 1e-9))
-    at = ev.select(*on, "t", "i")
-    return (t.select("execution_id", *on, "start_ns", "stop_ns", "cpu_s")
-            .join(at.rename({"t": "start_ns", "i": "i0"}), on=[*on, "start_ns"], how="left",
-                  nulls_equal=True)
-            .join(at.rename({"t": "stop_ns", "i": "i1"}), on=[*on, "stop_ns"], how="left",
-                  nulls_equal=True)
-            .select("execution_id",
-                    peer_cpu_s=(pl.col("i1") - pl.col("i0") - pl.col("cpu_s")).clip(0.0)))
+    function, its integral read at each execution's start and end (rows at one instant share
+    the integral: no time passes between them)."""
+    t = tasks.filter(pl.col("cpu_s").is_not_null() & (pl.col("duration_s") > 0)).select(
+        "execution_id", "start_ns", "stop_ns", "cpu_s",
+        rate=pl.col("cpu_s") / pl.col("duration_s"),
+        proc=pl.struct("host", "pid").hash(seed=0))  # (a hash sorts faster than the strings)
+    ev = pl.concat([t.select("proc", "execution_id", t="start_ns", d="rate",
+                             end=pl.lit(False)),
+                    t.select("proc", "execution_id", t="stop_ns", d=-pl.col("rate"),
+                             end=pl.lit(True))]).sort("proc", "t")
+    ev = ev.with_columns(r=pl.col("d").cum_sum().over("proc"))
+    step = pl.when(pl.col("proc") == pl.col("proc").shift(1)).then(
+        pl.col("r").shift(1) * (pl.col("t") - pl.col("t").shift(1))).fill_null(0.0)
+    ev = ev.with_columns(i=step.cum_sum().over("proc") * 1e-9)
+    at_start = ev.filter(~pl.col("end")).select("execution_id", i0="i").sort("execution_id")
+    at_stop = ev.filter(pl.col("end")).select("execution_id", i1="i").sort("execution_id")
+    return at_start.join(at_stop, on="execution_id").join(
+        t.select("execution_id", "cpu_s"), on="execution_id").select(
+        "execution_id", peer_cpu_s=(pl.col("i1") - pl.col("i0") - pl.col("cpu_s")).clip(0.0))
 
 
 def thread_contention(ctx: Context) -> list[dict[str, Any]]:
@@ -221,10 +222,15 @@ def thread_contention(ctx: Context) -> list[dict[str, Any]]:
                          & pl.col("awaiting_s").is_null())
     if t.is_empty() or not ctx.evidence.io_captured:
         return []
-    per_process = t.group_by("host", "pid").agg(threads=pl.col("thread_id").n_unique())
     other = pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s")
-    waited = (t.join(peer_cpu(ctx.tasks), on="execution_id", how="left")
-              .join(per_process, on=["host", "pid"])
+    t = t.filter((other >= CONTENTION_OTHER * pl.col("duration_s"))
+                 & (pl.col("cpu_s") >= CONTENTION_MIN_CPU * pl.col("duration_s")))
+    if t.is_empty():  # (the usual case: no sweep over every execution)
+        return []
+    proc = pl.struct("host", "pid").hash(seed=0)  # (faster to group and join than strings)
+    per_process = ctx.tasks.group_by(proc=proc).agg(threads=pl.col("thread_id").n_unique())
+    waited = (t.with_columns(proc=proc).join(peer_cpu(ctx.tasks), on="execution_id", how="left")
+              .join(per_process, on="proc")
               .filter((pl.col("threads") > 1)
                       & (other >= CONTENTION_OTHER * pl.col("duration_s"))
                       & (pl.col("cpu_s") >= CONTENTION_MIN_CPU * pl.col("duration_s")))
