@@ -228,7 +228,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     summary["warnings"] += profile_warnings(summary["profile"])
     found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
                              findings.rules.Evidence(io_captured=io_captured(frames),
-                                                     dxt=dxt_captured(frames)))
+                                                     dxt=dxt_captured(frames),
+                                                     segments=sink.scan("segments")))
     _put(sink, "critical_path", found.critical_path)
     _put(sink, "findings", found.findings)
     summary.update(found.summary)

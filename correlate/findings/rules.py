@@ -31,10 +31,12 @@ SHOWN = 5
 @dataclass(frozen=True)
 class Evidence:
     """What the run captured, beyond the tables: whether its Darshan logs were read at all
-    (``io_captured``) and whether they traced operations (``dxt``)."""
+    (``io_captured``) and whether they traced operations (``dxt``); ``segments``: the
+    ``segments`` output table, read lazily (the byte ranges of each read), or None."""
 
     io_captured: bool
     dxt: bool
+    segments: pl.LazyFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -319,6 +321,67 @@ def small_requests(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
+# --- repeated-reads ----------------------------------------------------------------------
+
+#: a file counts when its reads moved at least this many bytes more than its distinct bytes
+REPEATED_MIN_BYTES = 1 << 20
+
+
+def distinct_read_bytes(segments: pl.LazyFrame, paths: list[str]) -> pl.DataFrame:
+    """path → ``distinct_bytes``: the bytes of ``paths`` that DXT saw read, each byte once (the
+    union of the reads' ranges)."""
+    reads = (segments.filter((pl.col("op").cast(pl.String) == "read")
+                             & pl.col("path").is_in(paths) & pl.col("offset").is_not_null())
+             .select("path", "offset", end=pl.col("offset") + pl.col("length"))
+             .sort("path", "offset").collect())
+    if reads.is_empty():
+        return pl.DataFrame(schema={"path": pl.String, "distinct_bytes": pl.Int64})
+    # a range adds what it reaches beyond every earlier range of its file
+    reads = reads.with_columns(reach=pl.col("end").cum_max().over("path"))
+    return reads.with_columns(before=pl.col("reach").shift(1).over("path")).select(
+        "path", new=(pl.col("end") - pl.max_horizontal("offset", pl.col("before")
+                                                      .fill_null(pl.col("offset"))))
+        .clip(0)).group_by("path").agg(distinct_bytes=pl.col("new").sum())
+
+
+def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
+    """Files whose bytes were read more than once (by several executions, or by one several
+    times): DXT's byte ranges give the distinct bytes; ``times`` = bytes read / distinct
+    bytes. Each execution's reads of the file are taken to be ``1 − 1/times`` repeats, and
+    that share of their time is the excess. Silent without DXT (counters have no ranges)."""
+    if ctx.evidence.segments is None or not ctx.evidence.dxt:
+        return []
+    f = ctx.task_files.filter((pl.col("op").cast(pl.String) == "read")
+                              & pl.col("io_time_s").is_not_null())
+    per_path = f.group_by("path").agg(read=pl.col("bytes").sum())
+    paths = per_path.filter(pl.col("read") >= REPEATED_MIN_BYTES).get_column("path")
+    if paths.is_empty():
+        return []
+    distinct = distinct_read_bytes(ctx.evidence.segments, paths.to_list())
+    repeated = (per_path.join(distinct, on="path")
+                .with_columns(times=pl.col("read") / pl.col("distinct_bytes"))
+                .filter((pl.col("read") - pl.col("distinct_bytes") >= REPEATED_MIN_BYTES)
+                        & (pl.col("times") > 1.05)))
+    out = []
+    for r in repeated.sort("read", "path", descending=[True, False]).iter_rows(named=True):
+        rows = f.filter(pl.col("path") == r["path"]).join(
+            ctx.tasks.select("execution_id", "prefix"), on="execution_id")
+        excess = rows.group_by("execution_id").agg(
+            excess_s=pl.col("io_time_s").sum() * (1 - 1 / r["times"]))
+        readers = rows.group_by("key", "prefix").agg(pl.col("bytes").sum()).sort(
+            "bytes", "key", descending=[True, False])
+        out.append(_finding(
+            "repeated-reads", span_saved(ctx, excess),
+            [p for p in readers.get_column("prefix").unique().sort().to_list() if p],
+            readers.get_column("key").to_list(), [r["path"]],
+            f"{r['path']}: {_bytes(r['read'])} read for {_bytes(r['distinct_bytes'])} of "
+            f"distinct bytes ({r['times']:.1f} times) by {readers.height} execution(s), "
+            f"{rows.get_column('io_time_s').sum():.3f} s inside the reads",
+            "read the file once, in one task, and let the tasks that need it depend on that "
+            "task's result (or persist it)"))
+    return out
+
+
 def _bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
@@ -328,7 +391,7 @@ def _bytes(n: float) -> str:
 
 
 RULES: tuple[Callable[[Context], list[dict[str, Any]]], ...] = (
-    serial_section, straggler, thread_contention, small_requests)
+    serial_section, straggler, thread_contention, small_requests, repeated_reads)
 
 
 def findings(tasks: pl.DataFrame, task_files: pl.DataFrame, path: pl.DataFrame,

@@ -14,6 +14,8 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
 - ``small``: beside it, ``scan`` reads a 256 MiB file in 512-byte requests; ``large``: the same
   read in 4 MiB requests. In both, ``load-0..3`` each read another 16 MiB file in 4 MiB requests
   (what large requests cost on this host, in the run itself).
+- ``reread``: beside it, four tasks (``reread-*``) each read the same 128 MiB file whole, in
+  4 MiB requests.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ SPIN = 10_000_000
 SCAN_BYTES = 256 << 20
 LOAD_BYTES = 16 << 20
 LOADS = 4
+REREAD_BYTES = 128 << 20
+READERS = 4
 
 
 def nap(seconds: float, *deps: object) -> float:
@@ -85,6 +89,10 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         for path, size in ((data, SCAN_BYTES), *((o, LOAD_BYTES) for o in others)):
             with open(path, "wb") as f:
                 f.write(bytes(size))
+    if variant == "reread":
+        shared = os.path.join(folder, "shared.bin")
+        with open(shared, "wb") as f:
+            f.write(bytes(REREAD_BYTES))
     with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         client.wait_for_workers(2)
@@ -107,6 +115,9 @@ def run(variant: str, truth_path: str, folder: str) -> None:
             io.append(client.submit(scan, data, 512 if variant == "small" else 4 << 20,
                                     key="scan"))
             io += [client.submit(scan, o, 4 << 20, key=f"load-{i}") for i, o in enumerate(others)]
+        if variant == "reread":
+            io += [client.submit(scan, shared, 4 << 20, key=f"reread-{i}")
+                   for i in range(READERS)]
         futures += [client.submit(nap, STRAGGLER_S if variant == "straggler" and i == 5
                                   else SHORT_S, key=f"short-{i}", **base) for i in range(SHORT)]
         client.gather(futures)

@@ -132,6 +132,21 @@ def test_a_file_read_in_512_byte_requests_is_small_requests(run):
     assert 0.05 * _window_s(small) <= top["cost_s"] <= inside
 
 
+def test_a_file_read_whole_by_four_tasks_is_repeated_reads(run):
+    reread, truth = run("reread")
+    top = _top(reread, "repeated-reads")
+    shared = truth["io"][0]["path"]
+    assert top["files"] == [shared] and top["prefixes"] == ["reread"]
+    assert sorted(top["keys"]) == [f"reread-{i}" for i in range(4)]
+    assert "(4.0 times)" in top["evidence"]
+    # the cost is at most the time of the three repeats
+    inside = reread.tables["task_files"].filter(pl.col("path") == shared)["io_time_s"].sum()
+    assert 0 < top["cost_s"] <= inside * 3 / 4 + 1e-9
+    # the scan files of other jobs, each read once, are no repeated reads
+    small, _ = run("small")
+    assert not [f for f in small.summary["findings"] if f["kind"] == "repeated-reads"]
+
+
 def test_a_clean_job_has_no_finding_above_the_threshold(run):
     clean, _ = run("clean")
     floor = max(MIN_COST_S, MIN_COST_SHARE * _window_s(clean))

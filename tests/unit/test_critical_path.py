@@ -84,3 +84,15 @@ def test_the_walk_ends_at_a_predecessor_that_ended_after_its_successor():
     # 2 ← 1 ← 0, but 0 "ended" after 1 (misaligned clocks): the walk stops at 1
     assert walk(ids, np.array([-1, 0, 1]), np.array([50, 40, 60])) == [1, 2]
     assert walk(ids, np.array([2, 0, 1]), np.array([10, 20, 30])) == [0, 1, 2]
+
+
+def test_distinct_read_bytes_count_each_byte_once():
+    from correlate.findings.rules import distinct_read_bytes
+
+    seg = pl.DataFrame({"path": ["a", "a", "a", "a", "b", "b"],
+                        "op": ["read"] * 5 + ["write"],
+                        "offset": [0, 50, 100, 300, 0, 0],
+                        "length": [100, 100, 50, 10, 10, 99]})
+    got = dict(distinct_read_bytes(seg.lazy(), ["a", "b"]).rows())
+    # a: [0, 150) ∪ [300, 310); b: the write is not a read
+    assert got == {"a": 160, "b": 10}
