@@ -85,6 +85,19 @@ def test_the_critical_path_is_the_chain_that_set_the_span(run):
     assert s["cpu_s"] > 0 and s["io_time_s"] is None and path["other_s"].null_count() == 4
 
 
+def test_the_trace_draws_the_path_on_a_track_of_its_own(run):
+    from correlate.reports.critical_path_track import LINKS_TID, PATH_PID, path_events
+
+    result, truth = run("chain")
+    path = result.tables["critical_path"]
+    events = [json.loads(j) for part in path_events(path, int(path["start_ns"].min()))
+              for j in part["json"]]
+    links = [e for e in events if e["ph"] == "X" and e["tid"] == LINKS_TID]
+    assert [e["name"] for e in links] == truth["chain"]
+    assert {e["pid"] for e in events} == {PATH_PID}
+    assert links[0]["ts"] == 0 and all(e["dur"] > 0 for e in links)
+
+
 def test_a_serial_chain_beside_parallel_work_is_a_serial_section(run):
     chain, _ = run("chain")
     top = chain.summary["findings"][0]
