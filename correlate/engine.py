@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, endings, task_threads, waits
+from correlate import align, arrivals, coroutines, endings, findings, task_threads, waits
 from correlate.attribution import doubtful, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -34,7 +34,14 @@ from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
 from correlate.spans import DEFAULT_SPAN
-from correlate.summary import build_summary, profile_coverage, profile_warnings, spill_source
+from correlate.summary import (
+    build_summary,
+    dxt_captured,
+    io_captured,
+    profile_coverage,
+    profile_warnings,
+    spill_source,
+)
 
 OUTPUT_TABLES = outputs.NAMES
 #: written only when the run has such data (a run without keeps today's outputs exactly)
@@ -86,7 +93,7 @@ def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.D
     arrived = arrivals.arrivals_table(frames.data_arrivals, frames.senders, external)
     ext = arrivals.external_waits(arrivals.arrival_times(arrived), frames.dependencies,
                                   key_waits)
-    return key_waits.drop("t_wait").join(ext, on="key", how="left"), arrived
+    return key_waits.join(ext, on="key", how="left"), arrived
 
 
 def _spill_columns(ex: pl.DataFrame, spill_io: pl.DataFrame, frames: RunFrames
@@ -173,6 +180,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                                          message_bounds(transitions))
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
     key_waits, arrived = _key_waits(transitions, frames, worker_clocks)
+    # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
+    assigned = key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc")
+    key_waits = key_waits.drop("t_wait", "t_proc")
     del transitions
     windows = coroutines.io_windows(ex, frames.execution_slices)
     parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
@@ -228,6 +238,13 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
+    found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
+                             findings.rules.Evidence(io_captured=io_captured(frames),
+                                                     dxt=dxt_captured(frames),
+                                                     segments=sink.scan("segments")))
+    _put(sink, "critical_path", found.critical_path)
+    _put(sink, "findings", found.findings)
+    summary.update(found.summary)
     inference = threads.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference

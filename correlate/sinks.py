@@ -30,6 +30,10 @@ class TableSink(Protocol):
 
     def write_parts(self, name: str, parts: Iterator[pl.DataFrame]) -> None: ...
 
+    def scan(self, name: str) -> pl.LazyFrame:
+        """A table already written, read back lazily (select and filter before collecting)."""
+        ...
+
 
 class MemorySink:
     """Keeps every table in ``tables``."""
@@ -44,6 +48,9 @@ class MemorySink:
         got = list(parts)
         self.tables[name] = (pl.concat(got, how="diagonal_relaxed") if got
                              else TABLES[name].empty())
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        return self.tables[name].lazy()
 
 
 class ParquetSink:
@@ -61,6 +68,9 @@ class ParquetSink:
         """Every part must have exactly the table's schema (``conform``)."""
         self._sink(name, register_io_source(lambda *_: parts,
                                              schema=TABLES[name].polars_schema()))
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        return pl.scan_parquet(self.out_dir / f"{name}.parquet")
 
     def _sink(self, name: str, lf: pl.LazyFrame) -> None:
         """Written under a temp name and renamed: a reader of the folder meanwhile sees the

@@ -42,6 +42,7 @@ def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
         wait_queued_s=(pl.col("t_proc") - pl.col("t_queued")) * s,
         wait_thread_s=(pl.col("t_exec") - pl.col("t_ready")) * s,
         t_wait=pl.col("t_wait"),
+        t_proc=pl.col("t_proc"),  # the assignment (the critical path's gates)
     )
 
 

@@ -25,6 +25,9 @@ from matplotlib.patches import Patch
 from correlate.reports.timeline import IO_COLOURS, OTHER_COLOUR  # noqa: E402
 from correlate.scalars import number
 
+#: the critical path's outline and line on the timeline
+PATH_COLOUR = "black"
+
 DPI = 100
 WIDTH_IN = 12.0
 MAX_LANES = 48
@@ -53,9 +56,11 @@ def _rects(start_s: np.ndarray, stop_s: np.ndarray, y0: np.ndarray, h: float) ->
 
 
 def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
-             colours: dict[str, str], path: Path, *, note: str = "") -> Path:
+             colours: dict[str, str], path: Path, *, note: str = "",
+             critical: pl.DataFrame | None = None) -> Path:
     """Lanes (worker · thread) top to bottom, tasks coloured by prefix, I/O as thin strips
-    along the bottom of each lane (dark: read, magenta: write)."""
+    along the bottom of each lane (dark: read, magenta: write); ``critical``: the critical
+    path's links as bars (lane, start, stop), outlined and joined by a black line."""
     shown = min(len(lane_labels), MAX_LANES)
     bars = bars.filter(pl.col("lane") < shown)
     io = io.filter(pl.col("lane") < shown)
@@ -65,6 +70,8 @@ def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
         ax = fig.add_subplot()
         _draw_tasks(ax, bars, colours)
         _draw_io(ax, io)
+        if critical is not None:
+            _draw_path(ax, critical.filter(pl.col("lane") < shown))
         ax.set_yticks(np.arange(shown) + 0.4, [plain(x) for x in lane_labels[:shown]])
         ax.set_ylim(shown, -0.2)
         ax.set_xlabel("seconds since the first task started")
@@ -75,7 +82,7 @@ def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
             title += f" (first {shown} of {len(lane_labels)} threads)"
         wrapped = "\n".join(textwrap.wrap(note, 110)) if note else ""
         ax.set_title(plain(title + (f"\n{wrapped}" if wrapped else "")), loc="left")
-        _legend(ax, colours)
+        _legend(ax, colours, critical is not None and not critical.is_empty())
         return _save(fig, path)
 
 
@@ -102,11 +109,27 @@ def _draw_io(ax: Axes, io: pl.DataFrame) -> None:
                                          linewidths=0.6))
 
 
-def _legend(ax: object, colours: dict[str, str]) -> None:
+def _draw_path(ax: Axes, links: pl.DataFrame) -> None:
+    """The critical path: each link outlined, a line from each link's end to the next's
+    start (through the wait between them)."""
+    if links.is_empty():
+        return
+    start, stop = links["start"].to_numpy() / 1e9, links["stop"].to_numpy() / 1e9
+    lane = links["lane"].to_numpy().astype(float)
+    ax.add_collection(PolyCollection(list(_rects(start, stop, lane, 0.8)), facecolors="none",
+                                     edgecolors=PATH_COLOUR, linewidths=1.4))
+    xs = np.column_stack([start, stop]).ravel()
+    ys = np.repeat(lane + 0.4, 2)
+    ax.plot(xs, ys, color=PATH_COLOUR, linewidth=1.2, label="critical path")
+
+
+def _legend(ax: object, colours: dict[str, str], with_path: bool = False) -> None:
     handles = [Patch(color=c, label=plain(p)) for p, c in list(colours.items())[:12]]
     if len(colours) > 12:
         handles.append(Patch(color=OTHER_COLOUR, label="other prefixes"))
     handles += [Patch(color=c, label=f"I/O {op}") for op, c in sorted(IO_COLOURS.items())]
+    if with_path:
+        handles += [Patch(facecolor="none", edgecolor=PATH_COLOUR, label="critical path")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0),  # type: ignore[attr-defined]
               fontsize=8, frameon=False)
 

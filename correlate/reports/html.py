@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.reports import ReportOptions
+from correlate.reports import ReportOptions, findings_html
 from correlate.reports import aggregate as agg
 from correlate.reports.load import Outputs
 from correlate.reports.page import render_page
@@ -178,7 +178,8 @@ def build_data(out: Outputs) -> dict[str, Any]:
 
 def render_html(out: Outputs) -> str:
     """The whole page as a string."""
-    return render_page("report", title="Dask run report", data=build_data(out))
+    return render_page("report", title="Dask run report", data=build_data(out),
+                       **findings_html.context(out))
 
 
 def write_html(out: Outputs, out_dir: Path, options: ReportOptions) -> list[Path]:

@@ -42,10 +42,11 @@ def embed_json(data: Any) -> str:
     return text
 
 
-def render_page(name: str, *, title: str, data: Any) -> str:
+def render_page(name: str, *, title: str, data: Any, **server: Any) -> str:
     """Page ``name`` (``report`` or ``compare``): ``templates/<name>.html`` with ``data``
-    embedded as ``<name>-data`` and ``templates/<name>.js`` as its script."""
+    embedded as ``<name>-data`` and ``templates/<name>.js`` as its script; ``server``: values
+    the template renders itself (readable before any script runs)."""
     return _environment().get_template(f"{name}.html").render(
-        title=title, data_id=f"{name}-data", data_json=embed_json(data),
+        **server, title=title, data_id=f"{name}-data", data_json=embed_json(data),
         script=(TEMPLATES / f"{name}.js").read_text(encoding="utf-8"),
         style=(TEMPLATES / "report.css").read_text(encoding="utf-8"))

@@ -15,6 +15,7 @@ from correlate.endings import is_run
 from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
+from correlate.reports import findings_text
 from correlate.summary import destinations
 
 
@@ -116,6 +117,17 @@ def _arrival_line(summary: dict[str, Any]) -> str | None:
             f"steps); {a['sentence']}")
 
 
+def _print_findings(c: Any, summary: dict[str, Any], top: int) -> None:
+    """The findings and the critical path, first after the totals."""
+    for line in findings_text.finding_lines(summary, top):
+        c.print(Text(line, style="bold"))
+    path = findings_text.path_summary(summary)
+    if path:
+        c.print(Text(path))
+        for line in findings_text.link_lines(summary):
+            c.print(Text("  " + line))
+
+
 def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, out: Path,
                   top: int = 10) -> None:
     c = results()
@@ -160,6 +172,7 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
             c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys "
                     f"written ({_secs(sp['spill_write_s'])} s), {_bytes(sp['unspilled_bytes'])} "
                     f"read back ({_secs(sp['unspill_read_s'])} s); {waited}")
+    _print_findings(c, summary, top)
     for line in _shuffle_lines(summary, top):
         c.print(Text(line))
     arrived = _arrival_line(summary)

@@ -71,6 +71,7 @@ least exact method that gave it I/O (else the best its process allowed).
 from __future__ import annotations
 
 from correlate.schema.canonical import NCALL_KIND
+from correlate.schema.findings import CRITICAL_PATH, FINDINGS
 from correlate.schema.table import Column, Table
 
 ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,helper-shared,"
@@ -314,7 +315,7 @@ ARRIVAL_STEPS = Table(
 )
 
 ALL = (TASKS, TASK_FILES, TASK_FUNCTIONS, UNATTRIBUTED, CLOCKS, SEGMENTS, EVENTS, SLICES,
-       ARRIVALS, ARRIVAL_STEPS)
+       ARRIVALS, ARRIVAL_STEPS, CRITICAL_PATH, FINDINGS)
 #: written only when a run has such data (docs/in-situ.md): their absence is no gap
 OPTIONAL = (ARRIVALS, ARRIVAL_STEPS)
 OPTIONAL_NAMES = tuple(t.name for t in OPTIONAL)

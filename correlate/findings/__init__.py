@@ -1,0 +1,34 @@
+"""Findings and the critical path: what to fix first, and what it costs (docs/findings.md).
+
+One door: ``analyse`` takes the output tables the engine has made and returns the
+``critical_path`` and ``findings`` tables with their ``summary.json`` parts. The path is
+``critical_path.py``; the rules are ``rules.py`` (each a pure function over the tables).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from correlate.findings import critical_path, rules
+
+
+@dataclass(frozen=True)
+class Analysis:
+    critical_path: pl.DataFrame
+    findings: pl.DataFrame
+    #: ``summary.json`` ``critical_path`` (null: no timed execution) and ``findings``
+    summary: dict[str, Any]
+
+
+def analyse(tasks: pl.DataFrame, task_files: pl.DataFrame, dependencies: pl.DataFrame,
+            assigned: pl.DataFrame, evidence: rules.Evidence) -> Analysis:
+    """The critical path of ``tasks`` (``assigned``: key → assigned_ns, the scheduler's
+    assignment on the run timeline) and the findings of every rule over it."""
+    path = critical_path.critical_path(tasks, dependencies, assigned)
+    found = rules.findings(tasks, task_files, path, evidence)
+    return Analysis(critical_path=path, findings=found, summary={
+        "critical_path": critical_path.summary(path, tasks),
+        "findings": rules.as_json(found)})

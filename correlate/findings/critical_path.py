@@ -1,0 +1,267 @@
+"""The critical path of a run: the chain of executions that set its task window.
+
+An execution could start only once its inputs existed (each dependency's end, then its transfer
+or read-back), the scheduler had assigned it, and a thread of its worker was free (the execution
+before it on its thread had ended). Of the two *links* that can release it, the dependency that
+ended last and the execution before it on its thread, the later one is its predecessor — the
+thread only if the task was ready on its worker before the thread freed (``wait_thread_s``,
+where recorded: else it did not wait for the thread, whatever the order of the ends); walking
+back from the execution that ended last, predecessor by predecessor, gives the chain. A task
+that reached the scheduler only after its inputs ended (a graph submitted after an earlier
+one's results came back) waited for its client: the execution that ended last before its
+submission is then its predecessor, if it ended after the others; a task the scheduler
+queued (root-task queuing) waited for a thread anywhere in the cluster: the execution that
+ended last before its assignment. The time between a
+link's end and the next one's start is a wait, split by cause: the submission, the scheduler
+(the assignment came after the predecessor ended), incoming transfers, inputs read back from
+spill, and the rest (the worker's dispatch and the clocks' alignment). Each link's own time is
+split into CPU, I/O and the rest.
+
+Pure functions over the output ``tasks`` table, the canonical ``dependencies`` and each key's
+submission and assignment times (``waits.scheduler_waits``' ``t_wait`` and ``t_proc``:
+scheduler clock, the run timeline).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from correlate.scalars import integer, rounded
+
+#: what released a link: the first link of the chain, the dependency that ended last, the
+#: execution before it on its thread, (a task the scheduler queued) the execution that ended
+#: last before its assignment, or (a task submitted late) the execution that ended last
+#: before it reached the scheduler
+GATES = ("first", "dependency", "thread", "queue", "submission")
+#: the causes a wait before a link is split into (columns ``wait_<cause>_s``)
+WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "other")
+#: statuses of an execution whose result a dependent could use (null: not recorded)
+_PRODUCED = ("ok", "memory")
+
+
+def _timed(tasks: pl.DataFrame) -> pl.DataFrame:
+    return tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
+
+
+def _hashed(col: str) -> pl.Expr:
+    """A key or a process as a 64-bit hash: joins, sorts and groups on it are several times
+    faster than on the strings (two of a run's million keys share a hash with a chance of
+    about 1 in 10^7)."""
+    return pl.col(col).hash(seed=0)
+
+
+def _inputs(ex: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
+    """execution_id → the execution of its dependency that ended last (input_id, input_stop):
+    of each dependency key, its executions that produced a result (the last to end wins)."""
+    made = ex.filter(pl.col("status").is_null() | pl.col("status").is_in(_PRODUCED)).select(
+        d=_hashed("key"), input_id="execution_id", input_stop="stop_ns")
+    # (one row per edge and execution of its dependency: a repeated edge or a key that ran
+    # twice only adds rows that the maximum passes over)
+    per_key = (dependencies.select(k=_hashed("key"), d=_hashed("depends_on"))
+               .join(made, on="d").group_by("k")
+               .agg(pl.col("input_id").get(pl.col("input_stop").arg_max()),
+                    pl.col("input_stop").max()))
+    return ex.select("execution_id", k=_hashed("key")).join(per_key, on="k").drop("k")
+
+
+def _thread_before(ex: pl.DataFrame) -> pl.DataFrame:
+    """execution_id → the execution before it on its thread (thread_id, thread_stop). ``ex``
+    in execution_id order: the engine numbers a process's executions in the order they
+    started, so a stable sort by process and thread leaves each thread's in start order."""
+    if not ex.get_column("execution_id").is_sorted():
+        ex = ex.sort("execution_id")
+    # each thread of each process as one 64-bit hash: one column to sort, stably
+    threaded = (ex.filter(pl.col("thread_id").is_not_null())
+                .select("execution_id", "stop_ns",
+                        thread=pl.struct("host", "pid", "thread_id").hash(seed=0))
+                .sort("thread", maintain_order=True))
+    # the row before, when it is the same thread's (cheaper than a shift over groups)
+    same = pl.col("thread") == pl.col("thread").shift(1)
+    return threaded.select(
+        "execution_id",
+        thread_prev=pl.when(same).then(pl.col("execution_id").shift(1)),
+        thread_stop=pl.when(same).then(pl.col("stop_ns").shift(1)))
+
+
+def _ended_before(ex: pl.DataFrame, times: pl.DataFrame, at: str, name: str
+                  ) -> pl.DataFrame:
+    """execution_id → the execution that ended last before its time ``at`` (``<name>_prev``,
+    ``<name>_stop``)."""
+    ends = ex.select(pl.col("execution_id").alias(f"{name}_prev"),
+                     pl.col("stop_ns").alias(f"{name}_stop")).sort(f"{name}_stop")
+    return (times.drop_nulls(at).sort(at)
+            .join_asof(ends, left_on=at, right_on=f"{name}_stop", strategy="backward")
+            .select("execution_id", f"{name}_prev", f"{name}_stop"))
+
+
+def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
+          ) -> pl.DataFrame:
+    """Per timed execution: its predecessor (``pred_id``, ``pred_stop``), through which
+    ``gate``, and its task's submission and assignment times (``submitted_ns``,
+    ``assigned_ns``; null: not recorded)."""
+    ex = _timed(tasks)
+    # (one row per key: waits.scheduler_waits groups by key)
+    times = assigned.select(k=_hashed("key"), submitted_ns="submitted_ns",
+                            assigned_ns="assigned_ns")
+    g = (ex.select("execution_id", "start_ns", "stop_ns", "wait_thread_s", "wait_queued_s",
+                   k=_hashed("key"))
+         .join(_inputs(ex, dependencies), on="execution_id", how="left")
+         .join(_thread_before(ex), on="execution_id", how="left")
+         .join(times, on="k", how="left").drop("k"))
+    # a task submitted late: what its client had likely waited for (a graph submitted after an
+    # earlier one's results came back); a task queued by the scheduler: the execution whose end
+    # freed the thread it was then assigned to
+    queued = g.filter(pl.col("wait_queued_s") > 0)
+    g = (g.join(_ended_before(ex, g, "submitted_ns", "client"), on="execution_id", how="left")
+         .join(_ended_before(ex, queued, "assigned_ns", "queue"), on="execution_id",
+               how="left"))
+    # a thread's previous execution is a predecessor only if it ended before this one started,
+    # after its inputs, and after the task was ready on its worker (its inputs there, its
+    # assignment received): had the task been ready later, it did not wait for the thread
+    ready = pl.col("start_ns") - (pl.col("wait_thread_s") * 1e9).cast(pl.Int64)
+    thread = (pl.when(pl.col("thread_stop").is_not_null()
+                      & (pl.col("thread_stop") <= pl.col("start_ns"))
+                      & (pl.col("wait_thread_s").is_null() | (pl.col("thread_stop") > ready)))
+              .then("thread_stop"))
+    # a task that reached the scheduler after its inputs ended waited for its client: the
+    # execution that ended last before that is its predecessor (if it ended after the rest)
+    client = (pl.when(pl.col("input_stop").is_null()
+                      | (pl.col("submitted_ns") > pl.col("input_stop")))
+              .then("client_stop"))
+    g = g.with_columns(thread_gate=thread, client_gate=client).with_columns(
+        latest=pl.max_horizontal("input_stop", "thread_gate", "client_gate", "queue_stop"))
+    # (each candidate a column of its own: one expression nesting them all is evaluated once
+    # per use, several times over)
+    gate = (pl.when(pl.col("input_stop") == pl.col("latest")).then(pl.lit("dependency"))
+            .when(pl.col("thread_gate") == pl.col("latest")).then(pl.lit("thread"))
+            .when(pl.col("queue_stop") == pl.col("latest")).then(pl.lit("queue"))
+            .when(pl.col("client_gate") == pl.col("latest")).then(pl.lit("submission"))
+            .otherwise(pl.lit("first")))
+    g = g.with_columns(gate=gate)
+    return g.select(
+        "execution_id", "stop_ns", "submitted_ns", "assigned_ns", "gate",
+        pred_id=pl.when(pl.col("gate") == "dependency").then("input_id")
+        .when(pl.col("gate") == "thread").then("thread_prev")
+        .when(pl.col("gate") == "queue").then("queue_prev")
+        .when(pl.col("gate") == "submission").then("client_prev"),
+        pred_stop=pl.when(pl.col("gate") != "first").then("latest"))
+
+
+def walk(execution_ids: np.ndarray, pred_ids: np.ndarray, stops: np.ndarray) -> list[int]:
+    """The chain ending at the execution that ended last (ties: the highest id), first link
+    first. ``pred_ids`` holds -1 where an execution has no predecessor; a predecessor that did
+    not end before its successor (clocks misaligned beyond the gap), or that is not among
+    ``execution_ids``, ends the walk, so that it always terminates."""
+    if not len(execution_ids):
+        return []
+    # arrays indexed by execution id (ids are 0..n-1 in the engine: no dictionary of them)
+    size = int(max(execution_ids.max(), pred_ids.max())) + 1
+    pred_of = np.full(size, -1, dtype=np.int64)
+    pred_of[execution_ids] = pred_ids
+    stop_of = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+    stop_of[execution_ids] = stops
+    at = int(execution_ids[np.lexsort((execution_ids, stops))[-1]])
+    chain = [at]
+    seen = {at}
+    while (nxt := int(pred_of[at])) >= 0:
+        if nxt in seen or stop_of[nxt] > stop_of[at]:
+            break
+        seen.add(nxt)
+        chain.append(nxt)
+        at = nxt
+    chain.reverse()
+    return chain
+
+
+#: the part of a link's wait before its worker had the task: its submission and assignment
+_before_worker = (pl.col("wait_submission_s").fill_null(0.0)
+                  + pl.col("wait_scheduler_s").fill_null(0.0))
+
+
+def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
+                  ) -> pl.DataFrame:
+    """The ``critical_path`` output table: one row per link, first link first."""
+    ex = _timed(tasks)
+    g = gates(ex, dependencies, assigned)
+    chain = walk(g.get_column("execution_id").to_numpy(),
+                 g.get_column("pred_id").fill_null(-1).to_numpy(),
+                 g.get_column("stop_ns").to_numpy())
+    if not chain:
+        return pl.DataFrame()
+    window_start = ex.get_column("start_ns").min()
+    links = (pl.DataFrame({"execution_id": chain}, schema={"execution_id": pl.Int64})
+             .with_row_index("position").with_columns(pl.col("position").cast(pl.Int64))
+             .join(ex, on="execution_id", how="left", maintain_order="left")
+             .join(g.drop("stop_ns"), on="execution_id", how="left", maintain_order="left"))
+    # the first link waited from the start of the task window
+    after = pl.coalesce(pl.col("pred_stop"), pl.lit(window_start))
+    wait = (pl.col("start_ns") - after).clip(lower_bound=0) * 1e-9
+    submitted = pl.max_horizontal(after, "submitted_ns")
+    sched = ((pl.col("assigned_ns") - submitted) * 1e-9).clip(lower_bound=0)
+    return links.with_columns(
+        other_s=pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s"),
+        wait_s=wait,
+        wait_submission_s=pl.min_horizontal(
+            ((pl.col("submitted_ns") - after) * 1e-9).clip(lower_bound=0), wait),
+    ).with_columns(
+        wait_scheduler_s=pl.min_horizontal(sched, pl.col("wait_s")
+                                           - pl.col("wait_submission_s").fill_null(0.0)),
+    ).with_columns(
+        wait_transfer_s=pl.min_horizontal(pl.col("transfer_s").fill_null(0.0),
+                                          pl.col("wait_s") - _before_worker),
+    ).with_columns(
+        wait_read_back_s=pl.min_horizontal(
+            pl.col("input_read_back_s").fill_null(0.0),
+            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")),
+    ).with_columns(
+        # a submission or assignment not recorded leaves the scheduler's parts unknown, not 0
+        wait_other_s=pl.when(pl.col("assigned_ns").is_not_null()
+                             & pl.col("submitted_ns").is_not_null()).then(
+            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
+            - pl.col("wait_read_back_s")),
+        wait_scheduler_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
+            "wait_scheduler_s"),
+        wait_submission_s=pl.when(pl.col("submitted_ns").is_not_null()).then(
+            "wait_submission_s"),
+    )
+
+
+
+def summary(path: pl.DataFrame, tasks: pl.DataFrame, top: int = 10) -> dict[str, Any] | None:
+    """``summary.json`` ``critical_path``: the window it spans, its links' time split, its
+    waits by cause, per prefix, and its ``top`` longest links (null: no timed execution)."""
+    if path.is_empty():
+        return None
+    ex = _timed(tasks)
+    window = ((integer(ex.get_column("stop_ns").max()) or 0)
+              - (integer(ex.get_column("start_ns").min()) or 0)) * 1e-9
+
+    def measured(col: str) -> float | None:
+        c = path.get_column(col)
+        return None if c.null_count() == c.len() else rounded(c.sum())
+
+    by_prefix = (path.group_by("prefix").agg(links=pl.len(), duration_s=pl.col("duration_s")
+                                            .sum(), wait_s=pl.col("wait_s").sum())
+                 .sort("duration_s", "prefix", descending=[True, False], nulls_last=True))
+    longest = path.sort("duration_s", "position", descending=[True, False]).head(top)
+    return {
+        "window_s": rounded(window),
+        "links": path.height,
+        "executions_s": measured("duration_s"),
+        "cpu_s": measured("cpu_s"),
+        "io_time_s": measured("io_time_s"),
+        "other_s": measured("other_s"),
+        "wait_s": measured("wait_s"),
+        "waits": {cause: measured(f"wait_{cause}_s") for cause in WAIT_CAUSES},
+        "by_prefix": [{"prefix": p, "links": n, "duration_s": rounded(d),
+                       "wait_s": rounded(w)} for p, n, d, w in by_prefix.rows()],
+        "longest": [{"position": r["position"], "key": r["key"], "prefix": r["prefix"],
+                     "worker": r["worker"], "duration_s": rounded(r["duration_s"]),
+                     "cpu_s": rounded(r["cpu_s"]), "io_time_s": rounded(r["io_time_s"]),
+                     "wait_s": rounded(r["wait_s"]), "gate": r["gate"]}
+                    for r in longest.iter_rows(named=True)],
+        "keys": path.get_column("key").to_list()[:50],
+    }

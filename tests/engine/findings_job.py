@@ -1,0 +1,130 @@
+"""Jobs with one planted performance problem each, for the findings and critical-path tests
+(run under ``collect`` by ``tests/engine/test_findings.py``). ``python findings_job.py VARIANT
+TRUTH[,FOLDER]``: the job writes TRUTH (JSON: the chain's keys, and every I/O call its tasks
+made, for genuine Darshan logs written afterwards when no darshan-runtime traced the job).
+
+Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``short-*``).
+- ``clean``: the base alone;
+- ``chain``: a serial chain of four 0.4 s sleeps (``chain-*``) on one worker, the base on the
+  other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
+  the base alone on that other worker (the job without the chain);
+- ``straggler``: ``short-5`` sleeps 1.0 s instead of 0.05 s;
+- ``gil``: beside it, two pure-Python loops (``spin-*``) on the same worker, each with a small
+  write of its own file; ``gil-apart``: the same two on different workers;
+- ``small``: beside it, ``scan`` reads a 256 MiB file in 512-byte requests; ``large``: the same
+  read in 4 MiB requests. In both, ``load-0..3`` each read another 16 MiB file in 4 MiB requests
+  (what large requests cost on this host, in the run itself).
+- ``reread``: beside it, four tasks (``reread-*``) each read the same 128 MiB file whole, in
+  4 MiB requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+CHAIN = 4
+CHAIN_S = 0.4
+SHORT = 24
+SHORT_S = 0.05
+STRAGGLER_S = 1.0
+SPIN = 10_000_000
+SCAN_BYTES = 256 << 20
+LOAD_BYTES = 16 << 20
+LOADS = 4
+REREAD_BYTES = 128 << 20
+READERS = 4
+
+
+def nap(seconds: float, *deps: object) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def _calls(path: str, ops: list) -> dict:
+    """What a DXT trace of this execution shows (write_logs_from_truth's input)."""
+    return {"pid": os.getpid(), "thread": threading.get_ident(), "path": path, "ops": ops}
+
+
+def spin(folder: str, name: str) -> dict:
+    """A pure-Python loop (holds the GIL), then a small write of its own file."""
+    total = 0
+    for i in range(SPIN):
+        total += i % 7
+    path = os.path.join(folder, f"{name}.out")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    t0 = time.time()
+    os.write(fd, b"s" * 4096)
+    ops = [("write", 0, 4096, t0, time.time())]
+    os.close(fd)
+    return _calls(path, ops)
+
+
+def scan(path: str, request: int) -> dict:
+    """Read the whole file in ``request``-byte preads."""
+    ops = []
+    fd = os.open(path, os.O_RDONLY)
+    offset = 0
+    while True:
+        t0 = time.time()
+        data = os.pread(fd, request, offset)
+        ops.append(("read", offset, len(data), t0, time.time()))
+        if not data:
+            break
+        offset += len(data)
+    os.close(fd)
+    return _calls(path, ops)
+
+
+def run(variant: str, truth_path: str, folder: str) -> None:
+    from distributed import Client, LocalCluster
+
+    if variant in ("small", "large"):
+        data = os.path.join(folder, "scanned.bin")
+        others = [os.path.join(folder, f"loaded-{i}.bin") for i in range(LOADS)]
+        for path, size in ((data, SCAN_BYTES), *((o, LOAD_BYTES) for o in others)):
+            with open(path, "wb") as f:
+                f.write(bytes(size))
+    if variant == "reread":
+        shared = os.path.join(folder, "shared.bin")
+        with open(shared, "wb") as f:
+            f.write(bytes(REREAD_BYTES))
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        workers = sorted(client.scheduler_info()["workers"])
+        futures, chain, io = [], [], []
+        if variant == "chain":
+            prev = None
+            for i in range(CHAIN):
+                key = f"chain-{i}"
+                prev = client.submit(nap, CHAIN_S, *([prev] if prev is not None else []),
+                                     key=key, workers=[workers[0]])
+                chain.append(key)
+                futures.append(prev)
+        base = {"workers": [workers[1]]} if variant in ("chain", "apart") else {}
+        if variant in ("gil", "gil-apart"):
+            io += [client.submit(spin, folder, f"spin-{i}", key=f"spin-{i}",
+                                 workers=[workers[0 if variant == "gil" else i]])
+                   for i in range(2)]
+        if variant in ("small", "large"):
+            io.append(client.submit(scan, data, 512 if variant == "small" else 4 << 20,
+                                    key="scan"))
+            io += [client.submit(scan, o, 4 << 20, key=f"load-{i}") for i, o in enumerate(others)]
+        if variant == "reread":
+            io += [client.submit(scan, shared, 4 << 20, key=f"reread-{i}")
+                   for i in range(READERS)]
+        futures += [client.submit(nap, STRAGGLER_S if variant == "straggler" and i == 5
+                                  else SHORT_S, key=f"short-{i}", **base) for i in range(SHORT)]
+        client.gather(futures)
+        calls = client.gather(io)
+    Path(truth_path).write_text(json.dumps({"variant": variant, "chain": chain, "io": calls}))
+
+
+if __name__ == "__main__":
+    truth, _, folder = sys.argv[2].partition(",")
+    run(sys.argv[1], truth, folder or os.path.dirname(os.path.abspath(truth)))

@@ -1,0 +1,98 @@
+"""The critical path's gates and walk over literal task tables (the real-cluster checks are in
+tests/engine/test_findings.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from correlate.findings.critical_path import critical_path, walk
+from correlate.schema import TABLES, conform
+
+MS = 1_000_000
+
+
+def _tasks(rows: list[tuple]) -> pl.DataFrame:
+    """(key, thread, start ms, stop ms, wait_thread ms or None, wait_queued ms or None)."""
+    df = pl.DataFrame(rows, orient="row", schema=["key", "thread_id", "start", "stop",
+                                                  "wait_thread", "wait_queued"])
+    return conform(df.with_row_index("execution_id").with_columns(
+        prefix=pl.col("key").str.split("-").list.first(), host=pl.lit("h"), pid=pl.lit(1),
+        worker=pl.lit("w"), start_ns=pl.col("start") * MS, stop_ns=pl.col("stop") * MS,
+        duration_s=(pl.col("stop") - pl.col("start")) / 1e3, cpu_s=pl.lit(0.0),
+        io_time_s=pl.lit(0.0), status=pl.lit("ok"),
+        wait_thread_s=pl.col("wait_thread") / 1e3, wait_queued_s=pl.col("wait_queued") / 1e3),
+        TABLES["tasks"])
+
+
+def _deps(edges: list[tuple[str, str]]) -> pl.DataFrame:
+    return pl.DataFrame(edges, orient="row", schema={"key": pl.String, "depends_on": pl.String})
+
+
+def _times(rows: list[tuple[str, int, int]]) -> pl.DataFrame:
+    """(key, submitted ms, assigned ms)."""
+    return pl.DataFrame(rows, orient="row", schema=["key", "submitted", "assigned"]).select(
+        "key", submitted_ns=pl.col("submitted") * MS, assigned_ns=pl.col("assigned") * MS)
+
+
+def _path(tasks, deps, times) -> list[tuple[str, str]]:
+    return critical_path(tasks, deps, times).select("key", pl.col("gate").cast(pl.String)).rows()
+
+
+def test_a_task_ready_before_its_thread_freed_is_released_by_the_thread():
+    tasks = _tasks([("a-0", 1, 0, 100, 0, None), ("b-0", 1, 101, 150, 90, None)])
+    times = _times([("a-0", 0, 0), ("b-0", 0, 0)])
+    assert _path(tasks, _deps([]), times) == [("a-0", "first"), ("b-0", "thread")]
+
+
+def test_a_task_ready_only_after_its_thread_freed_did_not_wait_for_it():
+    tasks = _tasks([("a-0", 1, 0, 100, 0, None), ("b-0", 1, 130, 150, 0.01, None)])
+    times = _times([("a-0", 0, 0), ("b-0", 0, 0)])
+    assert _path(tasks, _deps([]), times) == [("b-0", "first")]
+
+
+def test_the_dependency_that_ended_last_beats_an_earlier_thread():
+    tasks = _tasks([("a-0", 1, 0, 50, 0, None), ("a-1", 2, 0, 120, 0, None),
+                    ("b-0", 1, 125, 200, 80, None)])
+    times = _times([("a-0", 0, 0), ("a-1", 0, 0), ("b-0", 0, 121)])
+    path = critical_path(tasks, _deps([("b-0", "a-1")]), times)
+    assert path.select("key", pl.col("gate").cast(pl.String)).rows() == [
+        ("a-1", "first"), ("b-0", "dependency")]
+    # the 5 ms before b-0: 1 ms until its assignment, the rest the worker's
+    wait = path.row(1, named=True)
+    assert round(wait["wait_s"], 6) == 0.005 and round(wait["wait_scheduler_s"], 6) == 0.001
+    assert round(wait["wait_other_s"], 6) == 0.004 and wait["wait_submission_s"] == 0
+    assert path["duration_s"].sum() + path["wait_s"].sum() == 0.2
+
+
+def test_a_graph_submitted_after_an_earlier_result_is_released_by_it():
+    tasks = _tasks([("a-0", 1, 0, 100, 0, None), ("c-0", 2, 10, 60, 0, None),
+                    ("b-0", 2, 130, 180, 0, None)])
+    times = _times([("a-0", 0, 0), ("c-0", 0, 0), ("b-0", 120, 121)])
+    assert _path(tasks, _deps([]), times) == [("a-0", "first"), ("b-0", "submission")]
+
+
+def test_a_queued_task_is_released_by_the_end_that_freed_a_thread():
+    tasks = _tasks([("a-0", 1, 0, 100, 0, None), ("b-0", 2, 0, 40, 0, None),
+                    ("q-0", 2, 102, 150, 0, 100)])
+    times = _times([("a-0", 0, 0), ("b-0", 0, 0), ("q-0", 0, 101)])
+    assert _path(tasks, _deps([]), times) == [("a-0", "first"), ("q-0", "queue")]
+
+
+def test_the_walk_ends_at_a_predecessor_that_ended_after_its_successor():
+    ids = np.array([0, 1, 2])
+    # 2 ← 1 ← 0, but 0 "ended" after 1 (misaligned clocks): the walk stops at 1
+    assert walk(ids, np.array([-1, 0, 1]), np.array([50, 40, 60])) == [1, 2]
+    assert walk(ids, np.array([2, 0, 1]), np.array([10, 20, 30])) == [0, 1, 2]
+
+
+def test_distinct_read_bytes_count_each_byte_once():
+    from correlate.findings.rules import distinct_read_bytes
+
+    seg = pl.DataFrame({"path": ["a", "a", "a", "a", "b", "b"],
+                        "op": ["read"] * 5 + ["write"],
+                        "offset": [0, 50, 100, 300, 0, 0],
+                        "length": [100, 100, 50, 10, 10, 99]})
+    got = dict(distinct_read_bytes(seg.lazy(), ["a", "b"]).rows())
+    # a: [0, 150) ∪ [300, 310); b: the write is not a read
+    assert got == {"a": 160, "b": 10}
