@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -25,30 +24,10 @@ from correlate.attribution.shares import time_shares
 from correlate.engine import correlate_frames
 from correlate.sources import miniapp
 from correlate.sources.run_folder import load
+from testing.darshan_counts import counter_bytes
 from testing.darshan_writer import write_logs_from_truth
 from tests.conftest import fixture_path
 from tests.engine.collect_job import record
-
-
-def _libdarshan_bytes(folder: Path, module: str) -> pl.DataFrame:
-    """pid, path, read, written of every POSIX (or STDIO) record, read by libdarshan-util."""
-    from darshan.backend import cffi_backend as B
-
-    names = B.counter_names(module)
-    ir, iw = names.index(f"{module}_BYTES_READ"), names.index(f"{module}_BYTES_WRITTEN")
-    rows = []
-    for log in sorted(folder.glob("*.darshan")):
-        pid = int(log.name.split("_id", 1)[1].split("-")[1].split("_")[0])
-        h = B.log_open(str(log))
-        try:
-            paths = B.log_get_name_records(h)
-            while (rec := B.log_get_record(h, module, dtype="numpy")) is not None:
-                c = np.atleast_2d(rec["counters"])[0]
-                rows.append({"pid": pid, "path": paths[rec["id"]], "read": int(c[ir]),
-                             "written": int(c[iw])})
-        finally:
-            B.log_close(h)
-    return pl.DataFrame(rows).group_by("pid", "path").agg(pl.col("read", "written").sum())
 
 
 def _per_file(result) -> pl.DataFrame:
@@ -70,7 +49,7 @@ def miniapp_result():
 
 def test_miniapp_totals_equal_libdarshan_util_per_run_process_and_file(miniapp_result):
     folder, result = miniapp_result
-    posix, stdio = (_libdarshan_bytes(folder, m) for m in ("POSIX", "STDIO"))
+    posix, stdio = (counter_bytes(folder, m) for m in ("POSIX", "STDIO"))
     io = result.summary["io"]
     run_bytes = int(posix["read"].sum() + posix["written"].sum())
     assert run_bytes > 60e9  # the log's ~66 GB, not the 2 B of C stdio

@@ -326,3 +326,20 @@ def test_profile_rows_summed_equal_the_rule_on_random_rows():
     got = functions_per_execution(rows, ex)
     assert _by_function(got).equals(_by_function(_summed_by_rule(rows, ex)))
     assert got.height < rows.filter(pl.col("execution_seq") <= 40).height  # some were summed
+
+
+def test_a_midpoint_on_either_edge_of_the_window_belongs_to_the_execution():
+    # GIVEN one execution from 10 to 20 ms and segments on its thread whose midpoints are its
+    # start, its stop, and 1 ms either side
+    ex = executions([(0, "a", "h", 1, 11, 10, 20)])
+    seg = segments([("h", 1, 11, 8, 10, 1, "read", "/before"),   # mid 9: before the start
+                    ("h", 1, 11, 9, 11, 2, "read", "/start"),    # mid 10: the start itself
+                    ("h", 1, 11, 19, 21, 4, "read", "/stop"),    # mid 20: the stop itself
+                    ("h", 1, 11, 20, 22, 8, "read", "/after")])  # mid 21: after the stop
+    # WHEN attributed
+    att = exact.io_to_executions(seg, ex)
+    files, un = conservation(att, ex)
+    # THEN the window is closed at both ends: start and stop are in it, a midpoint past either
+    # edge is not
+    assert dict(files.select("path", "bytes").iter_rows()) == {"/start": 2.0, "/stop": 4.0}
+    assert sorted(un["path"]) == ["/after", "/before"]

@@ -42,6 +42,15 @@ def test_runs_apart_needs_a_shift_beyond_the_run_to_run_range():
     assert runs_apart([2.0, 2.1], [1.0, 1.1]) is True
 
 
+def test_runs_apart_at_its_edges():
+    # sides that share a value are not apart, in either direction, however far their means
+    assert runs_apart([1.0, 2.0], [2.0, 3.0]) is False
+    assert runs_apart([2.0, 3.0], [1.0, 2.0]) is False
+    # a shift of exactly half the larger range is enough: means 3 and 5, range 4
+    assert runs_apart([0.0, 4.0, 4.0, 4.0], [5.0, 5.0]) is True
+    assert runs_apart([5.0, 5.0], [0.0, 4.0, 4.0, 4.0]) is True
+
+
 def test_span_shares_add_up_to_the_span_less_idle_time():
     # two executions overlap for 1 s, then a 1 s gap, then one alone
     start = np.array([0.0, 1.0, 4.0, np.nan])
