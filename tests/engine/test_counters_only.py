@@ -47,6 +47,7 @@ def miniapp_result():
     return folder, correlate_frames(miniapp.load(folder))
 
 
+@pytest.mark.fixtures
 def test_miniapp_totals_equal_libdarshan_util_per_run_process_and_file(miniapp_result):
     folder, result = miniapp_result
     posix, stdio = (counter_bytes(folder, m) for m in ("POSIX", "STDIO"))
@@ -75,6 +76,7 @@ def test_miniapp_totals_equal_libdarshan_util_per_run_process_and_file(miniapp_r
         assert per_process(got)[pid] == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.fixtures
 def test_miniapp_io_tasks_get_their_counters_by_a_named_method(miniapp_result):
     _folder, result = miniapp_result
     tasks = result.tables["tasks"]
