@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
+from itertools import pairwise
 
 import numpy as np
 import polars as pl
@@ -142,11 +143,46 @@ def test_counters_only_without_record_of_opens_split_by_time_and_conserved(count
     assert io["total"]["bytes"] == total
     assert io["attributed"]["bytes"] + io["unattributed"]["bytes"] == pytest.approx(total)
     assert set(result.tables["task_files"]["attribution"].cast(pl.String)) == {"counter-window"}
-    # the tasks that ran while a file moved share it: the io tasks get most of the bytes
+    # the tasks that ran while a file moved share it by time, computed here from the calls the
+    # tasks recorded and the windows of the process's executions
     tasks = result.tables["tasks"]
-    io_tasks = tasks.filter(pl.col("key").str.starts_with("io-"))
-    got = io_tasks["read_bytes"].sum() + io_tasks["write_bytes"].sum()
-    assert got > 0.5 * total
+    want = _shared_by_time(truth, tasks)
+    assert sum(w for by_op in want.values() for w in by_op.values()) > 0
+    for r in tasks.iter_rows(named=True):
+        for op in ("read", "write"):
+            assert r[f"{op}_bytes"] == pytest.approx(want[r["key"]][op], rel=1e-4, abs=1.0), (
+                r["key"], op)
+
+
+def _pieces_shared(first: int, last: int, windows: list[tuple[str, int, int]]
+                   ) -> dict[str, float]:
+    """The share of [first, last] each window's key gets: the span cut at every window edge
+    inside it, each piece split equally among the windows that cover it (uncovered: nobody)."""
+    cuts = sorted({first, last, *(x for _k, s, e in windows for x in (s, e) if first < x < last)})
+    share: dict[str, float] = {}
+    for a, b in pairwise(cuts):
+        on = [k for k, s, e in windows if s <= a and b <= e]
+        for k in on:
+            share[k] = share.get(k, 0.0) + (b - a) / (last - first) / len(on)
+    return share
+
+
+def _shared_by_time(truth: list[dict], tasks: pl.DataFrame) -> dict[str, dict[str, float]]:
+    """key -> op -> bytes, each file's read (and written) bytes spread evenly over its first
+    call's start to its last call's end, among its process's executions by time."""
+    calls = pl.DataFrame([(t["pid"], t["path"], op, n, a, b) for t in truth
+                          for op, _off, n, a, b in t.get("ops", [])], orient="row",
+                         schema=["pid", "path", "op", "length", "t0", "t1"])
+    files = calls.group_by("pid", "path", "op").agg(
+        pl.col("length").sum(), first=(pl.col("t0").min() * 1e9).round().cast(pl.Int64),
+        last=(pl.col("t1").max() * 1e9).round().cast(pl.Int64))
+    want = {k: {"read": 0.0, "write": 0.0} for k in tasks["key"]}
+    for f in files.iter_rows(named=True):
+        windows = [(k, s, e) for k, s, e in tasks.filter(pl.col("pid") == f["pid"]).select(
+            "key", "local_start_ns", "local_stop_ns").iter_rows()]
+        for key, share in _pieces_shared(f["first"], f["last"], windows).items():
+            want[key][f["op"]] += f["length"] * share
+    return want
 
 
 def test_dxt_off_writes_a_config_and_environment_without_dxt(tmp_path):
