@@ -160,6 +160,29 @@ def test_process_without_executions_is_unattributed_with_method_none():
     conservation(att, ex)
 
 
+def test_a_worker_without_executions_is_named_as_such_and_spill_stays_spill():
+    # GIVEN a second worker that ran no task, and a spill write in the first one's directory
+    procs = pl.concat([PROCS, PROCS.with_columns(pid=pl.lit(5, pl.Int64),
+                                                 local_directory=pl.lit("/scratch/w5"))])
+    ex = executions([(0, "a", "h", 1, 11, 0, 10)])
+    seg = segments([("h", 5, 3, 0, 1, 10, "read", "/f"),
+                    ("h", 1, 42, 20, 21, 8, "write", "/scratch/w1/storage/k")])
+    # WHEN its I/O is left unattributed, THEN the reason says why, for each
+    un = exact.unattributed_io(exact.io_to_executions(seg, ex), ex, procs, [])
+    assert dict(un.select("path", "reason").iter_rows()) == {
+        "/f": "worker without task windows",
+        "/scratch/w1/storage/k": "worker local directory (spill)"}
+
+
+def test_a_task_s_time_in_io_calls_is_the_sum_of_its_calls_in_seconds():
+    ex = executions([(0, "a", "h", 1, 11, 0, 2000)])
+    seg = segments([("h", 1, 11, 10, 20, 1, "read", "/f"), ("h", 1, 11, 30, 33, 1, "read", "/f"),
+                    ("h", 1, 11, 40, 1540, 1, "write", "/f")])
+    files, _ = conservation(exact.io_to_executions(seg, ex), ex)
+    got = {r["op"]: r["io_time_s"] for r in files.iter_rows(named=True)}
+    assert got == {"read": pytest.approx(0.013, abs=1e-12), "write": pytest.approx(1.5)}
+
+
 def test_midpoints_out_of_start_order_on_one_thread_still_find_their_window():
     # GIVEN 100 back-to-back tasks of 10 ms on one thread, and 2000 calls on that thread in
     # start order whose lengths put their midpoints in shuffled order (a thread that Darshan saw
@@ -194,6 +217,41 @@ def test_one_process_segments_match_only_that_process_s_threads():
     files, _ = conservation(att, ex)
     # THEN the segment goes to its own process's task
     assert files["key"].to_list() == ["b"]
+
+
+def test_two_processes_whose_threads_share_an_id_keep_their_own_segments():
+    # GIVEN two processes of one host whose executor threads have the same id (pthread ids
+    # repeat across processes), each running a task, and both processes' segments at once
+    ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 2, 11, 0, 100)])
+    seg = segments([("h", 1, 11, 10, 20, 5, "read", "/one"),
+                    ("h", 2, 11, 10, 20, 7, "read", "/two")])
+    # WHEN attributed, THEN each segment goes to its own process's task
+    files, _ = conservation(exact.io_to_executions(seg, ex), ex)
+    assert sorted(files.select("key", "path").rows()) == [("a", "/one"), ("b", "/two")]
+
+
+def test_midpoints_out_of_order_with_their_neighbours_only_still_find_their_windows():
+    # GIVEN two tasks on one thread and six calls in start order whose midpoints are 1, 8, 3,
+    # 9, 4 and 10 ms: each is after the one two before it, but every other one is before its
+    # neighbour (long calls interleaved with short ones)
+    ex = executions([(0, "a", "h", 1, 11, 0, 4), (1, "b", "h", 1, 11, 5, 16)])
+    calls = [(0, 2), (1, 15), (2, 4), (3, 15), (4, 4), (5, 15)]
+    seg = segments([("h", 1, 11, s, e, 1, "read", f"/m{(s + e) // 2}") for s, e in calls])
+    # WHEN attributed, THEN each goes to the window holding its midpoint
+    att = exact.io_to_executions(seg, ex)
+    assert dict(att.segments.select("path", "execution_id").iter_rows()) == {
+        "/m1": 0, "/m3": 0, "/m4": 0, "/m8": 1, "/m9": 1, "/m10": 1}
+
+
+def test_a_thread_s_first_two_calls_out_of_midpoint_order_find_their_windows():
+    # GIVEN two threads; on the second, a long call then a short one inside the first task
+    ex = executions([(0, "a", "h", 1, 12, 0, 4), (1, "b", "h", 1, 12, 5, 16),
+                     (2, "c", "h", 1, 11, 0, 16)])
+    seg = segments([("h", 1, 11, 0, 2, 1, "read", "/c"), ("h", 1, 12, 0, 16, 1, "read", "/m8"),
+                    ("h", 1, 12, 1, 5, 1, "read", "/m3")])
+    att = exact.io_to_executions(seg, ex)
+    assert dict(att.segments.select("path", "execution_id").iter_rows()) == {
+        "/c": 2, "/m8": 1, "/m3": 0}
 
 
 def _split_by_hand(seg, ex):
