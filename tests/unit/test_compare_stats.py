@@ -49,6 +49,8 @@ def test_runs_apart_at_its_edges():
     # a shift of exactly half the larger range is enough: means 3 and 5, range 4
     assert runs_apart([0.0, 4.0, 4.0, 4.0], [5.0, 5.0]) is True
     assert runs_apart([5.0, 5.0], [0.0, 4.0, 4.0, 4.0]) is True
+    # apart, but means 7.5 and 10.5 differ by less than half the range of 10
+    assert runs_apart([0.0, 10.0, 10.0, 10.0], [10.5, 10.5]) is False
 
 
 def test_span_shares_add_up_to_the_span_less_idle_time():
