@@ -120,6 +120,11 @@ def test_window_split_shares_are_summed_per_execution_file_and_op():
     assert got == {("a", "/f", "read"): (8 + 15.0, 1.5), ("a", "/f", "write"): (5.0, 0.5),
                    ("b", "/f", "read"): (15.0, 0.5), ("b", "/f", "write"): (5.0, 0.5),
                    ("b", "/g", "read"): (10.0, 2.0)}
+    # and the time in the calls by the same shares: a 4 ms read whole, 2 ms calls halved
+    seconds = {(r["key"], r["path"], r["op"]): r["io_time_s"] for r in files.iter_rows(named=True)}
+    assert seconds == pytest.approx({("a", "/f", "read"): 0.005, ("a", "/f", "write"): 0.001,
+                                     ("b", "/f", "read"): 0.001, ("b", "/f", "write"): 0.001,
+                                     ("b", "/g", "read"): 0.004}, abs=1e-12)
     assert set(files["attribution"]) == {"window-split"}
 
 
@@ -252,6 +257,19 @@ def test_a_thread_s_first_two_calls_out_of_midpoint_order_find_their_windows():
     att = exact.io_to_executions(seg, ex)
     assert dict(att.segments.select("path", "execution_id").iter_rows()) == {
         "/c": 2, "/m8": 1, "/m3": 0}
+
+
+def test_segments_of_several_processes_come_back_by_process_thread_and_start():
+    # GIVEN two processes' segments, one process after the other (as a partition hands them),
+    # each with two threads whose calls interleave in time
+    ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 1, 12, 0, 100),
+                     (2, "c", "h", 2, 11, 0, 100), (3, "d", "h", 2, 12, 0, 100)])
+    seg = segments([("h", pid, tid, t, t + 1, 1, "read", f"/{pid}-{tid}-{t}")
+                    for pid in (1, 2) for t in (10, 20, 30) for tid in (12, 11)])
+    # WHEN attributed, THEN the segments come back in output order: process, thread, start
+    got = exact.io_to_executions(seg, ex).segments.select("pid", "thread_id", "host_start_ns")
+    assert got.rows() == sorted(got.rows())
+    assert got.height == 12
 
 
 def _split_by_hand(seg, ex):
