@@ -65,6 +65,7 @@ def test_exact_thread_outside_window_is_classified_by_thread_kind():
     ex = executions([(0, "a", "h", 1, 11, 100, 200)])
     seg = segments([("h", 1, 11, 10, 20, 5, "read", "/d/x"),      # executor, before task
                     ("h", 1, 99, 150, 151, 6, "write", "/d/y"),   # event loop during task
+                    ("h", 1, 150, 150, 151, 7, "write", "/d/w"),  # a thread that ran no task
                     ("h", 1, 42, 150, 151, 8, "write", "/scratch/w1/storage/k"),  # spill
                     ("h", 2, 7, 150, 151, 9, "read", "/d/z")])    # unknown process
     att = exact.io_to_executions(seg, ex)
@@ -73,6 +74,7 @@ def test_exact_thread_outside_window_is_classified_by_thread_kind():
     kinds = {r["path"]: (r["thread_kind"], r["reason"]) for r in un.iter_rows(named=True)}
     assert kinds["/d/x"] == ("executor-outside-task", "outside any task execution")
     assert kinds["/d/y"] == ("event-loop", "outside any task execution")
+    assert kinds["/d/w"] == ("other-thread", "outside any task execution")
     assert kinds["/scratch/w1/storage/k"][1] == "worker local directory (spill)"
     assert kinds["/d/z"][1] == "process is not a known Dask process"
 
@@ -216,7 +218,8 @@ def test_one_process_segments_match_only_that_process_s_threads():
     # GIVEN two processes whose executor threads have the same id and overlapping tasks, and
     # the segments of one of them (as an attribution partition has)
     ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 2, 11, 0, 100),
-                     (2, "c", "g", 1, 11, 0, 100)])
+                     (2, "c", "g", 1, 11, 0, 100), (3, "d", "h", 3, 11, 5, 100),
+                     (4, "e", "i", 2, 11, 5, 100)])
     seg = segments([("h", 2, 11, 10, 20, 5, "read", "/f")])
     att = exact.io_to_executions(seg, ex)
     files, _ = conservation(att, ex)
