@@ -130,6 +130,19 @@ def test_window_split_shares_are_summed_per_execution_file_and_op():
     assert set(files["attribution"]) == {"window-split"}
 
 
+def test_window_split_keeps_every_file_and_op_apart_however_many():
+    # GIVEN two overlapping executions without thread ids and 20 files, each read and written
+    # once while both ran (each call halved between them)
+    ex = executions([(0, "a", "h", 1, None, 0, 100), (1, "b", "h", 1, None, 0, 100)])
+    seg = segments([("h", 1, None, 10, 12, 2 * i + (op == "write") + 2, op, f"/f{i:02}")
+                    for i in range(20) for op in ("read", "write")])
+    # WHEN attributed, THEN each execution has one row per file and op, with its half
+    files, _ = conservation(exact.io_to_executions(seg, ex), ex)
+    got = {(r["key"], r["path"], r["op"]): r["bytes"] for r in files.iter_rows(named=True)}
+    assert got == {(k, f"/f{i:02}", op): (2 * i + (op == "write") + 2) / 2
+                   for k in ("a", "b") for i in range(20) for op in ("read", "write")}
+
+
 def test_window_split_sums_do_not_depend_on_how_far_apart_execution_ids_are():
     # GIVEN the same 300 overlapping executions without thread ids (each shares segments with
     # the one before and after it), numbered next to each other (their shares grouped by one
