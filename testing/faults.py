@@ -1,18 +1,37 @@
-"""Run-folder faults for tests: a small tmpfs that can be filled, freed and made read-only.
+"""Run-folder faults for tests: a small tmpfs that can be filled, freed and made read-only, and
+a file size limit that makes this process's writes fail.
 
 Mounting needs root (or CAP_SYS_ADMIN); without it the tests that need a real full or read-only
-file system skip with that reason."""
+file system skip with that reason. The size limit (``RLIMIT_FSIZE``) needs neither: the kernel
+fails every write that would grow a file past it with EFBIG, so those tests run anywhere."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
+import resource
+import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def file_size_limit(size: int) -> Iterator[None]:
+    """While inside: every write of this process that would make a file larger than ``size``
+    bytes fails with EFBIG (SIGXFSZ ignored, so the write returns the error instead of killing
+    the process). Keep the block short: pytest's own capture files obey it too."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
 
 
 class Tmpfs:

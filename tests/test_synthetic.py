@@ -17,6 +17,7 @@ from correlate.cli import main as correlate_main
 from correlate.schema import TABLES
 from correlate.schema.run import CARRIED, DETAILS, PAIRS, SNAPSHOT_SUFFIX, STREAM_SUFFIX
 from correlate.sources.run_streams import framing
+from testing.darshan_counts import counter_bytes
 from testing.synthetic import main as synthetic_main
 from testing.synthetic import write_run
 
@@ -249,3 +250,14 @@ def test_the_benchmarks_io_floor_reads_every_row_of_a_format_3_run_folder(correl
     floor = io_floor(run, out)
     assert stored > 300 and floor["rows_read"] >= stored
     assert floor["read"] > 0 and floor["decode"] > 0 and floor["write"] > 0
+
+
+def test_per_process_read_and_written_bytes_are_what_libdarshan_util_counts(correlated):
+    # GIVEN the run's genuine logs, read by Darshan's own library (not by our decoder)
+    _exp, run, _out, summary = correlated
+    truth = counter_bytes(run / "darshan", "POSIX").group_by("pid").agg(
+        pl.col("read", "written").sum()).filter(pl.col("read") + pl.col("written") > 0)
+    # THEN summary.json's per-process figures are those counts, read and written apart
+    got = {r["pid"]: (r["read_bytes"], r["write_bytes"]) for r in summary["io"]["per_process"]}
+    assert got == {pid: (r, w) for pid, r, w in truth.rows()}
+    assert any(r != w for r, w in got.values())  # a swap of the two would show

@@ -21,6 +21,7 @@ def client():
         yield c
 
 
+@pytest.mark.cluster
 def test_scattered_keys_are_recorded_with_size_worker_client_and_rank(client, tmp_path):
     block = np.ones(1000)  # 8,000 bytes as Dask's sizeof says
     with collectors.record(client, tmp_path / "run") as run:
@@ -67,6 +68,7 @@ def test_the_rank_comes_from_the_first_variable_set():
     assert sender_rank({"PMI_RANK": "x", "OMPI_COMM_WORLD_RANK": "1"}) == 1
 
 
+@pytest.mark.cluster
 def test_an_asynchronous_client_scatters_and_declares_through_the_same_calls(client, tmp_path):
     import asyncio
 

@@ -1,4 +1,5 @@
-"""The sink in a run folder that fills up or turns read-only (a real small tmpfs): a failed
+"""The sink in a run folder that fills up or turns read-only (a real small tmpfs, as root; the
+bound on kept rows also under a file size limit, anywhere): a failed
 write leaves no temp file and keeps its rows for the next flush; what cannot be kept or written
 by the close is counted in the closing record per table and reason; the closing record reaches
 proc.json even in a full folder (into space proc.json reserved at start), and a process killed
@@ -16,7 +17,7 @@ import pytest
 from collectors.sink import ProcessSink, closing_record, proc_json
 from correlate.schema import Column, Table
 from correlate.sources.detect import load
-from testing.faults import mount_error, tmpfs
+from testing.faults import file_size_limit, mount_error, tmpfs
 from testing.raw_parts import read_proc
 
 TABLE = Table("t", "", (Column("n", "Int64", "", nullable=False),
@@ -87,6 +88,27 @@ def test_rows_beyond_the_bound_while_writes_fail_are_counted_with_the_reason(sma
     record = closed(sink.proc_dir)
     assert record["dropped"] == {"t": {"no space": 60}}
     assert 60 + record["rows"]["t"] == 160
+
+
+def test_rows_beyond_the_bound_are_the_oldest_without_root(tmp_path):
+    # the twin of the test above without a mount: writes fail with EFBIG (a size limit)
+    sink = sink_in(tmp_path / "proc", 100)
+    for n in range(10):
+        sink.append("t", (n, "a"))
+    sink.flush()  # 0-9 on disk
+    with file_size_limit(0):
+        for n in range(10, 90):
+            sink.append("t", (n, "b"))
+        sink.flush()  # 80 kept
+        for n in range(90, 170):
+            sink.append("t", (n, "c"))
+        sink.flush()  # 160 taken, the newest 100 kept, the 60 oldest (10-69) dropped
+    assert sink.write_errors == {"EFBIG": 2}
+    assert sink.dropped["t"] == {"EFBIG": 60}
+    sink.close()
+    assert rows_on_disk(sink.proc_dir) == [*range(10), *range(70, 170)]
+    record = closed(sink.proc_dir)
+    assert record["dropped"] == {"t": {"EFBIG": 60}} and record["rows"]["t"] == 110
 
 
 def test_a_folder_full_for_good_still_gets_its_closing_record_counting_every_row(small):

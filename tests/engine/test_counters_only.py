@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
-from pathlib import Path
+from itertools import pairwise
 from urllib.parse import quote, unquote
 
 import numpy as np
@@ -28,30 +28,10 @@ from correlate.engine import correlate_frames
 from correlate.reports import aggregate as agg
 from correlate.sources import miniapp
 from correlate.sources.run_folder import load
+from testing.darshan_counts import counter_bytes
 from testing.darshan_writer import write_logs_from_truth
 from tests.conftest import fixture_path
 from tests.engine.collect_job import JOBS, record
-
-
-def _libdarshan_bytes(folder: Path, module: str) -> pl.DataFrame:
-    """pid, path, read, written of every POSIX (or STDIO) record, read by libdarshan-util."""
-    from darshan.backend import cffi_backend as B
-
-    names = B.counter_names(module)
-    ir, iw = names.index(f"{module}_BYTES_READ"), names.index(f"{module}_BYTES_WRITTEN")
-    rows = []
-    for log in sorted(folder.glob("*.darshan")):
-        pid = int(log.name.split("_id", 1)[1].split("-")[1].split("_")[0])
-        h = B.log_open(str(log))
-        try:
-            paths = B.log_get_name_records(h)
-            while (rec := B.log_get_record(h, module, dtype="numpy")) is not None:
-                c = np.atleast_2d(rec["counters"])[0]
-                rows.append({"pid": pid, "path": paths[rec["id"]], "read": int(c[ir]),
-                             "written": int(c[iw])})
-        finally:
-            B.log_close(h)
-    return pl.DataFrame(rows).group_by("pid", "path").agg(pl.col("read", "written").sum())
 
 
 def _per_file(result) -> pl.DataFrame:
@@ -71,9 +51,10 @@ def miniapp_result():
     return folder, correlate_frames(miniapp.load(folder))
 
 
+@pytest.mark.fixtures
 def test_miniapp_totals_equal_libdarshan_util_per_run_process_and_file(miniapp_result):
     folder, result = miniapp_result
-    posix, stdio = (_libdarshan_bytes(folder, m) for m in ("POSIX", "STDIO"))
+    posix, stdio = (counter_bytes(folder, m) for m in ("POSIX", "STDIO"))
     io = result.summary["io"]
     run_bytes = int(posix["read"].sum() + posix["written"].sum())
     assert run_bytes > 60e9  # the log's ~66 GB, not the 2 B of C stdio
@@ -99,6 +80,7 @@ def test_miniapp_totals_equal_libdarshan_util_per_run_process_and_file(miniapp_r
         assert per_process(got)[pid] == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.fixtures
 def test_miniapp_io_tasks_get_their_counters_by_a_named_method(miniapp_result):
     _folder, result = miniapp_result
     tasks = result.tables["tasks"]
@@ -201,11 +183,46 @@ def test_counters_only_without_record_of_opens_split_by_time_and_conserved(count
     assert io["total"]["bytes"] == total
     assert io["attributed"]["bytes"] + io["unattributed"]["bytes"] == pytest.approx(total)
     assert set(result.tables["task_files"]["attribution"].cast(pl.String)) == {"counter-window"}
-    # the tasks that ran while a file moved share it: the io tasks get most of the bytes
+    # the tasks that ran while a file moved share it by time, computed here from the calls the
+    # tasks recorded and the windows of the process's executions
     tasks = result.tables["tasks"]
-    io_tasks = tasks.filter(pl.col("key").str.starts_with("io-"))
-    got = io_tasks["read_bytes"].sum() + io_tasks["write_bytes"].sum()
-    assert got > 0.5 * total
+    want = _shared_by_time(truth, tasks)
+    assert sum(w for by_op in want.values() for w in by_op.values()) > 0
+    for r in tasks.iter_rows(named=True):
+        for op in ("read", "write"):
+            assert r[f"{op}_bytes"] == pytest.approx(want[r["key"]][op], rel=1e-4, abs=1.0), (
+                r["key"], op)
+
+
+def _pieces_shared(first: int, last: int, windows: list[tuple[str, int, int]]
+                   ) -> dict[str, float]:
+    """The share of [first, last] each window's key gets: the span cut at every window edge
+    inside it, each piece split equally among the windows that cover it (uncovered: nobody)."""
+    cuts = sorted({first, last, *(x for _k, s, e in windows for x in (s, e) if first < x < last)})
+    share: dict[str, float] = {}
+    for a, b in pairwise(cuts):
+        on = [k for k, s, e in windows if s <= a and b <= e]
+        for k in on:
+            share[k] = share.get(k, 0.0) + (b - a) / (last - first) / len(on)
+    return share
+
+
+def _shared_by_time(truth: list[dict], tasks: pl.DataFrame) -> dict[str, dict[str, float]]:
+    """key -> op -> bytes, each file's read (and written) bytes spread evenly over its first
+    call's start to its last call's end, among its process's executions by time."""
+    calls = pl.DataFrame([(t["pid"], t["path"], op, n, a, b) for t in truth
+                          for op, _off, n, a, b in t.get("ops", [])], orient="row",
+                         schema=["pid", "path", "op", "length", "t0", "t1"])
+    files = calls.group_by("pid", "path", "op").agg(
+        pl.col("length").sum(), first=(pl.col("t0").min() * 1e9).round().cast(pl.Int64),
+        last=(pl.col("t1").max() * 1e9).round().cast(pl.Int64))
+    want = {k: {"read": 0.0, "write": 0.0} for k in tasks["key"]}
+    for f in files.iter_rows(named=True):
+        windows = [(k, s, e) for k, s, e in tasks.filter(pl.col("pid") == f["pid"]).select(
+            "key", "local_start_ns", "local_stop_ns").iter_rows()]
+        for key, share in _pieces_shared(f["first"], f["last"], windows).items():
+            want[key][f["op"]] += f["length"] * share
+    return want
 
 
 def test_dxt_off_writes_a_config_and_environment_without_dxt(tmp_path):
@@ -294,7 +311,7 @@ def test_counters_only_spill_without_record_of_opens_is_given_to_no_task(spilled
 @pytest.mark.fixtures
 def test_miniapp_spill_is_the_counters_storage_bytes_per_key(miniapp_result):
     folder, result = miniapp_result
-    posix = _libdarshan_bytes(folder, "POSIX")
+    posix = counter_bytes(folder, "POSIX")
     files = posix.filter(pl.col("path").str.contains("/storage/")).with_columns(
         key=pl.col("path").str.extract(r"/storage/([^/]+)#\d+$", 1)
         .map_elements(unquote, return_dtype=pl.String))

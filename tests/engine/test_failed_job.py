@@ -33,6 +33,7 @@ def failed(tmp_path_factory):
     return run / "correlated", json.loads(truth.read_text()), out.stdout
 
 
+@pytest.mark.cluster
 def test_summary_json_names_the_exit_code_and_the_erred_tasks(failed):
     out, truth, _stdout = failed
     job = json.loads((out / "summary.json").read_text())["job"]
@@ -45,6 +46,7 @@ def test_summary_json_names_the_exit_code_and_the_erred_tasks(failed):
     assert "flaky_once-0" not in job["erred_keys"]  # retried to success
 
 
+@pytest.mark.cluster
 def test_the_terminal_and_report_md_say_it_first(failed):
     out, _truth, stdout = failed
     line = ("job failed: exit code 3; 8 task(s) erred: raise_on 4 (4 raised); consume 4 (4 "

@@ -18,6 +18,7 @@ def result():
     return correlate_frames(task_stream.load(folder)), truth
 
 
+@pytest.mark.fixtures
 def test_every_task_gets_exactly_its_own_bytes_and_ops(result):
     res, truth = result
     tasks = res.tables["tasks"]
@@ -31,6 +32,7 @@ def test_every_task_gets_exactly_its_own_bytes_and_ops(result):
         assert bad.is_empty(), f"{col} differs:\n{bad.select('key', col, f'{col}_got')}"
 
 
+@pytest.mark.fixtures
 def test_io_is_conserved_and_task_bytes_are_the_known_total(result):
     res, _ = result
     io = res.summary["io"]

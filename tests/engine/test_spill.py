@@ -15,6 +15,7 @@ from test_helper_threads import _write_logs
 
 from correlate.engine import correlate_frames
 from correlate.sources.run_folder import load
+from testing.raw_parts import read_raw
 
 pytestmark = pytest.mark.cluster
 
@@ -29,11 +30,11 @@ def spilled(tmp_path_factory):
         _write_logs(run, seen.with_columns(
             pl.col("thread_id").cast(pl.UInt64), offset=pl.lit(0),
             t0=(pl.col("t0") * 1e9).cast(pl.Int64), t1=(pl.col("t1") * 1e9).cast(pl.Int64)))
-    return correlate_frames(load(run)), seen
+    return correlate_frames(load(run)), seen, run
 
 
 def test_every_spilled_keys_bytes_and_writes_are_what_dask_wrote_for_it(spilled):
-    result, seen = spilled
+    result, seen, _run = spilled
     truth = seen.group_by("key").agg(
         written=pl.col("length").filter(pl.col("op") == "write").sum(),
         writes=(pl.col("op") == "write").sum(),
@@ -56,10 +57,15 @@ def test_every_spilled_keys_bytes_and_writes_are_what_dask_wrote_for_it(spilled)
 
 
 def test_executions_that_read_spilled_inputs_back_show_the_read_back_time(spilled):
-    result, seen = spilled
+    result, _seen, run = spilled
     tasks = result.tables["tasks"]
-    waited = tasks.filter(pl.col("input_read_back_s") > 0)
-    assert waited.height >= 1
-    assert waited["key"].str.starts_with("total-").all()
+    # Dask's own disk-read startstops, as the scheduler recorded them: per key, their durations
+    ss = read_raw(run, "task_startstops")
+    reads = ss.filter(pl.col("action").cast(pl.String) == "disk-read").group_by("key").agg(
+        want=(pl.col("reported_stop_ns") - pl.col("reported_start_ns")).sum() / 1e9)
+    assert reads.height >= 1 and reads["key"].str.starts_with("total-").all()
+    got = tasks.select("key", "input_read_back_s").join(reads, on="key", how="left")
+    for key, back, want in got.iter_rows():
+        assert back == (None if want is None else pytest.approx(want, rel=1e-9)), key
     assert tasks.filter(pl.col("key").str.starts_with("('make-spill'"))[
         "input_read_back_s"].null_count() == 14

@@ -19,6 +19,7 @@ import pytest
 from correlate.lifecycles import story, with_transitions
 from correlate.sources.detect import load
 
+pytestmark = pytest.mark.cluster
 JOBS = Path(__file__).resolve().parents[1] / "collectors"
 
 

@@ -3,6 +3,9 @@
 Regenerate after an intended change (and review the diff):
 
     UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/reports/test_reports_golden.py
+
+The golden file's figures are checked against independently derived values by
+test_golden_figures.py, so a regenerated file cannot bless a bug in them.
 """
 
 from __future__ import annotations

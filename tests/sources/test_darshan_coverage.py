@@ -72,6 +72,7 @@ def test_hosts_and_pids_must_both_agree():
     assert cov.pid_of_log("u_python_id7_mmap-log-1-0.darshan") is None
 
 
+@pytest.mark.cluster
 def test_a_sigkilled_worker_is_named_by_collect_and_correlate(tmp_path):
     from collectors.darshan_env import find_runtime
 

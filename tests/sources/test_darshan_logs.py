@@ -171,6 +171,7 @@ def _sane(frames):
     assert seg.filter(pl.col("length") > 1 << 40).is_empty()
 
 
+@pytest.mark.fixtures
 def test_groundtruth_v2_logs_carry_the_known_bytes_and_threads():
     folder = fixture_path("dask-dxt-v2-groundtruth")
     frames = darshan_logs.load([folder / "darshan"])
@@ -186,6 +187,7 @@ def test_groundtruth_v2_logs_carry_the_known_bytes_and_threads():
 
 
 @pytest.mark.parametrize("name", ["xpdamoda-pmda-r1", "xpdamoda-imageprocessing-r4"])
+@pytest.mark.fixtures
 def test_polaris_modified_layout_logs_decode_with_thread_ids(name):
     frames = darshan_logs.load([fixture_path(name)])
     _sane(frames)
@@ -197,6 +199,7 @@ def test_polaris_modified_layout_logs_decode_with_thread_ids(name):
     assert frames.io_segments["thread_id"].null_count() == 0
 
 
+@pytest.mark.fixtures
 def test_pmda_thread_is_the_one_the_fixture_notes_describe():
     frames = darshan_logs.load([fixture_path("xpdamoda-pmda-r1")])
     seg = frames.io_segments.filter(pl.col("thread_id") == 22515807322112)
@@ -205,6 +208,7 @@ def test_pmda_thread_is_the_one_the_fixture_notes_describe():
     assert seg["path"].str.ends_with("NhaA_non_water.gro").any()
 
 
+@pytest.mark.fixtures
 def test_stock_logs_without_dxt_give_posix_and_stdio_counters():
     frames = darshan_logs.load([fixture_path("recup-miniapp-20240215")])
     assert frames.io_segments.is_empty()
@@ -378,6 +382,7 @@ def _ours(frames):
     return log, seg
 
 
+@pytest.mark.fixtures
 def test_every_log_of_darshans_corpus_reads_as_libdarshan_util_reads_it():
     logs = sorted(fixture_path("darshan-logs").glob("*.darshan"))
     assert len(logs) == 78
@@ -453,6 +458,7 @@ def _as_bzip2(src, dst):
     "release_logs_mpi-io-test-ppc64-3.1.6.darshan",  # 3.10, big-endian, DXT_MPIIO 1
     "release_logs_mpi-io-test-x86_64-3.0.0.darshan",  # 3.00 name records
 ])
+@pytest.mark.fixtures
 def test_bzip2_logs_read_as_their_zlib_originals(tmp_path, name):
     src = fixture_path("darshan-logs") / name
     bz = _as_bzip2(src, tmp_path / name)
@@ -485,6 +491,7 @@ def test_formats_it_does_not_know_are_named(tmp_path, version, says):
     assert str(bad) in str(err.value) and all(s in str(err.value) for s in says)
 
 
+@pytest.mark.fixtures
 def test_truncated_logs_of_old_formats_say_what_is_missing(tmp_path):
     # GIVEN a big-endian 3.10 log cut at every few bytes of its header, job record and modules
     src = fixture_path("darshan-logs") / "release_logs_mpi-io-test-ppc64-3.1.6.darshan"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import polars as pl
 import pytest
 from test_darshan_logs import START_NS, _as_big_endian, known_segments
@@ -183,3 +184,19 @@ def test_an_abandoned_reader_stops_the_inflating_thread():
     with pytest.raises(ValueError, match="damaged"):
         list(S.prefetched(failing()))
     assert threading.active_count() == before
+
+
+def test_a_first_chunk_is_not_read_as_segments_that_end_before_they_start():
+    # GIVEN the first chunk of a large region of 32-byte segments (Darshan before 3.5, here
+    # in a region whose order tries 40-byte ones first), cut two 40-byte strides in: one
+    # record of 1000 writes, the third of them at offset 0
+    v1 = np.zeros(3, dtype=L.SEGMENT_V1)
+    v1["offset"], v1["length"] = [4096, 8192, 0], [4096, 4096, 512]
+    v1["start"], v1["end"] = [0.25, 0.5, 0.75], [0.375, 0.625, 0.875]
+    first = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 1000, 0) + v1.tobytes()[:80]
+    # AS 40-byte segments the second would start at 0.625 and end at 0.0 (the 0 offset):
+    # finite, not negative, not subnormal, only out of order
+    as_v2 = np.frombuffer(first, L.SEGMENT_V2, 2, L.DXT_HEADERS["<"].size)
+    assert (as_v2["start"][1], as_v2["end"][1]) == (0.625, 0.0)
+    # WHEN the layout is chosen on that chunk, THEN it is the one the segments were written in
+    assert S.choose_layout(first, ["v2-40", "modified-96", "v1-32"], "<", 1 << 30) == "v1-32"

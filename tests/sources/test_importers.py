@@ -87,6 +87,7 @@ def correlated(name, tmp_path):
             out)
 
 
+@pytest.mark.fixtures
 def test_pmda_r1_matches_workers_by_thread_and_attributes_exactly(tmp_path):
     tasks, summary, out = correlated("xpdamoda-pmda-r1", tmp_path)
     assert tasks.height == 9 and summary["tasks"] == 9
@@ -104,6 +105,7 @@ def test_pmda_r1_matches_workers_by_thread_and_attributes_exactly(tmp_path):
     assert len(lines) == 9
 
 
+@pytest.mark.fixtures
 def test_imageprocessing_r4_without_scheduler_transitions(tmp_path):
     tasks, summary, out = correlated("xpdamoda-imageprocessing-r4", tmp_path)
     deps = pl.read_parquet(out / "tasks.parquet")
@@ -114,6 +116,7 @@ def test_imageprocessing_r4_without_scheduler_transitions(tmp_path):
     assert deps.height == tasks.height
 
 
+@pytest.mark.fixtures
 def test_mofkadask_oldest_schema_falls_back_to_begins_ends(tmp_path):
     tasks, summary, _ = correlated("mofkadask-2024-04-10", tmp_path)
     assert summary["tasks"] == 129
@@ -121,6 +124,7 @@ def test_mofkadask_oldest_schema_falls_back_to_begins_ends(tmp_path):
     assert any("no worker transitions" in w for w in summary["warnings"])
 
 
+@pytest.mark.fixtures
 def test_recup_miniapp_task_stream_and_yappi(tmp_path):
     tasks, summary, _ = correlated("recup-miniapp-20240215", tmp_path)
     assert tasks.height == 8913
@@ -129,6 +133,7 @@ def test_recup_miniapp_task_stream_and_yappi(tmp_path):
     assert any("cannot be split per task" in w for w in summary["warnings"])
 
 
+@pytest.mark.fixtures
 def test_groundtruth_task_stream_folder(tmp_path):
     tasks, summary, _ = correlated("dask-dxt-v2-groundtruth", tmp_path)
     assert tasks.height == 44 and summary["io"]["attributed"]["bytes"] >= 34_111_488

@@ -13,10 +13,13 @@ from correlate.align import (
     align_executions,
     align_segments,
     containment_offsets,
+    counter_offsets,
     darshan_offsets,
     worker_offsets,
 )
 from correlate.schema import TABLES, conform
+from correlate.sources import darshan_logs
+from testing.darshan_writer import write_log
 
 US, MS = 1_000, 1_000_000
 
@@ -69,6 +72,31 @@ def test_darshan_offset_is_the_median_marker_difference_uncertainty_its_largest_
     a = by_process(found)[("a", 1)]
     assert (a["offset_ns"], a["uncertainty_ns"], a["samples"]) == (5 * MS, 300 * US, 3)
     assert a["domain"] == "darshan"
+
+
+def test_counters_only_offset_is_the_first_marker_write_uncertainty_the_last_s_drift(tmp_path):
+    # GIVEN a genuine counters-only log (DXT off) of a process whose marker file got two
+    # writes: Darshan's clock stamps them 0.5 s and 2.0-2.25 s after its job start, while the
+    # process's own clock read 7 ms more before the first and 10 ms more before the last (its
+    # Darshan clock lags by 7 ms, and drifts by 3 ms more by the last write)
+    start_ns, m = 1_700_000_000_000_000_000, "/run/darshan/markers/a-1"
+    seg = pl.DataFrame({"path": [m, m, "/data/x"], "op": ["write", "write", "read"],
+                        "offset": [0, 28, 0], "length": [28, 28, 4096],
+                        "start_s": [0.5, 2.0, 1.0], "end_s": [0.75, 2.25, 1.5],
+                        "thread_id": pl.Series([5, 5, 5], dtype=pl.UInt64)})
+    log = write_log(tmp_path / "a_python_id1-1_1.darshan", seg, host="a", pid=1,
+                    start_ns=start_ns, dxt=False)
+    counters = darshan_logs.load([log]).io_file_counters
+    assert counters.filter(pl.col("path") == m)["first_write_ns"].to_list() == [
+        start_ns + 500 * MS]  # what the test wrote, read back (not DXT: the log has none)
+    first, last = start_ns + 500 * MS + 7 * MS, start_ns + 2250 * MS + 10 * MS
+    marks = markers([("a", 1, m, 0, 28, first), ("a", 1, m, 28, 28, last)])
+    # WHEN the offset is taken from the counters
+    got = by_process(counter_offsets(counters, marks))
+    # THEN adding it to Darshan's times gives the process's clock: +7 ms, within the 3 ms drift
+    a = got[("a", 1)]
+    assert (a["offset_ns"], a["uncertainty_ns"], a["domain"]) == (7 * MS, 3 * MS, "darshan")
+    assert list(got) == [("a", 1)]
 
 
 def test_a_held_causal_bound_gives_its_midpoint_a_crossed_one_falls_back_to_dask():

@@ -65,6 +65,7 @@ def test_exact_thread_outside_window_is_classified_by_thread_kind():
     ex = executions([(0, "a", "h", 1, 11, 100, 200)])
     seg = segments([("h", 1, 11, 10, 20, 5, "read", "/d/x"),      # executor, before task
                     ("h", 1, 99, 150, 151, 6, "write", "/d/y"),   # event loop during task
+                    ("h", 1, 150, 150, 151, 7, "write", "/d/w"),  # a thread that ran no task
                     ("h", 1, 42, 150, 151, 8, "write", "/scratch/w1/storage/k"),  # spill
                     ("h", 2, 7, 150, 151, 9, "read", "/d/z")])    # unknown process
     att = exact.io_to_executions(seg, ex)
@@ -73,6 +74,7 @@ def test_exact_thread_outside_window_is_classified_by_thread_kind():
     kinds = {r["path"]: (r["thread_kind"], r["reason"]) for r in un.iter_rows(named=True)}
     assert kinds["/d/x"] == ("executor-outside-task", "outside any task execution")
     assert kinds["/d/y"] == ("event-loop", "outside any task execution")
+    assert kinds["/d/w"] == ("other-thread", "outside any task execution")
     assert kinds["/scratch/w1/storage/k"][1] == "worker local directory (spill)"
     assert kinds["/d/z"][1] == "process is not a known Dask process"
 
@@ -120,7 +122,25 @@ def test_window_split_shares_are_summed_per_execution_file_and_op():
     assert got == {("a", "/f", "read"): (8 + 15.0, 1.5), ("a", "/f", "write"): (5.0, 0.5),
                    ("b", "/f", "read"): (15.0, 0.5), ("b", "/f", "write"): (5.0, 0.5),
                    ("b", "/g", "read"): (10.0, 2.0)}
+    # and the time in the calls by the same shares: a 4 ms read whole, 2 ms calls halved
+    seconds = {(r["key"], r["path"], r["op"]): r["io_time_s"] for r in files.iter_rows(named=True)}
+    assert seconds == pytest.approx({("a", "/f", "read"): 0.005, ("a", "/f", "write"): 0.001,
+                                     ("b", "/f", "read"): 0.001, ("b", "/f", "write"): 0.001,
+                                     ("b", "/g", "read"): 0.004}, abs=1e-12)
     assert set(files["attribution"]) == {"window-split"}
+
+
+def test_window_split_keeps_every_file_and_op_apart_however_many():
+    # GIVEN two overlapping executions without thread ids and 20 files, each read and written
+    # once while both ran (each call halved between them)
+    ex = executions([(0, "a", "h", 1, None, 0, 100), (1, "b", "h", 1, None, 0, 100)])
+    seg = segments([("h", 1, None, 10, 12, 2 * i + (op == "write") + 2, op, f"/f{i:02}")
+                    for i in range(20) for op in ("read", "write")])
+    # WHEN attributed, THEN each execution has one row per file and op, with its half
+    files, _ = conservation(exact.io_to_executions(seg, ex), ex)
+    got = {(r["key"], r["path"], r["op"]): r["bytes"] for r in files.iter_rows(named=True)}
+    assert got == {(k, f"/f{i:02}", op): (2 * i + (op == "write") + 2) / 2
+                   for k in ("a", "b") for i in range(20) for op in ("read", "write")}
 
 
 def test_window_split_sums_do_not_depend_on_how_far_apart_execution_ids_are():
@@ -160,6 +180,29 @@ def test_process_without_executions_is_unattributed_with_method_none():
     conservation(att, ex)
 
 
+def test_a_worker_without_executions_is_named_as_such_and_spill_stays_spill():
+    # GIVEN a second worker that ran no task, and a spill write in the first one's directory
+    procs = pl.concat([PROCS, PROCS.with_columns(pid=pl.lit(5, pl.Int64),
+                                                 local_directory=pl.lit("/scratch/w5"))])
+    ex = executions([(0, "a", "h", 1, 11, 0, 10)])
+    seg = segments([("h", 5, 3, 0, 1, 10, "read", "/f"),
+                    ("h", 1, 42, 20, 21, 8, "write", "/scratch/w1/storage/k")])
+    # WHEN its I/O is left unattributed, THEN the reason says why, for each
+    un = exact.unattributed_io(exact.io_to_executions(seg, ex), ex, procs, [])
+    assert dict(un.select("path", "reason").iter_rows()) == {
+        "/f": "worker without task windows",
+        "/scratch/w1/storage/k": "worker local directory (spill)"}
+
+
+def test_a_task_s_time_in_io_calls_is_the_sum_of_its_calls_in_seconds():
+    ex = executions([(0, "a", "h", 1, 11, 0, 2000)])
+    seg = segments([("h", 1, 11, 10, 20, 1, "read", "/f"), ("h", 1, 11, 30, 33, 1, "read", "/f"),
+                    ("h", 1, 11, 40, 1540, 1, "write", "/f")])
+    files, _ = conservation(exact.io_to_executions(seg, ex), ex)
+    got = {r["op"]: r["io_time_s"] for r in files.iter_rows(named=True)}
+    assert got == {"read": pytest.approx(0.013, abs=1e-12), "write": pytest.approx(1.5)}
+
+
 def test_midpoints_out_of_start_order_on_one_thread_still_find_their_window():
     # GIVEN 100 back-to-back tasks of 10 ms on one thread, and 2000 calls on that thread in
     # start order whose lengths put their midpoints in shuffled order (a thread that Darshan saw
@@ -188,12 +231,61 @@ def test_one_process_segments_match_only_that_process_s_threads():
     # GIVEN two processes whose executor threads have the same id and overlapping tasks, and
     # the segments of one of them (as an attribution partition has)
     ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 2, 11, 0, 100),
-                     (2, "c", "g", 1, 11, 0, 100)])
+                     (2, "c", "g", 1, 11, 0, 100), (3, "d", "h", 3, 11, 5, 100),
+                     (4, "e", "i", 2, 11, 5, 100)])
     seg = segments([("h", 2, 11, 10, 20, 5, "read", "/f")])
     att = exact.io_to_executions(seg, ex)
     files, _ = conservation(att, ex)
     # THEN the segment goes to its own process's task
     assert files["key"].to_list() == ["b"]
+
+
+def test_two_processes_whose_threads_share_an_id_keep_their_own_segments():
+    # GIVEN two processes of one host whose executor threads have the same id (pthread ids
+    # repeat across processes), each running a task, and both processes' segments at once
+    ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 2, 11, 0, 100)])
+    seg = segments([("h", 1, 11, 10, 20, 5, "read", "/one"),
+                    ("h", 2, 11, 10, 20, 7, "read", "/two")])
+    # WHEN attributed, THEN each segment goes to its own process's task
+    files, _ = conservation(exact.io_to_executions(seg, ex), ex)
+    assert sorted(files.select("key", "path").rows()) == [("a", "/one"), ("b", "/two")]
+
+
+def test_midpoints_out_of_order_with_their_neighbours_only_still_find_their_windows():
+    # GIVEN two tasks on one thread and six calls in start order whose midpoints are 1, 8, 3,
+    # 9, 4 and 10 ms: each is after the one two before it, but every other one is before its
+    # neighbour (long calls interleaved with short ones)
+    ex = executions([(0, "a", "h", 1, 11, 0, 4), (1, "b", "h", 1, 11, 5, 16)])
+    calls = [(0, 2), (1, 15), (2, 4), (3, 15), (4, 4), (5, 15)]
+    seg = segments([("h", 1, 11, s, e, 1, "read", f"/m{(s + e) // 2}") for s, e in calls])
+    # WHEN attributed, THEN each goes to the window holding its midpoint
+    att = exact.io_to_executions(seg, ex)
+    assert dict(att.segments.select("path", "execution_id").iter_rows()) == {
+        "/m1": 0, "/m3": 0, "/m4": 0, "/m8": 1, "/m9": 1, "/m10": 1}
+
+
+def test_a_thread_s_first_two_calls_out_of_midpoint_order_find_their_windows():
+    # GIVEN two threads; on the second, a long call then a short one inside the first task
+    ex = executions([(0, "a", "h", 1, 12, 0, 4), (1, "b", "h", 1, 12, 5, 16),
+                     (2, "c", "h", 1, 11, 0, 16)])
+    seg = segments([("h", 1, 11, 0, 2, 1, "read", "/c"), ("h", 1, 12, 0, 16, 1, "read", "/m8"),
+                    ("h", 1, 12, 1, 5, 1, "read", "/m3")])
+    att = exact.io_to_executions(seg, ex)
+    assert dict(att.segments.select("path", "execution_id").iter_rows()) == {
+        "/c": 2, "/m8": 1, "/m3": 0}
+
+
+def test_segments_of_several_processes_come_back_by_process_thread_and_start():
+    # GIVEN two processes' segments, one process after the other (as a partition hands them),
+    # each with two threads whose calls interleave in time
+    ex = executions([(0, "a", "h", 1, 11, 0, 100), (1, "b", "h", 1, 12, 0, 100),
+                     (2, "c", "h", 2, 11, 0, 100), (3, "d", "h", 2, 12, 0, 100)])
+    seg = segments([("h", pid, tid, t, t + 1, 1, "read", f"/{pid}-{tid}-{t}")
+                    for pid in (1, 2) for t in (10, 20, 30) for tid in (12, 11)])
+    # WHEN attributed, THEN the segments come back in output order: process, thread, start
+    got = exact.io_to_executions(seg, ex).segments.select("pid", "thread_id", "host_start_ns")
+    assert got.rows() == sorted(got.rows())
+    assert got.height == 12
 
 
 def _split_by_hand(seg, ex):
@@ -326,3 +418,20 @@ def test_profile_rows_summed_equal_the_rule_on_random_rows():
     got = functions_per_execution(rows, ex)
     assert _by_function(got).equals(_by_function(_summed_by_rule(rows, ex)))
     assert got.height < rows.filter(pl.col("execution_seq") <= 40).height  # some were summed
+
+
+def test_a_midpoint_on_either_edge_of_the_window_belongs_to_the_execution():
+    # GIVEN one execution from 10 to 20 ms and segments on its thread whose midpoints are its
+    # start, its stop, and 1 ms either side
+    ex = executions([(0, "a", "h", 1, 11, 10, 20)])
+    seg = segments([("h", 1, 11, 8, 10, 1, "read", "/before"),   # mid 9: before the start
+                    ("h", 1, 11, 9, 11, 2, "read", "/start"),    # mid 10: the start itself
+                    ("h", 1, 11, 19, 21, 4, "read", "/stop"),    # mid 20: the stop itself
+                    ("h", 1, 11, 20, 22, 8, "read", "/after")])  # mid 21: after the stop
+    # WHEN attributed
+    att = exact.io_to_executions(seg, ex)
+    files, un = conservation(att, ex)
+    # THEN the window is closed at both ends: start and stop are in it, a midpoint past either
+    # edge is not
+    assert dict(files.select("path", "bytes").iter_rows()) == {"/start": 2.0, "/stop": 4.0}
+    assert sorted(un["path"]) == ["/after", "/before"]

@@ -34,12 +34,42 @@ def test_many_small_shifts_are_certain_and_few_large_ones_are_not():
 
 def test_runs_apart_needs_a_shift_beyond_the_run_to_run_range():
     assert runs_apart([1.0], [2.0]) is None
+    assert runs_apart([1.0], [2.0, 2.1]) is None and runs_apart([1.0, 1.1], [2.0]) is None
     assert runs_apart([1.0, 1.1], [2.0, 2.1]) is True
     # apart, but the means differ by less than half a side's run-to-run range
     assert runs_apart([1.0, 1.8, 1.8], [1.85, 1.85, 1.85]) is False
     assert runs_apart([1.0, 1.1], [2.0, 5.0]) is True  # a wide side far beyond the other
     assert runs_apart([1.0, 1.5], [1.2, 1.7]) is False
     assert runs_apart([2.0, 2.1], [1.0, 1.1]) is True
+
+
+def test_runs_apart_at_its_edges():
+    # sides that share a value are not apart, in either direction, however far their means
+    assert runs_apart([1.0, 2.0], [2.0, 3.0]) is False
+    assert runs_apart([2.0, 3.0], [1.0, 2.0]) is False
+    # a shift of exactly half the larger range is enough: means 3 and 5, range 4
+    assert runs_apart([0.0, 4.0, 4.0, 4.0], [5.0, 5.0]) is True
+    assert runs_apart([5.0, 5.0], [0.0, 4.0, 4.0, 4.0]) is True
+    # apart, but means 7.5 and 10.5 differ by less than half the range of 10
+    assert runs_apart([0.0, 10.0, 10.0, 10.0], [10.5, 10.5]) is False
+
+
+def test_the_rank_test_of_two_equal_samples_finds_no_shift():
+    same = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert rank_test(same, same.copy()) == (1.0, 0)
+    # one value apart: the continuity correction keeps it far from any level
+    p, direction = rank_test(same, np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.5]))
+    ref = mannwhitneyu([1.0, 2.0, 3.0, 4.0, 5.0, 6.5], same, alternative="two-sided",
+                       method="asymptotic", use_continuity=True)
+    assert p == pytest.approx(ref.pvalue, rel=1e-9) and direction == 1
+
+
+def test_span_shares_of_a_zero_length_execution_and_a_reversed_one():
+    # an execution that starts and stops at once takes no share; one that stops before it
+    # starts is left out (NaN); the span is measured from the first start, not from 0
+    shares, span = span_shares(np.array([10.0, 12.0, 13.0]), np.array([14.0, 12.0, 11.0]))
+    assert span == 4.0
+    assert shares[:2] == pytest.approx([4.0, 0.0]) and np.isnan(shares[2])
 
 
 def test_span_shares_add_up_to_the_span_less_idle_time():

@@ -181,3 +181,15 @@ def test_the_summary_says_with_how_many_concurrent_readers_a_file_was_shared():
     _att, files, _un = attribute_with_helpers(seg, ex, opens([(12, "/d/s", 2, 2)]))
     assert set(files["attribution"].cast(pl.String)) == {"helper-file"}
     assert _shared_readers(files) == []
+
+
+def test_an_executions_io_without_a_method_has_no_method_not_the_most_exact():
+    # GIVEN task_files rows of one execution whose method is unknown (null), and of another
+    # whose only method is exact-thread
+    files = pl.DataFrame({"execution_id": [0, 1], "op": ["read", "write"], "bytes": [5.0, 7.0],
+                          "ops": [1.0, 1.0], "io_time_s": [0.1, 0.2],
+                          "attribution": pl.Series([None, "exact-thread"], dtype=pl.String)})
+    # THEN the first says none rather than the most exact label
+    totals = exact.task_io_totals(files).sort("execution_id")
+    assert totals.select("execution_id", "io_method", "read_bytes", "write_bytes").rows() == [
+        (0, None, 5.0, 0.0), (1, "exact-thread", 0.0, 7.0)]

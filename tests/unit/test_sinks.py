@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from correlate.schema import TABLES, conform
 from correlate.sinks import MemorySink, ParquetSink
@@ -83,9 +84,19 @@ def test_a_table_whose_parts_fail_leaves_the_previous_one_and_no_temp_file(tmp_p
         yield _parts()[0]
         raise RuntimeError("the engine failed")
 
-    try:
+    with pytest.raises(RuntimeError, match="the engine failed"):
         sink.write_parts("task_files", failing())
-    except Exception:  # noqa: BLE001, S110 - polars wraps it
-        pass
     assert pl.read_parquet(tmp_path / "task_files.parquet").height == 9
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]
+
+
+def test_a_table_that_cannot_be_put_in_place_raises_and_is_not_listed(tmp_path: Path) -> None:
+    # GIVEN an output folder where the table's name is taken by a directory
+    sink = ParquetSink(tmp_path)
+    (tmp_path / "task_files.parquet").mkdir()
+    # WHEN the table is written, THEN the error reaches the caller (cli.py's one catch site):
+    # the sink neither swallows it nor lists a table it did not write, and leaves no temp file
+    with pytest.raises(IsADirectoryError):
+        sink.write("task_files", pl.concat(_parts()))
+    assert sink.paths == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]
