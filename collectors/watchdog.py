@@ -55,6 +55,7 @@ class Watchdog:
         self.loop_beats: dict[str, float] = {}
         self.stalled: dict[tuple[str, str], float] = {}
         self._stop = threading.Event()
+        self._arming = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="dask-correlate-watchdog",
                                         daemon=True)
 
@@ -88,14 +89,17 @@ class Watchdog:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stops at once (called on a server's event loop as it closes: no join); the thread
+        ends at its next tick, and re-arms nothing after this."""
         self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-        faulthandler.cancel_dump_traceback_later()
+        with self._arming:
+            faulthandler.cancel_dump_traceback_later()
 
     def _arm(self) -> None:
-        faulthandler.dump_traceback_later(self.after_s + self.tick, repeat=False,
-                                          file=STDERR, exit=False)
+        with self._arming:
+            if not self._stop.is_set():
+                faulthandler.dump_traceback_later(self.after_s + self.tick, repeat=False,
+                                                  file=STDERR, exit=False)
 
     def _run(self) -> None:
         last, cpu = time.monotonic(), time.process_time()
