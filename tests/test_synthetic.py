@@ -217,8 +217,10 @@ def test_tables_written_as_they_are_made_equal_the_in_memory_result(correlated):
         assert written.height == result.tables[name].height, name
         assert written.height > 0 or name == "slices", name  # (the job runs no coroutine)
         assert written.equals(result.tables[name]), name
+    # (``input``, the run folder read, is what `correlate RUN` adds when it writes)
+    assert summary["input"]["run_dir"] == str(run.resolve())
     assert json.loads(json.dumps(result.summary, default=str)) == {
-        k: v for k, v in summary.items() if k != "output_format_version"}
+        k: v for k, v in summary.items() if k not in ("output_format_version", "input")}
 
 
 def test_fewer_segments_than_executions_leave_some_without_io(tmp_path):

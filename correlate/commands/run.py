@@ -34,15 +34,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(`correlate report OUT` renders them later)")
 
 
+#: what correlate writes into an output folder besides its tables: summary.json, the
+#: lifecycles, and the reports (``correlate.reports.WRITERS``) with their figures
+OUTPUT_FILES = ("summary.json", "task_lifecycles.jsonl", "report.md", "report.html",
+                "trace.json", "figures")
+
+
 def refuse_other_files(out: Path) -> None:
     """Raise unless ``out`` is new, empty or a previous correlate output (its ``summary.json``
-    says so): outputs written among other files would mix with them."""
+    says so, or it holds only names correlate writes, as a run killed before its summary
+    leaves): outputs written among other files would mix with them."""
+    from correlate.engine import OPTIONAL_TABLES, OUTPUT_TABLES
+
     if not out.exists():
         return
     if not out.is_dir():
         raise InputError(out, "the output folder is a file")
-    names = sorted(p.name for p in out.iterdir())
-    if not names:
+    ours_names = {*OUTPUT_FILES, *(f"{t}.parquet" for t in (*OUTPUT_TABLES, *OPTIONAL_TABLES))}
+    names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    if all(n in ours_names for n in names):
         return
     try:
         ours = "output_format_version" in json.loads((out / "summary.json").read_text())
