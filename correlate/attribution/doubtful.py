@@ -58,8 +58,11 @@ def labels(rows: pl.DataFrame, opens: pl.DataFrame) -> pl.Series:
     contradicted = pl.col("known").fill_null(False) & (
         ((pl.col("op") == "read") & ~pl.col("read").fill_null(True))
         | ((pl.col("op") == "write") & ~pl.col("write").fill_null(True)))
+    # (Darshan's own names of the standard streams, ``<STDOUT>``…, are no paths)
+    relative = (path.is_not_null() & ~path.str.starts_with("/")
+                & ~path.str.contains(r"^<[A-Z]+>$"))
     return r.select(
-        pl.when(path.is_not_null() & ~path.str.starts_with("/")).then(pl.lit(RELATIVE))
+        pl.when(relative).then(pl.lit(RELATIVE))
         .when(path.str.contains(_OURS) & ~path.str.contains(_PROC_FOLDER))
         .then(pl.lit(MISPLACED))
         .when(contradicted)

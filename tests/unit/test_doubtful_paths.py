@@ -31,6 +31,7 @@ def test_each_kind_of_doubtful_name_is_labelled_and_plain_files_are_not():
         ("h", 1, "/d/unknown.bin", "read"),   # an open of unknown mode decides nothing
         ("h", 1, "/d/never.bin", "read"),     # no task opened it: not contradicted
         ("h", 1, "proc.json", "write"),       # relative
+        ("h", 1, "<STDERR>", "write"),        # Darshan's name of a standard stream
         ("h", 1, "/home/u/job/proc.json", "write"),          # ours, in the job's directory
         ("h", 1, "/home/u/job/strings.arrows", "write"),
         ("h", 1, "/runs/r1/procs/worker-vm-12-1/proc.json", "write"),  # ours, in place
@@ -39,7 +40,7 @@ def test_each_kind_of_doubtful_name_is_labelled_and_plain_files_are_not():
     )
     got = doubtful.labels(rows, OPENS).to_list()
     want = [doubtful.CONTRADICTED.format(op="read"), doubtful.CONTRADICTED.format(op="write"),
-            None, None, None, None, None, None, doubtful.RELATIVE, doubtful.MISPLACED,
+            None, None, None, None, None, None, doubtful.RELATIVE, None, doubtful.MISPLACED,
             doubtful.MISPLACED, None, None, None]
     assert got == want
 
