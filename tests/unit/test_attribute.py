@@ -286,6 +286,13 @@ def test_segments_of_several_processes_come_back_by_process_thread_and_start():
     got = exact.io_to_executions(seg, ex).segments.select("pid", "thread_id", "host_start_ns")
     assert got.rows() == sorted(got.rows())
     assert got.height == 12
+    # and so do they when the processes come in another order, or one of them twice
+    one, two = (seg.filter(pl.col("pid") == pid) for pid in (1, 2))
+    early = pl.col("host_start_ns") <= 15 * MS
+    for parts in ([two, one], [one.filter(early), two, one.filter(~early)]):
+        got = exact.io_to_executions(pl.concat(parts), ex).segments.select(
+            "pid", "thread_id", "host_start_ns")
+        assert got.rows() == sorted(got.rows()) and got.height == 12, len(parts)
 
 
 def _split_by_hand(seg, ex):

@@ -64,6 +64,25 @@ def test_the_rank_test_of_two_equal_samples_finds_no_shift():
     assert p == pytest.approx(ref.pvalue, rel=1e-9) and direction == 1
 
 
+def test_fewer_than_five_executions_on_either_side_are_not_judged():
+    five, four, many = np.arange(5.0), np.arange(4.0), np.arange(50.0)
+    assert rank_test(five, five + 1) is not None
+    assert rank_test(four, many) is None and rank_test(many, four) is None
+
+
+def test_the_thresholds_are_the_ones_docs_compare_md_states():
+    from pathlib import Path
+
+    from correlate.compare_stats import ALPHA, COUNT_TOLERANCE, MATERIAL
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "compare.md").read_text()
+                    .split())
+    assert f"p < {ALPHA:g}" in text
+    assert f"at least {MATERIAL:.0%} of the row's time per execution" in text
+    assert f"moved by more than {COUNT_TOLERANCE:.0%}" in text
+    assert f"fewer than {MIN_EXECUTIONS} executions on a side" in text
+
+
 def test_span_shares_of_a_zero_length_execution_and_a_reversed_one():
     # an execution that starts and stops at once takes no share; one that stops before it
     # starts is left out (NaN); the span is measured from the first start, not from 0
