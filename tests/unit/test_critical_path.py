@@ -87,7 +87,7 @@ def test_the_walk_ends_at_a_predecessor_that_ended_after_its_successor():
 
 
 def test_distinct_read_bytes_count_each_byte_once():
-    from correlate.findings.rules import distinct_read_bytes
+    from correlate.findings.io_rules import distinct_read_bytes
 
     seg = pl.DataFrame({"path": ["a", "a", "a", "a", "b", "b"],
                         "op": ["read"] * 5 + ["write"],
