@@ -57,6 +57,14 @@ def span_saved(ctx: Context, excess: pl.DataFrame) -> float:
     return max(0.0, ctx.window_s - shorter)
 
 
+def wait_saved(ctx: Context, path_wait_s: float) -> float:
+    """What removing ``path_wait_s`` of waits between the critical path's links would shorten
+    the window by: waits are no thread's work, so the shorter window is at least the path less
+    them, and at least the busy time shared evenly by the threads."""
+    shorter = max(ctx.window_s - path_wait_s, ctx.busy_s / max(ctx.threads, 1))
+    return max(0.0, ctx.window_s - shorter)
+
+
 def finding(kind: str, cost_s: float | None, prefixes: list[str], keys: list[str],
              files: list[str], evidence: str, advice: str, partial: str | None = None
              ) -> dict[str, Any]:
