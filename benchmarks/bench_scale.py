@@ -110,13 +110,30 @@ def io_floor(run: Path, outputs: Path) -> dict[str, float]:
     written again through correlate's own sink. No joins, sorts or attribution."""
     from correlate.mappers import local_map
     from correlate.schema import TABLES
+    from correlate.schema.run import SNAPSHOT_SUFFIX, STREAM_SUFFIX
     from correlate.sinks import ParquetSink
-    from correlate.sources import darshan_logs, run_parts
+    from correlate.sources import darshan_logs, run_parts, run_streams
 
     t = time.perf_counter()
-    for table_dir in sorted(d for d in (run / "procs").glob("*/*") if d.is_dir()):
-        for part in run_parts.part_files(table_dir):
-            run_parts.read(part, TABLES[table_dir.name])
+    rows = 0
+    streams: dict[str, list] = {}
+    for proc in sorted(d for d in (run / "procs").iterdir() if d.is_dir()):
+        names = {p.name for p in proc.iterdir()}
+        if not run_streams.is_format3(names):  # formats 1 and 2: a folder of parts per table
+            for table_dir in sorted(d for d in proc.iterdir() if d.is_dir()):
+                for part in run_parts.part_files(table_dir):
+                    rows += run_parts.read(part, TABLES[table_dir.name]).height
+            continue
+        for name in sorted(names):  # format 3: streams framed, read a table at a time
+            if name.endswith(SNAPSHOT_SUFFIX):
+                rows += pl.read_ipc(proc / name).height
+            elif name.endswith(STREAM_SUFFIX):
+                data = (proc / name).read_bytes()
+                streams.setdefault(name, []).append(
+                    (len(streams.get(name, ())), name, data, run_streams.framing(data)))
+    for members in streams.values():
+        frame, _rejects = run_streams.read_many(members)
+        rows += 0 if frame is None else frame.height
     read = time.perf_counter() - t
     t = time.perf_counter()
     for _log in local_map(darshan_logs.read_log, darshan_logs.expand_paths([run / "darshan"])):
@@ -129,7 +146,8 @@ def io_floor(run: Path, outputs: Path) -> dict[str, float]:
         for name, df in tables.items():
             sink.write(name, df)
         write = time.perf_counter() - t
-    return {"read": read, "decode": decode, "write": write, "total": read + decode + write}
+    return {"read": read, "decode": decode, "write": write, "total": read + decode + write,
+            "rows_read": rows}
 
 
 def io_floor_in_process(run: Path, outputs: Path) -> dict[str, float]:

@@ -33,11 +33,10 @@ import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
-
-import tomllib
 
 MIRROR = Path("/work/.mirror/dask+distributed/repo")
 #: plugins, preload, nanny, and the parts of test_worker/test_scheduler about a server's life

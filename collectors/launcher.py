@@ -29,7 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "and Darshan DXT) into a run folder for `correlate`.",
         epilog="example: collect -o runs/imgproc -- python my_pipeline.py\n"
                "batch scripts starting dask scheduler/worker themselves: "
-               "collect env -o RUN_DIR (prints the variables to export; --help for more)")
+               "collect env -o RUN_DIR (prints the variables to export; --help for more)\n"
+               "Python: CPython 3.11-3.13 (tested). On 3.11.0-3.11.11 the collectors guard "
+               "sys._current_frames()\nagainst CPython's deadlock gh-106883 in every Dask "
+               "process they run in (docs/collectors.md).")
     p.add_argument("-o", "--out", type=Path, required=True, help="run folder to create")
     options.add_arguments(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the job's command")

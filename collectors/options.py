@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +36,12 @@ ENV_MARKERS = "DASK_CORRELATE_MARKERS"
 ENV_DARSHAN = "DASK_CORRELATE_DARSHAN"
 ENV_DXT = "DASK_CORRELATE_DXT"
 ENV_DXT_SEGMENTS = "DASK_CORRELATE_DXT_SEGMENTS"
+ENV_STALL_AFTER = "DASK_CORRELATE_STALL_AFTER"
+#: the options that are seconds above 0, and what a message calls them
+SECONDS = {"flush_interval": "flush interval", "stall_after": "stall time"}
 #: those ``Options.environment`` sets (``markers`` is set with Darshan's environment)
-ENV_NAMES = (ENV_PROFILE, ENV_FLUSH_INTERVAL, ENV_DARSHAN, ENV_DXT, ENV_DXT_SEGMENTS)
+ENV_NAMES = (ENV_PROFILE, ENV_FLUSH_INTERVAL, ENV_DARSHAN, ENV_DXT, ENV_DXT_SEGMENTS,
+             ENV_STALL_AFTER)
 
 
 def darshan_in_preload(env: Mapping[str, str] = os.environ) -> str | None:
@@ -67,17 +71,20 @@ class Options:
     dxt: bool | None = True
     #: DXT segments traced per process; None where not known
     dxt_segments: int | None = DXT_SEGMENTS
+    #: seconds without progress of an event loop or a collector thread that make a stall
+    #: (``collectors.watchdog``)
+    stall_after: float = 10.0
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_MODES:
             raise OptionsError(f"profile {self.profile!r} is not one of "
                                f"{', '.join(PROFILE_MODES)}")
-        interval = self.flush_interval
-        if (isinstance(interval, bool) or not isinstance(interval, int | float)
-                or not math.isfinite(interval) or interval <= 0):
-            raise OptionsError(f"flush interval {interval!r} is not a number of seconds "
-                               f"above 0")
-        object.__setattr__(self, "flush_interval", float(interval))
+        for field, what in SECONDS.items():
+            value = getattr(self, field)
+            if (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not math.isfinite(value) or value <= 0):
+                raise OptionsError(f"{what} {value!r} is not a number of seconds above 0")
+            object.__setattr__(self, field, float(value))
         if self.dxt_segments is not None and (isinstance(self.dxt_segments, bool)
                                               or not isinstance(self.dxt_segments, int)
                                               or self.dxt_segments <= 0):
@@ -88,7 +95,8 @@ class Options:
     def from_args(cls, args: Any) -> Options:
         """The options of `collect` / `collect env` (``add_arguments``)."""
         return cls(profile=args.profile, flush_interval=args.flush_interval,
-                   darshan=args.darshan, dxt=args.dxt == "on", dxt_segments=args.dxt_segments)
+                   darshan=args.darshan, dxt=args.dxt == "on", dxt_segments=args.dxt_segments,
+                   stall_after=args.stall_after)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] = os.environ) -> Options:
@@ -97,7 +105,9 @@ class Options:
         if env.get(ENV_PROFILE):
             kwargs["profile"] = env[ENV_PROFILE]
         if env.get(ENV_FLUSH_INTERVAL):
-            kwargs["flush_interval"] = flush_interval_value(env[ENV_FLUSH_INTERVAL])
+            kwargs["flush_interval"] = seconds_value(env[ENV_FLUSH_INTERVAL], "flush_interval")
+        if env.get(ENV_STALL_AFTER):
+            kwargs["stall_after"] = seconds_value(env[ENV_STALL_AFTER], "stall_after")
         kwargs["markers"] = env.get(ENV_MARKERS) == "1"
         # Darshan as `collect` chose it; a job that preloads Darshan itself: its environment
         kwargs["darshan"] = env.get(ENV_DARSHAN) or (
@@ -111,7 +121,7 @@ class Options:
         """The variables that carry these options to the preload (markers: set with Darshan's
         environment)."""
         env = {ENV_PROFILE: self.profile, ENV_FLUSH_INTERVAL: str(self.flush_interval),
-               ENV_DARSHAN: self.darshan}
+               ENV_DARSHAN: self.darshan, ENV_STALL_AFTER: str(self.stall_after)}
         if self.dxt is not None:
             env[ENV_DXT] = "on" if self.dxt else "off"
         if self.dxt_segments is not None:
@@ -122,6 +132,7 @@ class Options:
         """The options as ``manifest.json`` records them (``dxt``: "on"/"off", null where this
         process cannot know)."""
         return {"profile": self.profile, "flush_interval_s": self.flush_interval,
+                "stall_after_s": self.stall_after,
                 "darshan": self.darshan, "dxt_segments": self.dxt_segments,
                 "dxt": None if self.dxt is None else ("on" if self.dxt else "off")}
 
@@ -136,28 +147,39 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--profile", "--yappi", dest="profile", choices=PROFILE_MODES,
                         default=DEFAULTS.profile, help=PROFILE_HELP)
     darshan_env.add_arguments(parser)
-    parser.add_argument("--flush-interval", type=flush_interval_arg,
+    parser.add_argument("--flush-interval", type=seconds_arg("flush_interval"),
                         default=DEFAULTS.flush_interval,
                         help="seconds between flushes of each process's buffers (default "
                              f"{DEFAULTS.flush_interval:g})")
+    parser.add_argument("--stall-after", type=seconds_arg("stall_after"),
+                        default=DEFAULTS.stall_after,
+                        help="seconds without progress of a Dask event loop or a collector "
+                             "thread after which the process's stall and every thread's stack "
+                             f"are recorded (default {DEFAULTS.stall_after:g})")
 
 
-def flush_interval_arg(text: str) -> float:
-    """``collect --flush-interval``: argparse prints the message and exits."""
+def seconds_arg(field: str) -> Callable[[str], float]:
+    """The argparse type of the option ``field``: argparse prints the message and exits."""
     import argparse
 
-    try:
-        return flush_interval_value(text)
-    except OptionsError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+    def parse(text: str) -> float:
+        try:
+            return seconds_value(text, field)
+        except OptionsError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
 
 
-def flush_interval_value(text: str) -> float:
-    """A flush interval given as text (a ``collect`` flag, an environment variable)."""
+def seconds_value(text: str, field: str) -> float:
+    """The option ``field`` (seconds) given as text (a ``collect`` flag, an environment
+    variable), checked as ``Options`` checks it."""
     try:
         value = float(text)
     except ValueError:
-        raise OptionsError(f"flush interval {text!r} is not a number of seconds above 0"
+        raise OptionsError(f"{SECONDS[field]} {text!r} is not a number of seconds above 0"
                            ) from None
-    Options(flush_interval=value)
+    kwargs: dict[str, Any] = {field: value}
+    Options(**kwargs)  # checked as Options checks it
     return value
+

@@ -78,6 +78,8 @@ class StackSampler:
         self.total_counts: Counter[tuple[int, int, Any]] = Counter()
         self.samples = 0
         self._last = 0.0
+        #: when the last sample was taken (monotonic; collectors.watchdog)
+        self.progress = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dask-correlate-sampler",
                                         daemon=True)
@@ -93,6 +95,7 @@ class StackSampler:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.sample_once()
+            self.progress = time.monotonic()
 
     def sample_once(self) -> None:
         now = time.perf_counter()

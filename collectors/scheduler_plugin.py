@@ -18,6 +18,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
+from collectors import frames_guard, watchdog
 from collectors.guard import ERRORS, never_raise, set_log_dir
 from collectors.manifest import dask_config
 from collectors.options import DEFAULTS, Options
@@ -90,11 +91,16 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self._startstops, self._append_startstop = self.sink.raw("task_startstops",
                                                                  _STARTSTOP)
         set_log_dir(pdir)
+        frames_guard.install()
         proc_json(pdir, role="scheduler", address=scheduler.address,
                   dask_config=dask_config())
         self.sink.before_flush.append(self._expand)
         stop_with(scheduler, self.sink)
         self.sink.start()
+        dog = watchdog.watchdog(pdir, self.options.stall_after)
+        owner = str(scheduler.address)
+        scheduler.periodic_callbacks["dask-correlate-watchdog"] = dog.loop_callback(owner)
+        dog.watch("flush", owner, self._sink_progress, self.options.flush_interval)
         self._watch_update_data(scheduler)
 
     def _watch_update_data(self, scheduler: Any) -> None:
@@ -142,6 +148,18 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
     def log_event(self, topic: str, msg: Any) -> None:
         if topic == SENDER_TOPIC:  # (one comparison for any other event)
             self._notes.append((time.time_ns(), msg))
+        elif type(msg) is dict and msg.get("action") == "worker-status-change":
+            self._status_change(topic, msg)
+
+    @never_raise
+    def _status_change(self, worker: str, msg: dict) -> None:
+        """A worker paused by its memory manager, or running again: its waits then have
+        memory, not threads, as their cause."""
+        if msg.get("status") == "paused":
+            self._event((time.time_ns(), "worker_paused", worker, None, None, None, None, None))
+        elif msg.get("prev-status") == "paused":
+            self._event((time.time_ns(), "worker_resumed", worker, None, None, None, None,
+                         None))
 
     def transition(self, key: Any, start: str, finish: str, *args: Any,
                    stimulus_id: str | None = None, **kwargs: Any) -> None:
@@ -316,10 +334,15 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
     async def close(self) -> None:
         self.close_sink()
 
+    def _sink_progress(self) -> float | None:
+        sink = self.sink
+        return None if sink is None or sink.closed else sink.progress
+
     @never_raise
     def close_sink(self) -> None:
         self._restore_update_data()
         if self.sink is not None:
+            watchdog.release(str(self.scheduler.address))
             self.sink.close()
             self.sink = None
 

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from collectors import watchdog
 from collectors.arrow_file import batch_message, holds, ipc_file, schema_message
 from collectors.guard import ERRORS, never_raise
 from collectors.options import DEFAULTS
@@ -320,6 +321,8 @@ class ProcessSink:
         self._lock = threading.RLock()
         self._thread = threading.Thread(target=self._run, name="dask-correlate-flush",
                                         daemon=True)
+        #: when the flush thread last finished a flush (monotonic; collectors.watchdog)
+        self.progress = time.monotonic()
         proc_dir.mkdir(parents=True, exist_ok=True)
         #: the folder kept open (read-only: a remount stays possible), so that the closing
         #: record reaches proc.json even after the run folder was moved
@@ -379,6 +382,7 @@ class ProcessSink:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.flush()
+            self.progress = time.monotonic()
 
     @never_raise
     def flush(self) -> None:
@@ -534,11 +538,33 @@ class ProcessSink:
                     self.snapshot_rows[name] = len(rows)
 
     def close(self, extra: dict[str, Any] | None = None, join_timeout: float = 30) -> None:
+        """Flush and write the closing record, within about 2 × ``join_timeout``: on a file
+        system that stopped answering, a write never returns, and the server's stop or the
+        process's exit (where this is called) must not wait for it. The last flush and the
+        record are then left to a thread of their own, and rows a stuck flush holds are
+        counted as dropped."""
         if self.closed:
             return
         self.closed = True
         self.stop(join_timeout)
-        self.flush()
+        closing = threading.Thread(target=self._close, args=(extra, join_timeout / 2),
+                                   name="dask-correlate-close", daemon=True)
+        closing.start()
+        closing.join(join_timeout)
+
+    def _close(self, extra: dict[str, Any] | None, stuck_after: float) -> None:
+        if self._lock.acquire(timeout=stuck_after):
+            try:
+                self.flush()
+            finally:
+                self._lock.release()
+        else:  # the flush thread is in a write that does not return
+            for name in self.tables:
+                if held := len(self.buffers[name]) // self.widths[name]:
+                    self.dropped[name][STUCK] += held
+            for name, buf, width in self._raw:
+                self.dropped[name][STUCK] += len(buf) // width
+                buf.clear()
         # what still cannot be written is lost with the process: counted, by reason
         for name, (columns, reason) in self.kept.items():
             self.dropped[name][reason] += len(columns[0])
@@ -561,6 +587,10 @@ class ProcessSink:
         finally:
             if folder is not None:
                 os.close(folder)
+
+
+#: the reason rows are dropped when the flush thread never came back from a write
+STUCK = "not flushed (a write into the run folder did not return)"
 
 
 def close_proc_json(proc_dir: Path, closing: dict[str, Any], folder: int | None = None
@@ -634,12 +664,13 @@ _claim_lock = threading.Lock()
 
 def stop_with(server: Any, sink: ProcessSink) -> None:
     """Stop ``sink``'s flush thread when the Dask server stops (``Server.stop``, also called
-    by ``close``), after one last flush: a server stopped and never closed leaves no thread
-    behind."""
+    by ``close``), after one last flush, and stop watching the server's threads for stalls: a
+    server stopped and never closed leaves no thread behind."""
     orig = server.stop
 
     def stop(*args: Any, **kwargs: Any) -> Any:
         try:
+            watchdog.release(str(server.address))
             if not sink.closed:
                 sink.stop()
                 sink.flush()

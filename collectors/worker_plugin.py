@@ -27,11 +27,17 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from collectors import code_cache, coroutine_steps, exit_flush, file_opens
+from collectors import code_cache, coroutine_steps, exit_flush, file_opens, frames_guard, watchdog
 from collectors.coroutine_steps import CoroutineSteps
 from collectors.guard import never_raise, record, set_log_dir
 from collectors.options import DEFAULTS, Options, darshan_in_preload
-from collectors.profiling import CLEAR_BYTES, TaskTags, YappiProfile, make_profiler
+from collectors.profiling import (
+    CLEAR_BYTES,
+    StackSampler,
+    TaskTags,
+    YappiProfile,
+    make_profiler,
+)
 from collectors.sink import (
     ProcessSink,
     columns_of,
@@ -148,6 +154,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
 
         self.worker = worker
         self.pid = os.getpid()
+        frames_guard.install()
         pdir = process_dir(Path(self.run_dir), "worker", hostname(), self.pid)
         set_log_dir(pdir)
         tables = {t.name: t for t in (
@@ -226,6 +233,25 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         stop_with(worker, self.sink)
         exit_flush.register(self._on_exit)
         self.sink.start()
+        self._watch(worker, pdir)
+
+    def _watch(self, worker: Any, pdir: Path) -> None:
+        """Stalls of the worker's event loop and of the collectors' threads are recorded
+        (collectors.watchdog)."""
+        dog = watchdog.watchdog(pdir, self.options.stall_after)
+        owner = str(worker.address)
+        worker.periodic_callbacks["dask-correlate-watchdog"] = dog.loop_callback(owner)
+        dog.watch("flush", owner, self._sink_progress, self.flush_interval)
+        if isinstance(self.profiler, StackSampler):
+            dog.watch("sampler", owner, self._sampler_progress, self.profiler.interval)
+
+    def _sink_progress(self) -> float | None:
+        sink = self.sink
+        return None if sink is None or sink.closed else sink.progress
+
+    def _sampler_progress(self) -> float | None:
+        profiler = self.profiler
+        return profiler.progress if isinstance(profiler, StackSampler) else None
 
     @property
     def _sink(self) -> ProcessSink:
@@ -272,6 +298,10 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             return
         self._callback.stop()
         worker.periodic_callbacks.pop("dask-correlate", None)
+        beat = worker.periodic_callbacks.pop("dask-correlate-watchdog", None)
+        if beat is not None:
+            beat.stop()
+        watchdog.release(str(worker.address))
         self._on_loop()
         if self.profiler is not None:
             self.profiler.stop()

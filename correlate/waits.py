@@ -46,6 +46,37 @@ def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Series
+                 ) -> pl.DataFrame:
+    """Per key whose wait for a thread (its first worker-side ready → executing) overlapped a
+    memory pause of that worker: ``wait_paused_s``, the overlap. A paused worker starts no task
+    whatever its free threads, so that part of the wait is memory's, not the threads'.
+    ``pauses``: ``worker_pauses`` (run timeline); ``shift``: per row of ``transitions``, what
+    turns its process's clock into the run timeline (``align.worker_shift``)."""
+    empty = pl.DataFrame(schema={"key": pl.String, "wait_paused_s": pl.Float64})
+    if pauses.is_empty():  # (the usual case)
+        return empty
+    worker = ((pl.col("side") == "worker")
+              & pl.col("worker").is_in(pauses.get_column("worker").unique().implode()))
+    # (cast first: the engine's worker column is Categorical)
+    t = transitions.with_columns(pl.col("worker").cast(pl.String),
+                                 t=pl.col("local_time_ns") + shift).filter(
+        worker & pl.col("finish").is_in(["ready", "executing"]))
+    firsts = t.group_by("key").agg(
+        pl.col("worker").filter(pl.col("finish") == "ready").first(),
+        t_ready=pl.col("t").filter(pl.col("finish") == "ready").min(),
+        t_exec=pl.col("t").filter(pl.col("finish") == "executing").min()).drop_nulls()
+    if firsts.is_empty():
+        return empty
+    end = pl.coalesce("stop_ns", pl.lit(2**62, pl.Int64))
+    return (firsts.join(pauses, on="worker")
+            .with_columns(overlap=(pl.min_horizontal("t_exec", end)
+                                   - pl.max_horizontal("t_ready", "start_ns")).clip(0))
+            .group_by("key").agg(wait_paused_s=pl.col("overlap").sum() * 1e-9)
+            .filter(pl.col("wait_paused_s") > 0)
+            .select(pl.col("key").cast(pl.String), "wait_paused_s"))
+
+
 def external_arrivals(transitions: pl.DataFrame) -> pl.DataFrame:
     """Keys that went through a state Dask does not define (e.g. seed 003's ``deisa`` external
     tasks): key and the time (scheduler clock) they reached memory."""

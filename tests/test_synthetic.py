@@ -232,3 +232,21 @@ def test_fewer_segments_than_executions_leave_some_without_io(tmp_path):
     both = exp.per_execution.join(tasks, on="key", how="left", suffix="_got")
     for col in IO_COLS:
         assert both.filter(pl.col(col) != pl.col(f"{col}_got")).is_empty(), col
+
+
+def test_the_benchmarks_io_floor_reads_every_row_of_a_format_3_run_folder(correlated):
+    """bench_scale's floor (what correlate must at least read and write) read nothing of a
+    format-3 folder (its <table>.arrows streams), so its ratio meant nothing."""
+    from benchmarks.bench_scale import io_floor
+    from correlate.sources import run_streams
+
+    _exp, run, out, _summary = correlated
+    assert all(run_streams.is_format3({p.name for p in d.iterdir()})
+               for d in (run / "procs").iterdir())
+    stored = 0
+    for stream in (run / "procs").glob("*/*.arrows"):
+        frame = run_streams.read_stream(stream).frame
+        stored += 0 if frame is None else frame.height
+    floor = io_floor(run, out)
+    assert stored > 300 and floor["rows_read"] >= stored
+    assert floor["read"] > 0 and floor["decode"] > 0 and floor["write"] > 0

@@ -159,6 +159,8 @@ def worker_budget(tasks: pl.DataFrame) -> pl.DataFrame:
         coroutines=pl.col("coroutine").sum(),
         transfer_s=pl.col("transfer_s").fill_null(0.0).sum(),
         waiting_s=pl.col("wait_thread_s").fill_null(0.0).sum(),
+        paused_s=pl.col("wait_paused_s").fill_null(0.0).sum()
+        if "wait_paused_s" in t.columns else pl.lit(0.0),
         read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
     ).join(thread_counts(t.filter(on_threads)), on="worker", how="left").with_columns(
         threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
@@ -379,7 +381,7 @@ def _fmt_ns(ns: Any) -> str | None:
         return None
     import datetime as dt
 
-    when = dt.datetime.fromtimestamp(ns / 1e9, tz=dt.timezone.utc)
+    when = dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC)
     return when.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

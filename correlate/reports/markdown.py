@@ -97,21 +97,27 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
         return [*lines, "No task executions were recorded.", ""]
     known = _io_known(out)
     coroutines = bool(b.get_column("coroutines").sum())
+    paused = bool(b.get_column("paused_s").sum())
     rows = [[code(r["worker"]), agg.threads_text(r["threads"], r["threads_bound"]),
              count(r["executions"]), seconds(r["thread_s"]), measured(r["cpu_s"]),
              measured(r["io_s"]) if known else UNKNOWN, measured(r["other_s"]),
              seconds(r["idle_s"]), share(r["busy_share"]),
              *([seconds(r["coroutine_s"])] if coroutines else []),
-             seconds(r["waiting_s"]), seconds(r["transfer_s"]), seconds(r["read_back_s"])]
+             seconds(r["waiting_s"]), *([seconds(r["paused_s"])] if paused else []),
+             seconds(r["transfer_s"]), seconds(r["read_back_s"])]
             for r in b.iter_rows(named=True)]
     lines += table(["worker", "executor threads", "executions", "thread time", "CPU", "I/O",
                     "other²", "idle", "busy", *(["coroutines³"] if coroutines else []),
-                    "waiting for a thread¹", "receiving inputs¹",
-                    "reading spilled inputs back¹"], rows)
+                    "waiting for a thread¹",
+                    *(["waiting while the worker was paused (memory)¹"] if paused else []),
+                    "receiving inputs¹", "reading spilled inputs back¹"], rows)
     lines += ["Thread time = executor threads × task window, split into the tasks' thread CPU, "
               "time inside I/O calls, other² and idle (thread time not spent in tasks). "
-              "¹ Task-seconds spent before a task ran (ready with no free thread; fetching "
-              "its inputs from peers; reading its inputs back from the spill directory); they "
+              "¹ Task-seconds spent before a task ran (ready with no free thread; "
+              + ("ready while its worker was paused at its memory limit, when no task starts "
+                 "whatever the threads: memory, not threads, held it; " if paused else "")
+              + "fetching its inputs from peers; reading its inputs back from the spill "
+              "directory); they "
               "overlap idle time and are not part of the thread-time sum. "
               "² The rest of the tasks' wall time: sleep, locks, the GIL, waits inside the task "
               "(an I/O call's own CPU counts in both CPU and I/O, so this is a lower bound)"

@@ -263,6 +263,18 @@ SENDERS = Table(
     "What clients said about the data they send: their rank, and per scattered key its step "
     "and the scatter call's duration.", SENDER_NOTES.columns, sort_by=SENDER_NOTES.sort_by)
 
+WORKER_PAUSES = Table(
+    "worker_pauses",
+    "When each worker was paused by Dask's memory manager (its memory reached the pause "
+    "fraction: it starts no task until it is resumed), scheduler clock.",
+    (
+        Column("worker", "String", "worker address", nullable=False),
+        Column("start_ns", "Int64", "paused (scheduler clock)", nullable=False),
+        Column("stop_ns", "Int64", "resumed (null: paused until its records end)"),
+    ),
+    sort_by=("worker", "start_ns"),
+)
+
 REJECTS = Table(
     "rejects",
     "Input records that were not used, with the reason (nothing is dropped silently).",
@@ -277,4 +289,4 @@ REJECTS = Table(
 
 ALL = (PROCESSES, EXECUTIONS, TRANSITIONS, STARTSTOPS, TRANSFERS, TRANSFER_KEYS, DEPENDENCIES,
        FUNC_STATS, CLOCK_SAMPLES, CLOCK_MARKERS, FILE_OPENS, EXECUTION_SLICES, TASK_LABELS,
-       SPAN_TREE, SPAN_DASK_METRICS, DATA_ARRIVALS, SENDERS, REJECTS)
+       SPAN_TREE, SPAN_DASK_METRICS, DATA_ARRIVALS, SENDERS, WORKER_PAUSES, REJECTS)

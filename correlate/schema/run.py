@@ -107,8 +107,9 @@ SPAN_METRICS_RAW = Table(
 CLUSTER_EVENTS = Table(
     "cluster_events", "Workers and clients joining and leaving (scheduler side).",
     (_T,
-     Column("event", "Enum:add_worker,remove_worker,add_client,remove_client",
-            "what happened", nullable=False),
+     Column("event", "Enum:add_worker,remove_worker,add_client,remove_client,worker_paused,"
+            "worker_resumed", "what happened (a worker paused: it reached its memory "
+            "pause fraction and runs no task until it is resumed)", nullable=False),
      Column("address", "String", "worker address or client id", nullable=False),
      Column("name", "String", "worker name"),
      Column("host", "String", "worker host (from its address)"),

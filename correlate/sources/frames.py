@@ -48,6 +48,7 @@ class RunFrames:
     span_dask_metrics: pl.DataFrame = _empty("span_dask_metrics")
     data_arrivals: pl.DataFrame = _empty("data_arrivals")
     senders: pl.DataFrame = _empty("senders")
+    worker_pauses: pl.DataFrame = _empty("worker_pauses")
     io_segments: pl.DataFrame | pl.LazyFrame = _empty("io_segments")
     io_file_counters: pl.DataFrame = _empty("io_file_counters")
     darshan_logs: pl.DataFrame = _empty("darshan_logs")

@@ -36,6 +36,7 @@ from correlate.sources import (
     missing,
     run_parts,
     run_streams,
+    stalls,
     time_span,
 )
 from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
@@ -168,6 +169,7 @@ class _Reader:
     def __init__(self) -> None:
         self.rejects: list[tuple[str, str | None, str, int]] = []
         self.warnings: list[str] = []
+        self.stalls: list[dict[str, Any]] = []
         #: parts of lazily read tables (their data is decoded only when a stage reads them)
         self.unchecked: list[Path] = []
         #: run format 3: each table's rows as stored, of every process (``_proc``: its index
@@ -605,6 +607,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "local_directory": info.get("local_directory"),
                           "closed_cleanly": closed is not None, "match": "pid"})
         _quality(d, info, closed, reader, missing.job_ended(manifest))
+        _stalls(d, reader)
         if id(info) in format3:  # format 3: read with the others below
             continue
         for t in raw.RUN_TABLES:
@@ -655,6 +658,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
          if info["role"] == "scheduler" and info.get("dask_config") is not None), None)
     if facts["dask_config"] is not None:
         facts["unknown"] = {k: v for k, v in facts["unknown"].items() if k != "dask_config"}
+    facts["stalls"] = reader.stalls
     if facts.get("darshan"):
         gaps = _darshan_gaps(run_dir, procs, io)
         reader.warnings += [gaps] if gaps else []
@@ -712,6 +716,17 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
         reader.rejects.append(("collector", d.name if d is not None else worker,
                                f"task_executions: executions missing ({why})", n))
         reader.warnings.append(f"{n} execution(s) of worker {worker} are missing ({why})")
+
+
+def _stalls(d: Path, reader: _Reader) -> None:
+    """The stalls the process's watchdog recorded: a warning each, and the summary's facts."""
+    found, unreadable = stalls.read(d)
+    for stall in found:
+        reader.stalls.append({"process": d.name, **stall})
+        reader.warnings.append(stalls.describe(d.name, stall))
+    if unreadable:
+        reader.rejects.append(("collector", str(d / stalls.FILE), "stall record: a line that "
+                               "is neither a header nor a stack frame", len(unreadable)))
 
 
 def _quality(d: Path, info: dict[str, Any], closed: dict[str, Any] | None,
@@ -837,12 +852,32 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
             cpu_s=pl.col("thread_cpu_ns") / 1e9),
         "data_arrivals": _empty_or(t["scheduler_arrivals"], "scheduler_arrivals"),
         "senders": _empty_or(t["sender_notes"], "sender_notes"),
+        "worker_pauses": _pauses(_empty_or(t["cluster_events"], "cluster_events")),
         **_spans(t),
     }
     if io is not None:
         out.update(io_segments=io.io_segments, io_file_counters=io.io_file_counters,
                    darshan_logs=io.darshan_logs)
     return {name: conform(df, TABLES[name], path=name) for name, df in out.items()}
+
+
+def _pauses(events: pl.DataFrame) -> pl.DataFrame:
+    """Each worker's paused intervals: a pause ends at the worker's next resume (or its
+    removal); one still open where the records end has no end. (A few rows a run: walked.)"""
+    ends = ("worker_resumed", "remove_worker")
+    marks = (events.filter(pl.col("event").cast(pl.String).is_in(["worker_paused", *ends]))
+             .sort("local_time_ns", maintain_order=True))
+    rows: list[tuple[str, int, int | None]] = []
+    open_: dict[str, int] = {}
+    for worker, t, event in marks.select("address", "local_time_ns",
+                                         pl.col("event").cast(pl.String)).iter_rows():
+        if event == "worker_paused":
+            open_.setdefault(worker, t)
+        elif worker in open_:
+            rows.append((worker, open_.pop(worker), t))
+    rows += [(w, t, None) for w, t in open_.items()]
+    return pl.DataFrame(rows, schema={"worker": pl.String, "start_ns": pl.Int64,
+                                      "stop_ns": pl.Int64}, orient="row")
 
 
 def _spans(t: dict[str, Any]) -> dict[str, pl.DataFrame]:

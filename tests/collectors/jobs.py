@@ -487,7 +487,52 @@ def p2p_job(args: str) -> None:
         "results": [float(sums.sum()), float(merged), float(rechunked)]}))
 
 
+def hold_memory(mib: int, seconds: float) -> int:
+    """Holds ``mib`` MiB (every page touched) for ``seconds``: its worker passes its memory
+    pause fraction and pauses until this returns."""
+    block = bytearray(mib << 20)
+    memoryview(block)[::4096] = b"\x01" * len(range(0, len(block), 4096))
+    time.sleep(seconds)
+    return len(block)
+
+
+def inc(i: int) -> int:
+    return i + 1
+
+
+def pause_job(args: str) -> None:
+    """One worker of 2 threads, 400 MB memory limit, pausing at 60%, no queuing on the
+    scheduler: a task holds 300 MiB for 2.5 s (the worker pauses), another sleeps 1 s, and
+    eight short tasks sent with them are ready on the worker, waiting for a thread; the sleeper's
+    thread is free after 1 s, but the paused worker starts nothing until it resumes. Truth:
+    Dask's own events of the worker's status and its worker-side transition log."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    truth_path, _folder = args.split(",")
+    memory = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
+              "distributed.worker.memory.pause": 0.6,
+              "distributed.worker.memory.terminate": False,
+              "distributed.scheduler.worker-saturation": "inf"}
+    with dask.config.set(memory), LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=True, memory_limit="400MB",
+            dashboard_address=None) as cluster, Client(cluster) as client:
+        held = client.submit(hold_memory, 300, 2.5, key="hold-memory")
+        sleeper = client.submit(time.sleep, 1.0, key="sleep-1s")
+        small = client.map(inc, range(8), key=[f"inc-{i}" for i in range(8)])
+        client.gather([held, sleeper, *small])
+        (address,) = client.scheduler_info()["workers"]
+        events = [(t, msg) for t, msg in client.get_events(address)
+                  if isinstance(msg, dict) and msg.get("action") == "worker-status-change"]
+        log = client.run(lambda dask_worker: [(str(k), f, ts) for k, _s, f, *_r, ts
+                                              in dask_worker.state.log
+                                              if f in ("ready", "executing")])
+    Path(truth_path).write_text(json.dumps({"events": events, "log": list(log.values())[0],
+                                            "worker": address}))
+
+
 if __name__ == "__main__":
     {"cluster": cluster_job, "fail": fail_job, "kill": kill_job, "io": io_job, "io-every": io_every_job,
      "parquet": parquet_job, "zarr": zarr_job, "coro": coro_job,
-     "spill": spill_job, "profile-budget": profile_budget_job, "p2p": p2p_job}[sys.argv[1]](sys.argv[2])
+     "spill": spill_job, "profile-budget": profile_budget_job, "p2p": p2p_job,
+     "pause": pause_job}[sys.argv[1]](sys.argv[2])

@@ -78,12 +78,12 @@ def test_collect_and_collect_env_take_the_same_option_flags():
 
 
 def test_the_environment_carries_the_options_to_the_preload():
-    opts = Options("yappi", 0.25, dxt=False, dxt_segments=1000)
+    opts = Options("yappi", 0.25, dxt=False, dxt_segments=1000, stall_after=2)
     env = {**opts.environment(), "DASK_CORRELATE_MARKERS": "1"}
     assert Options.from_environment(env) == Options("yappi", 0.25, markers=True, dxt=False,
-                                                    dxt_segments=1000)
+                                                    dxt_segments=1000, stall_after=2)
     assert opts.manifest() == {"profile": "yappi", "flush_interval_s": 0.25, "darshan": "auto",
-                               "dxt": "off", "dxt_segments": 1000}
+                               "dxt": "off", "dxt_segments": 1000, "stall_after_s": 2.0}
     assert Options(dxt=None).manifest()["dxt"] is None  # not known: null, never "on"
     with pytest.raises(OptionsError, match="flush interval 'soon'"):
         Options.from_environment({"DASK_CORRELATE_FLUSH_INTERVAL": "soon"})
@@ -92,6 +92,8 @@ def test_the_environment_carries_the_options_to_the_preload():
 @pytest.mark.parametrize("flag,value,message", [
     ("--flush-interval", "0", "flush interval 0.0 is not a number of seconds above 0"),
     ("--flush-interval", "often", "flush interval 'often' is not a number"),
+    ("--stall-after", "-3", "stall time -3.0 is not a number of seconds above 0"),
+    ("--stall-after", "never", "stall time 'never' is not a number"),
     ("--profile", "typo", "invalid choice: 'typo'"),
 ])
 def test_collect_refuses_bad_flags_in_one_line_before_starting(tmp_path, flag, value, message):

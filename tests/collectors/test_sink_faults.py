@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -127,9 +128,11 @@ def test_a_process_killed_while_it_closes_into_a_full_folder_leaves_proc_json_re
 
     real = os.pwrite
     monkeypatch.setattr(os, "pwrite", killed_after_one)
-    with pytest.raises(KeyboardInterrupt):
-        sink.close()
+    ended_by: list[type] = []  # (the close writes from a thread of its own)
+    monkeypatch.setattr(threading, "excepthook", lambda args: ended_by.append(args.exc_type))
+    sink.close()
     monkeypatch.undo()
+    assert ended_by == [KeyboardInterrupt]
     assert writes and b'"closed"' in writes[0]
     assert closing_record(folder) is None
     frames = load(small.path / "run")
@@ -153,3 +156,38 @@ def test_a_folder_made_read_only_partway_counts_the_reason(small):
     small.read_only(False)
     sink.close()
     assert rows_on_disk(sink.proc_dir) == list(range(30))
+
+
+def test_a_write_that_never_returns_does_not_hold_the_close(tmp_path, monkeypatch):
+    """A run folder whose file system stopped answering: the flush thread is inside a write that
+    does not return. The close (the server's stop, the process's exit) still returns within its
+    bound, and the closing record counts the rows the stuck flush held."""
+    import time
+
+    from collectors import sink as sink_module
+
+    folder = tmp_path / "proc"
+    sink = sink_in(folder, 1000)
+    inside, hung = threading.Event(), threading.Event()
+    write = sink_module.ProcessSink._write
+
+    def stuck_write(self, name, columns):
+        if threading.current_thread().name == "dask-correlate-flush":
+            inside.set()
+            hung.wait(30)  # a write into a file system that stopped answering
+        return write(self, name, columns)
+
+    monkeypatch.setattr(sink_module.ProcessSink, "_write", stuck_write)
+    sink.interval = 0.05
+    for n in range(40):
+        sink.append("t", (n, "x"))
+    sink.start()
+    assert inside.wait(10)
+    for n in range(40, 50):  # appended while the flush thread is stuck
+        sink.append("t", (n, "y"))
+    t0 = time.monotonic()
+    sink.close(join_timeout=0.3)
+    assert time.monotonic() - t0 < 3
+    record = closed(folder)
+    assert record["dropped"]["t"] == {sink_module.STUCK: 10}
+    hung.set()

@@ -247,7 +247,9 @@
     ["other_s", DATA.workers.some((r) => r.other_includes_io) ? "other (incl. I/O)" : "other", "s"],
     ["idle_s", "idle", "s"], ["busy_share", "busy", "pct"],
     ...(DATA.workers.some((r) => r.coroutines) ? [["coroutine_s", "coroutines (event loop)", "s"]] : []),
-    ["waiting_s", "waiting for a thread", "s"], ["transfer_s", "receiving inputs", "s"],
+    ["waiting_s", "waiting for a thread", "s"],
+    ...(DATA.workers.some((r) => r.paused_s) ? [["paused_s", "waiting while the worker was paused (memory)", "s"]] : []),
+    ["transfer_s", "receiving inputs", "s"],
     ["read_back_s", "reading spilled inputs back", "s"]], DATA.workers, "worker", false);
   $("spans-section").hidden = !DATA.spans.length && !Object.keys(DATA.groups).length;
   sortableTable($("spans"), [["span", "span", "text"], ["executions", "runs", "n"],

@@ -1,0 +1,240 @@
+"""The collectors never hang a job (CPython gh-106883, locks across a fork), and a stall that
+happens anyway is written down with every thread's stack (collectors.watchdog)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from collectors import frames_guard, watchdog
+from correlate.sources import stalls
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).with_name("deadlock.py")
+#: a run that ends takes well under a second; one that has not ended by then is hung
+HUNG_AFTER_S = 8
+
+
+def _run_deadlock(*flags: str) -> subprocess.CompletedProcess | subprocess.TimeoutExpired:
+    """The reproduction's result, or the TimeoutExpired (with its stderr) of a run still going
+    after HUNG_AFTER_S."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        return subprocess.run([sys.executable, str(SCRIPT), *flags], capture_output=True,
+                              text=True, timeout=HUNG_AFTER_S, env=env)
+    except subprocess.TimeoutExpired as hung:
+        return hung
+
+
+@pytest.mark.skipif(not frames_guard.AFFECTED,
+                    reason=f"Python {sys.version.split()[0]} cannot deadlock in "
+                           "sys._current_frames (gh-106883 is fixed in 3.11.12; 3.10 and 3.12+ "
+                           "never had it)")
+def test_the_reproduction_hangs_without_the_guard_on_this_python():
+    assert isinstance(_run_deadlock(), subprocess.TimeoutExpired)
+
+
+def test_the_guard_ends_the_reproduction_every_time():
+    for _ in range(3):
+        done = _run_deadlock("--guard")
+        assert isinstance(done, subprocess.CompletedProcess)
+        assert done.returncode == 0 and "done" in done.stdout
+
+
+@pytest.mark.skipif(not frames_guard.AFFECTED, reason="needs a Python with gh-106883")
+def test_a_deadlocked_process_leaves_every_threads_stack_in_its_log(tmp_path):
+    """The watchdog's thread cannot run in a GIL deadlock: faulthandler's own timer thread, armed
+    at each of its ticks, writes the stacks to the process's stderr."""
+    hung = _run_deadlock("--watchdog", str(tmp_path))
+    assert isinstance(hung, subprocess.TimeoutExpired)
+    err = hung.stderr.decode() if isinstance(hung.stderr, bytes) else hung.stderr or ""
+    assert "Timeout (" in err
+    assert "call_frames_from_other_thread" in err and "give_the_gil_away" in err
+    assert not (tmp_path / watchdog.FILE).exists()  # no descriptor into the folder was held
+
+
+def test_the_guard_turns_collections_off_only_for_the_call_and_restores_them():
+    seen: list[bool] = []
+    guarded = frames_guard._guarded(lambda: seen.append(gc.isenabled()) or {})
+    assert guarded() == {} and seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        guarded()
+        assert not gc.isenabled()  # the caller's own choice stays
+    finally:
+        gc.enable()
+
+    def fails() -> None:
+        raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        frames_guard._guarded(fails)()
+    assert gc.isenabled()
+
+
+def test_install_guards_every_caller_of_sys_and_uninstall_gives_the_originals_back():
+    builtin = sys._current_frames
+    frames_guard.install(force=True)
+    try:
+        assert frames_guard.installed() and sys._current_frames is not builtin
+        assert threading.get_ident() in sys._current_frames()
+        frames_guard.install(force=True)  # idempotent: not a guard around the guard
+        assert frames_guard._ORIGINALS["_current_frames"] is builtin
+    finally:
+        frames_guard.uninstall()
+    assert sys._current_frames is builtin and not frames_guard.installed()
+
+
+def test_a_child_forked_while_another_thread_holds_the_guard_can_sample_stacks():
+    frames_guard.install(force=True)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with frames_guard._lock:
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        holding.wait(5)
+        pid = os.fork()
+        if pid == 0:  # the child: the holder does not exist here
+            try:
+                sys._current_frames()
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.02)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung in sys._current_frames")
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        release.set()
+        holder.join()
+        frames_guard.uninstall()
+
+
+def test_a_stalled_thread_is_recorded_with_its_stack_and_its_end(tmp_path):
+    dog = watchdog.Watchdog(tmp_path, after_s=0.3)
+    progress = [time.monotonic()]
+    stuck = threading.Event()
+
+    def waits_for_nothing_in_particular() -> None:
+        stuck.wait(10)
+
+    thread = threading.Thread(target=waits_for_nothing_in_particular, name="stuck-one")
+    thread.start()
+    dog.watch("event-loop", "tcp://w:1", lambda: progress[0], period=0.1)
+    dog.start()
+    try:
+        time.sleep(1.2)  # progress stopped: a stall, recorded once
+        progress[0] = time.monotonic() + 60  # progress again: its end
+        time.sleep(0.6)
+    finally:
+        stuck.set()
+        thread.join()
+        dog.stop()
+    text = (tmp_path / watchdog.FILE).read_text()
+    headers = [line for line in text.splitlines() if line.startswith(watchdog.HEADER)]
+    assert len(headers) == 2, text
+    import json
+
+    first, last = (json.loads(h[len(watchdog.HEADER):]) for h in headers)
+    assert first["kind"] == "event-loop" and first["owner"] == "tcp://w:1"
+    assert first["end"] is None and last["start"] == first["start"] and last["end"] > first["start"]
+    assert "stuck-one" in first["threads"].values()
+    assert "waits_for_nothing_in_particular" in text
+    found, unreadable = stalls.read(tmp_path)  # as correlate reads it
+    assert unreadable == [] and len(found) == 1
+    assert (found[0]["start"], found[0]["end"]) == (first["start"], last["end"])
+    stuck_one = next(t for t in found[0]["threads"] if t["name"] == "stuck-one")
+    assert stuck_one["frames"][-4].startswith("waits_for_nothing_in_particular (")
+    assert stalls.describe("worker-h-1", found[0]).startswith(
+        "worker-h-1: stalled at ") and "the event loop of tcp://w:1 made no progress" in (
+        stalls.describe("worker-h-1", found[0]))
+
+
+def test_a_clean_stop_without_a_stall_leaves_no_file(tmp_path):
+    dog = watchdog.Watchdog(tmp_path, after_s=0.3)
+    dog.watch("flush", "x", lambda: time.monotonic())
+    dog.start()
+    time.sleep(0.5)
+    dog.stop()
+    assert not (tmp_path / watchdog.FILE).exists()
+
+
+@pytest.mark.cluster
+def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_path):
+    """A real job under `collect` (2 worker processes x 2 threads): one worker is stopped with
+    SIGSTOP for 3 s, twice the stall time; `correlate` says which and for how long."""
+    import signal
+
+    from correlate.sources.detect import load
+
+    run, marks = tmp_path / "run", tmp_path / "marks"
+    marks.mkdir()
+    here = Path(__file__).parent
+    job = subprocess.Popen(
+        [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
+         "--flush-interval", "0.5", "--stall-after", "1.5", "--", sys.executable,
+         "fault_jobs.py", "cluster", str(marks), "300", "0.03"],
+        cwd=here, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "ready").exists() or len(list(marks.iterdir())) < 20:
+        assert time.monotonic() < deadline and job.poll() is None, job.stderr and job.stderr.read()
+        time.sleep(0.05)
+    worker = sorted((run / "procs").glob("worker-*"))[0]
+    pid = json.loads((worker / "proc.json").read_text())["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(3)
+    os.kill(pid, signal.SIGCONT)
+    _out, err = job.communicate(timeout=240)
+    assert job.returncode == 0, err[-3000:]
+    frames = load(run)
+    # (on a loaded machine another loop may also pause past the 1.5 s: only the stop is long)
+    long = [s for s in frames.facts["stalls"]
+            if s["end"] is None or s["end"] - s["start"] >= 2.5]
+    assert [(s["process"], s["kind"]) for s in long] == [(worker.name, "process")], long
+    assert long[0]["end"] - long[0]["start"] <= 6
+    assert any(w.startswith(f"{worker.name}: stalled at") and "no thread of the process ran" in w
+               for w in frames.warnings)
+    cli = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "-o",
+                          str(tmp_path / "out"), "--no-reports"], capture_output=True, text=True,
+                         timeout=300)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert f"{worker.name}: stalled at" in cli.stdout + cli.stderr
+
+
+def test_a_signal_handler_that_samples_stacks_inside_the_guard_does_not_wait_for_itself():
+    """A Python signal handler runs on the main thread between two bytecodes, possibly while
+    that thread is inside the guard (a stack-dumping handler, as some job scripts install)."""
+    import signal
+
+    frames_guard.install(force=True)
+    sampled: list[int] = []
+    old = signal.signal(signal.SIGALRM, lambda *_: sampled.append(len(sys._current_frames())))
+    try:
+        with frames_guard._lock:  # the main thread inside the guard when the signal lands
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            deadline = time.monotonic() + 5
+            while not sampled and time.monotonic() < deadline:
+                pass  # (bytecodes: the handler runs here)
+        assert sampled and sampled[0] >= 1
+    finally:
+        signal.signal(signal.SIGALRM, old)
+        frames_guard.uninstall()

@@ -1,0 +1,81 @@
+"""A worker paused at its memory limit starts no task, whatever its free threads: the waits of
+tasks that were ready then are memory's, not the threads' (issue 62). A real LocalCluster job
+(tests/collectors/jobs.py pause_job: 1 worker x 2 threads, 400 MB limit, pausing at 60%): one
+task holds 300 MiB for 2.5 s, another sleeps 1 s, and eight short tasks ready on the worker
+wait through the pause with a thread free. Truth: Dask's own events of the worker's status and
+its worker-side transition log."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from collect_job import record
+
+from correlate.cli import main as correlate_main
+from correlate.engine import correlate_frames
+from correlate.sources.run_folder import load
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def paused(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pause")
+    run, truth, _lib = record(tmp, "pause", darshan="off")
+    frames = load(run)
+    return frames, correlate_frames(frames), json.loads(truth.read_text()), run
+
+
+def _dask_pauses(truth: dict) -> list[tuple[float, float]]:
+    spans, start = [], None
+    for t, msg in truth["events"]:
+        if msg["status"] == "paused":
+            start = t
+        elif msg["prev-status"] == "paused" and start is not None:
+            spans.append((start, t))
+            start = None
+    return spans
+
+
+def test_the_workers_pauses_are_dasks_own(paused):
+    frames, _result, truth, _run = paused
+    dask = _dask_pauses(truth)
+    assert len(dask) >= 1  # the job did pause its worker
+    got = frames.worker_pauses
+    assert got["worker"].to_list() == [truth["worker"]] * len(dask)
+    for (start, stop), (s_ns, e_ns) in zip(dask, got.select("start_ns", "stop_ns").iter_rows(),
+                                           strict=True):
+        assert abs(s_ns / 1e9 - start) < 0.05 and abs(e_ns / 1e9 - stop) < 0.05
+
+
+def test_waits_while_paused_are_memorys_not_the_threads(paused):
+    _frames, result, truth, _run = paused
+    dask = _dask_pauses(truth)
+    ready: dict[str, float] = {}
+    expected: dict[str, tuple[float, float]] = {}  # key -> (paused part, the whole wait)
+    for key, finish, ts in truth["log"]:
+        if finish == "ready":
+            ready.setdefault(key, ts)
+        elif key in ready and key not in expected:
+            whole = ts - ready[key]
+            part = sum(max(0.0, min(ts, e) - max(ready[key], s)) for s, e in dask)
+            expected[key] = (part, whole)
+    tasks = result.tables["tasks"].filter(pl.col("key").str.starts_with("inc-"))
+    assert tasks.height == 8
+    for r in tasks.iter_rows(named=True):
+        part, whole = expected[r["key"]]
+        assert part > 1.0, r["key"]  # each waited while the worker was paused
+        assert abs((r["wait_paused_s"] or 0.0) - part) < 0.06, (r["key"], r["wait_paused_s"], part)
+        assert abs(r["wait_thread_s"] + (r["wait_paused_s"] or 0.0) - whole) < 0.01
+    hold = result.tables["tasks"].filter(pl.col("key") == "hold-memory")
+    assert hold["wait_paused_s"].to_list() == [None]  # it started before the pause
+
+
+def test_the_report_says_the_wait_was_memorys(paused, tmp_path):
+    run = paused[3]
+    assert correlate_main([str(run), "-o", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "waiting while the worker was paused (memory)" in text
+    assert "memory, not threads, held it" in text
