@@ -20,8 +20,7 @@ import time
 import numpy as np
 import polars as pl
 
-from correlate.findings import analyse
-from correlate.findings.rules import Evidence
+from correlate.findings import Evidence, analyse
 from correlate.schema import TABLES, conform
 
 PREFIXES = ("load-chunk", "transform", "store-chunk")

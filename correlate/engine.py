@@ -238,10 +238,11 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
+    # (last: the rules read the tables above, and the segments back from the sink)
+    evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
+                                 segments=sink.scan("segments"))
     found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
-                             findings.rules.Evidence(io_captured=io_captured(frames),
-                                                     dxt=dxt_captured(frames),
-                                                     segments=sink.scan("segments")))
+                             evidence)
     _put(sink, "critical_path", found.critical_path)
     _put(sink, "findings", found.findings)
     summary.update(found.summary)

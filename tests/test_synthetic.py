@@ -215,7 +215,8 @@ def test_tables_written_as_they_are_made_equal_the_in_memory_result(correlated):
     for name in OUTPUT_TABLES:
         written = pl.read_parquet(out / f"{name}.parquet")
         assert written.height == result.tables[name].height, name
-        assert written.height > 0 or name == "slices", name  # (the job runs no coroutine)
+        # (the job runs no coroutine, and may have no finding above the threshold)
+        assert written.height > 0 or name in ("slices", "findings"), name
         assert written.equals(result.tables[name]), name
     # (``input``, the run folder read, is what `correlate RUN` adds when it writes)
     assert summary["input"]["run_dir"] == str(run.resolve())

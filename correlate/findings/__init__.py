@@ -1,8 +1,9 @@
 """Findings and the critical path: what to fix first, and what it costs (docs/findings.md).
 
-One door: ``analyse`` takes the output tables the engine has made and returns the
-``critical_path`` and ``findings`` tables with their ``summary.json`` parts. The path is
-``critical_path.py``; the rules are ``rules.py`` (each a pure function over the tables).
+One door: ``analyse`` takes the output tables the engine has made (and ``Evidence``: what the
+run captured) and returns the ``critical_path`` and ``findings`` tables with their
+``summary.json`` parts. The path is ``critical_path.py``; the rules are listed in ``rules.py``
+(each a pure function of ``context.Context``), by family in ``timing.py`` and ``io_rules.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from typing import Any
 import polars as pl
 
 from correlate.findings import critical_path, rules
+from correlate.findings.context import Evidence
+
+__all__ = ["Analysis", "Evidence", "analyse"]
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,7 @@ class Analysis:
 
 
 def analyse(tasks: pl.DataFrame, task_files: pl.DataFrame, dependencies: pl.DataFrame,
-            assigned: pl.DataFrame, evidence: rules.Evidence) -> Analysis:
+            assigned: pl.DataFrame, evidence: Evidence) -> Analysis:
     """The critical path of ``tasks`` (``assigned``: key → assigned_ns, the scheduler's
     assignment on the run timeline) and the findings of every rule over it."""
     path = critical_path.critical_path(tasks, dependencies, assigned)

@@ -29,7 +29,8 @@ def test_cluster_mode_gives_the_same_tables_row_for_row(tmp_path: Path, threads:
     for name in OUTPUT_TABLES:
         a = pl.read_parquet(single / f"{name}.parquet")
         b = pl.read_parquet(clustered / f"{name}.parquet")
-        assert a.height > 0 or name == "slices", name  # (the synthetic job runs no coroutine)
+        # (the synthetic job runs no coroutine, and may have no finding above the threshold)
+        assert a.height > 0 or name in ("slices", "findings"), name
         assert a.equals(b), name
     assert (json.loads((single / "summary.json").read_text())
             == json.loads((clustered / "summary.json").read_text()))

@@ -87,7 +87,7 @@ def test_the_walk_ends_at_a_predecessor_that_ended_after_its_successor():
 
 
 def test_distinct_read_bytes_count_each_byte_once():
-    from correlate.findings.rules import distinct_read_bytes
+    from correlate.findings.io_rules import distinct_read_bytes
 
     seg = pl.DataFrame({"path": ["a", "a", "a", "a", "b", "b"],
                         "op": ["read"] * 5 + ["write"],
@@ -96,3 +96,42 @@ def test_distinct_read_bytes_count_each_byte_once():
     got = dict(distinct_read_bytes(seg.lazy(), ["a", "b"]).rows())
     # a: [0, 150) ∪ [300, 310); b: the write is not a read
     assert got == {"a": 160, "b": 10}
+
+
+def _waited(**waits: float) -> pl.DataFrame:
+    """a-0 on worker 1, then b-0, which depends on it, on worker 2, 60 ms later: ``waits``
+    are b-0's transfer_s / input_read_back_s."""
+    tasks = _tasks([("a-0", 1, 0, 100, 0, None), ("b-0", 2, 160, 260, 0, None)])
+    return tasks.with_columns(**{k: pl.when(pl.col("key") == "b-0").then(v)
+                                 for k, v in waits.items()},
+                              transfer_bytes=pl.when(pl.col("key") == "b-0").then(1000),
+                              transfer_sources=pl.when(pl.col("key") == "b-0").then(pl.lit("w1")))
+
+
+def _found(tasks: pl.DataFrame) -> list[dict]:
+    """The findings of the path's waits (b-0 also runs alone: a serial section, left out)."""
+    from correlate.findings import Evidence
+    from correlate.findings.rules import as_json, findings
+
+    deps, times = _deps([("b-0", "a-0")]), _times([("a-0", 0, 0), ("b-0", 0, 101)])
+    path = critical_path(tasks, deps, times)
+    return [f for f in as_json(findings(tasks, TABLES["task_files"].empty(), path,
+                                        Evidence(io_captured=False, dxt=False)))
+            if f["kind"] in ("waiting-for-inputs", "spill")]
+
+
+def test_a_link_that_waited_for_its_inputs_to_travel_is_waiting_for_inputs():
+    (f,) = _found(_waited(transfer_s=0.05))
+    assert (f["kind"], f["prefixes"], f["keys"]) == ("waiting-for-inputs", ["b"], ["b-0"])
+    # the 50 ms of transfer on the path: the window (260 ms) would end 50 ms earlier, above
+    # the 100 ms the two threads' work needs
+    assert round(f["cost_s"], 6) == 0.05 and "1,000 bytes" in f["evidence"]
+
+
+def test_a_link_that_waited_for_spilled_inputs_is_spill():
+    (f,) = _found(_waited(input_read_back_s=0.03))
+    assert (f["kind"], f["keys"], round(f["cost_s"], 6)) == ("spill", ["b-0"], 0.03)
+
+
+def test_without_waits_there_is_no_finding():
+    assert _found(_waited()) == []

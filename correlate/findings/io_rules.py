@@ -1,0 +1,140 @@
+"""The findings' rules over I/O: small requests and repeated reads (docs/findings.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from correlate.findings.context import Context, finding, span_saved
+from correlate.scalars import number
+
+# --- small-requests ----------------------------------------------------------------------
+
+#: a file's requests are small when their mean size is below this
+SMALL_REQUEST = 64 * 1024
+#: requests at least this large give the run's large-request throughput
+LARGE_REQUEST = 1 << 20
+#: a file read or written in fewer requests is not a pattern
+SMALL_MIN_OPS = 64
+
+
+def small_requests(ctx: Context) -> list[dict[str, Any]]:
+    """Files read or written in requests whose mean size is under ``SMALL_REQUEST``: the time
+    inside those requests less what their bytes would take at the best throughput of the run's
+    large requests (none in the run: all of it, said in ``partial``)."""
+    f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("ops") > 0))
+    if f.is_empty():
+        return []
+    f = f.with_columns(mean=pl.col("bytes") / pl.col("ops"),
+                       attribution=pl.col("attribution").cast(pl.String))
+    # the best throughput of a file's large requests: the host's, least disturbed by others
+    large = f.filter((pl.col("mean") >= LARGE_REQUEST) & (pl.col("io_time_s") > 0)).group_by(
+        "op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).max())
+    small = (f.filter((pl.col("mean") < SMALL_REQUEST) & (pl.col("ops") >= SMALL_MIN_OPS))
+             .join(large, on="op", how="left")
+             .join(ctx.tasks.select("execution_id", "prefix"), on="execution_id"))
+    if small.is_empty():
+        return []
+    small = small.with_columns(excess_s=(pl.col("io_time_s") - pl.when(pl.col("rate") > 0)
+                                         .then(pl.col("bytes") / pl.col("rate"))
+                                         .otherwise(0.0)).clip(0.0))
+    out = []
+    for (prefix,), rows in sorted(small.partition_by("prefix", as_dict=True).items(),
+                                  key=lambda kv: str(kv[0][0])):
+        per_ex = rows.group_by("execution_id").agg(pl.col("excess_s").sum())
+        files = (rows.group_by("path").agg(pl.col("io_time_s").sum(), pl.col("bytes").sum(),
+                                          pl.col("ops").sum())
+                 .sort("io_time_s", "path", descending=[True, False]))
+        top = files.row(0, named=True)
+        prefix_io = number(ctx.tasks.filter(pl.col("prefix") == prefix)
+                           .get_column("io_time_s").sum()) or 0.0
+        n_ops = number(rows.get_column("ops").sum()) or 0.0
+        n_bytes = number(rows.get_column("bytes").sum()) or 0.0
+        partial = []
+        if rows.get_column("rate").is_null().all():
+            partial.append("no request of 1 MiB or more in the run to compare with: the cost "
+                           "counts all the time inside these requests")
+        if rows.get_column("attribution").str.starts_with("counter").any():
+            partial.append("no DXT for some: mean sizes from Darshan's POSIX counters")
+        out.append(finding(
+            "small-requests", span_saved(ctx, per_ex), [str(prefix)],
+            rows.sort("io_time_s", descending=True).get_column("key").unique(
+                maintain_order=True).to_list(), files.get_column("path").to_list(),
+            f"{prefix} moved {_bytes(n_bytes)} in {n_ops:,.0f} requests of "
+            f"{_bytes(n_bytes / n_ops)} on average (under {_bytes(SMALL_REQUEST)}), "
+            f"{rows.get_column('io_time_s').sum():.3f} s inside them of the prefix's "
+            f"{prefix_io:.3f} s of I/O; most in {top['path']} ({top['ops']:,.0f} requests)",
+            "read and write in larger requests (a buffer of 1 MiB or more: open(..., "
+            "buffering=...), a larger block or chunk size in the library)",
+            "; ".join(partial) or None))
+    return out
+
+
+# --- repeated-reads ----------------------------------------------------------------------
+
+#: a file counts when its reads moved at least this many bytes more than its distinct bytes
+REPEATED_MIN_BYTES = 1 << 20
+
+
+def distinct_read_bytes(segments: pl.LazyFrame, paths: list[str]) -> pl.DataFrame:
+    """path → ``distinct_bytes``: the bytes of ``paths`` that DXT saw read, each byte once (the
+    union of the reads' ranges)."""
+    reads = (segments.filter((pl.col("op").cast(pl.String) == "read")
+                             & pl.col("path").is_in(paths) & pl.col("offset").is_not_null())
+             .select("path", "offset", end=pl.col("offset") + pl.col("length"))
+             .sort("path", "offset").collect())
+    if reads.is_empty():
+        return pl.DataFrame(schema={"path": pl.String, "distinct_bytes": pl.Int64})
+    # a range adds what it reaches beyond every earlier range of its file
+    reads = reads.with_columns(reach=pl.col("end").cum_max().over("path"))
+    return reads.with_columns(before=pl.col("reach").shift(1).over("path")).select(
+        "path", new=(pl.col("end") - pl.max_horizontal("offset", pl.col("before")
+                                                      .fill_null(pl.col("offset"))))
+        .clip(0)).group_by("path").agg(distinct_bytes=pl.col("new").sum())
+
+
+def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
+    """Files whose bytes were read more than once (by several executions, or by one several
+    times): DXT's byte ranges give the distinct bytes; ``times`` = bytes read / distinct
+    bytes. Each execution's reads of the file are taken to be ``1 − 1/times`` repeats, and
+    that share of their time is the excess. Silent without DXT (counters have no ranges)."""
+    if ctx.evidence.segments is None or not ctx.evidence.dxt:
+        return []
+    f = ctx.task_files.filter((pl.col("op").cast(pl.String) == "read")
+                              & pl.col("io_time_s").is_not_null())
+    per_path = f.group_by("path").agg(read=pl.col("bytes").sum())
+    paths = per_path.filter(pl.col("read") >= REPEATED_MIN_BYTES).get_column("path")
+    if paths.is_empty():
+        return []
+    distinct = distinct_read_bytes(ctx.evidence.segments, paths.to_list())
+    repeated = (per_path.join(distinct, on="path")
+                .with_columns(times=pl.col("read") / pl.col("distinct_bytes"))
+                .filter((pl.col("read") - pl.col("distinct_bytes") >= REPEATED_MIN_BYTES)
+                        & (pl.col("times") > 1.05)))
+    out = []
+    for r in repeated.sort("read", "path", descending=[True, False]).iter_rows(named=True):
+        rows = f.filter(pl.col("path") == r["path"]).join(
+            ctx.tasks.select("execution_id", "prefix"), on="execution_id")
+        excess = rows.group_by("execution_id").agg(
+            excess_s=pl.col("io_time_s").sum() * (1 - 1 / r["times"]))
+        readers = rows.group_by("key", "prefix").agg(pl.col("bytes").sum()).sort(
+            "bytes", "key", descending=[True, False])
+        out.append(finding(
+            "repeated-reads", span_saved(ctx, excess),
+            [p for p in readers.get_column("prefix").unique().sort().to_list() if p],
+            readers.get_column("key").to_list(), [r["path"]],
+            f"{r['path']}: {_bytes(r['read'])} read for {_bytes(r['distinct_bytes'])} of "
+            f"distinct bytes ({r['times']:.1f} times) by {readers.height} execution(s), "
+            f"{rows.get_column('io_time_s').sum():.3f} s inside the reads",
+            "read the file once, in one task, and let the tasks that need it depend on that "
+            "task's result (or persist it)"))
+    return out
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} GiB"

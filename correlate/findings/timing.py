@@ -1,0 +1,194 @@
+"""The findings' rules over time: serial sections, stragglers and thread contention
+(docs/findings.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from correlate.findings.context import Context, finding, span_saved
+from correlate.scalars import integer
+
+# --- serial-section ----------------------------------------------------------------------
+
+def running_counts(tasks: pl.DataFrame) -> pl.DataFrame:
+    """The task window cut at every start and stop: each piece (``t0``, ``t1``) with how many
+    executions ran in it (``running``)."""
+    ev = pl.concat([tasks.select(t="start_ns", d=pl.lit(1, pl.Int32)),
+                    tasks.select(t="stop_ns", d=pl.lit(-1, pl.Int32))]).sort("t")
+    # (events at one instant are not summed first: the pieces between them have no length)
+    return ev.select(t0="t", t1=pl.col("t").shift(-1),
+                     running=pl.col("d").cum_sum()).filter(pl.col("t1") > pl.col("t0"))
+
+
+def serial_section(ctx: Context) -> list[dict[str, Any]]:
+    """Parts of the window where a single execution ran while the cluster had more threads,
+    that execution a link of the critical path released by its dependency: the graph made that
+    part serial. (A link released by its thread, or a first link, that runs alone is the tail
+    of parallel work, an imbalance, not a serial section.) Cost: the time the prefix ran
+    alone (had that work run beside the rest, the window would have been shorter by at most
+    that)."""
+    threads = ctx.threads
+    serial = ctx.path.filter(pl.col("gate").cast(pl.String) == "dependency").select(
+        "execution_id")
+    if threads < 2 or serial.is_empty():
+        return []
+    alone = running_counts(ctx.tasks).filter(pl.col("running") == 1)
+    if alone.is_empty():
+        return []
+    # which execution ran in each lone piece: the one whose window holds the piece
+    ex = ctx.tasks.join(serial, on="execution_id", how="semi").select(
+        "execution_id", "key", "prefix", "start_ns", "stop_ns").sort("start_ns")
+    pieces = alone.sort("t0").join_asof(ex, left_on="t0", right_on="start_ns",
+                                        strategy="backward")
+    pieces = pieces.filter(pl.col("stop_ns") >= pl.col("t1"))
+    per = (pieces.group_by("prefix").agg(
+        alone_s=((pl.col("t1") - pl.col("t0")).sum() * 1e-9),
+        keys=pl.col("key").unique(maintain_order=True),
+        executions=pl.col("execution_id").n_unique())
+        .sort("alone_s", "prefix", descending=[True, False]))
+    out = []
+    for r in per.iter_rows(named=True):
+        cost = r["alone_s"]
+        out.append(finding(
+            "serial-section", cost, [r["prefix"]], r["keys"], [],
+            f"{r['prefix']} ran alone for {cost:.3f} s of the {ctx.window_s:.3f} s task window "
+            f"({cost / ctx.window_s:.0%}; {r['executions']} execution(s)), while {threads - 1} "
+            "other thread(s) of the cluster were idle",
+            "split this work into parallel tasks, or start independent work earlier so that it "
+            "overlaps (submit it before the chain, or raise its priority)"))
+    return out
+
+
+# --- straggler ---------------------------------------------------------------------------
+
+#: an execution is a straggler when it takes more than STRAGGLER_FACTOR × its prefix's median
+#: and more than the median + STRAGGLER_MADS median absolute deviations
+STRAGGLER_FACTOR = 2.0
+STRAGGLER_MADS = 5.0
+STRAGGLER_MIN_RUNS = 5
+
+
+def straggler(ctx: Context) -> list[dict[str, Any]]:
+    """Executions far beyond their prefix's spread; the cost is what the window would have
+    saved had each taken its prefix's median (``span_saved``)."""
+    t = ctx.tasks
+    stats = (t.group_by("prefix").agg(runs=pl.len(), median=pl.col("duration_s").median(),
+                                      mad=(pl.col("duration_s") - pl.col("duration_s")
+                                           .median()).abs().median())
+             .filter(pl.col("runs") >= STRAGGLER_MIN_RUNS))
+    slow = (t.join(stats, on="prefix")
+            .filter((pl.col("duration_s") > STRAGGLER_FACTOR * pl.col("median"))
+                    & (pl.col("duration_s") > pl.col("median") + STRAGGLER_MADS * pl.col("mad")))
+            .join(ctx.path.select("execution_id", on_path=pl.lit(True)), on="execution_id",
+                  how="left")
+            .with_columns(excess_s=pl.col("duration_s") - pl.col("median"),
+                          on_path=pl.col("on_path").fill_null(False)))
+    out = []
+    for prefix, rows in sorted(slow.partition_by("prefix", as_dict=True).items(),
+                               key=lambda kv: str(kv[0][0])):
+        rows = rows.sort("on_path", "excess_s", descending=True)
+        first = rows.row(0, named=True)
+        why = _why(first)
+        out.append(finding(
+            "straggler", span_saved(ctx, rows.select("execution_id", "excess_s")),
+            [str(prefix[0])],
+            rows.get_column("key").to_list(), [],
+            f"{rows.height} of {first['runs']} {prefix[0]} executions took over "
+            f"{STRAGGLER_FACTOR:g}× the median {first['median']:.3f} s; the slowest, "
+            f"{first['key']}, {first['duration_s']:.3f} s on {first['worker']} ({why})"
+            + ("" if first["on_path"] else "; off the critical path"),
+            "look at what this execution does differently (its input, its worker, its I/O): "
+            "split skewed partitions, or give the task's work a size like its siblings'"))
+    return out
+
+
+def _why(r: dict[str, Any]) -> str:
+    """Where a straggler's time went: CPU, I/O, the rest, inputs read back."""
+    cpu, io = r.get("cpu_s"), r.get("io_time_s")
+    parts = [f"{name} " + ("not captured" if v is None else f"{v:.3f} s")
+             for name, v in (("CPU", cpu), ("I/O", io))]
+    if cpu is not None and io is not None:
+        parts.append(f"other {r['duration_s'] - cpu - io:.3f} s")
+    if r.get("input_read_back_s"):
+        parts.append(f"inputs read back from spill {r['input_read_back_s']:.3f} s")
+    return ", ".join(parts)
+
+
+# --- thread-contention -------------------------------------------------------------------
+
+#: an execution waited on its peers when the time outside its CPU and I/O is at least this
+#: share of its wall time, while it computed for at least CONTENTION_MIN_CPU of it (a sleep or
+#: a wait for something outside the process computes nothing)
+CONTENTION_OTHER = 0.3
+CONTENTION_MIN_CPU = 0.05
+
+
+def peer_cpu(tasks: pl.DataFrame) -> pl.DataFrame:
+    """execution_id → ``peer_cpu_s``: CPU seconds the other executions of its process spent
+    during its window, each spread evenly over its own window. One sweep per process over the
+    starts and ends (no pairwise join): the running executions' summed CPU rate as a step
+    function, its integral read at each execution's start and end (rows at one instant share
+    the integral: no time passes between them)."""
+    t = tasks.filter(pl.col("cpu_s").is_not_null() & (pl.col("duration_s") > 0)).select(
+        "execution_id", "start_ns", "stop_ns", "cpu_s",
+        rate=pl.col("cpu_s") / pl.col("duration_s"),
+        proc=pl.struct("host", "pid").hash(seed=0))  # (a hash sorts faster than the strings)
+    ev = pl.concat([t.select("proc", "execution_id", t="start_ns", d="rate",
+                             end=pl.lit(False)),
+                    t.select("proc", "execution_id", t="stop_ns", d=-pl.col("rate"),
+                             end=pl.lit(True))]).sort("proc", "t")
+    ev = ev.with_columns(r=pl.col("d").cum_sum().over("proc"))
+    step = pl.when(pl.col("proc") == pl.col("proc").shift(1)).then(
+        pl.col("r").shift(1) * (pl.col("t") - pl.col("t").shift(1))).fill_null(0.0)
+    ev = ev.with_columns(i=step.cum_sum().over("proc") * 1e-9)
+    at_start = ev.filter(~pl.col("end")).select("execution_id", i0="i").sort("execution_id")
+    at_stop = ev.filter(pl.col("end")).select("execution_id", i1="i").sort("execution_id")
+    return at_start.join(at_stop, on="execution_id").join(
+        t.select("execution_id", "cpu_s"), on="execution_id").select(
+        "execution_id", peer_cpu_s=(pl.col("i1") - pl.col("i0") - pl.col("cpu_s")).clip(0.0))
+
+
+def thread_contention(ctx: Context) -> list[dict[str, Any]]:
+    """Executions whose wall time is far above their CPU and I/O while other executor threads
+    of their process computed (the GIL, or a lock): each is taken to have lost the lesser of
+    its time outside CPU and I/O and its peers' CPU in its window. Silent without CPU or I/O
+    (the time outside them could be untraced I/O)."""
+    t = ctx.tasks.filter(pl.col("cpu_s").is_not_null() & pl.col("io_time_s").is_not_null()
+                         & pl.col("awaiting_s").is_null())
+    if t.is_empty() or not ctx.evidence.io_captured:
+        return []
+    other = pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s")
+    t = t.filter((other >= CONTENTION_OTHER * pl.col("duration_s"))
+                 & (pl.col("cpu_s") >= CONTENTION_MIN_CPU * pl.col("duration_s")))
+    if t.is_empty():  # (the usual case: no sweep over every execution)
+        return []
+    proc = pl.struct("host", "pid").hash(seed=0)  # (faster to group and join than strings)
+    per_process = ctx.tasks.group_by(proc=proc).agg(threads=pl.col("thread_id").n_unique())
+    waited = (t.with_columns(proc=proc).join(peer_cpu(ctx.tasks), on="execution_id", how="left")
+              .join(per_process, on="proc")
+              .filter((pl.col("threads") > 1)
+                      & (other >= CONTENTION_OTHER * pl.col("duration_s"))
+                      & (pl.col("cpu_s") >= CONTENTION_MIN_CPU * pl.col("duration_s")))
+              .with_columns(other_s=other,
+                            excess_s=pl.min_horizontal(other, pl.col("peer_cpu_s")))
+              .filter(pl.col("excess_s") > 0))
+    out = []
+    for (prefix,), rows in sorted(waited.partition_by("prefix", as_dict=True).items(),
+                                  key=lambda kv: str(kv[0][0])):
+        rows = rows.sort("excess_s", "execution_id", descending=[True, False])
+        sums = rows.select(pl.col("duration_s", "cpu_s", "io_time_s", "other_s",
+                                  "peer_cpu_s").sum()).row(0, named=True)
+        out.append(finding(
+            "thread-contention", span_saved(ctx, rows.select("execution_id", "excess_s")),
+            [str(prefix)], rows.get_column("key").to_list(), [],
+            f"{rows.height} {prefix} execution(s): {sums['duration_s']:.3f} s wall, "
+            f"{sums['cpu_s']:.3f} s CPU, {sums['io_time_s']:.3f} s I/O, so "
+            f"{sums['other_s']:.3f} s neither, while other executor threads of their process "
+            f"(up to {integer(rows.get_column('threads').max())} per process) computed for "
+            f"{sums['peer_cpu_s']:.3f} s: the GIL, or a lock",
+            "run these tasks in processes with one thread each (dask worker --nworkers N "
+            "--nthreads 1), or make their Python loops release the GIL (numpy, numba, "
+            "Cython)"))
+    return out
