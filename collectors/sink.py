@@ -547,7 +547,8 @@ class ProcessSink:
             return
         self.closed = True
         self.stop(join_timeout)
-        closing = threading.Thread(target=self._close, args=(extra, join_timeout / 2),
+        # (its errors are counted as the caller's were: the plugins' close is guarded)
+        closing = threading.Thread(target=never_raise(self._close), args=(extra, join_timeout / 2),
                                    name="dask-correlate-close", daemon=True)
         closing.start()
         closing.join(join_timeout)

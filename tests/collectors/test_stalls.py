@@ -23,6 +23,17 @@ SCRIPT = Path(__file__).with_name("deadlock.py")
 HUNG_AFTER_S = 8
 
 
+@pytest.fixture
+def guarded():
+    """The guard installed for the test; left as it was found (a worker of this process, in an
+    earlier test, may have installed it for good)."""
+    before = frames_guard.installed()
+    frames_guard.install(force=True)
+    yield
+    if not before:
+        frames_guard.uninstall()
+
+
 def _run_deadlock(*flags: str) -> subprocess.CompletedProcess | subprocess.TimeoutExpired:
     """The reproduction's result, or the TimeoutExpired (with its stderr) of a run still going
     after HUNG_AFTER_S."""
@@ -81,7 +92,9 @@ def test_the_guard_turns_collections_off_only_for_the_call_and_restores_them():
 
 
 def test_install_guards_every_caller_of_sys_and_uninstall_gives_the_originals_back():
-    builtin = sys._current_frames
+    # (a worker of this process, in an earlier test, may have installed it: it stays)
+    before = frames_guard.installed()
+    builtin = frames_guard._ORIGINALS.get("_current_frames", sys._current_frames)
     frames_guard.install(force=True)
     try:
         assert frames_guard.installed() and sys._current_frames is not builtin
@@ -90,11 +103,12 @@ def test_install_guards_every_caller_of_sys_and_uninstall_gives_the_originals_ba
         assert frames_guard._ORIGINALS["_current_frames"] is builtin
     finally:
         frames_guard.uninstall()
-    assert sys._current_frames is builtin and not frames_guard.installed()
+        assert sys._current_frames is builtin and not frames_guard.installed()
+        if before:
+            frames_guard.install(force=True)
 
 
-def test_a_child_forked_while_another_thread_holds_the_guard_can_sample_stacks():
-    frames_guard.install(force=True)
+def test_a_child_forked_while_another_thread_holds_the_guard_can_sample_stacks(guarded):
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -126,7 +140,6 @@ def test_a_child_forked_while_another_thread_holds_the_guard_can_sample_stacks()
     finally:
         release.set()
         holder.join()
-        frames_guard.uninstall()
 
 
 def test_a_stalled_thread_is_recorded_with_its_stack_and_its_end(tmp_path):
@@ -220,12 +233,12 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
     assert f"{worker.name}: stalled at" in cli.stdout + cli.stderr
 
 
-def test_a_signal_handler_that_samples_stacks_inside_the_guard_does_not_wait_for_itself():
+def test_a_signal_handler_that_samples_stacks_inside_the_guard_does_not_wait_for_itself(
+        guarded):
     """A Python signal handler runs on the main thread between two bytecodes, possibly while
     that thread is inside the guard (a stack-dumping handler, as some job scripts install)."""
     import signal
 
-    frames_guard.install(force=True)
     sampled: list[int] = []
     old = signal.signal(signal.SIGALRM, lambda *_: sampled.append(len(sys._current_frames())))
     try:
@@ -237,4 +250,3 @@ def test_a_signal_handler_that_samples_stacks_inside_the_guard_does_not_wait_for
         assert sampled and sampled[0] >= 1
     finally:
         signal.signal(signal.SIGALRM, old)
-        frames_guard.uninstall()
