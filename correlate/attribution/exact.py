@@ -197,8 +197,8 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
     shuffle (``p2p-shuffle``) are accounted at its barrier in ``task_files`` and are the
     shuffle's (``summary.json`` ``shuffles``), not the barrier's reads and writes."""
     # (a total of no execution's is no one's)
-    files = files.drop_nulls("execution_id").filter(
-        pl.col("attribution").cast(pl.String) != SHUFFLE_METHOD)
+    files = files.drop_nulls("execution_id").filter(  # (a null method is kept: not a shard)
+        pl.col("attribution").cast(pl.String).ne_missing(SHUFFLE_METHOD))
     if files.is_empty():
         return pl.DataFrame(schema={"execution_id": pl.Int64, **dict.fromkeys(
             ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"], pl.Float64),
