@@ -95,6 +95,7 @@ def test_without_transitions_or_statuses_erred_is_unknown_not_zero():
                                  "(1 raised); keys: x-1")
 
 
+@pytest.mark.cluster
 def test_a_killed_job_names_the_executions_in_flight_and_their_tasks(tmp_path):
     """A job killed (SIGTERM to `collect`, forwarded) while 2 of its 3 tasks execute: the
     summary, the terminal and report.md name those 2 executions, their tasks and worker; the
