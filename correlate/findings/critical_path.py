@@ -37,7 +37,7 @@ from correlate.scalars import integer, rounded
 #: before it reached the scheduler
 GATES = ("first", "dependency", "thread", "queue", "submission")
 #: the causes a wait before a link is split into (columns ``wait_<cause>_s``)
-WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "other")
+WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "paused", "other")
 #: statuses of an execution whose result a dependent could use (null: not recorded)
 _PRODUCED = ("ok", "memory")
 
@@ -106,8 +106,11 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     # (one row per key: waits.scheduler_waits groups by key)
     times = assigned.select(k=_hashed("key"), submitted_ns="submitted_ns",
                             assigned_ns="assigned_ns")
-    g = (ex.select("execution_id", "start_ns", "stop_ns", "wait_thread_s", "wait_queued_s",
-                   k=_hashed("key"))
+    # (the whole of its wait on the worker: a memory pause of the worker is part of it)
+    on_worker = (pl.col("wait_thread_s") + pl.col("wait_paused_s").fill_null(0.0)
+                 if "wait_paused_s" in ex.columns else pl.col("wait_thread_s"))
+    g = (ex.select("execution_id", "start_ns", "stop_ns", "wait_queued_s",
+                   on_worker.alias("wait_thread_s"), k=_hashed("key"))
          .join(_inputs(ex, dependencies), on="execution_id", how="left")
          .join(_thread_before(ex), on="execution_id", how="left")
          .join(times, on="k", how="left").drop("k"))
@@ -217,11 +220,18 @@ def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.
             pl.col("input_read_back_s").fill_null(0.0),
             pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")),
     ).with_columns(
+        # ready on its worker while the worker was paused at its memory limit
+        wait_paused_s=pl.min_horizontal(
+            (pl.col("wait_paused_s") if "wait_paused_s" in links.columns
+             else pl.lit(None, pl.Float64)).fill_null(0.0),
+            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
+            - pl.col("wait_read_back_s")).clip(lower_bound=0.0),
+    ).with_columns(
         # a submission or assignment not recorded leaves the scheduler's parts unknown, not 0
         wait_other_s=pl.when(pl.col("assigned_ns").is_not_null()
                              & pl.col("submitted_ns").is_not_null()).then(
             pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
-            - pl.col("wait_read_back_s")),
+            - pl.col("wait_read_back_s") - pl.col("wait_paused_s")),
         wait_scheduler_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
             "wait_scheduler_s"),
         wait_submission_s=pl.when(pl.col("submitted_ns").is_not_null()).then(

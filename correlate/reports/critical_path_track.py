@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from correlate.findings.critical_path import WAIT_CAUSES
 from correlate.reports import perfetto as pf
 
 #: trace pid of the critical-path process (beside the notes and arrivals processes)
 PATH_PID = 999_997
 LINKS_TID, WAITS_TID = 1, 2
-_CAUSES = ("submission", "scheduler", "transfer", "read_back", "other")
+_CAUSES = WAIT_CAUSES
 
 
 def path_events(path: pl.DataFrame, t0: int, w0: int | None = None, w1: int | None = None

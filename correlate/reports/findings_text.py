@@ -48,7 +48,9 @@ def path_summary(summary: dict[str, Any]) -> str | None:
             f"{_s(cp['io_time_s'])}, other {_s(cp['other_s'])}), waits {_s(cp['wait_s'])} "
             f"(submission {_s(w.get('submission'))}, scheduler {_s(w['scheduler'])}, "
             f"transfers {_s(w['transfer'])}, read-back "
-            f"{_s(w['read_back'])}, other {_s(w['other'])}); by prefix: {prefixes}")
+            f"{_s(w['read_back'])}, "
+            + (f"worker paused (memory) {_s(w['paused'])}, " if w.get("paused") else "")
+            + f"other {_s(w['other'])}); by prefix: {prefixes}")
 
 
 def link_lines(summary: dict[str, Any], top: int = 5) -> list[str]:

@@ -38,6 +38,8 @@ CRITICAL_PATH = Table(
                "(null: assignment not recorded)"),
         Column("wait_transfer_s", "Float64", "of the rest, incoming transfers of its inputs"),
         Column("wait_read_back_s", "Float64", "of the rest, inputs read back from spill"),
+        Column("wait_paused_s", "Float64", "of the rest, ready on its worker while the worker "
+               "was paused at its memory limit"),
         Column("wait_other_s", "Float64", "the remainder: the worker's dispatch and the clocks' "
                "alignment (null: the scheduler's parts are unknown)"),
     ),

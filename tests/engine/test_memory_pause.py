@@ -79,3 +79,13 @@ def test_the_report_says_the_wait_was_memorys(paused, tmp_path):
     text = (tmp_path / "out" / "report.md").read_text()
     assert "waiting while the worker was paused (memory)" in text
     assert "memory, not threads, held it" in text
+
+
+def test_the_critical_path_says_its_waits_on_the_paused_worker(paused):
+    """The job's path runs through a short task that waited for the resume with a thread free:
+    that wait is the pause's on the path too, not 'other'."""
+    _frames, result, truth, _run = paused
+    waits = result.summary["critical_path"]["waits"]
+    pause_s = sum(e - s for s, e in _dask_pauses(truth))
+    assert 0.5 < waits["paused"] <= pause_s + 0.05
+    assert waits["paused"] > (waits["other"] or 0.0)
