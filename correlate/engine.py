@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, endings, findings, task_threads, waits
+from correlate import align, arrivals, coroutines, endings, findings, lost, task_threads, waits
 from correlate.attribution import doubtful, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -220,6 +220,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     del files
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     tasks = _tasks_table(ex, io_totals, methods, key_waits, frames, spilled)
+    # executions of workers that died: the rows they never wrote, and the results lost
+    tasks = lost.with_lost(tasks, frames.startstops, frames.processes)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", unattributed),
             "clocks": _put(sink, "clocks", clocks)}

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, task_threads
+from correlate import endings, lost, task_threads
 from correlate.attribution import doubtful
 from correlate.grouping import group_agg, measured_sum
 
@@ -384,6 +384,7 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
         # facts that explain counts, not problems: executions handed back, task code timed
         # on threads that ran no task body
         "notes": [*endings.sentences(summary.get("handed_back")),
+                  *lost.sentences(summary.get("lost")),
                   *task_threads.sentences(summary.get("task_code_on_other_threads"))],
         "missing_tables": list(missing),
         "matching": matching_notes(summary),

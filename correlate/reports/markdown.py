@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings
+from correlate import endings, lost
 from correlate.outcome import outcome_line
 from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
@@ -467,7 +467,8 @@ def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> s
             f"{count(s.get('runs', s.get('executions', out['tasks'].height)))} task "
             f"executions of {count(s.get('tasks', out['tasks']['key'].n_unique()))} tasks "
             f"({text(s.get('source_format', 'unknown'))}).", ""]
-    handed_back = endings.sentences(s.get("handed_back"))
+    handed_back = [*endings.sentences(s.get("handed_back")),
+                   *lost.sentences(s.get("lost"))]
     head += [*(f"- {text(h)}" for h in handed_back), ""] if handed_back else []
     parts = [head, _outcome(out), _headline(out), findings_section(out), path_section(out),
              _facts(out), _budget(out, figs),
