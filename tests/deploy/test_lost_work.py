@@ -74,7 +74,7 @@ def test_a_killed_workers_lost_work_is_counted_as_the_scheduler_counts_it(tmp_pa
             f"died with the worker; {len(recomputed):,} task(s) recomputed, {compute_s:.3f} s of "
             "compute lost")
     report = (out / "report.md").read_text()
-    assert line in proc.stdout and line in report
+    assert line in proc.stdout and line in report and line in (out / "report.html").read_text()
     # the dead worker is a worker of the run: in the Run table's count and the time table
     assert "| workers × threads | 2 × 2 threads |" in report
     assert f"| `{victim}` (died⁴) | 2 | {lost.height} |" in report
