@@ -4,9 +4,11 @@ A worker killed between two flushes takes the rows of its last executions with i
 scheduler heard of each: every task-finished message carries the execution's compute
 startstop (worker, thread, start and stop, shifted by Dask onto the scheduler's clock). Those
 executions get rows of their own here (``window_source`` ``scheduler-startstops``; CPU and I/O
-null: not measured). An execution on a worker that died whose key ran again after it is
-``lost``: its result died with the worker and the scheduler recomputed the task. A lost
-execution ran to an end, so it is a run of its task (``endings.is_run``).
+null: not measured). An execution on a worker that died is ``lost`` when its result died with
+the worker and the scheduler recomputed the task: the scheduler released the key from memory
+by its worker cleanup (``memory -> released``, stimulus ``handle-worker-cleanup-…``: no other
+worker held it) and the key ran again after it. A lost execution ran to an end, so it is a run
+of its task (``endings.is_run``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import polars as pl
 
 from correlate.prefixes import key_split_groups, key_splits
 from correlate.scalars import integer
+from correlate.sources.missing import WORKER_CLEANUP
 
 LOST = "lost"
 #: window_source of the rows made from the scheduler's startstops
@@ -63,11 +66,21 @@ def unrecorded(tasks: pl.DataFrame, startstops: pl.DataFrame, processes: pl.Data
         execution_id=pl.int_range(pl.len(), dtype=pl.Int64) + first)
 
 
-def with_lost(tasks: pl.DataFrame, startstops: pl.DataFrame,
-              processes: pl.DataFrame) -> pl.DataFrame:
+def results_lost(transitions: pl.DataFrame) -> pl.Series:
+    """Keys whose result the scheduler lost with a worker: released from memory by its
+    worker cleanup (each such key is recomputed when still wanted)."""
+    return (transitions.filter((pl.col("side") == "scheduler")
+                               & (pl.col("start").cast(pl.String) == "memory")
+                               & (pl.col("finish").cast(pl.String) == "released")
+                               & pl.col("stimulus_id").str.starts_with(WORKER_CLEANUP))
+            .get_column("key").cast(pl.String).unique())
+
+
+def with_lost(tasks: pl.DataFrame, startstops: pl.DataFrame, processes: pl.DataFrame,
+              released: pl.Series) -> pl.DataFrame:
     """``tasks`` with the unrecorded executions of the workers that died, and ``status``
-    ``lost`` on every execution of such a worker that ran to an end (ok) and whose key
-    started again after it."""
+    ``lost`` on every execution of such a worker that ran to an end (ok), whose key is in
+    ``released`` (``results_lost``) and started again after it."""
     workers = died(processes)
     if not workers:
         return tasks
@@ -77,6 +90,7 @@ def with_lost(tasks: pl.DataFrame, startstops: pl.DataFrame,
     return (t.join(again, on="key", how="left", maintain_order="left")
             .with_columns(status=pl.when(pl.col("worker").is_in(workers)
                                          & (pl.col("status") == "ok")
+                                         & pl.col("key").is_in(released.implode())
                                          & (pl.col("start_ns") < pl.col("last_start")))
                           .then(pl.lit(LOST)).otherwise(pl.col("status")))
             .drop("last_start"))
