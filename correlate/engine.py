@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, endings, findings, task_threads, waits
+from correlate import align, arrivals, coroutines, endings, findings, lost, task_threads, waits
 from correlate.attribution import doubtful, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -183,6 +183,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
     assigned = key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc")
     key_waits = key_waits.drop("t_wait", "t_proc")
+    released = lost.results_lost(transitions)  # keys whose result died with a worker
     del transitions
     windows = coroutines.io_windows(ex, frames.execution_slices)
     parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
@@ -220,6 +221,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     del files
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     tasks = _tasks_table(ex, io_totals, methods, key_waits, frames, spilled)
+    # executions of workers that died: the rows they never wrote, and the results lost
+    tasks = lost.with_lost(tasks, frames.startstops, frames.processes, released)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", unattributed),
             "clocks": _put(sink, "clocks", clocks)}

@@ -2,8 +2,9 @@
 sources say about it, for every input format (``task_lifecycles.jsonl``).
 
 Each object: ``key``, ``prefix``, ``group``, ``depends_on`` / ``dependents`` (graph),
-``submitted_ns`` and ``client`` (first update_graph that carried it), ``executions`` (count) and
-``events`` in time order. An event has ``time_ns``, ``kind`` (``scheduler-transition``,
+``submitted_ns`` and ``client`` (first update_graph that carried it), ``executions`` (count,
+those known only from the scheduler's compute startstops included: ``executions_unrecorded``)
+and ``events`` in time order. An event has ``time_ns``, ``kind`` (``scheduler-transition``,
 ``worker-transition``, ``execution``, ``startstop``, ``transfer``), ``clock`` (whose clock
 ``time_ns`` is on: ``scheduler``, ``worker`` or ``worker+scheduler_delay``), ``run_time_ns``
 and the fields of its source row that are not null — for scheduler transitions the
@@ -189,6 +190,21 @@ def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([p.cast(schema) for p in parts])
 
 
+def _execution_counts(frames: RunFrames) -> pl.DataFrame:
+    """key, executions, executions_unrecorded: per worker, the larger of its execution rows
+    and the compute startstops the scheduler received from it (an execution its worker never
+    wrote, e.g. killed before its flush, is known from the startstop alone), summed."""
+    by = ["key", "worker"]
+    rows = frames.executions.group_by(by).agg(rows=pl.len().cast(pl.Int64))
+    ss = (frames.startstops.filter(pl.col("action") == "compute").group_by(by)
+          .agg(computes=pl.len().cast(pl.Int64)))
+    both = rows.join(ss, on=by, how="full", coalesce=True, nulls_equal=True).with_columns(
+        pl.col("rows", "computes").fill_null(0))
+    return both.group_by("key").agg(
+        executions=pl.max_horizontal("rows", "computes").sum(),
+        executions_unrecorded=(pl.col("computes") - pl.col("rows")).clip(0).sum())
+
+
 def _graph(frames: RunFrames) -> pl.DataFrame:
     """key → depends_on, client, submitted_ns; and dependents."""
     deps = frames.dependencies
@@ -219,9 +235,8 @@ def lifecycle_lines(frames: RunFrames, clocks: pl.DataFrame | None = None) -> pl
     # cheaper than sorting all events by their string key first
     in_time_order = pl.col("event").sort_by("run_time_ns", "kind", nulls_last=True,
                                             maintain_order=True)
-    per_key = events.group_by("key").agg(
-        events=in_time_order.str.join(","),
-        executions=(pl.col("kind") == "execution").sum().cast(pl.Int64))
+    per_key = events.group_by("key").agg(events=in_time_order.str.join(",")).join(
+        _execution_counts(frames), on="key", how="left")
     graph = _graph(frames)
     keys = pl.concat([events.select("key"), graph.select("key")]).unique()
     t = (keys.join(per_key, on="key", how="left").join(graph, on="key", how="left")
@@ -235,9 +250,11 @@ def lifecycle_lines(frames: RunFrames, clocks: pl.DataFrame | None = None) -> pl
         depends_on=pl.col("depends_on").fill_null([]),
         dependents=pl.col("dependents").fill_null([]),
         executions=pl.col("executions").fill_null(0),
+        executions_unrecorded=pl.col("executions_unrecorded").fill_null(0),
         events=pl.col("events").fill_null(""))
     head = pl.struct("client", "depends_on", "dependents").struct.json_encode()
-    tail = pl.struct("executions", "group", "key", "prefix", "submitted_ns").struct.json_encode()
+    tail = pl.struct("executions", "executions_unrecorded", "group", "key", "prefix",
+                     "submitted_ns").struct.json_encode()
     line = pl.concat_str([head.str.strip_suffix("}"), pl.lit(',"events":['), pl.col("events"),
                           pl.lit("],"), tail.str.strip_prefix("{")])
     return t.select("key", line=line)

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, host_load, spans
+from correlate import endings, host_load, lost, spans
 from correlate.attribution import doubtful, local_dir, p2p
 from correlate.attribution.counters import untraced_counters
 from correlate.grouping import group_agg, measured_sum
@@ -395,7 +395,9 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
     warnings = list(frames.warnings)
     headline = headline_problems(frames)
     clocks = tables["clocks"]
-    workers = tasks.select("host", "pid").unique().drop_nulls()
+    # (rows from the scheduler's startstops are on its clock already: no worker clock needed)
+    workers = (tasks.filter(pl.col("window_source").ne_missing(lost.FROM_SCHEDULER))
+               .select("host", "pid").unique().drop_nulls())
     aligned = clocks.filter(pl.col("domain") == "worker").select("host", "pid")
     missing = workers.join(aligned, on=["host", "pid"], how="anti").height
     if missing:
@@ -421,6 +423,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         # cancelled) and are in ``handed_back``, not runs of their task
         "runs": tasks.filter(endings.is_run()).height,
         "handed_back": endings.summary(tasks),
+        # executions whose results died with their worker (runs, counted in ``runs``)
+        "lost": lost.summary(tasks, frames.processes),
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
         # the runtime that wrote the logs (lib_ver of each log's job metadata), not the

@@ -111,7 +111,11 @@ def story_lines(story: dict[str, Any]) -> list[str]:
     t0 = min(times) if times else 0
     deps = ", ".join(story["depends_on"][:5]) or "none"
     more = f" (+{len(story['depends_on']) - 5})" if len(story["depends_on"]) > 5 else ""
-    head = [story["key"], f"prefix {story['prefix']} · {story['executions']} execution(s) · "
+    unrecorded = story.get("executions_unrecorded") or 0
+    also = (f" ({unrecorded} known from the scheduler's startstops only: not written by its "
+            "worker)" if unrecorded else "")
+    head = [story["key"], f"prefix {story['prefix']} · {story['executions']} execution(s)"
+            f"{also} · "
             f"depends on {deps}{more} · {len(story['dependents'])} dependent(s)"]
     rows = [("t+ s", "what", "clock", "details")]
     for e in story["events"]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, task_threads
+from correlate import endings, lost, task_threads
 from correlate.attribution import doubtful
 from correlate.grouping import group_agg, measured_sum
 
@@ -153,7 +153,13 @@ def is_coroutine() -> pl.Expr:
     return pl.col("awaiting_s").is_not_null()
 
 
-def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None) -> pl.DataFrame:
+def workers_died(summary: dict[str, Any]) -> list[str]:
+    """The workers that died during the run (summary.json ``lost``)."""
+    return list((summary.get("lost") or {}).get("workers_died") or [])
+
+
+def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
+                  died: list[str] | tuple[str, ...] = ()) -> pl.DataFrame:
     """Per worker: executor-thread-seconds over the run window split into the tasks' thread
     CPU, time inside I/O calls, the rest of their wall time (``other_s``: sleep, locks, the
     GIL, waits inside the task) and idle, plus the task-seconds spent waiting for a thread and
@@ -164,9 +170,11 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None) -> 
     ``threads_bound``). CPU and I/O are null where no execution's was measured; ``other_s``
     is null without CPU, and holds the I/O time too where I/O was not measured
     (``other_includes_io``); an I/O call's own CPU is in both CPU and I/O, so ``other_s`` is a
-    lower bound."""
+    lower bound. A worker of ``died`` (``died`` True) was a worker until it died: its thread
+    time ends with its last execution's stop (when it died after that is not known)."""
     window = run_window(tasks)
     span_s = 0.0 if window is None else (window[1] - window[0]) / 1e9
+    start_ns = 0 if window is None else window[0]
     coroutine = is_coroutine() if "awaiting_s" in tasks.columns else pl.lit(False)
     t = tasks.with_columns(worker=worker_label(), coroutine=coroutine)
     on_threads = pl.col("coroutine").not_()
@@ -187,12 +195,16 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None) -> 
         paused_s=pl.col("wait_paused_s").fill_null(0.0).sum()
         if "wait_paused_s" in t.columns else pl.lit(0.0),
         read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
+        last_stop_ns=pl.col("stop_ns").max(),
     ).join(thread_counts(t.filter(on_threads), nthreads), on="worker",
            how="left").with_columns(
         threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
         .fill_null(False))
-    return agg.with_columns(
-        thread_s=pl.col("threads") * span_s,
+    gone = pl.col("worker").is_in(list(died))
+    lived_s = pl.when(gone).then(((pl.col("last_stop_ns") - start_ns) / 1e9)
+                                 .clip(upper_bound=span_s)).otherwise(span_s)
+    return agg.with_columns(died=gone, thread_s=pl.col("threads") * lived_s).drop(
+        "last_stop_ns").with_columns(
         other_s=(pl.col("busy_s") - pl.col("cpu_s") - pl.col("io_s").fill_null(0.0))
         .clip(lower_bound=0.0),
         other_includes_io=pl.col("io_s").is_null(),
@@ -384,6 +396,7 @@ def quality(summary: dict[str, Any], clocks: pl.DataFrame, tasks: pl.DataFrame,
         # facts that explain counts, not problems: executions handed back, task code timed
         # on threads that ran no task body
         "notes": [*endings.sentences(summary.get("handed_back")),
+                  *lost.sentences(summary.get("lost")),
                   *task_threads.sentences(summary.get("task_code_on_other_threads"))],
         "missing_tables": list(missing),
         "matching": matching_notes(summary),

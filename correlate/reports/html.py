@@ -52,7 +52,7 @@ def _columns(df: pl.DataFrame, spec: dict[str, pl.Expr]) -> dict[str, list[Any]]
 
 
 def _budget(tasks: pl.DataFrame, summary: dict[str, Any]) -> pl.DataFrame:
-    b = agg.worker_budget(tasks, agg.executor_threads(summary))
+    b = agg.worker_budget(tasks, agg.executor_threads(summary), agg.workers_died(summary))
     return b.with_columns(threads_label=pl.Series(
         [agg.threads_text(n, bound) for n, bound in b.select("threads", "threads_bound")
          .iter_rows()], dtype=pl.String))

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings
+from correlate import endings, lost
 from correlate.outcome import outcome_line
 from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
@@ -92,14 +92,15 @@ def _facts(out: Outputs) -> list[str]:
 
 
 def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
-    b = agg.worker_budget(out["tasks"], agg.executor_threads(out.summary))
+    b = agg.worker_budget(out["tasks"], agg.executor_threads(out.summary),
+                          agg.workers_died(out.summary))
     lines = ["## Where time went", ""]
     if b.is_empty():
         return [*lines, "No task executions were recorded.", ""]
     known = _io_known(out)
     coroutines = bool(b.get_column("coroutines").sum())
     paused = bool(b.get_column("paused_s").sum())
-    rows = [[code(r["worker"]), agg.threads_text(r["threads"], r["threads_bound"]),
+    rows = [[code(r["worker"]) + (" (died⁴)" if r["died"] else ""), agg.threads_text(r["threads"], r["threads_bound"]),
              count(r["executions"]), seconds(r["thread_s"]), measured(r["cpu_s"]),
              measured(r["io_s"]) if known else UNKNOWN, measured(r["other_s"]),
              seconds(r["idle_s"]), share(r["busy_share"]),
@@ -127,7 +128,11 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
               + ". Not captured where CPU was not measured."
               + (" ³ Wall time of `async def` tasks, which ran on the worker's event loop, not "
                  "on an executor thread (their awaiting time included); not in the thread "
-                 "count or the busy share." if coroutines else ""), ""]
+                 "count or the busy share." if coroutines else "")
+              + (" ⁴ The worker died during the run: its thread time ends with its last "
+                 "execution's stop (it died after that, when exactly is not known); its "
+                 "executions it never wrote are from the scheduler's records."
+                 if b.get_column("died").any() else ""), ""]
     if b.get_column("threads_bound").any():
         lines += [agg.THREADS_BOUND_NOTE[0].upper() + agg.THREADS_BOUND_NOTE[1:] + ".", ""]
     if "timeline" in figures:
@@ -467,7 +472,8 @@ def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> s
             f"{count(s.get('runs', s.get('executions', out['tasks'].height)))} task "
             f"executions of {count(s.get('tasks', out['tasks']['key'].n_unique()))} tasks "
             f"({text(s.get('source_format', 'unknown'))}).", ""]
-    handed_back = endings.sentences(s.get("handed_back"))
+    handed_back = [*endings.sentences(s.get("handed_back")),
+                   *lost.sentences(s.get("lost"))]
     head += [*(f"- {text(h)}" for h in handed_back), ""] if handed_back else []
     parts = [head, _outcome(out), _headline(out), findings_section(out), path_section(out),
              _facts(out), _budget(out, figs),

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 from rich.text import Text
 
-from correlate import endings, task_threads
+from correlate import endings, lost, task_threads
 from correlate.console import name_table, results
 from correlate.endings import is_run
 from correlate.grouping import group_agg, measured_sum
@@ -137,6 +137,7 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     c.print(f"[bold]{runs:,}[/] executions of {summary['tasks']:,} tasks "
             f"({summary['source_format']})")
     for line in [*endings.sentences(summary.get("handed_back")),
+                 *lost.sentences(summary.get("lost")),
                  *task_threads.sentences(summary.get("task_code_on_other_threads"))]:
         c.print(Text(line))
     failure = outcome_line(summary.get("job"))

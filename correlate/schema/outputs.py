@@ -136,8 +136,11 @@ TASKS = Table(
         Column("transfer_sources", "String", "peer workers the inputs came from (comma list)"),
         Column("status", "String", "how the execution ended: ok, error, or handed back "
                "before its end (not a run of its task): rescheduled (Dask's Reschedule), "
-               "cancelled (released while running)"),
-        Column("window_source", "String", "where the execution window came from"),
+               "cancelled (released while running); lost: ran to an end on a worker that then died, "
+               "its result released with it and its task run again (correlate/lost.py)"),
+        Column("window_source", "String", "where the execution window came from "
+               "(scheduler-startstops: a row from the scheduler's records of an execution "
+               "its worker died before writing)"),
     ),
     sort_by=("execution_id",),
 )

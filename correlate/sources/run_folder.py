@@ -170,6 +170,8 @@ class _Reader:
         self.rejects: list[tuple[str, str | None, str, int]] = []
         self.warnings: list[str] = []
         self.stalls: list[dict[str, Any]] = []
+        #: worker -> executions the scheduler saw finish that the worker died before writing
+        self.lost_with_worker: dict[str, int] = {}
         #: parts of lazily read tables (their data is decoded only when a stage reads them)
         self.unchecked: list[Path] = []
         #: run format 3: each table's rows as stored, of every process (``_proc``: its index
@@ -661,6 +663,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     if facts["dask_config"] is not None:
         facts["unknown"] = {k: v for k, v in facts["unknown"].items() if k != "dask_config"}
     facts["stalls"] = reader.stalls
+    facts["executions_lost_with_worker"] = reader.lost_with_worker
     if facts.get("darshan"):
         gaps = _darshan_gaps(run_dir, procs, io)
         reader.warnings += [gaps] if gaps else []
@@ -715,6 +718,15 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
         if n <= 0:
             continue
         why = missing.reason(d, closed, worker, tables["cluster_events"], ended)
+        if d is not None and closed is None and ended:
+            # never written: not records that could not be used (correlate/lost.py gives
+            # them rows from the scheduler's startstops)
+            reader.lost_with_worker[worker] = n
+            reader.warnings.append(
+                f"{n} execution(s) of worker {worker} were lost with the worker ({why}): "
+                "their rows come from the scheduler's records (window_source "
+                "scheduler-startstops; CPU and I/O not measured)")
+            continue
         reader.rejects.append(("collector", d.name if d is not None else worker,
                                f"task_executions: executions missing ({why})", n))
         reader.warnings.append(f"{n} execution(s) of worker {worker} are missing ({why})")

@@ -114,7 +114,9 @@ def accounted(run: Path, marks: Path) -> tuple[set[str], int, object]:
     frames = load(run)
     absent = ran(marks) - set(frames.executions["key"])
     rejects = frames.rejects.filter(pl.col("reason").str.starts_with("task_executions"))
-    return absent, int(rejects["count"].sum() or 0), frames
+    # (a killed worker's unwritten executions are lost with it, not rejected records)
+    lost = sum(frames.facts["executions_lost_with_worker"].values())
+    return absent, int(rejects["count"].sum() or 0) + lost, frames
 
 
 def check(proc: subprocess.Popen, run: Path, marks: Path, code: int) -> object:

@@ -1,0 +1,45 @@
+"""The client of the lost-work test: 120 tasks of 20 ms held as futures on two workers; once
+40 have finished it SIGKILLs the worker whose address comes first (its results die with it),
+then a task that needs every result makes the scheduler recompute the lost ones. Writes the
+killed worker's address to OUT and shuts the cluster down.
+
+    python lost_client.py SCHEDULER_FILE OUT
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+
+def tile(i: int) -> int:
+    time.sleep(0.02)
+    return i
+
+
+def total(*xs: int) -> int:
+    return sum(xs)
+
+
+def main(argv: list[str]) -> None:
+    from distributed import Client, wait
+
+    with Client(scheduler_file=argv[0], timeout=60) as client:
+        client.wait_for_workers(2, timeout=60)
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[0]
+        futures = client.map(tile, range(120), key=[f"tile-{i}" for i in range(120)])
+        while sum(f.done() for f in futures) < 40:
+            time.sleep(0.01)
+        os.kill(pids[victim], signal.SIGKILL)
+        assert client.submit(total, *futures, key="total-0").result() == sum(range(120))
+        wait(futures)
+        Path(argv[1]).write_text(victim)
+        client.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
