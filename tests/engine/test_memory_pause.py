@@ -82,10 +82,17 @@ def test_the_report_says_the_wait_was_memorys(paused, tmp_path):
 
 
 def test_the_critical_path_says_its_waits_on_the_paused_worker(paused):
-    """The job's path runs through a short task that waited for the resume with a thread free:
-    that wait is the pause's on the path too, not 'other'."""
+    """The job's path ends with the short tasks that waited for the resume: their wait before
+    they ran is the pause's on the path too, not 'other'. (How much of it is on the path
+    depends on when the memory monitor resumed the worker, about when the holder ended or
+    later, and on which thread the short tasks ran after it.)"""
     _frames, result, truth, _run = paused
     waits = result.summary["critical_path"]["waits"]
     pause_s = sum(e - s for s, e in _dask_pauses(truth))
-    assert 0.5 < waits["paused"] <= pause_s + 0.05
-    assert waits["paused"] > (waits["other"] or 0.0)
+    assert 0 < waits["paused"] <= pause_s + 0.05
+    # a link whose task waited through the pause has none of it left as 'other'
+    links = result.tables["critical_path"].join(
+        result.tables["tasks"].select("key", task_paused="wait_paused_s"), on="key")
+    waited = links.filter(pl.col("task_paused") > 0)
+    assert waited.height >= 1
+    assert (waited["wait_other_s"].fill_null(0.0) < 0.01).all(), waited
