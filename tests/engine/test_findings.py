@@ -129,6 +129,17 @@ def test_two_python_loops_in_one_process_are_thread_contention(run):
     assert 0.1 < top["cost_s"] <= cpu / 2 + 0.05
 
 
+def test_tasks_pinned_to_one_worker_beside_idle_threads_are_idle_threads(run):
+    pinned, _ = run("pinned")
+    top = _top(pinned, "idle-threads")
+    assert top["prefixes"] == ["short"] and top["keys"][0].startswith("short-")
+    # the two tasks of the other worker never waited for a thread
+    assert not {"short-22", "short-23"} & set(top["keys"])
+    _saved_within_25_percent(top, pinned, run("clean")[0])
+    # the same work spread by Dask: no thread idle while work waited
+    assert not [f for f in run("clean")[0].summary["findings"] if f["kind"] == "idle-threads"]
+
+
 def test_a_file_read_in_512_byte_requests_is_small_requests(run):
     small, truth = run("small")
     top = _top(small, "small-requests")
