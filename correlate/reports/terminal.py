@@ -216,9 +216,10 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
         c.print(name_table("Busiest files (times read: bytes read ÷ distinct bytes read, "
                            "from DXT)", ["path", "bytes", "ops", "io s", "tasks", "times read"],
                            _file_rows(busiest), width=c.width, keep_tail=True))
-        c.print(name_table("Their requests (reads and writes × mean size)",
-                           ["path", "reads", "writes"], _request_rows(busiest, "path"),
-                           width=c.width, keep_tail=True))
+        if requested := _request_rows(busiest, "path"):
+            c.print(name_table("Their requests (reads and writes × mean size)",
+                               ["path", "reads", "writes"], requested, width=c.width,
+                               keep_tail=True))
     for r in (io.get("unattributed_by_reason") or [])[:top]:
         c.print(Text(f"unattributed: {_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
     unc = [r["uncertainty_ns"] for r in summary["clocks"] if r["uncertainty_ns"] is not None]
