@@ -36,3 +36,22 @@ def measured_sum(column: str | pl.Expr) -> pl.Expr:
     I/O of a run without Darshan) as measured to be nothing."""
     c = pl.col(column) if isinstance(column, str) else column
     return pl.when(c.is_not_null().any()).then(c.sum())
+
+
+def mean_request(bytes_col: str, ops_col: str) -> pl.Expr:
+    """The mean request size, bytes ÷ operations; null where no operation was counted (I/O
+    not captured, or no request of that kind: there is no mean to state, and 0 B would be a
+    measured size)."""
+    return pl.when(pl.col(ops_col) > 0).then(pl.col(bytes_col) / pl.col(ops_col))
+
+
+def request_sums() -> dict[str, pl.Expr]:
+    """Bytes and operations read and written, summed over the tasks of a group
+    (``measured_sum``: null where I/O was not captured)."""
+    return {c: measured_sum(c) for c in ("read_bytes", "write_bytes", "read_ops", "write_ops")}
+
+
+def request_means() -> dict[str, pl.Expr]:
+    """``read_mean_bytes`` and ``write_mean_bytes`` of rows holding ``request_sums``."""
+    return {"read_mean_bytes": mean_request("read_bytes", "read_ops"),
+            "write_mean_bytes": mean_request("write_bytes", "write_ops")}

@@ -12,7 +12,7 @@ import polars as pl
 from correlate import endings, host_load, lost, spans
 from correlate.attribution import doubtful, local_dir, p2p
 from correlate.attribution.counters import untraced_counters
-from correlate.grouping import group_agg, measured_sum
+from correlate.grouping import group_agg, measured_sum, request_means, request_sums
 from correlate.outcome import job_outcome
 from correlate.scalars import count as _count
 from correlate.scalars import rounded as _round
@@ -168,8 +168,8 @@ def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
     agg = group_agg(  # runs only: an execution handed back is not a run of its task
         tasks.filter(endings.is_run()), ["prefix"], executions=pl.len(),
         wall_s=pl.col("duration_s").sum(),
-        cpu_s=measured_sum("cpu_s"), read_bytes=measured_sum("read_bytes"),
-        write_bytes=measured_sum("write_bytes"), io_time_s=measured_sum("io_time_s"))
+        cpu_s=measured_sum("cpu_s"), **request_sums(), io_time_s=measured_sum("io_time_s")
+    ).with_columns(**request_means())
     rows = agg.sort(by, "prefix", descending=[True, False], nulls_last=True).head(n)
     return [{k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()}
             for r in rows.iter_rows(named=True)]

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from correlate.lifecycles import write_lifecycles
     from correlate.provenance import record
     from correlate.reports import write_reports
+    from correlate.reports.load import load_outputs
     from correlate.reports.terminal import print_summary
     from correlate.sources.detect import load
     from correlate.spans import unknown_group_keys
@@ -103,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
     # the summary first: the run's frames and tables are let go before the reports read theirs
-    print_summary(result.summary, result.tables, out=out, top=args.top)
+    print_summary(result.summary, result.tables, out=out, top=args.top,
+                  segments=load_outputs(out).scan("segments"))
     del frames, result
     if tasks > LIFECYCLES_MAX_TASKS:
         console().print(f"task_lifecycles.jsonl not written: {tasks:,} tasks (about 3 KB each; "

@@ -19,7 +19,12 @@ import polars as pl
 
 from correlate.findings.context import MIN_COST_S, MIN_COST_SHARE, Context, Evidence
 from correlate.findings.io_rules import repeated_reads, small_requests
-from correlate.findings.timing import serial_section, straggler, thread_contention
+from correlate.findings.timing import (
+    idle_threads,
+    serial_section,
+    straggler,
+    thread_contention,
+)
 from correlate.findings.waits import spill, waiting_for_inputs
 from correlate.scalars import integer, number, rounded
 from correlate.schema import TABLES, conform
@@ -27,8 +32,8 @@ from correlate.schema import TABLES, conform
 __all__ = ["MIN_COST_S", "MIN_COST_SHARE", "RULES", "Evidence", "as_json", "findings"]
 
 RULES: tuple[Callable[[Context], list[dict[str, Any]]], ...] = (
-    serial_section, straggler, thread_contention, small_requests, repeated_reads,
-    waiting_for_inputs, spill)
+    serial_section, straggler, thread_contention, idle_threads, small_requests,
+    repeated_reads, waiting_for_inputs, spill)
 
 
 def findings(tasks: pl.DataFrame, task_files: pl.DataFrame, path: pl.DataFrame,

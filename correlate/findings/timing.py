@@ -1,5 +1,5 @@
-"""The findings' rules over time: serial sections, stragglers and thread contention
-(docs/findings.md)."""
+"""The findings' rules over time: serial sections, stragglers, thread contention and idle
+threads (docs/findings.md)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ from typing import Any
 
 import polars as pl
 
-from correlate.findings.context import Context, finding, span_saved
-from correlate.scalars import integer
+from correlate.findings.context import (
+    MIN_COST_S,
+    MIN_COST_SHARE,
+    SHOWN,
+    Context,
+    finding,
+    span_saved,
+)
+from correlate.scalars import integer, number
 
 # --- serial-section ----------------------------------------------------------------------
 
@@ -192,3 +199,64 @@ def thread_contention(ctx: Context) -> list[dict[str, Any]]:
             "--nthreads 1), or make their Python loops release the GIL (numpy, numba, "
             "Cython)"))
     return out
+
+
+# --- idle-threads ------------------------------------------------------------------------
+
+def movable_s(tasks: pl.DataFrame, threads: int) -> float:
+    """Thread-seconds of waiting work that idle threads could have taken: one sweep over the
+    window, at each instant the lesser of the executions waiting for a thread of their worker
+    (``wait_thread_s`` before their start) and the threads running nothing."""
+    ready = pl.col("start_ns") - (pl.col("wait_thread_s") * 1e9).round().cast(pl.Int64)
+    waited = tasks.filter(pl.col("wait_thread_s") > 0)
+    one, none = pl.lit(1, pl.Int32), pl.lit(0, pl.Int32)
+    ev = pl.concat([tasks.select(t="start_ns", run=one, wait=none),
+                    tasks.select(t="stop_ns", run=-one, wait=none),
+                    waited.select(t=ready, run=none, wait=one),
+                    waited.select(t="start_ns", run=none, wait=-one)]).sort("t")
+    pieces = ev.select(dt=pl.col("t").shift(-1) - pl.col("t"), running=pl.col("run").cum_sum(),
+                       waiting=pl.col("wait").cum_sum()).filter(pl.col("dt") > 0)
+    took = pl.min_horizontal("waiting", threads - pl.col("running")).clip(0) * pl.col("dt")
+    return (number(pieces.select(took.sum()).item()) or 0.0) * 1e-9
+
+
+def idle_threads(ctx: Context) -> list[dict[str, Any]]:
+    """Executions that waited for a thread of their worker while threads elsewhere ran
+    nothing: an imbalance (tasks pinned to a worker, a worker given more than its share). The
+    shorter window is at least the critical path less its links released by a thread (they
+    waited for their thread's previous execution, not for their inputs), at least the busy
+    time shared evenly by the threads, and at least the window less the movable work
+    (``movable_s``) shared by the threads; the cost is the window less the largest."""
+    t = ctx.tasks
+    if ctx.threads < 2 or "wait_thread_s" not in t.columns:
+        return []
+    waited = t.filter(pl.col("wait_thread_s") > 0)
+    if waited.is_empty():
+        return []
+    by_thread = number(ctx.path.filter(pl.col("gate").cast(pl.String) == "thread").select(
+        (pl.col("duration_s") + pl.col("wait_s").fill_null(0.0)).sum()).item()) or 0.0
+    shorter = max(ctx.window_s - by_thread, ctx.busy_s / ctx.threads)
+    if ctx.window_s - shorter < max(MIN_COST_S, MIN_COST_SHARE * ctx.window_s):
+        return []  # (the usual case: below the threshold whatever moved; no sweep)
+    movable = movable_s(t, ctx.threads)
+    shorter = max(shorter, ctx.window_s - movable / ctx.threads)
+    per_worker = (waited.group_by("worker").agg(wait_s=pl.col("wait_thread_s").sum(),
+                                                runs=pl.len())
+                  .sort("wait_s", "worker", descending=[True, False], nulls_last=True))
+    top = per_worker.row(0, named=True)
+    keys = waited.top_k(SHOWN, by=["wait_thread_s", -pl.col("execution_id")]).sort(
+        "wait_thread_s", "execution_id", descending=[True, False])
+    prefixes = (waited.group_by("prefix").agg(pl.col("wait_thread_s").sum())
+                .sort("wait_thread_s", "prefix", descending=[True, False])
+                .get_column("prefix").drop_nulls().to_list())
+    waits = number(waited.get_column("wait_thread_s").sum()) or 0.0
+    return [finding(
+        "idle-threads", max(0.0, ctx.window_s - shorter), prefixes[:SHOWN],
+        keys.get_column("key").to_list(), [],
+        f"{waited.height} execution(s) waited {waits:.3f} s for a thread of their worker (most on {top['worker']}: {top['runs']} waiting "
+        f"{top['wait_s']:.3f} s) while other threads ran nothing: {movable:.3f} "
+        f"thread-seconds of that work could have run on idle threads ({ctx.threads} threads "
+        f"ran tasks, busy {ctx.busy_s:.3f} s of {ctx.threads * ctx.window_s:.3f} s)",
+        "spread the work: drop worker restrictions (workers=, resources) that pin it, make "
+        "partitions of even size, or let Dask's work stealing move it (distributed.scheduler."
+        "work-stealing)")]

@@ -17,7 +17,8 @@ import polars as pl
 
 from correlate import endings, lost, task_threads
 from correlate.attribution import doubtful
-from correlate.grouping import group_agg, measured_sum
+from correlate.findings.io_rules import distinct_read_bytes
+from correlate.grouping import group_agg, measured_sum, request_means, request_sums
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
 
@@ -217,21 +218,23 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
 
 
 def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
-    """Per task prefix: executions, wall, CPU, I/O time and bytes (each null where none of the
-    prefix's executions had it measured), and ``other_s``, the rest of the wall time (sleep,
-    locks, the GIL, waits inside the task: as in ``worker_budget``); sorted by wall time.
-    Runs only: executions handed back (rescheduled, cancelled) are not runs of their task."""
+    """Per task prefix: executions, wall, CPU, I/O time, bytes and operations read and
+    written (each null where none of the prefix's executions had it measured) and the mean
+    request size of each (null: no request of that kind, or not captured), and ``other_s``,
+    the rest of the wall time (sleep, locks, the GIL, waits inside the task: as in
+    ``worker_budget``); sorted by wall time. Runs only: executions handed back
+    (rescheduled, cancelled) are not runs of their task."""
     agg = group_agg(
         tasks.filter(endings.is_run()), ["prefix"],
         executions=pl.len(),
         wall_s=pl.col("duration_s").sum(),
         cpu_s=measured_sum("cpu_s"),
         io_s=measured_sum("io_time_s"),
-        read_bytes=measured_sum("read_bytes"),
-        write_bytes=measured_sum("write_bytes"),
+        **request_sums(),
         max_s=pl.col("duration_s").max(),
     )
     return agg.with_columns(
+        **request_means(),
         mean_s=pl.col("wall_s") / pl.col("executions"),
         io_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
         other_s=(pl.col("wall_s") - pl.col("cpu_s") - pl.col("io_s").fill_null(0.0))
@@ -288,8 +291,9 @@ def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
 
 
 def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
-    """Per file: bytes read/written by tasks and outside tasks, ops, I/O time, task count,
-    and ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
+    """Per file: bytes read/written by tasks and outside tasks, ops (all, read and written)
+    and the mean request size of reads and of writes (null: none of that kind), I/O time,
+    task count, and ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
     ``attribution.doubtful``); sorted by total bytes."""
     def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
         return df.select(
@@ -305,12 +309,37 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
         write_bytes=pl.col("bytes").filter(pl.col("op") == "write").sum(),
         outside_bytes=pl.col("bytes").filter(~pl.col("attributed")).sum(),
         ops=pl.col("ops").sum(),
+        read_ops=pl.col("ops").filter(pl.col("op") == "read").sum(),
+        write_ops=pl.col("ops").filter(pl.col("op") == "write").sum(),
         io_s=pl.col("io_time_s").sum(),
         tasks=pl.col("tasks").drop_nulls().n_unique(),
         doubtful_name=pl.col("doubt").any(),
     )
-    return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes")).sort(
+    return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
+                            **request_means()).sort(
         "total_bytes", "path", descending=[True, False], nulls_last=True)
+
+
+def with_read_times(files: pl.DataFrame, segments: pl.LazyFrame) -> pl.DataFrame:
+    """``files`` (rows of ``files``) with ``distinct_read_bytes``, the bytes DXT saw read,
+    each byte once (the repeated-reads rule's union of ranges), and ``read_times`` =
+    ``read_bytes`` ÷ ``distinct_read_bytes``: how many times the file's bytes were read.
+    Both null where DXT did not trace every read of the file (no DXT, C stdio, a process
+    whose log had counters only): the ranges of the other reads are unknown. Only the
+    ``files`` given are looked up in ``segments`` (a report's busiest few, not every file)."""
+    paths = files.filter(pl.col("read_bytes") > 0).get_column("path").drop_nulls().to_list()
+    traced = (segments.filter((pl.col("op").cast(pl.String) == "read")
+                              & pl.col("path").is_in(paths))
+              .group_by("path").agg(traced=pl.col("length").sum()).collect())
+    out = files.join(traced, on="path", how="left", maintain_order="left").join(
+        distinct_read_bytes(segments, paths), on="path", how="left", maintain_order="left")
+    # every read of the file is in DXT (window-split rows are fractions: a tolerance)
+    whole = pl.col("traced") >= pl.col("read_bytes") * (1 - 1e-9) - 0.5
+    return out.with_columns(
+        distinct_read_bytes=pl.when(whole).then(pl.col("distinct_bytes")),
+        read_times=pl.when(whole & (pl.col("distinct_bytes") > 0))
+        .then(pl.col("read_bytes") / pl.col("distinct_bytes")),
+    ).drop("traced", "distinct_bytes")
 
 
 NS = 1e9

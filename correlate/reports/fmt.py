@@ -45,3 +45,16 @@ def count(n: float | None) -> str:
 def share(x: float | None) -> str:
     """A fraction as a percentage with one decimal."""
     return "-" if x is None else f"{x:.1%}"
+
+
+def requests(ops: float | None, mean_bytes: float | None) -> str:
+    """Operations and their mean size: ``4,097 × 4.0 KiB``; ``0`` where there were none (no
+    mean to state); ``-`` where not measured."""
+    if ops is None:
+        return "-"
+    return count(ops) if not ops or mean_bytes is None else f"{count(ops)} × {human_bytes(mean_bytes)}"
+
+
+def times(x: float | None) -> str:
+    """How many times bytes were read: ``4.0×``; ``-`` where not known."""
+    return "-" if x is None else f"{x:,.1f}×"

@@ -133,9 +133,11 @@ def build_data(out: Outputs) -> dict[str, Any]:
     pre = agg.prefixes(tasks)
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     s = out.summary
+    files = agg.files(out["task_files"], out["unattributed"])
     prefixes = _rows(pre.with_columns(pl.col("prefix").fill_null("?")),
                      ["prefix", "executions", "wall_s", "mean_s", "max_s", "cpu_s", "other_s",
-                      "io_s", "read_bytes", "write_bytes"])
+                      "io_s", "read_bytes", "write_bytes", "read_ops", "read_mean_bytes",
+                      "write_ops", "write_mean_bytes"])
     for row in prefixes:
         row["colour"] = colours[row["prefix"]]
     return {
@@ -159,10 +161,11 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "arrivals": agg.arrivals(s),
         "destinations": [list(d) for d in destinations(s)],
         "top_tasks": _top_tasks(tasks),
-        "files": _rows(agg.files(out["task_files"], out["unattributed"]).head(TOP_FILES),
-                       ["path", "read_bytes", "write_bytes", "outside_bytes", "ops", "io_s",
-                        "tasks", "doubtful_name"]),
-        "file_total": agg.files(out["task_files"], out["unattributed"]).height,
+        "files": _rows(agg.with_read_times(files.head(TOP_FILES), out.scan("segments")),
+                       ["path", "read_bytes", "write_bytes", "outside_bytes", "ops",
+                        "read_ops", "read_mean_bytes", "write_ops", "write_mean_bytes",
+                        "read_times", "io_s", "tasks", "doubtful_name"]),
+        "file_total": files.height,
         "functions": _functions(out),
         "unattributed": _rows(agg.unattributed_io(out["unattributed"]),
                               ["reason", "role", "thread_kind", "bytes", "ops", "io_s",

@@ -21,7 +21,7 @@ from correlate import endings, lost
 from correlate.outcome import outcome_line
 from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
-from correlate.reports.fmt import count, human_bytes, seconds, share
+from correlate.reports.fmt import count, human_bytes, requests, seconds, share, times
 from correlate.reports.load import Outputs
 from correlate.summary import destinations
 
@@ -146,11 +146,12 @@ def _prefixes(out: Outputs, figures: dict[str, str]) -> list[str]:
         return []
     rows = [[code(r["prefix"]), count(r["executions"]), seconds(r["wall_s"]),
              seconds(r["mean_s"]), seconds(r["max_s"]), measured(r["cpu_s"]),
-             measured(r["other_s"]), *_io_cells(r, "io_s", known=_io_known(out))]
+             measured(r["other_s"]), *_io_cells(r, "io_s", known=_io_known(out)),
+             *_request_cells(r, known=_io_known(out))]
             for r in p.head(TOP).iter_rows(named=True)]
     lines = [f"## Heaviest task prefixes ({_shown(p.height, 'wall time')})", ""]
     lines += table(["prefix", "runs", "wall", "mean", "max", "CPU", "other²", "I/O time",
-                    "read", "written"], rows)
+                    "read", "written", "reads × mean size", "writes × mean size"], rows)
     if "prefixes" in figures:
         lines += [f"![Time and bytes per task prefix]({figures['prefixes']})", ""]
     return lines
@@ -198,6 +199,15 @@ def _io_cells(r: dict[str, Any], time_col: str, *, known: bool) -> list[str]:
     return [seconds(r[time_col]), human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"])]
 
 
+def _request_cells(r: dict[str, Any], *, known: bool) -> list[str]:
+    """Read and write operations of a row with their mean size (``fmt.requests``);
+    ``unknown`` each when I/O was not captured."""
+    if not known:
+        return [UNKNOWN] * 2
+    return [requests(r["read_ops"], r["read_mean_bytes"]),
+            requests(r["write_ops"], r["write_mean_bytes"])]
+
+
 def _task_rows(t: pl.DataFrame, awaiting: bool, known: bool = True) -> list[list[str]]:
     return [[code(r["key"]), code(r["prefix"]), code(r["worker"]), seconds(r["duration_s"]),
              *([seconds(r["awaiting_s"]) if r["awaiting_s"] is not None else "thread"]
@@ -233,16 +243,22 @@ def _files(out: Outputs) -> list[str]:
     if f.is_empty():
         return ["## Busiest files", "", "No file I/O was recorded (no DXT segments)."
                 if _io_known(out) else "Unknown: I/O was not captured (see the top).", ""]
+    shown = agg.with_read_times(f.head(TOP), out.scan("segments"))
     rows = [[code(r["path"]) + (" (doubtful name¹)" if r["doubtful_name"] else ""),
              human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
-             human_bytes(r["outside_bytes"]), count(r["ops"]), seconds(r["io_s"]),
-             count(r["tasks"])] for r in f.head(TOP).iter_rows(named=True)]
+             human_bytes(r["outside_bytes"]), count(r["ops"]), *_request_cells(r, known=True),
+             times(r["read_times"]), seconds(r["io_s"]), count(r["tasks"])]
+            for r in shown.iter_rows(named=True)]
     lines = [f"## Busiest files ({_shown(f.height, 'bytes')})", ""]
-    note = (["", "¹ Darshan's name for some of this file's I/O is doubtful (a relative path, "
+    note = (["¹ Darshan's name for some of this file's I/O is doubtful (a relative path, "
              "the collectors' own file named in another folder, or a name the record of opens "
              "contradicts): see the unattributed reasons.", ""]
-            if f.head(TOP).get_column("doubtful_name").any() else [])
-    return lines + table(["path", "read", "written", "outside tasks", "ops", "I/O time",
+            if shown.get_column("doubtful_name").any() else [])
+    note += ["² The bytes read ÷ the distinct bytes read (the union of the reads' byte ranges "
+             "in DXT): 2.0× is every byte read twice. - where DXT did not trace every read of "
+             "the file (no DXT, C stdio, counters only) or nothing was read.", ""]
+    return lines + table(["path", "read", "written", "outside tasks", "ops",
+                          "reads × mean size", "writes × mean size", "times read²", "I/O time",
                           "tasks"], rows) + note
 
 

@@ -11,11 +11,10 @@ from rich.text import Text
 
 from correlate import endings, lost, task_threads
 from correlate.console import name_table, results
-from correlate.endings import is_run
-from correlate.grouping import group_agg, measured_sum
 from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
 from correlate.reports import findings_text
+from correlate.reports.fmt import requests, times
 from correlate.summary import destinations
 
 
@@ -29,15 +28,20 @@ def _bytes(n: float | None) -> str:
     return str(n)
 
 
-def _prefix_rows(tasks: pl.DataFrame, top: int, io_known: bool = True) -> list[list[Any]]:
-    agg = (group_agg(tasks.filter(is_run()), ["prefix"], n=pl.len(), wall=pl.col("duration_s").sum(),
-                     cpu=measured_sum("cpu_s"), rd=measured_sum("read_bytes"),
-                     wr=measured_sum("write_bytes"), io=measured_sum("io_time_s"))
-           .sort("wall", "prefix", descending=[True, False]).head(top))
-    return [[r["prefix"], r["n"], f"{r['wall']:.3f}", _secs(r["cpu"]),
-             *([_bytes(r["rd"]), _bytes(r["wr"]), _secs(r["io"])] if io_known
-               else ["unknown"] * 3)]  # no Darshan log: not 0 B
-            for r in agg.iter_rows(named=True)]
+def _prefix_rows(prefixes: pl.DataFrame, top: int, io_known: bool = True) -> list[list[Any]]:
+    return [[r["prefix"], r["executions"], f"{r['wall_s']:.3f}", _secs(r["cpu_s"]),
+             *([_bytes(r["read_bytes"]), _bytes(r["write_bytes"]), _secs(r["io_s"])]
+               if io_known else ["unknown"] * 3)]  # no Darshan log: not 0 B
+            for r in prefixes.head(top).iter_rows(named=True)]
+
+
+def _request_rows(rows: pl.DataFrame, name: str) -> list[list[Any]]:
+    """Per row (a prefix or a file) that made requests: its reads and writes, each with its
+    mean size (``aggregate.prefixes``/``files``); the others are left out (none to show)."""
+    made = rows.filter((pl.col("read_ops") > 0) | (pl.col("write_ops") > 0))
+    return [[r[name], requests(r["read_ops"], r["read_mean_bytes"]),
+             requests(r["write_ops"], r["write_mean_bytes"])]
+            for r in made.iter_rows(named=True)]
 
 
 def _secs(s: float | None, digits: int = 3) -> str:
@@ -45,16 +49,24 @@ def _secs(s: float | None, digits: int = 3) -> str:
     return "-" if s is None else f"{s:.{digits}f}"
 
 
-def _file_rows(files: pl.DataFrame, top: int) -> list[list[Any]]:
-    agg = (files.group_by("path").agg(b=pl.col("bytes").sum(), ops=pl.col("ops").sum(),
-                                      t=pl.col("io_time_s").sum())
-           .sort("b", "path", descending=[True, False]).head(top))
+def _files(files: pl.DataFrame, unattributed: pl.DataFrame, top: int,
+           segments: pl.LazyFrame | None = None) -> pl.DataFrame:
+    """The busiest files as the reports count them (``aggregate.files``: bytes of tasks and
+    outside tasks), with how many times their bytes were read where ``segments`` (the DXT
+    segments) are given (null without), and the distinct tasks (keys) that did I/O on each."""
+    shown = agg.files(files, unattributed).head(top)
+    shown = (agg.with_read_times(shown, segments) if segments is not None
+             else shown.with_columns(read_times=pl.lit(None, pl.Float64)))
     # distinct tasks counted for the files shown only (not for every file of the run)
-    shown = files.filter(pl.col("path").is_in(agg.get_column("path").implode(), nulls_equal=True))
-    agg = agg.join(shown.group_by("path").agg(tasks=pl.col("key").n_unique()), on="path",
-                   how="left", nulls_equal=True, maintain_order="left")
-    return [[r["path"], _bytes(r["b"]), f"{r['ops']:,.0f}", f"{r['t']:.3f}", r["tasks"]]
-            for r in agg.iter_rows(named=True)]
+    of = files.filter(pl.col("path").is_in(shown.get_column("path").implode(), nulls_equal=True))
+    return shown.drop("tasks").join(of.group_by("path").agg(tasks=pl.col("key").n_unique()),
+                                    on="path", how="left", nulls_equal=True,
+                                    maintain_order="left")
+
+
+def _file_rows(shown: pl.DataFrame) -> list[list[Any]]:
+    return [[r["path"], _bytes(r["total_bytes"]), f"{r['ops']:,.0f}", f"{r['io_s']:.3f}",
+             r["tasks"] or 0, times(r["read_times"])] for r in shown.iter_rows(named=True)]
 
 
 def _labelled(summary: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -129,7 +141,9 @@ def _print_findings(c: Any, summary: dict[str, Any], top: int) -> None:
 
 
 def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, out: Path,
-                  top: int = 10) -> None:
+                  top: int = 10, segments: pl.LazyFrame | None = None) -> None:
+    """``segments``: the run's DXT segments (read lazily), for how many times each busiest
+    file's bytes were read (``-`` without)."""
     c = results()
     tasks, files = tables["tasks"], tables["task_files"]
     io, cpu = summary["io"], summary["cpu"]
@@ -185,18 +199,28 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
             f"{w['worker'] or w['pid']} {_secs(w['outside_tasks_cpu_s'], 2)} of "
             f"{w['process_cpu_s']:.2f} s" for w in outside[:top]))
     if tasks.height:
+        prefixes = agg.prefixes(tasks)
         c.print(name_table("Heaviest task prefixes (by wall time)",
                            ["prefix", "runs", "wall s", "cpu s", "read", "written", "io s"],
-                           _prefix_rows(tasks, top, io_known), width=c.width))
+                           _prefix_rows(prefixes, top, io_known), width=c.width))
+        if io_known and (requested := _request_rows(prefixes.head(top), "prefix")):
+            c.print(name_table("Their requests (reads and writes × mean size)",
+                               ["prefix", "reads", "writes"], requested, width=c.width))
     for title, groups in _labelled(summary):
         c.print(name_table(title, ["span" if title.startswith("By span") else "value", "runs",
                                    "wall s", "cpu s", *(["dask cpu s"] if title.startswith(
                                        "By span") else []), "read", "written", "io s"],
                            [_group_row(r, title.startswith("By span"), io_known)
                             for r in groups[:top * 3]], width=c.width))
-    if files.height:
-        c.print(name_table("Busiest files", ["path", "bytes", "ops", "io s", "tasks"],
-                           _file_rows(files, top), width=c.width, keep_tail=True))
+    if files.height or tables["unattributed"].height:
+        busiest = _files(files, tables["unattributed"], top, segments)
+        c.print(name_table("Busiest files (times read: bytes read ÷ distinct bytes read, "
+                           "from DXT)", ["path", "bytes", "ops", "io s", "tasks", "times read"],
+                           _file_rows(busiest), width=c.width, keep_tail=True))
+        if requested := _request_rows(busiest, "path"):
+            c.print(name_table("Their requests (reads and writes × mean size)",
+                               ["path", "reads", "writes"], requested, width=c.width,
+                               keep_tail=True))
     for r in (io.get("unattributed_by_reason") or [])[:top]:
         c.print(Text(f"unattributed: {_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
     unc = [r["uncertainty_ns"] for r in summary["clocks"] if r["uncertainty_ns"] is not None]

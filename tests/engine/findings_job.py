@@ -9,6 +9,8 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
   the base alone on that other worker (the job without the chain);
 - ``straggler``: ``short-5`` sleeps 1.0 s instead of 0.05 s;
+- ``pinned``: the base with ``short-0..21`` restricted to one worker and the last two to the
+  other (an imbalance: its threads idle while the first worker's tasks wait);
 - ``gil``: beside it, two pure-Python loops (``spin-*``) on the same worker, each with a small
   write of its own file; ``gil-apart``: the same two on different workers;
 - ``small``: beside it, ``scan`` reads a 256 MiB file in 512-byte requests; ``large``: the same
@@ -118,8 +120,11 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         if variant == "reread":
             io += [client.submit(scan, shared, 4 << 20, key=f"reread-{i}")
                    for i in range(READERS)]
+        where = [{"workers": [workers[0 if i < SHORT - 2 else 1]]} if variant == "pinned"
+                 else base for i in range(SHORT)]
         futures += [client.submit(nap, STRAGGLER_S if variant == "straggler" and i == 5
-                                  else SHORT_S, key=f"short-{i}", **base) for i in range(SHORT)]
+                                  else SHORT_S, key=f"short-{i}", **where[i])
+                    for i in range(SHORT)]
         client.gather(futures)
         calls = client.gather(io)
     Path(truth_path).write_text(json.dumps({"variant": variant, "chain": chain, "io": calls}))

@@ -129,6 +129,17 @@ def test_two_python_loops_in_one_process_are_thread_contention(run):
     assert 0.1 < top["cost_s"] <= cpu / 2 + 0.05
 
 
+def test_tasks_pinned_to_one_worker_beside_idle_threads_are_idle_threads(run):
+    pinned, _ = run("pinned")
+    top = _top(pinned, "idle-threads")
+    assert top["prefixes"] == ["short"] and top["keys"][0].startswith("short-")
+    # the two tasks of the other worker never waited for a thread
+    assert not {"short-22", "short-23"} & set(top["keys"])
+    _saved_within_25_percent(top, pinned, run("clean")[0])
+    # the same work spread by Dask: no thread idle while work waited
+    assert not [f for f in run("clean")[0].summary["findings"] if f["kind"] == "idle-threads"]
+
+
 def test_a_file_read_in_512_byte_requests_is_small_requests(run):
     small, truth = run("small")
     top = _top(small, "small-requests")
@@ -168,3 +179,42 @@ def test_a_clean_job_has_no_finding_above_the_threshold(run):
     # (the threshold is a real bound: the straggler's finding is far above it)
     assert _top(run("straggler")[0], "straggler")["cost_s"] > 3 * floor
     assert not pl.DataFrame(clean.summary["critical_path"]["longest"]).is_empty()
+
+
+def test_the_prefix_and_file_tables_give_requests_and_how_many_times_bytes_were_read(
+        run, tmp_path, capsys):
+    """The per-prefix and per-file tables of summary.json, report.md, report.html's data and
+    the terminal: operations and mean request size against the job's own record of its calls,
+    and how many times each file's bytes were read (the same DXT ranges as repeated-reads)."""
+    from correlate.engine import write_outputs
+    from correlate.reports.html import build_data
+    from correlate.reports.load import load_outputs
+    from correlate.reports.markdown import render_markdown
+    from correlate.reports.terminal import print_summary
+
+    small, truth = run("small")
+    calls = next(c for c in truth["io"] if c["path"].endswith("scanned.bin"))
+    n, nbytes = len(calls["ops"]), sum(op[2] for op in calls["ops"])
+    scan = next(r for r in small.summary["top_prefixes_by_wall"] if r["prefix"] == "scan")
+    assert scan["read_ops"] == n and scan["read_mean_bytes"] == pytest.approx(nbytes / n)
+    assert scan["write_ops"] == 0 and scan["write_mean_bytes"] is None  # no write: no mean
+    write_outputs(small, tmp_path / "small")
+    md = render_markdown(load_outputs(tmp_path / "small"), figures={})
+    row = next(x for x in md.splitlines() if x.startswith("| `scan` |"))
+    assert f"| {n:,} × 512 B | 0 |" in row  # (512-byte requests and the read at the end)
+    files = {f["path"]: f for f in build_data(load_outputs(tmp_path / "small"))["files"]}
+    assert files[calls["path"]]["read_ops"] == n and files[calls["path"]]["read_times"] == 1.0
+
+    reread, truth = run("reread")
+    shared = truth["io"][0]["path"]
+    write_outputs(reread, tmp_path / "reread")
+    out = load_outputs(tmp_path / "reread")
+    f = next(f for f in build_data(out)["files"] if f["path"] == shared)
+    # four tasks read the whole file: its bytes four times, in 4 MiB requests
+    assert f["read_times"] == pytest.approx(4.0) and f["read_mean_bytes"] <= 4 << 20
+    md = render_markdown(out, figures={})
+    assert next(x for x in md.splitlines() if x.startswith(f"| `{shared}`")).count(
+        "| 4.0× |") == 1
+    print_summary(reread.summary, reread.tables, out=tmp_path, segments=out.scan("segments"))
+    printed = capsys.readouterr().out
+    assert "4.0×" in printed and "times read" in printed

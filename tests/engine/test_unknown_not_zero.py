@@ -91,16 +91,19 @@ def test_terminal_and_markdown_print_no_zero_for_unknowns(no_darshan):
         assert "I/O in DXT" not in text
     assert "I/O: unknown (not captured)" in printed
     assert "Darshan runtime none" in md
+    # I/O time, read, written, and the reads and writes with their mean size
     prefixes = [line for line in md.splitlines() if line.startswith("| `save`")]
-    assert prefixes and prefixes[0].count("unknown") == 3
+    assert prefixes and prefixes[0].count("unknown") == 5
+    assert "Their requests" not in printed  # no request was counted: none is listed as 0
 
 
 def test_html_data_and_page_show_no_zero_for_unknowns(no_darshan, tmp_path):
     out, _ = no_darshan
     html = (out / "report.html").read_text()
     data = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S).group(1))
-    assert all(p[k] is None for p in data["prefixes"] for k in ("io_s", "read_bytes",
-                                                                "write_bytes"))
+    assert all(p[k] is None for p in data["prefixes"] for k in (
+        "io_s", "read_bytes", "write_bytes", "read_ops", "write_ops", "read_mean_bytes",
+        "write_mean_bytes"))
     assert all(w["io_s"] is None and w["other_includes_io"] for w in data["workers"])
     assert data["headline"]["io"]["total"]["bytes"] is None
     from tests.reports.cdp import CHROMIUM, Browser

@@ -120,10 +120,17 @@ def test_io_totals_per_process_and_per_file_are_darshan_s_own_counts(md, posix):
             0, named=True)
         assert printed_as(r["read"], want["read"]) and printed_as(r["written"], want["written"])
         assert int(r["ops"]) == want["ops"], r
-    per_path = posix.group_by("path").agg(pl.col("read", "written", "ops", "io_s").sum()).filter(
+    per_path = posix.group_by("path").agg(
+        pl.col("read", "written", "ops", "reads", "writes", "io_s").sum()).filter(
         pl.col("ops") > 0)
     assert f"## Busiest files (top 10 of {per_path.height} by bytes)" in md
     for r in table(md, "## Busiest files"):
         want = per_path.filter(pl.col("path") == r["path"]).row(0, named=True)
         assert printed_as(r["read"], want["read"]) and printed_as(r["written"], want["written"])
         assert int(r["ops"]) == want["ops"] and printed_as(r["I/O time"], want["io_s"]), r
+        # operations per direction and their mean size: Darshan's own reads and writes
+        for cell, n, nbytes in ((r["reads × mean size"], want["reads"], want["read"]),
+                                (r["writes × mean size"], want["writes"], want["written"])):
+            ops, _, mean = cell.partition(" × ")
+            assert int(ops.replace(",", "")) == n, r
+            assert printed_as(mean, nbytes / n) if n else mean == "", r

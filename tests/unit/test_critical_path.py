@@ -135,3 +135,17 @@ def test_a_link_that_waited_for_spilled_inputs_is_spill():
 
 def test_without_waits_there_is_no_finding():
     assert _found(_waited()) == []
+
+
+def test_movable_work_is_the_waiting_that_idle_threads_could_have_taken():
+    from correlate.findings.timing import movable_s
+
+    # GIVEN two threads: A runs 0-10 s; B, ready at 0 on A's worker, waits for A's thread and
+    # runs 10-20 s; C runs 0-2 s on the other thread, which is then idle
+    s = 1_000_000_000
+    tasks = pl.DataFrame({"start_ns": [0, 10 * s, 0], "stop_ns": [10 * s, 20 * s, 2 * s],
+                          "wait_thread_s": [0.0, 10.0, None]})
+    # WHEN / THEN B's wait overlapped an idle thread from 2 s to 10 s: 8 thread-seconds
+    assert movable_s(tasks, 2) == 8.0
+    # with one thread in all, nothing was idle while B waited
+    assert movable_s(tasks.head(2), 1) == 0.0

@@ -6,6 +6,7 @@
   const { fmtBytes, fmtS, fmtN, fmtText, el, setupCanvas } = REPORT_COMMON;
   function fmtPct(x) { return x === null || x === undefined ? "-" : (x * 100).toFixed(1) + "%"; }
   const FMT = { bytes: fmtBytes, s: fmtS, n: fmtN, pct: fmtPct, text: fmtText,
+                times: (v) => (v === null || v === undefined ? "-" : Number(v).toFixed(1) + "×"),
                 ns: (v) => (v === null || v === undefined ? "unknown" : fmtS(v / 1e9)) };
   const sortableTable = (container, columns, rows, key, desc) =>
     REPORT_COMMON.sortableTable(container, columns, rows, FMT, { key, desc: desc !== false });
@@ -290,7 +291,9 @@
   }
   sortableTable($("prefixes"), [["prefix", "prefix", "text"], ["executions", "runs", "n"],
     ["wall_s", "wall", "s"], ["mean_s", "mean", "s"], ["max_s", "max", "s"], ["cpu_s", "CPU", "s"],
-    ["other_s", "other (sleep, locks, GIL, waits)", "s"], ["io_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"]],
+    ["other_s", "other (sleep, locks, GIL, waits)", "s"], ["io_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"],
+    ["read_ops", "reads", "n"], ["read_mean_bytes", "mean read", "bytes"],
+    ["write_ops", "writes", "n"], ["write_mean_bytes", "mean write", "bytes"]],
     prefixes, "wall_s");
   $("tasks-note").textContent = `The heaviest ${DATA.top_tasks.length} of ${fmtN(h.executions)} executions ` +
     "(top 100 by wall time, by CPU and by I/O bytes); click a column to sort.";
@@ -299,10 +302,12 @@
     ["cpu_s", "CPU", "s"],
     ["io_time_s", "I/O time", "s"], ["read_bytes", "read", "bytes"], ["write_bytes", "written", "bytes"],
     ["attribution", "attribution", "text"], ["status", "status", "text"]], DATA.top_tasks, "duration_s");
-  $("files-note").textContent = `The busiest ${DATA.files.length} of ${fmtN(DATA.file_total)} files by bytes read + written; "outside tasks" is I/O no task explains; click a column to sort.`;
+  $("files-note").textContent = `The busiest ${DATA.files.length} of ${fmtN(DATA.file_total)} files by bytes read + written; "outside tasks" is I/O no task explains; "times read" is the bytes read ÷ the distinct bytes read (the union of the reads' byte ranges in DXT), "-" where DXT did not trace every read of the file; click a column to sort.`;
   sortableTable($("files"), [["path", "path", "text"], ["read_bytes", "read", "bytes"],
     ["write_bytes", "written", "bytes"], ["outside_bytes", "outside tasks", "bytes"], ["ops", "ops", "n"],
-    ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"], ["name", "name", "text"]],
+    ["read_ops", "reads", "n"], ["read_mean_bytes", "mean read", "bytes"],
+    ["write_ops", "writes", "n"], ["write_mean_bytes", "mean write", "bytes"],
+    ["read_times", "times read", "times"], ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"], ["name", "name", "text"]],
     DATA.files.map((f) => ({ ...f, name: f.doubtful_name ? "doubtful (see unattributed)" : "" })), null);
 
   const fsel = $("function-prefix");
