@@ -100,7 +100,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         dog = watchdog.watchdog(pdir, self.options.stall_after)
         owner = str(scheduler.address)
         scheduler.periodic_callbacks["dask-correlate-watchdog"] = dog.loop_callback(owner)
-        dog.watch("flush", owner, self._sink_progress, self.options.flush_interval)
+        dog.watch("flush", owner, self.sink.last_flush, self.options.flush_interval)
         self._watch_update_data(scheduler)
 
     def _watch_update_data(self, scheduler: Any) -> None:
@@ -333,10 +333,6 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
 
     async def close(self) -> None:
         self.close_sink()
-
-    def _sink_progress(self) -> float | None:
-        sink = self.sink
-        return None if sink is None or sink.closed else sink.progress
 
     @never_raise
     def close_sink(self) -> None:

@@ -335,6 +335,10 @@ class ProcessSink:
     def start(self) -> None:
         self._thread.start()
 
+    def last_flush(self) -> float | None:
+        """``progress`` while open, None once closed (the watchdog's source for this thread)."""
+        return None if self.closed else self.progress
+
     def stop(self, join_timeout: float = 30) -> None:
         """Stop the flush thread (the server stopped); ``close`` still writes what is left."""
         self._stop.set()

@@ -250,13 +250,9 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         dog = watchdog.watchdog(pdir, self.options.stall_after)
         owner = str(worker.address)
         worker.periodic_callbacks["dask-correlate-watchdog"] = dog.loop_callback(owner)
-        dog.watch("flush", owner, self._sink_progress, self.flush_interval)
+        dog.watch("flush", owner, self._sink.last_flush, self.flush_interval)
         if isinstance(self.profiler, StackSampler):
             dog.watch("sampler", owner, self._sampler_progress, self.profiler.interval)
-
-    def _sink_progress(self) -> float | None:
-        sink = self.sink
-        return None if sink is None or sink.closed else sink.progress
 
     def _sampler_progress(self) -> float | None:
         profiler = self.profiler
