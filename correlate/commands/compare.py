@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.compare import DIMENSIONS
+from correlate.compare.changes import DIMENSIONS
 from correlate.errors import InputError
 from correlate.provenance import check, record
 
@@ -112,8 +112,8 @@ Loaded = dict[str, list[tuple[dict[str, pl.DataFrame], dict[str, Any]]]]
 
 def _logical_paths(loaded: Loaded) -> Loaded:
     """Every run's ``task_files`` with logical paths matched to the first BEFORE run's
-    (``correlate.logical_paths``): scratch, shuffle and output folders differ by run."""
-    from correlate.logical_paths import logical_task_files
+    (``correlate.compare.logical_paths``): scratch, shuffle and output folders differ by run."""
+    from correlate.compare.logical_paths import logical_task_files
 
     runs = [(side, t, s) for side in ("before", "after") for t, s in loaded[side]]
     files = logical_task_files([t["task_files"] for _, t, _ in runs],
@@ -125,9 +125,9 @@ def _logical_paths(loaded: Loaded) -> Loaded:
 
 
 def run(args: argparse.Namespace) -> int:
-    from correlate import compare
-    from correlate.compare_arrivals import explain_arrivals
-    from correlate.reports import explain
+    from correlate.compare import changes as compare
+    from correlate.compare import explain
+    from correlate.compare.arrivals import explain_arrivals
     from correlate.reports.compare import Comparison, print_comparison, write_comparison
 
     before, after = sides(args)

@@ -8,7 +8,7 @@ tables give byte-identical files.
 
 Every writer has one signature, ``write(outputs, out_dir, options) -> written paths``, and is
 named in ``WRITERS``; a new output is a module here with such a function and a line there.
-Also here: ``compare`` (``compare.md``/``compare.html`` of two runs, from ``correlate.compare``'s
+Also here: ``compare`` (``compare.md``/``compare.html`` of two runs, from ``correlate.compare.changes``'s
 data), ``explain`` (its sentences) and ``terminal`` (the summary ``correlate`` prints).
 
 This module imports no renderer (nor polars) until one is asked for: the CLI reads ``KINDS``.

@@ -151,8 +151,8 @@ MD_NOTES = {
 
 
 def _noise_text(c: Comparison) -> str:
-    from correlate.compare import COUNT_TOLERANCE
-    from correlate.compare_stats import ALPHA
+    from correlate.compare.changes import COUNT_TOLERANCE
+    from correlate.compare.stats import ALPHA
 
     return (f"no change beyond noise: no {c.by} moved a count (executions, bytes, "
             f"operations, calls, spill, transfers, files) by more than {COUNT_TOLERANCE:.0%}, "

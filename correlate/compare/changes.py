@@ -38,7 +38,7 @@ from typing import Any
 import polars as pl
 
 from correlate import endings, spans
-from correlate.compare_stats import (  # noqa: F401
+from correlate.compare.stats import (  # noqa: F401
     ALPHA,
     COUNT_TOLERANCE,
     MATERIAL,

@@ -1,6 +1,6 @@
-"""Plain-language explanations of a comparison (``correlate.compare``)'s named rows, and the job's totals line.
+"""Plain-language explanations of a comparison (``correlate.compare.changes``)'s named rows, and the job's totals line.
 
-``explanations(d, by)`` turns the named rows of a ``correlate.compare.diff`` frame into
+``explanations(d, by)`` turns the named rows of a ``correlate.compare.changes.diff`` frame into
 ``(item, sentence)`` pairs: a prefix's counts first (facts), then CPU per execution, I/O time
 (with bytes, or "slower storage" when bytes are unchanged), then the rest of its task time,
 split into waiting for a core at the contention before, the machine (when a machine change was
@@ -15,8 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate.compare import exact_sum
-from correlate.compare_stats import COUNT_TOLERANCE, MATERIAL
+from correlate.compare.changes import exact_sum
+from correlate.compare.stats import COUNT_TOLERANCE, MATERIAL
 from correlate.reports.fmt import human_bytes
 from correlate.reports.markdown import code
 from correlate.summary import destinations
