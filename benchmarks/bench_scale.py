@@ -161,9 +161,9 @@ def io_floor_in_process(run: Path, outputs: Path) -> dict[str, float]:
 
 def attribution_inputs(run: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Segments and executions of a run on one clock, as the attribution sees them."""
-    from correlate import align
     from correlate.engine import number_executions
     from correlate.sources.detect import load
+    from correlate.timeline import align
 
     frames = load(run).conformed()
     ex = number_executions(frames.executions)

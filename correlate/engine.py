@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, endings, findings, lost, task_threads, waits
+from correlate import findings
 from correlate.attribution import doubtful, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -27,13 +27,11 @@ from correlate.attribution.local_dir import barrier_owners
 from correlate.attribution.stdio import stdio_totals
 from correlate.functions import functions_by_process
 from correlate.mappers import Mapper, local_map
-from correlate.message_bounds import message_bounds
 from correlate.prefixes import key_split_groups, key_splits
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, outputs
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
-from correlate.spans import DEFAULT_SPAN
 from correlate.summary import (
     build_summary,
     dxt_captured,
@@ -42,6 +40,9 @@ from correlate.summary import (
     profile_warnings,
     spill_source,
 )
+from correlate.timeline import align, arrivals, coroutines, endings, lost, task_threads, waits
+from correlate.timeline.message_bounds import message_bounds
+from correlate.timeline.spans import DEFAULT_SPAN
 
 OUTPUT_TABLES = outputs.NAMES
 #: written only when the run has such data (a run without keeps today's outputs exactly)

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, host_load, lost, spans
+from correlate import host_load
 from correlate.attribution import doubtful, local_dir, p2p
 from correlate.attribution.counters import untraced_counters
 from correlate.grouping import group_agg, measured_sum, request_means, request_sums
@@ -19,6 +19,7 @@ from correlate.scalars import rounded as _round
 from correlate.scalars import total as total_of
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
+from correlate.timeline import endings, lost, spans
 
 
 def _totals(d: dict[str, Any]) -> dict[str, Any]:

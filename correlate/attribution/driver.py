@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, per_process
+from correlate import per_process
 from correlate.attribution import exact, helpers, p2p, spill, threads
 from correlate.attribution.shares import METHOD, IOAttribution
 from correlate.mappers import Mapper, local_map, runs_up_to
@@ -39,6 +39,7 @@ from correlate.schema.outputs import SEGMENTS, TASK_FILES
 from correlate.sinks import TableSink
 from correlate.sorting import sorted_for_output
 from correlate.sources import darshan_logs
+from correlate.timeline import align
 
 #: what attribution and the output tables use of a segment once its clock is known (every
 #: column is copied at each step of the attribution, so the others are left behind)

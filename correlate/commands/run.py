@@ -70,13 +70,13 @@ def run(args: argparse.Namespace) -> int:
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
     from correlate.console import console, results
     from correlate.engine import correlate_to
-    from correlate.lifecycles import write_lifecycles
     from correlate.provenance import record
     from correlate.reports import write_reports
     from correlate.reports.load import load_outputs
     from correlate.reports.terminal import print_summary
     from correlate.sources.detect import load
-    from correlate.spans import unknown_group_keys
+    from correlate.timeline.lifecycles import write_lifecycles
+    from correlate.timeline.spans import unknown_group_keys
 
     run_dir: Path = args.run_dir
     if not run_dir.exists():

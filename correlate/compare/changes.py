@@ -37,7 +37,6 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, spans
 from correlate.compare.stats import (  # noqa: F401
     ALPHA,
     COUNT_TOLERANCE,
@@ -48,6 +47,7 @@ from correlate.compare.stats import (  # noqa: F401
     span_shares,
 )
 from correlate.scalars import integer
+from correlate.timeline import endings, spans
 
 
 def exact_sum(s: pl.Series) -> float:

@@ -17,13 +17,13 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, lost
 from correlate.outcome import outcome_line
 from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
 from correlate.reports.fmt import count, human_bytes, requests, seconds, share, times
 from correlate.reports.load import Outputs
 from correlate.summary import destinations
+from correlate.timeline import endings, lost
 
 TOP = 10
 TOP_PREFIXES_FOR_FUNCTIONS = 3

@@ -9,13 +9,13 @@ from typing import Any
 import polars as pl
 from rich.text import Text
 
-from correlate import endings, lost, task_threads
 from correlate.console import name_table, results
 from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
 from correlate.reports import findings_text
 from correlate.reports.fmt import requests, times
 from correlate.summary import destinations
+from correlate.timeline import endings, lost, task_threads
 
 
 def _bytes(n: float | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate import lost
+from correlate.timeline import lost
 
 DEAD, ALIVE = "tcp://a:1", "tcp://b:2"
 PROCESSES = pl.DataFrame({"role": ["worker", "worker"], "worker": [DEAD, ALIVE],
