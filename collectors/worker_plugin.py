@@ -56,7 +56,7 @@ from collectors.sink import (
     stop_with,
     take,
 )
-from correlate.keys import key_str, key_texts
+from correlate.frames.keys import key_str, key_texts
 
 _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correlate_key")
 MARKER_BYTES = b"dask-correlate-clock-marker\n"

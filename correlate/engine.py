@@ -25,12 +25,12 @@ from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
 from correlate.attribution.local_dir import barrier_owners
 from correlate.attribution.stdio import stdio_totals
+from correlate.frames.mappers import Mapper, local_map
+from correlate.frames.prefixes import key_split_groups, key_splits
+from correlate.frames.sorting import output_order, sorted_for_output
 from correlate.functions import functions_by_process
-from correlate.mappers import Mapper, local_map
-from correlate.prefixes import key_split_groups, key_splits
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, outputs
 from correlate.sinks import MemorySink, ParquetSink, TableSink
-from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
 from correlate.summary import (
     build_summary,

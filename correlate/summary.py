@@ -12,11 +12,11 @@ import polars as pl
 from correlate import host_load
 from correlate.attribution import doubtful, local_dir, p2p
 from correlate.attribution.counters import untraced_counters
-from correlate.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.frames.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.frames.scalars import count as _count
+from correlate.frames.scalars import rounded as _round
+from correlate.frames.scalars import total as total_of
 from correlate.outcome import job_outcome
-from correlate.scalars import count as _count
-from correlate.scalars import rounded as _round
-from correlate.scalars import total as total_of
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
 from correlate.timeline import endings, lost, spans

@@ -40,7 +40,7 @@ from correlate.attribution.shares import (
     openers,
     time_shares,
 )
-from correlate.scalars import total
+from correlate.frames.scalars import total
 
 #: what the unattributed reasons call it
 NOT_TRACED = "POSIX counters (no DXT trace)"

@@ -15,7 +15,7 @@ table, in log order) and ``execution_id`` do not depend on the cut, and every ou
 sorted afterwards, so the result is identical row for row however the processes are grouped
 and whichever way the partitions run.
 
-Partitions run through a *mapper* (``correlate.mappers``): in this process two at a time, so
+Partitions run through a *mapper* (``correlate.frames.mappers``): in this process two at a time, so
 that at most three partitions' data are alive at once, or as tasks on a Dask cluster.
 """
 
@@ -28,16 +28,16 @@ from typing import Any
 
 import polars as pl
 
-from correlate import per_process
 from correlate.attribution import exact, helpers, p2p, spill, threads
 from correlate.attribution.shares import METHOD, IOAttribution
-from correlate.mappers import Mapper, local_map, runs_up_to
-from correlate.per_process import process_order
+from correlate.frames import per_process
+from correlate.frames.mappers import Mapper, local_map, runs_up_to
+from correlate.frames.per_process import process_order
+from correlate.frames.sorting import sorted_for_output
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
 from correlate.sinks import TableSink
-from correlate.sorting import sorted_for_output
 from correlate.sources import darshan_logs
 from correlate.timeline import align
 

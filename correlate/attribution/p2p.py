@@ -26,9 +26,9 @@ import polars as pl
 
 from correlate.attribution import local_dir
 from correlate.attribution.shares import IO_SECONDS, METHOD, IOAttribution
-from correlate.scalars import count as _count
-from correlate.scalars import integer
-from correlate.scalars import rounded as _round
+from correlate.frames.scalars import count as _count
+from correlate.frames.scalars import integer
+from correlate.frames.scalars import rounded as _round
 
 METHOD_NAME = "p2p-shuffle"
 NO_READS = ("no read of its shards traced: array rechunks read them back through a memory "

@@ -4,7 +4,7 @@ Dask's spill store (``distributed.spill``, over ``zict.File``) writes one file p
 ``<local_directory>/storage/``, named ``quote(str(key), safe="")`` followed by ``#<n>`` (a
 counter, since zict 3; without it before): a string key ``x-1`` is ``x-1#0``, a tuple key
 ``('x', 3)`` is ``%28%27x%27%2C%203%29#4``. ``str(key)`` is how every source renders keys
-(``correlate.keys``), so the file name gives the key exactly. Each write of a key is a new file
+(``correlate.frames.keys``), so the file name gives the key exactly. Each write of a key is a new file
 (a new counter), so the files written count the times it was spilled.
 
 Dask's own ``disk-read`` startstops (raw worker clock) say how long an execution waited for

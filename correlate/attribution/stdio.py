@@ -33,7 +33,7 @@ from correlate.attribution.shares import (
     openers,
     time_shares,
 )
-from correlate.scalars import total
+from correlate.frames.scalars import total
 
 #: what ``summary.io.stdio`` and the unattributed reasons call it
 NOT_TRACED = "C stdio (not traced by DXT)"

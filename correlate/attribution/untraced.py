@@ -9,8 +9,8 @@ import polars as pl
 from correlate.attribution.counters import attribute_counters, untraced_counters
 from correlate.attribution.exact import task_io_totals
 from correlate.attribution.stdio import attribute_stdio
+from correlate.frames.sorting import sorted_for_output
 from correlate.schema import TABLES
-from correlate.sorting import sorted_for_output
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames
 

@@ -66,10 +66,10 @@ def refuse_other_files(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from correlate.cluster import mapper_for
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
     from correlate.console import console, results
     from correlate.engine import correlate_to
+    from correlate.frames.cluster import mapper_for
     from correlate.provenance import record
     from correlate.reports import write_reports
     from correlate.reports.load import load_outputs

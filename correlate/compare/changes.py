@@ -46,7 +46,7 @@ from correlate.compare.stats import (  # noqa: F401
     runs_apart,
     span_shares,
 )
-from correlate.scalars import integer
+from correlate.frames.scalars import integer
 from correlate.timeline import endings, spans
 
 

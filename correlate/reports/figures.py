@@ -22,8 +22,8 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from correlate.frames.scalars import number
 from correlate.reports.timeline import IO_COLOURS, OTHER_COLOUR  # noqa: E402
-from correlate.scalars import number
 
 #: the critical path's outline and line on the timeline
 PATH_COLOUR = "black"

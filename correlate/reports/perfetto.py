@@ -33,10 +33,10 @@ from typing import Any
 
 import polars as pl
 
+from correlate.frames.scalars import integer
 from correlate.reports import ReportOptions
 from correlate.reports.aggregate import worker_label
 from correlate.reports.load import Outputs
-from correlate.scalars import integer
 
 #: task executions (drawn slices) in a trace when no window is asked for
 TASK_LIMIT = 100_000

@@ -42,7 +42,7 @@ EXECUTIONS = Table(
     "executions",
     "One row per task execution attempt (a task that ran twice has two rows).",
     (
-        Column("key", "String", "Dask key, rendered by correlate.keys.key_str", nullable=False),
+        Column("key", "String", "Dask key, rendered by correlate.frames.keys.key_str", nullable=False),
         Column("prefix", "String", "task prefix (key name without token)"),
         Column("group", "String", "task group name"),
         Column("worker", "String", "worker address"),

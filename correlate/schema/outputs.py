@@ -137,7 +137,7 @@ TASKS = Table(
         Column("status", "String", "how the execution ended: ok, error, or handed back "
                "before its end (not a run of its task): rescheduled (Dask's Reschedule), "
                "cancelled (released while running); lost: ran to an end on a worker that then died, "
-               "its result released with it and its task run again (correlate/lost.py)"),
+               "its result released with it and its task run again (correlate/timeline/lost.py)"),
         Column("window_source", "String", "where the execution window came from "
                "(scheduler-startstops: a row from the scheduler's records of an execution "
                "its worker died before writing)"),
@@ -274,7 +274,7 @@ ARRIVALS = Table(
     "Data that entered Dask from outside (written only when a run has some): each key "
     "scattered into a worker (Scheduler.update_data) or brought to memory from a state Dask "
     "does not define (the DEISA fork's external tasks), one row per key and worker "
-    "(correlate/arrivals.py, docs/in-situ.md).",
+    "(correlate/timeline/arrivals.py, docs/in-situ.md).",
     (
         Column("time_ns", "Int64", "when the scheduler learnt of it, run timeline",
                nullable=False),

@@ -27,7 +27,7 @@ import polars as pl
 
 import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError
-from correlate.mappers import Mapper, local_map
+from correlate.frames.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
 from correlate.sources import (
@@ -719,7 +719,7 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
             continue
         why = missing.reason(d, closed, worker, tables["cluster_events"], ended)
         if d is not None and closed is None and ended:
-            # never written: not records that could not be used (correlate/lost.py gives
+            # never written: not records that could not be used (correlate/timeline/lost.py gives
             # them rows from the scheduler's startstops)
             reader.lost_with_worker[worker] = n
             reader.warnings.append(

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from correlate import per_process
+from correlate.frames import per_process
 from correlate.schema import TABLES, conform
 
 #: containment search: ± range, coarse and fine steps, segments sampled per process

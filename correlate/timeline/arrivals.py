@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.prefixes import key_split_groups
+from correlate.frames.prefixes import key_split_groups
 from correlate.schema import TABLES, conform
 
 

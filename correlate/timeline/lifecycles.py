@@ -32,7 +32,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.prefixes import key_split_groups, key_splits
+from correlate.frames.prefixes import key_split_groups, key_splits
 from correlate.sources.frames import RunFrames
 from correlate.timeline import align, coroutines
 from correlate.timeline.message_bounds import message_bounds

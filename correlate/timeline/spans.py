@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.grouping import measured_sum
+from correlate.frames.grouping import measured_sum
 from correlate.timeline import endings
 
 #: Dask's span for tasks submitted outside any ``span(...)``

@@ -1,4 +1,4 @@
-"""correlate/lost.py on literal frames: which executions of a dead worker are lost work, and
+"""correlate/timeline/lost.py on literal frames: which executions of a dead worker are lost work, and
 which rows come from the scheduler's startstops."""
 
 from __future__ import annotations
