@@ -17,6 +17,7 @@ from correlate.frames.scalars import count as _count
 from correlate.frames.scalars import rounded as _round
 from correlate.frames.scalars import total as total_of
 from correlate.outcome import job_outcome
+from correlate.schema.methods import AGAINST_RECORD
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
 from correlate.timeline import endings, lost, spans
@@ -329,10 +330,6 @@ def _log_problem(r: dict[str, Any]) -> str:
     return f"{Path(r['log']).name} ({', '.join(parts)})"
 
 
-#: the methods of bytes given against the file Darshan filed them under
-INCONSISTENT_METHODS = ("stdio-reassigned", "inconsistent-split")
-
-
 def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
     """One line naming the records whose file name is doubtful (``attribution.doubtful``)
     and their bytes, the largest first."""
@@ -351,7 +348,7 @@ def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
 def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
     """A warning naming every execution given bytes of a Darshan record that contradicts the
     record of opens, with the bytes (a task may hold bytes it did not move: say which)."""
-    odd = files.filter(pl.col("attribution").cast(pl.String).is_in(INCONSISTENT_METHODS))
+    odd = files.filter(pl.col("attribution").cast(pl.String).is_in(AGAINST_RECORD))
     if odd.is_empty():
         return []
     per = (odd.group_by("key", "op", pl.col("attribution").cast(pl.String))

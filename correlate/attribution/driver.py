@@ -36,6 +36,7 @@ from correlate.frames.per_process import process_order
 from correlate.frames.sorting import sorted_for_output
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
+from correlate.schema.methods import LABELS, PROCESS, RANK
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
 from correlate.sinks import TableSink
 from correlate.sources import darshan_logs
@@ -193,15 +194,13 @@ def _process_method(segments: pl.DataFrame) -> pl.DataFrame:
     one = segments.select(pl.col("host", "pid").n_unique()).row(0) == (1, 1)
     methods = (segments.select(pl.col("host", "pid").first(), pl.col("attribution").unique())
                if one else segments.group_by("host", "pid", "attribution").len())
-    return methods.group_by("host", "pid").agg(
-        attribution=pl.when(pl.col("attribution").is_in(
-            ["exact-thread", "helper-context", "helper-file", "helper-shared",
-             "helper-split"]).any())
-        .then(pl.lit("exact-thread"))
-        .when((pl.col("attribution") == "inferred-thread").any())
-        .then(pl.lit("inferred-thread"))
-        .when((pl.col("attribution") == "window-split").any())
-        .then(pl.lit("window-split")).otherwise(pl.lit("none")))
+    # each label's process method by its rank; the best of the process's labels, else none
+    ranks = {label: RANK[process] for label, process in PROCESS.items()}
+    best = pl.col("attribution").cast(pl.String).replace_strict(ranks, default=None,
+                                                                return_dtype=pl.Int64).min()
+    return methods.group_by("host", "pid").agg(attribution=best).with_columns(
+        pl.col("attribution").replace_strict({r: LABELS[r] for r in ranks.values()},
+                                             default="none", return_dtype=pl.String))
 
 
 def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,

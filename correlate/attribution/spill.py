@@ -108,6 +108,22 @@ def per_key(spill: pl.DataFrame) -> pl.DataFrame:
         unspill_read_s=by_op("read", "io_time_s"))
 
 
+def per_execution(ex: pl.DataFrame, spill: pl.DataFrame, counted: bool) -> pl.DataFrame:
+    """execution_id → its key's spill figures (``per_key``), on the key's last execution; zero
+    where the run's Darshan logs count every file (``counted``: DXT, or POSIX counters) and
+    none is the key's spill, null where no log did."""
+    keyed = per_key(spill)
+    if keyed.is_empty():  # (the usual case: no string group-by over every key)
+        zero = 0 if counted else None
+        return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
+                                           in keyed.drop("key").schema.items()))
+    last = ex.group_by("key").agg(pl.col("execution_id").max())
+    figures = last.join(keyed, on="key", how="left").drop("key")
+    if not counted:
+        return figures
+    return figures.with_columns(pl.exclude("execution_id").fill_null(0))
+
+
 def input_read_back(startstops: pl.DataFrame) -> pl.DataFrame:
     """key, worker → input_read_back_s: Dask's ``disk-read`` time for the inputs of that
     task's execution on that worker."""

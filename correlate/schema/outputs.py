@@ -70,14 +70,13 @@ least exact method that gave it I/O (else the best its process allowed).
 
 from __future__ import annotations
 
+from correlate.schema import methods
 from correlate.schema.canonical import NCALL_KIND
 from correlate.schema.findings import CRITICAL_PATH, FINDINGS
 from correlate.schema.table import Column, Table
 
-ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,helper-shared,"
-               "stdio-file,"
-               "counter-file,helper-split,window-split,stdio-split,stdio-reassigned,"
-               "counter-split,counter-window,inconsistent-split,p2p-shuffle,none,spill")
+#: the methods' Enum, from the one table of methods (``correlate.schema.methods``)
+ATTRIBUTION = methods.ENUM
 
 TASKS = Table(
     "tasks",
