@@ -10,13 +10,13 @@ Run-provided strings (prefixes, paths, functions) go into Markdown as code spans
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 from rich.text import Text
 
+from correlate.compare import Comparison
 from correlate.console import name_table, results
 from correlate.reports.fmt import human_bytes
 from correlate.reports.markdown import code, table, text
@@ -24,23 +24,6 @@ from correlate.reports.page import render_page
 
 HTML_ROWS = 500
 TOP_FIGURE = 15
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Everything a comparison writer shows. ``explained`` holds ``(item, why)`` pairs for the
-    ``by`` dimension; ``machine`` the sentence on a machine or concurrency change (or None),
-    shown after the first ``machine_at`` of them (the rows whose counts moved: facts, which
-    no machine explains)."""
-
-    diffs: dict[str, pl.DataFrame]
-    names: tuple[str, str]
-    by: str = "prefix"
-    setup: list[str] = field(default_factory=list)
-    explained: list[tuple[str, str]] = field(default_factory=list)
-    totals: str = ""
-    machine: str | None = None
-    machine_at: int = 0
 
 
 def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
