@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 #: report kind -> "module:function" of its writer
 WRITERS = {"markdown": "correlate.reports.markdown:write_markdown",
            "html": "correlate.reports.html:write_html",
-           "trace": "correlate.reports.perfetto:write_trace"}
+           "trace": "correlate.reports.trace.perfetto:write_trace"}
 KINDS = tuple(WRITERS)
 
 

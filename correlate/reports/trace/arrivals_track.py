@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.reports import perfetto as pf
+from correlate.reports.trace import perfetto as pf
 
 #: trace pid of the arrivals process (beside the notes process, before the workers)
 ARRIVALS_PID = 999_998

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from correlate.findings.critical_path import WAIT_CAUSES
-from correlate.reports import perfetto as pf
+from correlate.reports.trace import perfetto as pf
 
 #: trace pid of the critical-path process (beside the notes and arrivals processes)
 PATH_PID = 999_997

@@ -9,8 +9,8 @@ process outside every task goes on an "I/O outside tasks" track next to the thre
 issued it (or on the thread's own track when that thread ran no task). ``C`` counters carry
 cumulative bytes read/written and task CPU seconds per process; scheduler transitions are
 ``i`` instant events (thread scope) on the scheduler's "transitions" track. Data that entered
-Dask from outside has a process of its own (``correlate.reports.arrivals_track``), and so has
-the critical path (``correlate.reports.critical_path_track``).
+Dask from outside has a process of its own (``correlate.reports.trace.arrivals_track``), and so has
+the critical path (``correlate.reports.trace.critical_path_track``).
 
 A large run's trace shows a window of it: by default the first ``TASK_LIMIT`` task
 executions (by start), or the window asked for (``--trace-window START:END``, seconds after the
@@ -353,8 +353,8 @@ def _notes_track(note: str, left_out: bool, first: int, last: int,
 def build_events(out: Outputs, window: tuple[float, float | None] | None = None
                  ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """All trace events as sorted JSON strings (column ``json``) and ``otherData``."""
-    from correlate.reports.arrivals_track import arrival_events, first_time
-    from correlate.reports.critical_path_track import path_events
+    from correlate.reports.trace.arrivals_track import arrival_events, first_time
+    from correlate.reports.trace.critical_path_track import path_events
 
     tasks_all = out["tasks"]
     drawn = out.drawn_tasks().filter(
