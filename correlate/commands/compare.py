@@ -110,6 +110,7 @@ def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from correlate.compare import compare_runs
     from correlate.reports.compare import print_comparison, write_comparison
+    from correlate.reports.writer import ReportOptions
 
     before, after = sides(args)
     out = args.out or default_out(before[0], after[0])
@@ -117,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         p, out / (side if len(paths) == 1 else f"{side}-{i + 1}"))) for i, p in enumerate(paths)]
               for side, paths in (("before", before), ("after", after))}
     c = compare_runs(loaded, (" ".join(map(str, before)), " ".join(map(str, after))), args.by)
-    write_comparison(out, c)
-    print_comparison(c, top=args.top, out=out)
+    options = ReportOptions(top=args.top)
+    for write in (write_comparison, print_comparison):
+        write(c, out, options)
     return 0

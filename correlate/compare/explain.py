@@ -17,8 +17,8 @@ import polars as pl
 
 from correlate.compare.changes import exact_sum
 from correlate.compare.stats import COUNT_TOLERANCE, MATERIAL
+from correlate.reports.cells import code
 from correlate.reports.fmt import human_bytes
-from correlate.reports.markdown import code
 from correlate.summary import destinations
 
 #: a part of a change is named when it carries more than this share of it

@@ -3,7 +3,7 @@ changes, ``compare.html`` (one self-contained page, styled like ``report.html``)
 view. Deterministic (sorted rows, fixed figure metadata, ``sort_keys`` JSON, no "now").
 
 Run-provided strings (prefixes, paths, functions) go into Markdown as code spans
-(``correlate.reports.markdown.code``) and into the page as JSON escaped by
+(``correlate.reports.cells.code``) and into the page as JSON escaped by
 ``correlate.reports.page.embed_json``, inserted by the page's script with ``textContent`` only.
 """
 
@@ -18,11 +18,14 @@ from rich.text import Text
 
 from correlate.compare import Comparison
 from correlate.console import name_table, results
+from correlate.reports.cells import code, table, text
 from correlate.reports.fmt import human_bytes
-from correlate.reports.markdown import code, table, text
 from correlate.reports.page import render_page
+from correlate.reports.writer import ReportOptions
 
 HTML_ROWS = 500
+#: rows a table in compare.md
+MD_TOP = 20
 TOP_FIGURE = 15
 
 
@@ -236,8 +239,9 @@ def render_html(c: Comparison) -> str:
 
 # ---------- files and terminal ----------
 
-def write_comparison(out: Path, c: Comparison, *, top: int = 20) -> list[Path]:
-    """Write every comparison output into ``out``; return the written paths."""
+def write_comparison(c: Comparison, out: Path, options: ReportOptions) -> list[Path]:
+    """Write every comparison file into ``out`` (``MD_TOP`` rows a table in compare.md);
+    return the written paths."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for dim, d in c.diffs.items():
@@ -247,12 +251,14 @@ def write_comparison(out: Path, c: Comparison, *, top: int = 20) -> list[Path]:
     png = out / "figures" / "compare.png"
     _figure(c.diffs["prefix"], png)
     md, html = out / "compare.md", out / "compare.html"
-    md.write_text(render_markdown(c, top=top, figure="figures/compare.png"), encoding="utf-8")
+    md.write_text(render_markdown(c, top=MD_TOP, figure="figures/compare.png"),
+                  encoding="utf-8")
     html.write_text(render_html(c), encoding="utf-8")
     return [*written, png, md, html]
 
 
-def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
+def print_comparison(c: Comparison, out: Path, options: ReportOptions) -> list[Path]:
+    """Print the comparison (``options.top`` rows); it writes no file."""
     cons = results()
     for s in c.setup:
         cons.print(Text(f"setup differs: {s}", style="yellow"))
@@ -268,7 +274,8 @@ def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
         cons.print(Text(c.machine, style="yellow"))
     rows = [[r["item"], f"{r['executions_before']}→{r['executions_after']}",
              f"{r['wall_s_before']:.3f}", f"{r['wall_s_after']:.3f}", _ds(r["wall_s_delta"])]
-            for r in c.diffs[c.by].head(top).iter_rows(named=True)]
+            for r in c.diffs[c.by].head(options.top).iter_rows(named=True)]
     cons.print(name_table(None, ("item", "runs", "before s", "after s", "Δ s"), rows,
                           width=cons.width, keep_tail=c.by == "file"))
     cons.print(f"comparison written to {out} (compare.md, compare.html, compare_*.parquet)")
+    return []

@@ -4,7 +4,7 @@ shares of I/O and CPU, clock uncertainty and data-quality warnings."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from rich.text import Text
@@ -14,8 +14,13 @@ from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
 from correlate.reports import findings_text
 from correlate.reports.fmt import requests, times
+from correlate.reports.load import load_outputs
+from correlate.reports.writer import ReportOptions
 from correlate.summary import destinations
 from correlate.timeline import endings, lost, task_threads
+
+if TYPE_CHECKING:  # (the engine is not imported to print what it returned)
+    from correlate.engine import Correlated
 
 
 def _bytes(n: float | None) -> str:
@@ -234,3 +239,11 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
         c.print(Text(f"rejected: {r['count']:,} from {r['source']} {r['file'] or ''}: "
                      f"{r['reason']}", style="yellow"))
     c.print(f"tables written to {out}")
+
+
+def print_run(run: Correlated, out_dir: Path, options: ReportOptions) -> list[Path]:
+    """The summary of a run just correlated into ``out_dir`` (its segments read back from
+    there), ``options.top`` rows a table; it writes no file."""
+    print_summary(run.summary, run.tables, out=out_dir, top=options.top,
+                  segments=load_outputs(out_dir).scan("segments"))
+    return []
