@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 import correlate.schema.run as raw
-from correlate.errors import InputError, UnsupportedVersionError
+from correlate.errors import InputError, UnsupportedVersionError, first_line
 from correlate.frames.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
@@ -39,7 +39,7 @@ from correlate.sources import (
     stalls,
     time_span,
 )
-from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
+from correlate.sources.frames import RunFrames, make_rejects, unreadable
 
 #: run format 3: every table a process folder may hold, by name, and by its stream's file name
 FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
