@@ -163,11 +163,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     att = attribution.attribute(frames, ex, coroutines.io_windows(ex, frames.execution_slices),
                                 worker_clocks, sink, mapper)
     ex = att.executions
-    func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
-    profiled: list[int] = []  # executions with function rows, per process
-    sink.write_parts("task_functions", _counted(functions_by_process(func_stats, ex),
-                                                profiled))
-    del func_stats
+    profiled = _functions(frames, ex, sink)
     task_files = _put(sink, "task_files", att.task_files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
@@ -188,19 +184,36 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
     summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
-    summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
+    summary["profile"] = profile_coverage(frames.facts, ex.height, profiled)
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
-    evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
-                                 segments=sink.scan("segments"))
-    found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
-                             evidence)
-    _put(sink, "critical_path", found.critical_path)
-    _put(sink, "findings", found.findings)
-    summary.update(found.summary)
+    summary.update(_findings(frames, kept, assigned, sink))
     if att.thread_inference:
         summary["thread_inference"] = att.thread_inference
     return Correlated(tables=kept, summary=summary)
+
+
+def _functions(frames: RunFrames, ex: pl.DataFrame, sink: TableSink) -> int:
+    """Write ``task_functions`` (the profile rows of each execution, a process at a time);
+    return how many executions have function rows."""
+    func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
+    profiled: list[int] = []  # executions with function rows, per process
+    sink.write_parts("task_functions", _counted(functions_by_process(func_stats, ex),
+                                                profiled))
+    return sum(profiled)
+
+
+def _findings(frames: RunFrames, kept: dict[str, pl.DataFrame], assigned: pl.DataFrame,
+              sink: TableSink) -> dict[str, Any]:
+    """Write the critical path and the findings (the rules read the tables of ``kept`` and
+    the segments back from the sink); return their part of the summary."""
+    evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
+                                 segments=sink.scan("segments"))
+    found = findings.analyse(kept["tasks"], kept["task_files"], frames.dependencies, assigned,
+                             evidence)
+    _put(sink, "critical_path", found.critical_path)
+    _put(sink, "findings", found.findings)
+    return found.summary
 
 
 def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
