@@ -378,21 +378,11 @@ def _shared_readers(files: pl.DataFrame, shown: int = 5) -> list[str]:
             f"apart (helper-shared, split by overlap): {named}{more}"]
 
 
-def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
-                  segment_totals: pl.DataFrame, stdio: dict[str, float],
-                  counters: dict[str, float] | None = None,
-                  shuffle_io: pl.DataFrame | None = None,
-                  group_by: tuple[str, ...] = (),
-                  spilled: pl.DataFrame | None = None) -> dict[str, Any]:
-    """From the small output tables (tasks, task_files, unattributed, clocks), the totals
-    of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
-    (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
-    (``counters_io.counter_totals``); ``group_by``: annotation keys to group the tasks by."""
-    counters = counters or {"bytes": 0.0, "ops": 0.0, "io_time_s": 0.0}
-    tasks = tables["tasks"]
-    warnings = list(frames.warnings)
-    headline = headline_problems(frames)
-    clocks = tables["clocks"]
+def _clock_warnings(tasks: pl.DataFrame, clocks: pl.DataFrame, segment_totals: pl.DataFrame
+                    ) -> list[str]:
+    """Worker processes placed on the run timeline without their clock samples, and those
+    whose Darshan times use the log header's clock (DXT without markers)."""
+    warnings = []
     # (rows from the scheduler's startstops are on its clock already: no worker clock needed)
     workers = (tasks.filter(pl.col("window_source").ne_missing(lost.FROM_SCHEDULER))
                .select("host", "pid").unique().drop_nulls())
@@ -409,6 +399,24 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         if n:
             warnings.append(f"{n} worker process(es) with DXT but no clock markers: Darshan "
                             "times use the log header clock (typically a few ms off)")
+    return warnings
+
+
+def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
+                  segment_totals: pl.DataFrame, stdio: dict[str, float],
+                  counters: dict[str, float] | None = None,
+                  shuffle_io: pl.DataFrame | None = None,
+                  group_by: tuple[str, ...] = (),
+                  spilled: pl.DataFrame | None = None) -> dict[str, Any]:
+    """From the small output tables (tasks, task_files, unattributed, clocks), the totals
+    of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
+    (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
+    (``counters_io.counter_totals``); ``group_by``: annotation keys to group the tasks by."""
+    counters = counters or {"bytes": 0.0, "ops": 0.0, "io_time_s": 0.0}
+    tasks = tables["tasks"]
+    headline = headline_problems(frames)
+    clocks = tables["clocks"]
+    warnings = [*frames.warnings, *_clock_warnings(tasks, clocks, segment_totals)]
     warnings += _doubtful_paths(tables["unattributed"])
     warnings += _inconsistent_records(tables["task_files"])
     warnings += _shared_readers(tables["task_files"])
