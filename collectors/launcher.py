@@ -17,6 +17,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from collectors import darshan_env, job_process, options
 from collectors.job_env import job_environment
@@ -110,7 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _could_not("write", run_dir / "manifest.json", err)
     folder = _hold(run_dir)
     code = job_process.wait(proc)
-    run_dir = _moved_to(run_dir, folder)
+    _after_job(_moved_to(run_dir, folder), lib, info, code)
+    return code
+
+
+def _after_job(run_dir: Path, lib: str | None, info: dict[str, Any] | None, code: int) -> None:
+    """The Darshan logs settled, the manifest finished, and a line when no Dask process
+    recorded anything; a run-folder fault is said in one line."""
+    from collectors import manifest
+
     try:
         if lib:
             report_darshan_logs(run_dir)
@@ -124,7 +133,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "elsewhere needs `collect env` on its nodes", file=sys.stderr)
     except OSError as err:
         _could_not("finish", run_dir / "manifest.json", err)
-    return code
 
 
 def _hold(run_dir: Path) -> int | None:
