@@ -45,7 +45,7 @@ from pathlib import Path
 
 import polars as pl
 
-from correlate import allocator
+from correlate.frames import allocator
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,7 +108,7 @@ def io_floor(run: Path, outputs: Path) -> dict[str, float]:
     each process's run-folder tables read as correlate reads them, every Darshan log decoded
     two at a time as correlate's partitions are, and the output tables (read first, untimed)
     written again through correlate's own sink. No joins, sorts or attribution."""
-    from correlate.mappers import local_map
+    from correlate.frames.mappers import local_map
     from correlate.schema import TABLES
     from correlate.schema.run import SNAPSHOT_SUFFIX, STREAM_SUFFIX
     from correlate.sinks import ParquetSink
@@ -161,9 +161,9 @@ def io_floor_in_process(run: Path, outputs: Path) -> dict[str, float]:
 
 def attribution_inputs(run: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Segments and executions of a run on one clock, as the attribution sees them."""
-    from correlate import align
     from correlate.engine import number_executions
     from correlate.sources.detect import load
+    from correlate.timeline import align
 
     frames = load(run).conformed()
     ex = number_executions(frames.executions)

@@ -119,7 +119,7 @@ async def _scatter_async(client: Any, data: Any, step: Any, rank: int | None,
 
 def _sent(client: Any, futures: Any, step: Any, rank: int | None, send_s: float
           ) -> dict[str, Any]:
-    from correlate.keys import key_str
+    from correlate.frames.keys import key_str
 
     found = (futures.values() if isinstance(futures, dict)
              else futures if isinstance(futures, (list, tuple, set)) else [futures])

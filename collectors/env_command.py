@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from collectors import darshan_env, options
+from collectors.job_env import job_environment
 
 #: the variables `collect` sets for its child that the job script must set itself, in order
 ORDER = ("DASK_CORRELATE_RUN_DIR", *options.ENV_NAMES,
@@ -35,13 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", type=Path, required=True,
                    help="run folder (on a file system every node sees)")
     options.add_arguments(p)
+    darshan_env.add_arguments(p)
     return p
 
 
 def variables(run_dir: Path, args: argparse.Namespace, lib: str | None) -> dict[str, str]:
     """The job's variables: the same as `collect` gives its child (see launcher)."""
-    from collectors.launcher import job_environment
-
     env = job_environment(run_dir, args, lib)
     return {k: env[k] for k in ORDER if k in env}
 

@@ -5,8 +5,8 @@ job starts (LocalCluster in the script, or ``dask scheduler``/``dask worker`` it
 ``collectors.preload``, adds Darshan when a runtime is found, runs the command, passes its exit
 code through and finalises the manifest (which processes did not close cleanly).
 
-``collect env -o RUN_DIR`` prints the same environment for a job script that starts the Dask
-processes itself (``collectors.env_command``).
+``collect env -o RUN_DIR`` prints the same environment (``collectors.job_env``) for a job
+script that starts the Dask processes itself (``collectors.env_command``).
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import site
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from collectors import darshan_env, job_process, options
+from collectors.job_env import job_environment
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,84 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                "process they run in (docs/collectors.md).")
     p.add_argument("-o", "--out", type=Path, required=True, help="run folder to create")
     options.add_arguments(p)
+    darshan_env.add_arguments(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the job's command")
     return p
-
-
-PRELOAD = "collectors.preload"
-
-
-def dask_may_set_preloads() -> bool:
-    """Whether Dask's settings could name a preload: a ``DASK_DISTRIBUTED…`` variable (or a
-    config inherited from a parent Dask process), or a config file that mentions one, in the
-    folders ``dask.config`` reads (``/etc/dask`` or ``$DASK_ROOT_CONFIG``, ``<prefix>/etc/dask``,
-    ``~/.config/dask``, ``$DASK_CONFIG``). Without any, ``import dask`` (most of `collect`'s
-    start-up, paid before the job may start) is not needed to know that there are none."""
-    if any(k.upper().startswith(("DASK_DISTRIBUTED", "DASK_INTERNAL_INHERIT_CONFIG"))
-           for k in os.environ):
-        return True
-    for place in dask_config_places():
-        files = ([os.path.join(place, f) for f in os.listdir(place)]
-                 if os.path.isdir(place) else [place] if os.path.isfile(place) else [])
-        for f in files:
-            try:
-                with open(f, "rb") as fh:
-                    if b"preload" in fh.read():
-                        return True
-            except OSError:  # dask reads what it can; a file we cannot read, it cannot either
-                continue
-    return False
-
-
-def dask_config_places() -> list[str]:
-    """The files and folders ``dask.config`` reads its YAML from (``dask.config.paths``; a
-    test checks that this covers them, so a Dask that reads a new place fails it)."""
-    places = [os.environ.get("DASK_ROOT_CONFIG", "/etc/dask"),
-              os.path.join(sys.prefix, "etc", "dask"),
-              *(os.path.join(prefix, "etc", "dask") for prefix in site.PREFIXES),
-              os.path.join(os.path.expanduser("~"), ".config", "dask"),
-              os.environ.get("DASK_CONFIG")]
-    return list(dict.fromkeys(p for p in places if p))
-
-
-def preload_variables() -> dict[str, str]:
-    """``DASK_DISTRIBUTED__<ROLE>__PRELOAD`` for the scheduler and the worker, each naming the
-    job's own preloads for that role (from its Dask config files and variables) and then ours;
-    the variable wins over the files, so theirs must be in it. Their ``preload-argv`` is kept
-    per preload (ours takes none)."""
-    roles = ("scheduler", "worker")
-    if not dask_may_set_preloads():
-        return {f"DASK_DISTRIBUTED__{r.upper()}__PRELOAD": repr([PRELOAD]) for r in roles}
-    import dask.config
-
-    out = {}
-    for role in roles:
-        name = f"DASK_DISTRIBUTED__{role.upper()}__PRELOAD"
-        theirs = dask.config.get(f"distributed.{role}.preload", default=None) or []
-        theirs = [p for p in ([theirs] if isinstance(theirs, str) else theirs)
-                  if p != PRELOAD]
-        out[name] = repr([*theirs, PRELOAD])
-        argv = dask.config.get(f"distributed.{role}.preload-argv", default=None) or []
-        if argv:  # one list for every preload, or one list per preload (Dask's own rule)
-            per = [argv] * len(theirs) if isinstance(argv[0], str) else list(argv)
-            out[f"{name}_ARGV"] = repr([*per, []])
-    return out
-
-
-def job_environment(run_dir: Path, args: argparse.Namespace, darshan_lib: str | None
-                    ) -> dict[str, str]:
-    """The child's environment: this one plus the collectors' and Darshan's variables (those
-    are also what `collect env` prints)."""
-    env = dict(os.environ)
-    env.update({
-        "DASK_CORRELATE_RUN_DIR": str(run_dir.resolve()),
-        **options.Options.from_args(args).environment(),
-        **preload_variables(),
-    })
-    if darshan_lib:
-        env.update(darshan_env.environment(darshan_lib, run_dir.resolve(), args.dxt_segments,
-                                           args.dxt == "on"))
-    return env
 
 
 def report_darshan_logs(run_dir: Path) -> None:
@@ -185,7 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _could_not("write", run_dir / "manifest.json", err)
     folder = _hold(run_dir)
     code = job_process.wait(proc)
-    run_dir = _moved_to(run_dir, folder)
+    _after_job(_moved_to(run_dir, folder), lib, info, code)
+    return code
+
+
+def _after_job(run_dir: Path, lib: str | None, info: dict[str, Any] | None, code: int) -> None:
+    """The Darshan logs settled, the manifest finished, and a line when no Dask process
+    recorded anything; a run-folder fault is said in one line."""
+    from collectors import manifest
+
     try:
         if lib:
             report_darshan_logs(run_dir)
@@ -199,7 +133,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "elsewhere needs `collect env` on its nodes", file=sys.stderr)
     except OSError as err:
         _could_not("finish", run_dir / "manifest.json", err)
-    return code
 
 
 def _hold(run_dir: Path) -> int | None:

@@ -141,12 +141,10 @@ DEFAULTS = Options()
 
 
 def add_arguments(parser: Any) -> None:
-    """The options' flags, for `collect` and `collect env` alike."""
-    from collectors import darshan_env
-
+    """The options' flags, for `collect` and `collect env` alike (``darshan_env`` adds
+    Darshan's)."""
     parser.add_argument("--profile", "--yappi", dest="profile", choices=PROFILE_MODES,
                         default=DEFAULTS.profile, help=PROFILE_HELP)
-    darshan_env.add_arguments(parser)
     parser.add_argument("--flush-interval", type=seconds_arg("flush_interval"),
                         default=DEFAULTS.flush_interval,
                         help="seconds between flushes of each process's buffers (default "

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from collectors.options import PROFILE_MODES
@@ -552,19 +552,7 @@ class YappiProfile:
         runs no Python code that Yappi could record while its tables are walked: the callback
         is C (``list.append``), builtins are not profiled, and the garbage collector (which
         could run finalizers) is off meanwhile; the GIL keeps other threads out."""
-        import _yappi
-
-        contexts: list[tuple] = []
-        entries: list[tuple] = []
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            _yappi.enum_context_stats(contexts.append)
-            for slot in seq_of:
-                _yappi.enum_func_stats(entries.append, {"tag": slot})
-        finally:
-            if collecting:
-                gc.enable()
+        contexts, entries = _enumerated(seq_of)
         idents = {c[1]: c[2] for c in contexts}
         out = []
         early, base = self._counted_early, self._base
@@ -606,6 +594,25 @@ class YappiProfile:
             if early:
                 self._counted_early = {i for i in early if i[1] not in seq_of}
         return out
+
+
+def _enumerated(slots: Iterable[int]) -> tuple[list[tuple], list[tuple]]:
+    """Yappi's contexts and the function entries of ``slots`` (tags), enumerated with the
+    garbage collector off (``YappiProfile._read`` says why)."""
+    import _yappi
+
+    contexts: list[tuple] = []
+    entries: list[tuple] = []
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _yappi.enum_context_stats(contexts.append)
+        for slot in slots:
+            _yappi.enum_func_stats(entries.append, {"tag": slot})
+    finally:
+        if collecting:
+            gc.enable()
+    return contexts, entries
 
 
 #: (file, first line) of the profiler's own functions that run under Yappi's hook when a task

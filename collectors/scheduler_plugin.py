@@ -31,7 +31,7 @@ from collectors.sink import (
     stop_with,
     take,
 )
-from correlate.keys import key_str, key_texts
+from correlate.frames.keys import key_str, key_texts
 
 #: Dask's events topic on which ``collectors.api`` tells who sends the data it scatters
 SENDER_TOPIC = "dask-correlate-sender"

@@ -56,7 +56,7 @@ from collectors.sink import (
     stop_with,
     take,
 )
-from correlate.keys import key_str, key_texts
+from correlate.frames.keys import key_str, key_texts
 
 _CURRENT_KEY: contextvars.ContextVar[Any] = contextvars.ContextVar("dask_correlate_key")
 MARKER_BYTES = b"dask-correlate-clock-marker\n"
@@ -199,6 +199,22 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         self._patch(worker)
         if self.record_opens:
             file_opens.install()
+        self._setup_profiler(worker)
+        proc_json(pdir, role="worker", address=worker.address, name=str(worker.name),
+                  nthreads=worker.state.nthreads, memory_limit=worker.memory_manager.memory_limit,
+                  local_directory=worker.local_directory, main_thread_id=threading.get_ident(),
+                  profile=self.profile)
+        self.sink.before_flush.append(self._flush_rows)
+        self._sample()
+        self._callback = self._start_periodic(worker)
+        stop_with(worker, self.sink)
+        exit_flush.register(self._on_exit)
+        self.sink.start()
+        self._watch(worker, pdir)
+
+    def _setup_profiler(self, worker: Any) -> None:
+        """The function profiler of ``--profile`` (none without), its memory budget, and the
+        state the flush keeps of its rows."""
         self.profiler = make_profiler(self.profile, self.tags, boundary=(
             CorrelateWorkerPlugin._timed.__code__, CoroutineSteps._step.__code__))
         self.profile_rows: tuple[list[tuple], list[tuple]] | None = None
@@ -232,17 +248,6 @@ class CorrelateWorkerPlugin(WorkerPlugin):
                 self.task_hooks = self.profiler.task_hooks()
         elif self.profiler is not None:
             self.profiler.start()
-        proc_json(pdir, role="worker", address=worker.address, name=str(worker.name),
-                  nthreads=worker.state.nthreads, memory_limit=worker.memory_manager.memory_limit,
-                  local_directory=worker.local_directory, main_thread_id=threading.get_ident(),
-                  profile=self.profile)
-        self.sink.before_flush.append(self._flush_rows)
-        self._sample()
-        self._callback = self._start_periodic(worker)
-        stop_with(worker, self.sink)
-        exit_flush.register(self._on_exit)
-        self.sink.start()
-        self._watch(worker, pdir)
 
     def _watch(self, worker: Any, pdir: Path) -> None:
         """Stalls of the worker's event loop and of the collectors' threads are recorded

@@ -16,8 +16,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
-from correlate import __version__, allocator
+from correlate import __version__
 from correlate.errors import CorrelateError
+from correlate.frames import allocator
 
 #: name -> (module under correlate.commands, one-line help). Each module has
 #: ``add_arguments(parser)`` and ``run(args) -> int``.

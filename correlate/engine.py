@@ -13,35 +13,30 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, endings, findings, lost, task_threads, waits
-from correlate.attribution import doubtful, spill, threads, untraced
-from correlate.attribution.counters import counter_totals, untraced_counters
-from correlate.attribution.driver import attribute_all
-from correlate.attribution.local_dir import barrier_owners
-from correlate.attribution.stdio import stdio_totals
+from correlate import attribution, findings
+from correlate.frames.mappers import Mapper, local_map
+from correlate.frames.prefixes import key_split_groups, key_splits
+from correlate.frames.sorting import output_order, sorted_for_output
 from correlate.functions import functions_by_process
-from correlate.mappers import Mapper, local_map
-from correlate.message_bounds import message_bounds
-from correlate.prefixes import key_split_groups, key_splits
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, outputs
 from correlate.sinks import MemorySink, ParquetSink, TableSink
-from correlate.sorting import output_order, sorted_for_output
 from correlate.sources.frames import RunFrames
-from correlate.spans import DEFAULT_SPAN
 from correlate.summary import (
     build_summary,
     dxt_captured,
     io_captured,
     profile_coverage,
     profile_warnings,
-    spill_source,
 )
+from correlate.timeline import align, arrivals, coroutines, endings, lost, task_threads, waits
+from correlate.timeline.message_bounds import message_bounds
+from correlate.timeline.spans import DEFAULT_SPAN
 
 OUTPUT_TABLES = outputs.NAMES
 #: written only when the run has such data (a run without keeps today's outputs exactly)
@@ -104,35 +99,15 @@ def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.D
     return key_waits.join(ext, on="key", how="left"), arrived
 
 
-def _spill_columns(ex: pl.DataFrame, spill_io: pl.DataFrame, frames: RunFrames
-                   ) -> pl.DataFrame:
-    """execution_id → its key's spill figures, on the key's last execution; zero where the
-    run's Darshan logs count every file (DXT, or POSIX counters) and none is the key's spill,
-    null where no log did."""
-    per_key = spill.per_key(spill_io)
-    traced = spill_source(frames) is not None
-    if per_key.is_empty():  # (the usual case: no string group-by over every key)
-        zero = 0 if traced else None
-        return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
-                                           in per_key.drop("key").schema.items()))
-    last = ex.group_by("key").agg(pl.col("execution_id").max())
-    figures = last.join(per_key, on="key", how="left").drop("key")
-    if not traced:
-        return figures
-    return figures.with_columns(pl.exclude("execution_id").fill_null(0))
-
-
-def _tasks_table(ex: pl.DataFrame, io_totals: pl.DataFrame, methods: pl.DataFrame,
-                 key_waits: pl.DataFrame, frames: RunFrames, spill_io: pl.DataFrame
+def _tasks_table(att: attribution.Attribution, key_waits: pl.DataFrame, frames: RunFrames
                  ) -> pl.DataFrame:
     inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
                                    frames.dependencies)
-    t = (coroutines.with_awaiting(ex, frames.execution_slices)
-         .join(io_totals, on="execution_id", how="left")
-         .join(_spill_columns(ex, spill_io, frames), on="execution_id", how="left")
-         .join(spill.input_read_back(frames.startstops), on=["key", "worker"], how="left",
-               nulls_equal=True)
-         .join(methods, on="execution_id", how="left")
+    t = (coroutines.with_awaiting(att.executions, frames.execution_slices)
+         .join(att.io_totals, on="execution_id", how="left")
+         .join(att.spill_columns, on="execution_id", how="left")
+         .join(att.read_back, on=["key", "worker"], how="left", nulls_equal=True)
+         .join(att.methods, on="execution_id", how="left")
          .join(key_waits, on="key", how="left")
          .join(inputs, on=["key", "worker"], how="left", nulls_equal=True)
          .join(_spans_of_keys(frames), on="key", how="left"))
@@ -193,84 +168,60 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     key_waits = key_waits.drop("t_wait", "t_proc")
     released = lost.results_lost(transitions)  # keys whose result died with a worker
     del transitions
-    windows = coroutines.io_windows(ex, frames.execution_slices)
-    parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
-                          frames.clock_markers, frames.file_opens, worker_clocks,
-                          frames.processes, sink, mapper,
-                          shuffle_owners=barrier_owners(ex))
-    # the stdio pass needs only the windows (a coroutine's slices), not a copy of everything
-    windows = windows.select("execution_id", "local_start_ns", "local_stop_ns")
-    darshan_clocks = parts["darshan_clocks"]
-    by_counters = align.counter_offsets(
-        untraced_counters(frames.io_file_counters, frames.darshan_logs), frames.clock_markers
-    ).join(darshan_clocks, on=["host", "pid"], how="anti")
-    clocks = pl.concat([worker_clocks, darshan_clocks, by_counters]).sort(
-        "host", "pid", "domain", nulls_last=True)
-    ex = align.align_executions(_with_inferred_threads(ex, parts["inferred_threads"]), clocks)
-    func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
-    profiled: list[int] = []  # executions with function rows, per process
-    sink.write_parts("task_functions", _counted(functions_by_process(func_stats, ex),
-                                                profiled))
-    del func_stats
-    methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
-    methods = methods.select("execution_id", attribution=pl.when(
-        pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
-        & pl.col("thread_id").is_null())
-        .then(pl.lit("window-split")).otherwise(pl.col("attribution")))
-    methods = untraced.counted_processes(methods, ex, frames)
-    # taken out of ``parts``: the partitions' task_files (a row per execution and file, and
-    # per share of a split segment) is let go once its output copy with keys is made
-    files, io_totals, unattributed, spilled = untraced.with_untraced(
-        *untraced.across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
-        parts.pop("unattributed"), parts["spill"], frames, ex, windows, clocks)
-    unattributed = doubtful.relabel(unattributed, frames.file_opens)
-    task_files = _put(sink, "task_files", files.join(  # sorted by partition
+    att = attribution.attribute(frames, ex, coroutines.io_windows(ex, frames.execution_slices),
+                                worker_clocks, sink, mapper)
+    ex = att.executions
+    profiled = _functions(frames, ex, sink)
+    task_files = _put(sink, "task_files", att.task_files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
-    del files
+    att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
-    tasks = _tasks_table(ex, io_totals, methods, key_waits, frames, spilled)
+    tasks = _tasks_table(att, key_waits, frames)
     # executions of workers that died: the rows they never wrote, and the results lost
     tasks = lost.with_lost(tasks, frames.startstops, frames.processes, released)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
-            "unattributed": _put(sink, "unattributed", unattributed),
-            "clocks": _put(sink, "clocks", clocks)}
+            "unattributed": _put(sink, "unattributed", att.unattributed),
+            "clocks": _put(sink, "clocks", att.clocks)}
     if not arrived.is_empty():
         kept["arrivals"] = _put(sink, "arrivals", arrived)
         kept["arrival_steps"] = _put(sink, "arrival_steps", arrivals.steps_table(
             arrived, frames.dependencies, kept["tasks"]))
-    summary = build_summary(frames, kept, parts["segment_totals"],
-                            stdio_totals(frames.io_file_counters),
-                            counter_totals(untraced_counters(
-                                frames.io_file_counters, frames.darshan_logs)),
-                            parts["shuffle_io"], group_by, spilled)
+    summary = build_summary(frames, kept, att.segment_totals, att.stdio_totals,
+                            att.counter_totals, att.shuffle_io, group_by, att.spilled)
     if "arrivals" in kept:  # (absent without: today's summary exactly)
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
     summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
-    summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
+    summary["profile"] = profile_coverage(frames.facts, ex.height, profiled)
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
-    evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
-                                 segments=sink.scan("segments"))
-    found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
-                             evidence)
-    _put(sink, "critical_path", found.critical_path)
-    _put(sink, "findings", found.findings)
-    summary.update(found.summary)
-    inference = threads.counts_of(parts["inferred_threads"])
-    if inference:
-        summary["thread_inference"] = inference
+    summary.update(_findings(frames, kept, assigned, sink))
+    if att.thread_inference:
+        summary["thread_inference"] = att.thread_inference
     return Correlated(tables=kept, summary=summary)
 
 
-def _with_inferred_threads(ex: pl.DataFrame, inferred: pl.DataFrame) -> pl.DataFrame:
-    """Executions with the thread ids the partitions inferred (``thread_inferred`` says
-    which)."""
-    found = inferred.drop_nulls("execution_id").select("execution_id",
-                                                       inferred_thread="thread_id")
-    return ex.join(found, on="execution_id", how="left", maintain_order="left").with_columns(
-        thread_id=pl.coalesce("thread_id", "inferred_thread"),
-        thread_inferred=pl.col("inferred_thread").is_not_null()).drop("inferred_thread")
+def _functions(frames: RunFrames, ex: pl.DataFrame, sink: TableSink) -> int:
+    """Write ``task_functions`` (the profile rows of each execution, a process at a time);
+    return how many executions have function rows."""
+    func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
+    profiled: list[int] = []  # executions with function rows, per process
+    sink.write_parts("task_functions", _counted(functions_by_process(func_stats, ex),
+                                                profiled))
+    return sum(profiled)
+
+
+def _findings(frames: RunFrames, kept: dict[str, pl.DataFrame], assigned: pl.DataFrame,
+              sink: TableSink) -> dict[str, Any]:
+    """Write the critical path and the findings (the rules read the tables of ``kept`` and
+    the segments back from the sink); return their part of the summary."""
+    evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
+                                 segments=sink.scan("segments"))
+    found = findings.analyse(kept["tasks"], kept["task_files"], frames.dependencies, assigned,
+                             evidence)
+    _put(sink, "critical_path", found.critical_path)
+    _put(sink, "findings", found.findings)
+    return found.summary
 
 
 def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:

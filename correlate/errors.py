@@ -29,3 +29,9 @@ class SchemaError(CorrelateError):
 
 class UnsupportedVersionError(CorrelateError):
     """A run folder written by a newer collector than this correlate understands."""
+
+
+def first_line(err: BaseException) -> str:
+    """An error's first line (polars' errors run over several)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

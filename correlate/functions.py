@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import polars as pl
 
 from correlate.attribution.driver import by_process
-from correlate.per_process import process_order
+from correlate.frames.per_process import process_order
+from correlate.frames.sorting import sorted_for_output
 from correlate.schema import TABLES, conform
-from correlate.sorting import sorted_for_output
 
 
 def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from correlate.scalars import integer, number, rounded
+from correlate.frames.scalars import integer, number, rounded
 
 
 def _at(times: np.ndarray, values: np.ndarray, t: float) -> float:

@@ -41,7 +41,7 @@ def _has_scheduler_transitions(transitions: pl.DataFrame | pl.LazyFrame) -> bool
 def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame,
                 tasks: pl.DataFrame, samples: pl.DataFrame | None = None) -> dict[str, Any]:
     """Exit code (None: not recorded) and erred tasks, per prefix and key."""
-    from correlate.prefixes import key_splits
+    from correlate.frames.prefixes import key_splits
 
     raised = (tasks.filter(pl.col("status") == "error").select("key").unique()
               if "status" in tasks.columns else pl.DataFrame({"key": []}, schema={"key": pl.String}))
@@ -87,7 +87,7 @@ def in_flight(transitions: pl.DataFrame | pl.LazyFrame,
     a killed job's, or one its client left running; ``running_s`` from its start to the
     worker's last record (a transition, or a clock sample of ``samples``: one per flush),
     worker clock. None: the source has no worker-side transitions."""
-    from correlate.prefixes import key_splits
+    from correlate.frames.prefixes import key_splits
 
     w = transitions.lazy().filter(pl.col("side") == "worker")
     if w.head(1).collect().height == 0:

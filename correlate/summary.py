@@ -9,16 +9,18 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, host_load, lost, spans
+from correlate import host_load
 from correlate.attribution import doubtful, local_dir, p2p
 from correlate.attribution.counters import untraced_counters
-from correlate.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.frames.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.frames.scalars import count as _count
+from correlate.frames.scalars import rounded as _round
+from correlate.frames.scalars import total as total_of
 from correlate.outcome import job_outcome
-from correlate.scalars import count as _count
-from correlate.scalars import rounded as _round
-from correlate.scalars import total as total_of
+from correlate.schema.methods import AGAINST_RECORD
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
+from correlate.timeline import endings, lost, spans
 
 
 def _totals(d: dict[str, Any]) -> dict[str, Any]:
@@ -328,10 +330,6 @@ def _log_problem(r: dict[str, Any]) -> str:
     return f"{Path(r['log']).name} ({', '.join(parts)})"
 
 
-#: the methods of bytes given against the file Darshan filed them under
-INCONSISTENT_METHODS = ("stdio-reassigned", "inconsistent-split")
-
-
 def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
     """One line naming the records whose file name is doubtful (``attribution.doubtful``)
     and their bytes, the largest first."""
@@ -350,7 +348,7 @@ def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
 def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
     """A warning naming every execution given bytes of a Darshan record that contradicts the
     record of opens, with the bytes (a task may hold bytes it did not move: say which)."""
-    odd = files.filter(pl.col("attribution").cast(pl.String).is_in(INCONSISTENT_METHODS))
+    odd = files.filter(pl.col("attribution").cast(pl.String).is_in(AGAINST_RECORD))
     if odd.is_empty():
         return []
     per = (odd.group_by("key", "op", pl.col("attribution").cast(pl.String))
@@ -380,21 +378,11 @@ def _shared_readers(files: pl.DataFrame, shown: int = 5) -> list[str]:
             f"apart (helper-shared, split by overlap): {named}{more}"]
 
 
-def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
-                  segment_totals: pl.DataFrame, stdio: dict[str, float],
-                  counters: dict[str, float] | None = None,
-                  shuffle_io: pl.DataFrame | None = None,
-                  group_by: tuple[str, ...] = (),
-                  spilled: pl.DataFrame | None = None) -> dict[str, Any]:
-    """From the small output tables (tasks, task_files, unattributed, clocks), the totals
-    of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
-    (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
-    (``counters_io.counter_totals``); ``group_by``: annotation keys to group the tasks by."""
-    counters = counters or {"bytes": 0.0, "ops": 0.0, "io_time_s": 0.0}
-    tasks = tables["tasks"]
-    warnings = list(frames.warnings)
-    headline = headline_problems(frames)
-    clocks = tables["clocks"]
+def _clock_warnings(tasks: pl.DataFrame, clocks: pl.DataFrame, segment_totals: pl.DataFrame
+                    ) -> list[str]:
+    """Worker processes placed on the run timeline without their clock samples, and those
+    whose Darshan times use the log header's clock (DXT without markers)."""
+    warnings = []
     # (rows from the scheduler's startstops are on its clock already: no worker clock needed)
     workers = (tasks.filter(pl.col("window_source").ne_missing(lost.FROM_SCHEDULER))
                .select("host", "pid").unique().drop_nulls())
@@ -411,6 +399,24 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         if n:
             warnings.append(f"{n} worker process(es) with DXT but no clock markers: Darshan "
                             "times use the log header clock (typically a few ms off)")
+    return warnings
+
+
+def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
+                  segment_totals: pl.DataFrame, stdio: dict[str, float],
+                  counters: dict[str, float] | None = None,
+                  shuffle_io: pl.DataFrame | None = None,
+                  group_by: tuple[str, ...] = (),
+                  spilled: pl.DataFrame | None = None) -> dict[str, Any]:
+    """From the small output tables (tasks, task_files, unattributed, clocks), the totals
+    of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
+    (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
+    (``counters_io.counter_totals``); ``group_by``: annotation keys to group the tasks by."""
+    counters = counters or {"bytes": 0.0, "ops": 0.0, "io_time_s": 0.0}
+    tasks = tables["tasks"]
+    headline = headline_problems(frames)
+    clocks = tables["clocks"]
+    warnings = [*frames.warnings, *_clock_warnings(tasks, clocks, segment_totals)]
     warnings += _doubtful_paths(tables["unattributed"])
     warnings += _inconsistent_records(tables["task_files"])
     warnings += _shared_readers(tables["task_files"])

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from conftest import fixture_path
 
-from correlate.lifecycles import lifecycles, write_lifecycles
 from correlate.schema import TABLES, conform
 from correlate.sources.detect import load
 from correlate.sources.frames import RunFrames
+from correlate.timeline.lifecycles import lifecycles, write_lifecycles
 
 
 def frames() -> RunFrames:
@@ -110,8 +110,8 @@ def test_values_that_look_like_json_survive_and_only_null_fields_go():
 
 
 def test_one_task_story_equals_its_object_in_the_whole_view():
-    from correlate.lifecycles import all_keys, story
     from correlate.sources.detect import load as load_run
+    from correlate.timeline.lifecycles import all_keys, story
 
     run = load_run(Path(__file__).resolve().parents[1] / "samples" / "run-v1")
     whole = {s["key"]: s for s in lifecycles(run)}
@@ -145,7 +145,7 @@ def test_events_are_in_run_time_order_so_a_task_is_received_after_it_was_sent(tm
     scheduler sent it. On the run timeline (the offsets ``correlate`` estimates from the task
     messages) every task sent once is received after it was sent and reported after it was
     done, and the story lists it so."""
-    from correlate.lifecycles import with_transitions
+    from correlate.timeline.lifecycles import with_transitions
     from testing.synthetic import write_run
 
     write_run(tmp_path / "run", workers=4, threads=2, executions=400, segments=4000, seed=2)
@@ -181,7 +181,7 @@ def test_startstops_are_put_on_the_run_timeline_by_their_own_clock():
     """Dask reports compute and transfer startstops on the worker's clock plus its
     scheduler_delay, and disk-read/disk-write on the worker's clock alone: each is brought to the
     run timeline accordingly, so that a task's compute startstop and its execution coincide."""
-    from correlate.lifecycles import run_clocks, story
+    from correlate.timeline.lifecycles import run_clocks, story
 
     ms = 1_000_000
     off = 50 * ms  # scheduler clock − worker clock

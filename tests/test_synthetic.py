@@ -12,11 +12,11 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 
-from correlate.align import BOUNDED
 from correlate.cli import main as correlate_main
 from correlate.schema import TABLES
 from correlate.schema.run import CARRIED, DETAILS, PAIRS, SNAPSHOT_SUFFIX, STREAM_SUFFIX
 from correlate.sources.run_streams import framing
+from correlate.timeline.align import BOUNDED
 from testing.darshan_counts import counter_bytes
 from testing.synthetic import main as synthetic_main
 from testing.synthetic import write_run

@@ -40,7 +40,7 @@ from correlate.attribution.shares import (
     openers,
     time_shares,
 )
-from correlate.scalars import total
+from correlate.frames.scalars import total
 
 #: what the unattributed reasons call it
 NOT_TRACED = "POSIX counters (no DXT trace)"
@@ -163,16 +163,7 @@ def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.
     is no task's). A spill file's counters are the spill of the key its name carries (written,
     read back), never a task's I/O: no time rule shares them out."""
     rec = darshan_records(counters, processes, clocks, module="POSIX", keep_offset=True)
-    marked = (rec.head(0) if markers is None or markers.is_empty() else rec.filter(
-        pl.col("path").is_in(markers.get_column("path").unique().implode())))
-    rec = rec.join(marked.select(_RECORD), on=_RECORD, how="anti", nulls_equal=True)
-    marked = _unattributed(marked.with_columns(why=pl.lit("collector clock marker")),
-                           processes).with_columns(reason=pl.lit("collector clock marker"))
-    keys = spill.storage_keys(rec, processes, executions.get_column("key"))
-    spilled = spill.counter_spill_io(rec, keys)
-    marked = pl.concat([marked, _unattributed(rec.filter(keys.is_not_null()), processes)
-                        .with_columns(reason=pl.lit(local_dir.SPILL))])
-    rec = rec.filter(keys.is_null())
+    rec, marked, spilled = _no_task_files(rec, markers, processes, executions)
     if rec.is_empty():
         return (pl.DataFrame(schema=_FILES_SCHEMA),
                 pl.concat([_unattributed(rec, processes), marked]), spilled)
@@ -202,6 +193,31 @@ def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.
         "execution_id", "path", "op",
         *(pl.col(c) * pl.col("weight") for c in ("bytes", "ops", "io_time_s")),
         attribution=pl.col("attribution").cast(METHOD))
+    left = _left_over(rec, given, who, with_opens)
+    return (files.cast(_FILES_SCHEMA), pl.concat([_unattributed(left, processes), marked]),
+            spilled)
+
+
+def _no_task_files(rec: pl.DataFrame, markers: pl.DataFrame | None, processes: pl.DataFrame,
+                   executions: pl.DataFrame
+                   ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The records a task may have made; the unattributed rows of those no task made (the
+    collectors' clock markers, spill files); the spill per key (``spill.counter_spill_io``)."""
+    marked = (rec.head(0) if markers is None or markers.is_empty() else rec.filter(
+        pl.col("path").is_in(markers.get_column("path").unique().implode())))
+    rec = rec.join(marked.select(_RECORD), on=_RECORD, how="anti", nulls_equal=True)
+    marked = _unattributed(marked.with_columns(why=pl.lit("collector clock marker")),
+                           processes).with_columns(reason=pl.lit("collector clock marker"))
+    keys = spill.storage_keys(rec, processes, executions.get_column("key"))
+    spilled = spill.counter_spill_io(rec, keys)
+    marked = pl.concat([marked, _unattributed(rec.filter(keys.is_not_null()), processes)
+                        .with_columns(reason=pl.lit(local_dir.SPILL))])
+    return rec.filter(keys.is_null()), marked, spilled
+
+
+def _left_over(rec: pl.DataFrame, given: pl.DataFrame, who: pl.DataFrame, with_opens: bool
+               ) -> pl.DataFrame:
+    """What of each record no execution was given (``given``'s weights), with why."""
     taken = given.group_by(_RECORD).agg(pl.col("weight").sum())
     left = rec.join(taken, on=_RECORD, how="left", nulls_equal=True).with_columns(
         left=(1 - pl.col("weight").fill_null(0)).clip(0)).filter(pl.col("left") > 1e-12)
@@ -214,10 +230,8 @@ def attribute_counters(counters: pl.DataFrame, heatmap: pl.DataFrame, opens: pl.
                       else "no task of the process ran then"))
            .otherwise(pl.lit("outside every window of the executions that could have done "
                              "it")))
-    left = left.with_columns(*(pl.col(c) * pl.col("left") for c in ("bytes", "ops",
+    return left.with_columns(*(pl.col(c) * pl.col("left") for c in ("bytes", "ops",
                                                                      "io_time_s")), why=why)
-    return (files.cast(_FILES_SCHEMA), pl.concat([_unattributed(left, processes), marked]),
-            spilled)
 
 
 def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame:

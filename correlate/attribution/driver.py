@@ -15,7 +15,7 @@ table, in log order) and ``execution_id`` do not depend on the cut, and every ou
 sorted afterwards, so the result is identical row for row however the processes are grouped
 and whichever way the partitions run.
 
-Partitions run through a *mapper* (``correlate.mappers``): in this process two at a time, so
+Partitions run through a *mapper* (``correlate.frames.mappers``): in this process two at a time, so
 that at most three partitions' data are alive at once, or as tasks on a Dask cluster.
 """
 
@@ -28,17 +28,19 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, per_process
 from correlate.attribution import exact, helpers, p2p, spill, threads
 from correlate.attribution.shares import METHOD, IOAttribution
-from correlate.mappers import Mapper, local_map, runs_up_to
-from correlate.per_process import process_order
+from correlate.frames import per_process
+from correlate.frames.mappers import Mapper, local_map, runs_up_to
+from correlate.frames.per_process import process_order
+from correlate.frames.sorting import sorted_for_output
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
+from correlate.schema.methods import LABELS, PROCESS, RANK
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
 from correlate.sinks import TableSink
-from correlate.sorting import sorted_for_output
 from correlate.sources import darshan_logs
+from correlate.timeline import align
 
 #: what attribution and the output tables use of a segment once its clock is known (every
 #: column is copied at each step of the attribution, so the others are left behind)
@@ -192,15 +194,13 @@ def _process_method(segments: pl.DataFrame) -> pl.DataFrame:
     one = segments.select(pl.col("host", "pid").n_unique()).row(0) == (1, 1)
     methods = (segments.select(pl.col("host", "pid").first(), pl.col("attribution").unique())
                if one else segments.group_by("host", "pid", "attribution").len())
-    return methods.group_by("host", "pid").agg(
-        attribution=pl.when(pl.col("attribution").is_in(
-            ["exact-thread", "helper-context", "helper-file", "helper-shared",
-             "helper-split"]).any())
-        .then(pl.lit("exact-thread"))
-        .when((pl.col("attribution") == "inferred-thread").any())
-        .then(pl.lit("inferred-thread"))
-        .when((pl.col("attribution") == "window-split").any())
-        .then(pl.lit("window-split")).otherwise(pl.lit("none")))
+    # each label's process method by its rank; the best of the process's labels, else none
+    ranks = {label: RANK[process] for label, process in PROCESS.items()}
+    best = pl.col("attribution").cast(pl.String).replace_strict(ranks, default=None,
+                                                                return_dtype=pl.Int64).min()
+    return methods.group_by("host", "pid").agg(attribution=best).with_columns(
+        pl.col("attribution").replace_strict({r: LABELS[r] for r in ranks.values()},
+                                             default="none", return_dtype=pl.String))
 
 
 def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,

@@ -28,7 +28,6 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from correlate import per_process
 from correlate.attribution.p2p import METHOD_NAME as SHUFFLE_METHOD
 from correlate.attribution.shares import (
     IO_SECONDS,
@@ -40,8 +39,9 @@ from correlate.attribution.shares import (
     not_a_tasks_reason,
     window_split,
 )
+from correlate.frames import per_process
+from correlate.frames.sorting import packed_key, sort_order
 from correlate.schema.outputs import TASK_FILES
-from correlate.sorting import packed_key, sort_order
 
 #: the order ``io_to_executions`` returns segments in: the ``segments`` output order (the run
 #: timeline differs from ``host_start_ns`` by one shift per process)

@@ -26,15 +26,14 @@ import polars as pl
 
 from correlate.attribution import local_dir
 from correlate.attribution.shares import IO_SECONDS, METHOD, IOAttribution
-from correlate.scalars import count as _count
-from correlate.scalars import integer
-from correlate.scalars import rounded as _round
+from correlate.frames.scalars import count as _count
+from correlate.frames.scalars import integer
+from correlate.frames.scalars import rounded as _round
+from correlate.schema.methods import THREAD_EXACT
 
 METHOD_NAME = "p2p-shuffle"
 NO_READS = ("no read of its shards traced: array rechunks read them back through a memory "
             "map, which Darshan does not see")
-#: methods a shard write keeps: a thread tied it to the execution that issued it
-THREAD_EXACT = ("exact-thread", "inferred-thread", "helper-context")
 #: a shard file's path anywhere (a process without a recorded local directory)
 ANYWHERE = r"/shuffle-([^/]+)-(\d+)/[^/]+$"
 

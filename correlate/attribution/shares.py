@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from correlate.attribution import local_dir
+from correlate.schema.methods import WHOLE
 from correlate.schema.outputs import SEGMENTS
 
 
@@ -50,9 +51,6 @@ METHOD = SEGMENTS.column("attribution").polars_dtype()
 OP = SEGMENTS.column("op").polars_dtype()
 
 
-#: methods that give a segment whole to one execution (its ``execution_id``); the others give
-#: it in shares (``IOAttribution.split``)
-WHOLE = ("exact-thread", "inferred-thread", "helper-context", "p2p-shuffle")
 
 
 @dataclass(frozen=True)

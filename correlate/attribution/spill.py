@@ -4,7 +4,7 @@ Dask's spill store (``distributed.spill``, over ``zict.File``) writes one file p
 ``<local_directory>/storage/``, named ``quote(str(key), safe="")`` followed by ``#<n>`` (a
 counter, since zict 3; without it before): a string key ``x-1`` is ``x-1#0``, a tuple key
 ``('x', 3)`` is ``%28%27x%27%2C%203%29#4``. ``str(key)`` is how every source renders keys
-(``correlate.keys``), so the file name gives the key exactly. Each write of a key is a new file
+(``correlate.frames.keys``), so the file name gives the key exactly. Each write of a key is a new file
 (a new counter), so the files written count the times it was spilled.
 
 Dask's own ``disk-read`` startstops (raw worker clock) say how long an execution waited for
@@ -106,6 +106,22 @@ def per_key(spill: pl.DataFrame) -> pl.DataFrame:
         spilled_bytes=by_op("write", "bytes"), spill_write_s=by_op("write", "io_time_s"),
         spill_writes=by_op("write", "files"), unspilled_bytes=by_op("read", "bytes"),
         unspill_read_s=by_op("read", "io_time_s"))
+
+
+def per_execution(ex: pl.DataFrame, spill: pl.DataFrame, counted: bool) -> pl.DataFrame:
+    """execution_id → its key's spill figures (``per_key``), on the key's last execution; zero
+    where the run's Darshan logs count every file (``counted``: DXT, or POSIX counters) and
+    none is the key's spill, null where no log did."""
+    keyed = per_key(spill)
+    if keyed.is_empty():  # (the usual case: no string group-by over every key)
+        zero = 0 if counted else None
+        return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
+                                           in keyed.drop("key").schema.items()))
+    last = ex.group_by("key").agg(pl.col("execution_id").max())
+    figures = last.join(keyed, on="key", how="left").drop("key")
+    if not counted:
+        return figures
+    return figures.with_columns(pl.exclude("execution_id").fill_null(0))
 
 
 def input_read_back(startstops: pl.DataFrame) -> pl.DataFrame:

@@ -33,7 +33,7 @@ from correlate.attribution.shares import (
     openers,
     time_shares,
 )
-from correlate.scalars import total
+from correlate.frames.scalars import total
 
 #: what ``summary.io.stdio`` and the unattributed reasons call it
 NOT_TRACED = "C stdio (not traced by DXT)"
@@ -250,19 +250,7 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
     if odd.is_empty():
         return pl.DataFrame(schema=schema), odd
     own = openers(opens, executions).select(*on, "execution_id")
-    served = files.select("execution_id", "op").unique()
-    # an opener of a file whose own record is missing or inconsistent: its bytes may be the
-    # ones Darshan misfiled (one whose file's record was consistent, given to another opener
-    # of it, moved none of them)
-    orphans = (own.join(consistent.select(on), on=on, how="anti", nulls_equal=True)
-               .join(served, on=["execution_id", "op"], how="anti")
-               .select("host", "pid", "op", "execution_id").unique())
-    cand = pl.concat([odd.select(on).join(orphans, on=["host", "pid", "op"],
-                                          nulls_equal=True).select(*on, "execution_id"),
-                      odd.select(on).join(own, on=on, nulls_equal=True)]).unique()
-    cand = cand.join(windows.select("execution_id", "local_start_ns", "local_stop_ns"),
-                     on="execution_id")
-    groups = cand.partition_by(*on, as_dict=True)
+    groups = _candidates(odd, own, windows, files, consistent).partition_by(*on, as_dict=True)
     own_ids = {k: set(g["execution_id"].to_list()) for k, g in odd.select(on).join(
         own, on=on, nulls_equal=True).partition_by(*on, as_dict=True).items()}
     expected = _expected(sizes, opens, executions)
@@ -279,21 +267,8 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
     rows, rest = [], []
     for r in odd.iter_rows(named=True):
         g = groups.get(tuple(r[c] for c in on))
-        share: dict[int, float] = {}
-        method = "inconsistent-split"
-        if g is not None and r["first_ns"] is not None:
-            st, sp = g["local_start_ns"].to_numpy(), g["local_stop_ns"].to_numpy()
-            ids, slack = g["execution_id"].to_numpy(), r["slack_ns"]
-            holds = np.unique(ids[(st - slack <= r["first_ns"]) & (r["last_ns"] <= sp + slack)])
-            by_size = _by_size(r, st, sp, ids, expected)
-            if len(holds) == 1:
-                share, method = {int(holds[0]): 1.0}, "stdio-reassigned"
-            elif by_size:
-                share, method = by_size, "stdio-reassigned"
-            else:
-                for e, w in zip(ids, time_shares(r["first_ns"], r["last_ns"], st, sp, None),
-                                strict=True):
-                    share[int(e)] = share.get(int(e), 0.0) + float(w)
+        share, method = (_share(r, g, expected) if g is not None and r["first_ns"] is not None
+                         else ({}, "inconsistent-split"))
         for e, w in share.items():
             if w > 0:
                 rows.append({"execution_id": e, "path": r["path"], "op": r["op"],
@@ -304,6 +279,44 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
             rest.append({**r, **{c: r[c] * left for c in ("bytes", "ops", "io_time_s")}})
     return (pl.DataFrame(rows, schema=schema),
             pl.DataFrame(rest, schema=odd.schema) if rest else odd.head(0))
+
+
+def _candidates(odd: pl.DataFrame, own: pl.DataFrame, windows: pl.DataFrame,
+                files: pl.DataFrame, consistent: pl.DataFrame) -> pl.DataFrame:
+    """Per inconsistent record, the executions that may own it, with their windows: its
+    openers (``own``), and each opener of a file whose own record is missing or inconsistent
+    too and that got no stdio bytes (``files``): its bytes may be the ones Darshan misfiled
+    (one whose file's record was consistent, given to another opener of it, moved none of
+    them)."""
+    on = ["host", "pid", "path", "op"]
+    served = files.select("execution_id", "op").unique()
+    orphans = (own.join(consistent.select(on), on=on, how="anti", nulls_equal=True)
+               .join(served, on=["execution_id", "op"], how="anti")
+               .select("host", "pid", "op", "execution_id").unique())
+    cand = pl.concat([odd.select(on).join(orphans, on=["host", "pid", "op"],
+                                          nulls_equal=True).select(*on, "execution_id"),
+                      odd.select(on).join(own, on=on, nulls_equal=True)]).unique()
+    return cand.join(windows.select("execution_id", "local_start_ns", "local_stop_ns"),
+                     on="execution_id")
+
+
+def _share(r: dict, g: pl.DataFrame, expected: dict[tuple[int, str], float]
+           ) -> tuple[dict[int, float], str]:
+    """An inconsistent record's shares among its candidates ``g``: whole to the one whose
+    window holds its calls, or by the sizes that account for its bytes (``stdio-reassigned``),
+    else by time (``inconsistent-split``)."""
+    st, sp = g["local_start_ns"].to_numpy(), g["local_stop_ns"].to_numpy()
+    ids, slack = g["execution_id"].to_numpy(), r["slack_ns"]
+    holds = np.unique(ids[(st - slack <= r["first_ns"]) & (r["last_ns"] <= sp + slack)])
+    if len(holds) == 1:
+        return {int(holds[0]): 1.0}, "stdio-reassigned"
+    by_size = _by_size(r, st, sp, ids, expected)
+    if by_size:
+        return by_size, "stdio-reassigned"
+    share: dict[int, float] = {}
+    for e, w in zip(ids, time_shares(r["first_ns"], r["last_ns"], st, sp, None), strict=True):
+        share[int(e)] = share.get(int(e), 0.0) + float(w)
+    return share, "inconsistent-split"
 
 
 def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame, opens: pl.DataFrame

@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 
 from correlate.attribution.shares import METHOD, IOAttribution, largest_shares, window_split
-from correlate.per_process import process_order
+from correlate.frames.per_process import process_order
 
 #: the columns of the per-process counts (``counts`` of ``infer``)
 COUNTS = ("executions", "executions_inferred", "executions_ambiguous",

@@ -6,27 +6,26 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.attribution.counters import attribute_counters, untraced_counters
+from correlate.attribution.counters import attribute_counters
 from correlate.attribution.exact import task_io_totals
 from correlate.attribution.stdio import attribute_stdio
+from correlate.frames.sorting import sorted_for_output
 from correlate.schema import TABLES
-from correlate.sorting import sorted_for_output
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames
 
 
 def with_untraced(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed: pl.DataFrame,
                   spilled: pl.DataFrame, frames: RunFrames, ex: pl.DataFrame,
-                  windows: pl.DataFrame, clocks: pl.DataFrame
+                  windows: pl.DataFrame, clocks: pl.DataFrame, untraced: pl.DataFrame
                   ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """task_files, per-execution I/O totals, unattributed rows and spill per key
     (``spilled``: the segments' ``spill.spill_io``) with the run's C stdio I/O (counted per
     file by Darshan, untraced by DXT) and the POSIX counters of the logs without DXT added to
     what the segments gave; ``windows`` the executions as the segments' attribution saw
-    them."""
+    them; ``untraced`` the POSIX counters of the logs without DXT (``untraced_counters``)."""
     files, stdio_unattributed = attribute_stdio(
         frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks, windows)
-    untraced = untraced_counters(frames.io_file_counters, frames.darshan_logs)
     if not untraced.is_empty():
         heat = _heatmaps(frames.darshan_logs, untraced)
         more, more_unattributed, more_spilled = attribute_counters(
@@ -44,12 +43,11 @@ def with_untraced(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattribute
             pl.concat([unattributed, stdio_unattributed], how="diagonal_relaxed"), spilled)
 
 
-def counted_processes(methods: pl.DataFrame, ex: pl.DataFrame, frames: RunFrames
+def counted_processes(methods: pl.DataFrame, ex: pl.DataFrame, counted: pl.DataFrame
                        ) -> pl.DataFrame:
     """``methods`` with ``none`` for the executions of processes whose log has POSIX counters
-    but no DXT: Darshan counted every file such a process touched, so an execution the
-    counters gave nothing moved none of it (0 B, not unknown)."""
-    counted = untraced_counters(frames.io_file_counters, frames.darshan_logs)
+    but no DXT (``counted``, ``untraced_counters``): Darshan counted every file such a process
+    touched, so an execution the counters gave nothing moved none of it (0 B, not unknown)."""
     if counted.is_empty():
         return methods
     pids = counted.get_column("pid").unique()

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.compare import DIMENSIONS
+from correlate.compare.changes import DIMENSIONS
 from correlate.errors import InputError
 from correlate.provenance import check, record
 
@@ -107,80 +107,18 @@ def read_outputs(out: Path) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
     return tables, json.loads((out / "summary.json").read_text())
 
 
-Loaded = dict[str, list[tuple[dict[str, pl.DataFrame], dict[str, Any]]]]
-
-
-def _logical_paths(loaded: Loaded) -> Loaded:
-    """Every run's ``task_files`` with logical paths matched to the first BEFORE run's
-    (``correlate.logical_paths``): scratch, shuffle and output folders differ by run."""
-    from correlate.logical_paths import logical_task_files
-
-    runs = [(side, t, s) for side in ("before", "after") for t, s in loaded[side]]
-    files = logical_task_files([t["task_files"] for _, t, _ in runs],
-                               [t["tasks"] for _, t, _ in runs])
-    out: Loaded = {"before": [], "after": []}
-    for (side, t, s), f in zip(runs, files, strict=True):
-        out[side].append(({**t, "task_files": f}, s))
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
-    from correlate import compare
-    from correlate.compare_arrivals import explain_arrivals
-    from correlate.reports import explain
-    from correlate.reports.compare import Comparison, print_comparison, write_comparison
+    from correlate.compare import compare_runs
+    from correlate.reports.compare import print_comparison, write_comparison
+    from correlate.reports.writer import ReportOptions
 
     before, after = sides(args)
     out = args.out or default_out(before[0], after[0])
     loaded = {side: [read_outputs(_output_dir(
         p, out / (side if len(paths) == 1 else f"{side}-{i + 1}"))) for i, p in enumerate(paths)]
               for side, paths in (("before", before), ("after", after))}
-    loaded = _logical_paths(loaded)
-    sb, sa = loaded["before"][0][1], loaded["after"][0][1]
-    exact = compare.exact_call_counts(sb) and compare.exact_call_counts(sa)
-    setup = compare.setup_differences(sb, sa)
-    spans = ([compare.job_span(t) for t, _ in loaded["before"]],
-             [compare.job_span(t) for t, _ in loaded["after"]])
-    span = max((s for side in spans for s in side if s is not None), default=None)
-    diffs, profiles = {}, {}
-    spanned = all(compare.has_spans(t) for side in loaded.values() for t, _ in side)
-    if args.by == "span" and not spanned:
-        raise InputError(Path(" ".join(map(str, before + after))),
-                         "--by span: not every run's tasks ran in a Dask span "
-                         "(distributed.span); compare them --by prefix")
-    for by in (d for d in compare.DIMENSIONS if d != "span" or spanned):
-        prof = [compare.mean_profile([compare.profile(t, by) for t, _ in loaded[side]])
-                for side in ("before", "after")]
-        smp = [pl.concat([compare.samples(t, by, i) for i, (t, _) in enumerate(loaded[side])])
-               for side in ("before", "after")]
-        profiles[by] = prof
-        diffs[by] = compare.diff(prof[0], prof[1], smp[0], smp[1], by=by, exact_calls=exact,
-                                 span_s=span)
-    load = compare.load_change([s for _, s in loaded["before"]],
-                               [s for _, s in loaded["after"]])
-    diffs["prefix"], machine = compare.machine_change(diffs["prefix"], setup, load)
-    io_known = all(compare.io_captured(s) for side in loaded.values() for _, s in side)
-    explained = explain.explanations(diffs[args.by], args.by, call_counts=exact,
-                                     machine=machine is not None, io_known=io_known)
-    arrivals = explain_arrivals(sb, sa)
-    if arrivals is not None:  # (first: it says whether the analytics' rows are the cause)
-        explained.insert(0, arrivals)
-    if not io_known:
-        diffs = {by: compare.without_unmeasured_io(d) for by, d in diffs.items()}
-    # rows whose counts moved come before the machine's line: facts no machine explains
-    moved = set(diffs[args.by].filter(pl.col("counts_changed").is_not_null())["item"]
-                .cast(pl.String).to_list()) if "counts_changed" in diffs[args.by].columns else set()
-    machine_at = next((i for i, (item, _w) in enumerate(explained) if item not in moved),
-                      len(explained))
-    c = Comparison(diffs=diffs,
-                   names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
-                   setup=setup, machine=machine, machine_at=machine_at,
-                   explained=explained,
-                   totals=" ".join(filter(None, (
-                       explain.totals_line(profiles["prefix"][0], profiles["prefix"][1], diffs["prefix"],
-                                           spans=spans,
-                                           runs=(len(before), len(after))),
-                       explain.destinations_line(sb, sa)))))
-    write_comparison(out, c)
-    print_comparison(c, top=args.top, out=out)
+    c = compare_runs(loaded, (" ".join(map(str, before)), " ".join(map(str, after))), args.by)
+    options = ReportOptions(top=args.top)
+    for write in (write_comparison, print_comparison):
+        write(c, out, options)
     return 0

@@ -25,8 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from correlate.console import console, results
-    from correlate.lifecycles import write_lifecycles
     from correlate.sources.detect import load
+    from correlate.timeline.lifecycles import write_lifecycles
 
     if not args.run_dir.exists():
         raise InputError(args.run_dir, "no such file or directory")

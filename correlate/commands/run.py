@@ -66,17 +66,17 @@ def refuse_other_files(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from correlate.cluster import mapper_for
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
     from correlate.console import console, results
     from correlate.engine import correlate_to
-    from correlate.lifecycles import write_lifecycles
+    from correlate.frames.cluster import mapper_for
     from correlate.provenance import record
     from correlate.reports import write_reports
-    from correlate.reports.load import load_outputs
-    from correlate.reports.terminal import print_summary
+    from correlate.reports.lifecycles import NAME, write_task_lifecycles
+    from correlate.reports.terminal import print_run
+    from correlate.reports.writer import ReportOptions
     from correlate.sources.detect import load
-    from correlate.spans import unknown_group_keys
+    from correlate.timeline.spans import unknown_group_keys
 
     run_dir: Path = args.run_dir
     if not run_dir.exists():
@@ -97,15 +97,14 @@ def run(args: argparse.Namespace) -> int:
         result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
                               inputs=record(run_dir, out, frames.facts.get("run_id")))
         tasks = result.summary["tasks"]
-        lifecycles = out / "task_lifecycles.jsonl"
+        lifecycles = out / NAME
         if tasks <= LIFECYCLES_MAX_TASKS:
             # on the run timeline of the tables just written (their clock offsets)
-            write_lifecycles(frames, lifecycles, clocks=result.tables["clocks"])
+            write_task_lifecycles(frames, out, ReportOptions())
         else:
             lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
     # the summary first: the run's frames and tables are let go before the reports read theirs
-    print_summary(result.summary, result.tables, out=out, top=args.top,
-                  segments=load_outputs(out).scan("segments"))
+    print_run(result, out, ReportOptions(top=args.top))
     del frames, result
     if tasks > LIFECYCLES_MAX_TASKS:
         console().print(f"task_lifecycles.jsonl not written: {tasks:,} tasks (about 3 KB each; "

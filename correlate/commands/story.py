@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.text import Text  # not at the top: every command's parser imports this module
 
     from correlate.console import results
-    from correlate.lifecycles import all_keys, story, with_transitions
     from correlate.sources.detect import load
+    from correlate.timeline.lifecycles import all_keys, story, with_transitions
 
     if not args.run_dir.exists():
         raise InputError(args.run_dir, "no such file or directory")

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.scalars import number
+from correlate.frames.scalars import number
 
 #: findings below this share of the task window, or below MIN_COST_S, are not reported
 MIN_COST_SHARE = 0.05

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from correlate.scalars import integer, rounded
+from correlate.frames.scalars import integer, rounded
 
 #: what released a link: the first link of the chain, the dependency that ended last, the
 #: execution before it on its thread, (a task the scheduler queued) the execution that ended

@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 
 from correlate.findings.context import Context, finding, span_saved
-from correlate.scalars import number
+from correlate.frames.scalars import number
 
 # --- small-requests ----------------------------------------------------------------------
 

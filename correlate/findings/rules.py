@@ -26,7 +26,7 @@ from correlate.findings.timing import (
     thread_contention,
 )
 from correlate.findings.waits import spill, waiting_for_inputs
-from correlate.scalars import integer, number, rounded
+from correlate.frames.scalars import integer, number, rounded
 from correlate.schema import TABLES, conform
 
 __all__ = ["MIN_COST_S", "MIN_COST_SHARE", "RULES", "Evidence", "as_json", "findings"]

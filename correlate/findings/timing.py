@@ -15,7 +15,7 @@ from correlate.findings.context import (
     finding,
     span_saved,
 )
-from correlate.scalars import integer, number
+from correlate.frames.scalars import integer, number
 
 # --- serial-section ----------------------------------------------------------------------
 

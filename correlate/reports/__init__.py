@@ -6,61 +6,49 @@
 output folder at any time (``correlate report OUT_DIR``). Output is deterministic: the same
 tables give byte-identical files.
 
-Every writer has one signature, ``write(outputs, out_dir, options) -> written paths``, and is
-named in ``WRITERS``; a new output is a module here with such a function and a line there.
-Also here: ``compare`` (``compare.md``/``compare.html`` of two runs, from ``correlate.compare``'s
-data), ``explain`` (its sentences) and ``terminal`` (the summary ``correlate`` prints).
-
-This module imports no renderer (nor polars) until one is asked for: the CLI reads ``KINDS``.
+Every output is a ``Writer`` (``writer.py``): ``write(data, out_dir, options) -> written
+paths``. Those of an output folder are named in ``WRITERS``: a new report is a module here
+with such a function and one line there. The other outputs are writers of their own input:
+``compare`` (``compare.md``/``compare.html`` and the printed comparison, from a
+``correlate.compare.Comparison``), ``terminal`` (the summary ``correlate`` prints) and
+``correlate.timeline.lifecycles.write_task_lifecycles``; ``figures`` draws report.md's PNGs.
+Formatting helpers: ``fmt`` (numbers) and ``cells`` (Markdown cells).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from correlate.errors import CorrelateError
+from correlate.reports import html, markdown
+from correlate.reports.load import Outputs, load_outputs
+from correlate.reports.trace import perfetto
+from correlate.reports.writer import ReportOptions, Writer
 
-if TYPE_CHECKING:
-    from correlate.reports.load import Outputs
-
-#: report kind -> "module:function" of its writer
-WRITERS = {"markdown": "correlate.reports.markdown:write_markdown",
-           "html": "correlate.reports.html:write_html",
-           "trace": "correlate.reports.perfetto:write_trace"}
+#: report kind -> its writer, in the order they are written
+WRITERS: dict[str, Writer[Outputs]] = {
+    "markdown": markdown.write_markdown,
+    "html": html.write_html,
+    "trace": perfetto.write_trace,
+}
 KINDS = tuple(WRITERS)
 
 
-@dataclass(frozen=True)
-class ReportOptions:
-    #: the trace's (start, end) in seconds after the first task start (end None: to the
-    #: last); None: a large run's trace shows its first executions
-    trace_window: tuple[float, float | None] | None = None
-
-
-def writer(kind: str) -> Callable[[Outputs, Path, ReportOptions], list[Path]]:
+def writer(kind: str) -> Writer[Outputs]:
     if kind not in WRITERS:
         raise CorrelateError(None, f"unknown report kind {kind!r} (choose from "
                                    f"{', '.join(KINDS)})")
-    module, function = WRITERS[kind].split(":")
-    write: Callable[[Outputs, Path, ReportOptions], list[Path]] = getattr(
-        importlib.import_module(module), function)
-    return write
+    return WRITERS[kind]
 
 
 def write_reports(out_dir: Path, *, kinds: Sequence[str] = KINDS,
                   trace_window: tuple[float, float | None] | None = None) -> list[Path]:
     """Render the requested report kinds into ``out_dir``; return the written paths."""
-    from correlate.reports.load import load_outputs
-
     writers = [writer(k) for k in kinds]
     outputs = load_outputs(Path(out_dir))
     options = ReportOptions(trace_window=trace_window)
     return [path for write in writers for path in write(outputs, Path(out_dir), options)]
 
 
-
-__all__ = ["KINDS", "WRITERS", "ReportOptions", "write_reports", "writer"]
+__all__ = ["KINDS", "WRITERS", "ReportOptions", "Writer", "write_reports", "writer"]

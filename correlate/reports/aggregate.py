@@ -15,10 +15,10 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, lost, task_threads
 from correlate.attribution import doubtful
 from correlate.findings.io_rules import distinct_read_bytes
-from correlate.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.frames.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.timeline import endings, lost, task_threads
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
 

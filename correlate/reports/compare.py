@@ -3,44 +3,30 @@ changes, ``compare.html`` (one self-contained page, styled like ``report.html``)
 view. Deterministic (sorted rows, fixed figure metadata, ``sort_keys`` JSON, no "now").
 
 Run-provided strings (prefixes, paths, functions) go into Markdown as code spans
-(``correlate.reports.markdown.code``) and into the page as JSON escaped by
+(``correlate.reports.cells.code``) and into the page as JSON escaped by
 ``correlate.reports.page.embed_json``, inserted by the page's script with ``textContent`` only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 from rich.text import Text
 
+from correlate.compare import Comparison
 from correlate.console import name_table, results
+from correlate.reports.cells import code, table, text
 from correlate.reports.fmt import human_bytes
-from correlate.reports.markdown import code, table, text
 from correlate.reports.page import render_page
+from correlate.reports.writer import ReportOptions
 
 HTML_ROWS = 500
+#: rows a table in compare.md
+MD_TOP = 20
 TOP_FIGURE = 15
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Everything a comparison writer shows. ``explained`` holds ``(item, why)`` pairs for the
-    ``by`` dimension; ``machine`` the sentence on a machine or concurrency change (or None),
-    shown after the first ``machine_at`` of them (the rows whose counts moved: facts, which
-    no machine explains)."""
-
-    diffs: dict[str, pl.DataFrame]
-    names: tuple[str, str]
-    by: str = "prefix"
-    setup: list[str] = field(default_factory=list)
-    explained: list[tuple[str, str]] = field(default_factory=list)
-    totals: str = ""
-    machine: str | None = None
-    machine_at: int = 0
 
 
 def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
@@ -151,8 +137,8 @@ MD_NOTES = {
 
 
 def _noise_text(c: Comparison) -> str:
-    from correlate.compare import COUNT_TOLERANCE
-    from correlate.compare_stats import ALPHA
+    from correlate.compare.changes import COUNT_TOLERANCE
+    from correlate.compare.stats import ALPHA
 
     return (f"no change beyond noise: no {c.by} moved a count (executions, bytes, "
             f"operations, calls, spill, transfers, files) by more than {COUNT_TOLERANCE:.0%}, "
@@ -253,8 +239,9 @@ def render_html(c: Comparison) -> str:
 
 # ---------- files and terminal ----------
 
-def write_comparison(out: Path, c: Comparison, *, top: int = 20) -> list[Path]:
-    """Write every comparison output into ``out``; return the written paths."""
+def write_comparison(c: Comparison, out: Path, options: ReportOptions) -> list[Path]:
+    """Write every comparison file into ``out`` (``MD_TOP`` rows a table in compare.md);
+    return the written paths."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for dim, d in c.diffs.items():
@@ -264,12 +251,14 @@ def write_comparison(out: Path, c: Comparison, *, top: int = 20) -> list[Path]:
     png = out / "figures" / "compare.png"
     _figure(c.diffs["prefix"], png)
     md, html = out / "compare.md", out / "compare.html"
-    md.write_text(render_markdown(c, top=top, figure="figures/compare.png"), encoding="utf-8")
+    md.write_text(render_markdown(c, top=MD_TOP, figure="figures/compare.png"),
+                  encoding="utf-8")
     html.write_text(render_html(c), encoding="utf-8")
     return [*written, png, md, html]
 
 
-def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
+def print_comparison(c: Comparison, out: Path, options: ReportOptions) -> list[Path]:
+    """Print the comparison (``options.top`` rows); it writes no file."""
     cons = results()
     for s in c.setup:
         cons.print(Text(f"setup differs: {s}", style="yellow"))
@@ -285,7 +274,8 @@ def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
         cons.print(Text(c.machine, style="yellow"))
     rows = [[r["item"], f"{r['executions_before']}→{r['executions_after']}",
              f"{r['wall_s_before']:.3f}", f"{r['wall_s_after']:.3f}", _ds(r["wall_s_delta"])]
-            for r in c.diffs[c.by].head(top).iter_rows(named=True)]
+            for r in c.diffs[c.by].head(options.top).iter_rows(named=True)]
     cons.print(name_table(None, ("item", "runs", "before s", "after s", "Δ s"), rows,
                           width=cons.width, keep_tail=c.by == "file"))
     cons.print(f"comparison written to {out} (compare.md, compare.html, compare_*.parquet)")
+    return []

@@ -22,8 +22,18 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from correlate.reports.timeline import IO_COLOURS, OTHER_COLOUR  # noqa: E402
-from correlate.scalars import number
+from correlate.frames.scalars import number
+from correlate.reports import aggregate as agg
+from correlate.reports.load import Outputs
+from correlate.reports.timeline import (
+    IO_COLOURS,
+    OTHER_COLOUR,
+    io_bars,
+    prefix_colours,
+    sample_bars,
+    task_bars,
+)
+from correlate.reports.writer import ReportOptions
 
 #: the critical path's outline and line on the timeline
 PATH_COLOUR = "black"
@@ -32,6 +42,9 @@ DPI = 100
 WIDTH_IN = 12.0
 MAX_LANES = 48
 MAX_PREFIX_BARS = 15
+#: bars drawn at most on the timeline: executions, I/O
+TASK_BARS = 50_000
+IO_BARS = 50_000
 RC: dict[Any, Any] = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "dask-correlate",
       "path.simplify": False, "axes.spines.top": False, "axes.spines.right": False}
 
@@ -174,3 +187,25 @@ def _grouped(ax: object, y: np.ndarray, series: list[tuple[str, pl.Series, str]]
         ax.barh(y - 0.4 + h * (i + 0.5), values.fill_null(0.0).to_numpy(), height=h,  # type: ignore[attr-defined]
                 color=colour, label=label)
     ax.legend(loc="lower right", fontsize=8, frameon=False)  # type: ignore[attr-defined]
+
+
+def write_figures(out: Outputs, out_dir: Path, options: ReportOptions) -> list[Path]:
+    """Draw report.md's PNGs into ``out_dir/figures`` (``timeline.png``, ``prefixes.png``;
+    none for a run without executions); return their paths."""
+    tasks = out["tasks"]
+    window = agg.run_window(tasks)
+    if window is None:
+        return []
+    pre = agg.prefixes(tasks)
+    colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
+    lanes = agg.lanes(tasks)
+    bars = task_bars(out.drawn_tasks(), lanes, window[0])
+    io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1], IO_BARS)
+    shown = sample_bars(bars, TASK_BARS)
+    note = "; ".join(n for n in (shown.note, io.note) if n)
+    fig_dir = out_dir / "figures"
+    critical = bars.join(out["critical_path"].select("execution_id"), on="execution_id",
+                         how="semi").sort("start", "execution_id")
+    return [timeline(shown.frame, io.frame, lanes["label"].to_list(), colours,
+                     fig_dir / "timeline.png", note=note, critical=critical),
+            prefix_bars(pre, colours, fig_dir / "prefixes.png")]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from correlate.reports import findings_text
+from correlate.reports.cells import code, measured, table, text
 from correlate.reports.fmt import count
 from correlate.reports.load import Outputs
-from correlate.reports.markdown import code, measured, table, text
 
 #: links of the path listed in report.md (all of them are in critical_path.parquet)
 LINKS_SHOWN = 20

@@ -18,8 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate.reports import ReportOptions, findings_html
 from correlate.reports import aggregate as agg
+from correlate.reports import findings_html
 from correlate.reports.load import Outputs
 from correlate.reports.page import render_page
 from correlate.reports.timeline import (
@@ -29,6 +29,7 @@ from correlate.reports.timeline import (
     sample_bars,
     task_bars,
 )
+from correlate.reports.writer import ReportOptions
 from correlate.summary import destinations
 
 TASK_LIMIT = 20_000

@@ -17,9 +17,9 @@ from typing import Any
 
 import polars as pl
 
-from correlate import coroutines
 from correlate.errors import InputError
 from correlate.schema import TABLES, conform, outputs
+from correlate.timeline import coroutines
 
 
 @dataclass(frozen=True)

@@ -10,58 +10,24 @@ Markdown or HTML into the ticket.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from correlate import endings, lost
 from correlate.outcome import outcome_line
-from correlate.reports import ReportOptions
 from correlate.reports import aggregate as agg
+from correlate.reports.cells import UNKNOWN, code, measured, table, text
+from correlate.reports.findings_md import findings_section, path_section
 from correlate.reports.fmt import count, human_bytes, requests, seconds, share, times
 from correlate.reports.load import Outputs
+from correlate.reports.writer import ReportOptions
 from correlate.summary import destinations
+from correlate.timeline import endings, lost
 
 TOP = 10
 TOP_PREFIXES_FOR_FUNCTIONS = 3
 TOP_FUNCTIONS = 5
-
-
-def code(value: object) -> str:
-    """A Markdown code span holding ``value`` literally (safe inside a table cell)."""
-    s = str(value).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
-    runs = [len(r) for r in re.findall("`+", s)]
-    fence = "`" * (max(runs, default=0) + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
-
-
-def text(value: object) -> str:
-    """Free text with HTML and Markdown metacharacters neutralised."""
-    s = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = re.sub(r"([\\`*_\[\]#|])", r"\\\1", s)
-    return s.replace("\r", " ").replace("\n", " ")
-
-
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> list[str]:
-    """GitHub table; ``align`` has one char per column (``l``/``r``), default first left."""
-    align = align or "l" + "r" * (len(header) - 1)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines + [""]
-
-
-UNKNOWN = "unknown"
-NOT_CAPTURED = "not captured"
-
-
-def measured(s: float | None) -> str:
-    """Seconds, or ``not captured`` where the source measured none."""
-    return NOT_CAPTURED if s is None else seconds(s)
 
 
 def _io_known(out: Outputs) -> bool:
@@ -484,9 +450,6 @@ def _quality(out: Outputs) -> list[str]:
 
 def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> str:
     """The whole page; ``figures`` maps ``timeline``/``prefixes`` to relative PNG paths."""
-    # (imported here: findings_md renders with this module's cells)
-    from correlate.reports.findings_md import findings_section, path_section
-
     figs = figures or {}
     s = out.summary
     head = ["# Dask run report", "",
@@ -505,40 +468,13 @@ def render_markdown(out: Outputs, *, figures: dict[str, str] | None = None) -> s
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 
-def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
-    """Draw the PNGs into ``out_dir/figures``; return name → path relative to ``out_dir``."""
-    from correlate.reports import figures
-    from correlate.reports.timeline import (
-        io_bars,
-        prefix_colours,
-        sample_bars,
-        task_bars,
-    )
-
-    tasks = out["tasks"]
-    window = agg.run_window(tasks)
-    if window is None:
-        return {}
-    pre = agg.prefixes(tasks)
-    colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
-    lanes = agg.lanes(tasks)
-    bars = task_bars(out.drawn_tasks(), lanes, window[0])
-    io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1],
-                 50_000)
-    shown = sample_bars(bars, 50_000)
-    note = "; ".join(n for n in (shown.note, io.note) if n)
-    fig_dir = out_dir / "figures"
-    critical = bars.join(out["critical_path"].select("execution_id"), on="execution_id",
-                         how="semi").sort("start", "execution_id")
-    figures.timeline(shown.frame, io.frame, lanes["label"].to_list(), colours,
-                     fig_dir / "timeline.png", note=note, critical=critical)
-    figures.prefix_bars(pre, colours, fig_dir / "prefixes.png")
-    return {"timeline": "figures/timeline.png", "prefixes": "figures/prefixes.png"}
-
-
 def write_markdown(out: Outputs, out_dir: Path, options: ReportOptions) -> list[Path]:
     """Write ``report.md`` and its figures; return the written paths."""
-    figs = write_figures(out, out_dir)
+    # (imported here: matplotlib loads only when a figure is drawn)
+    from correlate.reports.figures import write_figures
+
+    drawn = write_figures(out, out_dir, options)
     path = out_dir / "report.md"
-    path.write_text(render_markdown(out, figures=figs), encoding="utf-8")
-    return [path, *(out_dir / p for p in figs.values())]
+    path.write_text(render_markdown(out, figures={p.stem: p.relative_to(out_dir).as_posix()
+                                                  for p in drawn}), encoding="utf-8")
+    return [path, *drawn]

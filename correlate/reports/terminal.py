@@ -4,18 +4,23 @@ shares of I/O and CPU, clock uncertainty and data-quality warnings."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from rich.text import Text
 
-from correlate import endings, lost, task_threads
 from correlate.console import name_table, results
 from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
 from correlate.reports import findings_text
 from correlate.reports.fmt import requests, times
+from correlate.reports.load import load_outputs
+from correlate.reports.writer import ReportOptions
 from correlate.summary import destinations
+from correlate.timeline import endings, lost, task_threads
+
+if TYPE_CHECKING:  # (the engine is not imported to print what it returned)
+    from correlate.engine import Correlated
 
 
 def _bytes(n: float | None) -> str:
@@ -145,8 +150,28 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     """``segments``: the run's DXT segments (read lazily), for how many times each busiest
     file's bytes were read (``-`` without)."""
     c = results()
-    tasks, files = tables["tasks"], tables["task_files"]
-    io, cpu = summary["io"], summary["cpu"]
+    _print_head(c, summary)
+    io_known = summary["io"].get("captured", True) is not False
+    _print_totals(c, summary, io_known)
+    _print_findings(c, summary, top)
+    for line in _shuffle_lines(summary, top):
+        c.print(Text(line))
+    arrived = _arrival_line(summary)
+    if arrived:
+        c.print(Text(arrived))
+    outside = [w for w in summary["cpu"].get("per_worker", []) if w["process_cpu_s"]]
+    if outside:
+        c.print("CPU outside tasks (event loop, comms, start-up, other threads): " + ", ".join(
+            f"{w['worker'] or w['pid']} {_secs(w['outside_tasks_cpu_s'], 2)} of "
+            f"{w['process_cpu_s']:.2f} s" for w in outside[:top]))
+    _print_tables(c, summary, tables, top, io_known, segments)
+    _print_notes(c, summary, top)
+    c.print(f"tables written to {out}")
+
+
+def _print_head(c: Any, summary: dict[str, Any]) -> None:
+    """The executions, how some ended, the job's outcome, and the problems that change the
+    numbers below (first, not after the tables)."""
     runs = summary.get("runs", summary["executions"])
     c.print(f"[bold]{runs:,}[/] executions of {summary['tasks']:,} tasks "
             f"({summary['source_format']})")
@@ -157,10 +182,13 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     failure = outcome_line(summary.get("job"))
     if failure:
         c.print(Text(failure, style="bold red"))
-    # problems that change the numbers below come first, not after the tables
     for p in summary.get("headline", []):
         c.print(Text(f"data quality: {p}", style="bold yellow"))
-    io_known = io.get("captured", True) is not False
+
+
+def _print_totals(c: Any, summary: dict[str, Any], io_known: bool) -> None:
+    """The run's I/O, CPU and spill."""
+    io, cpu = summary["io"], summary["cpu"]
     share = io["attributed_bytes_share"]  # the tasks' own bytes (not P2P shard writes)
     if io_known:
         c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
@@ -187,17 +215,12 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
             c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys "
                     f"written ({_secs(sp['spill_write_s'])} s), {_bytes(sp['unspilled_bytes'])} "
                     f"read back ({_secs(sp['unspill_read_s'])} s); {waited}")
-    _print_findings(c, summary, top)
-    for line in _shuffle_lines(summary, top):
-        c.print(Text(line))
-    arrived = _arrival_line(summary)
-    if arrived:
-        c.print(Text(arrived))
-    outside = [w for w in cpu.get("per_worker", []) if w["process_cpu_s"]]
-    if outside:
-        c.print("CPU outside tasks (event loop, comms, start-up, other threads): " + ", ".join(
-            f"{w['worker'] or w['pid']} {_secs(w['outside_tasks_cpu_s'], 2)} of "
-            f"{w['process_cpu_s']:.2f} s" for w in outside[:top]))
+
+
+def _print_tables(c: Any, summary: dict[str, Any], tables: dict[str, pl.DataFrame], top: int,
+                  io_known: bool, segments: pl.LazyFrame | None) -> None:
+    """The heaviest prefixes, the labelled groups and the busiest files."""
+    tasks, files = tables["tasks"], tables["task_files"]
     if tasks.height:
         prefixes = agg.prefixes(tasks)
         c.print(name_table("Heaviest task prefixes (by wall time)",
@@ -221,6 +244,11 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
             c.print(name_table("Their requests (reads and writes × mean size)",
                                ["path", "reads", "writes"], requested, width=c.width,
                                keep_tail=True))
+
+
+def _print_notes(c: Any, summary: dict[str, Any], top: int) -> None:
+    """The unattributed I/O's reasons, the clocks, the warnings and the rejected records."""
+    io = summary["io"]
     for r in (io.get("unattributed_by_reason") or [])[:top]:
         c.print(Text(f"unattributed: {_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
     unc = [r["uncertainty_ns"] for r in summary["clocks"] if r["uncertainty_ns"] is not None]
@@ -233,4 +261,11 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     for r in summary["rejects"]:
         c.print(Text(f"rejected: {r['count']:,} from {r['source']} {r['file'] or ''}: "
                      f"{r['reason']}", style="yellow"))
-    c.print(f"tables written to {out}")
+
+
+def print_run(run: Correlated, out_dir: Path, options: ReportOptions) -> list[Path]:
+    """The summary of a run just correlated into ``out_dir`` (its segments read back from
+    there), ``options.top`` rows a table; it writes no file."""
+    print_summary(run.summary, run.tables, out=out_dir, top=options.top,
+                  segments=load_outputs(out_dir).scan("segments"))
+    return []

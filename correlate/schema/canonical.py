@@ -8,7 +8,7 @@ Clock naming: ``local_*_ns`` is the clock of the process that recorded the value
 execution window, the worker host's clock); ``reported_*_ns`` is what Dask reported in startstops
 (worker clock + ``scheduler_delay`` for compute/transfer, raw worker clock for disk-read/write);
 ``*_ns`` without prefix is the aligned run timeline (the scheduler's clock), added by
-``correlate.align``.
+``correlate.timeline.align``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ EXECUTIONS = Table(
     "executions",
     "One row per task execution attempt (a task that ran twice has two rows).",
     (
-        Column("key", "String", "Dask key, rendered by correlate.keys.key_str", nullable=False),
+        Column("key", "String", "Dask key, rendered by correlate.frames.keys.key_str", nullable=False),
         Column("prefix", "String", "task prefix (key name without token)"),
         Column("group", "String", "task group name"),
         Column("worker", "String", "worker address"),

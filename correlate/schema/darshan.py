@@ -2,7 +2,7 @@
 
 Times are absolute ns since the epoch on the clock of the host that wrote the log:
 ``job start (start_time_sec, start_time_nsec) + relative segment time``. Darshan's own clock
-base can be off the process's ``time.time()`` by milliseconds; ``correlate.align`` corrects it
+base can be off the process's ``time.time()`` by milliseconds; ``correlate.timeline.align`` corrects it
 with the collectors' marker writes.
 """
 

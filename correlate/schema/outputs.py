@@ -70,14 +70,13 @@ least exact method that gave it I/O (else the best its process allowed).
 
 from __future__ import annotations
 
+from correlate.schema import methods
 from correlate.schema.canonical import NCALL_KIND
 from correlate.schema.findings import CRITICAL_PATH, FINDINGS
 from correlate.schema.table import Column, Table
 
-ATTRIBUTION = ("Enum:exact-thread,inferred-thread,helper-context,helper-file,helper-shared,"
-               "stdio-file,"
-               "counter-file,helper-split,window-split,stdio-split,stdio-reassigned,"
-               "counter-split,counter-window,inconsistent-split,p2p-shuffle,none,spill")
+#: the methods' Enum, from the one table of methods (``correlate.schema.methods``)
+ATTRIBUTION = methods.ENUM
 
 TASKS = Table(
     "tasks",
@@ -141,7 +140,7 @@ TASKS = Table(
         Column("status", "String", "how the execution ended: ok, error, or handed back "
                "before its end (not a run of its task): rescheduled (Dask's Reschedule), "
                "cancelled (released while running); lost: ran to an end on a worker that then died, "
-               "its result released with it and its task run again (correlate/lost.py)"),
+               "its result released with it and its task run again (correlate/timeline/lost.py)"),
         Column("window_source", "String", "where the execution window came from "
                "(scheduler-startstops: a row from the scheduler's records of an execution "
                "its worker died before writing)"),
@@ -278,7 +277,7 @@ ARRIVALS = Table(
     "Data that entered Dask from outside (written only when a run has some): each key "
     "scattered into a worker (Scheduler.update_data) or brought to memory from a state Dask "
     "does not define (the DEISA fork's external tasks), one row per key and worker "
-    "(correlate/arrivals.py, docs/in-situ.md).",
+    "(correlate/timeline/arrivals.py, docs/in-situ.md).",
     (
         Column("time_ns", "Int64", "when the scheduler learnt of it, run timeline",
                nullable=False),

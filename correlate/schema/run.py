@@ -42,7 +42,7 @@ PROC_JSON, CLOSED_FIELD = "proc.json", "closed"
 CLOSED_JSON, CLOSED_RESERVE_NAME = "closed.json", ".closed.json.reserve"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
-_KEY = Column("key", "String", "Dask key (correlate.keys.key_str)", nullable=False)
+_KEY = Column("key", "String", "Dask key (correlate.frames.keys.key_str)", nullable=False)
 
 SCHEDULER_TRANSITIONS = Table(
     "scheduler_transitions", "Every task transition seen by the scheduler.",

@@ -34,7 +34,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 
 from correlate.errors import InputError
-from correlate.mappers import Mapper, local_map, runs_up_to
+from correlate.frames.mappers import Mapper, local_map, runs_up_to
 from correlate.schema import conform
 from correlate.schema.darshan import DARSHAN_LOGS, IO_FILE_COUNTERS, IO_SEGMENTS
 from correlate.sources import dxt_layouts as L

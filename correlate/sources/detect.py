@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from correlate.errors import InputError
-from correlate.mappers import Mapper, local_map
+from correlate.frames.mappers import Mapper, local_map
 from correlate.sources import FORMATS
 from correlate.sources.frames import RunFrames
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.errors import InputError
+from correlate.errors import InputError, first_line
 from correlate.schema import TABLES, conform
 
 
@@ -104,12 +104,6 @@ def _contiguous(df: pl.DataFrame) -> pl.DataFrame:
         if chunks > 1:
             df = df.with_columns(df.get_column(name).rechunk())
     return df
-
-
-def first_line(err: BaseException) -> str:
-    """An error's first line (polars' errors run over several)."""
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def unreadable(parts: tuple[str, ...] | list, what: str, err: Exception) -> InputError:

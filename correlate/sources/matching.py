@@ -205,16 +205,8 @@ def by_overlap(workers: list[str], procs: list[tuple[str, int]],
         for w in ws:
             why[w] = "no unmatched worker process with enough executor-thread I/O left"
         return {}, why
-    n_in = np.zeros((len(ws), len(ps)), dtype=np.int64)
+    n_in, allowed = _inside_counts(ws, ps, windows, mids, ip_host)
     total = np.array([mids[p].height for p in ps])
-    allowed = np.ones_like(n_in, dtype=bool)
-    for i, w in enumerate(ws):
-        host = ip_host.get(ip_of(w) or "", (None, ""))[0]
-        for j, p in enumerate(ps):
-            if host is not None and p[0] != host:
-                allowed[i, j] = False
-                continue
-            n_in[i, j] = inside(mids[p], windows[w])
     cost = np.where(allowed, (total - n_in) - n_in, _FORBIDDEN).astype(np.float64)
     best = [(i, j) for i, j in assignment(cost) if allowed[i, j]]
     base = _total(cost, best)
@@ -251,6 +243,23 @@ def by_overlap(workers: list[str], procs: list[tuple[str, int]],
             why[w] = ("no process left for it in the one-to-one assignment" if allowed[i].any()
                       else "no unmatched worker process on its host")
     return out, why
+
+
+def _inside_counts(ws: list[str], ps: list[tuple[str, int]], windows: dict[str, pl.DataFrame],
+                   mids: dict[tuple[str, int], pl.DataFrame],
+                   ip_host: dict[str, tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per (worker, process): the process's executor segments inside the worker's windows,
+    and whether the pair is allowed (a worker on a known host pairs only with its processes)."""
+    n_in = np.zeros((len(ws), len(ps)), dtype=np.int64)
+    allowed = np.ones_like(n_in, dtype=bool)
+    for i, w in enumerate(ws):
+        host = ip_host.get(ip_of(w) or "", (None, ""))[0]
+        for j, p in enumerate(ps):
+            if host is not None and p[0] != host:
+                allowed[i, j] = False
+                continue
+            n_in[i, j] = inside(mids[p], windows[w])
+    return n_in, allowed
 
 
 def by_elimination(workers: list[str], matched: dict[str, Match],

@@ -29,8 +29,8 @@ import polars as pl
 import yaml
 
 from correlate.errors import InputError
-from correlate.keys import key_str, parse_key_text
-from correlate.mappers import Mapper, local_map
+from correlate.frames.keys import key_str, parse_key_text
+from correlate.frames.mappers import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames, make_rejects

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.scalars import integer
+from correlate.frames.scalars import integer
 
 #: scheduler transitions that end an execution on a worker
 FINISHED = ("memory", "erred")

@@ -36,8 +36,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate.keys import key_str, parse_key_text
-from correlate.mappers import Mapper, local_map
+from correlate.frames.keys import key_str, parse_key_text
+from correlate.frames.mappers import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs, matching
 from correlate.sources.frames import RunFrames, make_rejects

@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 import polars as pl
 
 import correlate.schema.run as raw
-from correlate.errors import InputError, UnsupportedVersionError
-from correlate.mappers import Mapper, local_map
+from correlate.errors import InputError, UnsupportedVersionError, first_line
+from correlate.frames.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
 from correlate.sources import (
@@ -39,7 +39,7 @@ from correlate.sources import (
     stalls,
     time_span,
 )
-from correlate.sources.frames import RunFrames, first_line, make_rejects, unreadable
+from correlate.sources.frames import RunFrames, make_rejects, unreadable
 
 #: run format 3: every table a process folder may hold, by name, and by its stream's file name
 FORMAT3_BY_NAME = {t.name: t for t in (run_streams.STRINGS, *raw.RUN_TABLES,
@@ -581,24 +581,56 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     entries: dict[Path, set[str]] = {}
     procs = _procs(run_dir, reader, entries)
     _reused_pids(procs, reader.warnings)
-    if manifest is None:
-        if not (run_dir / "manifest.json").exists():  # (one that cannot be read is said)
-            reader.warnings.append(f"{run_dir}: no manifest.json (recorded without `collect` or "
-                                   "a preloaded scheduler): command, exit code and versions "
-                                   "unknown")
-    elif not missing.job_ended(manifest):
-        reader.warnings.append(f"{run_dir / 'manifest.json'}: no exit code: the job is still "
-                               "running, or `collect` was killed before it ended (end time and "
-                               "exit code unknown)")
-    elif manifest.get("recorded_by") == "scheduler preload":
-        reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
-                               "(no `collect`): the job's command and exit code are unknown")
+    reader.warnings += _manifest_warnings(run_dir, manifest)
     per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     for d, info, closed in procs:
         if run_streams.is_format3(entries[d]):
             reader.streams(d, entries[d], info, *_recorded_span(info, closed, manifest))
     # (after the streams are registered: a format-3 scheduler's events are among them)
     _addresses_from_scheduler(procs, reader)
+    processes = _read_processes(procs, reader, manifest, per_table)
+    _read_streams(run_dir, reader, per_table)
+    # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
+    tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
+                              for n, v in per_table.items()}
+    io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False, keep=KEEP_SEGMENTS)
+          if (run_dir / "darshan").is_dir() else None)
+    try:
+        frames = _canonical(tables, processes, io, reader)
+        _missing(tables, frames["executions"], procs, manifest, reader)
+    except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
+        raise unreadable(reader.unchecked, str(run_dir), err) from None
+    facts = _run_facts(manifest, processes, procs, reader)
+    if facts.get("darshan"):
+        gaps = _darshan_gaps(run_dir, procs, io)
+        reader.warnings += [gaps] if gaps else []
+    return RunFrames(**frames, source_format="run-folder", facts=facts,
+                     lazy_parts=tuple(str(p) for p in reader.unchecked),
+                     warnings=tuple(reader.warnings + list(io.warnings if io else ())),
+                     rejects=make_rejects(reader.rejects))
+
+
+def _manifest_warnings(run_dir: Path, manifest: dict[str, Any] | None) -> list[str]:
+    """What the manifest (or its absence) leaves unknown."""
+    if manifest is None:
+        if not (run_dir / "manifest.json").exists():  # (one that cannot be read is said)
+            return [f"{run_dir}: no manifest.json (recorded without `collect` or a preloaded "
+                    "scheduler): command, exit code and versions unknown"]
+    elif not missing.job_ended(manifest):
+        return [f"{run_dir / 'manifest.json'}: no exit code: the job is still running, or "
+                "`collect` was killed before it ended (end time and exit code unknown)"]
+    elif manifest.get("recorded_by") == "scheduler preload":
+        return [f"{run_dir / 'manifest.json'}: written by the scheduler's preload (no "
+                "`collect`): the job's command and exit code are unknown"]
+    return []
+
+
+def _read_processes(procs: list[tuple[Path, dict[str, Any], Any]], reader: _Reader,
+                    manifest: dict[str, Any] | None,
+                    per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]]
+                    ) -> list[dict[str, Any]]:
+    """Each process's row of ``processes``, its quality and stalls; the tables of formats 1
+    and 2 appended to ``per_table`` (format 3's streams are read with the others)."""
     processes = []
     format3 = {id(o) for o in reader.owners}
     for d, info, closed in procs:
@@ -612,23 +644,36 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                           "closed_cleanly": closed is not None, "match": "pid"})
         _quality(d, info, closed, reader, missing.job_ended(manifest))
         _stalls(d, reader)
-        if id(info) in format3:  # format 3: read with the others below
+        if id(info) not in format3:
+            _read_parts(d, info, closed, manifest, reader, per_table)
+    return processes
+
+
+def _read_parts(d: Path, info: dict[str, Any], closed: Any, manifest: dict[str, Any] | None,
+                reader: _Reader, per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]]
+                ) -> None:
+    """A format 1 or 2 process folder's tables (the big ones scanned), rows of impossible
+    times rejected."""
+    for t in raw.RUN_TABLES:
+        if t.name in LAZY_TABLES:
+            if run_parts.part_files(d / t.name):
+                per_table[t.name].append(_with_proc(reader.scan(d, t.name), info))
             continue
-        for t in raw.RUN_TABLES:
-            if t.name in LAZY_TABLES:
-                if run_parts.part_files(d / t.name):
-                    per_table[t.name].append(_with_proc(reader.scan(d, t.name), info))
-                continue
-            df = reader.table(d, t.name)
-            if df.height:  # (formats 1 and 2: a part folder's mtime is its last part's)
-                starts, ends = _recorded_span(info, closed, manifest)
-                lo, hi = time_span.span(starts, [*ends, *_modified(d / t.name)])
-                df, bad = time_span.split(df, pl.lit(lo, pl.Int64), pl.lit(hi, pl.Int64))
-                if bad:
-                    reader.rejects.append(("run-folder", str(d / t.name), time_span.REASON,
-                                           bad[None]))
-                    reader.impossible[(t.name, info.get("address"))] += bad[None]
-                per_table[t.name].append(_with_proc(df, info))
+        df = reader.table(d, t.name)
+        if df.height:  # (formats 1 and 2: a part folder's mtime is its last part's)
+            starts, ends = _recorded_span(info, closed, manifest)
+            lo, hi = time_span.span(starts, [*ends, *_modified(d / t.name)])
+            df, bad = time_span.split(df, pl.lit(lo, pl.Int64), pl.lit(hi, pl.Int64))
+            if bad:
+                reader.rejects.append(("run-folder", str(d / t.name), time_span.REASON,
+                                       bad[None]))
+                reader.impossible[(t.name, info.get("address"))] += bad[None]
+            per_table[t.name].append(_with_proc(df, info))
+
+
+def _read_streams(run_dir: Path, reader: _Reader,
+                  per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]]) -> None:
+    """Format 3's streams, decoded table by table, appended to ``per_table``."""
     held = {n: t.name for n, (t, _c) in raw.IN_FILE_OF.items()}
     for name in [t.name for t in raw.RUN_TABLES
                  if any(n in reader.stored or n in reader.pending or n in reader.done
@@ -644,16 +689,11 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                 per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
             per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
-    # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
-    tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
-                              for n, v in per_table.items()}
-    io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False, keep=KEEP_SEGMENTS)
-          if (run_dir / "darshan").is_dir() else None)
-    try:
-        frames = _canonical(tables, processes, io, reader)
-        _missing(tables, frames["executions"], procs, manifest, reader)
-    except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
-        raise unreadable(reader.unchecked, str(run_dir), err) from None
+
+
+def _run_facts(manifest: dict[str, Any] | None, processes: list[dict[str, Any]],
+               procs: list[tuple[Path, dict[str, Any], Any]], reader: _Reader
+               ) -> dict[str, Any]:
     facts = (_facts(manifest, processes) if manifest is not None
              else _facts_without_manifest(procs, processes))
     # `collect` does not import Dask: the scheduler records the settings it ran with
@@ -664,13 +704,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         facts["unknown"] = {k: v for k, v in facts["unknown"].items() if k != "dask_config"}
     facts["stalls"] = reader.stalls
     facts["executions_lost_with_worker"] = reader.lost_with_worker
-    if facts.get("darshan"):
-        gaps = _darshan_gaps(run_dir, procs, io)
-        reader.warnings += [gaps] if gaps else []
-    return RunFrames(**frames, source_format="run-folder", facts=facts,
-                     lazy_parts=tuple(str(p) for p in reader.unchecked),
-                     warnings=tuple(reader.warnings + list(io.warnings if io else ())),
-                     rejects=make_rejects(reader.rejects))
+    return facts
 
 
 def _darshan_gaps(run_dir: Path, procs: list[tuple[Path, dict[str, Any], Any]],
@@ -719,7 +753,7 @@ def _missing(tables: dict[str, Any], executions: pl.DataFrame,
             continue
         why = missing.reason(d, closed, worker, tables["cluster_events"], ended)
         if d is not None and closed is None and ended:
-            # never written: not records that could not be used (correlate/lost.py gives
+            # never written: not records that could not be used (correlate/timeline/lost.py gives
             # them rows from the scheduler's startstops)
             reader.lost_with_worker[worker] = n
             reader.warnings.append(

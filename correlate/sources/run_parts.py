@@ -13,10 +13,9 @@ from pathlib import Path
 
 import polars as pl
 
-from correlate.errors import SchemaError
+from correlate.errors import SchemaError, first_line
 from correlate.schema import Table, conform
 from correlate.schema.run import PART_SUFFIX
-from correlate.sources.frames import first_line
 
 #: suffixes of the parts of a table, in the order the collectors adopted them
 PART_SUFFIXES = (".parquet", PART_SUFFIX)

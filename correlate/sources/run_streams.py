@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from correlate.scalars import integer
+from correlate.frames.scalars import integer
 from correlate.schema import Table, conform
 from correlate.schema.run import (
     CARRIED,

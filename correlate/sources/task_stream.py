@@ -14,8 +14,8 @@ from pathlib import Path
 import polars as pl
 
 from correlate.errors import InputError
-from correlate.keys import parse_key_text
-from correlate.mappers import Mapper, local_map
+from correlate.frames.keys import parse_key_text
+from correlate.frames.mappers import Mapper, local_map
 from correlate.schema import TABLES, conform
 from correlate.sources import darshan_logs
 from correlate.sources.frames import RunFrames

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors import launcher
+from collectors import job_env
 
 
 @pytest.fixture
@@ -27,15 +27,15 @@ def no_dask_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("DASK_ROOT_CONFIG", str(root))
     monkeypatch.setattr(sys, "prefix", str(prefix))
-    monkeypatch.setattr(launcher.site, "PREFIXES", [str(prefix)])
+    monkeypatch.setattr(job_env.site, "PREFIXES", [str(prefix)])
     return tmp_path
 
 
 def test_without_settings_the_variables_are_those_dask_gives(no_dask_settings, monkeypatch):
-    assert not launcher.dask_may_set_preloads()
-    fast = launcher.preload_variables()
-    monkeypatch.setattr(launcher, "dask_may_set_preloads", lambda: True)
-    slow = launcher.preload_variables()
+    assert not job_env.dask_may_set_preloads()
+    fast = job_env.preload_variables()
+    monkeypatch.setattr(job_env, "dask_may_set_preloads", lambda: True)
+    slow = job_env.preload_variables()
     assert fast == slow == {
         "DASK_DISTRIBUTED__SCHEDULER__PRELOAD": "['collectors.preload']",
         "DASK_DISTRIBUTED__WORKER__PRELOAD": "['collectors.preload']"}
@@ -52,17 +52,17 @@ def test_a_config_file_naming_a_preload_is_read_through_dask(no_dask_settings, m
         where, no_dask_settings / "conf")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "other.yaml").write_text("distributed:\n  comm:\n    timeouts: {}\n")
-    assert not launcher.dask_may_set_preloads()
+    assert not job_env.dask_may_set_preloads()
     (folder / "distributed.yaml").write_text(text)
     if where.startswith("DASK_CONFIG"):
         monkeypatch.setenv("DASK_CONFIG", str(folder / "distributed.yaml"
                                                   if where.endswith("file") else folder))
-    assert launcher.dask_may_set_preloads()
+    assert job_env.dask_may_set_preloads()
 
 
 def test_a_distributed_variable_is_read_through_dask(no_dask_settings, monkeypatch):
     monkeypatch.setenv("DASK_DISTRIBUTED__WORKER", "{'preload': ['theirs']}")
-    assert launcher.dask_may_set_preloads()
+    assert job_env.dask_may_set_preloads()
 
 
 def test_collect_never_imports_dask(no_dask_settings, tmp_path):
@@ -94,8 +94,8 @@ def test_the_places_checked_cover_those_dask_reads(tmp_path):
     """Dask reads its YAML from ``dask.config.paths`` (fixed when it is imported, so compared in
     a fresh process): a Dask that reads a new place fails here, not silently in a user's job."""
     probe = ("import dask.config\n"
-             "from collectors import launcher\n"
-             "print(sorted(set(dask.config.paths) - set(launcher.dask_config_places())))\n")
+             "from collectors import job_env\n"
+             "print(sorted(set(dask.config.paths) - set(job_env.dask_config_places())))\n")
     env = dict(os.environ, DASK_CONFIG=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
                          cwd=Path(__file__).parents[2], timeout=60)

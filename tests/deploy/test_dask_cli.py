@@ -24,7 +24,7 @@ from procs import (
     run_client,
 )
 
-from correlate.align import BOUNDED
+from correlate.timeline.align import BOUNDED
 from testing.raw_parts import closing_records
 
 pytestmark = pytest.mark.cluster

@@ -61,7 +61,7 @@ def test_partitions_without_thread_ids_are_attributed_one_at_a_time(tmp_path: Pa
     exact-thread ones: this process computes one of them at a time."""
     from correlate.attribution.driver import Partition
     from correlate.engine import correlate_frames
-    from correlate.mappers import local_map
+    from correlate.frames.mappers import local_map
     from correlate.sources import detect
 
     run = tmp_path / "run"

@@ -86,7 +86,7 @@ def test_the_critical_path_is_the_chain_that_set_the_span(run):
 
 
 def test_the_trace_draws_the_path_on_a_track_of_its_own(run):
-    from correlate.reports.critical_path_track import LINKS_TID, PATH_PID, path_events
+    from correlate.reports.trace.critical_path_track import LINKS_TID, PATH_PID, path_events
 
     result, truth = run("chain")
     path = result.tables["critical_path"]

@@ -11,7 +11,7 @@ import pytest
 
 from correlate.attribution import driver
 from correlate.engine import correlate_frames
-from correlate.mappers import local_map
+from correlate.frames.mappers import local_map
 from correlate.sources import detect, run_folder
 from testing.synthetic import without_thread_ids, write_run
 

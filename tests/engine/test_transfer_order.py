@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from correlate.lifecycles import story, with_transitions
 from correlate.sources.detect import load
+from correlate.timeline.lifecycles import story, with_transitions
 
 pytestmark = pytest.mark.cluster
 JOBS = Path(__file__).resolve().parents[1] / "collectors"

@@ -11,7 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from correlate.reports import perfetto, write_reports
+from correlate.reports import write_reports
+from correlate.reports.trace import perfetto
 
 REQUIRED = {"M": {"name", "ph", "pid", "tid", "args"},
             "X": {"name", "cat", "ph", "ts", "dur", "pid", "tid", "args"},

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.align import (
+from correlate.schema import TABLES, conform
+from correlate.sources import darshan_logs
+from correlate.timeline.align import (
     BOUNDED,
     ESTIMATED,
     FINE_NS,
@@ -17,8 +19,6 @@ from correlate.align import (
     darshan_offsets,
     worker_offsets,
 )
-from correlate.schema import TABLES, conform
-from correlate.sources import darshan_logs
 from testing.darshan_writer import write_log
 
 US, MS = 1_000, 1_000_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.align import BOUNDED, ESTIMATED, SAME_HOST, worker_offsets
 from correlate.schema import TABLES, conform
+from correlate.timeline.align import BOUNDED, ESTIMATED, SAME_HOST, worker_offsets
 
 
 def samples(rows):
@@ -61,7 +61,7 @@ def transitions(rows):
 
 
 def test_message_bounds_from_causality_skip_tasks_sent_twice():
-    from correlate.message_bounds import message_bounds
+    from correlate.timeline.message_bounds import message_bounds
 
     # worker clock = scheduler clock - 50 ms; one-way latency 1..3 ms
     off = 50 * MS

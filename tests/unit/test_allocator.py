@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from correlate import allocator
+from correlate.frames import allocator
 
 #: main() loads polars (its commands import it), and polars puts its own default in front of
 #: the value it found (in jemalloc's conf string the last setting of a key wins)
 SHOW = ("import correlate.cli, os, sys; correlate.cli.main([]); assert 'polars' in sys.modules; "
-        "print(os.environ[{v!r}].removeprefix(correlate.allocator.POLARS_DEFAULT + ','))")
+        "print(os.environ[{v!r}].removeprefix(correlate.frames.allocator.POLARS_DEFAULT + ','))")
 
 
 def _child(code: str, **env: str) -> str:
@@ -54,7 +54,7 @@ def test_one_arena_per_core_the_job_may_use() -> None:
 
 REUSE = """
 import resource, sys
-from correlate import allocator
+from correlate.frames import allocator
 kept = sys.argv[1] != "default" and allocator.keep_freed_c_memory()
 block = bytearray(64 << 20)  # 64 MiB, every page touched
 del block

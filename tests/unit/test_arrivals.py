@@ -1,4 +1,4 @@
-"""correlate.arrivals on literal frames: steps and ranks as the senders said them (else the
+"""correlate.timeline.arrivals on literal frames: steps and ranks as the senders said them (else the
 key's task group), the wait on external inputs from the first arrival (or the submission, if
 earlier) to the last, and per step the spread and the lag to the analytics' end."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from correlate import arrivals
 from correlate.schema import TABLES, conform
+from correlate.timeline import arrivals
 
 S = 1_000_000_000
 
@@ -97,7 +97,7 @@ def test_external_state_tasks_arrive_with_their_memory_transition():
          "local_time_ns": 9, "worker": "tcp://w:1", "nbytes": 64},
         {"key": "ext", "side": "worker", "start": "released", "finish": "memory",
          "local_time_ns": 8, "worker": "tcp://w:1"}])
-    from correlate import waits
+    from correlate.timeline import waits
 
     ext = arrivals.external_state_arrivals(tr, waits.external_arrivals(tr))
     got = arrivals.arrivals_table(TABLES["data_arrivals"].empty(), TABLES["senders"].empty(),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate import compare
-from correlate.reports import explain
+from correlate.compare import changes as compare
+from correlate.compare import explain
 from correlate.schema import TABLES, conform
 
 JITTER = (-0.02, -0.01, 0.0, 0.01, 0.02)

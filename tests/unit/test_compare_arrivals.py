@@ -1,10 +1,10 @@
-"""correlate.compare_arrivals on literal summary sections: the side that changed more (the
+"""correlate.compare.arrivals on literal summary sections: the side that changed more (the
 simulation's pace and spread, or the analytics' lag) is named; noise and runs without arrivals
 name nothing."""
 
 from __future__ import annotations
 
-from correlate.compare_arrivals import explain_arrivals
+from correlate.compare.arrivals import explain_arrivals
 
 
 def section(interval: float, spread: float, lag: float, waited: float) -> dict:

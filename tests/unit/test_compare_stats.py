@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from correlate.compare_stats import MIN_EXECUTIONS, rank_test, runs_apart, span_shares
+from correlate.compare.stats import MIN_EXECUTIONS, rank_test, runs_apart, span_shares
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -73,7 +73,7 @@ def test_fewer_than_five_executions_on_either_side_are_not_judged():
 def test_the_thresholds_are_the_ones_docs_compare_md_states():
     from pathlib import Path
 
-    from correlate.compare_stats import ALPHA, COUNT_TOLERANCE, MATERIAL
+    from correlate.compare.stats import ALPHA, COUNT_TOLERANCE, MATERIAL
 
     text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "compare.md").read_text()
                     .split())

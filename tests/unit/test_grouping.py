@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from correlate.grouping import group_agg
+from correlate.frames.grouping import group_agg
 
 
 def test_sums_over_few_large_groups_are_the_same_in_every_run():

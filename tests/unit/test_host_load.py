@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate import compare
+from correlate.compare import changes as compare
 from correlate.host_load import summary
 
 S = 1_000_000_000

@@ -3,7 +3,7 @@ strings as themselves, bytes decoded; many keys at once, each distinct one rende
 
 from __future__ import annotations
 
-from correlate.keys import key_str, key_texts
+from correlate.frames.keys import key_str, key_texts
 
 
 def test_keys_render_as_the_mofka_csvs_hold_them():

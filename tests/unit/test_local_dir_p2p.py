@@ -101,7 +101,7 @@ def test_destinations_add_up_to_the_total_and_name_each_part():
 
 
 def test_compare_says_where_the_io_went_before_and_after():
-    from correlate.reports.explain import destinations_line
+    from correlate.compare.explain import destinations_line
 
     def summary(tasks, shuffles):
         return {"io": {"by_destination": {

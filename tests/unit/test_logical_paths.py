@@ -1,4 +1,4 @@
-"""Files matched across runs by a logical path (``correlate.logical_paths``): the paths as
+"""Files matched across runs by a logical path (``correlate.compare.logical_paths``): the paths as
 distributed and ``tempfile`` lay them out, differing between two runs of one job only by the
 run's own folders."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.logical_paths import logical_task_files, normalise, pair
+from correlate.compare.logical_paths import logical_task_files, normalise, pair
 
 
 def _run(paths_by_execution: dict[int, list[str]], starts: dict[int, int]

@@ -1,11 +1,11 @@
-"""correlate/lost.py on literal frames: which executions of a dead worker are lost work, and
+"""correlate/timeline/lost.py on literal frames: which executions of a dead worker are lost work, and
 which rows come from the scheduler's startstops."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from correlate import lost
+from correlate.timeline import lost
 
 DEAD, ALIVE = "tcp://a:1", "tcp://b:2"
 PROCESSES = pl.DataFrame({"role": ["worker", "worker"], "worker": [DEAD, ALIVE],

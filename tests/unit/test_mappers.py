@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from correlate.mappers import local_map
+from correlate.frames.mappers import local_map
 
 
 def test_local_map_yields_in_order_computing_two_at_a_time():

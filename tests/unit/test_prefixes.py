@@ -8,7 +8,7 @@ import random
 import polars as pl
 from dask.utils import key_split
 
-from correlate.prefixes import key_split_groups, key_splits
+from correlate.frames.prefixes import key_split_groups, key_splits
 
 SHAPES = [
     "x", "x-1", "x-1-2-3", "('x-2', 1)", "('x', 1)", "hello-world-1", "x-abcdefab",

@@ -1,4 +1,4 @@
-"""Python numbers out of polars scalars (correlate/scalars.py)."""
+"""Python numbers out of polars scalars (correlate/frames/scalars.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from correlate.scalars import count, integer, number, rounded, total
+from correlate.frames.scalars import count, integer, number, rounded, total
 
 
 def test_a_null_stays_unknown_never_zero():

@@ -8,8 +8,8 @@ def test_sorted_for_output_equals_a_full_sort_with_ties_broken_by_strings():
 
     import polars as pl
 
+    from correlate.frames.sorting import sorted_for_output
     from correlate.schema import TABLES
-    from correlate.sorting import sorted_for_output
 
     rng = random.Random(3)
     n = 5000
@@ -77,7 +77,7 @@ def test_sort_order_packs_integer_keys_and_equals_a_full_sort():
     import numpy as np
     import polars as pl
 
-    from correlate.sorting import packed_key, sort_order
+    from correlate.frames.sorting import packed_key, sort_order
 
     rng = np.random.default_rng(5)
     n = 20_000
@@ -115,8 +115,8 @@ def test_mostly_tied_rows_are_sorted_by_every_key_packed_as_a_full_sort():
 
     import polars as pl
 
+    from correlate.frames.sorting import sort_order, sorted_for_output
     from correlate.schema import TABLES
-    from correlate.sorting import sort_order, sorted_for_output
 
     rng = random.Random(5)
     n = 3000
@@ -146,8 +146,8 @@ def test_rows_already_in_output_order_are_left_as_they_are():
 
     import polars as pl
 
+    from correlate.frames.sorting import _in_order, sort_order, sorted_for_output
     from correlate.schema import TABLES
-    from correlate.sorting import _in_order, sort_order, sorted_for_output
 
     rng = random.Random(8)
     n = 6000

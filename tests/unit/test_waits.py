@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from correlate import waits
+from correlate.timeline import waits
 
 MS = 1_000_000
 

@@ -37,8 +37,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings, spans
-from correlate.compare_stats import (  # noqa: F401
+from correlate.compare.stats import (  # noqa: F401
     ALPHA,
     COUNT_TOLERANCE,
     MATERIAL,
@@ -47,7 +46,8 @@ from correlate.compare_stats import (  # noqa: F401
     runs_apart,
     span_shares,
 )
-from correlate.scalars import integer
+from correlate.frames.scalars import integer
+from correlate.timeline import endings, spans
 
 
 def exact_sum(s: pl.Series) -> float:
@@ -260,19 +260,7 @@ def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame
     ``significant``) and ``rank``. Without samples no timing is judged: only counts speak.
     ``exact_calls=False``: the function profiles' ``ncall`` are stack samples, not a count.
     ``span_s``: the job's span; a timing change below ``JOB_FLOOR`` of it is not named."""
-    metrics = [c for c in before.columns if c != "item"]
-    joined = before.join(after, on="item", how="full", coalesce=True, suffix="_after")
-    joined = joined.rename({m: f"{m}_before" for m in metrics})
-    cols = []
-    for m in metrics:
-        b, a = pl.col(f"{m}_before").fill_null(0), pl.col(f"{m}_after").fill_null(0)
-        cols += [(a - b).alias(f"{m}_delta"),
-                 pl.when(b != 0).then((a - b) / b).otherwise(None).alias(f"{m}_rel")]
-    out = joined.with_columns(*[pl.col(f"{m}_before").fill_null(0) for m in metrics],
-                              *[pl.col(f"{m}_after").fill_null(0) for m in metrics]
-                              ).with_columns(cols)
-    out = out.drop([c for c in out.columns if "_range" in c and not c.endswith(
-        ("_range_before", "_range_after"))])
+    out = _joined(before, after)
     counts = tuple(c for c in COUNTS[by] if exact_calls or c != "ncall")
     timings = TIMINGS[by]
     tests = _timing_tests(samples_before, samples_after, timings)
@@ -285,10 +273,48 @@ def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame
     out = out.with_columns(evidence=pl.when(few).then(
         pl.format("too few executions to judge timing ({} → {}; a rank test needs {} a side)",
                   nb.cast(pl.Int64), na.cast(pl.Int64), pl.lit(MIN_EXECUTIONS))))
-    # a timing changed when the rank test says so and the change per execution is material to
-    # the row's own time per execution (a 0.1 ms shift of a 100 ms task is real, but nobody
-    # waits for it)
-    per_exec = {"wall": "wall_s", "cpu": "cpu_s", "io": "io_time_s"}
+    out = _material(out, by, timings, span_s)
+    timing_changed = pl.any_horizontal(
+        [pl.col(f"{t}_changed") for t in timings if t in PER_EXECUTION])
+    out = out.with_columns(*_stretched(by))
+    contention = pl.col("stretched") & pl.col("cpu_bound")
+    out = out.with_columns(
+        significant=pl.col("counts_changed").is_not_null() | (timing_changed & ~contention),
+        evidence=pl.when(contention).then(pl.lit(
+            "CPU per execution unchanged: a CPU-bound prefix waiting longer or shorter for a "
+            "core, which the machine's load and the concurrency decide, not this prefix"))
+        .otherwise(pl.col("evidence")))
+    return rank(out, by)
+
+
+def _joined(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
+    """The two sides' profiles side by side (``<m>_before``, ``<m>_after``; an item one side
+    lacks has 0 there) with ``<m>_delta`` and ``<m>_rel`` (null: nothing before)."""
+    metrics = [c for c in before.columns if c != "item"]
+    joined = before.join(after, on="item", how="full", coalesce=True, suffix="_after")
+    joined = joined.rename({m: f"{m}_before" for m in metrics})
+    cols = []
+    for m in metrics:
+        b, a = pl.col(f"{m}_before").fill_null(0), pl.col(f"{m}_after").fill_null(0)
+        cols += [(a - b).alias(f"{m}_delta"),
+                 pl.when(b != 0).then((a - b) / b).otherwise(None).alias(f"{m}_rel")]
+    out = joined.with_columns(*[pl.col(f"{m}_before").fill_null(0) for m in metrics],
+                              *[pl.col(f"{m}_after").fill_null(0) for m in metrics]
+                              ).with_columns(cols)
+    return out.drop([c for c in out.columns if "_range" in c and not c.endswith(
+        ("_range_before", "_range_after"))])
+
+
+#: timing -> the summed column its per-execution change is taken from ("rest" is computed)
+PER_EXECUTION = {"wall": "wall_s", "cpu": "cpu_s", "io": "io_time_s"}
+
+
+def _material(out: pl.DataFrame, by: str, timings: tuple[str, ...], span_s: float | None
+              ) -> pl.DataFrame:
+    """``<t>_changed`` kept where the change per execution is material to the row's own time
+    per execution (a 0.1 ms shift of a 100 ms task is real, but nobody waits for it) and the
+    total is above ``JOB_FLOOR`` of the job's span."""
+    nb, na = pl.col("executions_before"), pl.col("executions_after")
     if by in TASK_GROUPS:
         out = out.with_columns(rest_b=pl.col("wall_s_before") - pl.col("cpu_s_before")
                                - pl.col("io_time_s_before"),
@@ -300,41 +326,33 @@ def diff(before: pl.DataFrame, after: pl.DataFrame, samples_before: pl.DataFrame
         if t == "rest":
             b, a = pl.col("rest_b"), pl.col("rest_a")
         else:
-            b, a = pl.col(f"{per_exec[t]}_before"), pl.col(f"{per_exec[t]}_after")
+            b, a = pl.col(f"{PER_EXECUTION[t]}_before"), pl.col(f"{PER_EXECUTION[t]}_after")
         d = a / pl.when(na > 0).then(na).otherwise(None) - b / pl.when(nb > 0).then(nb
                                                                                 ).otherwise(None)
-        total = a - b if t == "rest" else pl.col(f"{per_exec[t]}_delta")
+        total = a - b if t == "rest" else pl.col(f"{PER_EXECUTION[t]}_delta")
         floor = JOB_FLOOR * (span_s or 0.0)
         return ((d.abs() > MATERIAL * wall_b) & (total.abs() > floor)).fill_null(False)
 
     out = out.with_columns([(pl.col(f"{t}_changed") & moved(t)).alias(f"{t}_changed")
                             for t in timings])
-    if by in TASK_GROUPS:
-        out = out.drop("rest_b", "rest_a")
-    timing_changed = pl.any_horizontal(
-        [pl.col(f"{t}_changed") for t in timings if t in per_exec])
-    if by in TASK_GROUPS:
-        # longer or shorter at unchanged CPU per execution, counts and I/O time. For a CPU-bound
-        # prefix that is waiting for a core: the machine's load or the concurrency, decided over
-        # all rows by ``machine_change``, never this prefix's own change
-        # (a coroutine suspended longer on the event loop is not waiting for a core)
-        stretched = (pl.col("wall_changed") & ~pl.col("cpu_changed") & ~pl.col("io_changed")
-                     & pl.col("counts_changed").is_null()
-                     & (pl.col("awaiting_s_delta").abs() < 0.5 * pl.col("wall_s_delta").abs()))
-        wall = pl.col("wall_s_before")
-        cpu_bound = pl.when(wall > 0).then(pl.col("cpu_s_before") / wall >= CPU_BOUND
-                                            ).otherwise(False)
-    else:
-        stretched, cpu_bound = pl.lit(False), pl.lit(False)
-    out = out.with_columns(stretched=stretched, cpu_bound=cpu_bound)
-    contention = pl.col("stretched") & pl.col("cpu_bound")
-    out = out.with_columns(
-        significant=pl.col("counts_changed").is_not_null() | (timing_changed & ~contention),
-        evidence=pl.when(contention).then(pl.lit(
-            "CPU per execution unchanged: a CPU-bound prefix waiting longer or shorter for a "
-            "core, which the machine's load and the concurrency decide, not this prefix"))
-        .otherwise(pl.col("evidence")))
-    return rank(out, by)
+    return out.drop("rest_b", "rest_a") if by in TASK_GROUPS else out
+
+
+def _stretched(by: str) -> tuple[pl.Expr, pl.Expr]:
+    """``stretched``: longer or shorter at unchanged CPU per execution, counts and I/O time;
+    ``cpu_bound``: CPU at least ``CPU_BOUND`` of the task time. Both, for a prefix: waiting for
+    a core, which the machine's load or the concurrency decide (over all rows, by
+    ``machine_change``), never this prefix's own change (a coroutine suspended longer on the
+    event loop is not waiting for a core)."""
+    if by not in TASK_GROUPS:
+        return pl.lit(False).alias("stretched"), pl.lit(False).alias("cpu_bound")
+    stretched = (pl.col("wall_changed") & ~pl.col("cpu_changed") & ~pl.col("io_changed")
+                 & pl.col("counts_changed").is_null()
+                 & (pl.col("awaiting_s_delta").abs() < 0.5 * pl.col("wall_s_delta").abs()))
+    wall = pl.col("wall_s_before")
+    cpu_bound = pl.when(wall > 0).then(pl.col("cpu_s_before") / wall >= CPU_BOUND
+                                        ).otherwise(False)
+    return stretched.alias("stretched"), cpu_bound.alias("cpu_bound")
 
 
 def rank(d: pl.DataFrame, by: str) -> pl.DataFrame:

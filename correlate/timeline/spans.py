@@ -19,8 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate import endings
-from correlate.grouping import measured_sum
+from correlate.frames.grouping import measured_sum
+from correlate.timeline import endings
 
 #: Dask's span for tasks submitted outside any ``span(...)``
 DEFAULT_SPAN = "default"

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.prefixes import key_splits
+from correlate.frames.prefixes import key_splits
 
 _SEQ = ["host", "pid", "execution_seq"]
 

@@ -9,8 +9,8 @@ process outside every task goes on an "I/O outside tasks" track next to the thre
 issued it (or on the thread's own track when that thread ran no task). ``C`` counters carry
 cumulative bytes read/written and task CPU seconds per process; scheduler transitions are
 ``i`` instant events (thread scope) on the scheduler's "transitions" track. Data that entered
-Dask from outside has a process of its own (``correlate.reports.arrivals_track``), and so has
-the critical path (``correlate.reports.critical_path_track``).
+Dask from outside has a process of its own (``correlate.reports.trace.arrivals_track``), and so has
+the critical path (``correlate.reports.trace.critical_path_track``).
 
 A large run's trace shows a window of it: by default the first ``TASK_LIMIT`` task
 executions (by start), or the window asked for (``--trace-window START:END``, seconds after the
@@ -33,10 +33,11 @@ from typing import Any
 
 import polars as pl
 
-from correlate.reports import ReportOptions
+from correlate.frames.scalars import integer
 from correlate.reports.aggregate import worker_label
 from correlate.reports.load import Outputs
-from correlate.scalars import integer
+from correlate.reports.trace.encode import encode, metadata, no_overlap, us
+from correlate.reports.writer import ReportOptions
 
 #: task executions (drawn slices) in a trace when no window is asked for
 TASK_LIMIT = 100_000
@@ -64,11 +65,6 @@ def _t0(tasks: pl.DataFrame, seg: pl.DataFrame, sched: pl.DataFrame) -> int:
     starts = [tasks["start_ns"].min(), seg["start_ns"].min(), sched["time_ns"].min()]
     known = [s for s in map(integer, starts) if s is not None]
     return min(known) if known else 0
-
-
-def _us(col: str | pl.Expr, t0: int) -> pl.Expr:
-    e = pl.col(col) if isinstance(col, str) else col
-    return ((e - t0).cast(pl.Float64) / 1000.0).round(3)
 
 
 def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFrame:
@@ -107,41 +103,13 @@ def threads(tasks: pl.DataFrame, seg: pl.DataFrame, procs: pl.DataFrame) -> pl.D
         tid=(pl.int_range(pl.len()).over("tpid") + 2).cast(pl.Int64))
 
 
-def _encode(df: pl.DataFrame, order: int, **fields: pl.Expr | str) -> pl.DataFrame:
-    """One row per event: sort columns + the event as a JSON string."""
-    return df.select(
-        pid=pl.col("pid_t"), tid=pl.col("tid_t"), ts=pl.col("ts_t"),
-        dur=pl.col("dur_t"), order=pl.lit(order, pl.Int32),
-        json=pl.struct(*(pl.col(v).alias(k) if isinstance(v, str) else v.alias(k)
-                         for k, v in fields.items())).struct.json_encode())
-
-
 def _meta(procs: pl.DataFrame, thr: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
     """process_name / thread_name / sort index metadata events."""
-    p = procs.select(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), name="name")
+    p = procs.select(pid_t="tpid", name="name", sort_index="tpid")
     t = pl.concat([thr.select(pid_t="tpid", tid_t="tid",
                               name=pl.format("thread {}", pl.col("thread_id").cast(pl.String))),
                    extra])
-    zero = {"ts_t": pl.lit(0.0), "dur_t": pl.lit(0.0)}
-    pname = _encode(p.with_columns(**zero), 0, name=pl.lit("process_name"), ph=pl.lit("M"),
-                    pid="pid_t", tid="tid_t", args=pl.struct(name="name"))
-    psort = _encode(p.with_columns(**zero), 0, name=pl.lit("process_sort_index"),
-                    ph=pl.lit("M"), pid="pid_t", tid="tid_t",
-                    args=pl.struct(sort_index="pid_t"))
-    tname = _encode(t.with_columns(**zero), 0, name=pl.lit("thread_name"), ph=pl.lit("M"),
-                    pid="pid_t", tid="tid_t", args=pl.struct(name="name"))
-    tsort = _encode(t.with_columns(**zero), 0, name=pl.lit("thread_sort_index"),
-                    ph=pl.lit("M"), pid="pid_t", tid="tid_t",
-                    args=pl.struct(sort_index="tid_t"))
-    return pl.concat([pname, psort, tname, tsort])
-
-
-def _no_overlap(df: pl.DataFrame, track: list[str]) -> pl.DataFrame:
-    """Clip ``s``/``e`` (ns) so that slices of one track never partly overlap."""
-    df = df.sort(*track, "s", "e")
-    prev = pl.col("e").cum_max().shift(1).over(track)
-    df = df.with_columns(s=pl.max_horizontal("s", prev.fill_null(pl.col("s"))))
-    return df.with_columns(e=pl.max_horizontal("e", "s"))
+    return metadata(p, t)
 
 
 def _task_rows(drawn: pl.DataFrame, thr: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
@@ -150,19 +118,19 @@ def _task_rows(drawn: pl.DataFrame, thr: pl.DataFrame, procs: pl.DataFrame) -> p
     t = t.join(thr.select("host", "pid", "thread_id", "tid"), on=["host", "pid", "thread_id"],
                how="left", nulls_equal=True).with_columns(tid=pl.col("tid").fill_null(1))
     t = t.with_columns(s=pl.col("start_ns"), e=pl.max_horizontal("stop_ns", "start_ns"))
-    return _no_overlap(t, ["tpid", "tid"])
+    return no_overlap(t, ["tpid", "tid"])
 
 
 def _tasks(rows: pl.DataFrame, t0: int) -> pl.DataFrame:
-    df = rows.with_columns(pid_t="tpid", tid_t="tid", ts_t=_us("s", t0),
-                           dur_t=(_us("e", t0) - _us("s", t0)).round(3))
+    df = rows.with_columns(pid_t="tpid", tid_t="tid", ts_t=us("s", t0),
+                           dur_t=(us("e", t0) - us("s", t0)).round(3))
     args = pl.struct(
         key="key", prefix="prefix", execution_id="execution_id", worker=worker_label(),
         thread_id=pl.col("thread_id").cast(pl.String), cpu_s="cpu_s",
         read_bytes="read_bytes", write_bytes="write_bytes", io_time_s="io_time_s",
         attribution=pl.col("attribution").cast(pl.String), status="status",
         awaiting_s="awaiting_s", span="span")
-    return _encode(df, 1, name="key", cat=pl.col("prefix").fill_null("task"), ph=pl.lit("X"),
+    return encode(df, 1, name="key", cat=pl.col("prefix").fill_null("task"), ph=pl.lit("X"),
                    ts="ts_t", dur="dur_t", pid="pid_t", tid="tid_t", args=args)
 
 
@@ -210,14 +178,14 @@ def _segments(seg: pl.DataFrame, t0: int) -> pl.DataFrame:
     clip_s = pl.when("nested").then(pl.max_horizontal("s", "ps")).otherwise(pl.col("s"))
     clip_e = pl.when("nested").then(pl.min_horizontal("e", "pe")).otherwise(pl.col("e"))
     seg = seg.with_columns(s=clip_s, e=clip_e).with_columns(e=pl.max_horizontal("e", "s"))
-    seg = _no_overlap(seg, ["tpid", "track_tid"])
-    df = seg.with_columns(pid_t="tpid", tid_t="track_tid", ts_t=_us("s", t0),
-                          dur_t=(_us("e", t0) - _us("s", t0)).round(3))
+    seg = no_overlap(seg, ["tpid", "track_tid"])
+    df = seg.with_columns(pid_t="tpid", tid_t="track_tid", ts_t=us("s", t0),
+                          dur_t=(us("e", t0) - us("s", t0)).round(3))
     name = pl.format("{} {}", pl.col("op").cast(pl.String), pl.col("path").fill_null("?"))
     args = pl.struct(path="path", op=pl.col("op").cast(pl.String), bytes="bytes", ops="n",
                      execution_id="execution_id",
                      attribution=pl.col("attribution").cast(pl.String))
-    return _encode(df, 2, name=name, cat=pl.lit("io"), ph=pl.lit("X"), ts="ts_t", dur="dur_t",
+    return encode(df, 2, name=name, cat=pl.lit("io"), ph=pl.lit("X"), ts="ts_t", dur="dur_t",
                    pid="pid_t", tid="tid_t", args=args)
 
 
@@ -255,9 +223,9 @@ def _counters(seg: pl.DataFrame, tasks: pl.DataFrame, t0: int, t1: int) -> pl.Da
     events = []
     for frame, name, args in ((io, "I/O bytes (cumulative)", pl.struct("read", "written")),
                               (cpu, "task CPU s (cumulative)", pl.struct("cpu_s"))):
-        df = frame.with_columns(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), ts_t=_us("t", t0),
+        df = frame.with_columns(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), ts_t=us("t", t0),
                                 dur_t=pl.lit(0.0))
-        events.append(_encode(df, 3, name=pl.lit(name), ph=pl.lit("C"), ts="ts_t",
+        events.append(encode(df, 3, name=pl.lit(name), ph=pl.lit("C"), ts="ts_t",
                               pid="pid_t", tid="tid_t", args=args))
     return pl.concat(events)
 
@@ -273,11 +241,11 @@ def _instants(sched: pl.DataFrame, procs: pl.DataFrame, t0: int) -> tuple[pl.Dat
                 f"({-(-ev.height // step):,})")
         ev = ev.gather_every(step)
     df = ev.with_columns(pid_t="tpid", tid_t=pl.lit(TRANSITIONS_TID, pl.Int64),
-                         ts_t=_us("time_ns", t0), dur_t=pl.lit(0.0))
+                         ts_t=us("time_ns", t0), dur_t=pl.lit(0.0))
     name = pl.format("{} → {}", pl.col("start"), pl.col("finish"))
     args = pl.struct(key="key", start="start", finish="finish", worker="worker",
                      stimulus_id="stimulus_id")
-    return _encode(df, 4, name=name, cat=pl.lit("scheduler"), ph=pl.lit("i"),
+    return encode(df, 4, name=name, cat=pl.lit("scheduler"), ph=pl.lit("i"),
                    s=pl.lit("t"), ts="ts_t", pid="pid_t", tid="tid_t", args=args), note
 
 
@@ -333,19 +301,19 @@ def _notes_track(note: str, left_out: bool, first: int, last: int,
                          "pid_t": pl.Int64, "tid_t": pl.Int64}).with_columns(
                          name=pl.lit("what this trace shows"))
     zero = {"ts_t": pl.lit(0.0), "dur_t": pl.lit(0.0)}
-    pname = _encode(meta.with_columns(**zero), 0, name=pl.lit("process_name"), ph=pl.lit("M"),
+    pname = encode(meta.with_columns(**zero), 0, name=pl.lit("process_name"), ph=pl.lit("M"),
                     pid="pid_t", tid="tid_t", args=pl.struct(name="name"))
-    psort = _encode(meta.with_columns(**zero), 0, name=pl.lit("process_sort_index"),
+    psort = encode(meta.with_columns(**zero), 0, name=pl.lit("process_sort_index"),
                     ph=pl.lit("M"), pid="pid_t", tid="tid_t",
                     args=pl.struct(sort_index=pl.lit(-1)))
-    tname = _encode(meta.with_columns(**zero), 0, name=pl.lit("thread_name"), ph=pl.lit("M"),
+    tname = encode(meta.with_columns(**zero), 0, name=pl.lit("thread_name"), ph=pl.lit("M"),
                     pid="pid_t", tid="tid_t", args=pl.struct(name=pl.lit("notes")))
     span = pl.DataFrame({"s": [first], "e": [max(first, last)], "note": [note]}).with_columns(
-        pid_t=pl.lit(NOTES_PID, pl.Int64), tid_t=pl.lit(1, pl.Int64), ts_t=_us("s", t0),
-        dur_t=(_us("e", t0) - _us("s", t0)).round(3))
+        pid_t=pl.lit(NOTES_PID, pl.Int64), tid_t=pl.lit(1, pl.Int64), ts_t=us("s", t0),
+        dur_t=(us("e", t0) - us("s", t0)).round(3))
     title = ("this trace shows part of the run: args.note says what and how to see the rest"
              if left_out else "merged in this trace: args.note says what")
-    slice_ = _encode(span, 1, name=pl.lit(title), cat=pl.lit("notes"), ph=pl.lit("X"), ts="ts_t",
+    slice_ = encode(span, 1, name=pl.lit(title), cat=pl.lit("notes"), ph=pl.lit("X"), ts="ts_t",
                      dur="dur_t", pid="pid_t", tid="tid_t", args=pl.struct(note="note"))
     return pname, psort, tname, slice_
 
@@ -353,8 +321,8 @@ def _notes_track(note: str, left_out: bool, first: int, last: int,
 def build_events(out: Outputs, window: tuple[float, float | None] | None = None
                  ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """All trace events as sorted JSON strings (column ``json``) and ``otherData``."""
-    from correlate.reports.arrivals_track import arrival_events, first_time
-    from correlate.reports.critical_path_track import path_events
+    from correlate.reports.trace.arrivals_track import arrival_events, first_time
+    from correlate.reports.trace.critical_path_track import path_events
 
     tasks_all = out["tasks"]
     drawn = out.drawn_tasks().filter(

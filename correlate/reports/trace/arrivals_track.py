@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from correlate.reports import perfetto as pf
+from correlate.reports.trace.encode import encode, metadata, on_track, us
 
 #: trace pid of the arrivals process (beside the notes process, before the workers)
 ARRIVALS_PID = 999_998
@@ -42,24 +42,12 @@ def arrival_events(arrivals: pl.DataFrame, steps: pl.DataFrame, t0: int) -> list
                                "steps: analytics after the last arrival"]},
                      schema_overrides={"tid_t": pl.Int64}),
         senders.select("tid_t", "name")]).with_columns(pid_t=pl.lit(ARRIVALS_PID, pl.Int64))
-    proc = pl.DataFrame({"tpid": [ARRIVALS_PID], "name": ["data from outside Dask (arrivals)"]},
-                        schema_overrides={"tpid": pl.Int64})
-    zero = {"ts_t": pl.lit(0.0), "dur_t": pl.lit(0.0)}
+    proc = pl.DataFrame({"pid_t": [ARRIVALS_PID], "name": ["data from outside Dask (arrivals)"],
+                         "sort_index": [0]}, schema_overrides={"pid_t": pl.Int64})
     pid, tid = pl.col("pid_t"), pl.col("tid_t")
-    proc = proc.with_columns(pid_t="tpid", tid_t=pl.lit(0, pl.Int64), **zero)
-    tracks = tracks.with_columns(**zero)
-    meta = [
-        pf._encode(proc, 0, name=pl.lit("process_name"), ph=pl.lit("M"), pid=pid, tid=tid,
-                   args=pl.struct(name=pl.col("name"))),
-        pf._encode(proc, 0, name=pl.lit("process_sort_index"), ph=pl.lit("M"), pid=pid,
-                   tid=tid, args=pl.struct(sort_index=pl.lit(0))),
-        pf._encode(tracks, 0, name=pl.lit("thread_name"), ph=pl.lit("M"), pid=pid, tid=tid,
-                   args=pl.struct(name=pl.col("name"))),
-        pf._encode(tracks, 0, name=pl.lit("thread_sort_index"), ph=pl.lit("M"), pid=pid,
-                   tid=tid, args=pl.struct(sort_index=tid))]
     keys = arrivals.with_columns(name=_sender()).join(senders, on="name").with_columns(
-        pid_t=pl.lit(ARRIVALS_PID, pl.Int64), ts_t=pf._us("time_ns", t0), dur_t=pl.lit(0.0))
-    instants = pf._encode(keys, 4, name=pl.col("key"), cat=pl.lit("arrival"), ph=pl.lit("i"),
+        pid_t=pl.lit(ARRIVALS_PID, pl.Int64), ts_t=us("time_ns", t0), dur_t=pl.lit(0.0))
+    instants = encode(keys, 4, name=pl.col("key"), cat=pl.lit("arrival"), ph=pl.lit("i"),
                           s=pl.lit("t"), ts=pl.col("ts_t"), pid=pid, tid=tid,
                           args=pl.struct("key", "step", "nbytes", "worker", "rank", "client",
                                          "client_address", "send_s",
@@ -73,10 +61,7 @@ def arrival_events(arrivals: pl.DataFrame, steps: pl.DataFrame, t0: int) -> list
     for rows, args in ((spread, pl.struct("keys", "senders", "nbytes", "spread_s",
                                           "last_rank", "last_client")),
                        (lag, pl.struct("lag_s", "analytics_tasks", "wait_external_s"))):
-        rows = pf._no_overlap(rows, ["tid"]).with_columns(
-            pid_t=pl.lit(ARRIVALS_PID, pl.Int64), tid_t="tid", ts_t=pf._us("s", t0),
-            dur_t=(pf._us("e", t0) - pf._us("s", t0)).round(3))
-        slices.append(pf._encode(rows, 1, name=pl.col("step"), cat=pl.lit("arrivals"),
+        slices.append(encode(on_track(rows, ARRIVALS_PID, t0), 1, name=pl.col("step"), cat=pl.lit("arrivals"),
                                  ph=pl.lit("X"), ts=pl.col("ts_t"), dur=pl.col("dur_t"),
                                  pid=pid, tid=tid, args=args))
-    return [*meta, instants, *slices]
+    return [metadata(proc, tracks), instants, *slices]

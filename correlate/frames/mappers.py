@@ -1,6 +1,6 @@
 """A *mapper* runs a function over a list of items and yields the results in order: the Darshan
 logs of a run, or its per-process attribution partitions. ``local_map`` runs them in this
-process; ``correlate.cluster`` has the one that runs them as tasks on a Dask cluster.
+process; ``correlate.frames.cluster`` has the one that runs them as tasks on a Dask cluster.
 """
 
 from __future__ import annotations

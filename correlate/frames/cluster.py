@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from correlate.errors import CorrelateError
-from correlate.mappers import Mapper, local_map
+from correlate.frames.mappers import Mapper, local_map
 
 
 def _parse_local(spec: str) -> int | None:

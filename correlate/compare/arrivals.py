@@ -1,6 +1,6 @@
 """Compare two runs' arrivals of data from outside Dask (in situ): did the job change because
 the data came later (the simulation), or because the analytics fell behind it? A pure function
-over the ``arrivals`` sections of the two summaries (``correlate.arrivals.summary``).
+over the ``arrivals`` sections of the two summaries (``correlate.timeline.arrivals.summary``).
 
 The simulation's side is the pace of its arrivals (the mean time between consecutive steps'
 last arrivals) and their spread within a step; the analytics' side is its lag (a step's last

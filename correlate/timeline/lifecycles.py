@@ -32,10 +32,10 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, coroutines
-from correlate.message_bounds import message_bounds
-from correlate.prefixes import key_split_groups, key_splits
+from correlate.frames.prefixes import key_split_groups, key_splits
 from correlate.sources.frames import RunFrames
+from correlate.timeline import align, coroutines
+from correlate.timeline.message_bounds import message_bounds
 
 _TRANSITION_SKIP = ("key", "side", "local_time_ns", "prefix", "group")
 

@@ -10,9 +10,11 @@ it reaches ``memory``; the tasks' ends come from ``tasks.stop_ns`` (aligned onto
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
-from correlate.prefixes import key_split_groups
+from correlate.frames.prefixes import key_split_groups
 from correlate.schema import TABLES, conform
 
 
@@ -138,9 +140,45 @@ def summary(arrivals: pl.DataFrame, steps: pl.DataFrame, notes: pl.DataFrame) ->
     themselves."""
     if arrivals.is_empty():
         return None
+    keys, senders = _senders(arrivals, steps, notes)
+    ordered = steps.sort("first_ns", "step").with_row_index("i")
+    bounds = steps.select(first=pl.col("first_ns").min(), last=pl.col("last_ns").max(),
+                          n=pl.len()).row(0, named=True)
+    span = (bounds["last"] - bounds["first"]) * 1e-9
+    lasts = ordered.select(lo=pl.col("last_ns").min(), hi=pl.col("last_ns").max(),
+                           n=pl.len()).row(0, named=True)
+    listed = ordered.head(SUMMARY_STEPS).select(
+        "step", "keys", "senders", "nbytes", "spread_s", "last_rank", "last_client",
+        "analytics_tasks", "lag_s", "wait_external_s")
+    return {
+        "keys": keys.height,
+        "nbytes": keys.select(_KNOWN_BYTES).item(),
+        "sources": sorted(set(arrivals.get_column("source").cast(pl.String))),
+        "senders": senders.to_dicts(),
+        "steps": steps.height,
+        "max_spread_s": steps.get_column("spread_s").max(),
+        "span_s": span,
+        # the simulation's pace: time between consecutive steps' last arrivals
+        "step_interval_s": ((lasts["hi"] - lasts["lo"]) * 1e-9 / (lasts["n"] - 1)
+                            if lasts["n"] > 1 else None),
+        "wait_external_s": steps.get_column("wait_external_s").sum()
+        if steps.get_column("wait_external_s").null_count() < steps.height else None,
+        "lag_s": _lag(ordered.drop_nulls("lag_s")),
+        "per_step": listed.to_dicts(),
+        "per_step_listed": min(steps.height, SUMMARY_STEPS),
+    }
+
+
+#: the bytes of a group of keys, null when one's size is not known
+_KNOWN_BYTES = pl.when(pl.col("nbytes").null_count() == 0).then(pl.col("nbytes").sum())
+
+
+def _senders(arrivals: pl.DataFrame, steps: pl.DataFrame, notes: pl.DataFrame
+             ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each key's first arrival with its sender, and per sender: keys, bytes, time in its
+    scatter calls, the steps in which its data came last."""
     sender = pl.coalesce(pl.col("rank").cast(pl.String).str.replace(r"^", "rank "),
                          pl.col("client"), pl.lit("unknown"))
-    known = pl.when(pl.col("nbytes").null_count() == 0).then(pl.col("nbytes").sum())
     last_by = steps.select(sender=pl.coalesce(
         pl.col("last_rank").cast(pl.String).str.replace(r"^", "rank "), pl.col("last_client"),
         pl.lit("unknown"))).group_by("sender").agg(last_in_steps=pl.len())
@@ -152,47 +190,28 @@ def summary(arrivals: pl.DataFrame, steps: pl.DataFrame, notes: pl.DataFrame) ->
     calls = (notes.drop_nulls("key").unique(["client", "local_time_ns"])
              .join(keys.select("client", "sender").unique(), on="client")
              .group_by("sender").agg(send_s=pl.col("send_s").sum()))
-    senders = (keys.group_by("sender").agg(keys=pl.len(), nbytes=known)
+    senders = (keys.group_by("sender").agg(keys=pl.len(), nbytes=_KNOWN_BYTES)
                .join(untimed, on="sender").join(calls, on="sender", how="left")
                .with_columns(send_s=pl.when(~pl.col("untimed")).then("send_s"))
                .drop("untimed")
                .join(last_by, on="sender", how="left")
                .with_columns(pl.col("last_in_steps").fill_null(0)).sort("sender"))
-    ordered = steps.sort("first_ns", "step").with_row_index("i")
-    lagged = ordered.drop_nulls("lag_s")
+    return keys, senders
+
+
+def _lag(lagged: pl.DataFrame) -> dict[str, Any]:
+    """The steps' lag (``lagged``: in order of their first arrival, ``i``): first, last,
+    worst, mean, and its trend (least-squares slope: positive when the analytics falls
+    further behind step after step)."""
     trend = None
     if lagged.height >= 2:
         x, y = lagged.get_column("i").cast(pl.Float64), lagged.get_column("lag_s")
         var = float(((x - x.mean()) ** 2).sum())
         trend = float(((x - x.mean()) * (y - y.mean())).sum()) / var if var else None
     worst = lagged.sort("lag_s", descending=True).head(1)
-    bounds = steps.select(first=pl.col("first_ns").min(), last=pl.col("last_ns").max(),
-                          n=pl.len()).row(0, named=True)
-    span = (bounds["last"] - bounds["first"]) * 1e-9
-    lasts = ordered.select(lo=pl.col("last_ns").min(), hi=pl.col("last_ns").max(),
-                           n=pl.len()).row(0, named=True)
-    listed = ordered.head(SUMMARY_STEPS).select(
-        "step", "keys", "senders", "nbytes", "spread_s", "last_rank", "last_client",
-        "analytics_tasks", "lag_s", "wait_external_s")
-    return {
-        "keys": keys.height,
-        "nbytes": keys.select(known).item(),
-        "sources": sorted(set(arrivals.get_column("source").cast(pl.String))),
-        "senders": senders.to_dicts(),
-        "steps": steps.height,
-        "max_spread_s": steps.get_column("spread_s").max(),
-        "span_s": span,
-        # the simulation's pace: time between consecutive steps' last arrivals
-        "step_interval_s": ((lasts["hi"] - lasts["lo"]) * 1e-9 / (lasts["n"] - 1)
-                            if lasts["n"] > 1 else None),
-        "wait_external_s": steps.get_column("wait_external_s").sum()
-        if steps.get_column("wait_external_s").null_count() < steps.height else None,
-        "lag_s": {"first": lagged.get_column("lag_s").head(1).item() if lagged.height else None,
-                  "last": lagged.get_column("lag_s").tail(1).item() if lagged.height else None,
-                  "max": worst.get_column("lag_s").item() if worst.height else None,
-                  "max_step": worst.get_column("step").item() if worst.height else None,
-                  "mean": lagged.get_column("lag_s").mean() if lagged.height else None,
-                  "trend_s_per_step": trend},
-        "per_step": listed.to_dicts(),
-        "per_step_listed": min(steps.height, SUMMARY_STEPS),
-    }
+    return {"first": lagged.get_column("lag_s").head(1).item() if lagged.height else None,
+            "last": lagged.get_column("lag_s").tail(1).item() if lagged.height else None,
+            "max": worst.get_column("lag_s").item() if worst.height else None,
+            "max_step": worst.get_column("step").item() if worst.height else None,
+            "mean": lagged.get_column("lag_s").mean() if lagged.height else None,
+            "trend_s_per_step": trend}

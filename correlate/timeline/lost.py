@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from correlate.prefixes import key_split_groups, key_splits
-from correlate.scalars import integer
+from correlate.frames.prefixes import key_split_groups, key_splits
+from correlate.frames.scalars import integer
 from correlate.sources.missing import WORKER_CLEANUP
 
 LOST = "lost"

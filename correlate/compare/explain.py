@@ -1,6 +1,6 @@
-"""Plain-language explanations of a comparison (``correlate.compare``)'s named rows, and the job's totals line.
+"""Plain-language explanations of a comparison (``correlate.compare.changes``)'s named rows, and the job's totals line.
 
-``explanations(d, by)`` turns the named rows of a ``correlate.compare.diff`` frame into
+``explanations(d, by)`` turns the named rows of a ``correlate.compare.changes.diff`` frame into
 ``(item, sentence)`` pairs: a prefix's counts first (facts), then CPU per execution, I/O time
 (with bytes, or "slower storage" when bytes are unchanged), then the rest of its task time,
 split into waiting for a core at the contention before, the machine (when a machine change was
@@ -15,10 +15,10 @@ from typing import Any
 
 import polars as pl
 
-from correlate.compare import exact_sum
-from correlate.compare_stats import COUNT_TOLERANCE, MATERIAL
+from correlate.compare.changes import exact_sum
+from correlate.compare.stats import COUNT_TOLERANCE, MATERIAL
+from correlate.reports.cells import code
 from correlate.reports.fmt import human_bytes
-from correlate.reports.markdown import code
 from correlate.summary import destinations
 
 #: a part of a change is named when it carries more than this share of it
@@ -106,60 +106,15 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False, io_known: bool =
         return f"{head} — absent from this run ({_n(nb)} executions before)"
     reasons = _count_reasons(row)
     more = "executions" in (row.get("counts_changed") or "")
-    dcpu = row["cpu_s_delta"]
-    cpu_b, cpu_a = _per_exec(row, "cpu_s", "before"), _per_exec(row, "cpu_s", "after")
-    cpu_named = bool(row.get("cpu_changed")) or (not row.get("judged") and abs(dcpu) > part)
-    if cpu_named and cpu_b:
-        reasons.append(f"CPU per execution {cpu_a / cpu_b - 1:+.0%} ({dcpu:+.3f} s in all)")
-    elif cpu_named:
-        reasons.append(f"CPU {dcpu:+.3f} s (none measured before)")
-    elif cpu_b and more:
-        reasons.append("CPU per execution unchanged")
-    dio, io_rel = row["io_time_s_delta"], row["io_time_s_rel"]
-    bytes_b = row["read_bytes_before"] + row["write_bytes_before"]
-    bytes_a = row["read_bytes_after"] + row["write_bytes_after"]
-    io_named = bool(row.get("io_changed")) or (not row.get("judged") and abs(dio) > part)
-    if io_named:
-        io = f"I/O time {_pct(io_rel)} ({dio:+.3f} s)"
-        if bytes_b and _same(bytes_b, bytes_a):
-            io += " while bytes are unchanged: slower storage, not more data"
-        elif not any(r.startswith("bytes") for r in reasons):
-            io += f" with bytes {_bytes_change(bytes_b, bytes_a)}"
-        reasons.append(io)
-    elif any(r.startswith("bytes") for r in reasons):
-        reasons.append(f"I/O time about the same ({dio:+.3f} s)")
-    dother = _other(row, "after") - _other(row, "before")
-    other_b = _other(row, "before")
-    contention = 0.0
-    if cpu_named and dcpu > 0 and cpu_b and other_b > 0 and row.get("cpu_bound", True):
-        # a CPU-bound task shares cores: its wall per CPU second before, applied to the new CPU
-        contention = min(max(other_b / row["cpu_s_before"] * dcpu, 0.0), max(dother, 0.0))
-        if contention > max(MATERIAL * row["wall_s_before"], 1e-3):
-            reasons.append(f"{contention:+.3f} s more waiting for a core at the same contention "
-                           "as before (its task time is CPU stretched by the threads sharing "
-                           "the cores)")
-    residual = dother - contention
-    per_exec_same = (more and other_b > 0
-                     and abs((_other(row, "after") / na) / (other_b / nb) - 1) <= 0.1)
-    rest_named = (bool(row.get("rest_changed")) or not row.get("judged")) and abs(residual) > part
-    if rest_named and not per_exec_same:
-        whole = abs(residual - dwall) <= 0.1 * abs(dwall)
-        # without Darshan the time inside I/O calls is in this rest, unmeasured
-        if io_known:
-            amount = "none of it is CPU or I/O" if whole else (
-                f"{residual:+.3f} s of it is neither CPU nor I/O")
-        else:
-            amount = "none of it is CPU (I/O was not captured)" if whole else (
-                f"{residual:+.3f} s of it is not CPU (I/O was not captured)")
-        if machine:
-            reasons.append(f"{amount}: the machine or the concurrency changed (see its "
-                           "line), not this prefix")
-        elif contention and residual > 0:  # CPU-bound, and its CPU grew: still a core's wait
-            reasons.append(f"{amount}: more waiting for a core than the contention before gives "
-                           "(the machine's load or the concurrency grew)")
-        else:
-            reasons.append(f"{amount}: time inside the task that no source explains "
-                           "(sleeping, locks, GIL, external calls)")
+    cpu_named = _named(row, "cpu", part)
+    reasons += _cpu_reasons(row, cpu_named, more)
+    reasons += _io_reasons(row, part, reasons)
+    contention = _contention(row, cpu_named)
+    if contention > max(MATERIAL * row["wall_s_before"], 1e-3):
+        reasons.append(f"{contention:+.3f} s more waiting for a core at the same contention "
+                       "as before (its task time is CPU stretched by the threads sharing "
+                       "the cores)")
+    reasons += _rest_reasons(row, part, contention, more, machine=machine, io_known=io_known)
     if abs(row.get("awaiting_s_delta") or 0.0) > part:  # coroutines: in wall, but suspended
         reasons.append(f"awaiting {row['awaiting_s_delta']:+.3f} s of it (coroutine tasks "
                        "suspended on the event loop)")
@@ -172,6 +127,81 @@ def _prefix_reasons(row: dict[str, Any], machine: bool = False, io_known: bool =
     if context:
         text += ". Before the executions, not in task time: " + "; ".join(context) + "."
     return text
+
+
+def _named(row: dict[str, Any], timing: str, part: float) -> bool:
+    """Whether a timing's change is named: the rank test says it changed or, where it could
+    not judge, it carries more than ``part``."""
+    delta = row[{"cpu": "cpu_s_delta", "io": "io_time_s_delta"}[timing]]
+    return bool(row.get(f"{timing}_changed")) or (not row.get("judged") and abs(delta) > part)
+
+
+def _cpu_reasons(row: dict[str, Any], named: bool, more: bool) -> list[str]:
+    dcpu = row["cpu_s_delta"]
+    cpu_b, cpu_a = _per_exec(row, "cpu_s", "before"), _per_exec(row, "cpu_s", "after")
+    if named and cpu_b:
+        return [f"CPU per execution {cpu_a / cpu_b - 1:+.0%} ({dcpu:+.3f} s in all)"]
+    if named:
+        return [f"CPU {dcpu:+.3f} s (none measured before)"]
+    return ["CPU per execution unchanged"] if cpu_b and more else []
+
+
+def _io_reasons(row: dict[str, Any], part: float, reasons: list[str]) -> list[str]:
+    """The I/O time's change, with the bytes' unless ``reasons`` (the counts') name them."""
+    dio, io_rel = row["io_time_s_delta"], row["io_time_s_rel"]
+    bytes_b = row["read_bytes_before"] + row["write_bytes_before"]
+    bytes_a = row["read_bytes_after"] + row["write_bytes_after"]
+    if _named(row, "io", part):
+        io = f"I/O time {_pct(io_rel)} ({dio:+.3f} s)"
+        if bytes_b and _same(bytes_b, bytes_a):
+            io += " while bytes are unchanged: slower storage, not more data"
+        elif not any(r.startswith("bytes") for r in reasons):
+            io += f" with bytes {_bytes_change(bytes_b, bytes_a)}"
+        return [io]
+    if any(r.startswith("bytes") for r in reasons):
+        return [f"I/O time about the same ({dio:+.3f} s)"]
+    return []
+
+
+def _contention(row: dict[str, Any], cpu_named: bool) -> float:
+    """The rest's growth a CPU-bound task's new CPU explains: it shares cores, so its wall per
+    CPU second before, applied to the new CPU (0: not such a case)."""
+    dcpu, other_b = row["cpu_s_delta"], _other(row, "before")
+    dother = _other(row, "after") - other_b
+    if not (cpu_named and dcpu > 0 and _per_exec(row, "cpu_s", "before") and other_b > 0
+            and row.get("cpu_bound", True)):
+        return 0.0
+    return float(min(max(other_b / row["cpu_s_before"] * dcpu, 0.0), max(dother, 0.0)))
+
+
+def _rest_reasons(row: dict[str, Any], part: float, contention: float, more: bool, *,
+                  machine: bool, io_known: bool) -> list[str]:
+    """The rest of the task time, less ``contention``: the machine's (when ``machine``), a
+    core's wait beyond the contention before, or time no source explains."""
+    nb, na, dwall = row["executions_before"], row["executions_after"], row["wall_s_delta"]
+    other_b = _other(row, "before")
+    residual = _other(row, "after") - other_b - contention
+    per_exec_same = (more and other_b > 0
+                     and abs((_other(row, "after") / na) / (other_b / nb) - 1) <= 0.1)
+    rest_named = (bool(row.get("rest_changed")) or not row.get("judged")) and abs(residual) > part
+    if not rest_named or per_exec_same:
+        return []
+    whole = abs(residual - dwall) <= 0.1 * abs(dwall)
+    # without Darshan the time inside I/O calls is in this rest, unmeasured
+    if io_known:
+        amount = "none of it is CPU or I/O" if whole else (
+            f"{residual:+.3f} s of it is neither CPU nor I/O")
+    else:
+        amount = "none of it is CPU (I/O was not captured)" if whole else (
+            f"{residual:+.3f} s of it is not CPU (I/O was not captured)")
+    if machine:
+        return [f"{amount}: the machine or the concurrency changed (see its line), not this "
+                "prefix"]
+    if contention and residual > 0:  # CPU-bound, and its CPU grew: still a core's wait
+        return [f"{amount}: more waiting for a core than the contention before gives "
+                "(the machine's load or the concurrency grew)"]
+    return [f"{amount}: time inside the task that no source explains "
+            "(sleeping, locks, GIL, external calls)"]
 
 
 def _file_reasons(row: dict[str, Any]) -> str:

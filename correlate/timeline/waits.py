@@ -150,8 +150,8 @@ def external_arrivals(transitions: pl.DataFrame) -> pl.DataFrame:
 def external_waits(transitions: pl.DataFrame, dependencies: pl.DataFrame,
                    waits: pl.DataFrame) -> pl.DataFrame:
     """Per key: how long its external-state dependencies kept it waiting
-    (``correlate.arrivals.external_waits``; the engine adds the scattered keys)."""
-    from correlate.arrivals import external_waits as waits_on
+    (``correlate.timeline.arrivals.external_waits``; the engine adds the scattered keys)."""
+    from correlate.timeline.arrivals import external_waits as waits_on
 
     return waits_on(external_arrivals(transitions).drop_nulls("t_arrival"), dependencies, waits)
 

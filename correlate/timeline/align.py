@@ -11,7 +11,7 @@ Two corrections, both expressed as rows of the ``clocks`` table (``offset_ns`` t
   timeline). A worker on the scheduler's host reads the same system clock: offset 0, exactly,
   and the method says so (Dask's ``scheduler_delay`` estimates are off by milliseconds there,
   a few heartbeats' network noise). On another host: the midpoint of the bound the task
-  messages put on the offset by causality (``correlate.message_bounds``; uncertainty: half its
+  messages put on the offset by causality (``correlate.timeline.message_bounds``; uncertainty: half its
   width, a certain bound); without one, Dask's ``scheduler_delay`` estimates, every distinct
   sample the collector saw (median; uncertainty: half their spread plus half the median
   round-trip latency, an estimate only: the registration's sample can be off by more).
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from correlate import per_process
+from correlate.frames import per_process
 from correlate.schema import TABLES, conform
 
 #: containment search: ± range, coarse and fine steps, segments sampled per process
@@ -56,7 +56,7 @@ def worker_offsets(clock_samples: pl.DataFrame, processes: pl.DataFrame | None =
                    bounds: pl.DataFrame | None = None) -> pl.DataFrame:
     """``clocks`` rows (domain worker): 0 for workers on the scheduler's host (``processes``
     names it); elsewhere the midpoint of the causal bound from the task messages
-    (``correlate.message_bounds``; uncertainty: half its width) where one holds, else Dask's
+    (``correlate.timeline.message_bounds``; uncertainty: half its width) where one holds, else Dask's
     scheduler_delay samples."""
     samples = clock_samples.filter(pl.col("scheduler_delay_s").is_not_null())
     host = _scheduler_host(processes)
