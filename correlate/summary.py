@@ -329,7 +329,11 @@ def _log_problem(r: dict[str, Any]) -> str:
 
 
 #: the methods of bytes given against the file Darshan filed them under
-INCONSISTENT_METHODS = ("stdio-reassigned", "inconsistent-split")
+INCONSISTENT_METHODS = ("stdio-reassigned", "stdio-refiled", "inconsistent-split")
+#: what each of them did with the bytes
+_INCONSISTENT_HOW = {"stdio-reassigned": "to the evident owner",
+                     "stdio-refiled": "to the evident owner, under the file it opened",
+                     "inconsistent-split": "by time"}
 
 
 def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
@@ -347,22 +351,22 @@ def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
             f"unattributed reasons say which), not files read as named: {named}{more}"]
 
 
-def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
-    """A warning naming every execution given bytes of a Darshan record that contradicts the
-    record of opens, with the bytes (a task may hold bytes it did not move: say which)."""
+def _inconsistent_records(files: pl.DataFrame) -> list[str]:
+    """One line counting the bytes of Darshan records that contradict the record of opens,
+    given not as Darshan filed them: per method, with the tasks and files (``task_files``'s
+    attribution says which rows)."""
     odd = files.filter(pl.col("attribution").cast(pl.String).is_in(INCONSISTENT_METHODS))
     if odd.is_empty():
         return []
-    per = (odd.group_by("key", "op", pl.col("attribution").cast(pl.String))
-           .agg(pl.col("bytes").sum(), pl.col("path").unique().sort().first())
-           .sort("bytes", "key", descending=[True, False]))
-    named = "; ".join(f"{k} {b:,.0f} B {op} of {p} ({m})"
-                      for k, op, m, b, p in per.head(shown).rows())
-    more = f"; and {per.height - shown} more" if per.height > shown else ""
+    per = {m: b for m, b in odd.group_by(pl.col("attribution").cast(pl.String)).agg(
+        pl.col("bytes").sum()).rows()}
+    how = "; ".join(f"{per[m]:,.0f} B {_INCONSISTENT_HOW[m]} ({m})"
+                    for m in INCONSISTENT_METHODS if m in per)
     return [f"Darshan's C stdio records contradict the record of opens (calls outside the "
             f"windows of the tasks that opened the file, or a file opened only in the other "
-            f"mode): {odd['bytes'].sum():,.0f} B given not as Darshan filed them, to the evident "
-            f"owner (stdio-reassigned) or by time (inconsistent-split): {named}{more}"]
+            f"mode): {odd['bytes'].sum():,.0f} B of {odd['execution_id'].n_unique():,} "
+            f"execution(s) on {odd['path'].n_unique():,} file(s) given not as Darshan filed "
+            f"them: {how} (task_files' attribution says which rows)"]
 
 
 def _shared_readers(files: pl.DataFrame, shown: int = 5) -> list[str]:

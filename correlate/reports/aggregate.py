@@ -17,6 +17,7 @@ import polars as pl
 
 from correlate import endings, lost, task_threads
 from correlate.attribution import doubtful
+from correlate.attribution.stdio import REFILED
 from correlate.findings.io_rules import distinct_read_bytes
 from correlate.grouping import group_agg, measured_sum, request_means, request_sums
 
@@ -293,13 +294,16 @@ def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
 def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
     """Per file: bytes read/written by tasks and outside tasks, ops (all, read and written)
     and the mean request size of reads and of writes (null: none of that kind), I/O time,
-    task count, and ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
-    ``attribution.doubtful``); sorted by total bytes."""
+    task count, ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
+    ``attribution.doubtful``) and ``refiled`` (some of its bytes are a misfiled C stdio
+    record's, filed here by the record of opens: ``stdio-refiled``); sorted by total bytes."""
     def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
         return df.select(
             "path", "op", "bytes", "ops", "io_time_s",
             tasks=(pl.col("execution_id") if attributed else pl.lit(None, pl.Int64)),
             attributed=pl.lit(attributed),
+            refiled=(pl.col("attribution").cast(pl.String) == REFILED if attributed
+                     else pl.lit(False)),
             doubt=(pl.lit(False) if attributed
                    else doubtful.is_doubtful(pl.col("reason")).fill_null(False)))
 
@@ -314,6 +318,7 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
         io_s=pl.col("io_time_s").sum(),
         tasks=pl.col("tasks").drop_nulls().n_unique(),
         doubtful_name=pl.col("doubt").any(),
+        refiled=pl.col("refiled").any(),
     )
     return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
                             **request_means()).sort(

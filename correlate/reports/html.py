@@ -164,7 +164,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "files": _rows(agg.with_read_times(files.head(TOP_FILES), out.scan("segments")),
                        ["path", "read_bytes", "write_bytes", "outside_bytes", "ops",
                         "read_ops", "read_mean_bytes", "write_ops", "write_mean_bytes",
-                        "read_times", "io_s", "tasks", "doubtful_name"]),
+                        "read_times", "io_s", "tasks", "doubtful_name", "refiled"]),
         "file_total": files.height,
         "functions": _functions(out),
         "unattributed": _rows(agg.unattributed_io(out["unattributed"]),

@@ -244,7 +244,8 @@ def _files(out: Outputs) -> list[str]:
         return ["## Busiest files", "", "No file I/O was recorded (no DXT segments)."
                 if _io_known(out) else "Unknown: I/O was not captured (see the top).", ""]
     shown = agg.with_read_times(f.head(TOP), out.scan("segments"))
-    rows = [[code(r["path"]) + (" (doubtful name¹)" if r["doubtful_name"] else ""),
+    rows = [[code(r["path"]) + (" (doubtful name¹)" if r["doubtful_name"] else "")
+             + (" (refiled³)" if r["refiled"] else ""),
              human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
              human_bytes(r["outside_bytes"]), count(r["ops"]), *_request_cells(r, known=True),
              times(r["read_times"]), seconds(r["io_s"]), count(r["tasks"])]
@@ -257,6 +258,9 @@ def _files(out: Outputs) -> list[str]:
     note += ["² The bytes read ÷ the distinct bytes read (the union of the reads' byte ranges "
              "in DXT): 2.0× is every byte read twice. - where DXT did not trace every read of "
              "the file (no DXT, C stdio, counters only) or nothing was read.", ""]
+    note += (["³ Some of this file's C stdio bytes Darshan filed under another file's name; "
+              "the record of opens shows this file's task moved them (stdio-refiled).", ""]
+             if shown.get_column("refiled").any() else [])
     return lines + table(["path", "read", "written", "outside tasks", "ops",
                           "reads × mean size", "writes × mean size", "times read²", "I/O time",
                           "tasks"], rows) + note

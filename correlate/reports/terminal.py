@@ -65,7 +65,7 @@ def _files(files: pl.DataFrame, unattributed: pl.DataFrame, top: int,
 
 
 def _file_rows(shown: pl.DataFrame) -> list[list[Any]]:
-    return [[r["path"], _bytes(r["total_bytes"]), f"{r['ops']:,.0f}", f"{r['io_s']:.3f}",
+    return [[f"{r['path']} (refiled)" if r["refiled"] else r["path"], _bytes(r["total_bytes"]), f"{r['ops']:,.0f}", f"{r['io_s']:.3f}",
              r["tasks"] or 0, times(r["read_times"])] for r in shown.iter_rows(named=True)]
 
 

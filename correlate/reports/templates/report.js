@@ -308,7 +308,8 @@
     ["read_ops", "reads", "n"], ["read_mean_bytes", "mean read", "bytes"],
     ["write_ops", "writes", "n"], ["write_mean_bytes", "mean write", "bytes"],
     ["read_times", "times read", "times"], ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"], ["name", "name", "text"]],
-    DATA.files.map((f) => ({ ...f, name: f.doubtful_name ? "doubtful (see unattributed)" : "" })), null);
+    DATA.files.map((f) => ({ ...f, name: f.doubtful_name ? "doubtful (see unattributed)"
+      : f.refiled ? "from the record of opens (Darshan filed some bytes elsewhere)" : "" })), null);
 
   const fsel = $("function-prefix");
   const withFunctions = new Set(DATA.functions.map((f) => f.prefix));
