@@ -294,13 +294,15 @@ def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
 def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
     """Per file: bytes read/written by tasks and outside tasks, ops (all, read and written)
     and the mean request size of reads and of writes (null: none of that kind), I/O time,
-    task count, ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
+    the distinct tasks (keys: a task run twice counts once; executions where ``task_files``
+    has no keys), ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
     ``attribution.doubtful``) and ``refiled`` (some of its bytes are a misfiled C stdio
     record's, filed here by the record of opens: ``stdio-refiled``); sorted by total bytes."""
     def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
         return df.select(
             "path", "op", "bytes", "ops", "io_time_s",
-            tasks=(pl.col("execution_id") if attributed else pl.lit(None, pl.Int64)),
+            tasks=(pl.col("key" if "key" in df.columns else "execution_id").cast(pl.String)
+                   if attributed else pl.lit(None, pl.String)),
             attributed=pl.lit(attributed),
             refiled=(pl.col("attribution").cast(pl.String) == REFILED if attributed
                      else pl.lit(False)),
@@ -323,6 +325,29 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
     return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
                             **request_means()).sort(
         "total_bytes", "path", descending=[True, False], nulls_last=True)
+
+
+def busiest_files(task_files: pl.DataFrame, unattributed: pl.DataFrame, n: int,
+                  segments: pl.LazyFrame | None) -> tuple[pl.DataFrame, int]:
+    """The ``n`` busiest files (``files``) with how many times each was read
+    (``with_read_times``; null without ``segments``), and how many files there are: the one
+    list the terminal, report.md and report.html show (each its own ``n``)."""
+    every = files(task_files, unattributed)
+    shown = (with_read_times(every.head(n), segments) if segments is not None
+             else every.head(n).with_columns(distinct_read_bytes=pl.lit(None, pl.Float64),
+                                             read_times=pl.lit(None, pl.Float64)))
+    return shown, every.height
+
+
+def cpu_outside_tasks(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per worker process whose whole CPU was sampled: its CPU, the part inside its task
+    executions and the rest (event loop, communication, start-up, other threads), from
+    ``summary.json`` ``cpu.per_worker``: the one list every output shows."""
+    return [{"worker": w.get("worker") or f"{w.get('host')} pid {w.get('pid')}",
+             "process_cpu_s": w["process_cpu_s"], "task_cpu_s": w.get("task_cpu_s"),
+             "outside_tasks_cpu_s": w.get("outside_tasks_cpu_s")}
+            for w in (summary.get("cpu") or {}).get("per_worker") or []
+            if w.get("process_cpu_s")]
 
 
 def with_read_times(files: pl.DataFrame, segments: pl.LazyFrame) -> pl.DataFrame:

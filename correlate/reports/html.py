@@ -133,7 +133,8 @@ def build_data(out: Outputs) -> dict[str, Any]:
     pre = agg.prefixes(tasks)
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     s = out.summary
-    files = agg.files(out["task_files"], out["unattributed"])
+    files, file_total = agg.busiest_files(out["task_files"], out["unattributed"], TOP_FILES,
+                                          out.scan("segments"))
     prefixes = _rows(pre.with_columns(pl.col("prefix").fill_null("?")),
                      ["prefix", "executions", "wall_s", "mean_s", "max_s", "cpu_s", "other_s",
                       "io_s", "read_bytes", "write_bytes", "read_ops", "read_mean_bytes",
@@ -161,15 +162,16 @@ def build_data(out: Outputs) -> dict[str, Any]:
         "arrivals": agg.arrivals(s),
         "destinations": [list(d) for d in destinations(s)],
         "top_tasks": _top_tasks(tasks),
-        "files": _rows(agg.with_read_times(files.head(TOP_FILES), out.scan("segments")),
+        "files": _rows(files,
                        ["path", "read_bytes", "write_bytes", "outside_bytes", "ops",
                         "read_ops", "read_mean_bytes", "write_ops", "write_mean_bytes",
                         "read_times", "io_s", "tasks", "doubtful_name", "refiled"]),
-        "file_total": files.height,
+        "file_total": file_total,
         "functions": _functions(out),
         "unattributed": _rows(agg.unattributed_io(out["unattributed"]),
                               ["reason", "role", "thread_kind", "bytes", "ops", "io_s",
                                "files", "processes"]),
+        "cpu_outside": agg.cpu_outside_tasks(s),
         "cpu_coverage": _rows(agg.cpu_coverage(tasks), ["worker", "executions", "unmeasured",
                                                         "unmeasured_wall_s", "cpu_s",
                                                         "wall_s"]),

@@ -239,18 +239,18 @@ def _tasks(out: Outputs) -> list[str]:
 
 
 def _files(out: Outputs) -> list[str]:
-    f = agg.files(out["task_files"], out["unattributed"])
-    if f.is_empty():
+    shown, n = agg.busiest_files(out["task_files"], out["unattributed"], TOP,
+                                 out.scan("segments"))
+    if not n:
         return ["## Busiest files", "", "No file I/O was recorded (no DXT segments)."
                 if _io_known(out) else "Unknown: I/O was not captured (see the top).", ""]
-    shown = agg.with_read_times(f.head(TOP), out.scan("segments"))
     rows = [[code(r["path"]) + (" (doubtful name¹)" if r["doubtful_name"] else "")
              + (" (refiled³)" if r["refiled"] else ""),
              human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
              human_bytes(r["outside_bytes"]), count(r["ops"]), *_request_cells(r, known=True),
              times(r["read_times"]), seconds(r["io_s"]), count(r["tasks"])]
             for r in shown.iter_rows(named=True)]
-    lines = [f"## Busiest files ({_shown(f.height, 'bytes')})", ""]
+    lines = [f"## Busiest files ({_shown(n, 'bytes')})", ""]
     note = (["¹ Darshan's name for some of this file's I/O is doubtful (a relative path, "
              "the collectors' own file named in another folder, or a name the record of opens "
              "contradicts): see the unattributed reasons.", ""]
@@ -350,9 +350,19 @@ def _cpu(out: Outputs) -> list[str]:
               else "not captured inside task executions (the source recorded none)")
     handed = "".join(f", + {seconds(h['wall_s'])} {status}" for status, h in
                      (out.summary.get("handed_back") or {}).items() if h.get("executions"))
-    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}{handed}). CPU spent "
-             "outside task executions (event loop, communication, spilling) is not in the "
-             "output tables.", ""]
+    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}{handed}).", ""]
+    outside = agg.cpu_outside_tasks(out.summary)
+    if outside:
+        lines += ["CPU outside task executions (event loop, communication, spilling, start-up, "
+                  "other threads): each worker process's CPU at its last sample less its "
+                  "tasks' thread CPU (summary.json `cpu.per_worker`).", ""]
+        lines += table(["worker", "process CPU", "in tasks", "outside tasks"],
+                       [[code(w["worker"]), seconds(w["process_cpu_s"]),
+                         measured(w["task_cpu_s"]), measured(w["outside_tasks_cpu_s"])]
+                        for w in outside], "lrrr")
+    else:
+        lines += ["CPU outside task executions: not captured (no worker process's CPU was "
+                  "sampled).", ""]
     missing = c.filter(pl.col("unmeasured") > 0)
     if missing.height:
         rows = [[code(r["worker"]), count(r["unmeasured"]), count(r["executions"]),

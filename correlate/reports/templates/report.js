@@ -336,6 +336,12 @@
     ["thread_kind", "thread", "text"], ["bytes", "bytes", "bytes"], ["ops", "ops", "n"],
     ["io_s", "I/O time", "s"], ["files", "files", "n"], ["processes", "processes", "n"]],
     DATA.unattributed, "bytes");
+  $("cpu-outside-note").textContent = DATA.cpu_outside.length
+    ? "CPU outside task executions (event loop, communication, spilling, start-up, other threads): each worker process's CPU at its last sample less its tasks' thread CPU (summary.json cpu.per_worker)."
+    : "CPU outside task executions: not captured (no worker process's CPU was sampled).";
+  sortableTable($("cpu-outside"), [["worker", "worker", "text"], ["process_cpu_s", "process CPU", "s"],
+    ["task_cpu_s", "in tasks", "s"], ["outside_tasks_cpu_s", "outside tasks", "s"]],
+    DATA.cpu_outside, "worker", false);
   sortableTable($("cpu-coverage"), [["worker", "worker", "text"], ["executions", "executions", "n"],
     ["unmeasured", "without CPU", "n"], ["unmeasured_wall_s", "their wall time", "s"],
     ["cpu_s", "task CPU", "s"], ["wall_s", "task wall", "s"]], DATA.cpu_coverage, "worker", false);
