@@ -239,6 +239,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
     summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
+    # Dask's disk-read beside what Darshan saw inside it (the segments back from the sink)
+    summary["spill"]["read_back"] = spill.read_back(frames.startstops, kept["tasks"],
+                                                    sink.scan("segments"), dxt_captured(frames))
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)

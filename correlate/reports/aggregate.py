@@ -20,6 +20,7 @@ from correlate.attribution import doubtful
 from correlate.attribution.stdio import REFILED
 from correlate.findings.io_rules import distinct_read_bytes
 from correlate.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.reports.fmt import human_bytes
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
 
@@ -337,6 +338,26 @@ def busiest_files(task_files: pl.DataFrame, unattributed: pl.DataFrame, n: int,
              else every.head(n).with_columns(distinct_read_bytes=pl.lit(None, pl.Float64),
                                              read_times=pl.lit(None, pl.Float64)))
     return shown, every.height
+
+
+def read_back_sentence(summary: dict[str, Any]) -> str | None:
+    """Dask's disk-read time beside what Darshan saw inside it (``summary.json``
+    ``spill.read_back``), with what each measures; None where no execution read an input
+    back. The one sentence every output shows."""
+    rb = (summary.get("spill") or {}).get("read_back") or {}
+    if not rb.get("dask_disk_read_s"):
+        return None
+    head = (f"Reading spilled inputs back: {rb['dask_disk_read_s']:.3f} s of Dask's disk-read "
+            f"(the wall time the executions' inputs took to come out of the worker's store, "
+            f"each recorded when above 5 ms)")
+    if rb.get("in_read_calls_s") is None:
+        return head + ("; how much of it was inside read calls is not captured (no DXT "
+                       "segments of the spill files in those windows).")
+    return head + (f": {rb['in_read_calls_s']:.3f} s inside the read calls of the spill "
+                   f"files ({human_bytes(rb['read_bytes'])}, DXT), {rb['in_write_calls_s']:.3f} s "
+                   f"in writes of other keys to disk to make room "
+                   f"({human_bytes(rb['write_bytes'])}), and {rb['rest_s']:.3f} s in neither "
+                   f"(unpickling, the store's own work).")
 
 
 def cpu_outside_tasks(summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -158,6 +158,7 @@ def build_data(out: Outputs) -> dict[str, Any]:
                                           "paused_s", "transfer_s", "read_back_s"]),
         "spill": _rows(agg.spill(tasks, "key").head(TOP_FILES), ["key", *agg.SPILL])
         if set(agg.SPILL) <= set(tasks.columns) else [],
+        "read_back": agg.read_back_sentence(s),
         "shuffles": agg.shuffles(s),
         "arrivals": agg.arrivals(s),
         "destinations": [list(d) for d in destinations(s)],

@@ -393,6 +393,8 @@ def _spill(out: Outputs) -> list[str]:
              "Task results Dask wrote to its spill directory and read back (from the DXT "
              "segments of the spill files, whose names carry the key), and the time executions "
              "waited for spilled inputs to be read back (Dask's disk-read).", ""]
+    back = agg.read_back_sentence(out.summary)
+    lines += [back, ""] if back else []
     for by, title in (("prefix", "By prefix"), ("key", f"Heaviest {TOP} keys")):
         body = [[code(r[by]), human_bytes(r["spilled_bytes"]), count(r["spill_writes"]),
                  seconds(r["spill_write_s"]), human_bytes(r["unspilled_bytes"]),

@@ -172,8 +172,11 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
                     + waited)
         else:
             c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys "
-                    f"written ({_secs(sp['spill_write_s'])} s), {_bytes(sp['unspilled_bytes'])} "
-                    f"read back ({_secs(sp['unspill_read_s'])} s); {waited}")
+                    f"written ({_secs(sp['spill_write_s'])} s in write calls), "
+                    f"{_bytes(sp['unspilled_bytes'])} read back ({_secs(sp['unspill_read_s'])} s "
+                    f"in read calls); {waited}")
+        if back := agg.read_back_sentence(summary):
+            c.print(Text(back))
     _print_findings(c, summary, top)
     for line in _shuffle_lines(summary, top):
         c.print(Text(line))

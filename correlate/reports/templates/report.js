@@ -264,7 +264,8 @@
       ["cpu_s", "CPU", "s"], ["io_time_s", "I/O time", "s"], ["read_bytes", "read", "bytes"],
       ["write_bytes", "written", "bytes"]], DATA.groups[key], "wall_s");
   });
-  $("spill-section").hidden = !DATA.spill.length;
+  $("spill-section").hidden = !DATA.spill.length && !DATA.read_back;
+  $("read-back").textContent = DATA.read_back || "";
   sortableTable($("spill"), [["key", "key", "text"], ["spilled_bytes", "written", "bytes"],
     ["spill_writes", "times", "n"], ["spill_write_s", "write time", "s"],
     ["unspilled_bytes", "read back", "bytes"], ["unspill_read_s", "read time", "s"],
