@@ -252,6 +252,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     _put(sink, "critical_path", found.critical_path)
     _put(sink, "findings", found.findings)
     summary.update(found.summary)
+    if summary["lost"]["executions"]:  # what recomputing the lost results cost the span
+        summary["lost"]["span_s"] = lost.span_lost(kept["tasks"], found.critical_path)
     inference = threads.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference

@@ -428,7 +428,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "runs": tasks.filter(endings.is_run()).height,
         "handed_back": endings.summary(tasks),
         # executions whose results died with their worker (runs, counted in ``runs``)
-        "lost": lost.summary(tasks, frames.processes),
+        "lost": lost.summary(tasks, frames.processes,
+                             frames.facts.get("workers_removed_ns") or {}),
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
         # the runtime that wrote the logs (lib_ver of each log's job metadata), not the

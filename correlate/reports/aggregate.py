@@ -156,13 +156,16 @@ def is_coroutine() -> pl.Expr:
     return pl.col("awaiting_s").is_not_null()
 
 
-def workers_died(summary: dict[str, Any]) -> list[str]:
-    """The workers that died during the run (summary.json ``lost``)."""
-    return list((summary.get("lost") or {}).get("workers_died") or [])
+def workers_died(summary: dict[str, Any]) -> dict[str, int | None]:
+    """The workers that died during the run → when the scheduler removed them (run
+    timeline; None: not recorded), from summary.json ``lost``."""
+    lost = summary.get("lost") or {}
+    at = lost.get("died_ns") or {}
+    return {w: at.get(w) for w in lost.get("workers_died") or []}
 
 
 def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
-                  died: list[str] | tuple[str, ...] = ()) -> pl.DataFrame:
+                  died: dict[str, int | None] | None = None) -> pl.DataFrame:
     """Per worker: executor-thread-seconds over the run window split into the tasks' thread
     CPU, time inside I/O calls, the rest of their wall time (``other_s``: sleep, locks, the
     GIL, waits inside the task) and idle, plus the task-seconds spent waiting for a thread and
@@ -174,7 +177,8 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
     is null without CPU, and holds the I/O time too where I/O was not measured
     (``other_includes_io``); an I/O call's own CPU is in both CPU and I/O, so ``other_s`` is a
     lower bound. A worker of ``died`` (``died`` True) was a worker until it died: its thread
-    time ends with its last execution's stop (when it died after that is not known)."""
+    time ends when the scheduler removed it (``died``'s time; ``died_known``), else, where
+    that was not recorded, with its last execution's stop."""
     window = run_window(tasks)
     span_s = 0.0 if window is None else (window[1] - window[0]) / 1e9
     start_ns = 0 if window is None else window[0]
@@ -203,10 +207,15 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
            how="left").with_columns(
         threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
         .fill_null(False))
+    died = died or {}
     gone = pl.col("worker").is_in(list(died))
-    lived_s = pl.when(gone).then(((pl.col("last_stop_ns") - start_ns) / 1e9)
-                                 .clip(upper_bound=span_s)).otherwise(span_s)
-    return agg.with_columns(died=gone, thread_s=pl.col("threads") * lived_s).drop(
+    death = pl.col("worker").replace_strict(
+        {w: t for w, t in died.items() if t is not None}, default=None, return_dtype=pl.Int64)
+    # (never before its last execution's stop: the clocks differ by milliseconds)
+    end = pl.max_horizontal(death, pl.col("last_stop_ns"))
+    lived_s = pl.when(gone).then(((end - start_ns) / 1e9).clip(0.0, span_s)).otherwise(span_s)
+    return agg.with_columns(died=gone, died_known=gone & death.is_not_null(),
+                            thread_s=pl.col("threads") * lived_s).drop(
         "last_stop_ns").with_columns(
         other_s=(pl.col("busy_s") - pl.col("cpu_s") - pl.col("io_s").fill_null(0.0))
         .clip(lower_bound=0.0),

@@ -129,9 +129,11 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
               + (" ³ Wall time of `async def` tasks, which ran on the worker's event loop, not "
                  "on an executor thread (their awaiting time included); not in the thread "
                  "count or the busy share." if coroutines else "")
-              + (" ⁴ The worker died during the run: its thread time ends with its last "
-                 "execution's stop (it died after that, when exactly is not known); its "
-                 "executions it never wrote are from the scheduler's records."
+              + (" ⁴ The worker died during the run: its thread time ends when the scheduler "
+                 "removed it" + ("" if b.filter(pl.col("died")).get_column("died_known").all()
+                                 else " (where that was not recorded, with its last "
+                                 "execution's stop)")
+                 + "; the executions it never wrote are from the scheduler's records."
                  if b.get_column("died").any() else ""), ""]
     if b.get_column("threads_bound").any():
         lines += [agg.THREADS_BOUND_NOTE[0].upper() + agg.THREADS_BOUND_NOTE[1:] + ".", ""]

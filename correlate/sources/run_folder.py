@@ -664,6 +664,8 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
         facts["unknown"] = {k: v for k, v in facts["unknown"].items() if k != "dask_config"}
     facts["stalls"] = reader.stalls
     facts["executions_lost_with_worker"] = reader.lost_with_worker
+    facts["workers_removed_ns"] = _removed(_empty_or(tables.get("cluster_events"),
+                                                      "cluster_events"))
     if facts.get("darshan"):
         gaps = _darshan_gaps(run_dir, procs, io)
         reader.warnings += [gaps] if gaps else []
@@ -874,6 +876,13 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
         out.update(io_segments=io.io_segments, io_file_counters=io.io_file_counters,
                    darshan_logs=io.darshan_logs)
     return {name: conform(df, TABLES[name], path=name) for name, df in out.items()}
+
+
+def _removed(events: pl.DataFrame) -> dict[str, int]:
+    """Each worker the scheduler removed → when it last did (scheduler clock)."""
+    gone = (events.filter(pl.col("event").cast(pl.String) == "remove_worker")
+            .group_by("address").agg(pl.col("local_time_ns").max()).drop_nulls())
+    return {w: int(t) for w, t in gone.sort("address").iter_rows()}
 
 
 def _pauses(events: pl.DataFrame) -> pl.DataFrame:
