@@ -221,6 +221,11 @@ def _clocks(clocks: pl.DataFrame) -> list[dict[str, Any]]:
     return [dict(r) for r in clocks.iter_rows(named=True)]
 
 
+def _worker_pauses(pauses: pl.DataFrame) -> list[dict[str, Any]]:
+    return [dict(r) for r in pauses.select("worker", "start_ns", "stop_ns")
+            .sort("worker", "start_ns").iter_rows(named=True)]
+
+
 def _rejects(rejects: pl.DataFrame) -> list[dict[str, Any]]:
     return [dict(r) for r in rejects.sort("source", "file", "reason").iter_rows(named=True)]
 
@@ -430,6 +435,9 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         # executions whose results died with their worker (runs, counted in ``runs``)
         "lost": lost.summary(tasks, frames.processes,
                              frames.facts.get("workers_removed_ns") or {}),
+        # when each worker was paused by Dask's memory manager (run timeline; stop null: still
+        # paused where the records end)
+        "worker_pauses": _worker_pauses(frames.worker_pauses),
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
         # the runtime that wrote the logs (lib_ver of each log's job metadata), not the

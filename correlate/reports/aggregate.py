@@ -369,6 +369,31 @@ def read_back_sentence(summary: dict[str, Any]) -> str | None:
                    f"(unpickling, the store's own work).")
 
 
+#: the states of a worker drawn on the timelines and the trace
+PAUSED, DIED = "paused (memory)", "died"
+
+
+def worker_states(summary: dict[str, Any]) -> pl.DataFrame:
+    """worker, state, start_ns, stop_ns (run timeline) of each worker's memory pauses
+    (``summary.json`` ``worker_pauses``; a pause still open where the records end lasts until
+    the worker died, else stop null) and deaths (``lost.died_ns``: start = stop)."""
+    died = {w: t for w, t in workers_died(summary).items() if t is not None}
+    rows = [(p["worker"], PAUSED, p["start_ns"],
+             p["stop_ns"] if p.get("stop_ns") is not None else died.get(p["worker"]))
+            for p in summary.get("worker_pauses") or []]
+    rows += [(w, DIED, t, t) for w, t in sorted(died.items())]
+    return pl.DataFrame(rows, schema={"worker": pl.String, "state": pl.String,
+                                      "start_ns": pl.Int64, "stop_ns": pl.Int64}, orient="row")
+
+
+def state_bars(states: pl.DataFrame, lanes: pl.DataFrame, t0: int, t1: int) -> pl.DataFrame:
+    """``worker_states`` on every lane of their worker: lane, state, start, stop (ns after
+    ``t0``; an open pause ends at ``t1``, the end of the drawn window)."""
+    return states.join(lanes.select("worker", "lane"), on="worker").select(
+        "lane", "state", start=pl.col("start_ns") - t0,
+        stop=pl.col("stop_ns").fill_null(t1) - t0).sort("lane", "start", "state")
+
+
 def cpu_outside_tasks(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Per worker process whose whole CPU was sampled: its CPU, the part inside its task
     executions and the rest (event loop, communication, start-up, other threads), from

@@ -78,6 +78,7 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
         "key": pl.col("key"), "cpu": pl.col("cpu_s").round(6),
         "rb": pl.col("read_bytes").round(1), "wb": pl.col("write_bytes").round(1),
         "io": pl.col("io_s").round(6), "id": pl.col("execution_id")})
+    states = agg.state_bars(agg.worker_states(out.summary), lanes, window[0], window[1])
     paths = sorted(set(io.frame["path"].drop_nulls().to_list()))
     io_cols = _columns(io.frame.with_columns(
         pi=pl.col("path").replace_strict(paths, list(range(len(paths))), default=None,
@@ -90,6 +91,11 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
             "lane_threads": lanes["thread_id"].cast(pl.String).to_list(),
             "paths": paths, "span_ms": round((window[1] - window[0]) / ms, 4),
             "task_total": shown.total, "io_total": io.total,
+            # the workers' memory pauses and deaths on their lanes
+            "states": _columns(states, {
+                "lane": pl.col("lane"), "start": (pl.col("start") / ms).round(4),
+                "dur": ((pl.col("stop") - pl.col("start")) / ms).round(4),
+                "died": (pl.col("state") == agg.DIED).cast(pl.Int8)}),
             "notes": [n for n in (shown.note, io.note) if n]}
 
 

@@ -543,8 +543,9 @@ def write_figures(out: Outputs, out_dir: Path) -> dict[str, str]:
     fig_dir = out_dir / "figures"
     critical = bars.join(out["critical_path"].select("execution_id"), on="execution_id",
                          how="semi").sort("start", "execution_id")
+    states = agg.state_bars(agg.worker_states(out.summary), lanes, window[0], window[1])
     figures.timeline(shown.frame, io.frame, lanes["label"].to_list(), colours,
-                     fig_dir / "timeline.png", note=note, critical=critical)
+                     fig_dir / "timeline.png", note=note, critical=critical, states=states)
     figures.prefix_bars(pre, colours, fig_dir / "prefixes.png")
     return {"timeline": "figures/timeline.png", "prefixes": "figures/prefixes.png"}
 

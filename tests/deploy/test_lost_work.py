@@ -6,6 +6,7 @@ terminal, report.md, summary.json and `correlate story` say the same."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -96,6 +97,21 @@ def test_a_killed_workers_lost_work_is_counted_as_the_scheduler_counts_it(tmp_pa
     value, unit = row.split(" | ")[3].split()
     assert float(value) * {"s": 1.0, "ms": 1e-3}[unit] == pytest.approx(lived, abs=1e-3), row
     assert "its thread time ends when the scheduler removed it;" in report
+    # its death is drawn where its lanes end: report.html's timeline and the trace
+    html = (out / "report.html").read_text()
+    tl = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S)
+                    .group(1))["timeline"]
+    st = tl["states"]
+    crosses = {(lane, start) for lane, start, died in zip(st["lane"], st["start"], st["died"],
+                                                           strict=True) if died}
+    mine = {i for i, label in enumerate(tl["lanes"]) if label.startswith(victim)}
+    assert {lane for lane, _s in crosses} == mine
+    assert {s for _l, s in crosses} == {round((died_ns - tasks["start_ns"].min()) / 1e6, 4)}
+    trace = json.loads((out / "trace.json").read_text())
+    deaths = [e for e in trace["traceEvents"]
+              if e.get("name") == "worker died (removed by the scheduler)"]
+    assert [(e["args"]["worker"], e["ts"]) for e in deaths] == [
+        (victim, pytest.approx((died_ns - trace["otherData"]["t0_ns"]) / 1e3, abs=2e-3))]
     assert f"{done.height:,} executions of" in proc.stdout
     assert "could not be used" not in proc.stdout
     assert any("lost with the worker" in w for w in summary["warnings"])

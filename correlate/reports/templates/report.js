@@ -52,6 +52,9 @@
   for (const list of byLane) list.sort((a, b) => T.start[a] - T.start[b]);
   const ioByLane = TL.lanes.map(() => []);
   for (let i = 0; i < nIO; i++) ioByLane[IO.lane[i]].push(i);
+  // the workers' memory pauses (shaded behind their lanes) and deaths (a cross where they end)
+  const ST = TL.states || {}, stateByLane = TL.lanes.map(() => []);
+  for (let i = 0; i < (ST.lane || []).length; i++) stateByLane[ST.lane[i]].push(i);
   const view = { a: 0, b: Math.max(TL.span_ms, 1e-3) };
   const canvas = $("timeline");
   $("timeline-notes").textContent = (TL.notes || []).join("; ");
@@ -76,6 +79,13 @@
       ctx.fillStyle = lane % 2 ? "#fafafa" : "#fff";
       ctx.fillRect(LABEL_W, y, plotW, LANE_H);
       ctx.save(); ctx.beginPath(); ctx.rect(LABEL_W, y, plotW, LANE_H); ctx.clip();
+      for (const i of stateByLane[lane]) {
+        if (ST.died[i]) continue;
+        const s = ST.start[i], e = s + ST.dur[i];
+        if (e < view.a || s > view.b) continue;
+        ctx.fillStyle = "rgba(128, 128, 128, 0.22)";
+        ctx.fillRect(x(s), y, Math.max(1, x(e) - x(s)), LANE_H);
+      }
       for (const i of byLane[lane]) {
         const s = T.start[i], e = s + T.dur[i];
         if (e < view.a || s > view.b) continue;
@@ -90,6 +100,13 @@
         const x0 = x(s), x1 = x(e);
         ctx.fillStyle = IO.op[i] ? DATA.io_colours.write : DATA.io_colours.read;
         ctx.fillRect(x0, y + LANE_H - (IO.op[i] ? 6 : 9), Math.max(1, x1 - x0), 3);
+      }
+      for (const i of stateByLane[lane]) {
+        if (!ST.died[i] || ST.start[i] < view.a || ST.start[i] > view.b) continue;
+        const px = x(ST.start[i]), c = y + LANE_H / 2;
+        ctx.strokeStyle = "#000"; ctx.lineWidth = 2; ctx.beginPath();
+        ctx.moveTo(px - 5, c - 5); ctx.lineTo(px + 5, c + 5);
+        ctx.moveTo(px - 5, c + 5); ctx.lineTo(px + 5, c - 5); ctx.stroke(); ctx.lineWidth = 1;
       }
       ctx.restore();
       ctx.fillStyle = "#1d1d1f";
