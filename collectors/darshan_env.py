@@ -70,7 +70,25 @@ MAX_RECORDS {stdio} STDIO
 {dxt_records}NAME_EXCLUDE \\.py$,\\.pyc$,\\.so$,\\.so\\.[0-9.]*$,\\.pth$ {mods}
 NAME_EXCLUDE ^/proc,^/sys,^/dev,^/etc,^/usr/lib,^/lib {mods}
 {excludes}
+# the job script's helper commands and launchers write no log (DARSHAN_APP_EXCLUDE overrides)
+APP_EXCLUDE {apps}
 """
+
+#: executables whose processes Darshan does not instrument (``APP_EXCLUDE``, Darshan 3.4.0 and
+#: later: POSIX extended regexes matched against the first word of the process's command line,
+#: argv[0] as the script ran it, with or without a path): a batch script's short helper
+#: commands and the launchers that start the workers, whose logs are noise beside the Dask
+#: processes' own. Python interpreters (the scheduler, the workers, the client) never match.
+HELPER_APPS = ("sleep", "uname", "hostname", "date", "env", "cat", "echo", "printf", "true",
+               "false", "test", "seq", "expr", "id", "whoami", "basename", "dirname",
+               "readlink", "realpath", "mkdir", "rmdir", "rm", "cp", "mv", "ln", "ls",
+               "touch", "chmod", "tee", "head", "tail", "cut", "tr", "sort", "uniq", "wc",
+               "grep", "egrep", "sed", "awk", "gawk", "xargs", "find", "which", "nproc",
+               "ps", "kill", "pgrep", "timeout", "bash", "sh", "dash", "zsh", "ssh",
+               "mpiexec", "mpirun", "mpiexec.hydra", "hydra_pmi_proxy", "srun", "aprun",
+               "pbsdsh", "qstat", "squeue", "scontrol")
+#: the ``APP_EXCLUDE`` regex of ``HELPER_APPS`` (one regex: no comma, no space)
+APP_EXCLUDE = "(^|/)(" + "|".join(a.replace(".", "\\.") for a in HELPER_APPS) + ")$"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,7 +187,7 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS, dxt: 
     config = run_dir / "darshan.conf"
     config.write_text(CONFIG.format(
         excludes=excludes, mods=EXCLUDE_MODULES, modmem=module_memory_mib(),
-        namemem=name_memory_mib(),
+        namemem=name_memory_mib(), apps=APP_EXCLUDE,
         posix=FILE_RECORDS["POSIX"], stdio=FILE_RECORDS["STDIO"],
         dxt_enable="MOD_ENABLE DXT_POSIX\n" if dxt else "",
         dxt_records=f"MAX_RECORDS {dxt_memory_kib(dxt_segments)} DXT_POSIX\n" if dxt else ""))

@@ -591,8 +591,12 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
                                "running, or `collect` was killed before it ended (end time and "
                                "exit code unknown)")
     elif manifest.get("recorded_by") == "scheduler preload":
-        reader.warnings.append(f"{run_dir / 'manifest.json'}: written by the scheduler's preload "
-                               "(no `collect`): the job's command and exit code are unknown")
+        known = manifest.get("command")
+        reader.warnings.append(
+            f"{run_dir / 'manifest.json'}: written by the scheduler's preload (no `collect`): "
+            + ("the job's exit code is unknown (its command, from `collect env`: "
+               f"{' '.join(map(str, known))})" if known
+               else "the job's command and exit code are unknown"))
     per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]] = {t.name: [] for t in raw.RUN_TABLES}
     for d, info, closed in procs:
         if run_streams.is_format3(entries[d]):
