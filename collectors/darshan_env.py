@@ -74,21 +74,6 @@ NAME_EXCLUDE ^/proc,^/sys,^/dev,^/etc,^/usr/lib,^/lib {mods}
 APP_EXCLUDE {apps}
 """
 
-#: executables whose processes Darshan does not instrument (``APP_EXCLUDE``, Darshan 3.4.0 and
-#: later: POSIX extended regexes matched against the first word of the process's command line,
-#: argv[0] as the script ran it, with or without a path): a batch script's short helper
-#: commands and the launchers that start the workers, whose logs are noise beside the Dask
-#: processes' own. Python interpreters (the scheduler, the workers, the client) never match.
-HELPER_APPS = ("sleep", "uname", "hostname", "date", "env", "cat", "echo", "printf", "true",
-               "false", "test", "seq", "expr", "id", "whoami", "basename", "dirname",
-               "readlink", "realpath", "mkdir", "rmdir", "rm", "cp", "mv", "ln", "ls",
-               "touch", "chmod", "tee", "head", "tail", "cut", "tr", "sort", "uniq", "wc",
-               "grep", "egrep", "sed", "awk", "gawk", "xargs", "find", "which", "nproc",
-               "ps", "kill", "pgrep", "timeout", "bash", "sh", "dash", "zsh", "ssh",
-               "mpiexec", "mpirun", "mpiexec.hydra", "hydra_pmi_proxy", "srun", "aprun",
-               "pbsdsh", "qstat", "squeue", "scontrol")
-#: the ``APP_EXCLUDE`` regex of ``HELPER_APPS`` (one regex: no comma, no space)
-APP_EXCLUDE = "(^|/)(" + "|".join(a.replace(".", "\\.") for a in HELPER_APPS) + ")$"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -177,7 +162,8 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS, dxt: 
     log_dir.mkdir(parents=True, exist_ok=True)
     # each process's memory-mapped records (left behind by a process that does not close its
     # log) stay in the run folder, not in /tmp; collectors.darshan_after tidies them
-    from correlate.schema.run import MMAP_FOLDER  # (only with a runtime: not at `collect`'s start)
+    # (only with a runtime: not at `collect`'s start)
+    from correlate.schema.run import APP_EXCLUDE, MMAP_FOLDER
 
     mmap_dir = run_dir / MMAP_FOLDER
     mmap_dir.mkdir(exist_ok=True)

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from correlate import align, arrivals, coroutines, endings, findings, lost, task_threads, waits
-from correlate.attribution import doubtful, spill, threads, untraced
+from correlate.attribution import doubtful, helper_commands, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
 from correlate.attribution.local_dir import barrier_owners
@@ -215,7 +215,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     files, io_totals, unattributed, spilled = untraced.with_untraced(
         *untraced.across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
         parts.pop("unattributed"), parts["spill"], frames, ex, windows, clocks)
-    unattributed = doubtful.relabel(unattributed, frames.file_opens)
+    unattributed = helper_commands.relabel(doubtful.relabel(unattributed, frames.file_opens),
+                                           frames.darshan_logs)
     task_files = _put(sink, "task_files", files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     del files
