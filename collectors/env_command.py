@@ -65,8 +65,11 @@ def main(argv: Sequence[str]) -> int:
     run_dir: Path = args.out.resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     # the job script that ran us: the command the scheduler's preload puts in the manifest
+    # (the first to run it only: a dask-jobqueue worker job's prologue, after the scheduler
+    # started, is not the job)
     job = manifest.job_command()
-    if job is not None:
+    first = not any((run_dir / n).exists() for n in (manifest.JOB_COMMAND, "manifest.json"))
+    if job is not None and first:
         write_json_atomic(run_dir / manifest.JOB_COMMAND, job)
     lib, how = darshan_env.find_runtime(args.darshan)
     lines = [f"# dask-correlate: record into {run_dir} (`dask scheduler|worker --preload "

@@ -115,3 +115,8 @@ def test_the_script_that_ran_it_is_the_jobs_command(tmp_path):
     assert written["command"] == ["bash", str(script), "an argument"]
     assert "the process that ran `collect env`" in written["command_source"]
     assert "command" not in written["unknown"] and "exit_code" in written["unknown"]
+    # a later `collect env` (a dask-jobqueue worker job's prologue) is not the job
+    other = tmp_path / "worker_job.sh"
+    other.write_text(script.read_text())
+    subprocess.run(["bash", str(other)], check=True, timeout=60, capture_output=True)
+    assert json.loads((run / manifest.JOB_COMMAND).read_text()) == recorded
