@@ -70,7 +70,10 @@ MAX_RECORDS {stdio} STDIO
 {dxt_records}NAME_EXCLUDE \\.py$,\\.pyc$,\\.so$,\\.so\\.[0-9.]*$,\\.pth$ {mods}
 NAME_EXCLUDE ^/proc,^/sys,^/dev,^/etc,^/usr/lib,^/lib {mods}
 {excludes}
+# the job script's helper commands and launchers write no log (DARSHAN_APP_EXCLUDE overrides)
+APP_EXCLUDE {apps}
 """
+
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -159,7 +162,8 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS, dxt: 
     log_dir.mkdir(parents=True, exist_ok=True)
     # each process's memory-mapped records (left behind by a process that does not close its
     # log) stay in the run folder, not in /tmp; collectors.darshan_after tidies them
-    from correlate.schema.run import MMAP_FOLDER  # (only with a runtime: not at `collect`'s start)
+    # (only with a runtime: not at `collect`'s start)
+    from correlate.schema.run import APP_EXCLUDE, MMAP_FOLDER
 
     mmap_dir = run_dir / MMAP_FOLDER
     mmap_dir.mkdir(exist_ok=True)
@@ -169,7 +173,7 @@ def environment(lib: str, run_dir: Path, dxt_segments: int = DXT_SEGMENTS, dxt: 
     config = run_dir / "darshan.conf"
     config.write_text(CONFIG.format(
         excludes=excludes, mods=EXCLUDE_MODULES, modmem=module_memory_mib(),
-        namemem=name_memory_mib(),
+        namemem=name_memory_mib(), apps=APP_EXCLUDE,
         posix=FILE_RECORDS["POSIX"], stdio=FILE_RECORDS["STDIO"],
         dxt_enable="MOD_ENABLE DXT_POSIX\n" if dxt else "",
         dxt_records=f"MAX_RECORDS {dxt_memory_kib(dxt_segments)} DXT_POSIX\n" if dxt else ""))

@@ -4,7 +4,9 @@ dask-jobqueue) record into RUN_DIR, Darshan DXT included, without ``collect`` wr
 
 Prints ``export NAME=value`` lines (shell-quoted) for ``eval "$(collect env -o RUN_DIR)"``;
 what could not be set (no darshan-runtime) is a ``#`` comment, so the output stays valid shell.
-Creates RUN_DIR, its ``darshan/`` log folder and the generated ``darshan.conf``.
+Creates RUN_DIR, its ``darshan/`` log folder and the generated ``darshan.conf``, and records
+the command line of the script that ran it (``job_command.json``: the job's command, which the
+scheduler's preload puts in the manifest; its exit code no process of the run can know).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from collectors import darshan_env, options
+from collectors import darshan_env, manifest, options
 from collectors.job_env import job_environment
+from collectors.sink import write_json_atomic
 
 #: the variables `collect` sets for its child that the job script must set itself, in order
 ORDER = ("DASK_CORRELATE_RUN_DIR", *options.ENV_NAMES,
@@ -61,6 +64,13 @@ def main(argv: Sequence[str]) -> int:
         return 2
     run_dir: Path = args.out.resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
+    # the job script that ran us: the command the scheduler's preload puts in the manifest
+    # (the first to run it only: a dask-jobqueue worker job's prologue, after the scheduler
+    # started, is not the job)
+    job = manifest.job_command()
+    first = not any((run_dir / n).exists() for n in (manifest.JOB_COMMAND, "manifest.json"))
+    if job is not None and first:
+        write_json_atomic(run_dir / manifest.JOB_COMMAND, job)
     lib, how = darshan_env.find_runtime(args.darshan)
     lines = [f"# dask-correlate: record into {run_dir} (`dask scheduler|worker --preload "
              "collectors.preload`, or any Dask process started with these variables)"]

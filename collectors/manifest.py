@@ -8,6 +8,7 @@ command nor its exit code, and says so under ``unknown``."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
@@ -138,9 +139,36 @@ PRELOAD_UNKNOWN = {
 }
 
 
+#: what `collect env` knows of the job: the command line of the process that ran it
+JOB_COMMAND = "job_command.json"
+
+
+def job_command() -> dict[str, Any] | None:
+    """The command line of this process's parent, for `collect env`: in a job script's
+    ``eval "$(collect env …)"`` that is the script's shell (the command substitution's
+    subshell is a fork of it, with its command line). None where it cannot be read."""
+    ppid = os.getppid()
+    try:
+        raw = Path(f"/proc/{ppid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    args = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+    return {"command": args, "pid": ppid, "host": hostname(),
+            "time_ns": time.time_ns()} if args else None
+
+
+def _job_command(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads((run_dir / JOB_COMMAND).read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("command"), list) else None
+
+
 def start_from_preload(run_dir: Path, options: dict[str, Any]) -> dict[str, Any] | None:
     """Called by the scheduler's preload: write the manifest unless one exists (``collect``
-    wrote it). Returns what was written, or None."""
+    wrote it); the job's command is the one `collect env` recorded (``JOB_COMMAND``), if it
+    ran. Returns what was written, or None."""
     if (run_dir / "manifest.json").exists():
         return None
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -148,9 +176,13 @@ def start_from_preload(run_dir: Path, options: dict[str, Any]) -> dict[str, Any]
     reason = ("LD_PRELOAD of the scheduler" if lib else
               "the scheduler was started without libdarshan in LD_PRELOAD; workers' logs, if "
               "any, are still read from RUN_DIR/darshan/ (see `collect env`)")
-    return start(run_dir, command=None, options=options,
+    job = _job_command(run_dir)
+    unknown = {k: v for k, v in PRELOAD_UNKNOWN.items() if not (job and k == "command")}
+    source = ({"command_source": f"the process that ran `collect env` (pid {job.get('pid')} "
+                                 f"on {job.get('host')})"} if job else {})
+    return start(run_dir, command=job["command"] if job else None, options=options,
                  darshan={"runtime": lib, "reason": reason}, recorded_by="scheduler preload",
-                 unknown=PRELOAD_UNKNOWN, extra={"scheduler_command": list(sys.argv)})
+                 unknown=unknown, extra={"scheduler_command": list(sys.argv), **source})
 
 
 def finish_from_preload(run_dir: Path, manifest: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from correlate import attribution, findings
+from correlate.attribution import spill
 from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.prefixes import key_split_groups, key_splits
 from correlate.frames.sorting import output_order, sorted_for_output
@@ -192,10 +193,16 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
     summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
+    # Dask's disk-read beside what Darshan saw inside it (the segments back from the sink)
+    summary["spill"]["read_back"] = spill.read_back(frames.startstops, kept["tasks"],
+                                                    sink.scan("segments"), dxt_captured(frames))
     summary["profile"] = profile_coverage(frames.facts, ex.height, profiled)
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
-    summary.update(_findings(frames, kept, assigned, sink))
+    found = _findings(frames, kept, assigned, sink)
+    summary.update(found.summary)
+    if summary["lost"]["executions"]:  # what recomputing the lost results cost the span
+        summary["lost"]["span_s"] = lost.span_lost(kept["tasks"], found.critical_path)
     if att.thread_inference:
         summary["thread_inference"] = att.thread_inference
     return Correlated(tables=kept, summary=summary)
@@ -212,16 +219,16 @@ def _functions(frames: RunFrames, ex: pl.DataFrame, sink: TableSink) -> int:
 
 
 def _findings(frames: RunFrames, kept: dict[str, pl.DataFrame], assigned: pl.DataFrame,
-              sink: TableSink) -> dict[str, Any]:
+              sink: TableSink) -> findings.Analysis:
     """Write the critical path and the findings (the rules read the tables of ``kept`` and
-    the segments back from the sink); return their part of the summary."""
+    the segments back from the sink); return them, with their part of the summary."""
     evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
                                  segments=sink.scan("segments"))
     found = findings.analyse(kept["tasks"], kept["task_files"], frames.dependencies, assigned,
                              evidence)
     _put(sink, "critical_path", found.critical_path)
     _put(sink, "findings", found.findings)
-    return found.summary
+    return found
 
 
 def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:

@@ -223,6 +223,11 @@ def _clocks(clocks: pl.DataFrame) -> list[dict[str, Any]]:
     return [dict(r) for r in clocks.iter_rows(named=True)]
 
 
+def _worker_pauses(pauses: pl.DataFrame) -> list[dict[str, Any]]:
+    return [dict(r) for r in pauses.select("worker", "start_ns", "stop_ns")
+            .sort("worker", "start_ns").iter_rows(named=True)]
+
+
 def _rejects(rejects: pl.DataFrame) -> list[dict[str, Any]]:
     return [dict(r) for r in rejects.sort("source", "file", "reason").iter_rows(named=True)]
 
@@ -330,6 +335,12 @@ def _log_problem(r: dict[str, Any]) -> str:
     return f"{Path(r['log']).name} ({', '.join(parts)})"
 
 
+#: what each method of bytes given against Darshan's file (``AGAINST_RECORD``) did with them
+_INCONSISTENT_HOW = {"stdio-reassigned": "to the evident owner",
+                     "stdio-refiled": "to the evident owner, under the file it opened",
+                     "inconsistent-split": "by time"}
+
+
 def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
     """One line naming the records whose file name is doubtful (``attribution.doubtful``)
     and their bytes, the largest first."""
@@ -345,22 +356,22 @@ def _doubtful_paths(unattributed: pl.DataFrame, shown: int = 5) -> list[str]:
             f"unattributed reasons say which), not files read as named: {named}{more}"]
 
 
-def _inconsistent_records(files: pl.DataFrame, shown: int = 10) -> list[str]:
-    """A warning naming every execution given bytes of a Darshan record that contradicts the
-    record of opens, with the bytes (a task may hold bytes it did not move: say which)."""
+def _inconsistent_records(files: pl.DataFrame) -> list[str]:
+    """One line counting the bytes of Darshan records that contradict the record of opens,
+    given not as Darshan filed them: per method, with the tasks and files (``task_files``'s
+    attribution says which rows)."""
     odd = files.filter(pl.col("attribution").cast(pl.String).is_in(AGAINST_RECORD))
     if odd.is_empty():
         return []
-    per = (odd.group_by("key", "op", pl.col("attribution").cast(pl.String))
-           .agg(pl.col("bytes").sum(), pl.col("path").unique().sort().first())
-           .sort("bytes", "key", descending=[True, False]))
-    named = "; ".join(f"{k} {b:,.0f} B {op} of {p} ({m})"
-                      for k, op, m, b, p in per.head(shown).rows())
-    more = f"; and {per.height - shown} more" if per.height > shown else ""
+    per = {m: b for m, b in odd.group_by(pl.col("attribution").cast(pl.String)).agg(
+        pl.col("bytes").sum()).rows()}
+    how = "; ".join(f"{per[m]:,.0f} B {_INCONSISTENT_HOW[m]} ({m})"
+                    for m in AGAINST_RECORD if m in per)
     return [f"Darshan's C stdio records contradict the record of opens (calls outside the "
             f"windows of the tasks that opened the file, or a file opened only in the other "
-            f"mode): {odd['bytes'].sum():,.0f} B given not as Darshan filed them, to the evident "
-            f"owner (stdio-reassigned) or by time (inconsistent-split): {named}{more}"]
+            f"mode): {odd['bytes'].sum():,.0f} B of {odd['execution_id'].n_unique():,} "
+            f"execution(s) on {odd['path'].n_unique():,} file(s) given not as Darshan filed "
+            f"them: {how} (task_files' attribution says which rows)"]
 
 
 def _shared_readers(files: pl.DataFrame, shown: int = 5) -> list[str]:
@@ -430,7 +441,11 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "runs": tasks.filter(endings.is_run()).height,
         "handed_back": endings.summary(tasks),
         # executions whose results died with their worker (runs, counted in ``runs``)
-        "lost": lost.summary(tasks, frames.processes),
+        "lost": lost.summary(tasks, frames.processes,
+                             frames.facts.get("workers_removed_ns") or {}),
+        # when each worker was paused by Dask's memory manager (run timeline; stop null: still
+        # paused where the records end)
+        "worker_pauses": _worker_pauses(frames.worker_pauses),
         "tasks": tasks["key"].n_unique(),
         "io": _io(tables, segment_totals, stdio, counters, io_captured(frames)),
         # the runtime that wrote the logs (lib_ver of each log's job metadata), not the

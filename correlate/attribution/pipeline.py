@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.attribution import doubtful, spill, threads, untraced
+from correlate.attribution import doubtful, helper_commands, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
 from correlate.attribution.local_dir import barrier_owners
@@ -81,7 +81,8 @@ def attribute(frames: RunFrames, executions: pl.DataFrame, windows: pl.DataFrame
         parts.pop("unattributed"), parts["spill"], frames, ex, windows, clocks, counted)
     return Attribution(
         executions=ex, clocks=clocks, methods=methods, task_files=files, io_totals=io_totals,
-        unattributed=doubtful.relabel(unattributed, frames.file_opens), spilled=spilled,
+        unattributed=helper_commands.relabel(doubtful.relabel(unattributed, frames.file_opens),
+                                             frames.darshan_logs), spilled=spilled,
         spill_columns=spill.per_execution(ex, spilled, _counts_every_file(frames, counted)),
         read_back=spill.input_read_back(frames.startstops),
         segment_totals=parts["segment_totals"],

@@ -201,13 +201,17 @@ def largest_shares(split: pl.DataFrame, n: int) -> tuple[np.ndarray, np.ndarray,
 IO_SECONDS = (pl.col("host_stop_ns") - pl.col("host_start_ns")).cast(pl.Float64) / 1e9
 
 
+#: the unattributed reason of a process that is no scheduler, worker or client of the run
+UNKNOWN_PROCESS = "process is not a known Dask process"
+
+
 def not_a_tasks_reason(otherwise: pl.Expr) -> pl.Expr:
     """Why I/O of a row (``role``, ``local_directory`` of its process, ``path``) belongs to no
     task: a process that is no known Dask process or no worker, a file of the worker's local
     directory (spill store, P2P shuffle buffer, lock or other file: ``local_dir.reason``); for
     a worker's other I/O, ``otherwise``."""
     return (pl.when(pl.col("role").is_null())
-            .then(pl.lit("process is not a known Dask process"))
+            .then(pl.lit(UNKNOWN_PROCESS))
             .when(pl.col("role") != "worker")
             .then(pl.concat_str(pl.col("role"), pl.lit(" process")))
             .otherwise(pl.coalesce(local_dir.reason(pl.col("path"), pl.col("local_directory")),

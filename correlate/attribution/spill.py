@@ -130,3 +130,59 @@ def input_read_back(startstops: pl.DataFrame) -> pl.DataFrame:
     return startstops.filter(pl.col("action") == "disk-read").group_by("key", "worker").agg(
         input_read_back_s=(pl.col("reported_stop_ns") - pl.col("reported_start_ns")).sum()
         / 1e9)
+
+
+#: what Dask's ``disk-read`` startstop of an execution measures (distributed's
+#: ``Worker._prepare_args_for_execution``: the wall time taking its inputs out of the worker's
+#: store, recorded when above 5 ms), beside what Darshan measures of it
+READ_BACK_MEANS = ("Dask's disk-read: the wall time an execution's inputs took to come out "
+                   "of the worker's store (reading the files, unpickling, and writing other "
+                   "keys out to make room), each recorded when above 5 ms; Darshan's read "
+                   "time: only the time inside the read calls of the spill files")
+
+
+def read_back(startstops: pl.DataFrame, tasks: pl.DataFrame, segments: pl.LazyFrame,
+              traced: bool) -> dict[str, float | None]:
+    """Dask's ``disk-read`` time of the executions' inputs, split by what the DXT segments of
+    the spill files (``attribution`` spill) show inside those windows, on the same process:
+    seconds and bytes in read calls, in write calls (keys written out to make room), and the
+    rest (unpickling, the store's own work). Darshan's figures are null without DXT
+    (``traced``) and for the windows of a worker whose clock offset no execution gives."""
+    win = startstops.filter(pl.col("action") == "disk-read").select(
+        "worker", start=pl.col("reported_start_ns"), stop=pl.col("reported_stop_ns"))
+    dask_s = float((win["stop"] - win["start"]).sum()) / 1e9 if win.height else 0.0
+    out: dict[str, float | None] = {"dask_disk_read_s": dask_s, "in_read_calls_s": None,
+                                    "read_bytes": None, "in_write_calls_s": None,
+                                    "write_bytes": None, "rest_s": None}
+    if not traced or win.is_empty():
+        return out
+    # the worker's clock onto the run timeline, as its executions were placed (disk-read
+    # startstops are on the raw worker clock, as the executions' local times)
+    offsets = (tasks.filter(pl.col("local_start_ns").is_not_null()
+                            & pl.col("start_ns").is_not_null())
+               .group_by("worker").agg(pl.col("host").first(), pl.col("pid").first(),
+                                       off=(pl.col("start_ns") - pl.col("local_start_ns"))
+                                       .median().round().cast(pl.Int64)))
+    w = (win.join(offsets, on="worker", how="inner")
+         .select("host", "pid", w0=pl.col("start") + pl.col("off"),
+                 w1=pl.col("stop") + pl.col("off")).sort("w0"))
+    if w.height < win.height:  # a window no offset places: its split is unknown
+        return out
+    segs = (segments.filter(pl.col("attribution").cast(pl.String) == "spill")
+            .select("host", "pid", pl.col("op").cast(pl.String), "length", "start_ns",
+                    "stop_ns").collect()
+            .with_columns(mid=(pl.col("start_ns") + pl.col("stop_ns")) // 2).sort("mid"))
+    # (both sorted by time: within each process too)
+    inside = segs.join_asof(w, left_on="mid", right_on="w0", by=["host", "pid"],
+                            strategy="backward", check_sortedness=False
+                            ).filter(pl.col("mid") <= pl.col("w1"))
+    inside = inside.with_columns(
+        s=((pl.min_horizontal("stop_ns", "w1") - pl.max_horizontal("start_ns", "w0"))
+           .clip(lower_bound=0) / 1e9))
+
+    def of(op: str, col: str) -> float:
+        return float(inside.filter(pl.col("op") == op)[col].sum())
+    read_s, write_s = of("read", "s"), of("write", "s")
+    return {**out, "in_read_calls_s": read_s, "read_bytes": of("read", "length"),
+            "in_write_calls_s": write_s, "write_bytes": of("write", "length"),
+            "rest_s": dask_s - read_s - write_s}

@@ -18,7 +18,9 @@ Each STDIO record (process × file) with bytes is given, in this order of eviden
 The figures are Darshan's counters: bytes, operations and the time inside the calls, with the
 times of the first and last call only. Darshan names a stream opened with ``fdopen`` from its descriptor table,
 and was seen to file one stream's bytes under another file the same process had open before;
-the process totals are exact, the file (hence the execution) is Darshan's.
+the process totals are exact. Where the record of opens and the files' sizes show whose such
+bytes are (``stdio-reassigned``), they go to that execution, and under the file it opened
+(``stdio-refiled``) rather than Darshan's name for them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from correlate.frames.scalars import total
 
 #: what ``summary.io.stdio`` and the unattributed reasons call it
 NOT_TRACED = "C stdio (not traced by DXT)"
+#: the method of a misfiled record's bytes filed under the file their evident owner opened
+REFILED = "stdio-refiled"
 
 
 def _by_time(given: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
@@ -242,7 +246,9 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
     (``_by_size``; ``sizes`` of the files from the consistent records, and ``_derived``);
     otherwise it is shared by time among the candidates running
     during its span (``inconsistent-split``, ``shares.time_shares``), the rest
-    unattributed."""
+    unattributed. The bytes an evident owner gets of a record of a file it did not open are
+    its own file's (the one file it opened for that operation whose record is missing or
+    inconsistent): filed under that file (``stdio-refiled``), not under Darshan's name."""
     on = ["host", "pid", "path", "op"]
     schema = {"execution_id": pl.Int64, "path": pl.String, "op": pl.String,
               "bytes": pl.Float64, "ops": pl.Float64, "io_time_s": pl.Float64,
@@ -250,7 +256,8 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
     if odd.is_empty():
         return pl.DataFrame(schema=schema), odd
     own = openers(opens, executions).select(*on, "execution_id")
-    groups = _candidates(odd, own, windows, files, consistent).partition_by(*on, as_dict=True)
+    cand, refile = _candidates(odd, own, windows, files, consistent)
+    groups = cand.partition_by(*on, as_dict=True)
     own_ids = {k: set(g["execution_id"].to_list()) for k, g in odd.select(on).join(
         own, on=on, nulls_equal=True).partition_by(*on, as_dict=True).items()}
     expected = _expected(sizes, opens, executions)
@@ -269,11 +276,19 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
         g = groups.get(tuple(r[c] for c in on))
         share, method = (_share(r, g, expected) if g is not None and r["first_ns"] is not None
                          else ({}, "inconsistent-split"))
+        mine = own_ids.get(tuple(r[c] for c in on), set())
         for e, w in share.items():
-            if w > 0:
-                rows.append({"execution_id": e, "path": r["path"], "op": r["op"],
-                             "bytes": r["bytes"] * w, "ops": r["ops"] * w,
-                             "io_time_s": r["io_time_s"] * w, "attribution": method})
+            if w <= 0:
+                continue
+            # an evident owner that did not open the record's file moved its own file's
+            # bytes: filed under that file, as the record of opens shows, when it is one
+            path, how = r["path"], method
+            if method == "stdio-reassigned" and e not in mine:
+                path = refile.get((r["host"], r["pid"], r["op"], e), path)
+                how = REFILED if path != r["path"] else method
+            rows.append({"execution_id": e, "path": path, "op": r["op"],
+                         "bytes": r["bytes"] * w, "ops": r["ops"] * w,
+                         "io_time_s": r["io_time_s"] * w, "attribution": how})
         left = max(0.0, 1.0 - sum(share.values()))
         if left > 1e-12:
             rest.append({**r, **{c: r[c] * left for c in ("bytes", "ops", "io_time_s")}})
@@ -282,22 +297,23 @@ def _resolve(odd: pl.DataFrame, opens: pl.DataFrame, executions: pl.DataFrame,
 
 
 def _candidates(odd: pl.DataFrame, own: pl.DataFrame, windows: pl.DataFrame,
-                files: pl.DataFrame, consistent: pl.DataFrame) -> pl.DataFrame:
+                files: pl.DataFrame, consistent: pl.DataFrame
+                ) -> tuple[pl.DataFrame, dict[tuple, str]]:
     """Per inconsistent record, the executions that may own it, with their windows: its
     openers (``own``), and each opener of a file whose own record is missing or inconsistent
     too and that got no stdio bytes (``files``): its bytes may be the ones Darshan misfiled
     (one whose file's record was consistent, given to another opener of it, moved none of
-    them)."""
+    them); and where each such opener's bytes belong (``_refile_to``)."""
     on = ["host", "pid", "path", "op"]
     served = files.select("execution_id", "op").unique()
-    orphans = (own.join(consistent.select(on), on=on, how="anti", nulls_equal=True)
-               .join(served, on=["execution_id", "op"], how="anti")
-               .select("host", "pid", "op", "execution_id").unique())
+    orphan_files = (own.join(consistent.select(on), on=on, how="anti", nulls_equal=True)
+                    .join(served, on=["execution_id", "op"], how="anti"))
+    orphans = orphan_files.select("host", "pid", "op", "execution_id").unique()
     cand = pl.concat([odd.select(on).join(orphans, on=["host", "pid", "op"],
                                           nulls_equal=True).select(*on, "execution_id"),
                       odd.select(on).join(own, on=on, nulls_equal=True)]).unique()
-    return cand.join(windows.select("execution_id", "local_start_ns", "local_stop_ns"),
-                     on="execution_id")
+    return (cand.join(windows.select("execution_id", "local_start_ns", "local_stop_ns"),
+                      on="execution_id"), _refile_to(orphan_files))
 
 
 def _share(r: dict, g: pl.DataFrame, expected: dict[tuple[int, str], float]
@@ -317,6 +333,15 @@ def _share(r: dict, g: pl.DataFrame, expected: dict[tuple[int, str], float]
     for e, w in zip(ids, time_shares(r["first_ns"], r["last_ns"], st, sp, None), strict=True):
         share[int(e)] = share.get(int(e), 0.0) + float(w)
     return share, "inconsistent-split"
+
+
+def _refile_to(orphan_files: pl.DataFrame) -> dict[tuple, str]:
+    """(host, pid, op, execution_id) → the one file that execution opened for ``op`` whose own
+    record is missing or inconsistent (``_resolve``'s orphans): where its bytes belong. An
+    execution with several such files is left out (nothing says which of them)."""
+    one = (orphan_files.group_by("host", "pid", "op", "execution_id")
+           .agg(pl.col("path").unique()).filter(pl.col("path").list.len() == 1))
+    return {(h, p, op, e): paths[0] for h, p, op, e, paths in one.rows()}
 
 
 def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame, opens: pl.DataFrame

@@ -47,7 +47,7 @@ from correlate.compare.stats import (  # noqa: F401
     span_shares,
 )
 from correlate.frames.scalars import integer
-from correlate.timeline import endings, spans
+from correlate.timeline import endings, lost, spans
 
 
 def exact_sum(s: pl.Series) -> float:
@@ -68,9 +68,9 @@ TASK_GROUPS = ("prefix", "span")
 #: counts per dimension (facts: reported whenever they move)
 COUNTS = {
     "prefix": ("executions", "read_bytes", "write_bytes", "read_ops", "write_ops",
-               "transfer_bytes", "spilled_bytes", "files"),
+               "transfer_bytes", "spilled_bytes", "files", "lost"),
     "span": ("executions", "read_bytes", "write_bytes", "read_ops", "write_ops",
-             "transfer_bytes", "spilled_bytes", "files"),
+             "transfer_bytes", "spilled_bytes", "files", "lost"),
     "file": ("executions", "read_bytes", "write_bytes", "read_ops", "write_ops"),
     "function": ("executions", "ncall"),
 }
@@ -125,6 +125,8 @@ def profile(tables: dict[str, pl.DataFrame], by: str) -> pl.DataFrame:
         return (tasks.group_by(item=by).agg(
             # runs only: an execution handed back (rescheduled, cancelled) is no run
             *sums, executions=endings.is_run().sum().cast(pl.Float64),
+            # runs whose result died with their worker (correlate/lost.py)
+            lost=(pl.col("status") == lost.LOST).sum().cast(pl.Float64),
             wall_s=pl.col("duration_s").sum())
             .join(files.rename({by: "item"}), on="item", how="left")
             .with_columns(pl.col("files").fill_null(0.0)))

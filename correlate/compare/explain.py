@@ -67,6 +67,9 @@ def _count_reasons(row: dict[str, Any]) -> list[str]:
             out.append(f"{what} {_bytes_change(row[f'{m}_before'], row[f'{m}_after'])}")
     if "files" in changed:
         out.append(f"files touched {_n(row['files_before'])} → {_n(row['files_after'])}")
+    if "lost" in changed:
+        out.append(f"executions lost with a worker that died {_n(row['lost_before'])} → "
+                   f"{_n(row['lost_after'])} (their results recomputed)")
     return out
 
 
@@ -264,6 +267,10 @@ def totals_line(before: pl.DataFrame, after: pl.DataFrame, d: pl.DataFrame, *,
     text += (f"Task time summed over all executions: {wb:.3f} s → {wa:.3f} s "
              f"({wa - wb:+.3f} s, {_pct((wa - wb) / wb if wb else None)}); executions "
              f"{_n(nb)} → {_n(na)}.")
+    lb, la = (float(p["lost"].sum()) if "lost" in p.columns else 0.0 for p in (before, after))
+    if lb or la:
+        text += (f" Of them lost with a worker that died (their results recomputed): "
+                 f"{_n(lb)} → {_n(la)}.")
     if runs != (1, 1):
         text += f" Means of {runs[0]} run(s) before and {runs[1]} after."
     named = d.filter(pl.col("significant"))

@@ -16,8 +16,10 @@ from typing import Any
 import polars as pl
 
 from correlate.attribution import doubtful
+from correlate.attribution.stdio import REFILED
 from correlate.findings.io_rules import distinct_read_bytes
 from correlate.frames.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.reports.fmt import human_bytes
 from correlate.timeline import endings, lost, task_threads
 
 LANE_KEYS = ("host", "pid", "thread_id", "slot")
@@ -154,13 +156,16 @@ def is_coroutine() -> pl.Expr:
     return pl.col("awaiting_s").is_not_null()
 
 
-def workers_died(summary: dict[str, Any]) -> list[str]:
-    """The workers that died during the run (summary.json ``lost``)."""
-    return list((summary.get("lost") or {}).get("workers_died") or [])
+def workers_died(summary: dict[str, Any]) -> dict[str, int | None]:
+    """The workers that died during the run → when the scheduler removed them (run
+    timeline; None: not recorded), from summary.json ``lost``."""
+    lost = summary.get("lost") or {}
+    at = lost.get("died_ns") or {}
+    return {w: at.get(w) for w in lost.get("workers_died") or []}
 
 
 def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
-                  died: list[str] | tuple[str, ...] = ()) -> pl.DataFrame:
+                  died: dict[str, int | None] | None = None) -> pl.DataFrame:
     """Per worker: executor-thread-seconds over the run window split into the tasks' thread
     CPU, time inside I/O calls, the rest of their wall time (``other_s``: sleep, locks, the
     GIL, waits inside the task) and idle, plus the task-seconds spent waiting for a thread and
@@ -174,7 +179,8 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
     is null without CPU, and holds the I/O time too where I/O was not measured
     (``other_includes_io``); an I/O call's own CPU is in both CPU and I/O, so ``other_s`` is a
     lower bound. A worker of ``died`` (``died`` True) was a worker until it died: its thread
-    time ends with its last execution's stop (when it died after that is not known)."""
+    time ends when the scheduler removed it (``died``'s time; ``died_known``), else, where
+    that was not recorded, with its last execution's stop."""
     window = run_window(tasks)
     span_s = 0.0 if window is None else (window[1] - window[0]) / 1e9
     start_ns = 0 if window is None else window[0]
@@ -205,10 +211,15 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
            how="left").with_columns(
         threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
         .fill_null(False))
+    died = died or {}
     gone = pl.col("worker").is_in(list(died))
-    lived_s = pl.when(gone).then(((pl.col("last_stop_ns") - start_ns) / 1e9)
-                                 .clip(upper_bound=span_s)).otherwise(span_s)
-    return agg.with_columns(died=gone, thread_s=pl.col("threads") * lived_s).drop(
+    death = pl.col("worker").replace_strict(
+        {w: t for w, t in died.items() if t is not None}, default=None, return_dtype=pl.Int64)
+    # (never before its last execution's stop: the clocks differ by milliseconds)
+    end = pl.max_horizontal(death, pl.col("last_stop_ns"))
+    lived_s = pl.when(gone).then(((end - start_ns) / 1e9).clip(0.0, span_s)).otherwise(span_s)
+    return agg.with_columns(died=gone, died_known=gone & death.is_not_null(),
+                            thread_s=pl.col("threads") * lived_s).drop(
         "last_stop_ns").with_columns(
         other_s=(pl.col("busy_s") - pl.col("cpu_s") - pl.col("io_s").fill_null(0.0))
         .clip(lower_bound=0.0),
@@ -297,13 +308,18 @@ def top_tasks(tasks: pl.DataFrame, by: str, n: int) -> pl.DataFrame:
 def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
     """Per file: bytes read/written by tasks and outside tasks, ops (all, read and written)
     and the mean request size of reads and of writes (null: none of that kind), I/O time,
-    task count, and ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
-    ``attribution.doubtful``); sorted by total bytes."""
+    the distinct tasks (keys: a task run twice counts once; executions where ``task_files``
+    has no keys), ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
+    ``attribution.doubtful``) and ``refiled`` (some of its bytes are a misfiled C stdio
+    record's, filed here by the record of opens: ``stdio-refiled``); sorted by total bytes."""
     def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
         return df.select(
             "path", "op", "bytes", "ops", "io_time_s",
-            tasks=(pl.col("execution_id") if attributed else pl.lit(None, pl.Int64)),
+            tasks=(pl.col("key" if "key" in df.columns else "execution_id").cast(pl.String)
+                   if attributed else pl.lit(None, pl.String)),
             attributed=pl.lit(attributed),
+            refiled=(pl.col("attribution").cast(pl.String) == REFILED if attributed
+                     else pl.lit(False)),
             doubt=(pl.lit(False) if attributed
                    else doubtful.is_doubtful(pl.col("reason")).fill_null(False)))
 
@@ -318,10 +334,79 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
         io_s=pl.col("io_time_s").sum(),
         tasks=pl.col("tasks").drop_nulls().n_unique(),
         doubtful_name=pl.col("doubt").any(),
+        refiled=pl.col("refiled").any(),
     )
     return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
                             **request_means()).sort(
         "total_bytes", "path", descending=[True, False], nulls_last=True)
+
+
+def busiest_files(task_files: pl.DataFrame, unattributed: pl.DataFrame, n: int,
+                  segments: pl.LazyFrame | None) -> tuple[pl.DataFrame, int]:
+    """The ``n`` busiest files (``files``) with how many times each was read
+    (``with_read_times``; null without ``segments``), and how many files there are: the one
+    list the terminal, report.md and report.html show (each its own ``n``)."""
+    every = files(task_files, unattributed)
+    shown = (with_read_times(every.head(n), segments) if segments is not None
+             else every.head(n).with_columns(distinct_read_bytes=pl.lit(None, pl.Float64),
+                                             read_times=pl.lit(None, pl.Float64)))
+    return shown, every.height
+
+
+def read_back_sentence(summary: dict[str, Any]) -> str | None:
+    """Dask's disk-read time beside what Darshan saw inside it (``summary.json``
+    ``spill.read_back``), with what each measures; None where no execution read an input
+    back. The one sentence every output shows."""
+    rb = (summary.get("spill") or {}).get("read_back") or {}
+    if not rb.get("dask_disk_read_s"):
+        return None
+    head = (f"Reading spilled inputs back: {rb['dask_disk_read_s']:.3f} s of Dask's disk-read "
+            f"(the wall time the executions' inputs took to come out of the worker's store, "
+            f"each recorded when above 5 ms)")
+    if rb.get("in_read_calls_s") is None:
+        return head + ("; how much of it was inside read calls is not captured (no DXT "
+                       "segments of the spill files in those windows).")
+    return head + (f": {rb['in_read_calls_s']:.3f} s inside the read calls of the spill "
+                   f"files ({human_bytes(rb['read_bytes'])}, DXT), {rb['in_write_calls_s']:.3f} s "
+                   f"in writes of other keys to disk to make room "
+                   f"({human_bytes(rb['write_bytes'])}), and {rb['rest_s']:.3f} s in neither "
+                   f"(unpickling, the store's own work).")
+
+
+#: the states of a worker drawn on the timelines and the trace
+PAUSED, DIED = "paused (memory)", "died"
+
+
+def worker_states(summary: dict[str, Any]) -> pl.DataFrame:
+    """worker, state, start_ns, stop_ns (run timeline) of each worker's memory pauses
+    (``summary.json`` ``worker_pauses``; a pause still open where the records end lasts until
+    the worker died, else stop null) and deaths (``lost.died_ns``: start = stop)."""
+    died = {w: t for w, t in workers_died(summary).items() if t is not None}
+    rows = [(p["worker"], PAUSED, p["start_ns"],
+             p["stop_ns"] if p.get("stop_ns") is not None else died.get(p["worker"]))
+            for p in summary.get("worker_pauses") or []]
+    rows += [(w, DIED, t, t) for w, t in sorted(died.items())]
+    return pl.DataFrame(rows, schema={"worker": pl.String, "state": pl.String,
+                                      "start_ns": pl.Int64, "stop_ns": pl.Int64}, orient="row")
+
+
+def state_bars(states: pl.DataFrame, lanes: pl.DataFrame, t0: int, t1: int) -> pl.DataFrame:
+    """``worker_states`` on every lane of their worker: lane, state, start, stop (ns after
+    ``t0``; an open pause ends at ``t1``, the end of the drawn window)."""
+    return states.join(lanes.select("worker", "lane"), on="worker").select(
+        "lane", "state", start=pl.col("start_ns") - t0,
+        stop=pl.col("stop_ns").fill_null(t1) - t0).sort("lane", "start", "state")
+
+
+def cpu_outside_tasks(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per worker process whose whole CPU was sampled: its CPU, the part inside its task
+    executions and the rest (event loop, communication, start-up, other threads), from
+    ``summary.json`` ``cpu.per_worker``: the one list every output shows."""
+    return [{"worker": w.get("worker") or f"{w.get('host')} pid {w.get('pid')}",
+             "process_cpu_s": w["process_cpu_s"], "task_cpu_s": w.get("task_cpu_s"),
+             "outside_tasks_cpu_s": w.get("outside_tasks_cpu_s")}
+            for w in (summary.get("cpu") or {}).get("per_worker") or []
+            if w.get("process_cpu_s")]
 
 
 def with_read_times(files: pl.DataFrame, segments: pl.LazyFrame) -> pl.DataFrame:

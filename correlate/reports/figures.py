@@ -16,14 +16,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 from matplotlib import rc_context
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from correlate.frames.scalars import number
 from correlate.reports import aggregate as agg
+from correlate.reports.aggregate import DIED, PAUSED
 from correlate.reports.load import Outputs
 from correlate.reports.timeline import (
     IO_COLOURS,
@@ -37,6 +40,8 @@ from correlate.reports.writer import ReportOptions
 
 #: the critical path's outline and line on the timeline
 PATH_COLOUR = "black"
+#: a worker's memory pause behind its lanes
+PAUSED_COLOUR = "#e6dec8"  # (not in the prefix PALETTE)
 
 DPI = 100
 WIDTH_IN = 12.0
@@ -70,10 +75,13 @@ def _rects(start_s: np.ndarray, stop_s: np.ndarray, y0: np.ndarray, h: float) ->
 
 def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
              colours: dict[str, str], path: Path, *, note: str = "",
-             critical: pl.DataFrame | None = None) -> Path:
+             critical: pl.DataFrame | None = None,
+             states: pl.DataFrame | None = None) -> Path:
     """Lanes (worker · thread) top to bottom, tasks coloured by prefix, I/O as thin strips
     along the bottom of each lane (dark: read, magenta: write); ``critical``: the critical
-    path's links as bars (lane, start, stop), outlined and joined by a black line."""
+    path's links as bars (lane, start, stop), outlined and joined by a black line;
+    ``states``: the workers' memory pauses, shaded behind their lanes, and deaths, a cross
+    where their lanes end (``aggregate.state_bars``)."""
     shown = min(len(lane_labels), MAX_LANES)
     bars = bars.filter(pl.col("lane") < shown)
     io = io.filter(pl.col("lane") < shown)
@@ -81,6 +89,10 @@ def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
     with rc_context(RC):
         fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
         ax = fig.add_subplot()
+        states = (states if states is not None else pl.DataFrame(
+            schema={"lane": pl.Int64, "state": pl.String, "start": pl.Int64,
+                    "stop": pl.Int64})).filter(pl.col("lane") < shown)
+        _draw_states(ax, states)
         _draw_tasks(ax, bars, colours)
         _draw_io(ax, io)
         if critical is not None:
@@ -88,15 +100,33 @@ def timeline(bars: pl.DataFrame, io: pl.DataFrame, lane_labels: list[str],
         ax.set_yticks(np.arange(shown) + 0.4, [plain(x) for x in lane_labels[:shown]])
         ax.set_ylim(shown, -0.2)
         ax.set_xlabel("seconds since the first task started")
-        end = (number(bars["stop"].max()) or 0.0) / 1e9 if bars.height else 1.0
+        end = max((number(bars["stop"].max()) or 0.0) / 1e9 if bars.height else 1.0,
+                  (number(states["stop"].max()) or 0.0) / 1e9)
         ax.set_xlim(0, max(end, 1e-6) * 1.01)
         title = "Task executions per worker thread, I/O overlaid"
         if len(lane_labels) > shown:
             title += f" (first {shown} of {len(lane_labels)} threads)"
         wrapped = "\n".join(textwrap.wrap(note, 110)) if note else ""
         ax.set_title(plain(title + (f"\n{wrapped}" if wrapped else "")), loc="left")
-        _legend(ax, colours, critical is not None and not critical.is_empty())
+        _legend(ax, colours, critical is not None and not critical.is_empty(),
+                set(states["state"].to_list()))
         return _save(fig, path)
+
+
+def _draw_states(ax: Axes, states: pl.DataFrame) -> None:
+    """Memory pauses behind their worker's lanes (hatched grey), deaths as a black cross
+    where the worker's lanes end."""
+    paused = states.filter(pl.col("state") == PAUSED)
+    if paused.height:
+        verts = _rects(paused["start"].to_numpy() / 1e9, paused["stop"].to_numpy() / 1e9,
+                       paused["lane"].to_numpy().astype(float) - 0.05, 0.9)
+        ax.add_collection(PolyCollection(list(verts), facecolors=PAUSED_COLOUR,
+                                         edgecolors="#9a9a9a", hatch="//", linewidths=0.3,
+                                         zorder=0))
+    died = states.filter(pl.col("state") == DIED)
+    if died.height:
+        ax.plot(died["start"].to_numpy() / 1e9, died["lane"].to_numpy() + 0.4, "x",
+                color="black", markersize=7, markeredgewidth=1.6, zorder=3)
 
 
 def _draw_tasks(ax: Axes, bars: pl.DataFrame, colours: dict[str, str]) -> None:
@@ -136,13 +166,21 @@ def _draw_path(ax: Axes, links: pl.DataFrame) -> None:
     ax.plot(xs, ys, color=PATH_COLOUR, linewidth=1.2, label="critical path")
 
 
-def _legend(ax: object, colours: dict[str, str], with_path: bool = False) -> None:
-    handles = [Patch(color=c, label=plain(p)) for p, c in list(colours.items())[:12]]
+def _legend(ax: object, colours: dict[str, str], with_path: bool = False,
+            states: set[str] | frozenset[str] = frozenset()) -> None:
+    handles: list[Artist] = [Patch(color=c, label=plain(p))
+                             for p, c in list(colours.items())[:12]]
     if len(colours) > 12:
         handles.append(Patch(color=OTHER_COLOUR, label="other prefixes"))
     handles += [Patch(color=c, label=f"I/O {op}") for op, c in sorted(IO_COLOURS.items())]
     if with_path:
         handles += [Patch(facecolor="none", edgecolor=PATH_COLOUR, label="critical path")]
+    if PAUSED in states:
+        handles += [Patch(facecolor=PAUSED_COLOUR, edgecolor="#9a9a9a", hatch="//",
+                          label="worker paused (memory)")]
+    if DIED in states:
+        handles += [Line2D([], [], marker="x", color="black", linestyle="none",
+                           label="worker died (removed)")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0),  # type: ignore[attr-defined]
               fontsize=8, frameon=False)
 
@@ -206,6 +244,7 @@ def write_figures(out: Outputs, out_dir: Path, options: ReportOptions) -> list[P
     fig_dir = out_dir / "figures"
     critical = bars.join(out["critical_path"].select("execution_id"), on="execution_id",
                          how="semi").sort("start", "execution_id")
+    states = agg.state_bars(agg.worker_states(out.summary), lanes, window[0], window[1])
     return [timeline(shown.frame, io.frame, lanes["label"].to_list(), colours,
-                     fig_dir / "timeline.png", note=note, critical=critical),
+                     fig_dir / "timeline.png", note=note, critical=critical, states=states),
             prefix_bars(pre, colours, fig_dir / "prefixes.png")]

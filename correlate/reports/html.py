@@ -79,6 +79,7 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
         "key": pl.col("key"), "cpu": pl.col("cpu_s").round(6),
         "rb": pl.col("read_bytes").round(1), "wb": pl.col("write_bytes").round(1),
         "io": pl.col("io_s").round(6), "id": pl.col("execution_id")})
+    states = agg.state_bars(agg.worker_states(out.summary), lanes, window[0], window[1])
     paths = sorted(set(io.frame["path"].drop_nulls().to_list()))
     io_cols = _columns(io.frame.with_columns(
         pi=pl.col("path").replace_strict(paths, list(range(len(paths))), default=None,
@@ -91,6 +92,11 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
             "lane_threads": lanes["thread_id"].cast(pl.String).to_list(),
             "paths": paths, "span_ms": round((window[1] - window[0]) / ms, 4),
             "task_total": shown.total, "io_total": io.total,
+            # the workers' memory pauses and deaths on their lanes
+            "states": _columns(states, {
+                "lane": pl.col("lane"), "start": (pl.col("start") / ms).round(4),
+                "dur": ((pl.col("stop") - pl.col("start")) / ms).round(4),
+                "died": (pl.col("state") == agg.DIED).cast(pl.Int8)}),
             "notes": [n for n in (shown.note, io.note) if n]}
 
 
@@ -134,7 +140,8 @@ def build_data(out: Outputs) -> dict[str, Any]:
     pre = agg.prefixes(tasks)
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     s = out.summary
-    files = agg.files(out["task_files"], out["unattributed"])
+    files, file_total = agg.busiest_files(out["task_files"], out["unattributed"], TOP_FILES,
+                                          out.scan("segments"))
     prefixes = _rows(pre.with_columns(pl.col("prefix").fill_null("?")),
                      ["prefix", "executions", "wall_s", "mean_s", "max_s", "cpu_s", "other_s",
                       "io_s", "read_bytes", "write_bytes", "read_ops", "read_mean_bytes",
@@ -159,19 +166,21 @@ def build_data(out: Outputs) -> dict[str, Any]:
                                           "read_back_s"]),
         "spill": _rows(agg.spill(tasks, "key").head(TOP_FILES), ["key", *agg.SPILL])
         if set(agg.SPILL) <= set(tasks.columns) else [],
+        "read_back": agg.read_back_sentence(s),
         "shuffles": agg.shuffles(s),
         "arrivals": agg.arrivals(s),
         "destinations": [list(d) for d in destinations(s)],
         "top_tasks": _top_tasks(tasks),
-        "files": _rows(agg.with_read_times(files.head(TOP_FILES), out.scan("segments")),
+        "files": _rows(files,
                        ["path", "read_bytes", "write_bytes", "outside_bytes", "ops",
                         "read_ops", "read_mean_bytes", "write_ops", "write_mean_bytes",
-                        "read_times", "io_s", "tasks", "doubtful_name"]),
-        "file_total": files.height,
+                        "read_times", "io_s", "tasks", "doubtful_name", "refiled"]),
+        "file_total": file_total,
         "functions": _functions(out),
         "unattributed": _rows(agg.unattributed_io(out["unattributed"]),
                               ["reason", "role", "thread_kind", "bytes", "ops", "io_s",
                                "files", "processes"]),
+        "cpu_outside": agg.cpu_outside_tasks(s),
         "cpu_coverage": _rows(agg.cpu_coverage(tasks), ["worker", "executions", "unmeasured",
                                                         "unmeasured_wall_s", "cpu_s",
                                                         "wall_s"]),

@@ -100,9 +100,11 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
               + (" ³ Wall time of `async def` tasks, which ran on the worker's event loop, not "
                  "on an executor thread (their awaiting time included); not in the thread "
                  "count or the busy share." if coroutines else "")
-              + (" ⁴ The worker died during the run: its thread time ends with its last "
-                 "execution's stop (it died after that, when exactly is not known); its "
-                 "executions it never wrote are from the scheduler's records."
+              + (" ⁴ The worker died during the run: its thread time ends when the scheduler "
+                 "removed it" + ("" if b.filter(pl.col("died")).get_column("died_known").all()
+                                 else " (where that was not recorded, with its last "
+                                 "execution's stop)")
+                 + "; the executions it never wrote are from the scheduler's records."
                  if b.get_column("died").any() else ""), ""]
     if b.get_column("threads_bound").any():
         lines += [agg.THREADS_BOUND_NOTE[0].upper() + agg.THREADS_BOUND_NOTE[1:] + ".", ""]
@@ -210,17 +212,18 @@ def _tasks(out: Outputs) -> list[str]:
 
 
 def _files(out: Outputs) -> list[str]:
-    f = agg.files(out["task_files"], out["unattributed"])
-    if f.is_empty():
+    shown, n = agg.busiest_files(out["task_files"], out["unattributed"], TOP,
+                                 out.scan("segments"))
+    if not n:
         return ["## Busiest files", "", "No file I/O was recorded (no DXT segments)."
                 if _io_known(out) else "Unknown: I/O was not captured (see the top).", ""]
-    shown = agg.with_read_times(f.head(TOP), out.scan("segments"))
-    rows = [[code(r["path"]) + (" (doubtful name¹)" if r["doubtful_name"] else ""),
+    rows = [[code(r["path"]) + (" (doubtful name¹)" if r["doubtful_name"] else "")
+             + (" (refiled³)" if r["refiled"] else ""),
              human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]),
              human_bytes(r["outside_bytes"]), count(r["ops"]), *_request_cells(r, known=True),
              times(r["read_times"]), seconds(r["io_s"]), count(r["tasks"])]
             for r in shown.iter_rows(named=True)]
-    lines = [f"## Busiest files ({_shown(f.height, 'bytes')})", ""]
+    lines = [f"## Busiest files ({_shown(n, 'bytes')})", ""]
     note = (["¹ Darshan's name for some of this file's I/O is doubtful (a relative path, "
              "the collectors' own file named in another folder, or a name the record of opens "
              "contradicts): see the unattributed reasons.", ""]
@@ -228,6 +231,9 @@ def _files(out: Outputs) -> list[str]:
     note += ["² The bytes read ÷ the distinct bytes read (the union of the reads' byte ranges "
              "in DXT): 2.0× is every byte read twice. - where DXT did not trace every read of "
              "the file (no DXT, C stdio, counters only) or nothing was read.", ""]
+    note += (["³ Some of this file's C stdio bytes Darshan filed under another file's name; "
+              "the record of opens shows this file's task moved them (stdio-refiled).", ""]
+             if shown.get_column("refiled").any() else [])
     return lines + table(["path", "read", "written", "outside tasks", "ops",
                           "reads × mean size", "writes × mean size", "times read²", "I/O time",
                           "tasks"], rows) + note
@@ -317,9 +323,19 @@ def _cpu(out: Outputs) -> list[str]:
               else "not captured inside task executions (the source recorded none)")
     handed = "".join(f", + {seconds(h['wall_s'])} {status}" for status, h in
                      (out.summary.get("handed_back") or {}).items() if h.get("executions"))
-    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}{handed}). CPU spent "
-             "outside task executions (event loop, communication, spilling) is not in the "
-             "output tables.", ""]
+    lines = [f"CPU: {inside} (task wall time {seconds(cpu.get('task_wall_s'))}{handed}).", ""]
+    outside = agg.cpu_outside_tasks(out.summary)
+    if outside:
+        lines += ["CPU outside task executions (event loop, communication, spilling, start-up, "
+                  "other threads): each worker process's CPU at its last sample less its "
+                  "tasks' thread CPU (summary.json `cpu.per_worker`).", ""]
+        lines += table(["worker", "process CPU", "in tasks", "outside tasks"],
+                       [[code(w["worker"]), seconds(w["process_cpu_s"]),
+                         measured(w["task_cpu_s"]), measured(w["outside_tasks_cpu_s"])]
+                        for w in outside], "lrrr")
+    else:
+        lines += ["CPU outside task executions: not captured (no worker process's CPU was "
+                  "sampled).", ""]
     missing = c.filter(pl.col("unmeasured") > 0)
     if missing.height:
         rows = [[code(r["worker"]), count(r["unmeasured"]), count(r["executions"]),
@@ -350,6 +366,8 @@ def _spill(out: Outputs) -> list[str]:
              "Task results Dask wrote to its spill directory and read back (from the DXT "
              "segments of the spill files, whose names carry the key), and the time executions "
              "waited for spilled inputs to be read back (Dask's disk-read).", ""]
+    back = agg.read_back_sentence(out.summary)
+    lines += [back, ""] if back else []
     for by, title in (("prefix", "By prefix"), ("key", f"Heaviest {TOP} keys")):
         body = [[code(r[by]), human_bytes(r["spilled_bytes"]), count(r["spill_writes"]),
                  seconds(r["spill_write_s"]), human_bytes(r["unspilled_bytes"]),

@@ -13,7 +13,7 @@ from correlate.console import name_table, results
 from correlate.outcome import outcome_line
 from correlate.reports import aggregate as agg
 from correlate.reports import findings_text
-from correlate.reports.fmt import requests, times
+from correlate.reports.fmt import human_bytes, requests, times
 from correlate.reports.load import load_outputs
 from correlate.reports.writer import ReportOptions
 from correlate.summary import destinations
@@ -24,12 +24,7 @@ if TYPE_CHECKING:  # (the engine is not imported to print what it returned)
 
 
 def _bytes(n: float | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
+    return human_bytes(n)  # the reports' own rendering: one figure reads alike everywhere
     return str(n)
 
 
@@ -56,21 +51,13 @@ def _secs(s: float | None, digits: int = 3) -> str:
 
 def _files(files: pl.DataFrame, unattributed: pl.DataFrame, top: int,
            segments: pl.LazyFrame | None = None) -> pl.DataFrame:
-    """The busiest files as the reports count them (``aggregate.files``: bytes of tasks and
-    outside tasks), with how many times their bytes were read where ``segments`` (the DXT
-    segments) are given (null without), and the distinct tasks (keys) that did I/O on each."""
-    shown = agg.files(files, unattributed).head(top)
-    shown = (agg.with_read_times(shown, segments) if segments is not None
-             else shown.with_columns(read_times=pl.lit(None, pl.Float64)))
-    # distinct tasks counted for the files shown only (not for every file of the run)
-    of = files.filter(pl.col("path").is_in(shown.get_column("path").implode(), nulls_equal=True))
-    return shown.drop("tasks").join(of.group_by("path").agg(tasks=pl.col("key").n_unique()),
-                                    on="path", how="left", nulls_equal=True,
-                                    maintain_order="left")
+    """The busiest files as the reports show them (``aggregate.busiest_files``), with how
+    many times their bytes were read where ``segments`` (the DXT segments) are given."""
+    return agg.busiest_files(files, unattributed, top, segments)[0]
 
 
 def _file_rows(shown: pl.DataFrame) -> list[list[Any]]:
-    return [[r["path"], _bytes(r["total_bytes"]), f"{r['ops']:,.0f}", f"{r['io_s']:.3f}",
+    return [[f"{r['path']} (refiled)" if r["refiled"] else r["path"], _bytes(r["total_bytes"]), f"{r['ops']:,.0f}", f"{r['io_s']:.3f}",
              r["tasks"] or 0, times(r["read_times"])] for r in shown.iter_rows(named=True)]
 
 
@@ -159,10 +146,10 @@ def print_summary(summary: dict[str, Any], tables: dict[str, pl.DataFrame], *, o
     arrived = _arrival_line(summary)
     if arrived:
         c.print(Text(arrived))
-    outside = [w for w in summary["cpu"].get("per_worker", []) if w["process_cpu_s"]]
+    outside = agg.cpu_outside_tasks(summary)
     if outside:
         c.print("CPU outside tasks (event loop, comms, start-up, other threads): " + ", ".join(
-            f"{w['worker'] or w['pid']} {_secs(w['outside_tasks_cpu_s'], 2)} of "
+            f"{w['worker']} {_secs(w['outside_tasks_cpu_s'], 2)} of "
             f"{w['process_cpu_s']:.2f} s" for w in outside[:top]))
     _print_tables(c, summary, tables, top, io_known, segments)
     _print_notes(c, summary, top)
@@ -213,8 +200,11 @@ def _print_totals(c: Any, summary: dict[str, Any], io_known: bool) -> None:
                     + waited)
         else:
             c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys "
-                    f"written ({_secs(sp['spill_write_s'])} s), {_bytes(sp['unspilled_bytes'])} "
-                    f"read back ({_secs(sp['unspill_read_s'])} s); {waited}")
+                    f"written ({_secs(sp['spill_write_s'])} s in write calls), "
+                    f"{_bytes(sp['unspilled_bytes'])} read back ({_secs(sp['unspill_read_s'])} s "
+                    f"in read calls); {waited}")
+        if back := agg.read_back_sentence(summary):
+            c.print(Text(back))
 
 
 def _print_tables(c: Any, summary: dict[str, Any], tables: dict[str, pl.DataFrame], top: int,

@@ -46,6 +46,7 @@ METHODS = (
     Method("window-split", "time", "shares", process="window-split"),
     Method("stdio-split", "file", "shares"),
     Method("stdio-reassigned", "file", "shares", against_record=True),
+    Method("stdio-refiled", "file", "shares", against_record=True),
     Method("counter-split", "time", "shares"),
     Method("counter-window", "time", "shares"),
     Method("inconsistent-split", "time", "shares", against_record=True),

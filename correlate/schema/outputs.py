@@ -43,6 +43,9 @@ Attribution methods (column ``attribution``):
   each its size (a file's size taken only from records consistent with its opens, or, where
   its read and write records both hold misfiled streams, the size both leave it when they
   agree to the byte). Named in a warning.
+- ``stdio-refiled``: as stdio-reassigned, for the bytes given to an evident owner that did not
+  open the record's file: filed under the one file it opened for that operation whose own
+  record is missing or inconsistent (the record of opens), not under Darshan's name for them.
 - ``counter-split``: as counter-file, for a file whose openers' windows do not single one out:
   the counters' span (first to last call) shared by time among the openers running in it,
   weighted by the process's HEATMAP bins where the log has them; the part of the span no

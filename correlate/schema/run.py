@@ -28,6 +28,21 @@ from correlate.schema.table import Column, Table
 #: ``darshan/``, whose complete logs ``correlate`` reads: these are the records of processes
 #: that did not close their log (``collectors.darshan_after`` removes the empty ones)
 MMAP_FOLDER = "darshan-mmap"
+#: executables whose processes Darshan does not instrument (``APP_EXCLUDE``, Darshan 3.4.0 and
+#: later: POSIX extended regexes matched against the first word of the process's command line,
+#: argv[0] as the script ran it, with or without a path): a batch script's short helper
+#: commands and the launchers that start the workers, whose logs are noise beside the Dask
+#: processes' own. Python interpreters (the scheduler, the workers, the client) never match.
+HELPER_APPS = ("sleep", "uname", "hostname", "date", "env", "cat", "echo", "printf", "true",
+               "false", "test", "seq", "expr", "id", "whoami", "basename", "dirname",
+               "readlink", "realpath", "mkdir", "rmdir", "rm", "cp", "mv", "ln", "ls",
+               "touch", "chmod", "tee", "head", "tail", "cut", "tr", "sort", "uniq", "wc",
+               "grep", "egrep", "sed", "awk", "gawk", "xargs", "find", "which", "nproc",
+               "ps", "kill", "pgrep", "timeout", "bash", "sh", "dash", "zsh", "ssh",
+               "mpiexec", "mpirun", "mpiexec.hydra", "hydra_pmi_proxy", "srun", "aprun",
+               "pbsdsh", "qstat", "squeue", "scontrol")
+#: the ``APP_EXCLUDE`` regex of ``HELPER_APPS`` (one regex: no comma, no space)
+APP_EXCLUDE = "(^|/)(" + "|".join(a.replace(".", "\\.") for a in HELPER_APPS) + ")$"
 #: the suffix of run format 2's parts (run format 1's: ``.parquet``)
 PART_SUFFIX = ".arrow"
 #: run format 3: a table's stream, and its snapshot, in the process folder

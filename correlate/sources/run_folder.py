@@ -601,6 +601,8 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
         raise unreadable(reader.unchecked, str(run_dir), err) from None
     facts = _run_facts(manifest, processes, procs, reader)
+    facts["workers_removed_ns"] = _removed(_empty_or(tables.get("cluster_events"),
+                                                      "cluster_events"))
     if facts.get("darshan"):
         gaps = _darshan_gaps(run_dir, procs, io)
         reader.warnings += [gaps] if gaps else []
@@ -620,8 +622,12 @@ def _manifest_warnings(run_dir: Path, manifest: dict[str, Any] | None) -> list[s
         return [f"{run_dir / 'manifest.json'}: no exit code: the job is still running, or "
                 "`collect` was killed before it ended (end time and exit code unknown)"]
     elif manifest.get("recorded_by") == "scheduler preload":
+        known = manifest.get("command")
         return [f"{run_dir / 'manifest.json'}: written by the scheduler's preload (no "
-                "`collect`): the job's command and exit code are unknown"]
+                "`collect`): "
+                + ("the job's exit code is unknown (its command, from `collect env`: "
+                   f"{' '.join(map(str, known))})" if known
+                   else "the job's command and exit code are unknown")]
     return []
 
 
@@ -908,6 +914,13 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
         out.update(io_segments=io.io_segments, io_file_counters=io.io_file_counters,
                    darshan_logs=io.darshan_logs)
     return {name: conform(df, TABLES[name], path=name) for name, df in out.items()}
+
+
+def _removed(events: pl.DataFrame) -> dict[str, int]:
+    """Each worker the scheduler removed → when it last did (scheduler clock)."""
+    gone = (events.filter(pl.col("event").cast(pl.String) == "remove_worker")
+            .group_by("address").agg(pl.col("local_time_ns").max()).drop_nulls())
+    return {w: int(t) for w, t in gone.sort("address").iter_rows()}
 
 
 def _pauses(events: pl.DataFrame) -> pl.DataFrame:

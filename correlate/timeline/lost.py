@@ -96,15 +96,19 @@ def with_lost(tasks: pl.DataFrame, startstops: pl.DataFrame, processes: pl.DataF
             .drop("last_start"))
 
 
-def summary(tasks: pl.DataFrame, processes: pl.DataFrame) -> dict[str, Any]:
-    """summary.json's ``lost``: the workers that died, the executions whose results died
-    with them (and how many of those have rows only from the scheduler's records), the tasks
-    recomputed, the compute seconds lost, and the lost executions per prefix."""
+def summary(tasks: pl.DataFrame, processes: pl.DataFrame,
+            removed: dict[str, int] | None = None) -> dict[str, Any]:
+    """summary.json's ``lost``: the workers that died and when the scheduler removed them
+    (``removed``: its remove_worker times), the executions whose results died with them (and
+    how many of those have rows only from the scheduler's records), the tasks recomputed, the
+    compute seconds lost, and the lost executions per prefix (``span_s``, the critical
+    path's share, is added once the path is known: ``span_lost``)."""
     rows = tasks.filter(pl.col("status") == LOST)
     per = rows.group_by("prefix").agg(executions=pl.len()).sort(
         "executions", "prefix", descending=[True, False])
     return {
         "workers_died": died(processes),
+        "died_ns": died_at(processes, removed or {}),
         "executions": rows.height,
         "from_scheduler_records": rows.filter(
             pl.col("window_source") == FROM_SCHEDULER).height,
@@ -112,6 +116,26 @@ def summary(tasks: pl.DataFrame, processes: pl.DataFrame) -> dict[str, Any]:
         "compute_s": round(float(rows.get_column("duration_s").sum()), 6),
         "by_prefix": {p: n for p, n in per.iter_rows()},
     }
+
+
+def span_lost(tasks: pl.DataFrame, critical_path: pl.DataFrame) -> float | None:
+    """Seconds of the task window spent recomputing lost results: the links of the critical
+    path that are runs of a lost execution's key after it (removing the loss saves at most
+    these). None without a critical path."""
+    if critical_path.is_empty():
+        return None
+    first_lost = (tasks.filter(pl.col("status") == LOST)
+                  .group_by("key").agg(lost_ns=pl.col("start_ns").min()))
+    again = (tasks.filter(pl.col("status") != LOST).join(first_lost, on="key")
+             .filter(pl.col("start_ns") > pl.col("lost_ns")).select("execution_id"))
+    on_path = critical_path.join(again, on="execution_id", how="semi")
+    return round(float(on_path.get_column("duration_s").fill_null(0.0).sum()), 6)
+
+
+def died_at(processes: pl.DataFrame, removed: dict[str, int]) -> dict[str, int | None]:
+    """Each worker that died → when the scheduler removed it (its ``remove_worker`` event,
+    scheduler clock: the run timeline), None where the scheduler recorded no removal."""
+    return {w: removed.get(w) for w in died(processes)}
 
 
 def sentences(lost: dict[str, Any] | None) -> list[str]:
@@ -124,6 +148,9 @@ def sentences(lost: dict[str, Any] | None) -> list[str]:
     dead = len(lost["workers_died"])
     return [f"{n:,} execution(s) lost with {dead} worker(s) that died (their results died "
             f"with the worker; {lost['tasks_recomputed']:,} task(s) recomputed, "
-            f"{lost['compute_s']:.3f} s of compute lost; runs of their task, "
+            f"{lost['compute_s']:.3f} s of compute lost"
+            + (f", {lost['span_s']:.3f} s of the critical path recomputing them"
+               if lost.get("span_s") is not None else "")
+            + f"; runs of their task, "
             f"{lost['from_scheduler_records']:,} known from the scheduler's records only): "
             f"{prefixes}"]

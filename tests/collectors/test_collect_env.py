@@ -71,3 +71,52 @@ def test_no_runtime_found_is_one_line_on_stderr_and_a_comment(tmp_path):
 def test_help_names_the_subcommand():
     proc = collect_env("--help")
     assert proc.returncode == 0 and "usage: collect env" in proc.stdout
+
+
+def test_the_job_scripts_helpers_are_excluded_from_darshan(tmp_path):
+    """The generated config keeps Darshan off a batch script's helper commands (APP_EXCLUDE:
+    POSIX extended regexes against the first word of the command line), never off Python."""
+    import re
+
+    lib = tmp_path / "libdarshan.so"
+    lib.write_bytes(b"")
+    run = tmp_path / "run"
+    assert collect_env("-o", str(run), "--darshan", str(lib)).returncode == 0
+    lines = [ln for ln in (run / "darshan.conf").read_text().splitlines()
+             if ln.startswith("APP_EXCLUDE ")]
+    assert len(lines) == 1 and len(lines[0].split()) == 2 and "," not in lines[0]
+    regex = re.compile(lines[0].split()[1])  # (ERE: the same meaning in Python's re here)
+    for helper in ("sleep", "/usr/bin/sleep", "uname", "/bin/bash", "mpiexec", "srun",
+                   "/opt/cray/pe/pals/bin/mpiexec", "hostname"):
+        assert regex.search(helper), helper
+    for dask in (sys.executable, "python3", "python", "/usr/bin/python3.11", "dask",
+                 "sleepy", "my_uname_tool", "mpiexecXhydra"):
+        assert not regex.search(dask), dask
+
+
+def test_the_script_that_ran_it_is_the_jobs_command(tmp_path):
+    """`eval "$(collect env …)"` in a script: the script's command line is recorded, and the
+    manifest the scheduler's preload writes names it as the job's command (its exit code stays
+    unknown)."""
+    import json
+
+    from collectors import manifest
+
+    run = tmp_path / "run"
+    script = tmp_path / "job.sh"
+    script.write_text(f'eval "$({sys.executable} -m collectors.launcher env -o {run} '
+                      '--darshan off)"\n')
+    subprocess.run(["bash", str(script), "an argument"], check=True, timeout=60,
+                   capture_output=True)
+    recorded = json.loads((run / manifest.JOB_COMMAND).read_text())
+    assert recorded["command"] == ["bash", str(script), "an argument"]
+    written = manifest.start_from_preload(run, {"profile": "off"})
+    assert written is not None
+    assert written["command"] == ["bash", str(script), "an argument"]
+    assert "the process that ran `collect env`" in written["command_source"]
+    assert "command" not in written["unknown"] and "exit_code" in written["unknown"]
+    # a later `collect env` (a dask-jobqueue worker job's prologue) is not the job
+    other = tmp_path / "worker_job.sh"
+    other.write_text(script.read_text())
+    subprocess.run(["bash", str(other)], check=True, timeout=60, capture_output=True)
+    assert json.loads((run / manifest.JOB_COMMAND).read_text()) == recorded

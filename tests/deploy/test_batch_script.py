@@ -56,6 +56,11 @@ def test_documented_batch_script_runs_with_bash(tmp_path, launch):
     tasks, summary = correlate(run)
     check_tasks(tasks, truth)
     assert summary["facts"]["recorded_by"] == "scheduler preload"
-    assert {"command", "exit_code"} <= set(summary["facts"]["unknown"])
+    # the job's command is the script `collect env` ran in; its exit code is unknown, said so
+    assert summary["facts"]["command"] == "bash job.sh"
+    assert "exit_code" in summary["facts"]["unknown"]
+    assert "command" not in summary["facts"]["unknown"]
+    assert any("the job's exit code is unknown (its command, from `collect env`: bash job.sh)"
+               in w for w in summary["warnings"])
     if lib:
         check_io(tasks, truth)

@@ -6,6 +6,7 @@ terminal, report.md, summary.json and `correlate story` say the same."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -62,22 +63,55 @@ def test_a_killed_workers_lost_work_is_counted_as_the_scheduler_counts_it(tmp_pa
     assert unwritten["cpu_s"].null_count() == unwritten.height
     assert lost.filter(pl.col("window_source") != "scheduler-startstops")["cpu_s"].null_count() == 0
     compute_s = round(float(lost["duration_s"].sum()), 6)
+    # its death: when the scheduler removed it (its own remove_worker event)
+    removed = read_raw(run, "cluster_events", "scheduler-*").filter(
+        (pl.col("event").cast(pl.String) == "remove_worker") & (pl.col("address") == victim))
+    died_ns = int(removed["local_time_ns"].max())
+    # the span lost: the critical path's links that are the recomputations
+    path = pl.read_parquet(out / "critical_path.parquet")
+    redone = tasks.filter(pl.col("key").is_in(recomputed) & (pl.col("status") != "lost"))
+    span_s = round(float(path.filter(pl.col("execution_id").is_in(
+        redone["execution_id"].implode()))["duration_s"].sum()), 6)
     assert summary["lost"] == {
-        "workers_died": [victim], "executions": len(recomputed),
+        "workers_died": [victim], "died_ns": {victim: died_ns}, "executions": len(recomputed),
         "from_scheduler_records": unwritten.height, "tasks_recomputed": len(recomputed),
-        "compute_s": compute_s, "by_prefix": {"tile": len(recomputed)}}
+        "compute_s": compute_s, "by_prefix": {"tile": len(recomputed)}, "span_s": span_s}
     # every completed execution is a run: the scheduler's processing -> memory, each once
     assert summary["runs"] == done.height == tasks.filter(pl.col("status") != "cancelled").height
     assert tasks.filter(pl.col("window_source") == "scheduler-startstops")["worker"].unique()\
         .to_list() == [victim]
     line = (f"{len(recomputed):,} execution(s) lost with 1 worker(s) that died (their results "
             f"died with the worker; {len(recomputed):,} task(s) recomputed, {compute_s:.3f} s of "
-            "compute lost")
+            f"compute lost, {span_s:.3f} s of the critical path recomputing them")
     report = (out / "report.md").read_text()
     assert line in proc.stdout and line in report and line in (out / "report.html").read_text()
     # the dead worker is a worker of the run: in the Run table's count and the time table
     assert "| workers × threads | 2 × 2 threads |" in report
-    assert f"| `{victim}` (died⁴) | 2 | {lost.height} |" in report
+    # its row in the time table: 2 threads × its life, from the task window's start to its
+    # death (not to its last execution's stop; never before it: the worker's clock and the
+    # scheduler's differ by milliseconds)
+    last = tasks.filter(pl.col("worker") == victim)["stop_ns"].max()
+    lived = 2 * (max(died_ns, last) - tasks["start_ns"].min()) / 1e9
+    row = next(r for r in report.splitlines()
+               if r.startswith(f"| `{victim}` (died⁴) | 2 | {lost.height} |"))
+    value, unit = row.split(" | ")[3].split()
+    assert float(value) * {"s": 1.0, "ms": 1e-3}[unit] == pytest.approx(lived, abs=1e-3), row
+    assert "its thread time ends when the scheduler removed it;" in report
+    # its death is drawn where its lanes end: report.html's timeline and the trace
+    html = (out / "report.html").read_text()
+    tl = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S)
+                    .group(1))["timeline"]
+    st = tl["states"]
+    crosses = {(lane, start) for lane, start, died in zip(st["lane"], st["start"], st["died"],
+                                                           strict=True) if died}
+    mine = {i for i, label in enumerate(tl["lanes"]) if label.startswith(victim)}
+    assert {lane for lane, _s in crosses} == mine
+    assert {s for _l, s in crosses} == {round((died_ns - tasks["start_ns"].min()) / 1e6, 4)}
+    trace = json.loads((out / "trace.json").read_text())
+    deaths = [e for e in trace["traceEvents"]
+              if e.get("name") == "worker died (removed by the scheduler)"]
+    assert [(e["args"]["worker"], e["ts"]) for e in deaths] == [
+        (victim, pytest.approx((died_ns - trace["otherData"]["t0_ns"]) / 1e3, abs=2e-3))]
     assert f"{done.height:,} executions of" in proc.stdout
     assert "could not be used" not in proc.stdout
     assert any("lost with the worker" in w for w in summary["warnings"])

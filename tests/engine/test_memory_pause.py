@@ -8,6 +8,7 @@ its worker-side transition log."""
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
@@ -74,11 +75,47 @@ def test_waits_while_paused_are_memorys_not_the_threads(paused):
 
 
 def test_the_report_says_the_wait_was_memorys(paused, tmp_path):
-    run = paused[3]
-    assert correlate_main([str(run), "-o", str(tmp_path / "out")]) == 0
-    text = (tmp_path / "out" / "report.md").read_text()
+    frames, _result, truth, run = paused
+    out = tmp_path / "out"
+    assert correlate_main([str(run), "-o", str(out)]) == 0
+    text = (out / "report.md").read_text()
     assert "waiting while the worker was paused (memory)" in text
     assert "memory, not threads, held it" in text
+    # the pauses are drawn: summary.json holds them (Dask's own, as the frames read them) ...
+    pauses = frames.worker_pauses.select("start_ns", "stop_ns").rows()
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(p["worker"], p["start_ns"], p["stop_ns"]) for p in summary["worker_pauses"]] == [
+        (truth["worker"], s, e) for s, e in pauses]
+    # ... report.html's timeline shades each of them behind every lane of the worker ...
+    html = (out / "report.html").read_text()
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S).group(1))
+    tl = data["timeline"]
+    lanes = [i for i, label in enumerate(tl["lanes"]) if label.startswith(truth["worker"])]
+    t0 = pl.read_parquet(out / "tasks.parquet")["start_ns"].min()
+    want = sorted((lane, round((s - t0) / 1e6, 4), round((e - s) / 1e6, 4))
+                  for lane in lanes for s, e in pauses)
+    st = tl["states"]
+    got = sorted(zip(st["lane"], st["start"], st["dur"], strict=True))
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [x for g in got for x in g[1:]] == pytest.approx([x for w in want for x in w[1:]],
+                                                            abs=2e-4)
+    assert set(st["died"]) == {0}
+    # ... timeline.png draws them (the shading's colour covers some of the figure) ...
+    from PIL import Image
+
+    from correlate.reports.figures import PAUSED_COLOUR
+    png = Image.open(out / "figures" / "timeline.png").convert("RGB")
+    shade = tuple(int(PAUSED_COLOUR[i:i + 2], 16) for i in (1, 3, 5))
+    assert {c: n for n, c in png.getcolors(1 << 20)}.get(shade, 0) > 1000
+    # ... and the trace has them as slices on the worker's "memory and life" track
+    trace = json.loads((out / "trace.json").read_text())
+    other, events = trace["otherData"], trace["traceEvents"]
+    track = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M"
+             and e["name"] == "thread_name" and e["args"]["name"] == "memory and life"}
+    drawn = sorted((e["ts"], e["dur"]) for e in events
+                   if e.get("name") == "paused (memory)" and (e["pid"], e["tid"]) in track)
+    assert [x for d in drawn for x in d] == pytest.approx(
+        [x for s, e in pauses for x in ((s - other["t0_ns"]) / 1e3, (e - s) / 1e3)], abs=2e-3)
 
 
 def test_the_critical_path_says_its_waits_on_the_paused_worker(paused):

@@ -69,3 +69,33 @@ def test_executions_that_read_spilled_inputs_back_show_the_read_back_time(spille
         assert back == (None if want is None else pytest.approx(want, rel=1e-9)), key
     assert tasks.filter(pl.col("key").str.starts_with("('make-spill'"))[
         "input_read_back_s"].null_count() == 14
+
+
+def test_read_back_time_is_dasks_disk_read_split_by_what_darshan_saw_in_it(spilled):
+    """Dask's disk-read windows (raw startstops, the worker's time.time()) and the job's own
+    record of every spill-file call (the same clock): the summary's split of Dask's read-back
+    time holds exactly the calls the job saw inside those windows."""
+    result, seen, run = spilled
+    back = result.summary["spill"]["read_back"]
+    ss = read_raw(run, "task_startstops").filter(
+        pl.col("action").cast(pl.String) == "disk-read")
+    assert back["dask_disk_read_s"] == pytest.approx(
+        ((ss["reported_stop_ns"] - ss["reported_start_ns"]).sum()) / 1e9, rel=1e-9)
+    assert back["dask_disk_read_s"] == pytest.approx(
+        result.tables["tasks"]["input_read_back_s"].sum(), rel=1e-9)
+    # the spill calls the job recorded inside a disk-read window of their process (same
+    # clock: no alignment)
+    pid_of = dict(result.tables["tasks"].select("worker", "pid").unique().rows())
+    wins = [(pid_of[w], s / 1e9, e / 1e9) for w, s, e in
+            ss.select("worker", "reported_start_ns", "reported_stop_ns").rows()]
+    calls = seen.filter(pl.struct("pid", "t0", "t1").map_elements(
+        lambda c: any(p == c["pid"] and a <= (c["t0"] + c["t1"]) / 2 <= b for p, a, b in wins),
+        return_dtype=pl.Boolean))
+    reads = calls.filter(pl.col("op") == "read")
+    assert reads.height >= 1  # the job read spilled inputs back for its executions
+    assert back["read_bytes"] == reads["length"].sum()
+    assert back["write_bytes"] == calls.filter(pl.col("op") == "write")["length"].sum()
+    # the read calls are a part of Dask's figure, never more; the rest is said, not dropped
+    assert 0 < back["in_read_calls_s"] <= back["dask_disk_read_s"]
+    assert back["rest_s"] == pytest.approx(
+        back["dask_disk_read_s"] - back["in_read_calls_s"] - back["in_write_calls_s"])

@@ -129,3 +129,19 @@ def test_a_workers_recorded_executor_threads_are_its_thread_count():
     assert (b["w"]["threads"], b["w"]["threads_bound"]) == (4, False)
     assert b["w"]["busy_share"] == pytest.approx(0.25)
     assert (b["x"]["threads"], b["x"]["threads_bound"]) == (2, True)
+
+
+def test_a_dead_workers_thread_time_ends_when_the_scheduler_removed_it():
+    # GIVEN worker d (2 threads) whose last execution stopped at 4 s, removed by the
+    # scheduler at 7 s, in a task window of 0 → 10 s
+    t = _tasks([(0, "d", 1, False, 0, 4), (1, "d", 2, False, 1, 3),
+                (2, "x", 5, False, 0, 10)])
+    b = {r["worker"]: r for r in agg.worker_budget(t, died={"d": 7 * S}).iter_rows(named=True)}
+    # THEN its thread time ends at its death, not at its last execution's stop
+    assert (b["d"]["died"], b["d"]["died_known"]) == (True, True)
+    assert b["d"]["thread_s"] == pytest.approx(2 * 7.0)
+    assert b["d"]["idle_s"] == pytest.approx(14.0 - 6.0)
+    assert (b["x"]["died"], b["x"]["thread_s"]) == (False, pytest.approx(10.0))
+    # a death the scheduler did not record: the last execution's stop, said so
+    b = {r["worker"]: r for r in agg.worker_budget(t, died={"d": None}).iter_rows(named=True)}
+    assert (b["d"]["died_known"], b["d"]["thread_s"]) == (False, pytest.approx(2 * 4.0))

@@ -271,3 +271,23 @@ def test_compare_md_writes_one_kind_of_minus():
     from correlate.reports.compare import _dbytes, _ds
 
     assert _dbytes(-15.8 * 2**20) == "-15.8 MiB" and _ds(-3.669) == "-3.669"
+
+
+def test_work_lost_with_a_dead_worker_is_named_in_the_compare():
+    # GIVEN an after run where a worker died holding 4 gauss results: those 4 executions are
+    # lost (status lost) and ran again, 14 runs instead of 10
+    before = run_tables(BASE)
+    after = run_tables([*BASE[:1], ("gauss", 14, 0.3, 0.28, 0.0, 0.0), *BASE[2:]], seed=1)
+    lost = pl.col("key").is_in([f"gauss-{i}" for i in range(4)])
+    after["tasks"] = after["tasks"].with_columns(
+        status=pl.when(lost).then(pl.lit("lost")).otherwise(pl.lit("ok")))
+    d, _ = diff_tables(before, after)
+    gauss = d.filter(pl.col("item") == "gauss").row(0, named=True)
+    assert (gauss["lost_before"], gauss["lost_after"]) == (0.0, 4.0)
+    assert "lost" in gauss["counts_changed"]
+    assert "executions lost with a worker that died 0 → 4 (their results recomputed)" in dict(
+        explain.explanations(d, "prefix"))["gauss"]
+    assert d.filter(pl.col("item") != "gauss")["lost_after"].sum() == 0
+    totals = explain.totals_line(compare.profile(before, "prefix"),
+                                 compare.profile(after, "prefix"), d)
+    assert "Of them lost with a worker that died (their results recomputed): 0 → 4." in totals

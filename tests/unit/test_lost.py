@@ -53,10 +53,18 @@ def test_unwritten_executions_come_from_startstops_and_only_released_keys_are_lo
         ("v-1", DEAD, "a", 1, 40, 50, "ok", 6, None, "v")]
     assert dict(out.select("execution_id", "status").rows()) == {
         0: "lost", 1: "ok", 2: "ok", 3: "ok", 4: "ok", 5: "lost", 6: "ok"}
-    s = lost.summary(out, PROCESSES)
-    assert s == {"workers_died": [DEAD], "executions": 2, "from_scheduler_records": 1,
-                 "tasks_recomputed": 2, "compute_s": round(1e-8 + 4e-8, 6),
-                 "by_prefix": {"w": 1, "x": 1}}
+    s = lost.summary(out, PROCESSES, {DEAD: 75, ALIVE: 999})
+    assert s == {"workers_died": [DEAD], "died_ns": {DEAD: 75}, "executions": 2,
+                 "from_scheduler_records": 1, "tasks_recomputed": 2,
+                 "compute_s": round(1e-8 + 4e-8, 6), "by_prefix": {"w": 1, "x": 1}}
+    # the span lost: the critical path's links that recompute a lost result (x-1's and w-1's
+    # later runs), not the other links, not the lost runs themselves
+    path = pl.DataFrame({"execution_id": [0, 1, 2, 4], "duration_s": [1.0, 3.0, 4.0, 0.5]})
+    assert lost.span_lost(out, path) == 7.0
+    assert lost.span_lost(out, path.filter(pl.col("execution_id") == 4)) == 0.0
+    assert lost.span_lost(out, path.clear()) is None
+    # a death the scheduler did not record is said so, not guessed
+    assert lost.summary(out, PROCESSES)["died_ns"] == {DEAD: None}
 
 
 def test_no_worker_died_leaves_the_tasks_as_they_are():

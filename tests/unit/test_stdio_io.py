@@ -211,7 +211,7 @@ def _misfiled(records):
     files, un = attribute_stdio(cnt, opens(MISFILED_OPENS), MISFILED, PROCS, CLOCKS)
     total = stdio_totals(cnt)
     assert files["bytes"].sum() + un["bytes"].sum() == pytest.approx(total["bytes"])
-    got = {(MISFILED["key"][r["execution_id"]], r["op"], r["attribution"]):
+    got = {(MISFILED["key"][r["execution_id"]], r["path"], r["op"], r["attribution"]):
            pytest.approx(r["bytes"]) for r in files.iter_rows(named=True)}
     return got, un
 
@@ -226,13 +226,14 @@ def test_a_file_whose_records_both_hold_a_misfiled_stream_gets_what_both_leave_i
         _record("/d/C", "write", 2000, 35, 35), _record("/d/B", "read", 3000, 75, 75),
         _record("/d/A", "read", 4096, 85, 85, module="POSIX")])
     # THEN A's write record less saveB's 3,000 B and A's read record less loadC's 2,000 B
-    # leave A the same 5,000 B: two records agree, and every task gets what it moved
-    assert got == {("saveA", "write", "stdio-reassigned"): 5000,
-                   ("saveB", "write", "stdio-reassigned"): 3000,
-                   ("loadA", "read", "stdio-reassigned"): 5000,
-                   ("loadC", "read", "stdio-reassigned"): 2000,
-                   ("saveC", "write", "stdio-file"): 2000,
-                   ("loadB", "read", "stdio-file"): 3000}
+    # leave A the same 5,000 B: two records agree, and every task gets what it moved, on
+    # the file it opened (saveB's and loadC's bytes are B's and C's, whatever Darshan's name)
+    assert got == {("saveA", "/d/A", "write", "stdio-reassigned"): 5000,
+                   ("saveB", "/d/B", "write", "stdio-refiled"): 3000,
+                   ("loadA", "/d/A", "read", "stdio-reassigned"): 5000,
+                   ("loadC", "/d/C", "read", "stdio-refiled"): 2000,
+                   ("saveC", "/d/C", "write", "stdio-file"): 2000,
+                   ("loadB", "/d/B", "read", "stdio-file"): 3000}
     assert un.is_empty()
 
 
@@ -245,7 +246,7 @@ def test_records_whose_sizes_nothing_tells_stay_shared_by_time_and_say_so():
         _record("/d/A", "read", 4096, 85, 85, module="POSIX")])
     # THEN no task is given A's records as if it were known whose they are: they are shared
     # by time among the tasks running during their calls, the rest unattributed, with why
-    assert {k[2] for k in got if k[0] in ("saveA", "saveB", "loadA", "loadB")} == {
+    assert {k[3] for k in got if k[0] in ("saveA", "saveB", "loadA", "loadB")} == {
         "inconsistent-split"}
     assert set(un["reason"]) == {f"C stdio (not traced by DXT): {INCONSISTENT}"}
     assert un["bytes"].sum() > 0

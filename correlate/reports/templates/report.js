@@ -52,6 +52,9 @@
   for (const list of byLane) list.sort((a, b) => T.start[a] - T.start[b]);
   const ioByLane = TL.lanes.map(() => []);
   for (let i = 0; i < nIO; i++) ioByLane[IO.lane[i]].push(i);
+  // the workers' memory pauses (shaded behind their lanes) and deaths (a cross where they end)
+  const ST = TL.states || {}, stateByLane = TL.lanes.map(() => []);
+  for (let i = 0; i < (ST.lane || []).length; i++) stateByLane[ST.lane[i]].push(i);
   const view = { a: 0, b: Math.max(TL.span_ms, 1e-3) };
   const canvas = $("timeline");
   $("timeline-notes").textContent = (TL.notes || []).join("; ");
@@ -76,6 +79,13 @@
       ctx.fillStyle = lane % 2 ? "#fafafa" : "#fff";
       ctx.fillRect(LABEL_W, y, plotW, LANE_H);
       ctx.save(); ctx.beginPath(); ctx.rect(LABEL_W, y, plotW, LANE_H); ctx.clip();
+      for (const i of stateByLane[lane]) {
+        if (ST.died[i]) continue;
+        const s = ST.start[i], e = s + ST.dur[i];
+        if (e < view.a || s > view.b) continue;
+        ctx.fillStyle = "rgba(128, 128, 128, 0.22)";
+        ctx.fillRect(x(s), y, Math.max(1, x(e) - x(s)), LANE_H);
+      }
       for (const i of byLane[lane]) {
         const s = T.start[i], e = s + T.dur[i];
         if (e < view.a || s > view.b) continue;
@@ -90,6 +100,13 @@
         const x0 = x(s), x1 = x(e);
         ctx.fillStyle = IO.op[i] ? DATA.io_colours.write : DATA.io_colours.read;
         ctx.fillRect(x0, y + LANE_H - (IO.op[i] ? 6 : 9), Math.max(1, x1 - x0), 3);
+      }
+      for (const i of stateByLane[lane]) {
+        if (!ST.died[i] || ST.start[i] < view.a || ST.start[i] > view.b) continue;
+        const px = x(ST.start[i]), c = y + LANE_H / 2;
+        ctx.strokeStyle = "#000"; ctx.lineWidth = 2; ctx.beginPath();
+        ctx.moveTo(px - 5, c - 5); ctx.lineTo(px + 5, c + 5);
+        ctx.moveTo(px - 5, c + 5); ctx.lineTo(px + 5, c - 5); ctx.stroke(); ctx.lineWidth = 1;
       }
       ctx.restore();
       ctx.fillStyle = "#1d1d1f";
@@ -265,7 +282,8 @@
       ["cpu_s", "CPU", "s"], ["io_time_s", "I/O time", "s"], ["read_bytes", "read", "bytes"],
       ["write_bytes", "written", "bytes"]], DATA.groups[key], "wall_s");
   });
-  $("spill-section").hidden = !DATA.spill.length;
+  $("spill-section").hidden = !DATA.spill.length && !DATA.read_back;
+  $("read-back").textContent = DATA.read_back || "";
   sortableTable($("spill"), [["key", "key", "text"], ["spilled_bytes", "written", "bytes"],
     ["spill_writes", "times", "n"], ["spill_write_s", "write time", "s"],
     ["unspilled_bytes", "read back", "bytes"], ["unspill_read_s", "read time", "s"],
@@ -309,7 +327,8 @@
     ["read_ops", "reads", "n"], ["read_mean_bytes", "mean read", "bytes"],
     ["write_ops", "writes", "n"], ["write_mean_bytes", "mean write", "bytes"],
     ["read_times", "times read", "times"], ["io_s", "I/O time", "s"], ["tasks", "tasks", "n"], ["name", "name", "text"]],
-    DATA.files.map((f) => ({ ...f, name: f.doubtful_name ? "doubtful (see unattributed)" : "" })), null);
+    DATA.files.map((f) => ({ ...f, name: f.doubtful_name ? "doubtful (see unattributed)"
+      : f.refiled ? "from the record of opens (Darshan filed some bytes elsewhere)" : "" })), null);
 
   const fsel = $("function-prefix");
   const withFunctions = new Set(DATA.functions.map((f) => f.prefix));
@@ -336,6 +355,12 @@
     ["thread_kind", "thread", "text"], ["bytes", "bytes", "bytes"], ["ops", "ops", "n"],
     ["io_s", "I/O time", "s"], ["files", "files", "n"], ["processes", "processes", "n"]],
     DATA.unattributed, "bytes");
+  $("cpu-outside-note").textContent = DATA.cpu_outside.length
+    ? "CPU outside task executions (event loop, communication, spilling, start-up, other threads): each worker process's CPU at its last sample less its tasks' thread CPU (summary.json cpu.per_worker)."
+    : "CPU outside task executions: not captured (no worker process's CPU was sampled).";
+  sortableTable($("cpu-outside"), [["worker", "worker", "text"], ["process_cpu_s", "process CPU", "s"],
+    ["task_cpu_s", "in tasks", "s"], ["outside_tasks_cpu_s", "outside tasks", "s"]],
+    DATA.cpu_outside, "worker", false);
   sortableTable($("cpu-coverage"), [["worker", "worker", "text"], ["executions", "executions", "n"],
     ["unmeasured", "without CPU", "n"], ["unmeasured_wall_s", "their wall time", "s"],
     ["cpu_s", "task CPU", "s"], ["wall_s", "task wall", "s"]], DATA.cpu_coverage, "worker", false);

@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from correlate.frames.scalars import integer
-from correlate.reports.aggregate import worker_label
+from correlate.reports.aggregate import DIED, PAUSED, worker_label, worker_states
 from correlate.reports.load import Outputs
 from correlate.reports.trace.encode import encode, metadata, no_overlap, us
 from correlate.reports.writer import ReportOptions
@@ -48,6 +48,8 @@ COUNTER_BINS = 500
 OUTSIDE_TID = 100_000
 #: tid of the "I/O without thread id" track of a process
 NO_THREAD_TID = 99_999
+#: tid of a worker's "memory and life" track: its memory pauses and its death
+STATE_TID = 99_998
 TRANSITIONS_TID = 1
 #: pid of the "what this trace shows" process (its sort index puts it first)
 NOTES_PID = 999_999
@@ -249,6 +251,33 @@ def _instants(sched: pl.DataFrame, procs: pl.DataFrame, t0: int) -> tuple[pl.Dat
                    s=pl.lit("t"), ts="ts_t", pid="pid_t", tid="tid_t", args=args), note
 
 
+def _states(states: pl.DataFrame, procs: pl.DataFrame, t0: int, t1: int
+            ) -> tuple[list[pl.DataFrame], pl.DataFrame]:
+    """(events, thread names) of the workers' memory pauses (``X`` slices; one still open
+    where the records end lasts to ``t1``) and deaths (a process-scoped instant) on a track
+    of their process, "memory and life" (``aggregate.worker_states``)."""
+    s = states.join(procs.select("worker", "tpid").drop_nulls("worker"), on="worker")
+    if s.is_empty():
+        return [], pl.DataFrame(schema={"pid_t": pl.Int64, "tid_t": pl.Int64,
+                                        "name": pl.String})
+    s = s.with_columns(pid_t="tpid", tid_t=pl.lit(STATE_TID, pl.Int64),
+                       ts_t=us("start_ns", t0),
+                       dur_t=(us(pl.col("stop_ns").fill_null(t1), t0)
+                              - us("start_ns", t0)).round(3))
+    paused = encode(s.filter(pl.col("state") == PAUSED), 1, name="state",
+                     cat=pl.lit("memory"), ph=pl.lit("X"), ts="ts_t", dur="dur_t",
+                     pid="pid_t", tid="tid_t",
+                     args=pl.struct(worker="worker", until=pl.when(pl.col("stop_ns").is_null())
+                                    .then(pl.lit("the end of the records"))
+                                    .otherwise(pl.lit("resumed or removed"))))
+    died = encode(s.filter(pl.col("state") == DIED).with_columns(dur_t=pl.lit(0.0)), 4,
+                   name=pl.lit("worker died (removed by the scheduler)"), cat=pl.lit("worker"),
+                   ph=pl.lit("i"), s=pl.lit("p"), ts="ts_t", pid="pid_t", tid="tid_t",
+                   args=pl.struct(worker="worker"))
+    names = s.select("pid_t", "tid_t").unique().with_columns(name=pl.lit("memory and life"))
+    return [paused, died], names
+
+
 def _window(rows: pl.DataFrame, window: tuple[float, float | None] | None,
             out_dir: Path) -> tuple[int, int, str]:
     """(first, end) ns of the executions to draw (``rows``: one per execution, its start
@@ -359,9 +388,14 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     notes += [note] if note else []
     sched = procs.filter(pl.col("role") == "scheduler").select(
         pid_t="tpid", tid_t=pl.lit(TRANSITIONS_TID, pl.Int64), name=pl.lit("transitions"))
-    meta = _meta(procs, thr, pl.concat([_extra_tracks(seg, thr), sched]))
+    states = worker_states(out.summary)
+    if bounded:  # (a pause overlapping the window, a death inside it)
+        states = states.filter((pl.col("stop_ns").fill_null(w1) >= w0)
+                               & (pl.col("start_ns") < w1))
+    state_events, state_tracks = _states(states, procs, t0, max(ends))
+    meta = _meta(procs, thr, pl.concat([_extra_tracks(seg, thr), sched, state_tracks]))
     parts = [meta, _tasks(task_rows, t0), _segments(seg, t0),
-             _counters(seg, task_rows, t0, max(ends)), instants]
+             _counters(seg, task_rows, t0, max(ends)), instants, *state_events]
     # (the steps with an arrival in the window)
     parts += arrival_events(arrived, out["arrival_steps"].join(
         arrived.select("step").unique(), on="step", how="semi"), t0)
