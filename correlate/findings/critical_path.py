@@ -189,6 +189,25 @@ _before_worker = (pl.col("wait_submission_s").fill_null(0.0)
                   + pl.col("wait_scheduler_s").fill_null(0.0))
 
 
+#: a link's wait once on its worker, by cause in the order each takes what is left of it:
+#: (output column, the tasks column it comes from) — transfers of its inputs, inputs read back
+#: from spill, a memory pause of the worker, a thread of the worker free (its event loop)
+_ON_WORKER = (("wait_transfer_s", "transfer_s"), ("wait_read_back_s", "input_read_back_s"),
+              ("wait_paused_s", "wait_paused_s"), ("wait_free_thread_s", "wait_free_thread_s"))
+
+
+def _worker_parts(links: pl.DataFrame) -> tuple[pl.DataFrame, pl.Expr]:
+    """``links`` with the parts of ``_ON_WORKER``, and the expression of the wait they and
+    the parts before the worker (``_before_worker``) take."""
+    taken = _before_worker
+    for out, source in _ON_WORKER:
+        have = pl.col(source) if source in links.columns else pl.lit(None, pl.Float64)
+        links = links.with_columns(pl.min_horizontal(have.fill_null(0.0), pl.col("wait_s")
+                                                     - taken).clip(lower_bound=0.0).alias(out))
+        taken = taken + pl.col(out)
+    return links, taken
+
+
 def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
                   ) -> pl.DataFrame:
     """The ``critical_path`` output table: one row per link, first link first."""
@@ -209,7 +228,7 @@ def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.
     wait = (pl.col("start_ns") - after).clip(lower_bound=0) * 1e-9
     submitted = pl.max_horizontal(after, "submitted_ns")
     sched = ((pl.col("assigned_ns") - submitted) * 1e-9).clip(lower_bound=0)
-    return links.with_columns(
+    links = links.with_columns(
         other_s=pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s"),
         wait_s=wait,
         wait_submission_s=pl.min_horizontal(
@@ -217,34 +236,13 @@ def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.
     ).with_columns(
         wait_scheduler_s=pl.min_horizontal(sched, pl.col("wait_s")
                                            - pl.col("wait_submission_s").fill_null(0.0)),
-    ).with_columns(
-        wait_transfer_s=pl.min_horizontal(pl.col("transfer_s").fill_null(0.0),
-                                          pl.col("wait_s") - _before_worker),
-    ).with_columns(
-        wait_read_back_s=pl.min_horizontal(
-            pl.col("input_read_back_s").fill_null(0.0),
-            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")),
-    ).with_columns(
-        # ready on its worker while the worker was paused at its memory limit
-        wait_paused_s=pl.min_horizontal(
-            (pl.col("wait_paused_s") if "wait_paused_s" in links.columns
-             else pl.lit(None, pl.Float64)).fill_null(0.0),
-            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
-            - pl.col("wait_read_back_s")).clip(lower_bound=0.0),
-    ).with_columns(
-        # ready on its worker with one of its threads free: the worker's event loop
-        wait_free_thread_s=pl.min_horizontal(
-            (pl.col("wait_free_thread_s") if "wait_free_thread_s" in links.columns
-             else pl.lit(None, pl.Float64)).fill_null(0.0),
-            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
-            - pl.col("wait_read_back_s") - pl.col("wait_paused_s")).clip(lower_bound=0.0),
-    ).with_columns(
+    )
+    links, taken = _worker_parts(links)
+    return links.with_columns(
         # a submission or assignment not recorded leaves the scheduler's parts unknown, not 0
         wait_other_s=pl.when(pl.col("assigned_ns").is_not_null()
                              & pl.col("submitted_ns").is_not_null()).then(
-            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
-            - pl.col("wait_read_back_s") - pl.col("wait_paused_s")
-            - pl.col("wait_free_thread_s")),
+            pl.col("wait_s") - taken),
         wait_scheduler_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
             "wait_scheduler_s"),
         wait_submission_s=pl.when(pl.col("submitted_ns").is_not_null()).then(

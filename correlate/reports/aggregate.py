@@ -164,6 +164,20 @@ def workers_died(summary: dict[str, Any]) -> dict[str, int | None]:
     return {w: at.get(w) for w in lost.get("workers_died") or []}
 
 
+def _waits_before(columns: list[str]) -> dict[str, pl.Expr]:
+    """The task-seconds a worker's tasks spent before they ran, by what held them (a paused
+    worker's part is 0 where no pause was recorded; the free-thread part unknown where the
+    worker's thread count was not)."""
+    return {
+        "transfer_s": pl.col("transfer_s").fill_null(0.0).sum(),
+        "waiting_s": pl.col("wait_thread_s").fill_null(0.0).sum(),
+        "paused_s": pl.col("wait_paused_s").fill_null(0.0).sum()
+        if "wait_paused_s" in columns else pl.lit(0.0),
+        "free_thread_s": measured_sum(pl.col("wait_free_thread_s"))
+        if "wait_free_thread_s" in columns else pl.lit(None, pl.Float64),
+        "read_back_s": pl.col("input_read_back_s").fill_null(0.0).sum()}
+
+
 def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
                   died: dict[str, int | None] | None = None) -> pl.DataFrame:
     """Per worker: executor-thread-seconds over the run window split into the tasks' thread
@@ -199,13 +213,7 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
         cpu_s=measured_sum(threaded("cpu_s")),
         coroutine_s=pl.col("duration_s").filter(pl.col("coroutine")).sum(),
         coroutines=pl.col("coroutine").sum(),
-        transfer_s=pl.col("transfer_s").fill_null(0.0).sum(),
-        waiting_s=pl.col("wait_thread_s").fill_null(0.0).sum(),
-        paused_s=pl.col("wait_paused_s").fill_null(0.0).sum()
-        if "wait_paused_s" in t.columns else pl.lit(0.0),
-        free_thread_s=measured_sum(pl.col("wait_free_thread_s"))
-        if "wait_free_thread_s" in t.columns else pl.lit(None, pl.Float64),
-        read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
+        **_waits_before(t.columns),
         last_stop_ns=pl.col("stop_ns").max(),
     ).join(thread_counts(t.filter(on_threads), nthreads), on="worker",
            how="left").with_columns(

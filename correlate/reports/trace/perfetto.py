@@ -347,6 +347,25 @@ def _notes_track(note: str, left_out: bool, first: int, last: int,
     return pname, psort, tname, slice_
 
 
+def _arrivals_in(out: Outputs, bounds: tuple[Any, Any] | None) -> pl.DataFrame:
+    """The run's arrivals of data from outside Dask, those inside ``bounds`` where given."""
+    arriving = out.scan("arrivals")
+    if bounds is not None:
+        arriving = arriving.filter((pl.col("time_ns") >= bounds[0])
+                                   & (pl.col("time_ns") < bounds[1]))
+    return out.collect("arrivals", arriving)
+
+
+def _states_in(out: Outputs, bounds: tuple[Any, Any] | None) -> pl.DataFrame:
+    """The workers' memory pauses and deaths; inside ``bounds`` where given (a pause
+    overlapping it, a death inside it)."""
+    states = worker_states(out.summary)
+    if bounds is None:
+        return states
+    return states.filter((pl.col("stop_ns").fill_null(bounds[1]) >= bounds[0])
+                         & (pl.col("start_ns") < bounds[1]))
+
+
 def build_events(out: Outputs, window: tuple[float, float | None] | None = None
                  ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """All trace events as sorted JSON strings (column ``json``) and ``otherData``."""
@@ -365,10 +384,7 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
         kept = starts.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).select("execution_id")
         drawn = drawn.join(kept, on="execution_id", how="semi", maintain_order="left")
     seg, sched = _in_window(out, drawn, w0, w1, bounded)
-    arriving = out.scan("arrivals")
-    if bounded:
-        arriving = arriving.filter((pl.col("time_ns") >= w0) & (pl.col("time_ns") < w1))
-    arrived = out.collect("arrivals", arriving)
+    arrived = _arrivals_in(out, (w0, w1) if bounded else None)
     t0 = min(_t0(drawn, seg, sched), first_time(arrived) or 2**63 - 1)
     procs = processes(out, seg, sched)
     thr = threads(drawn, seg, procs)
@@ -388,11 +404,8 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     notes += [note] if note else []
     sched = procs.filter(pl.col("role") == "scheduler").select(
         pid_t="tpid", tid_t=pl.lit(TRANSITIONS_TID, pl.Int64), name=pl.lit("transitions"))
-    states = worker_states(out.summary)
-    if bounded:  # (a pause overlapping the window, a death inside it)
-        states = states.filter((pl.col("stop_ns").fill_null(w1) >= w0)
-                               & (pl.col("start_ns") < w1))
-    state_events, state_tracks = _states(states, procs, t0, max(ends))
+    state_events, state_tracks = _states(_states_in(out, (w0, w1) if bounded else None),
+                                         procs, t0, max(ends))
     meta = _meta(procs, thr, pl.concat([_extra_tracks(seg, thr), sched, state_tracks]))
     parts = [meta, _tasks(task_rows, t0), _segments(seg, t0),
              _counters(seg, task_rows, t0, max(ends)), instants, *state_events]
