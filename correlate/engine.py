@@ -243,7 +243,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
     evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
-                                 segments=sink.scan("segments"))
+                                 segments=sink.scan("segments"),
+                                 process_cpu=frames.clock_samples)
     found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
                              evidence)
     _put(sink, "critical_path", found.critical_path)

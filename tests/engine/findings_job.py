@@ -18,6 +18,11 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   (what large requests cost on this host, in the run itself).
 - ``reread``: beside it, four tasks (``reread-*``) each read the same 128 MiB file whole, in
   4 MiB requests.
+- ``tiny``: beside it, 1,000 tasks that do next to nothing (``tick-*``), each its own task;
+  ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
+- ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
+  pure Python for 3 s while ``crunch``, a pure-Python loop with a small write of its own file,
+  runs there.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ LOAD_BYTES = 16 << 20
 LOADS = 4
 REREAD_BYTES = 128 << 20
 READERS = 4
+TICKS = 1000
+BATCHES = 10
+BUSY_S = 3.0
 
 
 def nap(seconds: float, *deps: object) -> float:
@@ -82,6 +90,28 @@ def scan(path: str, request: int) -> dict:
     return _calls(path, ops)
 
 
+def tick(i: int) -> int:
+    return i + 1
+
+
+def ticks(first: int, n: int) -> int:
+    return sum(tick(i) for i in range(first, first + n))
+
+
+def busy_thread(seconds: float) -> None:
+    """Start three threads in this process (called by ``client.run``: outside any task) that
+    spin pure Python for ``seconds``."""
+    def loop() -> None:
+        end = time.time() + seconds
+        total = 0
+        while time.time() < end:
+            for i in range(10_000):
+                total += i % 7
+
+    for i in range(3):
+        threading.Thread(target=loop, name=f"busy-loop-{i}", daemon=True).start()
+
+
 def run(variant: str, truth_path: str, folder: str) -> None:
     from distributed import Client, LocalCluster
 
@@ -120,6 +150,14 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         if variant == "reread":
             io += [client.submit(scan, shared, 4 << 20, key=f"reread-{i}")
                    for i in range(READERS)]
+        if variant == "tiny":
+            futures += client.map(tick, range(TICKS), key=[f"tick-{i}" for i in range(TICKS)])
+        if variant == "batched":
+            n = TICKS // BATCHES
+            futures += [client.submit(ticks, b * n, n, key=f"ticks-{b}") for b in range(BATCHES)]
+        if variant == "busy-loop":
+            client.run(busy_thread, BUSY_S, workers=[workers[0]])
+            io.append(client.submit(spin, folder, "crunch", key="crunch", workers=[workers[0]]))
         where = [{"workers": [workers[0 if i < SHORT - 2 else 1]]} if variant == "pinned"
                  else base for i in range(SHORT)]
         futures += [client.submit(nap, STRAGGLER_S if variant == "straggler" and i == 5

@@ -218,3 +218,37 @@ def test_the_prefix_and_file_tables_give_requests_and_how_many_times_bytes_were_
     print_summary(reread.summary, reread.tables, out=tmp_path, segments=out.scan("segments"))
     printed = capsys.readouterr().out
     assert "4.0×" in printed and "times read" in printed
+
+
+def test_a_thousand_tasks_that_do_next_to_nothing_are_tiny_tasks(run):
+    tiny, _ = run("tiny")
+    top = _top(tiny, "tiny-tasks")
+    assert top["prefixes"] == ["tick"] and all(k.startswith("tick-") for k in top["keys"])
+    assert "1,000 tick executions" in top["evidence"]
+    # the cost is the overhead the path waited between the ticks: at most the path's waits
+    # before tick links, and a real share of the window (the ticks set most of it)
+    path = tiny.tables["critical_path"]
+    waits = path.filter(pl.col("prefix") == "tick")["wait_s"].sum()
+    assert 0.2 * _window_s(tiny) <= top["cost_s"] <= waits + 1e-9
+    # the same calls in 10 tasks: nothing to batch
+    batched, _ = run("batched")
+    assert not [f for f in batched.summary["findings"] if f["kind"] == "tiny-tasks"]
+    assert _window_s(batched) < _window_s(tiny)
+
+
+def test_a_thread_spinning_outside_the_tasks_is_cpu_outside_tasks(run):
+    busy, truth = run("busy-loop")
+    top = _top(busy, "cpu-outside-tasks")
+    assert top["prefixes"][0] == "crunch" and top["keys"][0] == "crunch"
+    assert top["partial"] is None  # its I/O was captured: the time outside CPU is not I/O
+    tasks = busy.tables["tasks"]
+    crunch = tasks.filter(pl.col("key") == "crunch").row(0, named=True)
+    other = crunch["duration_s"] - crunch["cpu_s"] - crunch["io_time_s"]
+    # at most what the loop lost outside its CPU and I/O, and a real share of the window
+    assert 0.05 * _window_s(busy) <= top["cost_s"] <= other + 1e-9
+    # the spinning thread's CPU is its process's, outside any task (the summary's split)
+    worker = next(w for w in busy.summary["cpu"]["per_worker"] if w["pid"] == crunch["pid"])
+    assert worker["outside_tasks_cpu_s"] > 0.5 and worker["worker"] == crunch["worker"]
+    # two pure-Python loops in one process and no thread outside them: no such finding
+    gil, _ = run("gil")
+    assert not [f for f in gil.summary["findings"] if f["kind"] == "cpu-outside-tasks"]
