@@ -244,7 +244,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     # (last: the rules read the tables above, and the segments back from the sink)
     evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
                                  segments=sink.scan("segments"),
-                                 process_cpu=frames.clock_samples)
+                                 process_cpu=frames.clock_samples,
+                                 file_counters=frames.io_file_counters)
     found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
                              evidence)
     _put(sink, "critical_path", found.critical_path)

@@ -138,3 +138,73 @@ def _bytes(n: float) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
         n /= 1024
     return f"{n:,.1f} GiB"
+
+
+# --- metadata ----------------------------------------------------------------------------
+
+#: a prefix's files are metadata-bound when the time in their metadata calls is at least this
+#: share of that time and the time inside their reads and writes
+METADATA_SHARE = 0.5
+
+
+def metadata_shares(ctx: Context, counters: pl.DataFrame) -> pl.DataFrame:
+    """Per execution and file: its share of the time Darshan counted in the file's metadata
+    calls (opens, stats, seeks, closes: ``meta_time_s``, per process and file) and how many
+    executions of its process used the file (``sharers``: the time is split evenly among
+    them). Files no execution read or wrote are left out (no task to give them to)."""
+    meta = (counters.filter(pl.col("meta_time_s") > 0)
+            .group_by("host", "pid", "path")
+            .agg(pl.col("meta_time_s").sum(), pl.col("opens").sum()))
+    used = (ctx.task_files.select("execution_id", "path").unique()
+            .join(ctx.tasks.select("execution_id", "host", "pid", "prefix", "key"),
+                  on="execution_id"))
+    return (used.join(meta, on=["host", "pid", "path"])
+            .with_columns(sharers=pl.len().over("host", "pid", "path"))
+            .with_columns(meta_s=pl.col("meta_time_s") / pl.col("sharers"),
+                          opens=pl.col("opens") / pl.col("sharers")))
+
+
+def metadata(ctx: Context) -> list[dict[str, Any]]:
+    """Prefixes whose files' metadata calls (Darshan's ``meta_time_s``: opens, stats, seeks)
+    took at least ``METADATA_SHARE`` of their time in those files' calls; the cost is
+    ``span_saved`` with each execution's excess its share of the metadata time (what opening
+    each file once, or fewer files, would save at most). A file several executions of a process
+    used has its time split evenly among them, and ``partial`` says so. Silent without
+    Darshan's counters."""
+    counters = ctx.evidence.file_counters
+    if counters is None or counters.is_empty() or not ctx.evidence.io_captured:
+        return []
+    shares = metadata_shares(ctx, counters)
+    if shares.is_empty():
+        return []
+    io = (ctx.task_files.filter(pl.col("io_time_s").is_not_null())
+          .join(shares.select("execution_id", "path").unique(), on=["execution_id", "path"],
+                how="semi")
+          .join(ctx.tasks.select("execution_id", "prefix"), on="execution_id")
+          .group_by("prefix").agg(io_s=pl.col("io_time_s").sum()))
+    per = (shares.group_by("prefix").agg(meta_s=pl.col("meta_s").sum(),
+                                         opens=pl.col("opens").sum(),
+                                         split=(pl.col("sharers") > 1).any())
+           .join(io, on="prefix", how="left").with_columns(pl.col("io_s").fill_null(0.0))
+           .filter(pl.col("meta_s") >= METADATA_SHARE * (pl.col("meta_s") + pl.col("io_s")))
+           .sort("meta_s", "prefix", descending=[True, False]))
+    out = []
+    for r in per.iter_rows(named=True):
+        rows = shares.filter(pl.col("prefix") == r["prefix"])
+        files = (rows.group_by("path").agg(pl.col("meta_s").sum())
+                 .sort("meta_s", "path", descending=[True, False]))
+        keys = (rows.group_by("key").agg(pl.col("meta_s").sum())
+                .sort("meta_s", "key", descending=[True, False]).get_column("key"))
+        excess = rows.group_by("execution_id").agg(excess_s=pl.col("meta_s").sum())
+        out.append(finding(
+            "metadata", span_saved(ctx, excess), [str(r["prefix"])], keys.to_list(),
+            files.get_column("path").to_list(),
+            f"{r['prefix']} spent {r['meta_s']:.3f} s in metadata calls (opens, stats, seeks; "
+            f"{r['opens']:,.0f} opens) of {files.height} file(s) against {r['io_s']:.3f} s "
+            f"inside their reads and writes; most on {files.row(0)[0]}",
+            "open each file once per task (keep the handle, read what you need in one go), "
+            "cache stat results and directory listings, and use fewer, larger files",
+            "files used by several executions of one process: their metadata time is split "
+            "evenly among them (Darshan counts it per process and file)" if r["split"]
+            else None))
+    return out

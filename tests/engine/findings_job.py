@@ -20,6 +20,8 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   4 MiB requests.
 - ``tiny``: beside it, 1,000 tasks that do next to nothing (``tick-*``), each its own task;
   ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
+- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 20,000 times, reading
+  one byte each time (its time in metadata calls recorded as Darshan counts it).
 - ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
   pure Python for 3 s while ``crunch``, a pure-Python loop with a small write of its own file,
   runs there.
@@ -48,6 +50,7 @@ READERS = 4
 TICKS = 1000
 BATCHES = 10
 BUSY_S = 3.0
+REOPENS = 20_000
 
 
 def nap(seconds: float, *deps: object) -> float:
@@ -87,6 +90,23 @@ def scan(path: str, request: int) -> dict:
             break
         offset += len(data)
     os.close(fd)
+    return _calls(path, ops)
+
+
+def reopen(path: str, times: int) -> dict:
+    """Open, stat, read one byte of and close ``path`` ``times`` times (the open with the stat,
+    and the close: Darshan's metadata time)."""
+    ops = []
+    for _ in range(times):
+        t0 = time.time()
+        fd = os.open(path, os.O_RDONLY)
+        os.fstat(fd)
+        t1 = time.time()
+        data = os.pread(fd, 1, 0)
+        t2 = time.time()
+        os.close(fd)
+        ops += [("open", 0, 0, t0, t1), ("read", 0, len(data), t1, t2),
+                ("close", 0, 0, t2, time.time())]
     return _calls(path, ops)
 
 
@@ -150,6 +170,10 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         if variant == "reread":
             io += [client.submit(scan, shared, 4 << 20, key=f"reread-{i}")
                    for i in range(READERS)]
+        if variant == "meta":
+            small = os.path.join(folder, "small.txt")
+            Path(small).write_text("x" * 100)
+            io.append(client.submit(reopen, small, REOPENS, key="reopen"))
         if variant == "tiny":
             futures += client.map(tick, range(TICKS), key=[f"tick-{i}" for i in range(TICKS)])
         if variant == "batched":

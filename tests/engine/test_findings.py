@@ -252,3 +252,18 @@ def test_a_thread_spinning_outside_the_tasks_is_cpu_outside_tasks(run):
     # two pure-Python loops in one process and no thread outside them: no such finding
     gil, _ = run("gil")
     assert not [f for f in gil.summary["findings"] if f["kind"] == "cpu-outside-tasks"]
+
+
+def test_a_file_opened_twenty_thousand_times_for_a_byte_each_is_metadata(run):
+    meta, truth = run("meta")
+    top = _top(meta, "metadata")
+    small = truth["io"][0]["path"]
+    assert top["prefixes"] == ["reopen"] and top["keys"] == ["reopen"]
+    assert top["files"] == [small] and top["partial"] is None  # one execution used it
+    assert "20,000 opens" in top["evidence"]
+    # the cost is at most the time the task spent in its metadata calls
+    spent = sum(b - a for op, _o, _n, a, b in truth["io"][0]["ops"] if op in ("open", "close"))
+    assert 0.05 * _window_s(meta) <= top["cost_s"] <= spent + 1e-6
+    # files read in large requests, opened once: no metadata finding
+    large, _ = run("large")
+    assert not [f for f in large.summary["findings"] if f["kind"] == "metadata"]
