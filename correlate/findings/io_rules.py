@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 
 from correlate.findings.context import Context, finding, span_saved
-from correlate.scalars import number
+from correlate.scalars import integer, number
 
 # --- small-requests ----------------------------------------------------------------------
 
@@ -207,4 +207,64 @@ def metadata(ctx: Context) -> list[dict[str, Any]]:
             "files used by several executions of one process: their metadata time is split "
             "evenly among them (Darshan counts it per process and file)" if r["split"]
             else None))
+    return out
+
+
+# --- shared-file -------------------------------------------------------------------------
+
+#: a file is shared when at least this many executions used it at once
+SHARED_MIN = 3
+
+
+def users_at_once(uses: pl.DataFrame) -> pl.DataFrame:
+    """path → ``at_once``: the most executions whose windows held one another's, of those that
+    used the file (one sweep per file over their starts and ends)."""
+    one = pl.lit(1, pl.Int32)
+    ev = pl.concat([uses.select("path", t="start_ns", d=one),
+                    uses.select("path", t="stop_ns", d=-one)]).sort("path", "t", "d")
+    return ev.with_columns(n=pl.col("d").cum_sum().over("path")).group_by("path").agg(
+        at_once=pl.col("n").max())
+
+
+def shared_file(ctx: Context) -> list[dict[str, Any]]:
+    """Files that ``SHARED_MIN`` or more executions read or wrote at once (their windows
+    overlapping): the time inside their calls of the file less what their bytes take at the
+    median throughput, for the same operation, of the run's files that one execution used at a
+    time (per execution and file). Without such a file in the run the rule is silent: nothing
+    to compare with. The cost is ``span_saved`` with those excesses."""
+    f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
+    if f.is_empty():
+        return []
+    f = f.with_columns(op=pl.col("op").cast(pl.String)).join(
+        ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns"), on="execution_id")
+    uses = f.select("path", "execution_id", "start_ns", "stop_ns").unique()
+    at_once = users_at_once(uses)
+    f = f.join(at_once, on="path")
+    lone = (f.filter((pl.col("at_once") == 1) & (pl.col("io_time_s") > 0))
+            .group_by("op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).median()))
+    shared = (f.filter(pl.col("at_once") >= SHARED_MIN).join(lone, on="op")
+              .with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))
+                            .clip(0.0)))
+    out = []
+    for (path,), rows in sorted(shared.partition_by("path", as_dict=True).items(),
+                                key=lambda kv: str(kv[0][0])):
+        excess = rows.group_by("execution_id").agg(pl.col("excess_s").sum())
+        users = rows.group_by("key").agg(pl.col("io_time_s").sum()).sort(
+            "io_time_s", "key", descending=[True, False])
+        inside = number(rows.get_column("io_time_s").sum()) or 0.0
+        moved = number(rows.get_column("bytes").sum()) or 0.0
+        ops = ", ".join(sorted(set(rows.get_column("op").to_list())))
+        rate = number(rows.get_column("rate").first()) or 0.0
+        out.append(finding(
+            "shared-file", span_saved(ctx, excess),
+            [p for p in rows.get_column("prefix").unique().sort().to_list() if p],
+            users.get_column("key").to_list(), [str(path)],
+            f"{path}: {users.height} execution(s), up to "
+            f"{integer(rows.get_column('at_once').max())} "
+            f"at once, spent {inside:.3f} s inside its calls ({ops}) for {_bytes(moved)} "
+            f"({_bytes(moved / inside if inside else 0)}/s), against {_bytes(rate)}/s "
+            "(median) for files one execution used at a time",
+            "give each task its own file (or its own part of a dataset: one file per "
+            "partition), or make one task do the file's I/O; on parallel file systems align "
+            "each writer's regions to the stripe size"))
     return out

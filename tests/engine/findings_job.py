@@ -22,6 +22,9 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
 - ``meta``: beside it, ``reopen`` opens, stats and closes a small file 20,000 times, reading
   one byte each time (its time in metadata calls recorded as Darshan counts it).
+- ``shared``: beside it, four tasks (``part-*``) each write their own 32 MiB region of one
+  file at once, in 1 MiB requests; then four (``own-*``) each write a file of their own
+  likewise (what writes cost when one execution uses a file).
 - ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
   pure Python for 3 s while ``crunch``, a pure-Python loop with a small write of its own file,
   runs there.
@@ -51,6 +54,8 @@ TICKS = 1000
 BATCHES = 10
 BUSY_S = 3.0
 REOPENS = 20_000
+PART_BYTES = 32 << 20
+PARTS = 4
 
 
 def nap(seconds: float, *deps: object) -> float:
@@ -107,6 +112,19 @@ def reopen(path: str, times: int) -> dict:
         os.close(fd)
         ops += [("open", 0, 0, t0, t1), ("read", 0, len(data), t1, t2),
                 ("close", 0, 0, t2, time.time())]
+    return _calls(path, ops)
+
+
+def write_part(path: str, part: int, nbytes: int) -> dict:
+    """Write bytes ``part`` × ``nbytes`` … of ``path`` in 1 MiB pwrites."""
+    ops = []
+    block = b"w" * (1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    for offset in range(part * nbytes, (part + 1) * nbytes, len(block)):
+        t0 = time.time()
+        n = os.pwrite(fd, block, offset)
+        ops.append(("write", offset, n, t0, time.time()))
+    os.close(fd)
     return _calls(path, ops)
 
 
@@ -174,6 +192,12 @@ def run(variant: str, truth_path: str, folder: str) -> None:
             small = os.path.join(folder, "small.txt")
             Path(small).write_text("x" * 100)
             io.append(client.submit(reopen, small, REOPENS, key="reopen"))
+        if variant == "shared":
+            one = os.path.join(folder, "shared.out")
+            io += client.gather([client.submit(write_part, one, i, PART_BYTES, key=f"part-{i}")
+                                 for i in range(PARTS)])
+            io += [client.submit(write_part, os.path.join(folder, f"own-{i}.out"), 0,
+                                 PART_BYTES, key=f"own-{i}") for i in range(PARTS)]
         if variant == "tiny":
             futures += client.map(tick, range(TICKS), key=[f"tick-{i}" for i in range(TICKS)])
         if variant == "batched":

@@ -267,3 +267,22 @@ def test_a_file_opened_twenty_thousand_times_for_a_byte_each_is_metadata(run):
     # files read in large requests, opened once: no metadata finding
     large, _ = run("large")
     assert not [f for f in large.summary["findings"] if f["kind"] == "metadata"]
+
+
+def test_four_writers_of_one_file_at_once_are_seen_sharing_it(run):
+    """The real part of shared-file: which executions used a file at once. Its cost (the
+    writes' time beyond the lone writers' throughput) is checked on literal tables
+    (tests/unit/test_findings_rules.py): on this test's hosts one file written by four threads
+    at once is as fast as four files, so the planted job has nothing to find above the
+    threshold."""
+    from correlate.findings.io_rules import users_at_once
+
+    shared, truth = run("shared")
+    one = next(c["path"] for c in truth["io"] if c["path"].endswith("shared.out"))
+    uses = shared.tables["task_files"].join(
+        shared.tables["tasks"].select("execution_id", "start_ns", "stop_ns"), on="execution_id"
+    ).select("path", "execution_id", "start_ns", "stop_ns").unique()
+    at_once = dict(users_at_once(uses).iter_rows())
+    assert at_once.pop(one) == 4 and set(at_once.values()) == {1}
+    for f in (f for f in shared.summary["findings"] if f["kind"] == "shared-file"):
+        assert f["files"] == [one] and set(f["keys"]) <= {f"part-{i}" for i in range(4)}
