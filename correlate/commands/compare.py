@@ -127,6 +127,7 @@ def _logical_paths(loaded: Loaded) -> Loaded:
 def run(args: argparse.Namespace) -> int:
     from correlate import compare
     from correlate.compare_arrivals import explain_arrivals
+    from correlate.findings import compare as findings_compare
     from correlate.reports import explain
     from correlate.reports.compare import Comparison, print_comparison, write_comparison
 
@@ -176,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
                    names=(" ".join(map(str, before)), " ".join(map(str, after))), by=args.by,
                    setup=setup, machine=machine, machine_at=machine_at,
                    explained=explained,
+                   findings=findings_compare.lines([s for _, s in loaded["before"]],
+                                                   [s for _, s in loaded["after"]]),
                    totals=" ".join(filter(None, (
                        explain.totals_line(profiles["prefix"][0], profiles["prefix"][1], diffs["prefix"],
                                            spans=spans,

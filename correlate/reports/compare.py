@@ -31,7 +31,9 @@ class Comparison:
     """Everything a comparison writer shows. ``explained`` holds ``(item, why)`` pairs for the
     ``by`` dimension; ``machine`` the sentence on a machine or concurrency change (or None),
     shown after the first ``machine_at`` of them (the rows whose counts moved: facts, which
-    no machine explains)."""
+    no machine explains). ``findings``: the lines on the runs' findings (appeared, went away,
+    changed cost, within noise: ``correlate.findings.compare``), None for outputs made before
+    findings existed."""
 
     diffs: dict[str, pl.DataFrame]
     names: tuple[str, str]
@@ -41,6 +43,7 @@ class Comparison:
     totals: str = ""
     machine: str | None = None
     machine_at: int = 0
+    findings: list[str] | None = None
 
 
 def _figure(d: pl.DataFrame, path: Path, top: int = TOP_FIGURE) -> None:
@@ -172,6 +175,8 @@ def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) 
         lines.insert(c.machine_at, f"- {text(c.machine)}")
     md += lines or [f"- {_noise_text(c)}"]
     md += [""]
+    if c.findings is not None:
+        md += ["## Findings", "", *(f"- {text(line)}" for line in c.findings), ""]
     if figure:
         md += [f"![per-prefix change]({figure})", ""]
     for dim, d in c.diffs.items():
@@ -239,7 +244,7 @@ def build_html_data(c: Comparison, *, rows: int = HTML_ROWS) -> dict[str, Any]:
         "names": list(c.names), "by": c.by, "setup": list(c.setup), "totals": c.totals,
         "machine": c.machine, "machine_at": c.machine_at,
         "explained": [{"item": item, "why": why} for item, why in c.explained],
-        "noise": _noise_text(c),
+        "noise": _noise_text(c), "findings": c.findings,
         "chart": {"labels": prefix["item"].cast(pl.String).to_list(),
                   "values": prefix["span_s_delta"].fill_null(0).to_list()},
         "dimensions": dims, "notes": {dim: MD_NOTES[dim].replace("`", "").replace("¹ ", "")
@@ -283,6 +288,8 @@ def print_comparison(c: Comparison, *, top: int, out: Path) -> None:
         cons.print(Text.assemble((item, "bold"), f": {why}"))
     if c.machine and c.machine_at >= len(c.explained):
         cons.print(Text(c.machine, style="yellow"))
+    for line in c.findings or []:
+        cons.print(Text.assemble(("findings", "bold"), f" {line}"))
     rows = [[r["item"], f"{r['executions_before']}→{r['executions_after']}",
              f"{r['wall_s_before']:.3f}", f"{r['wall_s_after']:.3f}", _ds(r["wall_s_delta"])]
             for r in c.diffs[c.by].head(top).iter_rows(named=True)]

@@ -286,3 +286,26 @@ def test_four_writers_of_one_file_at_once_are_seen_sharing_it(run):
     assert at_once.pop(one) == 4 and set(at_once.values()) == {1}
     for f in (f for f in shared.summary["findings"] if f["kind"] == "shared-file"):
         assert f["files"] == [one] and set(f["keys"]) <= {f"part-{i}" for i in range(4)}
+
+
+def test_compare_says_which_findings_appeared_or_went_away(run, tmp_path):
+    """Two recorded runs through ``correlate compare``: the job without, then with, its
+    straggler; the straggler's finding appeared, and went away the other way round."""
+    from correlate.cli import main as correlate_main
+    from correlate.engine import write_outputs
+
+    for variant in ("clean", "straggler"):
+        write_outputs(run(variant)[0], tmp_path / variant)
+    assert correlate_main(["compare", str(tmp_path / "clean"), str(tmp_path / "straggler"),
+                           "-o", str(tmp_path / "cmp")]) == 0
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    section = md.split("## Findings\n", 1)[1].split("\n## ", 1)[0]
+    appeared = [x for x in section.splitlines() if x.startswith("- appeared: straggler (short)")]
+    assert len(appeared) == 1 and "below its threshold" in appeared[0], section
+    assert "went away: straggler" not in section
+    assert correlate_main(["compare", str(tmp_path / "straggler"), str(tmp_path / "clean"),
+                           "-o", str(tmp_path / "back")]) == 0
+    back = (tmp_path / "back" / "compare.md").read_text()
+    assert "- went away: straggler (short): " in back
+    assert '"findings":["appeared: straggler (short)' in (tmp_path / "cmp" / "compare.html"
+                                                          ).read_text()
