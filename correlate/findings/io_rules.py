@@ -155,7 +155,8 @@ def metadata_shares(ctx: Context, counters: pl.DataFrame) -> pl.DataFrame:
     meta = (counters.filter(pl.col("meta_time_s") > 0)
             .group_by("host", "pid", "path")
             .agg(pl.col("meta_time_s").sum(), pl.col("opens").sum()))
-    used = (ctx.task_files.select("execution_id", "path").unique()
+    used = (ctx.task_files.join(meta.select("path").unique(), on="path", how="semi")
+            .select("execution_id", "path").unique()
             .join(ctx.tasks.select("execution_id", "host", "pid", "prefix", "key"),
                   on="execution_id"))
     return (used.join(meta, on=["host", "pid", "path"])
@@ -218,12 +219,21 @@ SHARED_MIN = 3
 
 def users_at_once(uses: pl.DataFrame) -> pl.DataFrame:
     """path → ``at_once``: the most executions whose windows held one another's, of those that
-    used the file (one sweep per file over their starts and ends)."""
+    used the file (``uses``: path, execution_id, start_ns, stop_ns, one row per execution and
+    file). One sweep per file over their starts and ends; a file one execution used needs
+    none."""
+    users = uses.group_by("path").agg(n=pl.len())
     one = pl.lit(1, pl.Int32)
-    ev = pl.concat([uses.select("path", t="start_ns", d=one),
-                    uses.select("path", t="stop_ns", d=-one)]).sort("path", "t", "d")
-    return ev.with_columns(n=pl.col("d").cum_sum().over("path")).group_by("path").agg(
-        at_once=pl.col("n").max())
+    shared = uses.join(users.filter(pl.col("n") > 1), on="path", how="semi").with_columns(
+        p=pl.col("path").hash(seed=0))  # (a hash sorts faster than the strings)
+    ev = pl.concat([shared.select("p", t="start_ns", d=one),
+                    shared.select("p", t="stop_ns", d=-one)]).sort("p", "t", "d")
+    swept = (ev.with_columns(n=pl.col("d").cum_sum().over("p")).group_by("p")
+             .agg(at_once=pl.col("n").max()))
+    return (users.with_columns(p=pl.col("path").hash(seed=0))
+            .join(swept, on="p", how="left")
+            .select("path", at_once=pl.coalesce("at_once", pl.lit(1, pl.Int32))
+                    .cast(pl.Int64)))
 
 
 def shared_file(ctx: Context) -> list[dict[str, Any]]:
@@ -235,10 +245,12 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
     if f.is_empty():
         return []
+    uses = f.select("path", "execution_id").unique()
+    if (integer(uses.group_by("path").len().get_column("len").max()) or 0) < SHARED_MIN:
+        return []  # (the usual case: no file had enough users; no sweep)
     f = f.with_columns(op=pl.col("op").cast(pl.String)).join(
         ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns"), on="execution_id")
-    uses = f.select("path", "execution_id", "start_ns", "stop_ns").unique()
-    at_once = users_at_once(uses)
+    at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
     f = f.join(at_once, on="path")
     lone = (f.filter((pl.col("at_once") == 1) & (pl.col("io_time_s") > 0))
             .group_by("op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).median()))
