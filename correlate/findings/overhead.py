@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from correlate.findings.context import SHOWN, Context, finding, span_saved, wait_saved
@@ -76,34 +75,44 @@ OUTSIDE_MIN_CPU = 0.05
 OUTSIDE_SHARE = 0.5
 
 
+def _cpu_at(win: pl.DataFrame, samples: pl.DataFrame, at: str) -> pl.DataFrame:
+    """``win`` with the process CPU at its time ``at`` (``cpu_<at>``: linear between the
+    samples around it; null where the samples do not reach it)."""
+    keyed = samples.select("host", "pid", ts="local_time_ns", cpu="process_cpu_s")
+    left = win.sort(at)
+    before = left.join_asof(keyed.sort("ts"), left_on=at, right_on="ts", by=["host", "pid"],
+                            strategy="backward").select("host", "pid", t0b="ts", c0b="cpu")
+    after = left.join_asof(keyed.sort("ts"), left_on=at, right_on="ts", by=["host", "pid"],
+                           strategy="forward").select("host", "pid", t0a="ts", c0a="cpu")
+    span = (pl.col("t0a") - pl.col("t0b")).cast(pl.Float64)
+    share = pl.when(span > 0).then((pl.col(at) - pl.col("t0b")).cast(pl.Float64) / span)
+    return (left.join(before, on=["host", "pid"]).join(after, on=["host", "pid"])
+            .select("host", "pid", (pl.col("c0b") + (pl.col("c0a") - pl.col("c0b"))
+                                    * share.otherwise(0.0)).alias(f"cpu_{at}")))
+
+
 def outside_cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
     """Per worker process (host, pid) that ran tasks: the CPU its process spent during its
     tasks' window (``process_cpu_s``: its CPU samples interpolated at the first task start
     and the last task end, on the worker's own clock), its tasks' CPU (``task_cpu_s``), the
-    rest (``outside_cpu_s``) and the window (``window_s``). Processes with fewer than two CPU
-    samples, or whose samples do not span the window, are left out (not measured)."""
+    rest (``outside_cpu_s``) and the window (``window_s``). Processes whose samples do not
+    span the window, or with an execution whose CPU was not measured, are left out (not
+    measured)."""
     measured = samples.filter(pl.col("process_cpu_s").is_not_null())
     win = (tasks.filter(pl.col("local_start_ns").is_not_null()
                         & pl.col("local_stop_ns").is_not_null())
            .group_by("host", "pid")
            .agg(t0=pl.col("local_start_ns").min(), t1=pl.col("local_stop_ns").max(),
-                task_cpu_s=pl.col("cpu_s").sum(), unmeasured=pl.col("cpu_s").null_count()))
-    rows = []
-    for r in win.filter(pl.col("unmeasured") == 0).iter_rows(named=True):
-        s = measured.filter((pl.col("host") == r["host"]) & (pl.col("pid") == r["pid"])).sort(
-            "local_time_ns")
-        times = s.get_column("local_time_ns").to_numpy()
-        if len(times) < 2 or times[0] > r["t0"] or times[-1] < r["t1"]:
-            continue
-        cpu = s.get_column("process_cpu_s").to_numpy()
-        used = float(np.interp(r["t1"], times, cpu) - np.interp(r["t0"], times, cpu))
-        rows.append({"host": r["host"], "pid": r["pid"], "process_cpu_s": used,
-                     "task_cpu_s": r["task_cpu_s"],
-                     "outside_cpu_s": max(0.0, used - r["task_cpu_s"]),
-                     "window_s": (r["t1"] - r["t0"]) * 1e-9})
-    return pl.DataFrame(rows, schema={"host": tasks.schema["host"], "pid": pl.Int64,
-                                      "process_cpu_s": pl.Float64, "task_cpu_s": pl.Float64,
-                                      "outside_cpu_s": pl.Float64, "window_s": pl.Float64})
+                task_cpu_s=pl.col("cpu_s").sum(), unmeasured=pl.col("cpu_s").null_count())
+           .filter(pl.col("unmeasured") == 0).drop("unmeasured"))
+    used = pl.col("cpu_t1") - pl.col("cpu_t0")
+    return (win.join(_cpu_at(win, measured, "t0"), on=["host", "pid"])
+            .join(_cpu_at(win, measured, "t1"), on=["host", "pid"])
+            .drop_nulls(["cpu_t0", "cpu_t1"])
+            .select("host", "pid", process_cpu_s=used, task_cpu_s="task_cpu_s",
+                    outside_cpu_s=(used - pl.col("task_cpu_s")).clip(0.0),
+                    window_s=(pl.col("t1") - pl.col("t0")) * 1e-9)
+            .sort("host", "pid"))
 
 
 def cpu_outside_tasks(ctx: Context) -> list[dict[str, Any]]:
