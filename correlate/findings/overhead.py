@@ -78,12 +78,15 @@ OUTSIDE_SHARE = 0.5
 def _cpu_at(win: pl.DataFrame, samples: pl.DataFrame, at: str) -> pl.DataFrame:
     """``win`` with the process CPU at its time ``at`` (``cpu_<at>``: linear between the
     samples around it; null where the samples do not reach it)."""
-    keyed = samples.select("host", "pid", ts="local_time_ns", cpu="process_cpu_s")
+    keyed = samples.select("host", "pid", ts="local_time_ns", cpu="process_cpu_s").sort("ts")
     left = win.sort(at)
-    before = left.join_asof(keyed.sort("ts"), left_on=at, right_on="ts", by=["host", "pid"],
-                            strategy="backward").select("host", "pid", t0b="ts", c0b="cpu")
-    after = left.join_asof(keyed.sort("ts"), left_on=at, right_on="ts", by=["host", "pid"],
-                           strategy="forward").select("host", "pid", t0a="ts", c0a="cpu")
+    # (both sorted on their time just above)
+    before = left.join_asof(keyed, left_on=at, right_on="ts", by=["host", "pid"],
+                            strategy="backward", check_sortedness=False).select(
+        "host", "pid", t0b="ts", c0b="cpu")
+    after = left.join_asof(keyed, left_on=at, right_on="ts", by=["host", "pid"],
+                           strategy="forward", check_sortedness=False).select(
+        "host", "pid", t0a="ts", c0a="cpu")
     span = (pl.col("t0a") - pl.col("t0b")).cast(pl.Float64)
     share = pl.when(span > 0).then((pl.col(at) - pl.col("t0b")).cast(pl.Float64) / span)
     return (left.join(before, on=["host", "pid"]).join(after, on=["host", "pid"])

@@ -25,9 +25,9 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
 - ``shared``: beside it, four tasks (``part-*``) each write their own 32 MiB region of one
   file at once, in 1 MiB requests; then four (``own-*``) each write a file of their own
   likewise (what writes cost when one execution uses a file).
-- ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
-  pure Python for 3 s while ``crunch``, a pure-Python loop with a small write of its own file,
-  runs there.
+- ``busy-loop``: beside it, four threads the first worker's event loop starts (no task) spin
+  pure Python until ``crunch``, a pure-Python loop with a small write of its own file that
+  runs there, has ended (at most 30 s).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ REREAD_BYTES = 128 << 20
 READERS = 4
 TICKS = 1000
 BATCHES = 10
-BUSY_S = 3.0
+BUSY_S = 30.0
 REOPENS = 20_000
 PART_BYTES = 32 << 20
 PARTS = 4
@@ -136,18 +136,25 @@ def ticks(first: int, n: int) -> int:
     return sum(tick(i) for i in range(first, first + n))
 
 
-def busy_thread(seconds: float) -> None:
-    """Start three threads in this process (called by ``client.run``: outside any task) that
-    spin pure Python for ``seconds``."""
+def busy_thread(seconds: float, marker: str) -> None:
+    """Start four threads in this process (called by ``client.run``: outside any task) that
+    spin pure Python until ``marker`` exists, or for ``seconds``."""
     def loop() -> None:
         end = time.time() + seconds
         total = 0
-        while time.time() < end:
+        while time.time() < end and not os.path.exists(marker):
             for i in range(10_000):
                 total += i % 7
 
-    for i in range(3):
+    for i in range(4):
         threading.Thread(target=loop, name=f"busy-loop-{i}", daemon=True).start()
+
+
+def crunch(folder: str, marker: str) -> dict:
+    """``spin``, then say so in ``marker``."""
+    calls = spin(folder, "crunch")
+    Path(marker).touch()
+    return calls
 
 
 def run(variant: str, truth_path: str, folder: str) -> None:
@@ -204,8 +211,9 @@ def run(variant: str, truth_path: str, folder: str) -> None:
             n = TICKS // BATCHES
             futures += [client.submit(ticks, b * n, n, key=f"ticks-{b}") for b in range(BATCHES)]
         if variant == "busy-loop":
-            client.run(busy_thread, BUSY_S, workers=[workers[0]])
-            io.append(client.submit(spin, folder, "crunch", key="crunch", workers=[workers[0]]))
+            marker = os.path.join(folder, "crunch.done")
+            client.run(busy_thread, BUSY_S, marker, workers=[workers[0]])
+            io.append(client.submit(crunch, folder, marker, key="crunch", workers=[workers[0]]))
         where = [{"workers": [workers[0 if i < SHORT - 2 else 1]]} if variant == "pinned"
                  else base for i in range(SHORT)]
         futures += [client.submit(nap, STRAGGLER_S if variant == "straggler" and i == 5
