@@ -239,22 +239,27 @@ def users_at_once(uses: pl.DataFrame) -> pl.DataFrame:
 def shared_file(ctx: Context) -> list[dict[str, Any]]:
     """Files that ``SHARED_MIN`` or more executions read or wrote at once (their windows
     overlapping): the time inside their calls of the file less what their bytes take at the
-    median throughput, for the same operation, of the run's files that one execution used at a
-    time (per execution and file). Without such a file in the run the rule is silent: nothing
-    to compare with. The cost is ``span_saved`` with those excesses."""
+    median throughput, for the same operation, of the run's files that a single execution used
+    (per execution and file). Without such a file in the run the rule is silent: nothing to
+    compare with. The cost is ``span_saved`` with those excesses."""
     f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
     if f.is_empty():
         return []
-    uses = f.select("path", "execution_id").unique()
-    if (integer(uses.group_by("path").len().get_column("len").max()) or 0) < SHARED_MIN:
-        return []  # (the usual case: no file had enough users; no sweep)
-    f = f.with_columns(op=pl.col("op").cast(pl.String)).join(
-        ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns"), on="execution_id")
-    at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
-    f = f.join(at_once, on="path")
-    lone = (f.filter((pl.col("at_once") == 1) & (pl.col("io_time_s") > 0))
+    f = f.with_columns(op=pl.col("op").cast(pl.String),
+                       users=pl.col("execution_id").n_unique().over("path"))
+    # (the usual cases first, before any join or sweep: no file had enough users, or no file
+    # had a single user to compare with)
+    if (integer(f.get_column("users").max()) or 0) < SHARED_MIN:
+        return []
+    lone = (f.filter((pl.col("users") == 1) & (pl.col("io_time_s") > 0))
             .group_by("op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).median()))
-    shared = (f.filter(pl.col("at_once") >= SHARED_MIN).join(lone, on="op")
+    f = f.filter(pl.col("users") >= SHARED_MIN).join(lone, on="op")
+    if f.is_empty():
+        return []
+    f = f.join(ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns"),
+               on="execution_id")
+    at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
+    shared = (f.join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
               .with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))
                             .clip(0.0)))
     out = []
@@ -275,7 +280,7 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
             f"{integer(rows.get_column('at_once').max())} "
             f"at once, spent {inside:.3f} s inside its calls ({ops}) for {_bytes(moved)} "
             f"({_bytes(moved / inside if inside else 0)}/s), against {_bytes(rate)}/s "
-            "(median) for files one execution used at a time",
+            "(median) for files a single execution used",
             "give each task its own file (or its own part of a dataset: one file per "
             "partition), or make one task do the file's I/O; on parallel file systems align "
             "each writer's regions to the stripe size"))
