@@ -223,7 +223,9 @@ def _findings(frames: RunFrames, kept: dict[str, pl.DataFrame], assigned: pl.Dat
     """Write the critical path and the findings (the rules read the tables of ``kept`` and
     the segments back from the sink); return them, with their part of the summary."""
     evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
-                                 segments=sink.scan("segments"))
+                                 segments=sink.scan("segments"),
+                                 process_cpu=frames.clock_samples,
+                                 file_counters=frames.io_file_counters)
     found = findings.analyse(kept["tasks"], kept["task_files"], frames.dependencies, assigned,
                              evidence)
     _put(sink, "critical_path", found.critical_path)

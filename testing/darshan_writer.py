@@ -121,6 +121,11 @@ def _dxt_buffer(seg: pl.DataFrame, host: str, layout: str) -> tuple[bytes, list[
     return b"".join(parts), paths
 
 
+#: the calls besides reads and writes a test job may record (``op``): their time is Darshan's
+#: metadata time; DXT does not trace them
+_META = ("open", "close")
+
+
 def _posix_buffer(seg: pl.DataFrame) -> bytes:
     layout = L.COUNTERS["POSIX", 4]
     n_c, n_f = layout.counters, layout.fcounters
@@ -133,19 +138,23 @@ def _posix_buffer(seg: pl.DataFrame) -> bytes:
         first_read=pl.col("start_s").filter(pl.col("op") == "read").min(),
         last_read=pl.col("end_s").filter(pl.col("op") == "read").max(),
         first_write=pl.col("start_s").filter(pl.col("op") == "write").min(),
-        last_write=pl.col("end_s").filter(pl.col("op") == "write").max())
+        last_write=pl.col("end_s").filter(pl.col("op") == "write").max(),
+        meta=(pl.col("end_s") - pl.col("start_s")).filter(pl.col("op").is_in(_META)).sum(),
+        opens=(pl.col("op") == "open").sum())
     dtype = np.dtype([("id", "<u8"), ("rank", "<i8"), ("c", "<i8", (n_c,)),
                       ("f", "<f8", (n_f,))])
     rec = np.zeros(agg.height, dtype=dtype)
     rec["id"] = [record_id(p) for p in agg["path"]]
     c, f = layout.fields, layout.ffields
-    rec["c"][:, c["opens"]] = 1
+    # (rows of "open" and "close": Darshan's metadata time, and its opens; else one open)
+    rec["c"][:, c["opens"]] = agg["opens"].clip(lower_bound=1).to_numpy()
     rec["c"][:, c["read_ops"]] = agg["reads"].to_numpy()
     rec["c"][:, c["write_ops"]] = agg["writes"].to_numpy()
     rec["c"][:, c["read_bytes"]] = agg["rbytes"].to_numpy()
     rec["c"][:, c["write_bytes"]] = agg["wbytes"].to_numpy()
     rec["f"][:, f["read_time_s"]] = agg["rtime"].to_numpy()
     rec["f"][:, f["write_time_s"]] = agg["wtime"].to_numpy()
+    rec["f"][:, f["meta_time_s"]] = agg["meta"].to_numpy()
     for name, i in layout.stamps.items():  # first_read_ns … from first_read …; 0 for none
         rec["f"][:, i] = agg[name.removesuffix("_ns")].fill_null(0).to_numpy()
     return rec.tobytes()
@@ -219,8 +228,9 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
             buf = _stdio_buffer(stdio)
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["STDIO"], buf, len(buf), 2),
                    "put_mod STDIO")
-        if dxt and segments.height:
-            buf, _ = _dxt_buffer(segments, host, layout)
+        traced = segments.filter(~pl.col("op").is_in(_META))  # (DXT traces reads and writes)
+        if dxt and traced.height:
+            buf, _ = _dxt_buffer(traced, host, layout)
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["DXT_POSIX"], buf, len(buf),
                                            LAYOUT_VERSIONS[layout]), "put_mod DXT_POSIX")
     finally:
@@ -246,7 +256,8 @@ def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *
                           dxt: bool = True) -> None:
     """One genuine log per worker process in ``run/darshan``, holding exactly the calls its
     tasks made: ``truth`` is what the test jobs record, one dict per task with ``pid``,
-    ``thread``, ``path`` and ``ops`` [(op, offset, length, t0_s, t1_s)] (tasks without ``ops``
+    ``thread``, ``path`` and ``ops`` [(op, offset, length, t0_s, t1_s)] (op: read, write, or
+    open and close, Darshan's metadata calls, counted but not traced; tasks without ``ops``
     made none). Without ``dxt`` the logs hold the POSIX counters only."""
     host = socket.gethostname().split(".", 1)[0]
     rows = [{"pid": t["pid"], "thread_id": t["thread"], "path": t["path"], "op": op,

@@ -14,6 +14,7 @@ from correlate.compare import changes, explain
 from correlate.compare.arrivals import explain_arrivals
 from correlate.compare.logical_paths import logical_task_files
 from correlate.errors import InputError
+from correlate.findings import compare as findings_compare
 
 #: one run's output tables (tasks, task_files, task_functions) and its summary.json
 Run = tuple[dict[str, pl.DataFrame], dict[str, Any]]
@@ -26,7 +27,9 @@ class Comparison:
     """Everything a comparison writer shows. ``explained`` holds ``(item, why)`` pairs for the
     ``by`` dimension; ``machine`` the sentence on a machine or concurrency change (or None),
     shown after the first ``machine_at`` of them (the rows whose counts moved: facts, which
-    no machine explains)."""
+    no machine explains). ``findings``: the lines on the runs' findings (appeared, went away,
+    changed cost, within noise: ``correlate.findings.compare``), None for outputs made before
+    findings existed."""
 
     diffs: dict[str, pl.DataFrame]
     names: tuple[str, str]
@@ -36,6 +39,7 @@ class Comparison:
     totals: str = ""
     machine: str | None = None
     machine_at: int = 0
+    findings: list[str] | None = None
 
 
 def compare_runs(loaded: Loaded, names: tuple[str, str], by: str = "prefix") -> Comparison:
@@ -69,7 +73,9 @@ def compare_runs(loaded: Loaded, names: tuple[str, str], by: str = "prefix") -> 
         explain.totals_line(profiles[0], profiles[1], diffs["prefix"], spans=spans, runs=runs),
         explain.destinations_line(sb, sa))))
     return Comparison(diffs=diffs, names=names, by=by, setup=setup, machine=machine,
-                      machine_at=machine_at, explained=explained, totals=totals)
+                      machine_at=machine_at, explained=explained, totals=totals,
+                      findings=findings_compare.lines([s for _, s in loaded["before"]],
+                                                      [s for _, s in loaded["after"]]))
 
 
 def _diffs(loaded: Loaded, names: tuple[str, str], by: str, exact: bool,

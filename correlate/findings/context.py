@@ -23,11 +23,16 @@ SHOWN = 5
 class Evidence:
     """What the run captured, beyond the tables: whether its Darshan logs were read at all
     (``io_captured``) and whether they traced operations (``dxt``); ``segments``: the
-    ``segments`` output table, read lazily (the byte ranges of each read), or None."""
+    ``segments`` output table, read lazily (the byte ranges of each read), or None;
+    ``process_cpu``: the worker processes' CPU samples (``clock_samples``: host, pid,
+    local_time_ns, process_cpu_s), or None; ``file_counters``: Darshan's per-file counters
+    (``io_file_counters``: host, pid, path, opens, meta_time_s, …), or None."""
 
     io_captured: bool
     dxt: bool
     segments: pl.LazyFrame | None = None
+    process_cpu: pl.DataFrame | None = None
+    file_counters: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 
 from correlate.findings.context import Context, finding, span_saved
-from correlate.frames.scalars import number
+from correlate.frames.scalars import integer, number
 
 # --- small-requests ----------------------------------------------------------------------
 
@@ -138,3 +138,150 @@ def _bytes(n: float) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
         n /= 1024
     return f"{n:,.1f} GiB"
+
+
+# --- metadata ----------------------------------------------------------------------------
+
+#: a prefix's files are metadata-bound when the time in their metadata calls is at least this
+#: share of that time and the time inside their reads and writes
+METADATA_SHARE = 0.5
+
+
+def metadata_shares(ctx: Context, counters: pl.DataFrame) -> pl.DataFrame:
+    """Per execution and file: its share of the time Darshan counted in the file's metadata
+    calls (opens, stats, seeks, closes: ``meta_time_s``, per process and file) and how many
+    executions of its process used the file (``sharers``: the time is split evenly among
+    them). Files no execution read or wrote are left out (no task to give them to)."""
+    meta = (counters.filter(pl.col("meta_time_s") > 0)
+            .group_by("host", "pid", "path")
+            .agg(pl.col("meta_time_s").sum(), pl.col("opens").sum()))
+    used = (ctx.task_files.join(meta.select("path").unique(), on="path", how="semi")
+            .select("execution_id", "path").unique()
+            .join(ctx.tasks.select("execution_id", "host", "pid", "prefix", "key"),
+                  on="execution_id"))
+    return (used.join(meta, on=["host", "pid", "path"])
+            .with_columns(sharers=pl.len().over("host", "pid", "path"))
+            .with_columns(meta_s=pl.col("meta_time_s") / pl.col("sharers"),
+                          opens=pl.col("opens") / pl.col("sharers")))
+
+
+def metadata(ctx: Context) -> list[dict[str, Any]]:
+    """Prefixes whose files' metadata calls (Darshan's ``meta_time_s``: opens, stats, seeks)
+    took at least ``METADATA_SHARE`` of their time in those files' calls; the cost is
+    ``span_saved`` with each execution's excess its share of the metadata time (what opening
+    each file once, or fewer files, would save at most). A file several executions of a process
+    used has its time split evenly among them, and ``partial`` says so. Silent without
+    Darshan's counters."""
+    counters = ctx.evidence.file_counters
+    if counters is None or counters.is_empty() or not ctx.evidence.io_captured:
+        return []
+    shares = metadata_shares(ctx, counters)
+    if shares.is_empty():
+        return []
+    io = (ctx.task_files.filter(pl.col("io_time_s").is_not_null())
+          .join(shares.select("execution_id", "path").unique(), on=["execution_id", "path"],
+                how="semi")
+          .join(ctx.tasks.select("execution_id", "prefix"), on="execution_id")
+          .group_by("prefix").agg(io_s=pl.col("io_time_s").sum()))
+    per = (shares.group_by("prefix").agg(meta_s=pl.col("meta_s").sum(),
+                                         opens=pl.col("opens").sum(),
+                                         split=(pl.col("sharers") > 1).any())
+           .join(io, on="prefix", how="left").with_columns(pl.col("io_s").fill_null(0.0))
+           .filter(pl.col("meta_s") >= METADATA_SHARE * (pl.col("meta_s") + pl.col("io_s")))
+           .sort("meta_s", "prefix", descending=[True, False]))
+    out = []
+    for r in per.iter_rows(named=True):
+        rows = shares.filter(pl.col("prefix") == r["prefix"])
+        files = (rows.group_by("path").agg(pl.col("meta_s").sum())
+                 .sort("meta_s", "path", descending=[True, False]))
+        keys = (rows.group_by("key").agg(pl.col("meta_s").sum())
+                .sort("meta_s", "key", descending=[True, False]).get_column("key"))
+        excess = rows.group_by("execution_id").agg(excess_s=pl.col("meta_s").sum())
+        out.append(finding(
+            "metadata", span_saved(ctx, excess), [str(r["prefix"])], keys.to_list(),
+            files.get_column("path").to_list(),
+            f"{r['prefix']} spent {r['meta_s']:.3f} s in metadata calls (opens, stats, seeks; "
+            f"{r['opens']:,.0f} opens) of {files.height} file(s) against {r['io_s']:.3f} s "
+            f"inside their reads and writes; most on {files.row(0)[0]}",
+            "open each file once per task (keep the handle, read what you need in one go), "
+            "cache stat results and directory listings, and use fewer, larger files",
+            "files used by several executions of one process: their metadata time is split "
+            "evenly among them (Darshan counts it per process and file)" if r["split"]
+            else None))
+    return out
+
+
+# --- shared-file -------------------------------------------------------------------------
+
+#: a file is shared when at least this many executions used it at once
+SHARED_MIN = 3
+
+
+def users_at_once(uses: pl.DataFrame) -> pl.DataFrame:
+    """path → ``at_once``: the most executions whose windows held one another's, of those that
+    used the file (``uses``: path, execution_id, start_ns, stop_ns, one row per execution and
+    file). One sweep per file over their starts and ends; a file one execution used needs
+    none."""
+    users = uses.group_by("path").agg(n=pl.len())
+    one = pl.lit(1, pl.Int32)
+    shared = uses.join(users.filter(pl.col("n") > 1), on="path", how="semi").with_columns(
+        p=pl.col("path").hash(seed=0))  # (a hash sorts faster than the strings)
+    ev = pl.concat([shared.select("p", t="start_ns", d=one),
+                    shared.select("p", t="stop_ns", d=-one)]).sort("p", "t", "d")
+    swept = (ev.with_columns(n=pl.col("d").cum_sum().over("p")).group_by("p")
+             .agg(at_once=pl.col("n").max()))
+    return (users.with_columns(p=pl.col("path").hash(seed=0))
+            .join(swept, on="p", how="left")
+            .select("path", at_once=pl.coalesce("at_once", pl.lit(1, pl.Int32))
+                    .cast(pl.Int64)))
+
+
+def shared_file(ctx: Context) -> list[dict[str, Any]]:
+    """Files that ``SHARED_MIN`` or more executions read or wrote at once (their windows
+    overlapping): the time inside their calls of the file less what their bytes take at the
+    median throughput, for the same operation, of the run's files that a single execution used
+    (per execution and file). Without such a file in the run the rule is silent: nothing to
+    compare with. The cost is ``span_saved`` with those excesses."""
+    f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
+    if f.is_empty():
+        return []
+    f = f.with_columns(op=pl.col("op").cast(pl.String),
+                       users=pl.col("execution_id").n_unique().over("path"))
+    # (the usual cases first, before any join or sweep: no file had enough users, or no file
+    # had a single user to compare with)
+    if (integer(f.get_column("users").max()) or 0) < SHARED_MIN:
+        return []
+    lone = (f.filter((pl.col("users") == 1) & (pl.col("io_time_s") > 0))
+            .group_by("op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).median()))
+    f = f.filter(pl.col("users") >= SHARED_MIN).join(lone, on="op")
+    if f.is_empty():
+        return []
+    f = f.join(ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns"),
+               on="execution_id")
+    at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
+    shared = (f.join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
+              .with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))
+                            .clip(0.0)))
+    out = []
+    for (path,), rows in sorted(shared.partition_by("path", as_dict=True).items(),
+                                key=lambda kv: str(kv[0][0])):
+        excess = rows.group_by("execution_id").agg(pl.col("excess_s").sum())
+        users = rows.group_by("key").agg(pl.col("io_time_s").sum()).sort(
+            "io_time_s", "key", descending=[True, False])
+        inside = number(rows.get_column("io_time_s").sum()) or 0.0
+        moved = number(rows.get_column("bytes").sum()) or 0.0
+        ops = ", ".join(sorted(set(rows.get_column("op").to_list())))
+        rate = number(rows.get_column("rate").first()) or 0.0
+        out.append(finding(
+            "shared-file", span_saved(ctx, excess),
+            [p for p in rows.get_column("prefix").unique().sort().to_list() if p],
+            users.get_column("key").to_list(), [str(path)],
+            f"{path}: {users.height} execution(s), up to "
+            f"{integer(rows.get_column('at_once').max())} "
+            f"at once, spent {inside:.3f} s inside its calls ({ops}) for {_bytes(moved)} "
+            f"({_bytes(moved / inside if inside else 0)}/s), against {_bytes(rate)}/s "
+            "(median) for files a single execution used",
+            "give each task its own file (or its own part of a dataset: one file per "
+            "partition), or make one task do the file's I/O; on parallel file systems align "
+            "each writer's regions to the stripe size"))
+    return out

@@ -18,7 +18,14 @@ from typing import Any
 import polars as pl
 
 from correlate.findings.context import MIN_COST_S, MIN_COST_SHARE, Context, Evidence
-from correlate.findings.io_rules import repeated_reads, small_requests
+from correlate.findings.io_rules import (
+    metadata,
+    repeated_reads,
+    shared_file,
+    small_requests,
+)
+from correlate.findings.memory import memory_pressure
+from correlate.findings.overhead import cpu_outside_tasks, tiny_tasks
 from correlate.findings.timing import (
     idle_threads,
     serial_section,
@@ -33,7 +40,8 @@ __all__ = ["MIN_COST_S", "MIN_COST_SHARE", "RULES", "Evidence", "as_json", "find
 
 RULES: tuple[Callable[[Context], list[dict[str, Any]]], ...] = (
     serial_section, straggler, thread_contention, idle_threads, small_requests,
-    repeated_reads, waiting_for_inputs, spill)
+    repeated_reads, shared_file, metadata, waiting_for_inputs, spill, tiny_tasks, cpu_outside_tasks,
+    memory_pressure)
 
 
 def findings(tasks: pl.DataFrame, task_files: pl.DataFrame, path: pl.DataFrame,

@@ -158,6 +158,8 @@ def render_markdown(c: Comparison, *, top: int = 20, figure: str | None = None) 
         lines.insert(c.machine_at, f"- {text(c.machine)}")
     md += lines or [f"- {_noise_text(c)}"]
     md += [""]
+    if c.findings is not None:
+        md += ["## Findings", "", *(f"- {text(line)}" for line in c.findings), ""]
     if figure:
         md += [f"![per-prefix change]({figure})", ""]
     for dim, d in c.diffs.items():
@@ -225,7 +227,7 @@ def build_html_data(c: Comparison, *, rows: int = HTML_ROWS) -> dict[str, Any]:
         "names": list(c.names), "by": c.by, "setup": list(c.setup), "totals": c.totals,
         "machine": c.machine, "machine_at": c.machine_at,
         "explained": [{"item": item, "why": why} for item, why in c.explained],
-        "noise": _noise_text(c),
+        "noise": _noise_text(c), "findings": c.findings,
         "chart": {"labels": prefix["item"].cast(pl.String).to_list(),
                   "values": prefix["span_s_delta"].fill_null(0).to_list()},
         "dimensions": dims, "notes": {dim: MD_NOTES[dim].replace("`", "").replace("¹ ", "")
@@ -272,6 +274,8 @@ def print_comparison(c: Comparison, out: Path, options: ReportOptions) -> list[P
         cons.print(Text.assemble((item, "bold"), f": {why}"))
     if c.machine and c.machine_at >= len(c.explained):
         cons.print(Text(c.machine, style="yellow"))
+    for line in c.findings or []:
+        cons.print(Text.assemble(("findings", "bold"), f" {line}"))
     rows = [[r["item"], f"{r['executions_before']}→{r['executions_after']}",
              f"{r['wall_s_before']:.3f}", f"{r['wall_s_after']:.3f}", _ds(r["wall_s_delta"])]
             for r in c.diffs[c.by].head(options.top).iter_rows(named=True)]

@@ -9,7 +9,9 @@ from correlate.reports import findings_text
 from correlate.reports.fmt import seconds
 from correlate.reports.load import Outputs
 
-#: links of the path in the first screen; the rest are folded below them
+#: findings and links of the path in the first screen (1400 × 900 holds both with room for
+#: long evidence); the rest are folded below them
+FINDINGS_FIRST = 3
 LINKS_FIRST = 8
 
 
@@ -34,4 +36,4 @@ def context(out: Outputs) -> dict[str, Any]:
              for r in out["critical_path"].iter_rows(named=True)]
     return {"findings": found, "findings_threshold": findings_text.threshold(s),
             "path_sentence": findings_text.path_summary(s), "path_links": links,
-            "links_first": LINKS_FIRST}
+            "links_first": LINKS_FIRST, "findings_first": FINDINGS_FIRST}

@@ -18,6 +18,16 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   (what large requests cost on this host, in the run itself).
 - ``reread``: beside it, four tasks (``reread-*``) each read the same 128 MiB file whole, in
   4 MiB requests.
+- ``tiny``: beside it, 1,000 tasks that do next to nothing (``tick-*``), each its own task;
+  ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
+- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 20,000 times, reading
+  one byte each time (its time in metadata calls recorded as Darshan counts it).
+- ``shared``: beside it, four tasks (``part-*``) each write their own 32 MiB region of one
+  file at once, in 1 MiB requests; then four (``own-*``) each write a file of their own
+  likewise (what writes cost when one execution uses a file).
+- ``busy-loop``: beside it, four threads the first worker's event loop starts (no task) spin
+  pure Python until ``crunch``, a pure-Python loop with a small write of its own file that
+  runs there, has ended (at most 30 s).
 """
 
 from __future__ import annotations
@@ -40,6 +50,12 @@ LOAD_BYTES = 16 << 20
 LOADS = 4
 REREAD_BYTES = 128 << 20
 READERS = 4
+TICKS = 1000
+BATCHES = 10
+BUSY_S = 30.0
+REOPENS = 20_000
+PART_BYTES = 32 << 20
+PARTS = 4
 
 
 def nap(seconds: float, *deps: object) -> float:
@@ -82,6 +98,65 @@ def scan(path: str, request: int) -> dict:
     return _calls(path, ops)
 
 
+def reopen(path: str, times: int) -> dict:
+    """Open, stat, read one byte of and close ``path`` ``times`` times (the open with the stat,
+    and the close: Darshan's metadata time)."""
+    ops = []
+    for _ in range(times):
+        t0 = time.time()
+        fd = os.open(path, os.O_RDONLY)
+        os.fstat(fd)
+        t1 = time.time()
+        data = os.pread(fd, 1, 0)
+        t2 = time.time()
+        os.close(fd)
+        ops += [("open", 0, 0, t0, t1), ("read", 0, len(data), t1, t2),
+                ("close", 0, 0, t2, time.time())]
+    return _calls(path, ops)
+
+
+def write_part(path: str, part: int, nbytes: int) -> dict:
+    """Write bytes ``part`` × ``nbytes`` … of ``path`` in 1 MiB pwrites."""
+    ops = []
+    block = b"w" * (1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    for offset in range(part * nbytes, (part + 1) * nbytes, len(block)):
+        t0 = time.time()
+        n = os.pwrite(fd, block, offset)
+        ops.append(("write", offset, n, t0, time.time()))
+    os.close(fd)
+    return _calls(path, ops)
+
+
+def tick(i: int) -> int:
+    return i + 1
+
+
+def ticks(first: int, n: int) -> int:
+    return sum(tick(i) for i in range(first, first + n))
+
+
+def busy_thread(seconds: float, marker: str) -> None:
+    """Start four threads in this process (called by ``client.run``: outside any task) that
+    spin pure Python until ``marker`` exists, or for ``seconds``."""
+    def loop() -> None:
+        end = time.time() + seconds
+        total = 0
+        while time.time() < end and not os.path.exists(marker):
+            for i in range(10_000):
+                total += i % 7
+
+    for i in range(4):
+        threading.Thread(target=loop, name=f"busy-loop-{i}", daemon=True).start()
+
+
+def crunch(folder: str, marker: str) -> dict:
+    """``spin``, then say so in ``marker``."""
+    calls = spin(folder, "crunch")
+    Path(marker).touch()
+    return calls
+
+
 def run(variant: str, truth_path: str, folder: str) -> None:
     from distributed import Client, LocalCluster
 
@@ -120,6 +195,25 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         if variant == "reread":
             io += [client.submit(scan, shared, 4 << 20, key=f"reread-{i}")
                    for i in range(READERS)]
+        if variant == "meta":
+            small = os.path.join(folder, "small.txt")
+            Path(small).write_text("x" * 100)
+            io.append(client.submit(reopen, small, REOPENS, key="reopen"))
+        if variant == "shared":
+            one = os.path.join(folder, "shared.out")
+            io += client.gather([client.submit(write_part, one, i, PART_BYTES, key=f"part-{i}")
+                                 for i in range(PARTS)])
+            io += [client.submit(write_part, os.path.join(folder, f"own-{i}.out"), 0,
+                                 PART_BYTES, key=f"own-{i}") for i in range(PARTS)]
+        if variant == "tiny":
+            futures += client.map(tick, range(TICKS), key=[f"tick-{i}" for i in range(TICKS)])
+        if variant == "batched":
+            n = TICKS // BATCHES
+            futures += [client.submit(ticks, b * n, n, key=f"ticks-{b}") for b in range(BATCHES)]
+        if variant == "busy-loop":
+            marker = os.path.join(folder, "crunch.done")
+            client.run(busy_thread, BUSY_S, marker, workers=[workers[0]])
+            io.append(client.submit(crunch, folder, marker, key="crunch", workers=[workers[0]]))
         where = [{"workers": [workers[0 if i < SHORT - 2 else 1]]} if variant == "pinned"
                  else base for i in range(SHORT)]
         futures += [client.submit(nap, STRAGGLER_S if variant == "straggler" and i == 5

@@ -218,3 +218,94 @@ def test_the_prefix_and_file_tables_give_requests_and_how_many_times_bytes_were_
     print_summary(reread.summary, reread.tables, out=tmp_path, segments=out.scan("segments"))
     printed = capsys.readouterr().out
     assert "4.0×" in printed and "times read" in printed
+
+
+def test_a_thousand_tasks_that_do_next_to_nothing_are_tiny_tasks(run):
+    tiny, _ = run("tiny")
+    top = _top(tiny, "tiny-tasks")
+    assert top["prefixes"] == ["tick"] and all(k.startswith("tick-") for k in top["keys"])
+    assert "1,000 tick executions" in top["evidence"]
+    # the cost is the overhead the path waited between the ticks: at most the path's waits
+    # before tick links, and a real share of the window (the ticks set most of it)
+    path = tiny.tables["critical_path"]
+    waits = path.filter(pl.col("prefix") == "tick")["wait_s"].sum()
+    assert 0.2 * _window_s(tiny) <= top["cost_s"] <= waits + 1e-9
+    # the same calls in 10 tasks: nothing to batch
+    batched, _ = run("batched")
+    assert not [f for f in batched.summary["findings"] if f["kind"] == "tiny-tasks"]
+    assert _window_s(batched) < _window_s(tiny)
+
+
+def test_a_thread_spinning_outside_the_tasks_is_cpu_outside_tasks(run):
+    busy, truth = run("busy-loop")
+    top = _top(busy, "cpu-outside-tasks")
+    assert top["prefixes"][0] == "crunch" and top["keys"][0] == "crunch"
+    assert top["partial"] is None  # its I/O was captured: the time outside CPU is not I/O
+    tasks = busy.tables["tasks"]
+    crunch = tasks.filter(pl.col("key") == "crunch").row(0, named=True)
+    other = crunch["duration_s"] - crunch["cpu_s"] - crunch["io_time_s"]
+    # at most what the loop lost outside its CPU and I/O, and a real share of the window
+    assert 0.05 * _window_s(busy) <= top["cost_s"] <= other + 1e-9
+    # the spinning thread's CPU is its process's, outside any task (the summary's split)
+    worker = next(w for w in busy.summary["cpu"]["per_worker"] if w["pid"] == crunch["pid"])
+    assert worker["outside_tasks_cpu_s"] > 0.5 and worker["worker"] == crunch["worker"]
+    # two pure-Python loops in one process and no thread outside them: no such finding
+    gil, _ = run("gil")
+    assert not [f for f in gil.summary["findings"] if f["kind"] == "cpu-outside-tasks"]
+
+
+def test_a_file_opened_twenty_thousand_times_for_a_byte_each_is_metadata(run):
+    meta, truth = run("meta")
+    top = _top(meta, "metadata")
+    small = truth["io"][0]["path"]
+    assert top["prefixes"] == ["reopen"] and top["keys"] == ["reopen"]
+    assert top["files"] == [small] and top["partial"] is None  # one execution used it
+    assert "20,000 opens" in top["evidence"]
+    # the cost is at most the time the task spent in its metadata calls
+    spent = sum(b - a for op, _o, _n, a, b in truth["io"][0]["ops"] if op in ("open", "close"))
+    assert 0.05 * _window_s(meta) <= top["cost_s"] <= spent + 1e-6
+    # files read in large requests, opened once: no metadata finding
+    large, _ = run("large")
+    assert not [f for f in large.summary["findings"] if f["kind"] == "metadata"]
+
+
+def test_four_writers_of_one_file_at_once_are_seen_sharing_it(run):
+    """The real part of shared-file: which executions used a file at once. Its cost (the
+    writes' time beyond the lone writers' throughput) is checked on literal tables
+    (tests/unit/test_findings_rules.py): on this test's hosts one file written by four threads
+    at once is as fast as four files, so the planted job has nothing to find above the
+    threshold."""
+    from correlate.findings.io_rules import users_at_once
+
+    shared, truth = run("shared")
+    one = next(c["path"] for c in truth["io"] if c["path"].endswith("shared.out"))
+    uses = shared.tables["task_files"].join(
+        shared.tables["tasks"].select("execution_id", "start_ns", "stop_ns"), on="execution_id"
+    ).select("path", "execution_id", "start_ns", "stop_ns").unique()
+    at_once = dict(users_at_once(uses).iter_rows())
+    assert at_once.pop(one) == 4 and set(at_once.values()) == {1}
+    for f in (f for f in shared.summary["findings"] if f["kind"] == "shared-file"):
+        assert f["files"] == [one] and set(f["keys"]) <= {f"part-{i}" for i in range(4)}
+
+
+def test_compare_says_which_findings_appeared_or_went_away(run, tmp_path):
+    """Two recorded runs through ``correlate compare``: the job without, then with, its
+    straggler; the straggler's finding appeared, and went away the other way round."""
+    from correlate.cli import main as correlate_main
+    from correlate.engine import write_outputs
+
+    for variant in ("clean", "straggler"):
+        write_outputs(run(variant)[0], tmp_path / variant)
+    assert correlate_main(["compare", str(tmp_path / "clean"), str(tmp_path / "straggler"),
+                           "-o", str(tmp_path / "cmp")]) == 0
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    section = md.split("## Findings\n", 1)[1].split("\n## ", 1)[0]
+    appeared = [x for x in section.splitlines() if x.startswith("- appeared: straggler (short)")]
+    assert len(appeared) == 1 and "below its threshold" in appeared[0], section
+    assert "went away: straggler" not in section
+    assert correlate_main(["compare", str(tmp_path / "straggler"), str(tmp_path / "clean"),
+                           "-o", str(tmp_path / "back")]) == 0
+    back = (tmp_path / "back" / "compare.md").read_text()
+    assert "- went away: straggler (short): " in back
+    assert '"findings":["appeared: straggler (short)' in (tmp_path / "cmp" / "compare.html"
+                                                          ).read_text()

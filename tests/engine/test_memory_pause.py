@@ -133,3 +133,19 @@ def test_the_critical_path_says_its_waits_on_the_paused_worker(paused):
     waited = links.filter(pl.col("task_paused") > 0)
     assert waited.height >= 1
     assert (waited["wait_other_s"].fill_null(0.0) < 0.01).all(), waited
+
+
+def test_the_pause_is_a_memory_pressure_finding(paused):
+    _frames, result, truth, _run = paused
+    found = [f for f in result.summary["findings"] if f["kind"] == "memory-pressure"]
+    assert len(found) == 1, result.summary["findings"]
+    f = found[0]
+    assert f["prefixes"][0] == "inc" and set(f["keys"]) <= {f"inc-{i}" for i in range(8)}
+    assert "paused worker" in f["evidence"] and "recomputed" not in f["evidence"]
+    # the cost is at most the paused waits on the critical path (less where the busy time
+    # shared by the threads bounds the window), so at most the worker's pauses
+    paused_s = sum(e - s for s, e in _dask_pauses(truth))
+    on_path = result.tables["critical_path"]["wait_paused_s"].sum()
+    assert 0.3 < f["cost_s"] <= on_path + 1e-9 and on_path <= paused_s + 0.05
+    # the pauses held the job back: no finding says its waits were the threads'
+    assert not [g for g in result.summary["findings"] if g["kind"] == "idle-threads"]

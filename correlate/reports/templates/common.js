@@ -31,10 +31,12 @@ const REPORT_COMMON = (function () {
 
   // columns: [key, label, kind], kind a formatter in fmt; "text" columns sort as strings and
   // start ascending when clicked, as do the keys in `ascending`; rows with `significant` are
-  // highlighted. Returns the table.
+  // highlighted. A table of more than `shown` rows shows its first `shown` (in the current
+  // order) and a button to show them all: long tables stay collapsed. Returns the table.
   function sortableTable(container, columns, rows, fmt,
-                         { key = null, desc = true, ascending = [], empty = "none recorded" } = {}) {
-    const state = { key, desc };
+                         { key = null, desc = true, ascending = [], empty = "none recorded",
+                           shown = 15 } = {}) {
+    const state = { key, desc, all: rows.length <= shown };
     const table = el("table"), thead = el("thead"), tbody = el("tbody"), hr = el("tr");
     columns.forEach(([k, label, kind]) => {
       const th = el("th", label, kind === "text" ? "text" : "");
@@ -55,9 +57,13 @@ const REPORT_COMMON = (function () {
       const r = numeric(x) && numeric(y) ? Number(x) - Number(y) : String(x).localeCompare(String(y));
       return state.desc ? -r : r;
     }
+    const more = el("button", null, "more-rows");
+    more.type = "button";
+    more.addEventListener("click", () => { state.all = !state.all; render(); });
     function render() {
       tbody.replaceChildren();
-      for (const r of state.key ? rows.slice().sort(cmp) : rows) {
+      const ordered = state.key ? rows.slice().sort(cmp) : rows;
+      for (const r of state.all ? ordered : ordered.slice(0, shown)) {
         const tr = el("tr", null, r.significant ? "sig" : "");
         for (const [k, , kind] of columns) tr.appendChild(el("td", fmt[kind](r[k]), kind === "text" ? "text" : ""));
         tbody.appendChild(tr);
@@ -66,9 +72,12 @@ const REPORT_COMMON = (function () {
         th.classList.toggle("sorted-asc", th.dataset.key === state.key && !state.desc);
         th.classList.toggle("sorted-desc", th.dataset.key === state.key && state.desc);
       }
+      more.textContent = state.all ? `show the first ${shown} rows`
+        : `show all ${rows.length.toLocaleString("en-US")} rows`;
     }
     render();
     container.replaceChildren(table);
+    if (rows.length > shown) container.appendChild(more);
     if (!rows.length) container.appendChild(el("p", empty, "hint"));
     return table;
   }

@@ -34,6 +34,11 @@
     $("changes").appendChild(li);
   });
   if (DATA.machine && DATA.machine_at >= DATA.explained.length) $("changes").appendChild(el("li", DATA.machine, "warn"));
+  // the findings that appeared, went away or changed cost (null: outputs made before findings)
+  if (DATA.findings) {
+    $("findings-head").hidden = false;
+    for (const line of DATA.findings) $("findings").appendChild(el("li", line));
+  }
 
   // ---------- signed bar chart of the per-prefix change ----------
   function drawChart() {

@@ -1,0 +1,81 @@
+"""Rules of the findings over literal tables, where a real job cannot plant the problem on the
+test hosts (a shared file's contention: their file systems write one file from four threads as
+fast as four files) or plants it only with a worker's death (recomputed work). The real-cluster
+checks of every rule are in tests/engine/test_findings.py and test_memory_pause.py."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from correlate.findings import Evidence, analyse
+from correlate.schema import TABLES, conform
+
+MS = 1_000_000
+MIB = 1 << 20
+
+
+def _tasks(rows: list[tuple]) -> pl.DataFrame:
+    """(key, thread, start ms, stop ms, status): ready on their worker 1 s before their start
+    (waited for their thread), no CPU or I/O of their own unless task_files give it."""
+    df = pl.DataFrame(rows, orient="row", schema=["key", "thread_id", "start", "stop", "status"])
+    return conform(df.with_row_index("execution_id").with_columns(
+        prefix=pl.col("key").str.split("-").list.first(), host=pl.lit("h"), pid=pl.lit(1),
+        worker=pl.lit("w"), start_ns=pl.col("start") * MS, stop_ns=pl.col("stop") * MS,
+        duration_s=(pl.col("stop") - pl.col("start")) / 1e3, cpu_s=pl.lit(0.0),
+        io_time_s=pl.lit(0.0), wait_thread_s=pl.lit(1.0)), TABLES["tasks"])
+
+
+def _files(tasks: pl.DataFrame, rows: list[tuple[str, str, int, float]]) -> pl.DataFrame:
+    """(key, path, MiB written, seconds inside the writes)."""
+    df = pl.DataFrame(rows, orient="row", schema={"key": pl.String, "path": pl.String,
+                                                  "mib": pl.Int64, "io_time_s": pl.Float64})
+    return conform(df.join(tasks.select("key", "execution_id"), on="key").with_columns(
+        op=pl.lit("write"), bytes=pl.col("mib") * MIB, ops=pl.col("mib"),
+        attribution=pl.lit("exact-thread")), TABLES["task_files"])
+
+
+def _analyse(tasks: pl.DataFrame, files: pl.DataFrame) -> list[dict]:
+    times = tasks.select("key", submitted_ns=pl.lit(0, pl.Int64), assigned_ns=pl.lit(0, pl.Int64))
+    deps = pl.DataFrame(schema={"key": pl.String, "depends_on": pl.String})
+    return analyse(tasks, files, deps, times, Evidence(io_captured=True, dxt=True)
+                   ).summary["findings"]
+
+
+def test_four_writers_of_one_file_slower_than_lone_writers_are_shared_file():
+    # GIVEN four executions writing one file at once, 100 MiB each in 0.8 s, and two that
+    # later each wrote a file of their own, 100 MiB in 0.2 s
+    tasks = _tasks([*((f"part-{i}", i, 0, 1000, "ok") for i in range(4)),
+                    ("own-0", 0, 1000, 1400, "ok"), ("own-1", 1, 1000, 1400, "ok")])
+    files = _files(tasks, [*((f"part-{i}", "/s", 100, 0.8) for i in range(4)),
+                           ("own-0", "/o0", 100, 0.2), ("own-1", "/o1", 100, 0.2)])
+    # WHEN the rules run
+    found = [f for f in _analyse(tasks, files) if f["kind"] == "shared-file"]
+    # THEN the shared file is found with its four writers; each lost 0.6 s against the lone
+    # writers' throughput, and the path (part-0, then own-0 on its thread) holds one of them
+    assert len(found) == 1 and found[0]["files"] == ["/s"]
+    assert sorted(found[0]["keys"]) == [f"part-{i}" for i in range(4)]
+    assert "up to 4 at once" in found[0]["evidence"]
+    assert found[0]["cost_s"] == pytest.approx(0.6)
+
+
+def test_one_file_written_at_once_as_fast_as_lone_files_is_no_finding():
+    tasks = _tasks([*((f"part-{i}", i, 0, 1000, "ok") for i in range(4)),
+                    ("own-0", 0, 1000, 1400, "ok"), ("own-1", 1, 1000, 1400, "ok")])
+    files = _files(tasks, [*((f"part-{i}", "/s", 100, 0.2) for i in range(4)),
+                           ("own-0", "/o0", 100, 0.2), ("own-1", "/o1", 100, 0.2)])
+    assert not [f for f in _analyse(tasks, files) if f["kind"] == "shared-file"]
+
+
+def test_work_recomputed_after_a_worker_died_is_memory_pressure():
+    # GIVEN a result lost with its worker (ran 0-500 ms) and its task run again at 600 ms,
+    # the last execution of the job, beside a short one
+    tasks = _tasks([("a-0", 0, 0, 500, "lost"), ("b-0", 1, 0, 100, "ok"),
+                    ("a-0", 1, 600, 1100, "ok")])
+    files = _files(tasks, [])
+    found = [f for f in _analyse(tasks, files) if f["kind"] == "memory-pressure"]
+    # THEN the recomputation is the finding; removing it ends the job at the busy time shared
+    # by the two threads, (0.5 + 0.1) / 2 s, as the path's bound (1.1 - 0.5 s) allows
+    assert len(found) == 1 and found[0]["keys"] == ["a-0"] and found[0]["prefixes"] == ["a"]
+    assert "1 execution(s) recomputed results that died with a worker" in found[0]["evidence"]
+    assert found[0]["cost_s"] == pytest.approx(1.1 - 0.6)
