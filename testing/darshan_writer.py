@@ -243,12 +243,13 @@ def default_log_name(user: str, exe: str, pid: int, start_ns: int) -> str:
 
 
 def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *,
-                          dxt: bool = True) -> None:
+                          dxt: bool = True, hosts: dict[int, str] | None = None) -> None:
     """One genuine log per worker process in ``run/darshan``, holding exactly the calls its
     tasks made: ``truth`` is what the test jobs record, one dict per task with ``pid``,
     ``thread``, ``path`` and ``ops`` [(op, offset, length, t0_s, t1_s)] (tasks without ``ops``
-    made none). Without ``dxt`` the logs hold the POSIX counters only."""
-    host = socket.gethostname().split(".", 1)[0]
+    made none). Without ``dxt`` the logs hold the POSIX counters only. ``hosts``: the host
+    name of a pid's log where it is not this machine's (a worker told another name)."""
+    here = socket.gethostname().split(".", 1)[0]
     rows = [{"pid": t["pid"], "thread_id": t["thread"], "path": t["path"], "op": op,
              "offset": off, "length": n, "t0": a, "t1": b}
             for t in truth if "ops" in t for op, off, n, a, b in t["ops"]]
@@ -258,6 +259,6 @@ def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *
         start_ns = int((g["t0"].min() - 1.0) * 1e9)
         seg = g.with_columns(start_s=pl.col("t0") - start_ns / 1e9,
                              end_s=pl.col("t1") - start_ns / 1e9)
-        write_log(run / "darshan" / f"test_python_id{pid}-{pid}_1.darshan", seg, host=host,
-                  pid=pid, start_ns=start_ns, end_ns=start_ns + 600 * 10**9, layout=layout,
-                  dxt=dxt)
+        write_log(run / "darshan" / f"test_python_id{pid}-{pid}_1.darshan", seg,
+                  host=(hosts or {}).get(pid, here), pid=pid, start_ns=start_ns,
+                  end_ns=start_ns + 600 * 10**9, layout=layout, dxt=dxt)

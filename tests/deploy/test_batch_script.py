@@ -57,5 +57,4 @@ def test_documented_batch_script_runs_with_bash(tmp_path, launch):
     check_tasks(tasks, truth)
     assert summary["facts"]["recorded_by"] == "scheduler preload"
     assert {"command", "exit_code"} <= set(summary["facts"]["unknown"])
-    if lib:
-        check_io(tasks, truth)
+    check_io(run, tasks, truth, lib)
