@@ -140,6 +140,16 @@ def test_containment_finds_the_shift_that_puts_segments_inside_their_windows():
     assert abs(a["offset_ns"] - truth) <= a["uncertainty_ns"]
 
 
+def test_segments_already_inside_their_windows_need_no_correction():
+    """A plateau that holds zero: the offset is exactly 0 (the smallest correction), not the
+    plateau's edge or a step of the search."""
+    seg = [("a", 1, 7, "/data/f", "read", 0, 10, t, t)
+           for start, stop in WINDOWS for t in (start + 100 * US, stop - 100 * US)]
+    ex = executions([("a", 1, 7, s, e) for s, e in WINDOWS])
+    got = by_process(containment_offsets(segments(seg), ex, clocks([])))
+    assert got[("a", 1)]["offset_ns"] == 0
+
+
 def test_aligned_columns_add_each_process_its_offsets_and_keep_the_raw_ones():
     offsets = clocks([("a", 1, "worker", 50 * MS), ("a", 4, "worker", 60 * MS),
                       ("a", 1, "darshan", 2 * MS)])
@@ -156,7 +166,17 @@ def test_aligned_columns_add_each_process_its_offsets_and_keep_the_raw_ones():
     assert got["host_start_ns"].to_list() == [100 + 2 * MS, 300 + 2 * MS, 100]
     assert got["host_stop_ns"].to_list() == [200 + 2 * MS, 400 + 2 * MS, 200]
     assert got["start_ns"].to_list() == [100 + 52 * MS, 300 + 52 * MS, 100 + 55 * MS]
+    assert got["stop_ns"].to_list() == [200 + 52 * MS, 400 + 52 * MS, 200 + 55 * MS]
     assert got["local_start_ns"].to_list() == [100, 300, 100]
+
+
+def test_no_rows_align_to_no_rows():
+    offsets = clocks([("a", 1, "worker", 50 * MS), ("a", 1, "darshan", 2 * MS)])
+    ex = align_executions(executions([]), offsets)
+    seg = align_segments(segments([]), offsets)
+    assert ex.height == seg.height == 0
+    assert {"start_ns", "stop_ns"} <= set(ex.columns)
+    assert {"host_start_ns", "host_stop_ns", "start_ns", "stop_ns"} <= set(seg.columns)
 
 
 def test_one_process_at_a_time_gives_what_all_together_give():
