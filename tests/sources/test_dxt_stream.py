@@ -200,3 +200,60 @@ def test_a_first_chunk_is_not_read_as_segments_that_end_before_they_start():
     assert (as_v2["start"][1], as_v2["end"][1]) == (0.625, 0.0)
     # WHEN the layout is chosen on that chunk, THEN it is the one the segments were written in
     assert S.choose_layout(first, ["v2-40", "modified-96", "v1-32"], "<", 1 << 30) == "v1-32"
+
+
+def test_a_bzip2_region_inflates_to_its_bytes():
+    """Darshan's bzip2 logs (DARSHAN_BZIP2): streams back to back, fed a piece at a time."""
+    import bz2
+
+    data = bytes(range(256)) * 200
+    got = b"".join(S.inflate_chunks(bz2.compress(data) + bz2.compress(b"tail"),
+                                    L.COMP_BZIP2, 1000))
+    assert got == data + b"tail"
+    with pytest.raises(ValueError, match="truncated"):
+        list(S.inflate_chunks(bz2.compress(data)[:100], L.COMP_BZIP2, 1000))
+
+
+def test_a_whole_region_of_several_zlib_streams_keeps_every_segment(tmp_path):
+    """A region inflated in one chunk but by several zlib streams back to back (as
+    darshan-logutils writes a large buffer) is split whole: every stream's segments."""
+    import zlib
+
+    path = write_log(tmp_path / "x_id9-9_1.darshan", many_segments(), host="nid001",
+                     start_ns=START_NS, layout="v2-40")
+    data = path.read_bytes()
+    header = L.parse_header(data)
+    off, length = header.mod_map[L.MODULE_IDS["DXT_POSIX"]]
+    raw = b"".join(S.inflate_chunks(data[off:off + length], header.comp_type))
+    half = len(raw) // 2
+    region = S.Region(zlib.compress(raw[:half]) + zlib.compress(raw[half:]), L.COMP_ZLIB,
+                      "DXT_POSIX", header.mod_ver[L.MODULE_IDS["DXT_POSIX"]])
+    (recs,) = list(region.batches())
+    assert len(recs.segments) == 5 * 40 + 2 * 333
+    assert recs.segments.tobytes() == L.split_dxt(raw, region.module_version).segments.tobytes()
+
+
+def test_a_record_header_claiming_more_bytes_than_the_region_can_hold_refutes_the_layout():
+    # 0 writes and a read count whose segments exceed what the region can inflate to
+    first = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 0, 1 << 40)
+    with pytest.raises(S.LayoutMismatch, match="0 writes"):
+        S.Walker("v2-40", "<", 1 << 30).feed(first)
+
+
+def test_zero_length_operations_and_times_of_zero_are_sane_segments():
+    # a zero-length read at the log's first instant (start = end = 0.0) is a real segment
+    v1 = np.zeros(2, dtype=L.SEGMENT_V1)
+    v1["offset"], v1["length"] = [0, 4096], [0, 4096]
+    v1["start"], v1["end"] = [0.0, 0.25], [0.0, 0.5]
+    assert S._sane([v1])
+
+
+def test_a_slow_reader_gets_every_chunk():
+    """The consumer takes longer than the producer's wait on a full queue: nothing is lost."""
+    import time
+
+    got = []
+    for c in S.prefetched(iter([b"a", b"b", b"c", b"d"]), depth=1):
+        time.sleep(0.25)
+        got.append(c)
+    assert got == [b"a", b"b", b"c", b"d"]
