@@ -57,9 +57,10 @@ def test_a_clock_seconds_off_is_estimated_to_the_nanosecond():
 
 
 def test_without_a_recorded_scheduler_every_worker_is_estimated():
-    clocks = worker_offsets(SAMPLES).sort("host")
-    assert set(clocks["method"]) == {ESTIMATED}
-    assert clocks.filter(pl.col("host") == "a")["offset_ns"][0] == -300_000
+    for procs in (None, processes([("a", 1, "worker"), ("b", 2, "worker")])):
+        clocks = worker_offsets(SAMPLES, procs).sort("host")
+        assert set(clocks["method"]) == {ESTIMATED}
+        assert clocks.filter(pl.col("host") == "a")["offset_ns"][0] == -300_000
 
 
 def transitions(rows):
