@@ -202,6 +202,13 @@ def test_a_first_chunk_is_not_read_as_segments_that_end_before_they_start():
     assert S.choose_layout(first, ["v2-40", "modified-96", "v1-32"], "<", 1 << 30) == "v1-32"
 
 
+def test_an_uncompressed_region_is_handed_out_in_chunks_of_its_bytes():
+    data = bytes(range(256)) * 20
+    chunks = list(S.inflate_chunks(data, L.COMP_NONE, 1000))
+    assert [len(c) for c in chunks] == [1000] * 5 + [120]
+    assert b"".join(chunks) == data
+
+
 def test_a_bzip2_region_inflates_to_its_bytes():
     """Darshan's bzip2 logs (DARSHAN_BZIP2): streams back to back, fed a piece at a time."""
     import bz2
