@@ -1,12 +1,27 @@
-"""Parts of summary.json built from literal frames: where the bytes went and their shares, the
-spill per worker, and the warning that names doubtful file names (how many are listed)."""
+"""Parts of summary.json: from literal frames, where the bytes went and their shares, the
+spill per worker, and the warning that names doubtful file names (how many are listed); from
+the committed sample run with one thing taken away, the warnings and headline lines that say
+so, and where the spill figures come from."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import polars as pl
+import pytest
 
 from correlate.attribution import doubtful, local_dir
-from correlate.summary import _destinations, _doubtful_paths, _spill_per_worker
+from correlate.engine import correlate_frames
+from correlate.sources.frames import RunFrames, make_rejects
+from correlate.sources.run_folder import load
+from correlate.summary import (
+    _destinations,
+    _doubtful_paths,
+    _spill_per_worker,
+    headline_problems,
+    spill_source,
+)
 
 
 def test_destinations_add_up_with_shares_to_four_places():
@@ -52,3 +67,53 @@ def test_the_doubtful_names_warning_lists_five_largest_and_counts_the_rest():
     (line,) = _doubtful_paths(_doubtful(5))
     assert line.endswith("; f0 (100 B)")  # all five named, none more
     assert _doubtful_paths(_doubtful(0)) == []
+
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "run-v1"
+
+
+@pytest.fixture(scope="module")
+def sample() -> RunFrames:
+    """The committed sample run (DXT with clock markers, every worker's clock sampled)."""
+    return load(SAMPLE).collected()
+
+
+def _warnings(frames: RunFrames) -> list[str]:
+    return correlate_frames(frames).summary["warnings"]
+
+
+def test_a_worker_without_clock_samples_is_named_once_with_it_none_is(sample):
+    assert not any("without clock samples" in w for w in _warnings(sample))
+    pid = sample.clock_samples["pid"].unique().sort()[0]
+    fewer = replace(sample, clock_samples=sample.clock_samples.filter(pl.col("pid") != pid))
+    assert [w[:42] for w in _warnings(fewer) if "without clock samples" in w] == [
+        "1 worker process(es) without clock samples"]
+
+
+def test_dxt_without_clock_markers_says_the_header_clock_is_used(sample):
+    assert not any("no clock markers" in w for w in _warnings(sample))
+    # no markers, and segments without thread ids (DXT v1): no way to estimate the offset
+    unmarked = replace(sample, clock_markers=sample.clock_markers.clear(),
+                       io_segments=sample.io_segments.with_columns(
+                           thread_id=pl.lit(None, pl.UInt64)))
+    workers = sample.executions.select("host", "pid").unique().height
+    assert [w for w in _warnings(unmarked) if "no clock markers" in w][0].startswith(
+        f"{workers} worker process(es) with DXT but no clock markers")
+
+
+def test_spill_figures_come_from_dxt_else_from_the_counters_else_nowhere(sample):
+    assert spill_source(sample) == "darshan (spill file segments)"
+    counters_only = replace(sample, darshan_logs=sample.darshan_logs.with_columns(
+        modules=pl.lit(["POSIX"], pl.List(pl.String)), segment_count=pl.lit(0, pl.Int64)),
+        io_segments=sample.io_segments.clear())
+    assert spill_source(counters_only) == "darshan (POSIX counters of each spill file, no DXT)"
+    assert spill_source(replace(counters_only,
+                                io_file_counters=sample.io_file_counters.clear())) is None
+
+
+def test_the_headline_counts_rejected_records_only_when_there_are_some(sample):
+    assert headline_problems(sample) == []
+    rejected = replace(sample, rejects=make_rejects([("run-folder", "procs/x/p.arrow",
+                                                      "unreadable part", 3)]))
+    assert headline_problems(rejected) == [
+        "3 record(s) could not be used and are left out of the totals (see Data quality)"]
