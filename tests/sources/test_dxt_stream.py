@@ -240,11 +240,29 @@ def test_a_whole_region_of_several_zlib_streams_keeps_every_segment(tmp_path):
     assert recs.segments.tobytes() == L.split_dxt(raw, region.module_version).segments.tobytes()
 
 
-def test_a_record_header_claiming_more_bytes_than_the_region_can_hold_refutes_the_layout():
-    # 0 writes and a read count whose segments exceed what the region can inflate to
-    first = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 0, 1 << 40)
-    with pytest.raises(S.LayoutMismatch, match="0 writes"):
-        S.Walker("v2-40", "<", 1 << 30).feed(first)
+def test_a_record_header_with_impossible_counts_refutes_the_layout():
+    # 0 writes and a read count whose segments exceed what the region can inflate to, or a
+    # negative count (of writes or of reads)
+    for wc, rc in ((0, 1 << 40), (-1, 5), (5, -1)):
+        first = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", wc, rc)
+        with pytest.raises(S.LayoutMismatch, match=f"{wc} writes and {rc} reads"):
+            S.Walker("v2-40", "<", 1 << 30).feed(first)
+
+
+def test_a_region_cut_inside_its_segments_says_how_many_are_missing():
+    v1 = np.zeros(1, dtype=L.SEGMENT_V1)
+    w = S.Walker("v1-32", "<", 1 << 30)
+    w.feed(L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 3, 2) + v1.tobytes())
+    with pytest.raises(S.LayoutMismatch, match="0 bytes left, 4 segments missing"):
+        w.finish()
+
+
+def test_a_layout_whose_header_claims_too_much_is_passed_over_for_the_next():
+    # 1000 writes of 32 bytes: read as 40-byte segments they would exceed the region's bound
+    v1 = np.zeros(1000, dtype=L.SEGMENT_V1)
+    v1["length"], v1["start"], v1["end"] = 8, np.arange(1000) * 0.5, np.arange(1000) * 0.5 + 0.25
+    first = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 1000, 0) + v1.tobytes()
+    assert S.choose_layout(first, ["v2-40", "v1-32"], "<", 35_000) == "v1-32"
 
 
 def test_zero_length_operations_and_times_of_zero_are_sane_segments():
