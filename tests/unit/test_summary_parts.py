@@ -13,11 +13,13 @@ import pytest
 
 from correlate.attribution import doubtful, local_dir
 from correlate.engine import correlate_frames
+from correlate.schema import TABLES
 from correlate.sources.frames import RunFrames, make_rejects
 from correlate.sources.run_folder import load
 from correlate.summary import (
     _destinations,
     _doubtful_paths,
+    _io_totals,
     _spill_per_worker,
     headline_problems,
     spill_source,
@@ -117,3 +119,23 @@ def test_the_headline_counts_rejected_records_only_when_there_are_some(sample):
                                                       "unreadable part", 3)]))
     assert headline_problems(rejected) == [
         "3 record(s) could not be used and are left out of the totals (see Data quality)"]
+
+
+def test_io_totals_add_the_dxt_segments_stdio_and_posix_counters():
+    segment_totals = pl.DataFrame({"host": ["a"], "pid": [1], "attribution": ["exact-thread"],
+                                   "bytes": [100.0], "segments": [4],
+                                   "io_time_ns": [2_500_000_000]})
+    tables = {name: TABLES[name].empty() for name in ("tasks", "task_files", "unattributed")}
+    got = _io_totals(tables, segment_totals, {"bytes": 10.0, "ops": 2.0, "io_time_s": 0.5},
+                     {"bytes": 20.0, "ops": 3.0, "io_time_s": 0.25})
+    assert got["total"] == {"bytes": 130, "ops": 9, "io_time_s": 3.25}
+    assert got["segments_by_method"] == {"exact-thread": 4}
+
+
+def test_a_run_without_darshan_logs_says_first_that_io_is_unknown(sample):
+    blind = replace(sample, darshan_logs=sample.darshan_logs.clear(),
+                    io_segments=sample.io_segments.clear(),
+                    io_file_counters=sample.io_file_counters.clear())
+    assert headline_problems(blind)[0].startswith("I/O was not captured (no Darshan logs")
+    assert headline_problems(blind)[0].endswith(
+        "): read, written and I/O time per task are unknown, not zero")
