@@ -133,6 +133,10 @@ def test_truncated_log_is_read_as_far_as_possible(tmp_path):
     log = frames.darshan_logs.row(0, named=True)
     assert any("truncated" in m for m in log["modules_failed"])
     assert frames.io_file_counters.height == 3
+    # the problem says where the DXT region should end and how long the file is
+    off, length = L.parse_header(data).mod_map[L.MODULE_IDS["DXT_POSIX"]]
+    assert (f"region extends past the end of the file ({off + length} > {len(data) - 200} "
+            "bytes)") in "; ".join(log["modules_failed"])
 
 
 def test_cli_exports_segments_and_summarises(tmp_path, capsys):
@@ -577,3 +581,23 @@ def test_a_module_version_from_a_newer_darshan_is_named_and_the_rest_read(tmp_pa
         f"versions 1 to {2 if module == 'DXT_POSIX' else 4}): upgrade dask-correlate"]
     assert (frames.io_segments.height, frames.io_file_counters.height) == (
         (0, 3) if module == "DXT_POSIX" else (150, 0))
+
+
+def test_the_heatmap_module_gives_bytes_per_time_bin_on_the_log_clock(tmp_path):
+    """Darshan 3.4+'s HEATMAP record (written through libdarshan-util): each bin's bytes
+    written and read, its edges the log's start plus multiples of the bin width."""
+    path = write_log(tmp_path / "h_id5-5_1.darshan", known_segments(n_paths=1, per_path=5),
+                     pid=5, start_ns=START_NS, heatmap=(0.25, [100, 0, 7], [0, 50, 3]))
+    got = darshan_logs.read_heatmap(str(path)).sort("op", "bin_start_ns")
+    assert got["module"].unique().to_list() == ["POSIX"] and set(got["pid"]) == {5}
+    assert got.filter(pl.col("op") == "write")["bytes"].to_list() == [100.0, 0.0, 7.0]
+    assert got.filter(pl.col("op") == "read")["bytes"].to_list() == [0.0, 50.0, 3.0]
+    edges = [START_NS + k * 250_000_000 for k in range(4)]
+    for op in ("read", "write"):
+        mine = got.filter(pl.col("op") == op)
+        assert mine["bin_start_ns"].to_list() == edges[:3]
+        assert mine["bin_stop_ns"].to_list() == edges[1:]
+    # a log without the module: no bins (the counters are then weighed by time alone)
+    plain = write_log(tmp_path / "p_id6-6_1.darshan", known_segments(n_paths=1, per_path=5),
+                      pid=6, start_ns=START_NS)
+    assert darshan_logs.read_heatmap(str(plain)).is_empty()
