@@ -19,7 +19,10 @@ from correlate.sources.run_folder import load
 from correlate.summary import (
     _destinations,
     _doubtful_paths,
+    _incomplete_logs,
+    _inconsistent_records,
     _io_totals,
+    _shared_readers,
     _spill_per_worker,
     headline_problems,
     spill_source,
@@ -139,3 +142,45 @@ def test_a_run_without_darshan_logs_says_first_that_io_is_unknown(sample):
     assert headline_problems(blind)[0].startswith("I/O was not captured (no Darshan logs")
     assert headline_problems(blind)[0].endswith(
         "): read, written and I/O time per task are unknown, not zero")
+
+
+def test_the_clean_sample_has_no_warning_and_no_spill(sample):
+    summary = correlate_frames(sample).summary
+    assert summary["warnings"] == [] and summary["headline"] == []
+    # Darshan traced every file (DXT) and none is in a spill store: 0 keys spilled, not unknown
+    assert not sample.io_segments["path"].str.contains("/storage/").any()
+    assert summary["spill"]["keys_spilled"] == 0 and summary["spill"]["spilled_bytes"] == 0
+
+
+def _logs(n: int) -> pl.DataFrame:
+    return pl.DataFrame({"log": [f"/logs/l{i}.darshan" for i in range(n)],
+                         "modules_failed": [["DXT_POSIX: truncated log"]] * n,
+                         "partial": [False] * n, "dxt_untraced_ops": [0] * n},
+                        schema={"log": pl.String, "modules_failed": pl.List(pl.String),
+                                "partial": pl.Boolean, "dxt_untraced_ops": pl.Int64})
+
+
+def test_incomplete_logs_name_three_and_count_the_rest():
+    (three,) = _incomplete_logs(_logs(3))
+    assert three.startswith("3 of 3 Darshan log(s) incomplete") and "in all" not in three
+    (four,) = _incomplete_logs(_logs(4))
+    assert four.endswith("l2.darshan (DXT_POSIX: truncated log); … (4 in all)")
+
+
+def test_bytes_given_against_darshan_s_record_are_named_ten_then_counted():
+    files = pl.DataFrame({"key": [f"k{i:02}" for i in range(11)], "op": ["read"] * 11,
+                          "attribution": ["stdio-reassigned"] * 11,
+                          "bytes": [float(1000 - i) for i in range(11)],
+                          "path": ["/d/f"] * 11, "execution_id": list(range(11))})
+    (line,) = _inconsistent_records(files)
+    assert "k09 991 B read of /d/f (stdio-reassigned); and 1 more" in line
+    (line,) = _inconsistent_records(files.head(10))
+    assert line.endswith("k09 991 B read of /d/f (stdio-reassigned)")
+    assert _inconsistent_records(files.clear()) == []
+    shared = files.with_columns(attribution=pl.lit("helper-shared"),
+                                path=pl.format("/d/f{}", pl.col("key")))
+    (line,) = _shared_readers(shared.head(6))
+    assert line.endswith("/d/fk04: 996 B shared with 1 concurrent readers of the file; "
+                         "and 1 more file(s)")
+    (line,) = _shared_readers(shared.head(5))
+    assert line.endswith("/d/fk04: 996 B shared with 1 concurrent readers of the file")
