@@ -252,8 +252,8 @@ def test_a_record_header_with_impossible_counts_refutes_the_layout():
 def test_a_region_cut_inside_its_segments_says_how_many_are_missing():
     v1 = np.zeros(1, dtype=L.SEGMENT_V1)
     w = S.Walker("v1-32", "<", 1 << 30)
-    w.feed(L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 3, 2) + v1.tobytes())
-    with pytest.raises(S.LayoutMismatch, match="0 bytes left, 4 segments missing"):
+    w.feed(L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 3, 3) + v1.tobytes())
+    with pytest.raises(S.LayoutMismatch, match="0 bytes left, 5 segments missing"):
         w.finish()
 
 
@@ -282,3 +282,19 @@ def test_a_slow_reader_gets_every_chunk():
         time.sleep(0.25)
         got.append(c)
     assert got == [b"a", b"b", b"c", b"d"]
+
+
+def test_mpiio_version_1_regions_read_in_chunks_have_no_offsets(small_chunks):
+    """DXT_MPIIO records of module version 1 hold no file offsets: a region walked a chunk at
+    a time says so, as the whole-region reading does; POSIX and later MPI-IO ones have them."""
+    v1 = np.zeros(100, dtype=L.SEGMENT_V1)
+    v1["length"], v1["start"] = 8, np.arange(100) * 0.5
+    v1["end"] = v1["start"] + 0.25
+    raw = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 100, 0) + v1.tobytes()
+    small_chunks()
+    for module, version, known in (("DXT_MPIIO", 1, False), ("DXT_MPIIO", 2, True),
+                                   ("DXT_POSIX", 1, True)):
+        region = S.Region(raw, L.COMP_NONE, module, version)
+        batches = list(region.batches())
+        assert len(batches) > 1 and region.layout == "v1-32"
+        assert region.records is not None and region.records.offsets_known is known, module
