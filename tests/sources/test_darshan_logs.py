@@ -601,3 +601,20 @@ def test_the_heatmap_module_gives_bytes_per_time_bin_on_the_log_clock(tmp_path):
     plain = write_log(tmp_path / "p_id6-6_1.darshan", known_segments(n_paths=1, per_path=5),
                       pid=6, start_ns=START_NS)
     assert darshan_logs.read_heatmap(str(plain)).is_empty()
+
+
+def test_posix_counter_timestamps_are_absolute_on_the_log_clock(tmp_path):
+    """The POSIX record's first/last read and write stamps (seconds since the job start in the
+    log) read as ns since the epoch: the job start plus the stamp, per file."""
+    seg = known_segments(n_paths=2, per_path=20, seed=7)
+    path = write_log(tmp_path / "s_id3-3_1.darshan", seg, pid=3, start_ns=START_NS)
+    got = darshan_logs.load([path]).io_file_counters.filter(
+        pl.col("module").cast(pl.String) == "POSIX")
+    want = seg.group_by("path").agg(
+        first_write_ns=pl.col("start_s").filter(pl.col("op") == "write").min(),
+        last_read_ns=pl.col("end_s").filter(pl.col("op") == "read").max())
+    both = got.join(want, on="path", suffix="_want")
+    assert both.height == 2
+    for row in both.iter_rows(named=True):
+        for k in ("first_write_ns", "last_read_ns"):
+            assert row[k] == START_NS + round(row[f"{k}_want"] * 1e9), (row["path"], k)
