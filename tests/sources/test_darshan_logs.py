@@ -618,3 +618,15 @@ def test_posix_counter_timestamps_are_absolute_on_the_log_clock(tmp_path):
     for row in both.iter_rows(named=True):
         for k in ("first_write_ns", "last_read_ns"):
             assert row[k] == START_NS + round(row[f"{k}_want"] * 1e9), (row["path"], k)
+
+
+def test_a_folder_is_searched_for_logs_and_only_logs(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "x.darshan").write_bytes(b"")
+    (tmp_path / "a" / "b" / "y.darshan_partial").write_bytes(b"")
+    (tmp_path / "a" / "notes.txt").write_text("not a log")
+    (tmp_path / "a" / "dir.darshan").mkdir()  # a folder so named is not a log
+    given = tmp_path / "given.txt"
+    given.write_text("a file given by name is read as given")
+    assert darshan_logs.expand_paths([tmp_path / "a", given]) == [
+        tmp_path / "a" / "b" / "y.darshan_partial", tmp_path / "a" / "x.darshan", given]
