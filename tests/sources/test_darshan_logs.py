@@ -630,3 +630,9 @@ def test_a_folder_is_searched_for_logs_and_only_logs(tmp_path):
     given.write_text("a file given by name is read as given")
     assert darshan_logs.expand_paths([tmp_path / "a", given]) == [
         tmp_path / "a" / "b" / "y.darshan_partial", tmp_path / "a" / "x.darshan", given]
+
+
+def test_the_runtime_version_is_the_job_metadata_s_lib_ver(tmp_path):
+    path = write_log(tmp_path / "v_id4-4_1.darshan", known_segments(n_paths=1, per_path=3),
+                     pid=4, start_ns=START_NS, metadata="h=romio_no_indep_rw=true;lib_ver=3.4.7")
+    assert darshan_logs.load([path]).darshan_logs["darshan_version"].to_list() == ["3.4.7"]
