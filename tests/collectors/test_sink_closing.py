@@ -1,0 +1,100 @@
+"""The sink's file rules without a cluster: proc.json's closing record (a new file, or the bytes
+reserved for it where the folder was moved away), in-place rewrites, a writer's own folder,
+the streams' file mode, and a flush thread that stops when told."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+import pytest
+
+from collectors.sink import (
+    CLOSING_RESERVE,
+    ProcessSink,
+    StreamFile,
+    close_proc_json,
+    closing_record,
+    proc_json,
+    process_dir,
+    rewrite_in_place,
+)
+from correlate.schema import Column, Table
+
+TABLE = Table("t", "", (Column("n", "Int64", "", nullable=False),))
+CLOSING = {"closed_ns": 7, "rows": {"t": 3}}
+
+
+def test_a_rewrite_in_place_keeps_the_file_s_size_and_refuses_what_does_not_fit(tmp_path):
+    path = tmp_path / "f.json"
+    path.write_text(" " * 200)
+    assert rewrite_in_place(path, {"a": 1})
+    assert path.stat().st_size == 200 and json.loads(path.read_text()) == {"a": 1}
+    assert not rewrite_in_place(path, {"b": "x" * 300})
+    assert json.loads(path.read_text()) == {"a": 1}
+
+
+@pytest.mark.parametrize("before", [None, '{"pid": ', "[1, 2]"])
+def test_the_closing_record_is_written_whatever_proc_json_held(tmp_path, before):
+    # no proc.json yet, one cut short, one that is not an object: the record still lands
+    if before is not None:
+        (tmp_path / "proc.json").write_text(before)
+    close_proc_json(tmp_path, CLOSING)
+    assert closing_record(tmp_path) == CLOSING
+
+
+def test_a_folder_moved_away_gets_its_record_in_the_reserved_bytes(tmp_path):
+    proc = tmp_path / "worker-h-1"
+    proc.mkdir()
+    proc_json(proc, role="worker")
+    size = (proc / "proc.json").stat().st_size
+    folder = os.open(proc, os.O_RDONLY)
+    try:
+        moved = proc.rename(tmp_path / "moved")  # a new proc.json cannot be put at proc/
+        close_proc_json(proc, CLOSING, folder)
+    finally:
+        os.close(folder)
+    assert closing_record(moved) == CLOSING
+    assert (moved / "proc.json").stat().st_size == size  # inside the reserve: no new block
+    assert json.loads((moved / "proc.json").read_text())["role"] == "worker"
+
+
+def test_a_record_larger_than_the_reserve_is_refused_and_proc_json_left_whole(tmp_path):
+    proc = tmp_path / "worker-h-2"
+    proc.mkdir()
+    proc_json(proc, role="worker")
+    before = (proc / "proc.json").read_bytes()
+    folder = os.open(proc, os.O_RDONLY)
+    try:
+        moved = proc.rename(tmp_path / "moved")
+        with pytest.raises(OSError) as err:
+            close_proc_json(proc, {"rows": {"t": "x" * CLOSING_RESERVE}}, folder)
+    finally:
+        os.close(folder)
+    assert err.value.errno == errno.ENOSPC
+    assert (moved / "proc.json").read_bytes() == before and closing_record(moved) is None
+
+
+def test_writers_of_one_process_with_the_same_name_get_folders_of_their_own(tmp_path):
+    first = process_dir(tmp_path, "worker", "h", 1234)
+    second = process_dir(tmp_path, "worker", "h", 1234)
+    assert (first.name, second.name) == ("worker-h-1234", "worker-h-1234.2")
+    assert first.is_dir() and second.is_dir()
+
+
+def test_streams_are_readable_by_everyone_the_umask_allows(tmp_path):
+    stream = StreamFile(tmp_path / "t.arrows", ["n"], ["int64"])
+    stream.append([[1, 2]])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "t.arrows").stat().st_mode & 0o777 == 0o644 & ~umask
+
+
+def test_a_stopped_sink_s_flush_thread_is_gone_and_a_bad_snapshot_never_raises(tmp_path):
+    sink = ProcessSink(tmp_path, {"t": TABLE}, interval=0.05)
+    assert sink.write_snapshots({"no such table": [(1,)]}) is None  # counted, not raised
+    sink.append("t", (1,))
+    sink.stop()
+    assert not sink._thread.is_alive()
+    sink.close()
