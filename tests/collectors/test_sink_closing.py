@@ -14,8 +14,10 @@ from collectors.sink import (
     CLOSING_RESERVE,
     ProcessSink,
     StreamFile,
+    Strings,
     close_proc_json,
     closing_record,
+    fitting,
     proc_json,
     process_dir,
     rewrite_in_place,
@@ -98,3 +100,31 @@ def test_a_stopped_sink_s_flush_thread_is_gone_and_a_bad_snapshot_never_raises(t
     sink.stop()
     assert not sink._thread.is_alive()
     sink.close()
+
+
+def test_raw_rows_a_failing_hook_never_turned_into_rows_are_counted_as_dropped(tmp_path):
+    sink = ProcessSink(tmp_path, {"t": TABLE}, interval=60)
+    _buf, add = sink.raw("t", 2)
+    for i in range(3):
+        add((i, i))
+
+    def failing() -> None:
+        raise RuntimeError("the plugin's hook failed")
+    sink.before_flush.append(failing)
+    sink.close()
+    assert closing_record(tmp_path)["dropped"]["t"] == {"not flushed (hook error)": 3}
+
+
+def test_repeated_values_that_are_not_text_get_ids_of_their_text():
+    # a Dask key may be a tuple: its text is what is stored
+    strings = Strings()
+    ids = strings.encode([("x", 1), "y", ("x", 1), None])
+    assert ids[0] == ids[2] and ids[3] is None and len({ids[0], ids[1]}) == 2
+    assert dict(zip(strings.new_ids, strings.new_texts, strict=True)) == {
+        ids[0]: "('x', 1)", ids[1]: "y"}
+
+
+def test_rows_a_column_cannot_hold_are_left_out_and_counted():
+    kept, left_out = fitting(["int64", "utf8", "double"],
+                             [[1, 2.5, 3, None], ["a", "b", "c", "d"], [0.5, 1.5, "x", 2.0]])
+    assert (kept, left_out) == ([[1, None], ["a", "d"], [0.5, 2.0]], 2)
