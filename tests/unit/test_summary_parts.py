@@ -31,8 +31,10 @@ from correlate.summary import (
 
 def test_destinations_add_up_with_shares_to_four_places():
     by_method = pl.DataFrame({"attribution": ["exact-thread"], "bytes": [1000.0]})
-    reasons = pl.DataFrame({"reason": [local_dir.SPILL, "outside any task"],
-                            "bytes": [500.0, 1500.0]})
+    # (reasons that sort before and after the spill's: only the spill's is spill)
+    reasons = pl.DataFrame({"reason": [local_dir.SPILL, "outside any task",
+                                       "worker without task windows"],
+                            "bytes": [500.0, 1000.0, 500.0]})
     got = _destinations(3000.0, 1000.0, by_method, reasons)
     assert {k: v["bytes"] for k, v in got.items()} == {
         "tasks": 1000, "shuffles": 0, "spill": 500, "not_tasks": 0, "unexplained": 1500}
@@ -168,19 +170,19 @@ def test_incomplete_logs_name_three_and_count_the_rest():
 
 
 def test_bytes_given_against_darshan_s_record_are_named_ten_then_counted():
-    files = pl.DataFrame({"key": [f"k{i:02}" for i in range(11)], "op": ["read"] * 11,
-                          "attribution": ["stdio-reassigned"] * 11,
-                          "bytes": [float(1000 - i) for i in range(11)],
-                          "path": ["/d/f"] * 11, "execution_id": list(range(11))})
+    files = pl.DataFrame({"key": [f"k{i:02}" for i in range(13)], "op": ["read"] * 13,
+                          "attribution": ["stdio-reassigned"] * 13,
+                          "bytes": [float(1000 - i) for i in range(13)],
+                          "path": ["/d/f"] * 13, "execution_id": list(range(13))})
     (line,) = _inconsistent_records(files)
-    assert "k09 991 B read of /d/f (stdio-reassigned); and 1 more" in line
+    assert "k09 991 B read of /d/f (stdio-reassigned); and 3 more" in line
     (line,) = _inconsistent_records(files.head(10))
     assert line.endswith("k09 991 B read of /d/f (stdio-reassigned)")
     assert _inconsistent_records(files.clear()) == []
     shared = files.with_columns(attribution=pl.lit("helper-shared"),
                                 path=pl.format("/d/f{}", pl.col("key")))
-    (line,) = _shared_readers(shared.head(6))
+    (line,) = _shared_readers(shared.head(8))
     assert line.endswith("/d/fk04: 996 B shared with 1 concurrent readers of the file; "
-                         "and 1 more file(s)")
+                         "and 3 more file(s)")
     (line,) = _shared_readers(shared.head(5))
     assert line.endswith("/d/fk04: 996 B shared with 1 concurrent readers of the file")
