@@ -636,3 +636,13 @@ def test_the_runtime_version_is_the_job_metadata_s_lib_ver(tmp_path):
     path = write_log(tmp_path / "v_id4-4_1.darshan", known_segments(n_paths=1, per_path=3),
                      pid=4, start_ns=START_NS, metadata="h=romio_no_indep_rw=true;lib_ver=3.4.7")
     assert darshan_logs.load([path]).darshan_logs["darshan_version"].to_list() == ["3.4.7"]
+
+
+def test_a_log_is_incomplete_for_a_failed_module_a_partial_flag_or_untraced_calls():
+    logs = pl.DataFrame({"log": ["failed", "partial", "untraced", "clean"],
+                         "modules_failed": [["STDIO: truncated"], [], [], []],
+                         "partial": [False, True, False, False],
+                         "dxt_untraced_ops": [0, 0, 5, None]})
+    got = darshan_logs.incomplete_logs(logs)
+    assert got.rows() == [("failed", "STDIO: truncated", False, 0), ("partial", "", True, 0),
+                          ("untraced", "", False, 5)]
