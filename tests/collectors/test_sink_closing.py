@@ -93,12 +93,24 @@ def test_streams_are_readable_by_everyone_the_umask_allows(tmp_path):
     assert (tmp_path / "t.arrows").stat().st_mode & 0o777 == 0o644 & ~umask
 
 
-def test_a_stopped_sink_s_flush_thread_is_gone_and_a_bad_snapshot_never_raises(tmp_path):
-    sink = ProcessSink(tmp_path, {"t": TABLE}, interval=0.05)
+def test_stop_returns_once_the_flush_thread_has_ended_and_a_bad_snapshot_never_raises(
+        tmp_path):
+    import threading
+    import time
+
+    sink = ProcessSink(tmp_path, {"t": TABLE}, interval=0.01)
     assert sink.write_snapshots({"no such table": [(1,)]}) is None  # counted, not raised
+    inside = threading.Event()
+
+    def slow_hook() -> None:  # the thread is inside a flush when stop is called
+        inside.set()
+        time.sleep(0.5)
+    sink.before_flush.append(slow_hook)
     sink.append("t", (1,))
+    assert inside.wait(10)
     sink.stop()
     assert not sink._thread.is_alive()
+    sink.before_flush.clear()
     sink.close()
 
 
