@@ -107,6 +107,7 @@ def test_stop_returns_once_the_flush_thread_has_ended_and_a_bad_snapshot_never_r
         time.sleep(0.5)
     sink.before_flush.append(slow_hook)
     sink.append("t", (1,))
+    sink.start()
     assert inside.wait(10)
     sink.stop()
     assert not sink._thread.is_alive()
