@@ -26,6 +26,7 @@ import ctypes
 import ctypes.util
 import hashlib
 import socket
+import struct
 from functools import lru_cache
 from pathlib import Path
 
@@ -196,10 +197,12 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
               exe: str = "python job.py", uid: int = 1000, layout: str = "v2-40",
               posix: bool = True, partial: bool = False,
               metadata: str = "lib_ver=3.5.0", stdio: pl.DataFrame | None = None,
-              dxt: bool = True) -> Path:
+              dxt: bool = True,
+              heatmap: tuple[float, list[int], list[int]] | None = None) -> Path:
     """Write one non-MPI log (jobid = pid) with the given DXT_POSIX segments (and STDIO
     records, ``STDIO_COLUMNS``, when given); without ``dxt`` only their POSIX counters (as
-    Darshan with DXT off writes)."""
+    Darshan with DXT off writes). ``heatmap``: a HEATMAP record of the POSIX module (Darshan
+    3.4+), its bin width in seconds and its bytes written and read per bin."""
     path = Path(path)
     if path.exists():
         path.unlink()
@@ -218,6 +221,7 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
         named = segments["path"] if stdio is None else pl.concat([segments["path"],
                                                                   stdio["path"]])
         paths = named.unique(maintain_order=True).sort().to_list()
+        paths += [HEATMAP_NAME] if heatmap is not None else []
         refs, _keep = _name_refs(paths)
         _check(lib.darshan_log_put_namehash(fd, refs if paths else None), "put_namehash")
         if posix and segments.height:
@@ -233,9 +237,26 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
             buf, _ = _dxt_buffer(traced, host, layout)
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["DXT_POSIX"], buf, len(buf),
                                            LAYOUT_VERSIONS[layout]), "put_mod DXT_POSIX")
+        if heatmap is not None:
+            buf = _heatmap_buffer(*heatmap)
+            _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["HEATMAP"], buf, len(buf), 1),
+                   "put_mod HEATMAP")
     finally:
         lib.darshan_log_close(fd)
     return path
+
+
+#: the name record of the POSIX module's heatmap, as darshan-runtime registers it
+HEATMAP_NAME = "heatmap:POSIX"
+
+
+def _heatmap_buffer(width_s: float, writes: list[int], reads: list[int]) -> bytes:
+    """One HEATMAP record as the runtime writes its in-memory struct: id, rank, bin width,
+    bin count, two pointers (stale in the file), then the write and the read bins."""
+    n = len(writes)
+    assert len(reads) == n
+    return (struct.pack("<QqdqQQ", record_id(HEATMAP_NAME), -1, width_s, n, 0, 0)
+            + np.asarray(writes, dtype="<i8").tobytes() + np.asarray(reads, dtype="<i8").tobytes())
 
 
 def _check(ret: int, what: str) -> None:
@@ -253,13 +274,14 @@ def default_log_name(user: str, exe: str, pid: int, start_ns: int) -> str:
 
 
 def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *,
-                          dxt: bool = True) -> None:
+                          dxt: bool = True, hosts: dict[int, str] | None = None) -> None:
     """One genuine log per worker process in ``run/darshan``, holding exactly the calls its
     tasks made: ``truth`` is what the test jobs record, one dict per task with ``pid``,
     ``thread``, ``path`` and ``ops`` [(op, offset, length, t0_s, t1_s)] (op: read, write, or
     open and close, Darshan's metadata calls, counted but not traced; tasks without ``ops``
-    made none). Without ``dxt`` the logs hold the POSIX counters only."""
-    host = socket.gethostname().split(".", 1)[0]
+    made none). Without ``dxt`` the logs hold the POSIX counters only. ``hosts``: the host
+    name of a pid's log where it is not this machine's (a worker told another name)."""
+    here = socket.gethostname().split(".", 1)[0]
     rows = [{"pid": t["pid"], "thread_id": t["thread"], "path": t["path"], "op": op,
              "offset": off, "length": n, "t0": a, "t1": b}
             for t in truth if "ops" in t for op, off, n, a, b in t["ops"]]
@@ -269,6 +291,6 @@ def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *
         start_ns = int((g["t0"].min() - 1.0) * 1e9)
         seg = g.with_columns(start_s=pl.col("t0") - start_ns / 1e9,
                              end_s=pl.col("t1") - start_ns / 1e9)
-        write_log(run / "darshan" / f"test_python_id{pid}-{pid}_1.darshan", seg, host=host,
-                  pid=pid, start_ns=start_ns, end_ns=start_ns + 600 * 10**9, layout=layout,
-                  dxt=dxt)
+        write_log(run / "darshan" / f"test_python_id{pid}-{pid}_1.darshan", seg,
+                  host=(hosts or {}).get(pid, here), pid=pid, start_ns=start_ns,
+                  end_ns=start_ns + 600 * 10**9, layout=layout, dxt=dxt)

@@ -389,6 +389,9 @@ FORMAT3_TABLES = (TRANSITION_DETAILS,)
 #: span (``correlate.sources.time_span``)
 INSTANTS = ("local_time_ns", "local_start_ns", "local_stop_ns", "reported_start_ns",
             "reported_stop_ns", "marker_time_ns")
+#: the columns of any raw table that hold durations in seconds: one that is not a finite
+#: number, or longer (either sign) than its process's span, is rejected the same way
+DURATIONS = ("ttot_s", "tsub_s")
 ALL = (*RUN_TABLES, *FORMAT3_TABLES, STRINGS)
 
 

@@ -355,10 +355,11 @@ class _Reader:
         return pl.concat(scans) if scans else TABLES[name].empty().lazy()
 
     def _checked(self, proc_dir: Path, name: str) -> list[Path]:
-        """The table's parts that ``run_parts.check`` passes (the others are rejects)."""
+        """The table's parts that ``run_parts.check`` and ``run_parts.disagreement`` pass (the
+        others are rejects)."""
         out = []
         for part in run_parts.part_files(proc_dir / name):
-            problem = run_parts.check(part, TABLES[name])
+            problem = run_parts.check(part, TABLES[name]) or run_parts.disagreement(part)
             if problem is None:
                 out.append(part)
             else:
@@ -661,14 +662,23 @@ def _read_parts(d: Path, info: dict[str, Any], closed: Any, manifest: dict[str, 
     """A format 1 or 2 process folder's tables (the big ones scanned), rows of impossible
     times rejected."""
     for t in raw.RUN_TABLES:
+        # (formats 1 and 2: a part folder's mtime is its last part's)
+        starts, ends = _recorded_span(info, closed, manifest)
+        lo, hi = time_span.span(starts, [*ends, *_modified(d / t.name)])
         if t.name in LAZY_TABLES:
             if run_parts.part_files(d / t.name):
-                per_table[t.name].append(_with_proc(reader.scan(d, t.name), info))
+                scan = reader.scan(d, t.name)
+                try:
+                    scan, n = time_span.split_scan(scan, lo, hi)
+                except run_parts.UNREADABLE_PART:  # named when the scan is read
+                    n = 0
+                if n:
+                    reader.rejects.append(("run-folder", str(d / t.name), time_span.REASON, n))
+                    reader.impossible[(t.name, info.get("address"))] += n
+                per_table[t.name].append(_with_proc(scan, info))
             continue
         df = reader.table(d, t.name)
-        if df.height:  # (formats 1 and 2: a part folder's mtime is its last part's)
-            starts, ends = _recorded_span(info, closed, manifest)
-            lo, hi = time_span.span(starts, [*ends, *_modified(d / t.name)])
+        if df.height:
             df, bad = time_span.split(df, pl.lit(lo, pl.Int64), pl.lit(hi, pl.Int64))
             if bad:
                 reader.rejects.append(("run-folder", str(d / t.name), time_span.REASON,

@@ -50,6 +50,44 @@ def check(part: Path, table: Table) -> str | None:
     return None
 
 
+def disagreement(part: Path) -> str | None:
+    """Why a Parquet part's data cannot be what was written (None: nothing says so): a column
+    whose values or nulls in a row group fall outside the statistics its footer records for
+    them (min, max, null count). Run format 1's parts carry no page checksums, so bytes
+    overwritten inside a page decode to other values; where they leave the written range, the
+    part's own footer shows it. Arrow parts record no statistics; a part that does not decode
+    is named where it is read."""
+    if not _is_parquet(part):
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        file = pq.ParquetFile(part)
+        for rg in range(file.metadata.num_row_groups):
+            meta, data = file.metadata.row_group(rg), file.read_row_group(rg)
+            for i in range(meta.num_columns):
+                chunk = meta.column(i)
+                stats, name = chunk.statistics, chunk.path_in_schema
+                if stats is None or name not in data.column_names:
+                    continue
+                values = data.column(name)
+                if stats.has_null_count and values.null_count != stats.null_count:
+                    return (f"column {name!r} holds {values.null_count} nulls where the part's "
+                            f"statistics say {stats.null_count} (damaged data)")
+                if stats.has_min_max and values.null_count < len(values):
+                    found = pc.min_max(values)
+                    lo, hi = found["min"].as_py(), found["max"].as_py()
+                    if lo < stats.min or hi > stats.max:
+                        return (f"column {name!r} holds values outside the range the part's "
+                                f"statistics record ({stats.min!r} to {stats.max!r}): damaged "
+                                "data")
+    except (OSError, pa.ArrowException, TypeError):  # (does not decode: named when read)
+        return None
+    return None
+
+
 def read(part: Path, table: Table) -> pl.DataFrame:
     return conform(pl.read_parquet(part) if _is_parquet(part) else pl.read_ipc(part), table,
                    path=str(part))

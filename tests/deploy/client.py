@@ -32,13 +32,21 @@ def burn(key: str, seconds: float):
 
 
 def write_read(key: str, folder: str, nbytes: int):
+    """Write ``nbytes`` in four calls and read them back in one; ``ops`` are the calls
+    (op, offset, length, start, end on ``time.time()``), what a Darshan trace of the task shows
+    (``testing.darshan_writer.write_logs_from_truth`` writes it where no runtime traced it)."""
     path = os.path.join(folder, f"{key}.bin")
-    with open(path, "wb") as fh:
-        for _ in range(4):
-            fh.write(b"d" * (nbytes // 4))
-    with open(path, "rb") as fh:
-        got = len(fh.read())
-    return observed(key, path=path, written=nbytes, read=got)
+    ops, chunk = [], nbytes // 4
+    with open(path, "wb", buffering=0) as fh:
+        for i in range(4):
+            t0 = time.time()
+            fh.write(b"d" * chunk)
+            ops.append(("write", i * chunk, chunk, t0, time.time()))
+    with open(path, "rb", buffering=0) as fh:
+        t0 = time.time()
+        got = len(fh.read(nbytes))
+        ops.append(("read", 0, got, t0, time.time()))
+    return observed(key, path=path, written=nbytes, read=got, ops=ops)
 
 
 def gather_all(key: str, *parts):

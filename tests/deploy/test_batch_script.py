@@ -62,5 +62,4 @@ def test_documented_batch_script_runs_with_bash(tmp_path, launch):
     assert "command" not in summary["facts"]["unknown"]
     assert any("the job's exit code is unknown (its command, from `collect env`: bash job.sh)"
                in w for w in summary["warnings"])
-    if lib:
-        check_io(tasks, truth)
+    check_io(run, tasks, truth, lib)

@@ -157,8 +157,8 @@ def test_two_hosts_clocks_and_matching(tmp_path, how):
     # loaded 2-core CI machine)
     assert (other["uncertainty_ns"] > 0).all() and (other["uncertainty_ns"] < 500_000_000).all()
     assert set(tasks["host"]) == hosts and sorted(summary["facts"]["hosts"]) == sorted(hosts)
-    if lib:
-        check_io(tasks, truth)  # on both hosts
+    check_io(run, tasks, truth, lib)  # on both hosts
+    if lib:  # the marker files' writes, traced by the runtime
         marked = clocks.filter((pl.col("domain") == "darshan")
                                & pl.col("method").str.contains("marker"))
         assert set(marked["host"]) == hosts and marked.height == 4
@@ -178,4 +178,4 @@ def test_darshan_attributes_the_io_when_a_runtime_is_present(tmp_path):
     truth = json.loads((tmp_path / "truth.json").read_text())
     tasks, _summary = correlate(run)
     check_tasks(tasks, truth)
-    check_io(tasks, truth)
+    check_io(run, tasks, truth, lib)

@@ -43,8 +43,7 @@ def test_job_script_under_collect(tmp_path):
     tasks, summary = correlate(run)
     check_tasks(tasks, truth)
     assert summary["facts"]["unknown"].keys() <= {"darshan", "profile"}
-    if lib:
-        check_io(tasks, truth)
+    check_io(run, tasks, truth, lib)
 
 
 def test_dask_jobqueue_local_cluster(tmp_path):
@@ -67,8 +66,7 @@ def test_dask_jobqueue_local_cluster(tmp_path):
     tasks, summary = correlate(run)
     check_tasks(tasks, truth)
     assert summary["facts"]["recorded_by"] == "scheduler preload"
-    if lib:
-        check_io(tasks, truth)
+    check_io(run, tasks, truth, lib)
 
 
 def _mpiexec() -> str:
@@ -103,5 +101,4 @@ def test_dask_mpi_under_mpiexec(tmp_path):
     check_tasks(tasks, truth)
     assert tasks["pid"].n_unique() == 2  # ranks 2 and 3
     assert summary["facts"]["recorded_by"] == "scheduler preload"
-    if lib:
-        check_io(tasks, truth)
+    check_io(run, tasks, truth, lib)

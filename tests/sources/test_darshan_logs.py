@@ -133,6 +133,10 @@ def test_truncated_log_is_read_as_far_as_possible(tmp_path):
     log = frames.darshan_logs.row(0, named=True)
     assert any("truncated" in m for m in log["modules_failed"])
     assert frames.io_file_counters.height == 3
+    # the problem says where the DXT region should end and how long the file is
+    off, length = L.parse_header(data).mod_map[L.MODULE_IDS["DXT_POSIX"]]
+    assert (f"region extends past the end of the file ({off + length} > {len(data) - 200} "
+            "bytes)") in "; ".join(log["modules_failed"])
 
 
 def test_cli_exports_segments_and_summarises(tmp_path, capsys):
@@ -577,3 +581,68 @@ def test_a_module_version_from_a_newer_darshan_is_named_and_the_rest_read(tmp_pa
         f"versions 1 to {2 if module == 'DXT_POSIX' else 4}): upgrade dask-correlate"]
     assert (frames.io_segments.height, frames.io_file_counters.height) == (
         (0, 3) if module == "DXT_POSIX" else (150, 0))
+
+
+def test_the_heatmap_module_gives_bytes_per_time_bin_on_the_log_clock(tmp_path):
+    """Darshan 3.4+'s HEATMAP record (written through libdarshan-util): each bin's bytes
+    written and read, its edges the log's start plus multiples of the bin width."""
+    path = write_log(tmp_path / "h_id5-5_1.darshan", known_segments(n_paths=1, per_path=5),
+                     pid=5, start_ns=START_NS, heatmap=(0.25, [100, 0, 7], [0, 50, 3]))
+    got = darshan_logs.read_heatmap(str(path)).sort("op", "bin_start_ns")
+    assert got["module"].unique().to_list() == ["POSIX"] and set(got["pid"]) == {5}
+    assert got.filter(pl.col("op") == "write")["bytes"].to_list() == [100.0, 0.0, 7.0]
+    assert got.filter(pl.col("op") == "read")["bytes"].to_list() == [0.0, 50.0, 3.0]
+    edges = [START_NS + k * 250_000_000 for k in range(4)]
+    for op in ("read", "write"):
+        mine = got.filter(pl.col("op") == op)
+        assert mine["bin_start_ns"].to_list() == edges[:3]
+        assert mine["bin_stop_ns"].to_list() == edges[1:]
+    # a log without the module: no bins (the counters are then weighed by time alone)
+    plain = write_log(tmp_path / "p_id6-6_1.darshan", known_segments(n_paths=1, per_path=5),
+                      pid=6, start_ns=START_NS)
+    assert darshan_logs.read_heatmap(str(plain)).is_empty()
+
+
+def test_posix_counter_timestamps_are_absolute_on_the_log_clock(tmp_path):
+    """The POSIX record's first/last read and write stamps (seconds since the job start in the
+    log) read as ns since the epoch: the job start plus the stamp, per file."""
+    seg = known_segments(n_paths=2, per_path=20, seed=7)
+    path = write_log(tmp_path / "s_id3-3_1.darshan", seg, pid=3, start_ns=START_NS)
+    got = darshan_logs.load([path]).io_file_counters.filter(
+        pl.col("module").cast(pl.String) == "POSIX")
+    want = seg.group_by("path").agg(
+        first_write_ns=pl.col("start_s").filter(pl.col("op") == "write").min(),
+        last_read_ns=pl.col("end_s").filter(pl.col("op") == "read").max())
+    both = got.join(want, on="path", suffix="_want")
+    assert both.height == 2
+    for row in both.iter_rows(named=True):
+        for k in ("first_write_ns", "last_read_ns"):
+            assert row[k] == START_NS + round(row[f"{k}_want"] * 1e9), (row["path"], k)
+
+
+def test_a_folder_is_searched_for_logs_and_only_logs(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "x.darshan").write_bytes(b"")
+    (tmp_path / "a" / "b" / "y.darshan_partial").write_bytes(b"")
+    (tmp_path / "a" / "notes.txt").write_text("not a log")
+    (tmp_path / "a" / "dir.darshan").mkdir()  # a folder so named is not a log
+    given = tmp_path / "given.txt"
+    given.write_text("a file given by name is read as given")
+    assert darshan_logs.expand_paths([tmp_path / "a", given]) == [
+        tmp_path / "a" / "b" / "y.darshan_partial", tmp_path / "a" / "x.darshan", given]
+
+
+def test_the_runtime_version_is_the_job_metadata_s_lib_ver(tmp_path):
+    path = write_log(tmp_path / "v_id4-4_1.darshan", known_segments(n_paths=1, per_path=3),
+                     pid=4, start_ns=START_NS, metadata="h=romio_no_indep_rw=true;lib_ver=3.4.7")
+    assert darshan_logs.load([path]).darshan_logs["darshan_version"].to_list() == ["3.4.7"]
+
+
+def test_a_log_is_incomplete_for_a_failed_module_a_partial_flag_or_untraced_calls():
+    logs = pl.DataFrame({"log": ["failed", "partial", "untraced", "clean"],
+                         "modules_failed": [["STDIO: truncated"], [], [], []],
+                         "partial": [False, True, False, False],
+                         "dxt_untraced_ops": [0, 0, 5, None]})
+    got = darshan_logs.incomplete_logs(logs)
+    assert got.rows() == [("failed", "STDIO: truncated", False, 0), ("partial", "", True, 0),
+                          ("untraced", "", False, 5)]

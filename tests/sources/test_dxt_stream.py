@@ -200,3 +200,101 @@ def test_a_first_chunk_is_not_read_as_segments_that_end_before_they_start():
     assert (as_v2["start"][1], as_v2["end"][1]) == (0.625, 0.0)
     # WHEN the layout is chosen on that chunk, THEN it is the one the segments were written in
     assert S.choose_layout(first, ["v2-40", "modified-96", "v1-32"], "<", 1 << 30) == "v1-32"
+
+
+def test_an_uncompressed_region_is_handed_out_in_chunks_of_its_bytes():
+    data = bytes(range(256)) * 20
+    chunks = list(S.inflate_chunks(data, L.COMP_NONE, 1000))
+    assert [len(c) for c in chunks] == [1000] * 5 + [120]
+    assert b"".join(chunks) == data
+
+
+def test_a_bzip2_region_inflates_to_its_bytes():
+    """Darshan's bzip2 logs (DARSHAN_BZIP2): streams back to back, fed a piece at a time."""
+    import bz2
+
+    data = bytes(range(256)) * 200
+    got = b"".join(S.inflate_chunks(bz2.compress(data) + bz2.compress(b"tail"),
+                                    L.COMP_BZIP2, 1000))
+    assert got == data + b"tail"
+    with pytest.raises(ValueError, match="truncated"):
+        list(S.inflate_chunks(bz2.compress(data)[:100], L.COMP_BZIP2, 1000))
+
+
+def test_a_whole_region_of_several_zlib_streams_keeps_every_segment(tmp_path):
+    """A region inflated in one chunk but by several zlib streams back to back (as
+    darshan-logutils writes a large buffer) is split whole: every stream's segments."""
+    import zlib
+
+    path = write_log(tmp_path / "x_id9-9_1.darshan", many_segments(), host="nid001",
+                     start_ns=START_NS, layout="v2-40")
+    data = path.read_bytes()
+    header = L.parse_header(data)
+    off, length = header.mod_map[L.MODULE_IDS["DXT_POSIX"]]
+    raw = b"".join(S.inflate_chunks(data[off:off + length], header.comp_type))
+    half = len(raw) // 2
+    region = S.Region(zlib.compress(raw[:half]) + zlib.compress(raw[half:]), L.COMP_ZLIB,
+                      "DXT_POSIX", header.mod_ver[L.MODULE_IDS["DXT_POSIX"]])
+    (recs,) = list(region.batches())
+    assert len(recs.segments) == 5 * 40 + 2 * 333
+    assert recs.segments.tobytes() == L.split_dxt(raw, region.module_version).segments.tobytes()
+
+
+def test_a_record_header_with_impossible_counts_refutes_the_layout():
+    # 0 writes and a read count whose segments exceed what the region can inflate to, or a
+    # negative count (of writes or of reads)
+    for wc, rc in ((0, 1 << 40), (-1, 5), (5, -1)):
+        first = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", wc, rc)
+        with pytest.raises(S.LayoutMismatch, match=f"{wc} writes and {rc} reads"):
+            S.Walker("v2-40", "<", 1 << 30).feed(first)
+
+
+def test_a_region_cut_inside_its_segments_says_how_many_are_missing():
+    v1 = np.zeros(1, dtype=L.SEGMENT_V1)
+    w = S.Walker("v1-32", "<", 1 << 30)
+    w.feed(L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 3, 3) + v1.tobytes())
+    with pytest.raises(S.LayoutMismatch, match="0 bytes left, 5 segments missing"):
+        w.finish()
+
+
+def test_a_layout_whose_header_claims_too_much_is_passed_over_for_the_next():
+    # 1000 writes of 32 bytes: read as 40-byte segments they would exceed the region's bound
+    v1 = np.zeros(1000, dtype=L.SEGMENT_V1)
+    v1["length"], v1["start"], v1["end"] = 8, np.arange(1000) * 0.5, np.arange(1000) * 0.5 + 0.25
+    first = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 1000, 0) + v1.tobytes()
+    assert S.choose_layout(first, ["v2-40", "v1-32"], "<", 35_000) == "v1-32"
+
+
+def test_zero_length_operations_and_times_of_zero_are_sane_segments():
+    # a zero-length read at the log's first instant (start = end = 0.0) is a real segment
+    v1 = np.zeros(2, dtype=L.SEGMENT_V1)
+    v1["offset"], v1["length"] = [0, 4096], [0, 4096]
+    v1["start"], v1["end"] = [0.0, 0.25], [0.0, 0.5]
+    assert S._sane([v1])
+
+
+def test_a_slow_reader_gets_every_chunk():
+    """The consumer takes longer than the producer's wait on a full queue: nothing is lost."""
+    import time
+
+    got = []
+    for c in S.prefetched(iter([b"a", b"b", b"c", b"d"]), depth=1):
+        time.sleep(0.25)
+        got.append(c)
+    assert got == [b"a", b"b", b"c", b"d"]
+
+
+def test_mpiio_version_1_regions_read_in_chunks_have_no_offsets(small_chunks):
+    """DXT_MPIIO records of module version 1 hold no file offsets: a region walked a chunk at
+    a time says so, as the whole-region reading does; POSIX and later MPI-IO ones have them."""
+    v1 = np.zeros(100, dtype=L.SEGMENT_V1)
+    v1["length"], v1["start"] = 8, np.arange(100) * 0.5
+    v1["end"] = v1["start"] + 0.25
+    raw = L.DXT_HEADERS["<"].pack(7, 0, 0, b"nid001", 100, 0) + v1.tobytes()
+    small_chunks()
+    for module, version, known in (("DXT_MPIIO", 1, False), ("DXT_MPIIO", 2, True),
+                                   ("DXT_POSIX", 1, True)):
+        region = S.Region(raw, L.COMP_NONE, module, version)
+        batches = list(region.batches())
+        assert len(batches) > 1 and region.layout == "v1-32"
+        assert region.records is not None and region.records.offsets_known is known, module

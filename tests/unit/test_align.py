@@ -115,6 +115,19 @@ def test_a_held_causal_bound_gives_its_midpoint_a_crossed_one_falls_back_to_dask
     assert (c["offset_ns"], c["uncertainty_ns"], c["method"]) == (20 * MS, 1 * MS, ESTIMATED)
 
 
+def test_a_held_bound_counts_whatever_the_host_is_named():
+    # the scheduler on host "m"; workers on hosts named before and after it
+    samples = frame("clock_samples", [("b", 2, 1, 0.010, 0.002), ("x", 3, 1, 0.020, 0.002)],
+                    ["host", "pid", "local_time_ns", "scheduler_delay_s", "latency_s"])
+    procs = frame("processes", [("m", 1, "scheduler"), ("b", 2, "worker"), ("x", 3, "worker")],
+                  ["host", "pid", "role"])
+    bounds = pl.DataFrame({"host": ["b", "x"], "pid": [2, 3], "lower_ns": [40 * MS, 30 * MS],
+                           "upper_ns": [42 * MS, 34 * MS], "pairs": [5, 6]})
+    got = by_process(worker_offsets(samples, procs, bounds))
+    assert {k: (r["offset_ns"], r["method"]) for k, r in got.items()} == {
+        ("b", 2): (41 * MS, BOUNDED), ("x", 3): (32 * MS, BOUNDED)}
+
+
 #: task windows of thread 7 of process (a, 1), irregular so that no other shift fits as well
 WINDOWS = [(s * MS, (s + 10) * MS) for s in (0, 25, 43, 71, 100)]
 
@@ -140,6 +153,28 @@ def test_containment_finds_the_shift_that_puts_segments_inside_their_windows():
     assert abs(a["offset_ns"] - truth) <= a["uncertainty_ns"]
 
 
+def test_containment_counts_every_thread_after_one_without_segments():
+    # thread 5 ran the first task but made no I/O; thread 7's segments are 3 ms behind its
+    # windows, which all start later
+    truth, later = 3 * MS, 200 * MS
+    seg = [("a", 1, 7, "/data/f", "read", 0, 10, t - truth, t - truth)
+           for start, stop in WINDOWS for t in (later + start + 100 * US, later + stop - 100 * US)]
+    ex = executions([("a", 1, 5, 0, 1 * MS)]
+                    + [("a", 1, 7, later + s, later + e) for s, e in WINDOWS])
+    got = by_process(containment_offsets(segments(seg), ex, clocks([])))
+    assert got[("a", 1)]["offset_ns"] == 2_900_000
+
+
+def test_segments_already_inside_their_windows_need_no_correction():
+    """A plateau that holds zero: the offset is exactly 0 (the smallest correction), not the
+    plateau's edge or a step of the search."""
+    seg = [("a", 1, 7, "/data/f", "read", 0, 10, t, t)
+           for start, stop in WINDOWS for t in (start + 100 * US, stop - 100 * US)]
+    ex = executions([("a", 1, 7, s, e) for s, e in WINDOWS])
+    got = by_process(containment_offsets(segments(seg), ex, clocks([])))
+    assert got[("a", 1)]["offset_ns"] == 0
+
+
 def test_aligned_columns_add_each_process_its_offsets_and_keep_the_raw_ones():
     offsets = clocks([("a", 1, "worker", 50 * MS), ("a", 4, "worker", 60 * MS),
                       ("a", 1, "darshan", 2 * MS)])
@@ -156,7 +191,17 @@ def test_aligned_columns_add_each_process_its_offsets_and_keep_the_raw_ones():
     assert got["host_start_ns"].to_list() == [100 + 2 * MS, 300 + 2 * MS, 100]
     assert got["host_stop_ns"].to_list() == [200 + 2 * MS, 400 + 2 * MS, 200]
     assert got["start_ns"].to_list() == [100 + 52 * MS, 300 + 52 * MS, 100 + 55 * MS]
+    assert got["stop_ns"].to_list() == [200 + 52 * MS, 400 + 52 * MS, 200 + 55 * MS]
     assert got["local_start_ns"].to_list() == [100, 300, 100]
+
+
+def test_no_rows_align_to_no_rows():
+    offsets = clocks([("a", 1, "worker", 50 * MS), ("a", 1, "darshan", 2 * MS)])
+    ex = align_executions(executions([]), offsets)
+    seg = align_segments(segments([]), offsets)
+    assert ex.height == seg.height == 0
+    assert {"start_ns", "stop_ns"} <= set(ex.columns)
+    assert {"host_start_ns", "host_stop_ns", "start_ns", "stop_ns"} <= set(seg.columns)
 
 
 def test_one_process_at_a_time_gives_what_all_together_give():

@@ -46,10 +46,21 @@ def test_same_host_is_zero_and_says_so_other_host_is_estimated():
     assert b["uncertainty_ns"] == 5_000_000
 
 
+def test_a_clock_seconds_off_is_estimated_to_the_nanosecond():
+    # Dask's estimates of a host whose clock is seconds ahead: median 2.5 s, spread 3 s
+    clocks = worker_offsets(samples([("c", 3, 1, 1.0, 0.004), ("c", 3, 2, 4.0, 0.006),
+                                     ("c", 3, 3, 2.5, 0.008)]))
+    c = clocks.row(0, named=True)
+    assert (c["offset_ns"], c["samples"], c["method"]) == (2_500_000_000, 3, ESTIMATED)
+    # half the spread (1.5 s) + half the median latency (3 ms)
+    assert c["uncertainty_ns"] == 1_503_000_000
+
+
 def test_without_a_recorded_scheduler_every_worker_is_estimated():
-    clocks = worker_offsets(SAMPLES).sort("host")
-    assert set(clocks["method"]) == {ESTIMATED}
-    assert clocks.filter(pl.col("host") == "a")["offset_ns"][0] == -300_000
+    for procs in (None, processes([("a", 1, "worker"), ("b", 2, "worker")])):
+        clocks = worker_offsets(SAMPLES, procs).sort("host")
+        assert set(clocks["method"]) == {ESTIMATED}
+        assert clocks.filter(pl.col("host") == "a")["offset_ns"][0] == -300_000
 
 
 def transitions(rows):

@@ -100,3 +100,14 @@ def test_a_table_that_cannot_be_put_in_place_raises_and_is_not_listed(tmp_path: 
         sink.write("task_files", pl.concat(_parts()))
     assert sink.paths == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]
+
+
+def test_a_written_table_scans_back_from_the_output_folder(tmp_path: Path) -> None:
+    # GIVEN an output folder two levels below one that exists (`correlate RUN -o new/out`)
+    out = tmp_path / "new" / "out"
+    sink = ParquetSink(out)
+    sink.write_parts("task_files", iter(_parts()))
+    # THEN the table is read back lazily, selected and filtered, from its own file
+    got = sink.scan("task_files").filter(pl.col("bytes") > 1).select("key").collect()
+    assert got["key"].to_list() == ["k2-1", "k2-2", "k0-1", "k0-2", "k1-1", "k1-2"]
+    assert sink.paths == [out / "task_files.parquet"]
