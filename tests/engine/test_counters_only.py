@@ -31,7 +31,7 @@ from correlate.sources.run_folder import load
 from testing.darshan_counts import counter_bytes
 from testing.darshan_writer import write_logs_from_truth
 from tests.conftest import fixture_path
-from tests.engine.collect_job import JOBS, record
+from tests.engine.collect_job import JOBS
 
 
 def _per_file(result) -> pl.DataFrame:
@@ -107,17 +107,16 @@ def test_time_shares_follow_the_heatmap_and_leave_uncovered_time_out():
 
 
 @pytest.fixture(scope="module")
-def io_run(tmp_path_factory):
-    """The io job under ``collect`` (one cluster for this module's live-run tests)."""
-    tmp = tmp_path_factory.mktemp("counters")
-    run, truth_path, _real = record(tmp, "io")
-    return tmp, run, json.loads(truth_path.read_text())
+def io_job(io_run, tmp_path_factory):
+    """The session's io job (tests/conftest.py) and a folder of this module's own for the
+    copies it changes; the copies leave out its Darshan logs."""
+    return tmp_path_factory.mktemp("counters"), io_run.run, io_run.truth
 
 
 @pytest.fixture(scope="module")
-def counters_only(io_run):
+def counters_only(io_job):
     """The io job's calls as counters-only logs (no DXT)."""
-    tmp, run, truth = io_run
+    tmp, run, truth = io_job
     copy = tmp / "counters-only"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("darshan"))
     write_logs_from_truth(copy, truth, dxt=False)
@@ -128,12 +127,12 @@ SPILLED = {"burn": 3_000_000, "nap": 5_000_001}  # bytes per spill file, by key 
 
 
 @pytest.fixture(scope="module")
-def spilled_counters(io_run):
+def spilled_counters(io_job):
     """The io job's calls plus, in each worker process, Dask's spill files of a burn and a
     nap key (``<local_directory>/storage/<quoted key>#<n>``, written whole then read back)
     made while another task of the process ran, as counters-only logs: what a spill looks
     like to Darshan without DXT."""
-    tmp, run, truth = io_run
+    tmp, run, truth = io_job
     frames = load(run)
     local = dict(frames.processes.select("pid", "local_directory").drop_nulls().rows())
     ex = frames.executions.sort("local_start_ns")
@@ -333,11 +332,11 @@ def test_miniapp_spill_is_the_counters_storage_bytes_per_key(miniapp_result):
 
 
 @pytest.mark.cluster
-def test_records_with_doubtful_names_are_labelled_not_read_as_named(io_run):
+def test_records_with_doubtful_names_are_labelled_not_read_as_named(io_job):
     """The io job's calls plus what Darshan was seen to record on real runs, as genuine
     counters-only logs: a worker's proc.json named in the job's working directory (the
     collectors write it through a directory descriptor) and a relative path."""
-    tmp, run, truth = io_run
+    tmp, run, truth = io_job
     frames = load(run)
     pid = frames.processes.filter(pl.col("role") == "worker")["pid"][0]
     t = frames.executions.filter(pl.col("pid") == pid)["local_start_ns"].min() / 1e9
