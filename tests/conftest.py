@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,25 @@ def io_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
     if not lib:
         write_logs_from_truth(run, truth, "v2-40")
     return RecordedRun(run, truth, bool(lib))
+
+
+@pytest.fixture(scope="session")
+def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``correlated_fixture(NAME)``: the output folder of ``correlate
+    ../shared/fixtures/NAME -o OUT`` (tables, summary, reports), made once per session and
+    read-only; skips like ``fixture_path`` when the fixture is absent (mark the test
+    ``fixtures``)."""
+    from correlate.cli import main
+
+    done: dict[str, Path] = {}
+
+    def correlated(name: str) -> Path:
+        if name not in done:
+            out = tmp_path_factory.mktemp(f"correlated-{name}") / "out"
+            assert main([str(fixture_path(name)), "-o", str(out)]) == 0
+            done[name] = out
+        return done[name]
+    return correlated
 
 
 # ---- markers checked against what each test did ------------------------------------------------

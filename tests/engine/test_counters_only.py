@@ -16,6 +16,7 @@ import json
 import shutil
 from dataclasses import replace
 from itertools import pairwise
+from types import SimpleNamespace
 from urllib.parse import quote, unquote
 
 import numpy as np
@@ -26,7 +27,6 @@ from correlate.attribution import doubtful
 from correlate.attribution.shares import time_shares
 from correlate.engine import correlate_frames
 from correlate.reports import aggregate as agg
-from correlate.sources import miniapp
 from correlate.sources.run_folder import load
 from testing.darshan_counts import counter_bytes
 from testing.darshan_writer import write_logs_from_truth
@@ -46,9 +46,15 @@ def _per_file(result) -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def miniapp_result():
-    folder = fixture_path("recup-miniapp-20240215")
-    return folder, correlate_frames(miniapp.load(folder))
+def miniapp_result(correlated_fixture):
+    """The miniapp fixture and its correlated tables and summary, as ``correlate`` wrote them
+    (the session's output folder, tests/conftest.py)."""
+    name = "recup-miniapp-20240215"
+    out = correlated_fixture(name)
+    tables = {t: pl.read_parquet(out / f"{t}.parquet")
+              for t in ("tasks", "task_files", "unattributed")}
+    return fixture_path(name), SimpleNamespace(
+        tables=tables, summary=json.loads((out / "summary.json").read_text()))
 
 
 @pytest.mark.fixtures
