@@ -1,11 +1,17 @@
-"""Shared test helpers: real fixtures from ../shared (skipped with a reason when absent)."""
+"""Shared test helpers: real fixtures from ../shared (skipped with a reason when absent), the
+marker checks, and the recorded runs the whole session shares (docs/testing.md lists them)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
-from collections.abc import Generator
+from collections import Counter
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +38,102 @@ def fixture_path(name: str) -> Path:
     return path
 
 
+# ---- recorded runs shared by the session -------------------------------------------------------
+# Starting a LocalCluster under `collect` is most of a cluster test's time, so a job that several
+# modules only read is recorded once here. Treat the folder as read-only: copy it
+# (shutil.copytree) before adding logs or damaging it. Tests that kill processes, inject faults
+# or need a job of their own keep their own run. The first test that asks for one starts the
+# cluster, so it carries the `cluster` marker like every other user.
+
+JOBS = REPO / "tests" / "collectors"
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """A job of ``tests/collectors/jobs.py`` recorded under ``collect``."""
+
+    run: Path
+    #: what each task observed itself (``jobs.py`` writes it): one dict per task
+    truth: list[dict[str, Any]]
+    #: whether a real darshan-runtime traced it (else its logs were written from ``truth``)
+    real_darshan: bool
+
+
+def _collect(tmp: Path, job: str, job_arg: str, *flags: str,
+             env: dict[str, str] | None = None) -> Path:
+    run = tmp / "run"
+    cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), *flags, "--",
+           sys.executable, "jobs.py", job, job_arg]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=JOBS, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run
+
+
+@pytest.fixture(scope="session")
+def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
+    """``jobs.py cluster`` (2 worker processes x 4 threads: CPU burners, sleepers, one block
+    moved between the workers) under ``collect --profile sample --darshan off``."""
+    tmp = tmp_path_factory.mktemp("shared-cluster")
+    run = _collect(tmp, "cluster", str(tmp / "truth.json"), "--darshan", "off", "--profile",
+                   "sample", "--flush-interval", "0.5")
+    return RecordedRun(run, json.loads((tmp / "truth.json").read_text()), False)
+
+
+@pytest.fixture(scope="session")
+def io_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
+    """``jobs.py io`` (16 tasks writing and reading their own files in known calls, CPU burners
+    and sleepers, 2 worker processes x 4 threads) under ``collect --profile sample``, the files
+    each task opened recorded, with Darshan logs: the real runtime's when one is found, else written through libdarshan-util
+    from the calls the tasks recorded (``v2-40`` layout, DXT on)."""
+    from collectors.darshan_env import find_runtime
+    from testing.darshan_writer import write_logs_from_truth
+    from tests.engine.collect_job import job_environment
+
+    tmp = tmp_path_factory.mktemp("shared-io")
+    (tmp / "data").mkdir()
+    lib, _how = find_runtime("auto")
+    # the workers record the files tasks open, as under a real runtime
+    run = _collect(tmp, "io", f"{tmp / 'truth.json'},{tmp / 'data'}", "--darshan", lib or "off",
+                   "--profile", "sample", "--flush-interval", "1", env=job_environment(lib))
+    truth = json.loads((tmp / "truth.json").read_text())
+    if not lib:
+        write_logs_from_truth(run, truth, "v2-40")
+    return RecordedRun(run, truth, bool(lib))
+
+
+@pytest.fixture(scope="session")
+def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``correlated_fixture(NAME)``: the output folder of ``correlate
+    ../shared/fixtures/NAME -o OUT`` (tables, summary, reports), made once per session and
+    read-only; skips like ``fixture_path`` when the fixture is absent (mark the test
+    ``fixtures``)."""
+    from correlate.cli import main
+
+    done: dict[str, Path] = {}
+
+    def correlated(name: str) -> Path:
+        if name not in done:
+            out = tmp_path_factory.mktemp(f"correlated-{name}") / "out"
+            assert main([str(fixture_path(name)), "-o", str(out)]) == 0
+            done[name] = out
+        return done[name]
+    return correlated
+
+
 # ---- markers checked against what each test did ------------------------------------------------
 # `cluster` must be on every test that starts Dask servers (so `-m "not cluster"` starts none) and
 # `fixtures` on every test that needs ../shared; hand-written markers drift, so a test whose
 # marker is missing fails with the reason instead of passing.
 
 _STARTS = pytest.StashKey[Path]()
+#: Dask servers started in the session, by kind (the terminal summary's line)
+_STARTED = pytest.StashKey[Counter[str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     folder = Path(tempfile.mkdtemp(prefix="dask-starts-"))
     config.stash[_STARTS] = folder
+    config.stash[_STARTED] = Counter()
     os.environ[dask_starts.ENV] = str(folder)
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(dask_starts.SITE), os.environ.get("PYTHONPATH")]))
@@ -57,6 +148,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def _wrong_marker(item: pytest.Item, report: pytest.TestReport) -> str | None:
     starts = dask_starts.take(item.config.stash[_STARTS])
+    item.config.stash[_STARTED].update(starts)
     if starts and item.get_closest_marker("cluster") is None:
         return (f"{item.nodeid} started Dask servers ({', '.join(sorted(set(starts)))}) "
                 "without the `cluster` marker")
@@ -75,3 +167,13 @@ def pytest_runtest_makereport(item: pytest.Item,
     if problem is not None:
         report.outcome = "failed"
         report.longrepr = problem
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """How many Dask servers the tests started: most of the suite's time is their start-up, so
+    a new test that starts a cluster where a shared run would do shows here."""
+    started = config.stash.get(_STARTED, None)
+    if started:
+        terminalreporter.write_line("Dask servers started by the tests: " + ", ".join(
+            f"{n} {kind}" for kind, n in sorted(started.items())))

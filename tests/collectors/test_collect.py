@@ -32,6 +32,9 @@ def parts(run: Path, table: str) -> pl.DataFrame:
 
 @pytest.fixture(scope="module", params=["sample", "yappi", "yappi-all"])
 def recorded(request, tmp_path_factory):
+    if request.param == "sample":  # the session's run of this job (tests/conftest.py)
+        shared = request.getfixturevalue("cluster_run")
+        return request.param, shared.run, {r["key"]: r for r in shared.truth}
     tmp = tmp_path_factory.mktemp(f"collect-{request.param}")
     truth = tmp / "truth.json"
     proc = collect(tmp / "run", "--profile", request.param, "--", sys.executable, "jobs.py",

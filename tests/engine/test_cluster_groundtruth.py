@@ -43,8 +43,9 @@ def _record(tmp_path_factory, job: str):
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    return _record(tmp_path_factory, "io")
+def recorded(io_run):
+    """The session's io job (tests/conftest.py), its logs real or written from its calls."""
+    return io_run.run, io_run.truth, io_run.real_darshan
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import json
 import shutil
 from dataclasses import replace
 from itertools import pairwise
+from types import SimpleNamespace
 from urllib.parse import quote, unquote
 
 import numpy as np
@@ -26,12 +27,11 @@ from correlate.attribution import doubtful
 from correlate.attribution.shares import time_shares
 from correlate.engine import correlate_frames
 from correlate.reports import aggregate as agg
-from correlate.sources import miniapp
 from correlate.sources.run_folder import load
 from testing.darshan_counts import counter_bytes
 from testing.darshan_writer import write_logs_from_truth
 from tests.conftest import fixture_path
-from tests.engine.collect_job import JOBS, record
+from tests.engine.collect_job import JOBS
 
 
 def _per_file(result) -> pl.DataFrame:
@@ -46,9 +46,15 @@ def _per_file(result) -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def miniapp_result():
-    folder = fixture_path("recup-miniapp-20240215")
-    return folder, correlate_frames(miniapp.load(folder))
+def miniapp_result(correlated_fixture):
+    """The miniapp fixture and its correlated tables and summary, as ``correlate`` wrote them
+    (the session's output folder, tests/conftest.py)."""
+    name = "recup-miniapp-20240215"
+    out = correlated_fixture(name)
+    tables = {t: pl.read_parquet(out / f"{t}.parquet")
+              for t in ("tasks", "task_files", "unattributed")}
+    return fixture_path(name), SimpleNamespace(
+        tables=tables, summary=json.loads((out / "summary.json").read_text()))
 
 
 @pytest.mark.fixtures
@@ -107,17 +113,16 @@ def test_time_shares_follow_the_heatmap_and_leave_uncovered_time_out():
 
 
 @pytest.fixture(scope="module")
-def io_run(tmp_path_factory):
-    """The io job under ``collect`` (one cluster for this module's live-run tests)."""
-    tmp = tmp_path_factory.mktemp("counters")
-    run, truth_path, _real = record(tmp, "io")
-    return tmp, run, json.loads(truth_path.read_text())
+def io_job(io_run, tmp_path_factory):
+    """The session's io job (tests/conftest.py) and a folder of this module's own for the
+    copies it changes; the copies leave out its Darshan logs."""
+    return tmp_path_factory.mktemp("counters"), io_run.run, io_run.truth
 
 
 @pytest.fixture(scope="module")
-def counters_only(io_run):
+def counters_only(io_job):
     """The io job's calls as counters-only logs (no DXT)."""
-    tmp, run, truth = io_run
+    tmp, run, truth = io_job
     copy = tmp / "counters-only"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("darshan"))
     write_logs_from_truth(copy, truth, dxt=False)
@@ -128,12 +133,12 @@ SPILLED = {"burn": 3_000_000, "nap": 5_000_001}  # bytes per spill file, by key 
 
 
 @pytest.fixture(scope="module")
-def spilled_counters(io_run):
+def spilled_counters(io_job):
     """The io job's calls plus, in each worker process, Dask's spill files of a burn and a
     nap key (``<local_directory>/storage/<quoted key>#<n>``, written whole then read back)
     made while another task of the process ran, as counters-only logs: what a spill looks
     like to Darshan without DXT."""
-    tmp, run, truth = io_run
+    tmp, run, truth = io_job
     frames = load(run)
     local = dict(frames.processes.select("pid", "local_directory").drop_nulls().rows())
     ex = frames.executions.sort("local_start_ns")
@@ -333,11 +338,11 @@ def test_miniapp_spill_is_the_counters_storage_bytes_per_key(miniapp_result):
 
 
 @pytest.mark.cluster
-def test_records_with_doubtful_names_are_labelled_not_read_as_named(io_run):
+def test_records_with_doubtful_names_are_labelled_not_read_as_named(io_job):
     """The io job's calls plus what Darshan was seen to record on real runs, as genuine
     counters-only logs: a worker's proc.json named in the job's working directory (the
     collectors write it through a directory descriptor) and a relative path."""
-    tmp, run, truth = io_run
+    tmp, run, truth = io_job
     frames = load(run)
     pid = frames.processes.filter(pl.col("role") == "worker")["pid"][0]
     t = frames.executions.filter(pl.col("pid") == pid)["local_start_ns"].min() / 1e9

@@ -8,10 +8,7 @@ A real LocalCluster job under `collect`: ``block-0`` made on one worker, sent to
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -20,18 +17,12 @@ from correlate.sources.detect import load
 from correlate.timeline.lifecycles import story, with_transitions
 
 pytestmark = pytest.mark.cluster
-JOBS = Path(__file__).resolve().parents[1] / "collectors"
 
 
 @pytest.fixture(scope="module")
-def frames(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("transfer-order")
-    proc = subprocess.run([sys.executable, "-m", "collectors.launcher", "-o", str(tmp / "run"),
-                           "--darshan", "off", "--profile", "off", "--", sys.executable,
-                           "jobs.py", "cluster", str(tmp / "truth.json")],
-                          capture_output=True, text=True, timeout=300, cwd=JOBS)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return with_transitions(load(tmp / "run"))
+def frames(cluster_run):
+    """The session's run of ``jobs.py cluster`` (tests/conftest.py)."""
+    return with_transitions(load(cluster_run.run))
 
 
 def _sent(frames):

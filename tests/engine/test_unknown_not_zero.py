@@ -22,7 +22,6 @@ import polars as pl
 import pytest
 
 from correlate.reports import aggregate as agg
-from tests.conftest import fixture_path
 
 pytestmark = pytest.mark.cluster
 HERE = Path(__file__).resolve().parent
@@ -161,12 +160,10 @@ def test_sleep_is_not_compute_and_the_event_loop_is_not_a_thread(no_darshan):
 
 
 @pytest.mark.fixtures
-def test_a_source_without_cpu_shows_cpu_as_not_captured(tmp_path):
-    from correlate.cli import main
+def test_a_source_without_cpu_shows_cpu_as_not_captured(correlated_fixture):
     from correlate.reports.load import load_outputs
 
-    out = tmp_path / "out"
-    assert main([str(fixture_path("recup-miniapp-20240215")), "-o", str(out)]) == 0
+    out = correlated_fixture("recup-miniapp-20240215")
     s = json.loads((out / "summary.json").read_text())
     assert s["cpu"]["executions_with_cpu"] == 0 and s["cpu"]["task_cpu_s"] is None
     assert all(p["cpu_s"] is None for p in s["top_prefixes_by_wall"])

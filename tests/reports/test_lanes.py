@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import fixture_path
 
 from correlate.reports import aggregate as agg
 from correlate.reports.timeline import io_bars, task_bars
@@ -84,14 +83,10 @@ def test_lanes_are_numbered_per_worker_and_the_event_loop_is_its_own_line():
 
 
 @pytest.mark.fixtures
-def test_r4_report_lanes_and_budget(tmp_path):
-    from correlate.cli import main
+def test_r4_report_lanes_and_budget(correlated_fixture):
     from correlate.reports.load import load_outputs
 
-    out = tmp_path / "out"
-    assert main([str(fixture_path("xpdamoda-imageprocessing-r4")), "-o", str(out),
-                 "--no-reports"]) == 0
-    tasks = load_outputs(out)["tasks"]
+    tasks = load_outputs(correlated_fixture("xpdamoda-imageprocessing-r4"))["tasks"]
     budget = agg.worker_budget(tasks)
     assert budget.height == 4 and budget["threads_bound"].all()
     assert (budget["busy_share"] <= 1.0).all()

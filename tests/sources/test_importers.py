@@ -8,7 +8,6 @@ import textwrap
 
 import polars as pl
 import pytest
-from conftest import fixture_path
 
 from correlate.cli import main
 from correlate.engine import correlate_frames
@@ -80,16 +79,19 @@ def test_unrecognised_folder_lists_what_was_found(tmp_path, capsys):
     assert "unrecognised folder" in capsys.readouterr().err
 
 
-def correlated(name, tmp_path):
-    out = tmp_path / "out"
-    assert main([str(fixture_path(name)), "-o", str(out)]) == 0
-    return (pl.read_parquet(out / "tasks.parquet"), json.loads((out / "summary.json").read_text()),
-            out)
+@pytest.fixture
+def correlated(correlated_fixture):
+    """(tasks, summary, output folder) of ``correlate FIXTURE`` (made once per session)."""
+    def tables(name: str):
+        out = correlated_fixture(name)
+        return (pl.read_parquet(out / "tasks.parquet"),
+                json.loads((out / "summary.json").read_text()), out)
+    return tables
 
 
 @pytest.mark.fixtures
-def test_pmda_r1_matches_workers_by_thread_and_attributes_exactly(tmp_path):
-    tasks, summary, out = correlated("xpdamoda-pmda-r1", tmp_path)
+def test_pmda_r1_matches_workers_by_thread_and_attributes_exactly(correlated):
+    tasks, summary, out = correlated("xpdamoda-pmda-r1")
     assert tasks.height == 9 and summary["tasks"] == 9
     helper = tasks.filter(pl.col("key").str.starts_with("_dask_helper-9cc0ab9e")).row(
         0, named=True)
@@ -106,8 +108,8 @@ def test_pmda_r1_matches_workers_by_thread_and_attributes_exactly(tmp_path):
 
 
 @pytest.mark.fixtures
-def test_imageprocessing_r4_without_scheduler_transitions(tmp_path):
-    tasks, summary, out = correlated("xpdamoda-imageprocessing-r4", tmp_path)
+def test_imageprocessing_r4_without_scheduler_transitions(correlated):
+    tasks, summary, out = correlated("xpdamoda-imageprocessing-r4")
     deps = pl.read_parquet(out / "tasks.parquet")
     assert summary["tasks"] == tasks["key"].n_unique() > 3000
     assert any("scheduler_transition.csv missing" in w for w in summary["warnings"])
@@ -117,16 +119,16 @@ def test_imageprocessing_r4_without_scheduler_transitions(tmp_path):
 
 
 @pytest.mark.fixtures
-def test_mofkadask_oldest_schema_falls_back_to_begins_ends(tmp_path):
-    tasks, summary, _ = correlated("mofkadask-2024-04-10", tmp_path)
+def test_mofkadask_oldest_schema_falls_back_to_begins_ends(correlated):
+    tasks, summary, _ = correlated("mofkadask-2024-04-10")
     assert summary["tasks"] == 129
     assert set(tasks["window_source"]) == {"startstops"}
     assert any("no worker transitions" in w for w in summary["warnings"])
 
 
 @pytest.mark.fixtures
-def test_recup_miniapp_task_stream_and_yappi(tmp_path):
-    tasks, summary, _ = correlated("recup-miniapp-20240215", tmp_path)
+def test_recup_miniapp_task_stream_and_yappi(correlated):
+    tasks, summary, _ = correlated("recup-miniapp-20240215")
     assert tasks.height == 8913
     # Dask's key_split drops the leading underscore: `_map_read_frame` tasks, as Yappi counted
     assert tasks.filter(pl.col("prefix") == "map_read_frame").height == 453
@@ -134,8 +136,8 @@ def test_recup_miniapp_task_stream_and_yappi(tmp_path):
 
 
 @pytest.mark.fixtures
-def test_groundtruth_task_stream_folder(tmp_path):
-    tasks, summary, _ = correlated("dask-dxt-v2-groundtruth", tmp_path)
+def test_groundtruth_task_stream_folder(correlated):
+    tasks, summary, _ = correlated("dask-dxt-v2-groundtruth")
     assert tasks.height == 44 and summary["io"]["attributed"]["bytes"] >= 34_111_488
 
 
