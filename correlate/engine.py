@@ -25,6 +25,7 @@ from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
 from correlate.attribution.local_dir import barrier_owners
 from correlate.attribution.stdio import stdio_totals
+from correlate.console import Progress
 from correlate.functions import functions_by_process
 from correlate.mappers import Mapper, local_map
 from correlate.message_bounds import message_bounds
@@ -164,31 +165,40 @@ def _events_table(transitions: pl.DataFrame, worker_clocks: pl.DataFrame) -> pl.
 
 
 def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
-               group_by: tuple[str, ...] = ()) -> Correlated:
+               group_by: tuple[str, ...] = (), progress: Progress | None = None
+               ) -> Correlated:
     """The pipeline; every output table goes to ``sink`` once final (the big ones as early as
     possible, so that a sink that writes them lets them go). Returns the summary and the tables
-    it was built from."""
+    it was built from. ``progress`` is told each stage as it begins."""
+    progress = progress or Progress()
+    progress.begin("executions")
     frames = frames.conformed()
     # records of task code a task started on another thread are not executions
     own, elsewhere = task_threads.split(frames.executions)
     ex = number_executions(own)
     # events and waits first: the transitions (the largest raw table) are let go before the
     # attribution builds its tables, which reuse their pages (a lower peak RSS)
+    progress.begin("transitions")
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
     ex = endings.with_endings(ex, transitions)
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds(transitions))
+    progress.begin("events", rows=transitions.height)
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
+    progress.begin("waits")
     key_waits, arrived = _key_waits(transitions, frames, worker_clocks)
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
     assigned = key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc")
     key_waits = key_waits.drop("t_wait", "t_proc")
     released = lost.results_lost(transitions)  # keys whose result died with a worker
     del transitions
+    progress.begin("attribution")
     windows = coroutines.io_windows(ex, frames.execution_slices)
     parts = attribute_all(frames.io_segments, frames.darshan_logs, windows,
                           frames.clock_markers, frames.file_opens, worker_clocks,
-                          frames.processes, sink, mapper,
+                          frames.processes, sink,
+                          progress.mapped(mapper, "attribution partitions",
+                                          lambda r: r["segments"].height),
                           shuffle_owners=barrier_owners(ex))
     # the stdio pass needs only the windows (a coroutine's slices), not a copy of everything
     windows = windows.select("execution_id", "local_start_ns", "local_stop_ns")
@@ -199,11 +209,13 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     clocks = pl.concat([worker_clocks, darshan_clocks, by_counters]).sort(
         "host", "pid", "domain", nulls_last=True)
     ex = align.align_executions(_with_inferred_threads(ex, parts["inferred_threads"]), clocks)
+    progress.begin("task_functions")
     func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
     profiled: list[int] = []  # executions with function rows, per process
     sink.write_parts("task_functions", _counted(functions_by_process(func_stats, ex),
                                                 profiled))
     del func_stats
+    progress.begin("task_files")
     methods = ex.join(parts["methods"], on=["host", "pid"], how="inner", nulls_equal=True)
     methods = methods.select("execution_id", attribution=pl.when(
         pl.col("attribution").is_in(["exact-thread", "inferred-thread"])
@@ -220,6 +232,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     del files
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
+    progress.begin("tasks", rows=ex.height)
     tasks = _tasks_table(ex, io_totals, methods, key_waits, frames, spilled)
     # executions of workers that died: the rows they never wrote, and the results lost
     tasks = lost.with_lost(tasks, frames.startstops, frames.processes, released)
@@ -230,6 +243,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         kept["arrivals"] = _put(sink, "arrivals", arrived)
         kept["arrival_steps"] = _put(sink, "arrival_steps", arrivals.steps_table(
             arrived, frames.dependencies, kept["tasks"]))
+    progress.begin("summary")
     summary = build_summary(frames, kept, parts["segment_totals"],
                             stdio_totals(frames.io_file_counters),
                             counter_totals(untraced_counters(
@@ -242,6 +256,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     summary["profile"] = profile_coverage(frames.facts, ex.height, sum(profiled))
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
+    progress.begin("findings")
     evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
                                  segments=sink.scan("segments"))
     found = findings.analyse(kept["tasks"], task_files, frames.dependencies, assigned,
@@ -252,6 +267,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     inference = threads.counts_of(parts["inferred_threads"])
     if inference:
         summary["thread_inference"] = inference
+    progress.end()
     return Correlated(tables=kept, summary=summary)
 
 
@@ -310,15 +326,15 @@ def correlate_frames(frames: RunFrames, mapper: Mapper = local_map,
 
 
 def correlate_to(frames: RunFrames, out_dir: Path, mapper: Mapper = local_map,
-                 group_by: tuple[str, ...] = (), inputs: dict[str, Any] | None = None
-                 ) -> Correlated:
+                 group_by: tuple[str, ...] = (), inputs: dict[str, Any] | None = None,
+                 progress: Progress | None = None) -> Correlated:
     """Correlate one run into ``out_dir`` (every output table and summary.json), writing each
     table as soon as it is final so that the large ones are never all in memory at once.
     ``tables`` of the result holds only the small ones: tasks, task_files, unattributed and
     clocks. ``inputs``: the run folder it was made from (``provenance.record``), recorded as
     summary.json ``input``."""
     sink = ParquetSink(out_dir)
-    result = _correlate(frames, mapper, sink, group_by)
+    result = _correlate(frames, mapper, sink, group_by, progress)
     if inputs is not None:
         result = Correlated(result.tables, {**result.summary, "input": inputs})
     _write_summary(result.summary, out_dir)
