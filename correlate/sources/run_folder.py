@@ -650,9 +650,14 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
             if carried is not None:
                 per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
-            per_table[name].append(decoded if name not in LAZY_TABLES
-                                   else spilled(decoded) if decoded.height > SPILL_ROWS
-                                   else decoded.lazy())
+            if name in LAZY_TABLES and decoded.height > SPILL_ROWS:
+                per_table[name].append(spilled(decoded))
+                # (and not kept as read either: the tables decoded after it reuse its memory)
+                details = raw.DETAILS.get(name)
+                for n in (name, *([details[0].name] if details else ())):
+                    reader.done.pop(n, None)
+            else:
+                per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
             del decoded
     # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
