@@ -19,7 +19,17 @@ from typing import Any
 
 import polars as pl
 
-from correlate import align, arrivals, coroutines, endings, findings, lost, task_threads, waits
+from correlate import (
+    align,
+    arrivals,
+    coroutines,
+    endings,
+    findings,
+    lost,
+    outcome,
+    task_threads,
+    waits,
+)
 from correlate.attribution import doubtful, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
@@ -191,6 +201,8 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     assigned = key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc")
     key_waits = key_waits.drop("t_wait", "t_proc")
     released = lost.results_lost(transitions)  # keys whose result died with a worker
+    # (how the job ended, for the summary: taken now, not by reading them all again later)
+    seen = outcome.seen_in(transitions, frames.clock_samples)
     del transitions
     progress.begin("attribution")
     windows = coroutines.io_windows(ex, frames.execution_slices)
@@ -248,7 +260,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                             stdio_totals(frames.io_file_counters),
                             counter_totals(untraced_counters(
                                 frames.io_file_counters, frames.darshan_logs)),
-                            parts["shuffle_io"], group_by, spilled)
+                            parts["shuffle_io"], group_by, spilled, seen)
     if "arrivals" in kept:  # (absent without: today's summary exactly)
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
