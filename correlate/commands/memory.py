@@ -5,7 +5,8 @@ The need is linear in the rows a stage holds at once: a fixed part (the interpre
 the small tables) and, per row, the in-memory bytes of the run's executions, transitions,
 profile rows, and the DXT segments of the attribution partitions alive at once (two being
 computed and one waiting, ``correlate.mappers.local_map``), times ``OVERHEAD``: the copies the
-stages make of what they hold (a join, a sort, a gather). ``FIXED_BYTES`` and ``OVERHEAD`` are
+stages make of what they hold (a join, a sort, a gather); and, for a run small enough that
+``correlate RUN`` writes task_lifecycles.jsonl, what that adds per task. ``FIXED_BYTES`` and ``OVERHEAD`` are
 fitted to the peak RSS of the synthetic runs (docs/performance.md, "correlate at scale").
 With ``--cluster`` the partitions run on the cluster's workers: the segments leave this
 process's share.
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
 from correlate.errors import CorrelateError
 from correlate.sources.frames import RunFrames
 
@@ -36,6 +38,9 @@ PARTITIONS_AT_ONCE = 3
 #: fitted (see the module's docstring)
 FIXED_BYTES = 400_000_000
 OVERHEAD = 2.0
+#: what writing task_lifecycles.jsonl adds per task (``correlate RUN`` writes it up to
+#: ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
+LIFECYCLE_BYTES = 13_000
 
 UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -118,8 +123,10 @@ def need(frames: RunFrames) -> Need:
     held = (frames.executions.estimated_size() + transitions * TRANSITION_BYTES
             + profile * PROFILE_ROW_BYTES)
     partitions = in_flight * SEGMENT_BYTES
-    return Need(alone=int(FIXED_BYTES + OVERHEAD * (held + partitions)),
-                with_cluster=int(FIXED_BYTES + OVERHEAD * held),
+    lifecycles = (LIFECYCLE_BYTES * frames.executions.height
+                  if frames.executions.height <= LIFECYCLES_MAX_TASKS else 0)
+    return Need(alone=int(FIXED_BYTES + OVERHEAD * (held + partitions) + lifecycles),
+                with_cluster=int(FIXED_BYTES + OVERHEAD * held + lifecycles),
                 rows={"executions": frames.executions.height, "transitions": transitions,
                       "profile rows": profile, "DXT segments": segments})
 
@@ -137,9 +144,11 @@ def check(run: Path, needed: Need, limit: int | None, cluster: str | None) -> No
     if limit is None or mine <= limit:
         return
     rows = ", ".join(f"{n:,} {what}" for what, n in needed.rows.items())
-    how = (f"with --cluster this process still needs {_gb(needed.with_cluster)}: run it "
+    how = ("run it where more memory is free, or pass --memory-limit none to try anyway"
+           if cluster else
+           f"with --cluster this process still needs {_gb(needed.with_cluster)}: run it "
            "where more memory is free, or pass --memory-limit none to try anyway"
-           if cluster or needed.with_cluster > limit else
+           if needed.with_cluster > limit else
            f"--cluster local:2 (or a scheduler's address) needs "
            f"{_gb(needed.with_cluster)} here, the rest on the cluster's workers")
     raise MemoryLimitError(run, f"needs about {_gb(mine)} of memory ({rows}), more than the "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from correlate.cli import main
@@ -70,3 +71,20 @@ def test_a_size_that_is_not_one_is_one_clear_line(run: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(run), "--no-reports", "--memory-limit", "lots"]) == 1
     assert "--memory-limit lots: not a size" in capsys.readouterr().err
+
+
+def test_large_lazy_tables_spilled_to_a_file_give_the_same_outputs(
+        run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A format-3 run's transitions and profile rows above ``SPILL_ROWS`` are read from a file
+    of their own once decoded, not held in memory: the outputs are the same row for row."""
+    from correlate.sources import run_folder
+    from testing.same_outputs import differences
+
+    kept, spilled = tmp_path / "kept", tmp_path / "spilled"
+    assert main([str(run), "-o", str(kept), "--no-reports", "--memory-limit", "none"]) == 0
+    monkeypatch.setattr(run_folder, "SPILL_ROWS", 100)
+    transitions = detect.load(run, lazy=True).transitions
+    assert isinstance(transitions, pl.LazyFrame)
+    assert "correlate-spill-" in transitions.explain()  # read from the spilled file
+    assert main([str(run), "-o", str(spilled), "--no-reports", "--memory-limit", "none"]) == 0
+    assert differences(kept, spilled) == []
