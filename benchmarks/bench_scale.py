@@ -27,7 +27,10 @@ In one run, on synthetic but schema-exact run folders (``testing.synthetic``, ge
    SKIPPED when darshan-dxt-parser is not on PATH), and where the command's time goes.
 
     python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] [--repeat 3]
-                                     [--workers 8 --threads 4] [--keep DIR]
+                                     [--workers 8 --threads 4] [--keep DIR] [--stages]
+
+``--stages``: only the largest size, once, with each stage's wall and CPU time and peak RSS
+(``correlate.console.STAGE_LOG``): where the memory and time go.
 """
 
 from __future__ import annotations
@@ -53,9 +56,6 @@ REPO = Path(__file__).resolve().parents[1]
 #: not through the correlate CLI that sets them)
 AS_FROM_A_SHELL = {**os.environ, allocator.VARIABLE: allocator.settings()}
 
-TABLES = ("tasks", "task_files", "task_functions", "unattributed", "clocks", "segments", "events")
-
-
 #: memory touched before each timed process (more than any of them holds)
 FAULT_IN_BYTES = 6 << 30
 
@@ -76,7 +76,8 @@ def correlate_cli(run: Path, out: Path, *extra: str, reports: bool = False
     and, with --cluster, its workers), memory faulted in first."""
     fault_in()
     cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "correlate.cli", "run", str(run),
-           "-o", str(out), *([] if reports else ["--no-reports"]), *extra]
+           "-o", str(out), *([] if reports else ["--no-reports"]), "--memory-limit", "none",
+           *extra]
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=AS_FROM_A_SHELL)
     dt = time.perf_counter() - t
@@ -214,9 +215,26 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
     return time.perf_counter() - t, out
 
 
-def same_outputs(a: Path, b: Path) -> bool:
-    return all(pl.read_parquet(a / f"{t}.parquet").equals(pl.read_parquet(b / f"{t}.parquet"))
-               for t in TABLES)
+def stages(run: Path, out: Path) -> list[dict]:
+    """Each stage of ``correlate RUN --no-reports`` (``correlate.console.STAGE_LOG``): wall and
+    CPU seconds, and the process's peak RSS during it. A run of its own: the log resets the
+    process's peak at each stage, so ``/usr/bin/time`` would see only the last stage's."""
+    from correlate.console import STAGE_LOG
+
+    fault_in()
+    with tempfile.TemporaryDirectory(prefix="bench-stages-") as tmp:
+        log = Path(tmp) / "stages.jsonl"
+        subprocess.run([sys.executable, "-m", "correlate.cli", "run", str(run), "-o", str(out),
+                        "--no-reports", "--memory-limit", "none"], check=True,
+                       capture_output=True, env={**AS_FROM_A_SHELL, STAGE_LOG: str(log)})
+        return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def print_stages(rows: list[dict]) -> None:
+    print(f"\n{'stage':<26}{'wall s':>8}{'CPU s':>8}{'peak RSS MB':>13}{'RSS after MB':>14}")
+    for r in rows:
+        print(f"{r['stage']:<26}{r['wall_s']:>8.2f}{r['cpu_s']:>8.2f}{r['peak_rss_mb']:>13,.0f}"
+              f"{r['rss_after_mb']:>14,.0f}")
 
 
 def main() -> None:
@@ -231,6 +249,8 @@ def main() -> None:
                     help="keep the generated runs here (and reuse runs already there)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of the largest size, each followed by its I/O floor")
+    ap.add_argument("--stages", action="store_true",
+                    help="only the largest size's stages (time and peak RSS of each), then stop")
     ap.add_argument("--floor-of", type=Path, nargs=2, metavar=("RUN", "OUTPUTS"),
                     help=argparse.SUPPRESS)  # io_floor_in_process: print io_floor as JSON
     args = ap.parse_args()
@@ -240,9 +260,18 @@ def main() -> None:
         return
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
     sys.path.insert(0, str(REPO))  # testing/ (support code, not installed)
+    from testing.same_outputs import differences
     from testing.synthetic import without_thread_ids, write_run
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    if args.stages:
+        n = args.sizes[-1]
+        if not (root / f"run-{n}" / "manifest.json").exists():
+            write_run(root / f"run-{n}", workers=args.workers, threads=args.threads,
+                      executions=n, segments=10 * n)
+        print(f"correlate {n:,} executions + {10 * n:,} segments, stage by stage:")
+        print_stages(stages(root / f"run-{n}", root / f"out-{n}-stages"))
+        return
     rows = []
     for n in args.sizes:
         run = root / f"run-{n}"
@@ -327,7 +356,7 @@ def main() -> None:
     print(f"--cluster local:2 on {size:,} executions: {dt_c:.1f} s vs single-process "
           f"{single:.1f} s: speed-up ×{single / dt_c:.2f} (includes starting the cluster); "
           f"outputs identical row for row: "
-          f"{same_outputs(root / f'out-{size}', root / 'out-cluster')}")
+          f"{not differences(root / f'out-{size}', root / 'out-cluster')}")
     sys.path.insert(0, str(REPO / "benchmarks"))
     from bench_darshan import make_segments, whole_command
 

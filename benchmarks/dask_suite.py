@@ -1,12 +1,13 @@
 """Distributed's own tests with the collectors preloaded, against the same tests without them.
 
-    python benchmarks/dask_suite.py [--select FILE_OR_NODE ...] [-k EXPR] [--confirm N]
+    python benchmarks/dask_suite.py [--mirror GIT_DIR] [--select FILE_OR_NODE ...] [-k EXPR]
+                                    [--confirm N]
 
 The installed ``distributed`` wheel ships no tests (nor does its sdist, from 2026.8 on), so the
 tests of the installed version are taken from, in this order: the sdist of the exact installed
-version (``pip download distributed==V --no-binary :all:``, if it has them), else the git mirror
-(``MIRROR``, a git directory without work tree): the tag ``V`` if it exists, else the commit of
-the mirror whose non-test sources differ from the installed package in the fewest files (the
+version (``pip download distributed==V --no-binary :all:``, if it has them), else a git mirror
+of distributed, ``--mirror GIT_DIR`` (a bare repository or a checkout's ``.git``): the tag ``V``
+if it exists, else the commit of the mirror whose non-test sources differ from the installed package in the fewest files (the
 files that differ are printed). The tests run against a copy of the installed package in a temp
 dir, the selected tests' folders put into it (utils_test finds its certificates beside itself),
 under a pytest configuration taken from that version's ``pyproject.toml`` (its warning filters
@@ -38,7 +39,6 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-MIRROR = Path("/work/.mirror/dask+distributed/repo")
 #: plugins, preload, nanny, and the parts of test_worker/test_scheduler about a server's life
 DEFAULT_SELECT = (
     "distributed/diagnostics/tests/test_worker_plugin.py",
@@ -86,12 +86,12 @@ def from_sdist(version: str, dest: Path) -> Path | None:
     return root
 
 
-def git(*args: str) -> str:
-    return subprocess.run(["git", f"--git-dir={MIRROR}", *args], check=True,
+def git(mirror: Path, *args: str) -> str:
+    return subprocess.run(["git", f"--git-dir={mirror}", *args], check=True,
                           capture_output=True, text=True).stdout
 
 
-def closest_commit(version: str, package: Path) -> tuple[str, list[str]]:
+def closest_commit(mirror: Path, version: str, package: Path) -> tuple[str, list[str]]:
     """The mirror's tag ``version``, else the commit whose distributed/*.py (tests aside)
     differ least from the installed package; with the files that differ."""
     paths = sorted(p for p in package.rglob("*.py")
@@ -102,24 +102,24 @@ def closest_commit(version: str, package: Path) -> tuple[str, list[str]]:
 
     def differing(ref: str) -> list[str]:
         theirs = {}
-        for line in git("ls-tree", "-r", ref, "distributed").splitlines():
+        for line in git(mirror, "ls-tree", "-r", ref, "distributed").splitlines():
             meta, path = line.split("\t", 1)
             if path.endswith(".py") and "/tests/" not in path and not path.endswith("_version.py"):
                 theirs[path] = meta.split()[2]
         return sorted(p for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p))
 
-    if version in git("tag", "--list", version).split():
+    if version in git(mirror, "tag", "--list", version).split():
         return version, differing(version)
     head = next(r for r in ("main", "HEAD") if subprocess.run(
-        ["git", f"--git-dir={MIRROR}", "rev-parse", "-q", "--verify", r],
+        ["git", f"--git-dir={mirror}", "rev-parse", "-q", "--verify", r],
         capture_output=True).returncode == 0)
-    candidates = git("rev-list", "--first-parent", "--max-count=150", head).split()
+    candidates = git(mirror, "rev-list", "--first-parent", "--max-count=150", head).split()
     best = min(candidates, key=lambda c: (len(differing(c)), candidates.index(c)))
     return best, differing(best)
 
 
 def fetch_tests(version: str, package: Path, dest: Path, select: list[str],
-                mirror_ok: bool) -> tuple[str, Path]:
+                mirror: Path | None) -> tuple[str, Path]:
     """Put the selected test files, distributed's root conftest.py and its pytest
     configuration under dest; return where they came from and the pyproject used."""
     shutil.copytree(package, dest / "distributed", dirs_exist_ok=True,
@@ -131,18 +131,19 @@ def fetch_tests(version: str, package: Path, dest: Path, select: list[str],
             shutil.copytree(sdist / f, dest / f, dirs_exist_ok=True)
         shutil.copy2(sdist / "conftest.py", dest / "conftest.py")
         return f"sdist distributed-{version}", sdist / "pyproject.toml"
-    if not mirror_ok or not MIRROR.is_dir():
+    if mirror is None or not mirror.is_dir():
         raise SystemExit(f"dask_suite: no tests for distributed {version}: the sdist has none "
-                         f"and no mirror at {MIRROR}")
-    ref, diff = closest_commit(version, package)
-    archive = subprocess.run(["git", f"--git-dir={MIRROR}", "archive", ref, *folders,
+                         + ("and no --mirror given" if mirror is None
+                            else f"and no git directory at {mirror}"))
+    ref, diff = closest_commit(mirror, version, package)
+    archive = subprocess.run(["git", f"--git-dir={mirror}", "archive", ref, *folders,
                               "conftest.py", "pyproject.toml"], check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "x", "-C", str(dest)], input=archive, check=True)
     exact = "exact tag" if ref == version else f"{len(diff)} non-test file(s) differ: " + \
         ", ".join(diff)
     pyproject = (dest / "sdist" / f"distributed-{version}" / "pyproject.toml")
-    return (f"mirror {MIRROR} at {ref[:12]} ({exact})",
+    return (f"mirror {mirror} at {ref[:12]} ({exact})",
             pyproject if pyproject.exists() else dest / "pyproject.toml")
 
 
@@ -220,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--confirm", type=int, default=2,
                    help="reruns of each test that passed plainly and failed with the collectors")
     p.add_argument("--darshan", default="off", help="`collect env --darshan` (default off)")
-    p.add_argument("--no-mirror", action="store_true", help="only the sdist's tests")
+    p.add_argument("--mirror", type=Path, default=None, metavar="GIT_DIR",
+                   help="a git mirror of distributed (bare, or a checkout's .git) to take the "
+                        "tests from when the sdist has none (default: the sdist's tests only)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds per pytest run")
     p.add_argument("--keep", type=Path, help="work in this folder and keep it")
     args = p.parse_args(argv)
@@ -229,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     dest = args.keep or Path(tempfile.mkdtemp(prefix="dask-suite-"))
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        source, pyproject = fetch_tests(version, package, dest, args.select, not args.no_mirror)
+        source, pyproject = fetch_tests(version, package, dest, args.select, args.mirror)
         write_ini(pyproject, dest)
         # compiled once here, so that the first run does not pay for it
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(dest / "distributed")],

@@ -4,7 +4,11 @@ pytest, ruff and darshan-parser do."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -79,3 +83,117 @@ def name_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequenc
     for r in cells:
         t.add_row(Text(shorten(r[0], room, keep_tail=keep_tail)), *[Text(v) for v in r[1:]])
     return t
+
+
+#: environment variable naming a file that each stage of a long command appends one JSON line
+#: to (its wall and CPU seconds and the process's peak RSS during it): how the memory and time
+#: of the stages are measured (benchmarks/bench_scale.py --stages)
+STAGE_LOG = "CORRELATE_STAGE_LOG"
+
+
+def _vm_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+class Progress:
+    """The stages of a long command, shown as a progress bar on a terminal (stage, partitions
+    done/total, rows/s) and, when ``STAGE_LOG`` names a file, logged there with their time and
+    peak RSS. Neither (``Progress()``) costs nothing: what a command not on a terminal uses."""
+
+    def __init__(self, bar: Any = None, log: str | None = None) -> None:
+        self._bar, self._log = bar, log
+        self._open = ExitStack()
+
+    def begin(self, name: str, rows: int | None = None) -> None:
+        """End the stage begun last (if any) and begin ``name``: stages of a straight
+        sequence of steps without an indented block each."""
+        self.end()
+        self._open.enter_context(self.stage(name, rows=rows))
+
+    def end(self) -> None:
+        self._open.close()
+
+    @contextmanager
+    def stage(self, name: str, total: int | None = None, rows: int | None = None, *,
+              logged: bool = True) -> Iterator[Callable[[int], None]]:
+        """A stage of ``total`` steps (None: one) over ``rows`` input rows (for rows/s when
+        it has no steps); yields ``advance(rows)``: one step done, over that many rows.
+        ``logged=False``: a stage inside another, shown but not logged (its peak is the
+        outer one's)."""
+        task = None if self._bar is None else self._bar.add_task(
+            name, total=total or 1, rows=0, rate="")
+        logged = logged and bool(self._log)
+        if logged:
+            _reset_peak_rss()
+        t, cpu = time.perf_counter(), time.process_time()
+        done_rows = 0
+
+        def advance(step_rows: int = 0) -> None:
+            nonlocal done_rows
+            done_rows += step_rows
+            if task is not None:
+                dt = time.perf_counter() - t
+                self._bar.update(task, advance=1, rate=f"{done_rows / dt:,.0f} rows/s"
+                                 if done_rows and dt > 0 else "")
+
+        yield advance
+        if task is not None:
+            dt = time.perf_counter() - t
+            all_rows = rows or done_rows
+            self._bar.update(task, completed=total or 1, rate=f"{all_rows / dt:,.0f} rows/s"
+                             if all_rows and dt > 0 else "")
+        if logged and self._log:
+            with open(self._log, "a") as f:
+                f.write(json.dumps({
+                    "stage": name, "wall_s": round(time.perf_counter() - t, 3),
+                    "cpu_s": round(time.process_time() - cpu, 3),
+                    "peak_rss_mb": _mb(_vm_kib("VmHWM")), "rss_after_mb": _mb(_vm_kib("VmRSS")),
+                    "rows": rows or done_rows or None}) + "\n")
+
+    def mapped(self, mapper: Any, name: str, rows: Callable[[Any], int] | None = None) -> Any:
+        """``mapper`` whose every result counts as a step of stage ``name`` (``rows(result)``
+        its rows)."""
+        def counted(fn: Callable[[Any], Any], items: Sequence[Any], at_once: int = 2
+                    ) -> Iterator[Any]:
+            with self.stage(name, total=len(items), logged=False) as advance:
+                for result in mapper(fn, items, at_once):
+                    advance(rows(result) if rows else 0)
+                    yield result
+        return counted
+
+
+def _mb(kib: int | None) -> float | None:
+    return None if kib is None else round(kib * 1024 / 1e6, 1)
+
+
+def _reset_peak_rss() -> None:
+    """Start the process's VmHWM again from its current RSS (Linux ``clear_refs``)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+@contextmanager
+def progress() -> Iterator[Progress]:
+    """A ``Progress`` for a command: a bar on stderr when it is a terminal, nothing otherwise
+    (a log, a pipe, CI)."""
+    log = os.environ.get(STAGE_LOG) or None
+    if not console().is_terminal:
+        yield Progress(None, log)
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
+    with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+             TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console(),
+             transient=True) as bar:
+        yield Progress(bar, log)

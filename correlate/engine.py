@@ -19,8 +19,9 @@ from typing import Any
 
 import polars as pl
 
-from correlate import attribution, findings
+from correlate import attribution, findings, outcome
 from correlate.attribution import spill
+from correlate.console import Progress
 from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.prefixes import key_split_groups, key_splits
 from correlate.frames.sorting import output_order, sorted_for_output
@@ -148,35 +149,49 @@ def _events_table(transitions: pl.DataFrame, worker_clocks: pl.DataFrame) -> pl.
 
 
 def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
-               group_by: tuple[str, ...] = ()) -> Correlated:
+               group_by: tuple[str, ...] = (), progress: Progress | None = None
+               ) -> Correlated:
     """The pipeline; every output table goes to ``sink`` once final (the big ones as early as
     possible, so that a sink that writes them lets them go). Returns the summary and the tables
-    it was built from."""
+    it was built from. ``progress`` is told each stage as it begins."""
+    progress = progress or Progress()
+    progress.begin("executions")
     frames = frames.conformed()
     # records of task code a task started on another thread are not executions
     own, elsewhere = task_threads.split(frames.executions)
     ex = number_executions(own)
     # events and waits first: the transitions (the largest raw table) are let go before the
     # attribution builds its tables, which reuse their pages (a lower peak RSS)
+    progress.begin("transitions")
     transitions = frames.table("transitions", TRANSITION_COLUMNS)
     ex = endings.with_endings(ex, transitions)
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds(transitions))
+    progress.begin("events", rows=transitions.height)
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
+    progress.begin("waits")
     key_waits, arrived = _key_waits(transitions, frames, worker_clocks, ex)
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
     assigned = key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc")
     key_waits = key_waits.drop("t_wait", "t_proc")
     released = lost.results_lost(transitions)  # keys whose result died with a worker
+    # (how the job ended, for the summary: taken now, not by reading them all again later)
+    seen = outcome.seen_in(transitions, frames.clock_samples)
     del transitions
+    progress.begin("attribution")
     att = attribution.attribute(frames, ex, coroutines.io_windows(ex, frames.execution_slices),
-                                worker_clocks, sink, mapper)
+                                worker_clocks, sink,
+                                progress.mapped(mapper, "attribution partitions",
+                                                lambda r: r["segments"].height))
     ex = att.executions
+    progress.begin("task_functions")
     profiled = _functions(frames, ex, sink)
+    progress.begin("task_files")
     task_files = _put(sink, "task_files", att.task_files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
+    progress.begin("tasks", rows=ex.height)
     tasks = _tasks_table(att, key_waits, frames)
     # executions of workers that died: the rows they never wrote, and the results lost
     tasks = lost.with_lost(tasks, frames.startstops, frames.processes, released)
@@ -187,8 +202,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         kept["arrivals"] = _put(sink, "arrivals", arrived)
         kept["arrival_steps"] = _put(sink, "arrival_steps", arrivals.steps_table(
             arrived, frames.dependencies, kept["tasks"]))
+    progress.begin("summary")
     summary = build_summary(frames, kept, att.segment_totals, att.stdio_totals,
-                            att.counter_totals, att.shuffle_io, group_by, att.spilled)
+                            att.counter_totals, att.shuffle_io, group_by, att.spilled, seen)
     if "arrivals" in kept:  # (absent without: today's summary exactly)
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
@@ -199,12 +215,14 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     summary["profile"] = profile_coverage(frames.facts, ex.height, profiled)
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
+    progress.begin("findings")
     found = _findings(frames, kept, assigned, sink)
     summary.update(found.summary)
     if summary["lost"]["executions"]:  # what recomputing the lost results cost the span
         summary["lost"]["span_s"] = lost.span_lost(kept["tasks"], found.critical_path)
     if att.thread_inference:
         summary["thread_inference"] = att.thread_inference
+    progress.end()
     return Correlated(tables=kept, summary=summary)
 
 
@@ -278,15 +296,15 @@ def correlate_frames(frames: RunFrames, mapper: Mapper = local_map,
 
 
 def correlate_to(frames: RunFrames, out_dir: Path, mapper: Mapper = local_map,
-                 group_by: tuple[str, ...] = (), inputs: dict[str, Any] | None = None
-                 ) -> Correlated:
+                 group_by: tuple[str, ...] = (), inputs: dict[str, Any] | None = None,
+                 progress: Progress | None = None) -> Correlated:
     """Correlate one run into ``out_dir`` (every output table and summary.json), writing each
     table as soon as it is final so that the large ones are never all in memory at once.
     ``tables`` of the result holds only the small ones: tasks, task_files, unattributed and
     clocks. ``inputs``: the run folder it was made from (``provenance.record``), recorded as
     summary.json ``input``."""
     sink = ParquetSink(out_dir)
-    result = _correlate(frames, mapper, sink, group_by)
+    result = _correlate(frames, mapper, sink, group_by, progress)
     if inputs is not None:
         result = Correlated(result.tables, {**result.summary, "input": inputs})
     _write_summary(result.summary, out_dir)

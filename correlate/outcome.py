@@ -12,6 +12,7 @@ raised: ``source`` says which evidence the counts come from.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -30,7 +31,7 @@ def erred_tasks(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
                  memory=pl.col("local_time_ns").filter(pl.col("finish") == "memory").max())
             .filter(pl.col("erred").is_not_null()
                     & (pl.col("memory").is_null() | (pl.col("memory") < pl.col("erred"))))
-            .select("key").collect())
+            .select(pl.col("key").cast(pl.String)).collect())
     return last
 
 
@@ -38,18 +39,37 @@ def _has_scheduler_transitions(transitions: pl.DataFrame | pl.LazyFrame) -> bool
     return transitions.lazy().filter(pl.col("side") == "scheduler").head(1).collect().height > 0
 
 
-def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame,
+@dataclass(frozen=True)
+class Seen:
+    """What the transitions say of how the job ended (``seen_in``)."""
+
+    in_flight: pl.DataFrame | None  # None: no worker-side transitions
+    erred: pl.DataFrame | None  # None: no scheduler transitions
+
+
+def seen_in(transitions: pl.DataFrame | pl.LazyFrame, samples: pl.DataFrame | None = None
+            ) -> Seen:
+    """The executions in flight and the erred tasks of ``transitions`` (key, worker, host
+    and finish as strings or Categorical): taken while a caller holds them, the whole
+    transitions are not read again."""
+    return Seen(in_flight(transitions, samples),
+                erred_tasks(transitions) if _has_scheduler_transitions(transitions) else None)
+
+
+def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame | Seen,
                 tasks: pl.DataFrame, samples: pl.DataFrame | None = None) -> dict[str, Any]:
-    """Exit code (None: not recorded) and erred tasks, per prefix and key."""
+    """Exit code (None: not recorded) and erred tasks, per prefix and key, from the
+    transitions or what ``seen_in`` took of them."""
     from correlate.frames.prefixes import key_splits
 
     raised = (tasks.filter(pl.col("status") == "error").select("key").unique()
               if "status" in tasks.columns else pl.DataFrame({"key": []}, schema={"key": pl.String}))
     code = facts.get("exit_code")
     code = code if isinstance(code, int) and not isinstance(code, bool) else None
-    flight = _in_flight_summary(in_flight(transitions, samples))
-    if _has_scheduler_transitions(transitions):
-        erred, source = erred_tasks(transitions), "scheduler transitions"
+    seen = transitions if isinstance(transitions, Seen) else seen_in(transitions, samples)
+    flight = _in_flight_summary(seen.in_flight)
+    if seen.erred is not None:
+        erred, source = seen.erred, "scheduler transitions"
         # an execution that raised and was then retried to success is not an erred task
         raised = raised.join(erred, on="key")
     elif "status" in tasks.columns and tasks["status"].null_count() < tasks.height:
@@ -98,14 +118,16 @@ def in_flight(transitions: pl.DataFrame | pl.LazyFrame,
                  started=pl.col("local_time_ns").filter(pl.col("finish") == "executing").max()))
     records = w.select("host", "pid", "local_time_ns")
     if samples is not None and not samples.is_empty():
+        host = records.collect_schema()["host"]  # (Categorical where the caller holds it so)
         records = pl.concat([records, samples.lazy().select(
-            "host", "pid", pl.col("local_time_ns").cast(pl.Int64))])
+            pl.col("host").cast(host), "pid", pl.col("local_time_ns").cast(pl.Int64))])
     end = records.group_by("host", "pid").agg(end=pl.col("local_time_ns").max())
     out = (last.filter(pl.col("finish").is_in(RUNNING))
            .join(end, on=["host", "pid"], how="left", nulls_equal=True)
            .select("worker", "key", running_s=(pl.col("end") - pl.col("started")) / 1e9)
            .sort("running_s", "worker", "key", descending=[True, False, False],
                  nulls_last=True).collect())
+    out = out.with_columns(pl.col("worker", "key").cast(pl.String))
     return out.with_columns(prefix=key_splits(out["key"])).select(
         "worker", "key", "prefix", "running_s")
 

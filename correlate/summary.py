@@ -16,7 +16,7 @@ from correlate.frames.grouping import group_agg, measured_sum, request_means, re
 from correlate.frames.scalars import count as _count
 from correlate.frames.scalars import rounded as _round
 from correlate.frames.scalars import total as total_of
-from correlate.outcome import job_outcome
+from correlate.outcome import Seen, job_outcome
 from correlate.schema.methods import AGAINST_RECORD
 from correlate.sources.darshan_logs import incomplete_logs
 from correlate.sources.frames import RunFrames
@@ -418,11 +418,13 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
                   counters: dict[str, float] | None = None,
                   shuffle_io: pl.DataFrame | None = None,
                   group_by: tuple[str, ...] = (),
-                  spilled: pl.DataFrame | None = None) -> dict[str, Any]:
+                  spilled: pl.DataFrame | None = None,
+                  seen: Seen | None = None) -> dict[str, Any]:
     """From the small output tables (tasks, task_files, unattributed, clocks), the totals
     of the ``segments`` table per (host, pid, attribution), those of the C stdio I/O
     (``stdio_io.stdio_totals``) and those of the POSIX counters of logs without DXT
-    (``counters_io.counter_totals``); ``group_by``: annotation keys to group the tasks by."""
+    (``counters_io.counter_totals``); ``group_by``: annotation keys to group the tasks by;
+    ``seen``: what the transitions say of the job's end, if taken already."""
     counters = counters or {"bytes": 0.0, "ops": 0.0, "io_time_s": 0.0}
     tasks = tables["tasks"]
     headline = headline_problems(frames)
@@ -434,7 +436,8 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
     return {
         "source_format": frames.source_format,
         "facts": frames.facts,
-        "job": job_outcome(frames.facts, frames.transitions, tasks, frames.clock_samples),
+        "job": job_outcome(frames.facts, seen or frames.transitions, tasks,
+                           frames.clock_samples),
         "executions": tasks.height,
         # executions that ran to an end; the others were handed back (rescheduled,
         # cancelled) and are in ``handed_back``, not runs of their task

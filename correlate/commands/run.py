@@ -23,6 +23,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="read the Darshan logs and attribute each process's I/O as tasks on this "
                         "Dask scheduler (tcp://host:8786), or on a LocalCluster started for the "
                         "run: `local` (2 worker processes) or `local:N`; same output as without")
+    p.add_argument("--memory-limit", metavar="SIZE", default=None,
+                   help="memory this process may use, e.g. 4GB (default: its cgroup's limit or "
+                        "the memory available, the smaller; `none`: no check): a run that needs "
+                        "more, told from its row counts before the heavy stages, is refused "
+                        "at once with the figure it needs")
     p.add_argument("--group-by", metavar="KEY", action="append", default=[],
                    help="also group the tasks by this key of their Dask annotations "
                         "(dask.annotate(KEY=...)); repeatable")
@@ -66,8 +71,9 @@ def refuse_other_files(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from correlate.commands import memory
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
-    from correlate.console import console, results
+    from correlate.console import console, progress, results
     from correlate.engine import correlate_to
     from correlate.frames.cluster import mapper_for
     from correlate.provenance import record
@@ -84,25 +90,31 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or (run_dir / "correlated")
     if not args.force:
         refuse_other_files(out)
-    with console().status(f"reading {run_dir}") as status, mapper_for(args.cluster) as mapper:
+    limit = (memory.available() if args.memory_limit is None
+             else memory.parse_size(args.memory_limit))
+    with progress() as stages, mapper_for(args.cluster) as mapper:
+        stages.begin("load run folder")
         frames = load(run_dir, None if args.format == "auto" else args.format, mapper,
                       lazy=True)
+        stages.end()
+        memory.check(run_dir, memory.need(frames), limit, args.cluster)
         if args.group_by:  # before the work: a typo would group every task as not annotated
             unknown = unknown_group_keys(frames.task_labels.get_column("annotations"),
                                          tuple(args.group_by))
             if unknown:
                 raise InputError(run_dir, unknown)
-        status.update(f"correlating {frames.executions.height:,} executions, "
-                      f"{frames.darshan_logs['segment_count'].sum():,} I/O segments")
         result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
-                              inputs=record(run_dir, out, frames.facts.get("run_id")))
+                              inputs=record(run_dir, out, frames.facts.get("run_id")),
+                              progress=stages)
         tasks = result.summary["tasks"]
         lifecycles = out / NAME
         if tasks <= LIFECYCLES_MAX_TASKS:
+            stages.begin("task_lifecycles.jsonl")
             # on the run timeline of the tables just written (their clock offsets)
             write_task_lifecycles(frames, out, ReportOptions())
         else:
             lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
+        stages.end()
     # the summary first: the run's frames and tables are let go before the reports read theirs
     print_run(result, out, ReportOptions(top=args.top))
     del frames, result

@@ -17,8 +17,11 @@ of their parts: the engine reads them when it needs them and lets them go after.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any, TypeVar
@@ -58,6 +61,10 @@ SEQ_COLUMNS = ("execution_seq", "transfer_seq")
 
 #: raw tables read lazily (the largest: transitions and profile rows)
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
+#: run format 3: a lazy table of more rows than this is written to a file of its own once
+#: decoded and scanned from there (as formats 1 and 2's parts are), not held decoded in memory
+#: for the whole correlation (every stage after the first that reads it would carry it)
+SPILL_ROWS = 1_000_000
 #: DXT segments of a run's Darshan logs decoded with the logs' other records, and held until
 #: attributed, when there are at most this many (about 100 B each): a bigger run's are read
 #: from the logs by each attribution partition, so that they are never all in memory at once
@@ -704,7 +711,15 @@ def _read_streams(run_dir: Path, reader: _Reader,
             if carried is not None:
                 per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
-            per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
+            if name in LAZY_TABLES and decoded.height > SPILL_ROWS:
+                per_table[name].append(spilled(decoded))
+                # (and not kept as read either: the tables decoded after it reuse its memory)
+                details = raw.DETAILS.get(name)
+                for n in (name, *([details[0].name] if details else ())):
+                    reader.done.pop(n, None)
+            else:
+                per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
+            del decoded
 
 
 def _run_facts(manifest: dict[str, Any] | None, processes: list[dict[str, Any]],
@@ -721,6 +736,23 @@ def _run_facts(manifest: dict[str, Any] | None, processes: list[dict[str, Any]],
     facts["stalls"] = reader.stalls
     facts["executions_lost_with_worker"] = reader.lost_with_worker
     return facts
+
+
+def spilled(frame: pl.DataFrame) -> pl.LazyFrame:
+    """``frame`` written to an Arrow file in this process's spill folder (removed when the
+    process ends) and scanned from there; LZ4-compressed, so that it is read into memory
+    rather than memory-mapped (a mapped file's pages count in the process's memory as they
+    are read, and stay while the scan is used)."""
+    path = _spill_folder() / f"{len(os.listdir(_spill_folder()))}.arrow"
+    frame.write_ipc(path, compression="lz4")
+    return pl.scan_ipc(path)
+
+
+@functools.cache
+def _spill_folder() -> Path:
+    folder = tempfile.TemporaryDirectory(prefix="correlate-spill-")
+    atexit.register(folder.cleanup)
+    return Path(folder.name)
 
 
 def _darshan_gaps(run_dir: Path, procs: list[tuple[Path, dict[str, Any], Any]],
