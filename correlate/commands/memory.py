@@ -4,7 +4,7 @@ from its row counts before the heavy stages, against how much this process may u
 The need is linear in the rows a stage holds at once: a fixed part (the interpreter, polars,
 the small tables) and, per row, the in-memory bytes of the run's executions, transitions,
 profile rows, and the DXT segments of the attribution partitions alive at once (two being
-computed and one waiting, ``correlate.mappers.local_map``), times ``OVERHEAD``: the copies the
+computed and one waiting, ``correlate.frames.mappers.local_map``), times ``OVERHEAD``: the copies the
 stages make of what they hold (a join, a sort, a gather); and, for a run small enough that
 ``correlate RUN`` writes task_lifecycles.jsonl, what that adds per task. ``FIXED_BYTES`` and ``OVERHEAD`` are
 fitted to the peak RSS of the synthetic runs (docs/performance.md, "correlate at scale").

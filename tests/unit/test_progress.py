@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from correlate.mappers import local_map
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 from rich.progress import Progress as Bar
 
 from correlate.console import Progress
+from correlate.frames.mappers import local_map
 
 
 def test_a_terminal_shows_each_stage_its_partitions_and_rows_per_second() -> None:
