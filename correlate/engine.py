@@ -148,6 +148,44 @@ def _events_table(transitions: pl.DataFrame, worker_clocks: pl.DataFrame) -> pl.
         .otherwise(pl.col("local_time_ns") + shift))
 
 
+@dataclass(frozen=True)
+class _Timeline:
+    """What the transitions say, taken before they are let go: the executions with their
+    endings, the workers' clocks, each key's waits and the scheduler's times (the critical
+    path's gates), the data that arrived from outside Dask, the keys whose result died with
+    a worker and how the job ended."""
+
+    executions: pl.DataFrame
+    worker_clocks: pl.DataFrame
+    key_waits: pl.DataFrame
+    arrived: pl.DataFrame
+    assigned: pl.DataFrame
+    released: Any
+    seen: Any
+
+
+def _timeline(frames: RunFrames, ex: pl.DataFrame, sink: TableSink,
+              progress: Progress) -> _Timeline:
+    """Events and waits first: the transitions (the largest raw table) are let go before the
+    attribution builds its tables, which reuse their pages (a lower peak RSS)."""
+    progress.begin("transitions")
+    transitions = frames.table("transitions", TRANSITION_COLUMNS)
+    ex = endings.with_endings(ex, transitions)
+    worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
+                                         message_bounds(transitions))
+    progress.begin("events", rows=transitions.height)
+    _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
+    progress.begin("waits")
+    key_waits, arrived = _key_waits(transitions, frames, worker_clocks, ex)
+    # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
+    return _Timeline(
+        ex, worker_clocks, key_waits.drop("t_wait", "t_proc"), arrived,
+        key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc"),
+        lost.results_lost(transitions),  # keys whose result died with a worker
+        # (how the job ended, for the summary: taken now, not by reading them all again)
+        outcome.seen_in(transitions, frames.clock_samples))
+
+
 def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                group_by: tuple[str, ...] = (), progress: Progress | None = None
                ) -> Correlated:
@@ -159,28 +197,11 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     frames = frames.conformed()
     # records of task code a task started on another thread are not executions
     own, elsewhere = task_threads.split(frames.executions)
-    ex = number_executions(own)
-    # events and waits first: the transitions (the largest raw table) are let go before the
-    # attribution builds its tables, which reuse their pages (a lower peak RSS)
-    progress.begin("transitions")
-    transitions = frames.table("transitions", TRANSITION_COLUMNS)
-    ex = endings.with_endings(ex, transitions)
-    worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
-                                         message_bounds(transitions))
-    progress.begin("events", rows=transitions.height)
-    _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
-    progress.begin("waits")
-    key_waits, arrived = _key_waits(transitions, frames, worker_clocks, ex)
-    # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
-    assigned = key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc")
-    key_waits = key_waits.drop("t_wait", "t_proc")
-    released = lost.results_lost(transitions)  # keys whose result died with a worker
-    # (how the job ended, for the summary: taken now, not by reading them all again later)
-    seen = outcome.seen_in(transitions, frames.clock_samples)
-    del transitions
+    line = _timeline(frames, number_executions(own), sink, progress)
+    ex = line.executions
     progress.begin("attribution")
     att = attribution.attribute(frames, ex, coroutines.io_windows(ex, frames.execution_slices),
-                                worker_clocks, sink,
+                                line.worker_clocks, sink,
                                 progress.mapped(mapper, "attribution partitions",
                                                 lambda r: r["segments"].height))
     ex = att.executions
@@ -192,38 +213,46 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
     _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     progress.begin("tasks", rows=ex.height)
-    tasks = _tasks_table(att, key_waits, frames)
+    tasks = _tasks_table(att, line.key_waits, frames)
     # executions of workers that died: the rows they never wrote, and the results lost
-    tasks = lost.with_lost(tasks, frames.startstops, frames.processes, released)
+    tasks = lost.with_lost(tasks, frames.startstops, frames.processes, line.released)
     kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
             "unattributed": _put(sink, "unattributed", att.unattributed),
             "clocks": _put(sink, "clocks", att.clocks)}
-    if not arrived.is_empty():
-        kept["arrivals"] = _put(sink, "arrivals", arrived)
+    if not line.arrived.is_empty():
+        kept["arrivals"] = _put(sink, "arrivals", line.arrived)
         kept["arrival_steps"] = _put(sink, "arrival_steps", arrivals.steps_table(
-            arrived, frames.dependencies, kept["tasks"]))
+            line.arrived, frames.dependencies, kept["tasks"]))
     progress.begin("summary")
+    summary = _summary(frames, kept, att, group_by, line.seen, sink)
+    summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
+    summary["profile"] = profile_coverage(frames.facts, ex.height, profiled)
+    summary["warnings"] += profile_warnings(summary["profile"])
+    # (last: the rules read the tables above, and the segments back from the sink)
+    progress.begin("findings")
+    found = _findings(frames, kept, line.assigned, sink)
+    summary.update(found.summary)
+    if summary["lost"]["executions"]:  # what recomputing the lost results cost the span
+        summary["lost"]["span_s"] = lost.span_lost(kept["tasks"], found.critical_path)
+    progress.end()
+    return Correlated(tables=kept, summary=summary)
+
+
+def _summary(frames: RunFrames, kept: dict[str, pl.DataFrame], att: attribution.Attribution,
+             group_by: tuple[str, ...], seen: Any, sink: TableSink) -> dict[str, Any]:
+    """summary.json from the tables of ``kept`` and the attribution's totals, with the
+    arrivals, Dask's disk-read beside what Darshan saw inside it (the segments back from the
+    sink) and how the thread ids were inferred."""
     summary = build_summary(frames, kept, att.segment_totals, att.stdio_totals,
                             att.counter_totals, att.shuffle_io, group_by, att.spilled, seen)
     if "arrivals" in kept:  # (absent without: today's summary exactly)
         summary["arrivals"] = arrivals.summary(kept["arrivals"], kept["arrival_steps"],
                                                frames.senders)
-    summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
-    # Dask's disk-read beside what Darshan saw inside it (the segments back from the sink)
     summary["spill"]["read_back"] = spill.read_back(frames.startstops, kept["tasks"],
                                                     sink.scan("segments"), dxt_captured(frames))
-    summary["profile"] = profile_coverage(frames.facts, ex.height, profiled)
-    summary["warnings"] += profile_warnings(summary["profile"])
-    # (last: the rules read the tables above, and the segments back from the sink)
-    progress.begin("findings")
-    found = _findings(frames, kept, assigned, sink)
-    summary.update(found.summary)
-    if summary["lost"]["executions"]:  # what recomputing the lost results cost the span
-        summary["lost"]["span_s"] = lost.span_lost(kept["tasks"], found.critical_path)
     if att.thread_inference:
         summary["thread_inference"] = att.thread_inference
-    progress.end()
-    return Correlated(tables=kept, summary=summary)
+    return summary
 
 
 def _functions(frames: RunFrames, ex: pl.DataFrame, sink: TableSink) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from correlate.errors import InputError
 from correlate.sources import FORMATS
@@ -70,6 +71,15 @@ def refuse_other_files(out: Path) -> None:
                               "or pass --force to write among them")
 
 
+def _check_group_keys(run_dir: Path, frames: Any, keys: tuple[str, ...]) -> None:
+    """Before the work: a typo in ``--group-by`` would group every task as not annotated."""
+    from correlate.timeline.spans import unknown_group_keys
+
+    if keys and (unknown := unknown_group_keys(frames.task_labels.get_column("annotations"),
+                                               keys)):
+        raise InputError(run_dir, unknown)
+
+
 def run(args: argparse.Namespace) -> int:
     from correlate.commands import memory
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
@@ -82,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
     from correlate.reports.terminal import print_run
     from correlate.reports.writer import ReportOptions
     from correlate.sources.detect import load
-    from correlate.timeline.spans import unknown_group_keys
 
     run_dir: Path = args.run_dir
     if not run_dir.exists():
@@ -98,11 +107,7 @@ def run(args: argparse.Namespace) -> int:
                       lazy=True)
         stages.end()
         memory.check(run_dir, memory.need(frames), limit, args.cluster)
-        if args.group_by:  # before the work: a typo would group every task as not annotated
-            unknown = unknown_group_keys(frames.task_labels.get_column("annotations"),
-                                         tuple(args.group_by))
-            if unknown:
-                raise InputError(run_dir, unknown)
+        _check_group_keys(run_dir, frames, tuple(args.group_by))
         result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
                               inputs=record(run_dir, out, frames.facts.get("run_id")),
                               progress=stages)
