@@ -169,15 +169,19 @@ def test_incomplete_logs_name_three_and_count_the_rest():
     assert four.endswith("l2.darshan (DXT_POSIX: truncated log); … (4 in all)")
 
 
-def test_bytes_given_against_darshan_s_record_are_named_ten_then_counted():
+def test_bytes_given_against_darshan_s_record_are_counted_per_method_in_one_line():
     files = pl.DataFrame({"key": [f"k{i:02}" for i in range(13)], "op": ["read"] * 13,
-                          "attribution": ["stdio-reassigned"] * 13,
+                          "attribution": ["stdio-reassigned"] * 10 + ["stdio-refiled"] * 2
+                          + ["inconsistent-split"],
                           "bytes": [float(1000 - i) for i in range(13)],
-                          "path": ["/d/f"] * 13, "execution_id": list(range(13))})
+                          "path": ["/d/f"] * 12 + ["/d/g"], "execution_id": list(range(13))})
     (line,) = _inconsistent_records(files)
-    assert "k09 991 B read of /d/f (stdio-reassigned); and 3 more" in line
+    assert "12,922 B of 13 execution(s) on 2 file(s)" in line
+    assert ("9,955 B to the evident owner (stdio-reassigned); 1,979 B to the evident owner, "
+            "under the file it opened (stdio-refiled); 988 B by time (inconsistent-split)"
+            in line)
     (line,) = _inconsistent_records(files.head(10))
-    assert line.endswith("k09 991 B read of /d/f (stdio-reassigned)")
+    assert "9,955 B of 10 execution(s) on 1 file(s)" in line and "refiled" not in line
     assert _inconsistent_records(files.clear()) == []
     shared = files.with_columns(attribution=pl.lit("helper-shared"),
                                 path=pl.format("/d/f{}", pl.col("key")))
