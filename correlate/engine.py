@@ -21,6 +21,7 @@ import polars as pl
 
 from correlate import (
     align,
+    allocator,
     arrivals,
     coroutines,
     endings,
@@ -212,6 +213,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                           progress.mapped(mapper, "attribution partitions",
                                           lambda r: r["segments"].height),
                           shuffle_owners=barrier_owners(ex))
+    allocator.release_freed_c_memory()  # the partitions' Darshan logs, inflated
     # the stdio pass needs only the windows (a coroutine's slices), not a copy of everything
     windows = windows.select("execution_id", "local_start_ns", "local_stop_ns")
     darshan_clocks = parts["darshan_clocks"]
