@@ -39,8 +39,8 @@ SEGMENT_BYTES = 114
 #: waiting)
 PARTITIONS_AT_ONCE = 3
 #: fitted to the peak RSS of the 200k and 1M synthetic runs (see the module's docstring)
-FIXED_BYTES = 850_000_000
-OVERHEAD = 1.1
+FIXED_BYTES = 450_000_000
+OVERHEAD = 1.3
 #: what writing task_lifecycles.jsonl adds per task (``correlate RUN`` writes it up to
 #: ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
