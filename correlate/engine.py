@@ -22,6 +22,7 @@ import polars as pl
 from correlate import attribution, findings, outcome
 from correlate.attribution import spill
 from correlate.console import Progress
+from correlate.frames import allocator
 from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.prefixes import key_split_groups, key_splits
 from correlate.frames.sorting import output_order, sorted_for_output
@@ -204,6 +205,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                                 line.worker_clocks, sink,
                                 progress.mapped(mapper, "attribution partitions",
                                                 lambda r: r["segments"].height))
+    allocator.release_freed_c_memory()  # the partitions' Darshan logs, inflated
     ex = att.executions
     progress.begin("task_functions")
     profiled = _functions(frames, ex, sink)

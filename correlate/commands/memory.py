@@ -1,15 +1,18 @@
 """``correlate RUN --memory-limit SIZE``: how much memory the correlation of a run needs, told
-from its row counts before the heavy stages, against how much this process may use.
+from its row counts once the run folder is read (large tables still on disk or in their logs)
+and before the correlation's stages, against how much this process may use. Reading a run
+folder of format 3 decodes its streams and has a peak of its own (the largest at 1M
+executions), counted in the need but passed before it is checked.
 
 The need is linear in the rows a stage holds at once: a fixed part (the interpreter, polars,
 the small tables) and, per row, the in-memory bytes of the run's executions, transitions,
 profile rows, and the DXT segments of the attribution partitions alive at once (two being
 computed and one waiting, ``correlate.frames.mappers.local_map``), times ``OVERHEAD``: the copies the
 stages make of what they hold (a join, a sort, a gather); and, for a run small enough that
-``correlate RUN`` writes task_lifecycles.jsonl, what that adds per task. ``FIXED_BYTES`` and ``OVERHEAD`` are
-fitted to the peak RSS of the synthetic runs (docs/performance.md, "correlate at scale").
+``correlate RUN`` writes task_lifecycles.jsonl, what that adds per task. ``FIXED_BYTES`` and
+``OVERHEAD`` are fitted to the peak RSS of the synthetic runs (docs/performance.md, "correlate at scale").
 With ``--cluster`` the partitions run on the cluster's workers: the segments leave this
-process's share.
+process's share (an estimate not yet checked against a measured ``--cluster`` run).
 
 The limit (``SIZE`` like ``4GB``, ``500MB``; ``none``: no check) defaults to the memory this
 process may use: its cgroup's limit or the memory the system has available, whichever is
@@ -35,9 +38,9 @@ SEGMENT_BYTES = 114
 #: partitions' segments alive at once in this process (``local_map``: two computed, one
 #: waiting)
 PARTITIONS_AT_ONCE = 3
-#: fitted (see the module's docstring)
-FIXED_BYTES = 400_000_000
-OVERHEAD = 2.0
+#: fitted to the peak RSS of the 200k and 1M synthetic runs (see the module's docstring)
+FIXED_BYTES = 450_000_000
+OVERHEAD = 1.3
 #: what writing task_lifecycles.jsonl adds per task (``correlate RUN`` writes it up to
 #: ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000

@@ -27,8 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", metavar="SIZE", default=None,
                    help="memory this process may use, e.g. 4GB (default: its cgroup's limit or "
                         "the memory available, the smaller; `none`: no check): a run that needs "
-                        "more, told from its row counts before the heavy stages, is refused "
-                        "at once with the figure it needs")
+                        "more, told from its row counts once the run folder is read, is refused "
+                        "before the correlation with the figure it needs")
     p.add_argument("--group-by", metavar="KEY", action="append", default=[],
                    help="also group the tasks by this key of their Dask annotations "
                         "(dask.annotate(KEY=...)); repeatable")

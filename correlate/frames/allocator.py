@@ -59,3 +59,14 @@ def keep_freed_c_memory() -> bool:
     except (OSError, AttributeError, TypeError):  # no C library to open by None (Windows)
         return False
     return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
+
+
+def release_freed_c_memory() -> None:
+    """Give the C allocator's freed memory back to the kernel now (glibc's ``malloc_trim``):
+    after a stage that used it for the last time (the run folder's stream bytes and the
+    Darshan logs inflated), so that the stages after it, whose memory is polars' own, do not
+    carry it. Nothing where the C library has no ``malloc_trim``."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass

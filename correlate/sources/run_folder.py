@@ -30,6 +30,7 @@ import polars as pl
 
 import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError, first_line
+from correlate.frames import allocator
 from correlate.frames.mappers import Mapper, local_map
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
@@ -614,6 +615,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     if facts.get("darshan"):
         gaps = _darshan_gaps(run_dir, procs, io)
         reader.warnings += [gaps] if gaps else []
+    allocator.release_freed_c_memory()  # the streams' bytes, the logs' inflated records
     return RunFrames(**frames, source_format="run-folder", facts=facts,
                      lazy_parts=tuple(str(p) for p in reader.unchecked),
                      warnings=tuple(reader.warnings + list(io.warnings if io else ())),
