@@ -88,7 +88,7 @@ def _context(row: dict[str, Any], part: float) -> list[str]:
         out.append("results spilled to disk "
                    + _bytes_change(row["spilled_bytes_before"], row["spilled_bytes_after"]))
     if abs(row["input_read_back_s_delta"]) > part:
-        out.append(f"reading spilled inputs back {row['input_read_back_s_delta']:+.3f} s")
+        out.append(f"Dask's disk-read (inputs out of the store) {row['input_read_back_s_delta']:+.3f} s")
     return out
 
 

@@ -368,12 +368,12 @@ def read_back_sentence(summary: dict[str, Any]) -> str | None:
     rb = (summary.get("spill") or {}).get("read_back") or {}
     if not rb.get("dask_disk_read_s"):
         return None
-    head = (f"Reading spilled inputs back: {rb['dask_disk_read_s']:.3f} s of Dask's disk-read "
-            f"(the wall time the executions' inputs took to come out of the worker's store, "
-            f"each recorded when above 5 ms)")
+    head = (f"Dask's disk-read: {rb['dask_disk_read_s']:.3f} s (the wall time the executions' "
+            f"inputs took to come out of the worker's store, each recorded when above 5 ms: "
+            f"spilled inputs read back, or a store slowed by anything else)")
     if rb.get("in_read_calls_s") is None:
-        return head + ("; how much of it was inside read calls is not captured (no DXT "
-                       "segments of the spill files in those windows).")
+        return head + ("; how much of it was inside read calls of spill files is not "
+                       "captured (no DXT segments).")
     return head + (f": {rb['in_read_calls_s']:.3f} s inside the read calls of the spill "
                    f"files ({human_bytes(rb['read_bytes'])}, DXT), {rb['in_write_calls_s']:.3f} s "
                    f"in writes of other keys to disk to make room "

@@ -47,7 +47,7 @@ def path_summary(summary: dict[str, Any]) -> str | None:
             f"window: executions {_s(cp['executions_s'])} (CPU {_s(cp['cpu_s'])}, I/O "
             f"{_s(cp['io_time_s'])}, other {_s(cp['other_s'])}), waits {_s(cp['wait_s'])} "
             f"(submission {_s(w.get('submission'))}, scheduler {_s(w['scheduler'])}, "
-            f"transfers {_s(w['transfer'])}, read-back "
+            f"transfers {_s(w['transfer'])}, Dask's disk-read "
             f"{_s(w['read_back'])}, "
             + (f"worker paused (memory) {_s(w['paused'])}, " if w.get("paused") else "")
             + (f"a thread free (worker event loop) {_s(w['free_thread'])}, "

@@ -80,7 +80,7 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
                     "waiting for a thread¹",
                     *(["waiting while the worker was paused (memory)¹"] if paused else []),
                     "waiting with a thread free¹",
-                    "receiving inputs¹", "reading spilled inputs back¹"], rows)
+                    "receiving inputs¹", "Dask's disk-read¹"], rows)
     lines += ["Thread time = executor threads × task window, split into the tasks' thread CPU, "
               "time inside I/O calls, other² and idle (thread time not spent in tasks). "
               "¹ Task-seconds spent before a task ran (ready with every thread of its worker "
@@ -89,8 +89,9 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
               "not start it sooner; — where the thread count was not recorded); "
               + ("ready while its worker was paused at its memory limit, when no task starts "
                  "whatever the threads: memory, not threads, held it; " if paused else "")
-              + "fetching its inputs from peers; reading its inputs back from the spill "
-              "directory); they "
+              + "fetching its inputs from peers; taking its inputs out of the worker's store, "
+              "Dask's disk-read, recorded above 5 ms: spilled inputs read back, or a store "
+              "slowed otherwise); they "
               "overlap idle time and are not part of the thread-time sum. "
               "² The rest of the tasks' wall time: sleep, locks, the GIL, waits inside the task "
               "(an I/O call's own CPU counts in both CPU and I/O, so this is a lower bound)"
@@ -364,8 +365,9 @@ def _spill(out: Outputs) -> list[str]:
         return []
     lines = ["## Spill", "",
              "Task results Dask wrote to its spill directory and read back (from the DXT "
-             "segments of the spill files, whose names carry the key), and the time executions "
-             "waited for spilled inputs to be read back (Dask's disk-read).", ""]
+             "segments of the spill files, whose names carry the key), and Dask's disk-read "
+             "before each execution (its inputs out of the worker's store: spilled or not).",
+             ""]
     back = agg.read_back_sentence(out.summary)
     lines += [back, ""] if back else []
     for by, title in (("prefix", "By prefix"), ("key", f"Heaviest {TOP} keys")):
@@ -375,7 +377,7 @@ def _spill(out: Outputs) -> list[str]:
                 for r in rows[by].head(TOP).iter_rows(named=True)]
         lines += [f"**{title}**", "", *table(
             [by, "written", "times", "write time", "read back", "read time",
-             "waited for spilled inputs"], body, "lrrrrrr")]
+             "Dask's disk-read"], body, "lrrrrrr")]
     return lines
 
 

@@ -194,7 +194,8 @@ def _print_totals(c: Any, summary: dict[str, Any], io_known: bool) -> None:
                       (summary.get("handed_back") or {}).items() if h.get("executions")))
     sp = summary.get("spill") or {}
     if sp.get("keys_spilled") or sp.get("input_read_back_s"):
-        waited = f"executions waited {_secs(sp['input_read_back_s'])} s for spilled inputs"
+        waited = (f"Dask's disk-read {_secs(sp['input_read_back_s'])} s (inputs out of the "
+                  "workers' stores, spilled or not)")
         if sp.get("keys_spilled") is None:
             c.print(f"spill: bytes written and read back {sp['source']['bytes_and_times']}; "
                     + waited)

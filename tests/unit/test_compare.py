@@ -171,7 +171,7 @@ def test_a_run_that_starts_spilling_says_so_next_to_the_slower_executions():
     gauss = dict(explain.explanations(d, "prefix"))["gauss"]
     assert "spilled_bytes" in d.filter(pl.col("item") == "gauss")["counts_changed"][0]
     assert ("Before the executions, not in task time: results spilled to disk 76.3 MiB, none "
-            "before; reading spilled inputs back +1.000 s.") in gauss
+            "before; Dask's disk-read (inputs out of the store) +1.000 s.") in gauss
 
 
 def test_a_coroutine_prefix_that_awaits_longer_says_so():

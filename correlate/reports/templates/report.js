@@ -269,7 +269,7 @@
     ...(DATA.workers.some((r) => r.paused_s) ? [["paused_s", "waiting while the worker was paused (memory)", "s"]] : []),
     ["free_thread_s", "waiting with a thread free (event loop)", "s"],
     ["transfer_s", "receiving inputs", "s"],
-    ["read_back_s", "reading spilled inputs back", "s"]], DATA.workers, "worker", false);
+    ["read_back_s", "Dask's disk-read", "s"]], DATA.workers, "worker", false);
   $("spans-section").hidden = !DATA.spans.length && !Object.keys(DATA.groups).length;
   sortableTable($("spans"), [["span", "span", "text"], ["executions", "runs", "n"],
     ["wall_s", "wall", "s"], ["cpu_s", "CPU", "s"], ["dask_thread_cpu_s", "Dask CPU", "s"],
@@ -287,7 +287,7 @@
   sortableTable($("spill"), [["key", "key", "text"], ["spilled_bytes", "written", "bytes"],
     ["spill_writes", "times", "n"], ["spill_write_s", "write time", "s"],
     ["unspilled_bytes", "read back", "bytes"], ["unspill_read_s", "read time", "s"],
-    ["input_read_back_s", "waited for spilled inputs", "s"]], DATA.spill, "spilled_bytes");
+    ["input_read_back_s", "Dask's disk-read", "s"]], DATA.spill, "spilled_bytes");
   $("shuffles-section").hidden = !DATA.shuffles.length;
   sortableTable($("shuffles"), [["shuffle_id", "shuffle", "text"], ["runs", "runs", "n"],
     ["workers", "workers", "n"], ["written_bytes", "written", "bytes"], ["write_s", "write time", "s"],
