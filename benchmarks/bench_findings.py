@@ -1,7 +1,6 @@
 """Benchmark: what the critical path and the findings (``correlate.findings.analyse``) cost at
 1M task executions, against the tables-only ``correlate`` of the 1M + 10M synthetic run
-(docs/performance.md: 11-12 s wall, about 20 s of CPU on both cores; the target is at most 10%
-of it). Wall and CPU (every thread of the process) are printed: on a loaded host the CPU is
+(its figure is in docs/performance.md, "correlate at scale"; the target is at most 10% of it). Wall and CPU (every thread of the process) are printed: on a loaded host the CPU is
 the figure that compares.
 
 The tables are built in memory, shaped as the synthetic run's are: 8 workers × 4 threads,

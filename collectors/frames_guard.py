@@ -16,11 +16,12 @@ function up on ``sys`` at each call), so Dask's own profiler is covered as well 
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from collectors.fork_safe import ForkSafeLock
 
 #: the releases that can deadlock in ``sys._current_frames()`` (gh-106883; fixed in 3.11.12)
 AFFECTED = (sys.implementation.name == "cpython"
@@ -30,7 +31,7 @@ _NAMES = ("_current_frames", "_current_exceptions")
 _ORIGINALS: dict[str, Callable[[], Any]] = {}
 # Re-entrant: a signal handler that samples stacks runs on the thread that may already hold it.
 # Held across the call so that one caller's ``gc.enable()`` cannot end another's protection.
-_lock = threading.RLock()
+_lock = ForkSafeLock(threading.RLock)
 
 
 def _guarded(original: Callable[[], Any]) -> Callable[[], Any]:
@@ -72,12 +73,3 @@ def uninstall() -> None:
 def installed() -> bool:
     return bool(_ORIGINALS)
 
-
-def _new_lock_in_child() -> None:
-    # a child forked while another thread of the parent held the lock would wait for it forever
-    # (that thread does not exist in the child)
-    global _lock
-    _lock = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_new_lock_in_child)

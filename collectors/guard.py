@@ -4,13 +4,13 @@ first of each kind is logged to ``hook_errors.log`` in the process folder."""
 from __future__ import annotations
 
 import functools
-import os
-import threading
 import traceback
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
+
+from collectors.fork_safe import ForkSafeLock
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -18,16 +18,7 @@ R = TypeVar("R")
 #: kind ("<function>: <ExceptionType>") -> count, for this process
 ERRORS: Counter[str] = Counter()
 _LOG: list[Path] = []
-_lock = threading.Lock()
-
-
-def _new_lock_in_child() -> None:
-    # a child forked while another thread of the parent held the lock would wait for it forever
-    global _lock
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_lock_in_child)
+_lock = ForkSafeLock()
 
 
 def set_log_dir(path: Path) -> None:

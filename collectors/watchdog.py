@@ -33,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from collectors.fork_safe import ForkSafeLock
+
 FILE = "stalls.txt"
 #: no progress for this many seconds is a stall (Dask warns of a blocked event loop at 3 s)
 AFTER_S = 10.0
@@ -146,7 +148,7 @@ class Watchdog:
 
 
 _PROCESS: list[Watchdog] = []
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 
 
 def watchdog(folder: Path, after_s: float = AFTER_S) -> Watchdog:
@@ -170,10 +172,7 @@ def release(owner: str) -> None:
 
 
 def _forget_in_child() -> None:
-    # a forked child has none of the parent's threads: no watchdog runs there, and the lock may
-    # have been held by one of them at the fork
-    global _lock
-    _lock = threading.Lock()
+    # a forked child has none of the parent's threads: no watchdog runs there
     _PROCESS.clear()
 
 

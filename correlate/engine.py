@@ -72,16 +72,24 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
     return ex
 
 
-def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.DataFrame
-               ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per key: its scheduler-side and external waits, its wait for a thread split into the
-    part its worker was paused (memory) and the rest; and the run's arrivals of data from
-    outside Dask (scattered keys, external-state tasks) that the external waits come from."""
+def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.DataFrame,
+               ex: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per key: its scheduler-side and external waits, its wait on its worker split into the
+    part its worker was paused (memory), the part a thread was free (the worker's event loop)
+    and the rest (a thread); and the run's arrivals of data from outside Dask (scattered keys,
+    external-state tasks) that the external waits come from."""
     paused = waits.paused_waits(transitions, frames.worker_pauses,
                                 align.worker_shift(transitions, worker_clocks)
                                 if not frames.worker_pauses.is_empty() else pl.Series([]))
-    key_waits = waits.scheduler_waits(transitions).join(paused, on="key", how="left").with_columns(
-        wait_thread_s=pl.col("wait_thread_s") - pl.col("wait_paused_s").fill_null(0.0))
+    free = waits.free_thread_waits(transitions, ex, frames.processes)
+    # a paused worker's threads are free too: that part stays memory's
+    key_waits = (waits.scheduler_waits(transitions).join(paused, on="key", how="left")
+                 .join(free, on="key", how="left").with_columns(
+                     wait_free_thread_s=(pl.col("wait_free_thread_s")
+                                         - pl.col("wait_paused_s").fill_null(0.0)).clip(0.0)))
+    key_waits = key_waits.with_columns(
+        wait_thread_s=pl.col("wait_thread_s") - pl.col("wait_paused_s").fill_null(0.0)
+        - pl.col("wait_free_thread_s").fill_null(0.0))
     # (the scheduler's sizes are read from the full transitions, only when there are such keys)
     external = arrivals.external_state_arrivals(
         frames.transitions, waits.external_arrivals(transitions).drop_nulls("t_arrival"))
@@ -154,7 +162,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds(transitions))
     _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
-    key_waits, arrived = _key_waits(transitions, frames, worker_clocks)
+    key_waits, arrived = _key_waits(transitions, frames, worker_clocks, ex)
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
     assigned = key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc")
     key_waits = key_waits.drop("t_wait", "t_proc")

@@ -193,3 +193,65 @@ def test_attribution_page_explains_every_method_label():
     assert rows == set(labels), (sorted(set(labels) - rows), sorted(rows - set(labels)))
     order = page[page.index("The Enum lists them"):page.index("An execution's `attribution`")]
     assert re.findall(r"`([\w-]+)`", order) == labels
+
+
+#: a heading that names an issue or a stop of the work: docs/performance.md is a reference by
+#: topic, and which issue asked for a figure lives in the commit messages
+DIARY_HEADING = re.compile(r"\bissues?\b|\bstop \d+", re.I)
+#: text that points at another section by its position: sections move, names stay (link by name)
+POSITIONAL = re.compile(r"\bsections? (?:above|below|up)\b|\blast section\b|\bsee (?:above|below)\b"
+                        r"|\" (?:above|below)\b", re.I)
+
+
+def _headings(text: str) -> list[str]:
+    """The Markdown headings of ``text``, fenced code left out."""
+    fenced, found = False, []
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,6} ", line):
+            found.append(line)
+    return found
+
+
+def _diary_marks(text: str) -> list[str]:
+    """Headings that name an issue or a stop, and positional pointers (a pointer may be broken
+    across lines)."""
+    prose = " ".join(text.split())
+    return ([h for h in _headings(text) if DIARY_HEADING.search(h)]
+            + [m.group(0) for m in POSITIONAL.finditer(prose)])
+
+
+def test_performance_page_is_a_reference_by_topic():
+    marks = _diary_marks((REPO / "docs" / "performance.md").read_text())
+    assert not marks, f"docs/performance.md names issues in headings or points by position: {marks}"
+
+
+def test_diary_check_finds_issue_headings_and_positional_pointers():
+    diary = ("## Yappi on long jobs (issue 49)\n## Issue 44: reading\n### Tag pool (stop 38)\n"
+             "## Yappi\n    # a comment in a code block, issue 3\n"
+             "At the quiet run two sections up, and the last section; see\nabove. The section "
+             "below and the sections above; see \"Not met\" above, see below.\n")
+    assert _diary_marks(diary) == [
+        "## Yappi on long jobs (issue 49)", "## Issue 44: reading", "### Tag pool (stop 38)",
+        "sections up", "last section", "see above", "section below", "sections above",
+        "\" above", "see below"]
+    topic = ("## Collector cost\nThe CPU above plain, below 0.03% of it; an issue's target "
+             "([Reports](#reports)).\n")
+    assert _diary_marks(topic) == []
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = heading.lstrip("#").strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_links_into_the_performance_page_name_its_headings():
+    page = REPO / "docs" / "performance.md"
+    anchors = {_slug(h) for h in _headings(page.read_text())}
+    links = [(md, t.split("#", 1)[1]) for md in _markdown_files() for t in LINK.findall(
+        md.read_text()) if "#" in t and (t.split("#", 1)[0].endswith("performance.md")
+                                         or (md == page and t.startswith("#")))]
+    broken = [f"{md.relative_to(REPO)}: #{a}" for md, a in links if a not in anchors]
+    assert links and not broken, f"links to headings docs/performance.md does not have: {broken}"

@@ -264,3 +264,26 @@ def test_per_process_read_and_written_bytes_are_what_libdarshan_util_counts(corr
     got = {r["pid"]: (r["read_bytes"], r["write_bytes"]) for r in summary["io"]["per_process"]}
     assert got == {pid: (r, w) for pid, r, w in truth.rows()}
     assert any(r != w for r, w in got.values())  # a swap of the two would show
+
+
+@pytest.mark.parametrize("lost", ["strings", "task_executions"])
+def test_executions_whose_text_was_lost_are_not_also_missing(tmp_path, lost):
+    run, out = tmp_path / "run", tmp_path / "out"
+    exp = write_run(run, workers=2, threads=2, executions=200, segments=400)
+    worker = sorted(p for p in (run / "procs").iterdir() if p.name.startswith("worker"))[0]
+    address = json.loads((worker / "proc.json").read_text())["address"]
+    (worker / f"{lost}.arrows").unlink()
+    assert correlate_main([str(run), "-o", str(out), "--no-reports"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    rows = pl.read_parquet(out / "tasks.parquet")
+    missing = [w for w in summary["warnings"] if "are missing" in w]
+    if lost == "strings":  # the rows are there, only their text is gone: said once, as that
+        assert not missing, missing
+        assert rows.height == exp.executions
+        assert any(r["file"] == "task_executions" and "no text" in r["reason"]
+                   for r in summary["rejects"])
+    else:  # the rows themselves are gone: the scheduler's records count them
+        assert len(missing) == 1 and address in missing[0]
+        assert rows.height < exp.executions
+        n = int(missing[0].split()[0])
+        assert n == exp.executions - rows.height

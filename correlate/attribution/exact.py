@@ -206,12 +206,20 @@ def task_io_totals(files: pl.DataFrame) -> pl.DataFrame:
     ids, group = np.unique(files.get_column("execution_id").to_numpy(), return_inverse=True)
     op = files.get_column("op").cast(pl.String)
 
-    def summed(col: str, rows: pl.Series | None = None) -> np.ndarray:
-        values = files.get_column(col).fill_null(0.0).to_numpy()
+    def summed(col: str, rows: pl.Series | None = None) -> pl.Series:
+        column = files.get_column(col)
+        values, unknown = column.fill_null(0.0).to_numpy(), column.is_null().to_numpy()
         if rows is not None:  # (adding 0.0 leaves a sum as it was)
-            values = np.where(rows.to_numpy(), values, 0.0)
+            chosen = rows.fill_null(False).to_numpy()
+            values, unknown = np.where(chosen, values, 0.0), unknown & chosen
         # bincount adds each group's values in row order
-        return np.bincount(group, weights=values, minlength=len(ids))
+        sums = pl.Series(np.bincount(group, weights=values, minlength=len(ids)),
+                         dtype=pl.Float64)
+        if not unknown.any():
+            return sums
+        # a part not measured leaves the execution's total unknown, not smaller
+        return sums.scatter(np.flatnonzero(np.bincount(group, weights=unknown,
+                                                       minlength=len(ids))), None)
 
     read, write = op == "read", op == "write"
     # the least exact method that gave it I/O (the Enum lists them most exact first)

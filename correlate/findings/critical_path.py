@@ -14,7 +14,9 @@ queued (root-task queuing) waited for a thread anywhere in the cluster: the exec
 ended last before its assignment. The time between a
 link's end and the next one's start is a wait, split by cause: the submission, the scheduler
 (the assignment came after the predecessor ended), incoming transfers, inputs read back from
-spill, and the rest (the worker's dispatch and the clocks' alignment). Each link's own time is
+spill, a memory pause of its worker, a thread of its worker free while it waited (the worker's
+event loop had not handed it over), and the rest (the clocks' alignment, the worker's
+dispatch where its thread count is unknown). Each link's own time is
 split into CPU, I/O and the rest.
 
 Pure functions over the output ``tasks`` table, the canonical ``dependencies`` and each key's
@@ -37,7 +39,8 @@ from correlate.frames.scalars import integer, rounded
 #: before it reached the scheduler
 GATES = ("first", "dependency", "thread", "queue", "submission")
 #: the causes a wait before a link is split into (columns ``wait_<cause>_s``)
-WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "paused", "other")
+WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "paused", "free_thread",
+               "other")
 #: statuses of an execution whose result a dependent could use (null: not recorded)
 _PRODUCED = ("ok", "memory")
 
@@ -107,8 +110,10 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     times = assigned.select(k=_hashed("key"), submitted_ns="submitted_ns",
                             assigned_ns="assigned_ns")
     # (the whole of its wait on the worker: a memory pause of the worker is part of it)
-    on_worker = (pl.col("wait_thread_s") + pl.col("wait_paused_s").fill_null(0.0)
-                 if "wait_paused_s" in ex.columns else pl.col("wait_thread_s"))
+    on_worker = pl.col("wait_thread_s")
+    for part in ("wait_paused_s", "wait_free_thread_s"):
+        if part in ex.columns:  # (null stays null: not recorded)
+            on_worker = on_worker + pl.col(part).fill_null(0.0)
     g = (ex.select("execution_id", "start_ns", "stop_ns", "wait_queued_s",
                    on_worker.alias("wait_thread_s"), k=_hashed("key"))
          .join(_inputs(ex, dependencies), on="execution_id", how="left")
@@ -204,15 +209,32 @@ def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.
     wait = (pl.col("start_ns") - after).clip(lower_bound=0) * 1e-9
     submitted = pl.max_horizontal(after, "submitted_ns")
     sched = ((pl.col("assigned_ns") - submitted) * 1e-9).clip(lower_bound=0)
-    return links.with_columns(
+    links = links.with_columns(
         other_s=pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s"),
         wait_s=wait,
         wait_submission_s=pl.min_horizontal(
             ((pl.col("submitted_ns") - after) * 1e-9).clip(lower_bound=0), wait),
     ).with_columns(
         wait_scheduler_s=pl.min_horizontal(sched, pl.col("wait_s")
-                                           - pl.col("wait_submission_s").fill_null(0.0)),
-    ).with_columns(
+                                           - pl.col("wait_submission_s").fill_null(0.0)))
+    return _on_worker(links).with_columns(
+        # a submission or assignment not recorded leaves the scheduler's parts unknown, not 0
+        wait_other_s=pl.when(pl.col("assigned_ns").is_not_null()
+                             & pl.col("submitted_ns").is_not_null()).then(
+            pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
+            - pl.col("wait_read_back_s") - pl.col("wait_paused_s")
+            - pl.col("wait_free_thread_s")),
+        wait_scheduler_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
+            "wait_scheduler_s"),
+        wait_submission_s=pl.when(pl.col("submitted_ns").is_not_null()).then(
+            "wait_submission_s"),
+    )
+
+
+def _on_worker(links: pl.DataFrame) -> pl.DataFrame:
+    """The links' waits on their worker, each within what the ones before it left: input
+    transfers, inputs read back from spill, the worker paused, a thread free."""
+    return links.with_columns(
         wait_transfer_s=pl.min_horizontal(pl.col("transfer_s").fill_null(0.0),
                                           pl.col("wait_s") - _before_worker),
     ).with_columns(
@@ -227,15 +249,12 @@ def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.
             pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
             - pl.col("wait_read_back_s")).clip(lower_bound=0.0),
     ).with_columns(
-        # a submission or assignment not recorded leaves the scheduler's parts unknown, not 0
-        wait_other_s=pl.when(pl.col("assigned_ns").is_not_null()
-                             & pl.col("submitted_ns").is_not_null()).then(
+        # ready on its worker with one of its threads free: the worker's event loop
+        wait_free_thread_s=pl.min_horizontal(
+            (pl.col("wait_free_thread_s") if "wait_free_thread_s" in links.columns
+             else pl.lit(None, pl.Float64)).fill_null(0.0),
             pl.col("wait_s") - _before_worker - pl.col("wait_transfer_s")
-            - pl.col("wait_read_back_s") - pl.col("wait_paused_s")),
-        wait_scheduler_s=pl.when(pl.col("assigned_ns").is_not_null()).then(
-            "wait_scheduler_s"),
-        wait_submission_s=pl.when(pl.col("submitted_ns").is_not_null()).then(
-            "wait_submission_s"),
+            - pl.col("wait_read_back_s") - pl.col("wait_paused_s")).clip(lower_bound=0.0),
     )
 
 

@@ -221,25 +221,30 @@ def movable_s(tasks: pl.DataFrame, threads: int) -> float:
 
 
 def idle_threads(ctx: Context) -> list[dict[str, Any]]:
-    """Executions that waited for a thread of their worker while threads elsewhere ran
+    """Executions that waited for a thread of their worker (every one of its threads busy:
+    ``wait_thread_s`` leaves out the time one was free) while executor threads elsewhere ran
     nothing: an imbalance (tasks pinned to a worker, a worker given more than its share). The
     shorter window is at least the critical path less its links released by a thread (they
     waited for their thread's previous execution, not for their inputs), at least the busy
     time shared evenly by the threads, and at least the window less the movable work
     (``movable_s``) shared by the threads; the cost is the window less the largest."""
     t = ctx.tasks
-    if ctx.threads < 2 or "wait_thread_s" not in t.columns:
+    if "wait_thread_s" not in t.columns:
         return []
+    if "awaiting_s" in t.columns:  # (``async def`` tasks ran on event loops, not on threads)
+        t = t.filter(pl.col("awaiting_s").is_null())
+    threads = t.select("host", "pid", "thread_id").unique().height
+    busy_s = number(t.get_column("duration_s").sum()) or 0.0
     waited = t.filter(pl.col("wait_thread_s") > 0)
-    if waited.is_empty():
+    if threads < 2 or waited.is_empty():
         return []
     by_thread = number(ctx.path.filter(pl.col("gate").cast(pl.String) == "thread").select(
         (pl.col("duration_s") + pl.col("wait_s").fill_null(0.0)).sum()).item()) or 0.0
-    shorter = max(ctx.window_s - by_thread, ctx.busy_s / ctx.threads)
+    shorter = max(ctx.window_s - by_thread, busy_s / threads)
     if ctx.window_s - shorter < max(MIN_COST_S, MIN_COST_SHARE * ctx.window_s):
         return []  # (the usual case: below the threshold whatever moved; no sweep)
-    movable = movable_s(t, ctx.threads)
-    shorter = max(shorter, ctx.window_s - movable / ctx.threads)
+    movable = movable_s(t, threads)
+    shorter = max(shorter, ctx.window_s - movable / threads)
     per_worker = (waited.group_by("worker").agg(wait_s=pl.col("wait_thread_s").sum(),
                                                 runs=pl.len())
                   .sort("wait_s", "worker", descending=[True, False], nulls_last=True))
@@ -255,8 +260,8 @@ def idle_threads(ctx: Context) -> list[dict[str, Any]]:
         keys.get_column("key").to_list(), [],
         f"{waited.height} execution(s) waited {waits:.3f} s for a thread of their worker (most on {top['worker']}: {top['runs']} waiting "
         f"{top['wait_s']:.3f} s) while other threads ran nothing: {movable:.3f} "
-        f"thread-seconds of that work could have run on idle threads ({ctx.threads} threads "
-        f"ran tasks, busy {ctx.busy_s:.3f} s of {ctx.threads * ctx.window_s:.3f} s)",
+        f"thread-seconds of that work could have run on idle threads ({threads} threads "
+        f"ran tasks, busy {busy_s:.3f} s of {threads * ctx.window_s:.3f} s)",
         "spread the work: drop worker restrictions (workers=, resources) that pin it, make "
         "partitions of even size, or let Dask's work stealing move it (distributed.scheduler."
         "work-stealing)")]

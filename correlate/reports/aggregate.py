@@ -164,7 +164,9 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
     """Per worker: executor-thread-seconds over the run window split into the tasks' thread
     CPU, time inside I/O calls, the rest of their wall time (``other_s``: sleep, locks, the
     GIL, waits inside the task) and idle, plus the task-seconds spent waiting for a thread and
-    receiving inputs (those overlap idle). Executions of ``async def`` tasks ran on the event
+    receiving inputs (those overlap idle), and waiting with one of the worker's threads free
+    (``free_thread_s``: its event loop had not handed the task over; null where the worker's
+    thread count was not recorded). Executions of ``async def`` tasks ran on the event
     loop, not on an executor thread: their wall time is ``coroutine_s``, outside the thread
     count and the busy share. ``threads`` comes from ``thread_counts`` (the workers'
     recorded executor threads, ``nthreads``, where given; a lower bound when
@@ -195,6 +197,8 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
         waiting_s=pl.col("wait_thread_s").fill_null(0.0).sum(),
         paused_s=pl.col("wait_paused_s").fill_null(0.0).sum()
         if "wait_paused_s" in t.columns else pl.lit(0.0),
+        free_thread_s=measured_sum(pl.col("wait_free_thread_s"))
+        if "wait_free_thread_s" in t.columns else pl.lit(None, pl.Float64),
         read_back_s=pl.col("input_read_back_s").fill_null(0.0).sum(),
         last_stop_ns=pl.col("stop_ns").max(),
     ).join(thread_counts(t.filter(on_threads), nthreads), on="worker",

@@ -50,6 +50,8 @@ def path_summary(summary: dict[str, Any]) -> str | None:
             f"transfers {_s(w['transfer'])}, read-back "
             f"{_s(w['read_back'])}, "
             + (f"worker paused (memory) {_s(w['paused'])}, " if w.get("paused") else "")
+            + (f"a thread free (worker event loop) {_s(w['free_thread'])}, "
+               if w.get("free_thread") else "")
             + f"other {_s(w['other'])}); by prefix: {prefixes}")
 
 

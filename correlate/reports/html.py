@@ -155,7 +155,8 @@ def build_data(out: Outputs) -> dict[str, Any]:
                                           "thread_s", "cpu_s", "io_s", "other_s",
                                           "other_includes_io", "idle_s", "busy_share",
                                           "coroutine_s", "coroutines", "waiting_s",
-                                          "paused_s", "transfer_s", "read_back_s"]),
+                                          "paused_s", "free_thread_s", "transfer_s",
+                                          "read_back_s"]),
         "spill": _rows(agg.spill(tasks, "key").head(TOP_FILES), ["key", *agg.SPILL])
         if set(agg.SPILL) <= set(tasks.columns) else [],
         "shuffles": agg.shuffles(s),

@@ -72,16 +72,21 @@ def _budget(out: Outputs, figures: dict[str, str]) -> list[str]:
              seconds(r["idle_s"]), share(r["busy_share"]),
              *([seconds(r["coroutine_s"])] if coroutines else []),
              seconds(r["waiting_s"]), *([seconds(r["paused_s"])] if paused else []),
+             measured(r["free_thread_s"]),
              seconds(r["transfer_s"]), seconds(r["read_back_s"])]
             for r in b.iter_rows(named=True)]
     lines += table(["worker", "executor threads", "executions", "thread time", "CPU", "I/O",
                     "other²", "idle", "busy", *(["coroutines³"] if coroutines else []),
                     "waiting for a thread¹",
                     *(["waiting while the worker was paused (memory)¹"] if paused else []),
+                    "waiting with a thread free¹",
                     "receiving inputs¹", "reading spilled inputs back¹"], rows)
     lines += ["Thread time = executor threads × task window, split into the tasks' thread CPU, "
               "time inside I/O calls, other² and idle (thread time not spent in tasks). "
-              "¹ Task-seconds spent before a task ran (ready with no free thread; "
+              "¹ Task-seconds spent before a task ran (ready with every thread of its worker "
+              "busy; ready with a thread free, while the worker's event loop had not yet handed "
+              "it over (messages, transitions, transfers, the host's load: more threads would "
+              "not start it sooner; — where the thread count was not recorded); "
               + ("ready while its worker was paused at its memory limit, when no task starts "
                  "whatever the threads: memory, not threads, held it; " if paused else "")
               + "fetching its inputs from peers; reading its inputs back from the spill "

@@ -40,8 +40,11 @@ CRITICAL_PATH = Table(
         Column("wait_read_back_s", "Float64", "of the rest, inputs read back from spill"),
         Column("wait_paused_s", "Float64", "of the rest, ready on its worker while the worker "
                "was paused at its memory limit"),
-        Column("wait_other_s", "Float64", "the remainder: the worker's dispatch and the clocks' "
-               "alignment (null: the scheduler's parts are unknown)"),
+        Column("wait_free_thread_s", "Float64", "of the rest, ready on its worker while a "
+               "thread of it was free: the worker's event loop had not handed it over"),
+        Column("wait_other_s", "Float64", "the remainder: the clocks' alignment, and the "
+               "worker's dispatch where its thread count is unknown (null: the scheduler's "
+               "parts are unknown)"),
     ),
     sort_by=("position",),
 )

@@ -116,10 +116,14 @@ TASKS = Table(
         Column("attribution", ATTRIBUTION, "how the I/O of this row was attributed"),
         Column("wait_dependencies_s", "Float64", "scheduler: waiting → processing/queued"),
         Column("wait_queued_s", "Float64", "scheduler: queued → processing"),
-        Column("wait_thread_s", "Float64", "worker: ready → executing (no free thread), "
-               "its worker's memory pauses excluded"),
+        Column("wait_thread_s", "Float64", "worker: ready → executing while every executor "
+               "thread of its worker ran a task (its worker's memory pauses and free-thread "
+               "time excluded)"),
         Column("wait_paused_s", "Float64", "worker: ready → executing while its worker was "
                "paused by Dask's memory manager (null: no pause in that wait)"),
+        Column("wait_free_thread_s", "Float64", "worker: ready → executing while a thread of "
+               "its worker was free: the worker's event loop had not handed it over (null: "
+               "the worker's thread count was not recorded)"),
         Column("wait_external_s", "Float64", "waiting for data from outside Dask "
                "(scattered or external-state dependencies)"),
         Column("spilled_bytes", "Float64", "bytes of this task's result written to a spill "

@@ -77,6 +77,61 @@ def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Seri
             .select(pl.col("key").cast(pl.String), "wait_paused_s"))
 
 
+def free_thread_waits(transitions: pl.DataFrame, executions: pl.DataFrame,
+                      processes: pl.DataFrame) -> pl.DataFrame:
+    """Per key: the part of its wait for a thread (its first worker-side ready → executing)
+    during which fewer executions ran on its worker than the worker has executor threads:
+    ``wait_free_thread_s``. A thread was free, so the task waited for the worker's event loop
+    to hand it over (busy with messages, transitions, transfers, or the host's other work),
+    not for a thread: more threads would not start it sooner. Executions' windows and worker
+    transitions are both the worker's ``time_ns``, so no alignment is needed. A lower bound:
+    an ``async def`` execution counts as a running thread. Workers whose thread count was not
+    recorded (``nthreads``) have none (unknown, not zero)."""
+    empty = pl.DataFrame(schema={"key": pl.String, "wait_free_thread_s": pl.Float64})
+    threads = (processes.filter(pl.col("worker").is_not_null() & pl.col("nthreads").is_not_null())
+               .group_by("worker").agg(pl.col("nthreads").max()))
+    if threads.is_empty() or executions.is_empty():
+        return empty
+    # each worker's running count after each start (+1) and stop (-1), ends before starts at
+    # the same instant; the idle time (a thread free) accumulated up to each event
+    one = pl.lit(1, pl.Int32)
+    ev = (pl.concat([executions.select(pl.col("worker").cast(pl.String), t="local_start_ns", d=one),
+                     executions.select(pl.col("worker").cast(pl.String), t="local_stop_ns", d=-one)])
+          .drop_nulls().join(threads, on="worker").sort("worker", "t", "d"))
+    ev = ev.with_columns(running=pl.col("d").cum_sum().over("worker"),
+                         dt=(pl.col("t").shift(-1).over("worker") - pl.col("t")).fill_null(0))
+    ev = ev.with_columns(free=(pl.col("running") < pl.col("nthreads")).cast(pl.Int64)
+                         ).with_columns(
+        before=(pl.col("dt") * pl.col("free")).cum_sum().over("worker")
+        - pl.col("dt") * pl.col("free")).select("worker", "t", "free", "before")
+    ev = ev.sort("t", maintain_order=True)  # (join_asof's order; ties keep the worker's last)
+    firsts = ev.group_by("worker").agg(first=pl.col("t").min())
+    waiting = (transitions.filter((pl.col("side") == "worker")
+                                  & pl.col("finish").is_in(["ready", "executing"]))
+               .group_by("key").agg(
+                   pl.col("worker").filter(pl.col("finish") == "ready").first().cast(pl.String),
+                   t_ready=pl.col("local_time_ns").filter(pl.col("finish") == "ready").min(),
+                   t_exec=pl.col("local_time_ns").filter(pl.col("finish") == "executing").min())
+               .drop_nulls().filter(pl.col("t_exec") > pl.col("t_ready"))
+               .join(firsts, on="worker"))  # (workers without a thread count: unknown)
+    if waiting.is_empty():
+        return empty
+
+    def idle_until(at: str) -> pl.DataFrame:
+        # the worker's idle time up to ``at``; before its first execution every thread is free
+        q = waiting.select("key", "worker", "first", pl.col(at).alias("t_q")).sort("t_q")
+        return q.join_asof(ev, left_on="t_q", right_on="t", by="worker", strategy="backward",
+                           check_sortedness=False).select(  # (both sorted by time above)
+            "key", idle=pl.when(pl.col("t").is_null()).then(pl.col("t_q") - pl.col("first"))
+            .otherwise(pl.col("before") + (pl.col("t_q") - pl.col("t")) * pl.col("free")))
+
+    return (idle_until("t_exec").join(idle_until("t_ready"), on="key", suffix="_ready")
+            .select(pl.col("key").cast(pl.String),
+                    wait_free_thread_s=((pl.col("idle") - pl.col("idle_ready")) * 1e-9)
+                    .clip(lower_bound=0.0))
+            .filter(pl.col("wait_free_thread_s").is_not_null()))
+
+
 def external_arrivals(transitions: pl.DataFrame) -> pl.DataFrame:
     """Keys that went through a state Dask does not define (e.g. seed 003's ``deisa`` external
     tasks): key and the time (scheduler clock) they reached memory."""

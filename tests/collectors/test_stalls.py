@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors import frames_guard, watchdog
+from collectors import frames_guard, guard, watchdog
 from correlate.sources import stalls
 
 REPO = Path(__file__).resolve().parents[2]
@@ -136,6 +136,42 @@ def test_a_child_forked_while_another_thread_holds_the_guard_can_sample_stacks(g
             os.kill(pid, 9)
             os.waitpid(pid, 0)
             pytest.fail("the forked child hung in sys._current_frames")
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        release.set()
+        holder.join()
+
+
+@pytest.mark.parametrize("module", [guard, watchdog], ids=["guard", "watchdog"])
+def test_a_child_forked_while_another_thread_holds_a_collector_lock_can_take_it(module):
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with module._lock:
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(5)
+        pid = os.fork()
+        if pid == 0:  # the child: the holder does not exist here
+            try:
+                with module._lock:
+                    pass
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.02)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail(f"the forked child hung on {module.__name__}'s lock")
         assert os.waitstatus_to_exitcode(status) == 0
     finally:
         release.set()

@@ -193,3 +193,15 @@ def test_an_executions_io_without_a_method_has_no_method_not_the_most_exact():
     totals = exact.task_io_totals(files).sort("execution_id")
     assert totals.select("execution_id", "io_method", "read_bytes", "write_bytes").rows() == [
         (0, None, 5.0, 0.0), (1, "exact-thread", 0.0, 7.0)]
+
+
+def test_an_executions_total_with_an_unmeasured_part_is_unknown_not_smaller():
+    # GIVEN execution 0 with one read whose time was not measured (null), execution 1 with all
+    # measured, and execution 2 whose unmeasured part is a write (its read total stays known)
+    files = pl.DataFrame({"execution_id": [0, 0, 1, 2, 2], "op": ["read"] * 4 + ["write"],
+                          "bytes": [5.0, 3.0, 7.0, 2.0, None], "ops": [1.0] * 5,
+                          "io_time_s": [0.1, None, 0.2, 0.3, 0.4],
+                          "attribution": ["exact-thread"] * 5})
+    totals = exact.task_io_totals(files).sort("execution_id")
+    assert totals.select("execution_id", "read_bytes", "write_bytes", "io_time_s").rows() == [
+        (0, 8.0, 0.0, None), (1, 7.0, 0.0, 0.2), (2, 2.0, None, 0.7)]

@@ -250,6 +250,7 @@
     ...(DATA.workers.some((r) => r.coroutines) ? [["coroutine_s", "coroutines (event loop)", "s"]] : []),
     ["waiting_s", "waiting for a thread", "s"],
     ...(DATA.workers.some((r) => r.paused_s) ? [["paused_s", "waiting while the worker was paused (memory)", "s"]] : []),
+    ["free_thread_s", "waiting with a thread free (event loop)", "s"],
     ["transfer_s", "receiving inputs", "s"],
     ["read_back_s", "reading spilled inputs back", "s"]], DATA.workers, "worker", false);
   $("spans-section").hidden = !DATA.spans.length && !Object.keys(DATA.groups).length;
