@@ -11,7 +11,8 @@ paths``. Those of an output folder are named in ``WRITERS``: a new report is a m
 with such a function and one line there. The other outputs are writers of their own input:
 ``compare`` (``compare.md``/``compare.html`` and the printed comparison, from a
 ``correlate.compare.Comparison``), ``terminal`` (the summary ``correlate`` prints) and
-``correlate.timeline.lifecycles.write_task_lifecycles``; ``figures`` draws report.md's PNGs.
+``lifecycles`` (``task_lifecycles.jsonl`` of a run's ``RunFrames``); ``figures`` draws
+report.md's PNGs.
 Formatting helpers: ``fmt`` (numbers) and ``cells`` (Markdown cells).
 """
 
