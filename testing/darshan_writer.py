@@ -198,11 +198,12 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
               posix: bool = True, partial: bool = False,
               metadata: str = "lib_ver=3.5.0", stdio: pl.DataFrame | None = None,
               dxt: bool = True,
-              heatmap: tuple[float, list[int], list[int]] | None = None) -> Path:
+              heatmap: dict[str, tuple[float, list[int], list[int]]] | None = None) -> Path:
     """Write one non-MPI log (jobid = pid) with the given DXT_POSIX segments (and STDIO
     records, ``STDIO_COLUMNS``, when given); without ``dxt`` only their POSIX counters (as
-    Darshan with DXT off writes). ``heatmap``: a HEATMAP record of the POSIX module (Darshan
-    3.4+), its bin width in seconds and its bytes written and read per bin."""
+    Darshan with DXT off writes). ``heatmap``: HEATMAP records (Darshan 3.4+), per I/O module
+    (``"POSIX"``, ``"STDIO"``) its bin width in seconds and its bytes written and read per
+    bin."""
     path = Path(path)
     if path.exists():
         path.unlink()
@@ -221,7 +222,7 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
         named = segments["path"] if stdio is None else pl.concat([segments["path"],
                                                                   stdio["path"]])
         paths = named.unique(maintain_order=True).sort().to_list()
-        paths += [HEATMAP_NAME] if heatmap is not None else []
+        paths += [f"heatmap:{m}" for m in heatmap or {}]
         refs, _keep = _name_refs(paths)
         _check(lib.darshan_log_put_namehash(fd, refs if paths else None), "put_namehash")
         if posix and segments.height:
@@ -237,8 +238,8 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
             buf, _ = _dxt_buffer(traced, host, layout)
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["DXT_POSIX"], buf, len(buf),
                                            LAYOUT_VERSIONS[layout]), "put_mod DXT_POSIX")
-        if heatmap is not None:
-            buf = _heatmap_buffer(*heatmap)
+        if heatmap:
+            buf = b"".join(_heatmap_buffer(m, *h) for m, h in heatmap.items())
             _check(lib.darshan_log_put_mod(fd, L.MODULE_IDS["HEATMAP"], buf, len(buf), 1),
                    "put_mod HEATMAP")
     finally:
@@ -246,16 +247,13 @@ def write_log(path: Path | str, segments: pl.DataFrame, *, host: str = "node0", 
     return path
 
 
-#: the name record of the POSIX module's heatmap, as darshan-runtime registers it
-HEATMAP_NAME = "heatmap:POSIX"
-
-
-def _heatmap_buffer(width_s: float, writes: list[int], reads: list[int]) -> bytes:
-    """One HEATMAP record as the runtime writes its in-memory struct: id, rank, bin width,
-    bin count, two pointers (stale in the file), then the write and the read bins."""
+def _heatmap_buffer(module: str, width_s: float, writes: list[int], reads: list[int]) -> bytes:
+    """One HEATMAP record as the runtime writes its in-memory struct: id (of its name record
+    ``heatmap:<module>``), rank, bin width, bin count, two pointers (stale in the file), then
+    the write and the read bins."""
     n = len(writes)
     assert len(reads) == n
-    return (struct.pack("<QqdqQQ", record_id(HEATMAP_NAME), -1, width_s, n, 0, 0)
+    return (struct.pack("<QqdqQQ", record_id(f"heatmap:{module}"), -1, width_s, n, 0, 0)
             + np.asarray(writes, dtype="<i8").tobytes() + np.asarray(reads, dtype="<i8").tobytes())
 
 

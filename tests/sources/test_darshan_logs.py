@@ -586,8 +586,10 @@ def test_a_module_version_from_a_newer_darshan_is_named_and_the_rest_read(tmp_pa
 def test_the_heatmap_module_gives_bytes_per_time_bin_on_the_log_clock(tmp_path):
     """Darshan 3.4+'s HEATMAP record (written through libdarshan-util): each bin's bytes
     written and read, its edges the log's start plus multiples of the bin width."""
+    # (and an STDIO record of no bins: nothing of it, the POSIX one still read)
     path = write_log(tmp_path / "h_id5-5_1.darshan", known_segments(n_paths=1, per_path=5),
-                     pid=5, start_ns=START_NS, heatmap=(0.25, [100, 0, 7], [0, 50, 3]))
+                     pid=5, start_ns=START_NS, heatmap={"STDIO": (0.25, [], []),
+                                                        "POSIX": (0.25, [100, 0, 7], [0, 50, 3])})
     got = darshan_logs.read_heatmap(str(path)).sort("op", "bin_start_ns")
     assert got["module"].unique().to_list() == ["POSIX"] and set(got["pid"]) == {5}
     assert got.filter(pl.col("op") == "write")["bytes"].to_list() == [100.0, 0.0, 7.0]
