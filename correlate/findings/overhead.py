@@ -15,6 +15,11 @@ from correlate.frames.scalars import number
 
 #: a prefix with fewer executions is no batching candidate
 TINY_MIN_RUNS = 50
+#: nor one whose median execution is longer than this: Dask's own cost per task is of the order
+#: of a millisecond (its best-practices page), so a task of tens of milliseconds that waited as
+#: long waited for something else (a graph submitted late, a host whose cores other work held),
+#: which batching would not remove
+TINY_MAX_MEDIAN_S = 0.01
 #: the critical path's links of a prefix are overhead-bound when their mean wait for the
 #: scheduler and their worker's dispatch is at least this share of the prefix's median
 #: duration
@@ -25,14 +30,16 @@ _NOT_OVERHEAD = ("wait_submission_s", "wait_transfer_s", "wait_read_back_s", "wa
 
 
 def tiny_tasks(ctx: Context) -> list[dict[str, Any]]:
-    """Prefixes of many short executions whose links of the critical path each waited, between
+    """Prefixes of many short executions (a median of at most ``TINY_MAX_MEDIAN_S``) whose
+    links of the critical path each waited, between
     the previous link's end and their start, for the scheduler and their worker's dispatch
     about as long as they ran or longer: the job's span is then the per-task overhead's. The
     cost is what those waits would save (``wait_saved``: batched into fewer tasks, the
     overhead is paid once per batch)."""
     t = ctx.tasks
     stats = (t.group_by("prefix").agg(runs=pl.len(), median=pl.col("duration_s").median())
-             .filter(pl.col("runs") >= TINY_MIN_RUNS))
+             .filter((pl.col("runs") >= TINY_MIN_RUNS)
+                     & (pl.col("median") <= TINY_MAX_MEDIAN_S)))
     if stats.is_empty():
         return []
     overhead = (pl.col("wait_s") - pl.sum_horizontal(

@@ -79,3 +79,19 @@ def test_work_recomputed_after_a_worker_died_is_memory_pressure():
     assert len(found) == 1 and found[0]["keys"] == ["a-0"] and found[0]["prefixes"] == ["a"]
     assert "1 execution(s) recomputed results that died with a worker" in found[0]["evidence"]
     assert found[0]["cost_s"] == pytest.approx(1.1 - 0.6)
+
+
+@pytest.mark.parametrize(("run_ms", "gap_ms", "tiny"), [(0.1, 1.9, True), (20.0, 15.0, False)])
+def test_only_executions_shorter_than_dask_s_own_cost_scale_are_tiny_tasks(run_ms, gap_ms, tiny):
+    # GIVEN 60 executions of one prefix back to back on one thread, each waiting ``gap_ms``
+    # after the previous one's end: 0.1 ms tasks with 1.9 ms between them (the per-task
+    # overhead dominates), or 20 ms tasks with 15 ms between them (a wait that long is not
+    # Dask's per-task cost: batching would not remove it)
+    step = run_ms + gap_ms
+    tasks = _tasks([(f"tick-{i}", 0, i * step, i * step + run_ms, "ok") for i in range(60)])
+    found = [f for f in _analyse(tasks, _files(tasks, [])) if f["kind"] == "tiny-tasks"]
+    if tiny:
+        assert len(found) == 1 and found[0]["prefixes"] == ["tick"]
+        assert "60 tick executions of 0.10 ms median" in found[0]["evidence"]
+    else:
+        assert found == []
