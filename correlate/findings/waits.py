@@ -10,6 +10,8 @@ from typing import Any
 import polars as pl
 
 from correlate.findings.context import Context, finding, wait_saved
+from correlate.frames.grouping import measured_sum
+from correlate.frames.scalars import number
 
 
 def _path_waits(ctx: Context, column: str, *extra: str) -> pl.DataFrame:
@@ -43,8 +45,20 @@ def waiting_for_inputs(ctx: Context) -> list[dict[str, Any]]:
 
 def spill(ctx: Context) -> list[dict[str, Any]]:
     """Links of the critical path that waited for their inputs to be read back from spill:
-    per prefix, those waits (what the window would save had the inputs stayed in memory)."""
+    per prefix, those waits (what the window would save had the inputs stayed in memory).
+    The wait is Dask's disk-read, which Dask records whenever inputs take over 5 ms to come
+    out of the worker's store, spilled or not: silent where the run's Darshan logs count
+    every file and no result was read back from a spill file; said to be partial where
+    nothing recorded whether any was."""
     links = _path_waits(ctx, "wait_read_back_s", "unspilled_bytes")
+    read_back = (measured_sum(pl.col("unspilled_bytes")) if "unspilled_bytes" in ctx.tasks.columns
+                 else pl.lit(None, pl.Float64))
+    unspilled = number(ctx.tasks.select(read_back).item())
+    if unspilled == 0:  # (every file counted, no spill file read: the store was slow)
+        return []
+    partial = None if unspilled is not None else (
+        "Dask's disk-read, with no Darshan record of the spill files: whether the inputs came "
+        "from disk, or a store slowed otherwise, is not captured")
     out = []
     for (prefix,), rows in sorted(links.partition_by("prefix", as_dict=True).items(),
                                   key=lambda kv: str(kv[0][0])):
@@ -55,5 +69,5 @@ def spill(ctx: Context) -> list[dict[str, Any]]:
             f"{rows.height} {prefix} link(s) of the critical path waited {waited:.3f} s for "
             "their inputs to be read back from Dask's spill files",
             "give the workers more memory (or fewer threads each), persist less at once, or "
-            "make the partitions smaller"))
+            "make the partitions smaller", partial))
     return out

@@ -95,3 +95,21 @@ def test_only_executions_shorter_than_dask_s_own_cost_scale_are_tiny_tasks(run_m
         assert "60 tick executions of 0.10 ms median" in found[0]["evidence"]
     else:
         assert found == []
+
+
+@pytest.mark.parametrize(("unspilled", "found_as"), [(None, "partial"), (0.0, None),
+                                                       (64.0 * MIB, "whole")])
+def test_a_path_wait_in_dask_s_disk_read_is_spill_only_where_spill_was_read(unspilled, found_as):
+    # GIVEN a chain of two executions on one thread, the second waiting 0.4 s in Dask's
+    # disk-read (inputs out of the worker's store) before it ran; the run's spill read back is
+    # unknown (no Darshan), none (every file counted), or 64 MiB
+    tasks = _tasks([("a-0", 0, 0, 100, "ok"), ("b-0", 0, 600, 700, "ok")]).with_columns(
+        input_read_back_s=pl.Series([None, 0.4]),
+        unspilled_bytes=pl.lit(unspilled, pl.Float64))
+    found = [f for f in _analyse(tasks, _files(tasks, [])) if f["kind"] == "spill"]
+    if found_as is None:  # the store was slow, not the disk: no spill finding
+        assert found == []
+        return
+    assert len(found) == 1 and found[0]["keys"] == ["b-0"]
+    assert (found[0]["partial"] is None) == (found_as == "whole")
+    assert found[0]["cost_s"] == pytest.approx(0.4)
