@@ -20,7 +20,7 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   4 MiB requests.
 - ``tiny``: beside it, 1,000 tasks that do next to nothing (``tick-*``), each its own task;
   ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
-- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 20,000 times, reading
+- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 100,000 times, reading
   one byte each time (its time in metadata calls recorded as Darshan counts it).
 - ``shared``: beside it, four tasks (``part-*``) each write their own 32 MiB region of one
   file at once, in 1 MiB requests; then four (``own-*``) each write a file of their own
@@ -53,7 +53,7 @@ READERS = 4
 TICKS = 1000
 BATCHES = 10
 BUSY_S = 30.0
-REOPENS = 20_000
+REOPENS = 100_000
 PART_BYTES = 32 << 20
 PARTS = 4
 
