@@ -77,21 +77,44 @@ def small_requests(ctx: Context) -> list[dict[str, Any]]:
 REPEATED_MIN_BYTES = 1 << 20
 
 
+#: bits of a read's offset or end below its file's number in one 64-bit key: offsets and ends
+#: up to 2 TiB, and up to 2^22 files (else the slower sort on two columns)
+_END_BITS = 41
+
+
 def distinct_read_bytes(segments: pl.LazyFrame, paths: list[str]) -> pl.DataFrame:
     """path → ``distinct_bytes``: the bytes of ``paths`` that DXT saw read, each byte once (the
-    union of the reads' ranges)."""
+    union of the reads' ranges). Each path is hashed once and its files numbered; the reads are
+    sorted on one key (file number, offset) and each file's furthest end so far is a
+    cumulative maximum of (file number, end): several times faster than sorting and grouping
+    the strings of millions of segments."""
+    names = pl.DataFrame({"path": paths}).with_columns(
+        h=pl.col("path").hash(seed=0)).with_row_index("g")
     reads = (segments.filter((pl.col("op").cast(pl.String) == "read")
-                             & pl.col("path").is_in(paths) & pl.col("offset").is_not_null())
-             .select("path", "offset", end=pl.col("offset") + pl.col("length"))
-             .sort("path", "offset").collect())
+                             & pl.col("offset").is_not_null())
+             .select(h=pl.col("path").hash(seed=0), offset="offset",
+                     end=pl.col("offset") + pl.col("length"))
+             .join(names.lazy().select("h", g=pl.col("g").cast(pl.Int64)), on="h")
+             .collect())
     if reads.is_empty():
         return pl.DataFrame(schema={"path": pl.String, "distinct_bytes": pl.Int64})
+    one_key = (len(paths) < 1 << (63 - _END_BITS - 1)
+               and (integer(reads.get_column("end").max()) or 0) < 1 << _END_BITS)
+    high = pl.col("g") * (1 << _END_BITS)
+    if one_key:
+        reads = reads.sort(high + pl.col("offset"))
+        reach = (high + pl.col("end")).cum_max() - high
+    else:
+        reads = reads.sort("g", "offset")
+        reach = pl.col("end").cum_max().over("g")
     # a range adds what it reaches beyond every earlier range of its file
-    reads = reads.with_columns(reach=pl.col("end").cum_max().over("path"))
-    return reads.with_columns(before=pl.col("reach").shift(1).over("path")).select(
-        "path", new=(pl.col("end") - pl.max_horizontal("offset", pl.col("before")
-                                                      .fill_null(pl.col("offset"))))
-        .clip(0)).group_by("path").agg(distinct_bytes=pl.col("new").sum())
+    reads = reads.with_columns(reach=reach)
+    before = pl.when(pl.col("g") == pl.col("g").shift(1)).then(pl.col("reach").shift(1))
+    new = (pl.col("end") - pl.max_horizontal("offset", before.fill_null(pl.col("offset"))))
+    per = reads.select("g", new=new.clip(0)).group_by("g").agg(
+        distinct_bytes=pl.col("new").sum())
+    return names.with_columns(pl.col("g").cast(pl.Int64)).join(per, on="g").select(
+        "path", "distinct_bytes")
 
 
 def repeated_reads(ctx: Context) -> list[dict[str, Any]]:

@@ -76,7 +76,7 @@ def _ms(seconds: float) -> str:
 #: an execution could have been slowed by CPU outside tasks when it computed for at least this
 #: share of its wall time (a sleep, or a wait for something outside the process, computes
 #: nothing the GIL could hold back)
-OUTSIDE_MIN_CPU = 0.05
+OUTSIDE_MIN_CPU = 0.02
 #: a process's CPU outside its tasks dominates when it is at least this share of all the CPU
 #: the process spent during its tasks' window
 OUTSIDE_SHARE = 0.5

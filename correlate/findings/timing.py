@@ -80,7 +80,11 @@ STRAGGLER_MIN_RUNS = 5
 def straggler(ctx: Context) -> list[dict[str, Any]]:
     """Executions far beyond their prefix's spread; the cost is what the window would have
     saved had each taken its prefix's median (``span_saved``)."""
-    t = ctx.tasks
+    # (only the columns the finding reads: gathering all of a million rows' columns in the
+    # join costs several times the rule)
+    t = ctx.tasks.select("execution_id", "key", "prefix", "worker", "duration_s", "cpu_s",
+                         "io_time_s", *(["input_read_back_s"] if "input_read_back_s"
+                                        in ctx.tasks.columns else []))
     stats = (t.group_by("prefix").agg(runs=pl.len(), median=pl.col("duration_s").median(),
                                       mad=(pl.col("duration_s") - pl.col("duration_s")
                                            .median()).abs().median())
@@ -162,8 +166,10 @@ def thread_contention(ctx: Context) -> list[dict[str, Any]]:
     of their process computed (the GIL, or a lock): each is taken to have lost the lesser of
     its time outside CPU and I/O and its peers' CPU in its window. Silent without CPU or I/O
     (the time outside them could be untraced I/O)."""
-    t = ctx.tasks.filter(pl.col("cpu_s").is_not_null() & pl.col("io_time_s").is_not_null()
-                         & pl.col("awaiting_s").is_null())
+    t = ctx.tasks.select("execution_id", "key", "prefix", "host", "pid", "duration_s", "cpu_s",
+                         "io_time_s", "awaiting_s").filter(
+        pl.col("cpu_s").is_not_null() & pl.col("io_time_s").is_not_null()
+        & pl.col("awaiting_s").is_null())
     if t.is_empty() or not ctx.evidence.io_captured:
         return []
     other = pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s")

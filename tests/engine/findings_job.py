@@ -20,12 +20,12 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   4 MiB requests.
 - ``tiny``: beside it, 1,000 tasks that do next to nothing (``tick-*``), each its own task;
   ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
-- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 20,000 times, reading
+- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 100,000 times, reading
   one byte each time (its time in metadata calls recorded as Darshan counts it).
 - ``shared``: beside it, four tasks (``part-*``) each write their own 32 MiB region of one
   file at once, in 1 MiB requests; then four (``own-*``) each write a file of their own
   likewise (what writes cost when one execution uses a file).
-- ``busy-loop``: beside it, four threads the first worker's event loop starts (no task) spin
+- ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
   pure Python until ``crunch``, a pure-Python loop with a small write of its own file that
   runs there, has ended (at most 30 s).
 """
@@ -53,7 +53,7 @@ READERS = 4
 TICKS = 1000
 BATCHES = 10
 BUSY_S = 30.0
-REOPENS = 20_000
+REOPENS = 100_000
 PART_BYTES = 32 << 20
 PARTS = 4
 
@@ -137,7 +137,7 @@ def ticks(first: int, n: int) -> int:
 
 
 def busy_thread(seconds: float, marker: str) -> None:
-    """Start four threads in this process (called by ``client.run``: outside any task) that
+    """Start three threads in this process (called by ``client.run``: outside any task) that
     spin pure Python until ``marker`` exists, or for ``seconds``."""
     def loop() -> None:
         end = time.time() + seconds
@@ -146,7 +146,7 @@ def busy_thread(seconds: float, marker: str) -> None:
             for i in range(10_000):
                 total += i % 7
 
-    for i in range(4):
+    for i in range(3):
         threading.Thread(target=loop, name=f"busy-loop-{i}", daemon=True).start()
 
 

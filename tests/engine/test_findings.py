@@ -254,13 +254,13 @@ def test_a_thread_spinning_outside_the_tasks_is_cpu_outside_tasks(run):
     assert not [f for f in gil.summary["findings"] if f["kind"] == "cpu-outside-tasks"]
 
 
-def test_a_file_opened_twenty_thousand_times_for_a_byte_each_is_metadata(run):
+def test_a_file_opened_a_hundred_thousand_times_for_a_byte_each_is_metadata(run):
     meta, truth = run("meta")
     top = _top(meta, "metadata")
     small = truth["io"][0]["path"]
     assert top["prefixes"] == ["reopen"] and top["keys"] == ["reopen"]
     assert top["files"] == [small] and top["partial"] is None  # one execution used it
-    assert "20,000 opens" in top["evidence"]
+    assert "100,000 opens" in top["evidence"]
     # the cost is at most the time the task spent in its metadata calls
     spent = sum(b - a for op, _o, _n, a, b in truth["io"][0]["ops"] if op in ("open", "close"))
     assert 0.05 * _window_s(meta) <= top["cost_s"] <= spent + 1e-6

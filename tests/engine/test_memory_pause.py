@@ -136,8 +136,18 @@ def test_the_critical_path_says_its_waits_on_the_paused_worker(paused):
 
 
 def test_the_pause_is_a_memory_pressure_finding(paused):
+    from correlate.findings.context import MIN_COST_S, MIN_COST_SHARE
+
     _frames, result, truth, _run = paused
     found = [f for f in result.summary["findings"] if f["kind"] == "memory-pressure"]
+    tasks, path = result.tables["tasks"], result.tables["critical_path"]
+    window = (tasks["stop_ns"].max() - tasks["start_ns"].min()) / 1e9
+    on_path = path["wait_paused_s"].sum()
+    if on_path < max(MIN_COST_S, MIN_COST_SHARE * window):
+        # (whether the path runs through the paused waits depends on the run's scheduling:
+        # when it ends at hold-memory, the pause cost the span nothing to find)
+        assert not found, found
+        return
     assert len(found) == 1, result.summary["findings"]
     f = found[0]
     assert f["prefixes"][0] == "inc" and set(f["keys"]) <= {f"inc-{i}" for i in range(8)}
@@ -145,7 +155,6 @@ def test_the_pause_is_a_memory_pressure_finding(paused):
     # the cost is at most the paused waits on the critical path (less where the busy time
     # shared by the threads bounds the window), so at most the worker's pauses
     paused_s = sum(e - s for s, e in _dask_pauses(truth))
-    on_path = result.tables["critical_path"]["wait_paused_s"].sum()
     assert 0.3 < f["cost_s"] <= on_path + 1e-9 and on_path <= paused_s + 0.05
     # the pauses held the job back: no finding says its waits were the threads'
     assert not [g for g in result.summary["findings"] if g["kind"] == "idle-threads"]
