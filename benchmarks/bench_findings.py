@@ -1,7 +1,8 @@
 """Benchmark: what the critical path and the findings (``correlate.findings.analyse``) cost at
 1M task executions, against the tables-only ``correlate`` of the 1M + 10M synthetic run
-(its figure is in docs/performance.md, "correlate at scale"; the target is at most 10% of it). Wall and CPU (every thread of the process) are printed: on a loaded host the CPU is
-the figure that compares.
+(its figure is in docs/performance.md, "correlate at scale"; the target is at most 10% of it).
+Wall and CPU (every thread of the process) are printed: on a loaded host the CPU is the figure
+that compares.
 
 The tables are built in memory, shaped as the synthetic run's are: 8 workers × 4 threads,
 chains of three prefixes (load → transform → store), each thread running its executions back
@@ -20,10 +21,10 @@ import time
 
 import numpy as np
 import polars as pl
+from correlate.scalars import integer
 
 from correlate.findings import Evidence, analyse, critical_path, rules
 from correlate.findings.context import Context
-from correlate.scalars import integer
 from correlate.schema import TABLES, conform
 
 PREFIXES = ("load-chunk", "transform", "store-chunk")
