@@ -10,7 +10,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,46 +110,13 @@ def test_install_guards_every_caller_of_sys_and_uninstall_gives_the_originals_ba
             frames_guard.install(force=True)
 
 
-def test_a_child_forked_while_another_thread_holds_the_guard_can_sample_stacks(guarded):
+def _forked_while_held(lock: Any, in_child: Callable[[], object]) -> int | None:
+    """Fork while another thread holds ``lock``; run ``in_child`` in the child (where that
+    thread does not exist). The child's exit code, or None if it hung (killed after 5 s)."""
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with frames_guard._lock:
-            holding.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        holding.wait(5)
-        pid = os.fork()
-        if pid == 0:  # the child: the holder does not exist here
-            try:
-                sys._current_frames()
-            finally:
-                os._exit(0)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            time.sleep(0.02)
-        else:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hung in sys._current_frames")
-        assert os.waitstatus_to_exitcode(status) == 0
-    finally:
-        release.set()
-        holder.join()
-
-
-@pytest.mark.parametrize("module", [guard, watchdog], ids=["guard", "watchdog"])
-def test_a_child_forked_while_another_thread_holds_a_collector_lock_can_take_it(module):
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with module._lock:
+        with lock:
             holding.set()
             release.wait(10)
 
@@ -156,26 +125,38 @@ def test_a_child_forked_while_another_thread_holds_a_collector_lock_can_take_it(
     try:
         assert holding.wait(5)
         pid = os.fork()
-        if pid == 0:  # the child: the holder does not exist here
+        if pid == 0:
             try:
-                with module._lock:
-                    pass
+                in_child()
             finally:
                 os._exit(0)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                break
+                return os.waitstatus_to_exitcode(status)
             time.sleep(0.02)
-        else:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail(f"the forked child hung on {module.__name__}'s lock")
-        assert os.waitstatus_to_exitcode(status) == 0
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        return None
     finally:
         release.set()
         holder.join()
+
+
+def test_a_child_forked_while_another_thread_holds_the_guard_can_sample_stacks(guarded):
+    assert _forked_while_held(frames_guard._lock, sys._current_frames) == 0, (
+        "the forked child hung in sys._current_frames")
+
+
+@pytest.mark.parametrize("module", [guard, watchdog], ids=["guard", "watchdog"])
+def test_a_child_forked_while_another_thread_holds_a_collector_lock_can_take_it(module):
+    def take() -> None:
+        with module._lock:
+            pass
+
+    assert _forked_while_held(module._lock, take) == 0, (
+        f"the forked child hung on {module.__name__}'s lock")
 
 
 def test_a_stalled_thread_is_recorded_with_its_stack_and_its_end(tmp_path):
