@@ -46,6 +46,24 @@ def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def ready_to_executing(transitions: pl.DataFrame, time: pl.Expr,
+                       workers: pl.Series | None = None) -> pl.DataFrame:
+    """Per key with both: the worker of its first worker-side ``ready`` (a string), and the
+    first times (``time``, evaluated on every row of ``transitions``: it may add a per-row
+    clock shift) it became ready and executing there; only on ``workers`` where given."""
+    # (the worker cast after the filter: the engine's worker column is Categorical, and a
+    # run's transitions are its largest table)
+    t = transitions.with_columns(t=time).filter(
+        (pl.col("side") == "worker") & pl.col("finish").is_in(["ready", "executing"])
+    ).with_columns(pl.col("worker").cast(pl.String))
+    if workers is not None:
+        t = t.filter(pl.col("worker").is_in(workers.implode()))
+    return t.group_by("key").agg(
+        pl.col("worker").filter(pl.col("finish") == "ready").first(),
+        t_ready=pl.col("t").filter(pl.col("finish") == "ready").min(),
+        t_exec=pl.col("t").filter(pl.col("finish") == "executing").min()).drop_nulls()
+
+
 def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Series
                  ) -> pl.DataFrame:
     """Per key whose wait for a thread (its first worker-side ready → executing) overlapped a
@@ -56,16 +74,8 @@ def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Seri
     empty = pl.DataFrame(schema={"key": pl.String, "wait_paused_s": pl.Float64})
     if pauses.is_empty():  # (the usual case)
         return empty
-    worker = ((pl.col("side") == "worker")
-              & pl.col("worker").is_in(pauses.get_column("worker").unique().implode()))
-    # (cast first: the engine's worker column is Categorical)
-    t = transitions.with_columns(pl.col("worker").cast(pl.String),
-                                 t=pl.col("local_time_ns") + shift).filter(
-        worker & pl.col("finish").is_in(["ready", "executing"]))
-    firsts = t.group_by("key").agg(
-        pl.col("worker").filter(pl.col("finish") == "ready").first(),
-        t_ready=pl.col("t").filter(pl.col("finish") == "ready").min(),
-        t_exec=pl.col("t").filter(pl.col("finish") == "executing").min()).drop_nulls()
+    firsts = ready_to_executing(transitions, pl.col("local_time_ns") + shift,
+                                pauses.get_column("worker").unique())
     if firsts.is_empty():
         return empty
     end = pl.coalesce("stop_ns", pl.lit(2**62, pl.Int64))
@@ -106,13 +116,8 @@ def free_thread_waits(transitions: pl.DataFrame, executions: pl.DataFrame,
         - pl.col("dt") * pl.col("free")).select("worker", "t", "free", "before")
     ev = ev.sort("t", maintain_order=True)  # (join_asof's order; ties keep the worker's last)
     firsts = ev.group_by("worker").agg(first=pl.col("t").min())
-    waiting = (transitions.filter((pl.col("side") == "worker")
-                                  & pl.col("finish").is_in(["ready", "executing"]))
-               .group_by("key").agg(
-                   pl.col("worker").filter(pl.col("finish") == "ready").first().cast(pl.String),
-                   t_ready=pl.col("local_time_ns").filter(pl.col("finish") == "ready").min(),
-                   t_exec=pl.col("local_time_ns").filter(pl.col("finish") == "executing").min())
-               .drop_nulls().filter(pl.col("t_exec") > pl.col("t_ready"))
+    waiting = (ready_to_executing(transitions, pl.col("local_time_ns"))
+               .filter(pl.col("t_exec") > pl.col("t_ready"))
                .join(firsts, on="worker"))  # (workers without a thread count: unknown)
     if waiting.is_empty():
         return empty
