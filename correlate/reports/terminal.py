@@ -23,14 +23,9 @@ if TYPE_CHECKING:  # (the engine is not imported to print what it returned)
     from correlate.engine import Correlated
 
 
-def _bytes(n: float | None) -> str:
-    return human_bytes(n)  # the reports' own rendering: one figure reads alike everywhere
-    return str(n)
-
-
 def _prefix_rows(prefixes: pl.DataFrame, top: int, io_known: bool = True) -> list[list[Any]]:
     return [[r["prefix"], r["executions"], f"{r['wall_s']:.3f}", _secs(r["cpu_s"]),
-             *([_bytes(r["read_bytes"]), _bytes(r["write_bytes"]), _secs(r["io_s"])]
+             *([human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]), _secs(r["io_s"])]
                if io_known else ["unknown"] * 3)]  # no Darshan log: not 0 B
             for r in prefixes.head(top).iter_rows(named=True)]
 
@@ -57,7 +52,7 @@ def _files(files: pl.DataFrame, unattributed: pl.DataFrame, top: int,
 
 
 def _file_rows(shown: pl.DataFrame) -> list[list[Any]]:
-    return [[f"{r['path']} (refiled)" if r["refiled"] else r["path"], _bytes(r["total_bytes"]), f"{r['ops']:,.0f}", f"{r['io_s']:.3f}",
+    return [[f"{r['path']} (refiled)" if r["refiled"] else r["path"], human_bytes(r["total_bytes"]), f"{r['ops']:,.0f}", f"{r['io_s']:.3f}",
              r["tasks"] or 0, times(r["read_times"])] for r in shown.iter_rows(named=True)]
 
 
@@ -74,7 +69,7 @@ def _group_row(r: dict[str, Any], span: bool, io_known: bool) -> list[Any]:
         r["value"] if r["value"] is not None else "(not annotated)")
     return [name, r["executions"], _secs(r["wall_s"]), _secs(r["cpu_s"]),
             *([_secs(r["dask_thread_cpu_s"])] if span else []),
-            *([_bytes(r["read_bytes"]), _bytes(r["write_bytes"]), _secs(r["io_time_s"])]
+            *([human_bytes(r["read_bytes"]), human_bytes(r["write_bytes"]), _secs(r["io_time_s"])]
               if io_known else ["unknown"] * 3)]
 
 
@@ -82,7 +77,7 @@ def _by_method(io: dict[str, Any]) -> str:
     """How the attributed bytes were attributed: exact-thread, helper-*, window-split (the
     P2P shard writes given to a shuffle's owner are shown as the shuffles' part)."""
     total = io["total"]["bytes"]
-    parts = [f"{m} {_bytes(v['bytes'])}" + (f" ({v['bytes'] / total:.1%})" if total else "")
+    parts = [f"{m} {human_bytes(v['bytes'])}" + (f" ({v['bytes'] / total:.1%})" if total else "")
              for m, v in (io.get("attributed_by_method") or {}).items()
              if m != "p2p-shuffle" or "by_destination" not in io]
     return f", by {', '.join(parts)}" if parts else ""
@@ -91,7 +86,7 @@ def _by_method(io: dict[str, Any]) -> str:
 def _destinations(summary: dict[str, Any]) -> str:
     """``; P2P shuffles 21.7 MiB (66.7%), spill 0 B (0.0%), unexplained …`` after the tasks'
     share, when the summary has ``by_destination``."""
-    rest = [f"{name} {_bytes(b)} ({s:.1%})" if s is not None else f"{name} {_bytes(b)}"
+    rest = [f"{name} {human_bytes(b)} ({s:.1%})" if s is not None else f"{name} {human_bytes(b)}"
             for name, b, s in destinations(summary) if name != "tasks"]
     return f"; {', '.join(rest)}" if rest else ""
 
@@ -99,11 +94,11 @@ def _destinations(summary: dict[str, Any]) -> str:
 def _shuffle_lines(summary: dict[str, Any], top: int) -> list[str]:
     out = []
     for r in agg.shuffles(summary)[:top]:
-        read = (_bytes(r["read_bytes"]) + " read back by its unpack tasks"
+        read = (human_bytes(r["read_bytes"]) + " read back by its unpack tasks"
                 if r["read_bytes"] is not None else "reads not traced (memory-mapped)")
         owner = (f"given to {r['owner']} (p2p-shuffle)" if r["owner"]
                  else "no barrier execution: not given to a task")
-        out.append(f"P2P shuffle {r['shuffle_id'][:12]}: {_bytes(r['written_bytes'])} of "
+        out.append(f"P2P shuffle {r['shuffle_id'][:12]}: {human_bytes(r['written_bytes'])} of "
                    f"shards written on {r['workers']} worker(s) ({r['write_s'] or 0:.3f} s), "
                    f"{owner}; {read}; tasks: {r['transfer_executions']} transfer, "
                    f"{r['barrier_executions']} barrier, {r['unpack_executions']} unpack")
@@ -115,7 +110,7 @@ def _arrival_line(summary: dict[str, Any]) -> str | None:
     if a is None:
         return None
     last = max(a["senders"], key=lambda r: (r["last_in_steps"], r["sender"]))
-    return (f"arrivals: {a['keys']:,} keys ({_bytes(a['nbytes'])}) from outside Dask in "
+    return (f"arrivals: {a['keys']:,} keys ({human_bytes(a['nbytes'])}) from outside Dask in "
             f"{a['steps']:,} steps from {len(a['senders'])} senders (largest spread "
             f"{_secs(a['max_spread_s'])} s; {last['sender']} last in {last['last_in_steps']} "
             f"steps); {a['sentence']}")
@@ -178,7 +173,7 @@ def _print_totals(c: Any, summary: dict[str, Any], io_known: bool) -> None:
     io, cpu = summary["io"], summary["cpu"]
     share = io["attributed_bytes_share"]  # the tasks' own bytes (not P2P shard writes)
     if io_known:
-        c.print(f"I/O: {_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
+        c.print(f"I/O: {human_bytes(io['total']['bytes'])} in {io['total']['ops']:,.0f} ops; "
                 f"attributed to tasks: "
                 + (f"{share:.1%}" if share is not None else "n/a (no DXT segments)")
                 + _by_method(io) + _destinations(summary)
@@ -200,9 +195,9 @@ def _print_totals(c: Any, summary: dict[str, Any], io_known: bool) -> None:
             c.print(f"spill: bytes written and read back {sp['source']['bytes_and_times']}; "
                     + waited)
         else:
-            c.print(f"spill: {_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys "
+            c.print(f"spill: {human_bytes(sp['spilled_bytes'])} of {sp['keys_spilled']:,} keys "
                     f"written ({_secs(sp['spill_write_s'])} s in write calls), "
-                    f"{_bytes(sp['unspilled_bytes'])} read back ({_secs(sp['unspill_read_s'])} s "
+                    f"{human_bytes(sp['unspilled_bytes'])} read back ({_secs(sp['unspill_read_s'])} s "
                     f"in read calls); {waited}")
         if back := agg.read_back_sentence(summary):
             c.print(Text(back))
@@ -241,7 +236,7 @@ def _print_notes(c: Any, summary: dict[str, Any], top: int) -> None:
     """The unattributed I/O's reasons, the clocks, the warnings and the rejected records."""
     io = summary["io"]
     for r in (io.get("unattributed_by_reason") or [])[:top]:
-        c.print(Text(f"unattributed: {_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
+        c.print(Text(f"unattributed: {human_bytes(r['bytes'])} / {r['ops']:,.0f} ops — {r['reason']}"))
     unc = [r["uncertainty_ns"] for r in summary["clocks"] if r["uncertainty_ns"] is not None]
     if unc:
         c.print(f"clocks: {len(summary['clocks'])} offsets, worst uncertainty "
