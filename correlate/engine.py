@@ -27,6 +27,7 @@ from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.prefixes import key_split_groups, key_splits
 from correlate.frames.sorting import output_order, sorted_for_output
 from correlate.functions import functions_by_process
+from correlate.outcome import Seen
 from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, outputs
 from correlate.sinks import MemorySink, ParquetSink, TableSink
 from correlate.sources.frames import RunFrames
@@ -161,8 +162,8 @@ class _Timeline:
     key_waits: pl.DataFrame
     arrived: pl.DataFrame
     assigned: pl.DataFrame
-    released: Any
-    seen: Any
+    released: pl.Series
+    seen: Seen
 
 
 def _timeline(frames: RunFrames, ex: pl.DataFrame, sink: TableSink,
@@ -241,7 +242,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
 
 
 def _summary(frames: RunFrames, kept: dict[str, pl.DataFrame], att: attribution.Attribution,
-             group_by: tuple[str, ...], seen: Any, sink: TableSink) -> dict[str, Any]:
+             group_by: tuple[str, ...], seen: Seen, sink: TableSink) -> dict[str, Any]:
     """summary.json from the tables of ``kept`` and the attribution's totals, with the
     arrivals, Dask's disk-read beside what Darshan saw inside it (the segments back from the
     sink) and how the thread ids were inferred."""
