@@ -120,20 +120,40 @@ def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
     return correlated
 
 
+# ---- running under pytest-xdist (`-n 2 --dist loadgroup`, the README's command) -----------------
+# Module and session fixtures are made once per xdist worker that asks for them, and most of them
+# record a job. So each module's tests go to one worker, and so do all the modules that share one
+# of these session runs (whatever their other fixtures): a group per connected set.
+SHARED_RUNS = ("cluster_run", "io_run", "correlated_fixture", "literal_out", "literal_reports")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    parent: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            name = parent[name]
+        return name
+
+    for item in items:
+        for shared in (f for f in SHARED_RUNS if f in getattr(item, "fixturenames", ())):
+            parent[root(shared)] = root(item.module.__name__)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(root(item.module.__name__)))
+
+
 # ---- markers checked against what each test did ------------------------------------------------
 # `cluster` must be on every test that starts Dask servers (so `-m "not cluster"` starts none) and
 # `fixtures` on every test that needs ../shared; hand-written markers drift, so a test whose
 # marker is missing fails with the reason instead of passing.
 
 _STARTS = pytest.StashKey[Path]()
-#: Dask servers started in the session, by kind (the terminal summary's line)
-_STARTED = pytest.StashKey[Counter[str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     folder = Path(tempfile.mkdtemp(prefix="dask-starts-"))
     config.stash[_STARTS] = folder
-    config.stash[_STARTED] = Counter()
+    config.pluginmanager.register(_ServersStarted(), "dask-servers-started")
     os.environ[dask_starts.ENV] = str(folder)
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(dask_starts.SITE), os.environ.get("PYTHONPATH")]))
@@ -148,7 +168,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def _wrong_marker(item: pytest.Item, report: pytest.TestReport) -> str | None:
     starts = dask_starts.take(item.config.stash[_STARTS])
-    item.config.stash[_STARTED].update(starts)
+    if starts:  # counted by pytest_runtest_logreport, in the process that prints the summary
+        report.user_properties = [*report.user_properties, ("dask_starts", dict(Counter(starts)))]
     if starts and item.get_closest_marker("cluster") is None:
         return (f"{item.nodeid} started Dask servers ({', '.join(sorted(set(starts)))}) "
                 "without the `cluster` marker")
@@ -169,11 +190,21 @@ def pytest_runtest_makereport(item: pytest.Item,
         report.longrepr = problem
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
-                            config: pytest.Config) -> None:
-    """How many Dask servers the tests started: most of the suite's time is their start-up, so
-    a new test that starts a cluster where a shared run would do shows here."""
-    started = config.stash.get(_STARTED, None)
-    if started:
-        terminalreporter.write_line("Dask servers started by the tests: " + ", ".join(
-            f"{n} {kind}" for kind, n in sorted(started.items())))
+class _ServersStarted:
+    """How many Dask servers the tests started, by kind, printed at the end: most of the suite's
+    time is their start-up, so a new test that starts a cluster where a shared run would do
+    shows here. Summed from the reports, which under xdist reach the controller from every
+    worker."""
+
+    def __init__(self) -> None:
+        self.started: Counter[str] = Counter()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, starts in report.user_properties:
+            if name == "dask_starts":
+                self.started.update(starts)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.started:
+            terminalreporter.write_line("Dask servers started by the tests: " + ", ".join(
+                f"{n} {kind}" for kind, n in sorted(self.started.items())))
