@@ -19,17 +19,16 @@ from typing import Any
 
 import polars as pl
 
-from correlate import attribution, findings, outcome
+from correlate import attribution, findings, timeline
 from correlate.attribution import spill
 from correlate.console import Progress
 from correlate.frames import allocator
 from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.prefixes import key_split_groups, key_splits
-from correlate.frames.sorting import output_order, sorted_for_output
 from correlate.functions import functions_by_process
 from correlate.outcome import Seen
-from correlate.schema import OUTPUT_FORMAT_VERSION, TABLES, conform, outputs
-from correlate.sinks import MemorySink, ParquetSink, TableSink
+from correlate.schema import OUTPUT_FORMAT_VERSION, outputs
+from correlate.sinks import MemorySink, ParquetSink, TableSink, put
 from correlate.sources.frames import RunFrames
 from correlate.summary import (
     build_summary,
@@ -38,22 +37,12 @@ from correlate.summary import (
     profile_coverage,
     profile_warnings,
 )
-from correlate.timeline import align, arrivals, coroutines, endings, lost, task_threads, waits
-from correlate.timeline.message_bounds import message_bounds
+from correlate.timeline import arrivals, coroutines, lost, task_threads, waits
 from correlate.timeline.spans import DEFAULT_SPAN
 
 OUTPUT_TABLES = outputs.NAMES
 #: written only when the run has such data (a run without keeps today's outputs exactly)
 OPTIONAL_TABLES = outputs.OPTIONAL_NAMES
-
-
-#: what events and waits read of the transitions (read once, let go after both); the columns
-#: with a handful of distinct values, and the key (one transition per state a task passes
-#: through), are held as Categorical (4 bytes a row instead of a 16-byte string view and the key's text, and no string
-#: copied when the table is made contiguous or put in order) and written back as strings
-TRANSITION_COLUMNS: list[str | pl.Expr] = [
-    "local_time_ns", "side", "pid", "stimulus_id",
-    *(pl.col(c).cast(pl.Categorical) for c in ("key", "host", "worker", "start", "finish"))]
 
 
 @dataclass(frozen=True)
@@ -74,33 +63,6 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
         ex = ex.with_columns(group=pl.coalesce("group", key_split_groups(
             ex.get_column("key"), ex.get_column("prefix"))))
     return ex
-
-
-def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.DataFrame,
-               ex: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per key: its scheduler-side and external waits, its wait on its worker split into the
-    part its worker was paused (memory), the part a thread was free (the worker's event loop)
-    and the rest (a thread); and the run's arrivals of data from outside Dask (scattered keys,
-    external-state tasks) that the external waits come from."""
-    paused = waits.paused_waits(transitions, frames.worker_pauses,
-                                align.worker_shift(transitions, worker_clocks)
-                                if not frames.worker_pauses.is_empty() else pl.Series([]))
-    free = waits.free_thread_waits(transitions, ex, frames.processes)
-    # a paused worker's threads are free too: that part stays memory's
-    key_waits = (waits.scheduler_waits(transitions).join(paused, on="key", how="left")
-                 .join(free, on="key", how="left").with_columns(
-                     wait_free_thread_s=(pl.col("wait_free_thread_s")
-                                         - pl.col("wait_paused_s").fill_null(0.0)).clip(0.0)))
-    key_waits = key_waits.with_columns(
-        wait_thread_s=pl.col("wait_thread_s") - pl.col("wait_paused_s").fill_null(0.0)
-        - pl.col("wait_free_thread_s").fill_null(0.0))
-    # (the scheduler's sizes are read from the full transitions, only when there are such keys)
-    external = arrivals.external_state_arrivals(
-        frames.transitions, waits.external_arrivals(transitions).drop_nulls("t_arrival"))
-    arrived = arrivals.arrivals_table(frames.data_arrivals, frames.senders, external)
-    ext = arrivals.external_waits(arrivals.arrival_times(arrived), frames.dependencies,
-                                  key_waits)
-    return key_waits.join(ext, on="key", how="left"), arrived
 
 
 def _tasks_table(att: attribution.Attribution, key_waits: pl.DataFrame, frames: RunFrames
@@ -141,53 +103,6 @@ def _in_default_span(tasks: pl.DataFrame, frames: RunFrames) -> pl.DataFrame:
     return tasks.with_columns(pl.col("span").fill_null(DEFAULT_SPAN))
 
 
-def _events_table(transitions: pl.DataFrame, worker_clocks: pl.DataFrame) -> pl.DataFrame:
-    """Transitions on the run timeline: the scheduler's clock is the timeline; worker-side
-    times get their process's offset."""
-    shift = align.worker_shift(transitions, worker_clocks)
-    return transitions.with_columns(
-        time_ns=pl.when(pl.col("side") == "scheduler").then(pl.col("local_time_ns"))
-        .otherwise(pl.col("local_time_ns") + shift))
-
-
-@dataclass(frozen=True)
-class _Timeline:
-    """What the transitions say, taken before they are let go: the executions with their
-    endings, the workers' clocks, each key's waits and the scheduler's times (the critical
-    path's gates), the data that arrived from outside Dask, the keys whose result died with
-    a worker and how the job ended."""
-
-    executions: pl.DataFrame
-    worker_clocks: pl.DataFrame
-    key_waits: pl.DataFrame
-    arrived: pl.DataFrame
-    assigned: pl.DataFrame
-    released: pl.Series
-    seen: Seen
-
-
-def _timeline(frames: RunFrames, ex: pl.DataFrame, sink: TableSink,
-              progress: Progress) -> _Timeline:
-    """Events and waits first: the transitions (the largest raw table) are let go before the
-    attribution builds its tables, which reuse their pages (a lower peak RSS)."""
-    progress.begin("transitions")
-    transitions = frames.table("transitions", TRANSITION_COLUMNS)
-    ex = endings.with_endings(ex, transitions)
-    worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
-                                         message_bounds(transitions))
-    progress.begin("events", rows=transitions.height)
-    _put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
-    progress.begin("waits")
-    key_waits, arrived = _key_waits(transitions, frames, worker_clocks, ex)
-    # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
-    return _Timeline(
-        ex, worker_clocks, key_waits.drop("t_wait", "t_proc"), arrived,
-        key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc"),
-        lost.results_lost(transitions),  # keys whose result died with a worker
-        # (how the job ended, for the summary: taken now, not by reading them all again)
-        outcome.seen_in(transitions, frames.clock_samples))
-
-
 def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                group_by: tuple[str, ...] = (), progress: Progress | None = None
                ) -> Correlated:
@@ -199,7 +114,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     frames = frames.conformed()
     # records of task code a task started on another thread are not executions
     own, elsewhere = task_threads.split(frames.executions)
-    line = _timeline(frames, number_executions(own), sink, progress)
+    line = timeline.build(frames, number_executions(own), sink, progress)
     ex = line.executions
     progress.begin("attribution")
     att = attribution.attribute(frames, ex, coroutines.io_windows(ex, frames.execution_slices),
@@ -211,20 +126,20 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     progress.begin("task_functions")
     profiled = _functions(frames, ex, sink)
     progress.begin("task_files")
-    task_files = _put(sink, "task_files", att.task_files.join(  # sorted by partition
+    task_files = put(sink, "task_files", att.task_files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
-    _put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
+    put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     progress.begin("tasks", rows=ex.height)
     tasks = _tasks_table(att, line.key_waits, frames)
     # executions of workers that died: the rows they never wrote, and the results lost
     tasks = lost.with_lost(tasks, frames.startstops, frames.processes, line.released)
-    kept = {"tasks": _put(sink, "tasks", tasks), "task_files": task_files,
-            "unattributed": _put(sink, "unattributed", att.unattributed),
-            "clocks": _put(sink, "clocks", att.clocks)}
+    kept = {"tasks": put(sink, "tasks", tasks), "task_files": task_files,
+            "unattributed": put(sink, "unattributed", att.unattributed),
+            "clocks": put(sink, "clocks", att.clocks)}
     if not line.arrived.is_empty():
-        kept["arrivals"] = _put(sink, "arrivals", line.arrived)
-        kept["arrival_steps"] = _put(sink, "arrival_steps", arrivals.steps_table(
+        kept["arrivals"] = put(sink, "arrivals", line.arrived)
+        kept["arrival_steps"] = put(sink, "arrival_steps", arrivals.steps_table(
             line.arrived, frames.dependencies, kept["tasks"]))
     progress.begin("summary")
     summary = _summary(frames, kept, att, group_by, line.seen, sink)
@@ -278,33 +193,9 @@ def _findings(frames: RunFrames, kept: dict[str, pl.DataFrame], assigned: pl.Dat
                                  file_counters=frames.io_file_counters)
     found = findings.analyse(kept["tasks"], kept["task_files"], frames.dependencies, assigned,
                              evidence)
-    _put(sink, "critical_path", found.critical_path)
-    _put(sink, "findings", found.findings)
+    put(sink, "critical_path", found.critical_path)
+    put(sink, "findings", found.findings)
     return found
-
-
-def _put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
-    """Conform and sort ``df`` as output table ``name`` and hand it to ``sink``; contiguous
-    (one chunk), so that the summary's float sums over it do not depend on how many
-    partitions it was made of (a sum of a chunked column adds each chunk's sum)."""
-    out = sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name]).rechunk()
-    sink.write(name, out)
-    return out
-
-
-#: rows per part when a big table is written in parts (a gather of a whole big table at once
-#: doubles it in memory)
-PART_ROWS = 1_000_000
-
-
-def _put_in_parts(sink: TableSink, name: str, df: pl.DataFrame) -> None:
-    """``_put`` for a big table: sorted, then gathered, conformed and written ``PART_ROWS`` at
-    a time (Categorical columns sort as their strings do)."""
-    table = TABLES[name]
-    rows = output_order(df, table)
-    take = df.slice if rows is None else (lambda i, n: df[rows.slice(i, n)])
-    sink.write_parts(name, (conform(take(i, PART_ROWS), table, path=name)
-                            for i in range(0, df.height, PART_ROWS)))
 
 
 def _counted(parts: Iterator[pl.DataFrame], counts: list[int]) -> Iterator[pl.DataFrame]:

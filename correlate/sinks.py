@@ -18,7 +18,8 @@ from typing import Final, Protocol
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from correlate.schema import TABLES
+from correlate.frames.sorting import output_order, sorted_for_output
+from correlate.schema import TABLES, conform
 
 #: parquet compression of every output table: LZ4 writes faster than zstd for somewhat more
 #: bytes, and every parquet reader in use (polars, pyarrow, DuckDB, Spark ≥ 3.2) reads it
@@ -83,3 +84,27 @@ class ParquetSink:
         finally:
             tmp.unlink(missing_ok=True)
         self.paths.append(path)
+
+
+def put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:
+    """Conform and sort ``df`` as output table ``name`` and hand it to ``sink``; contiguous
+    (one chunk), so that the summary's float sums over it do not depend on how many
+    partitions it was made of (a sum of a chunked column adds each chunk's sum)."""
+    out = sorted_for_output(conform(df, TABLES[name], path=name), TABLES[name]).rechunk()
+    sink.write(name, out)
+    return out
+
+
+#: rows per part when a big table is written in parts (a gather of a whole big table at once
+#: doubles it in memory)
+PART_ROWS = 1_000_000
+
+
+def put_in_parts(sink: TableSink, name: str, df: pl.DataFrame) -> None:
+    """``put`` for a big table: sorted, then gathered, conformed and written ``PART_ROWS`` at
+    a time (Categorical columns sort as their strings do)."""
+    table = TABLES[name]
+    rows = output_order(df, table)
+    take = df.slice if rows is None else (lambda i, n: df[rows.slice(i, n)])
+    sink.write_parts(name, (conform(take(i, PART_ROWS), table, path=name)
+                            for i in range(0, df.height, PART_ROWS)))

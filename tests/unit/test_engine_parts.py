@@ -8,7 +8,7 @@ def test_events_in_parts_sort_categorical_states_as_strings(monkeypatch):
 
     import polars as pl
 
-    from correlate import engine
+    from correlate import sinks
     from correlate.schema import TABLES, conform
     from correlate.sinks import MemorySink
 
@@ -27,9 +27,9 @@ def test_events_in_parts_sort_categorical_states_as_strings(monkeypatch):
         "stimulus_id": [f"s{i}" for i in range(n)],
     })
     held = strings.with_columns(pl.col("worker", "start", "finish").cast(pl.Categorical))
-    monkeypatch.setattr(engine, "PART_ROWS", 700)
+    monkeypatch.setattr(sinks, "PART_ROWS", 700)
     sink = MemorySink()
-    engine._put_in_parts(sink, "events", held)
+    sinks.put_in_parts(sink, "events", held)
     table = TABLES["events"]
     expected = strings.sort(table.sort_by, maintain_order=True).select(table.names)
     assert sink.tables["events"].schema == table.polars_schema()
