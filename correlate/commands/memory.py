@@ -52,15 +52,15 @@ PARTITIONS_AT_ONCE = 3
 PARTITIONS_HERE_WITH_CLUSTER = 5
 #: fitted to the peak RSS of the 200k and 1M synthetic runs' stages after the load (see the
 #: module's docstring)
-FIXED_BYTES = 770_000_000
+FIXED_BYTES = 820_000_000
 OVERHEAD = 0.85
 #: what writing task_lifecycles.jsonl adds per task (``correlate RUN`` writes it up to
 #: ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
 #: the load of a run folder of format 3: its streams' and snapshots' bytes are read, then
 #: decoded table by table (fitted to the load's peak RSS in the same runs)
-LOAD_FIXED_BYTES = 470_000_000
-LOAD_STREAM_FACTOR = 3.75
+LOAD_FIXED_BYTES = 500_000_000
+LOAD_STREAM_FACTOR = 3.8
 
 UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
