@@ -1,18 +1,25 @@
-"""``correlate RUN --memory-limit SIZE``: how much memory the correlation of a run needs, told
-from its row counts once the run folder is read (large tables still on disk or in their logs)
-and before the correlation's stages, against how much this process may use. Reading a run
-folder of format 3 decodes its streams and has a peak of its own (the largest at 1M
-executions), counted in the need but passed before it is checked.
+"""``correlate RUN --memory-limit SIZE``: how much memory loading and correlating a run needs,
+told from its row counts, against how much this process may use. For a run folder of ours the
+rows are counted before the load, without decoding them (``correlate.sources.row_counts``),
+so that a run too big for the machine is refused before the load's own peak (the largest at 1M
+executions), not killed during it; an imported format's rows are counted once it is loaded.
 
-The need is linear in the rows a stage holds at once: a fixed part (the interpreter, polars,
-the small tables) and, per row, the in-memory bytes of the run's executions, transitions,
-profile rows, and the DXT segments of the attribution partitions alive at once (two being
-computed and one waiting, ``correlate.frames.mappers.local_map``), times ``OVERHEAD``: the copies the
-stages make of what they hold (a join, a sort, a gather); and, for a run small enough that
-``correlate RUN`` writes task_lifecycles.jsonl, what that adds per task. ``FIXED_BYTES`` and
-``OVERHEAD`` are fitted to the peak RSS of the synthetic runs (docs/performance.md, "correlate at scale").
-With ``--cluster`` the partitions run on the cluster's workers: the segments leave this
-process's share (an estimate not yet checked against a measured ``--cluster`` run).
+The need is the larger of two peaks. The load's: a run folder of format 3 holds its streams'
+and snapshots' bytes while it decodes them table by table, ``LOAD_FIXED_BYTES`` +
+``LOAD_STREAM_FACTOR`` × those bytes (formats 1 and 2's parts are scanned, not held). The
+correlation's, linear in the rows a stage holds at once: a fixed part (the interpreter,
+polars, the small tables) and, per row, the in-memory bytes of the run's executions,
+transitions, profile rows, and the DXT segments of the attribution partitions alive at once
+(two being computed and one waiting, ``correlate.frames.mappers.local_map``), times
+``OVERHEAD`` (below 1: the transitions and profile rows are read by the stages that use them,
+not all held at once); and, for a run small enough that ``correlate RUN`` writes
+task_lifecycles.jsonl, what that adds per task. The constants are fitted to the peak RSS of
+the load and of the later stages of the synthetic runs (docs/performance.md, "Memory limit").
+With ``--cluster`` the partitions run on the cluster's workers, but their results (each
+process's attributed segments) come back through this process, received and deserialized one
+at a time while the one before is written: measured, that holds more here than the partitions
+computed here do (``PARTITIONS_HERE_WITH_CLUSTER``), and the load stays here too, so
+``--cluster`` does not lower this process's need.
 
 The limit (``SIZE`` like ``4GB``, ``500MB``; ``none``: no check) defaults to the memory this
 process may use: its cgroup's limit or the memory the system has available, whichever is
@@ -30,20 +37,30 @@ import polars as pl
 from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
 from correlate.errors import CorrelateError
 from correlate.sources.frames import RunFrames
+from correlate.sources.row_counts import RowCounts
 
 #: in-memory bytes of a row, as read (polars ``estimated_size`` of the decoded tables)
 TRANSITION_BYTES = 133
+EXECUTION_BYTES = 183
 PROFILE_ROW_BYTES = 134
 SEGMENT_BYTES = 114
 #: partitions' segments alive at once in this process (``local_map``: two computed, one
 #: waiting)
 PARTITIONS_AT_ONCE = 3
-#: fitted to the peak RSS of the 200k and 1M synthetic runs (see the module's docstring)
-FIXED_BYTES = 450_000_000
-OVERHEAD = 1.3
+#: with ``--cluster``: the partitions' worth of segments this process holds while the results
+#: come back (fitted to the driver's peak RSS in the attribution of the 1M run, local:2)
+PARTITIONS_HERE_WITH_CLUSTER = 5
+#: fitted to the peak RSS of the 200k and 1M synthetic runs' stages after the load (see the
+#: module's docstring)
+FIXED_BYTES = 820_000_000
+OVERHEAD = 0.85
 #: what writing task_lifecycles.jsonl adds per task (``correlate RUN`` writes it up to
 #: ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
+#: the load of a run folder of format 3: its streams' and snapshots' bytes are read, then
+#: decoded table by table (fitted to the load's peak RSS in the same runs)
+LOAD_FIXED_BYTES = 500_000_000
+LOAD_STREAM_FACTOR = 3.8
 
 UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -113,24 +130,41 @@ class Need:
     rows: dict[str, int]
 
 
+def need_before_load(counts: RowCounts) -> Need:
+    """What loading and correlating a run folder of these counts (``row_counts.count``, read
+    before the load) needs."""
+    return _need(counts.rows["executions"] * EXECUTION_BYTES, counts.rows["executions"],
+                 counts.rows["transitions"], counts.rows["profile rows"],
+                 pl.Series(list(counts.segments.values()), dtype=pl.Int64),
+                 LOAD_FIXED_BYTES + LOAD_STREAM_FACTOR * counts.stream_bytes)
+
+
 def need(frames: RunFrames) -> Need:
-    """What correlating ``frames`` (as loaded, large tables lazy) needs."""
-    transitions = _rows(frames.transitions)
-    profile = _rows(frames.func_stats)
+    """What correlating ``frames`` (as loaded, large tables lazy) needs: for an imported
+    format, whose rows are counted once it is loaded."""
     logs = frames.darshan_logs
     per_process = (logs.group_by("host", "pid").agg(pl.col("segment_count").sum())
-                   .get_column("segment_count").sort(descending=True)
-                   if logs.height else pl.Series([], dtype=pl.Int64))
+                   .get_column("segment_count") if logs.height else pl.Series([], dtype=pl.Int64))
+    return _need(int(frames.executions.estimated_size()), frames.executions.height,
+                 _rows(frames.transitions), _rows(frames.func_stats), per_process, 0)
+
+
+def _need(execution_bytes: int, executions: int, transitions: int, profile: int,
+          per_process: pl.Series, load: float) -> Need:
+    """The need of these rows (DXT segments per process); ``load``: the load's own peak, the
+    larger of it and the correlation's being what the run needs."""
+    per_process = per_process.sort(descending=True)
     segments = int(per_process.sum() or 0)
-    in_flight = int(per_process.head(PARTITIONS_AT_ONCE).sum() or 0)
-    held = (frames.executions.estimated_size() + transitions * TRANSITION_BYTES
-            + profile * PROFILE_ROW_BYTES)
-    partitions = in_flight * SEGMENT_BYTES
-    lifecycles = (LIFECYCLE_BYTES * frames.executions.height
-                  if frames.executions.height <= LIFECYCLES_MAX_TASKS else 0)
-    return Need(alone=int(FIXED_BYTES + OVERHEAD * (held + partitions) + lifecycles),
-                with_cluster=int(FIXED_BYTES + OVERHEAD * held + lifecycles),
-                rows={"executions": frames.executions.height, "transitions": transitions,
+    held = execution_bytes + transitions * TRANSITION_BYTES + profile * PROFILE_ROW_BYTES
+    lifecycles = LIFECYCLE_BYTES * executions if executions <= LIFECYCLES_MAX_TASKS else 0
+
+    def with_partitions(n: int) -> int:
+        partitions = int(per_process.head(n).sum() or 0) * SEGMENT_BYTES
+        return int(max(load, FIXED_BYTES + OVERHEAD * (held + partitions) + lifecycles))
+
+    return Need(alone=with_partitions(PARTITIONS_AT_ONCE),
+                with_cluster=with_partitions(PARTITIONS_HERE_WITH_CLUSTER),
+                rows={"executions": executions, "transitions": transitions,
                       "profile rows": profile, "DXT segments": segments})
 
 
@@ -147,13 +181,11 @@ def check(run: Path, needed: Need, limit: int | None, cluster: str | None) -> No
     if limit is None or mine <= limit:
         return
     rows = ", ".join(f"{n:,} {what}" for what, n in needed.rows.items())
-    how = ("run it where more memory is free, or pass --memory-limit none to try anyway"
-           if cluster else
-           f"with --cluster this process still needs {_gb(needed.with_cluster)}: run it "
-           "where more memory is free, or pass --memory-limit none to try anyway"
-           if needed.with_cluster > limit else
-           f"--cluster local:2 (or a scheduler's address) needs "
-           f"{_gb(needed.with_cluster)} here, the rest on the cluster's workers")
+    how = "run it where more memory is free, or pass --memory-limit none to try anyway"
+    if not cluster:
+        how += (f" (--cluster would not lower it: this process needs "
+                f"{_gb(needed.with_cluster)} with it, the load and the partitions' results "
+                "staying here)")
     raise MemoryLimitError(run, f"needs about {_gb(mine)} of memory ({rows}), more than the "
                                 f"{_gb(limit)} it may use (--memory-limit): {how}")
 

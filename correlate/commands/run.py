@@ -27,8 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", metavar="SIZE", default=None,
                    help="memory this process may use, e.g. 4GB (default: its cgroup's limit or "
                         "the memory available, the smaller; `none`: no check): a run that needs "
-                        "more, told from its row counts once the run folder is read, is refused "
-                        "before the correlation with the figure it needs")
+                        "more, told from its row counts (before a run folder of ours is loaded; "
+                        "once an imported one is), is refused with the figure it needs")
     p.add_argument("--group-by", metavar="KEY", action="append", default=[],
                    help="also group the tasks by this key of their Dask annotations "
                         "(dask.annotate(KEY=...)); repeatable")
@@ -80,6 +80,24 @@ def _check_group_keys(run_dir: Path, frames: Any, keys: tuple[str, ...]) -> None
         raise InputError(run_dir, unknown)
 
 
+def _check_before_load(run_dir: Path, fmt: str, limit: int | None, cluster: str | None,
+                       stages: Any, mapper: Any) -> Any:
+    """Refuse a run folder of ours that needs more memory than ``limit`` before it is loaded
+    (the load has a peak of its own, the largest at 1M executions), from its row counts read
+    without decoding (``row_counts``); the counts (their Darshan logs read, for the load), or
+    None where there is no limit or the format's rows can only be counted once loaded."""
+    from correlate.commands import memory
+    from correlate.sources import row_counts, run_folder
+
+    if limit is None or fmt != "run-folder" or not run_folder.looks_like(run_dir):
+        return None
+    stages.begin("count rows, read the Darshan logs' records")
+    counts = row_counts.count(run_dir, mapper)
+    stages.end()
+    memory.check(run_dir, memory.need_before_load(counts), limit, cluster)
+    return counts
+
+
 def run(args: argparse.Namespace) -> int:
     from correlate.commands import memory
     from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
@@ -91,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     from correlate.reports.lifecycles import NAME, write_task_lifecycles
     from correlate.reports.terminal import print_run
     from correlate.reports.writer import ReportOptions
-    from correlate.sources.detect import load
+    from correlate.sources import run_folder
+    from correlate.sources.detect import detect, load
 
     run_dir: Path = args.run_dir
     if not run_dir.exists():
@@ -101,12 +120,15 @@ def run(args: argparse.Namespace) -> int:
         refuse_other_files(out)
     limit = (memory.available() if args.memory_limit is None
              else memory.parse_size(args.memory_limit))
+    fmt = detect(run_dir) if args.format == "auto" else args.format
     with progress() as stages, mapper_for(args.cluster) as mapper:
+        counts = _check_before_load(run_dir, fmt, limit, args.cluster, stages, mapper)
         stages.begin("load run folder")
-        frames = load(run_dir, None if args.format == "auto" else args.format, mapper,
-                      lazy=True)
+        frames = (run_folder.load(run_dir, mapper, counts.darshan) if counts is not None
+                  else load(run_dir, fmt, mapper, lazy=True))
         stages.end()
-        memory.check(run_dir, memory.need(frames), limit, args.cluster)
+        if counts is None and limit is not None:  # an imported format: counted once loaded
+            memory.check(run_dir, memory.need(frames), limit, args.cluster)
         _check_group_keys(run_dir, frames, tuple(args.group_by))
         result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
                               inputs=record(run_dir, out, frames.facts.get("run_id")),

@@ -584,7 +584,15 @@ def _manifest(run_dir: Path, warnings: list[str]) -> dict[str, Any] | None:
     return manifest
 
 
-def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
+def read_darshan(run_dir: Path, mapper: Mapper = local_map) -> darshan_logs.DarshanFrames | None:
+    """The run's Darshan logs as ``load`` reads them (None: no darshan/ folder)."""
+    return (darshan_logs.load([run_dir / "darshan"], mapper, segments=False, keep=KEEP_SEGMENTS)
+            if (run_dir / "darshan").is_dir() else None)
+
+
+def load(run_dir: Path, mapper: Mapper = local_map,
+         darshan: darshan_logs.DarshanFrames | None = None) -> RunFrames:
+    """``darshan``: the run's logs already read (``read_darshan``), not read again."""
     reader = _Reader()
     manifest = _manifest(run_dir, reader.warnings)
     entries: dict[Path, set[str]] = {}
@@ -602,8 +610,7 @@ def load(run_dir: Path, mapper: Mapper = local_map) -> RunFrames:
     # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
                               for n, v in per_table.items()}
-    io = (darshan_logs.load([run_dir / "darshan"], mapper, segments=False, keep=KEEP_SEGMENTS)
-          if (run_dir / "darshan").is_dir() else None)
+    io = darshan if darshan is not None else read_darshan(run_dir, mapper)
     try:
         frames = _canonical(tables, processes, io, reader)
         _missing(tables, frames["executions"], procs, manifest, reader)

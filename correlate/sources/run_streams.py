@@ -12,6 +12,7 @@ gather per column, not a join per process.
 from __future__ import annotations
 
 import io
+import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ _CONTINUATION = 0xFFFFFFFF
 _I32, _U32, _U16, _I64 = (struct.Struct(f).unpack_from for f in ("<i", "<I", "<H", "<q"))
 _PREFIX = struct.Struct("<Ii").unpack_from
 _SCHEMA, _RECORD_BATCH = 1, 3  # MessageHeader
+#: a stream's bytes as read, or mapped (``row_counts`` walks the framing of a mapped file)
+Bytes = bytes | mmap.mmap
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class Framing:
     problem: str | None = None  # why the tail is not a batch being written (None: it is)
 
 
-def _field(meta: bytes, table: int, slot: int, end: int) -> int:
+def _field(meta: Bytes, table: int, slot: int, end: int) -> int:
     """Position of a FlatBuffer table's field (0: absent); ``table`` and the result are
     positions in ``meta``, whose message metadata ends at ``end`` (read past it: IndexError)."""
     vtable = table - _I32(meta, table)[0]
@@ -72,7 +75,7 @@ def _within(at: int, size: int, end: int) -> int:
     return at
 
 
-def _message(meta: bytes, start: int = 0, end: int | None = None
+def _message(meta: Bytes, start: int = 0, end: int | None = None
              ) -> tuple[int, int, int | None]:
     """(header type, body length, rows of a record batch) of a Message's metadata: the bytes
     of ``meta`` from ``start`` to ``end`` (read in place: a stream's messages are not copied
@@ -92,7 +95,7 @@ def _message(meta: bytes, start: int = 0, end: int | None = None
     return kind, body, rows
 
 
-def framing(data: bytes) -> Framing:
+def framing(data: Bytes) -> Framing:
     size, at = len(data), 0
     batches: list[tuple[int, int, int]] = []
     while at < size:

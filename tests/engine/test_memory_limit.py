@@ -1,6 +1,7 @@
-"""``correlate RUN --memory-limit``: a run that needs more than the limit is refused before the
-heavy stages with one line giving the figure it needs; under a generous limit it completes.
-Progress: nothing of it on a stderr that is not a terminal."""
+"""``correlate RUN --memory-limit``: a run that needs more than the limit is refused before its
+run folder is loaded (from row counts read without decoding) with one line giving the figure
+it needs; under a generous limit it completes. Progress: nothing of it on a stderr that is not
+a terminal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from correlate.cli import main
 from correlate.commands import memory
-from correlate.sources import detect
+from correlate.sources import detect, row_counts
 from testing.synthetic import write_run
 
 
@@ -33,10 +34,41 @@ def test_a_tiny_limit_refuses_at_once_with_the_figure_needed(run: Path, tmp_path
     m = re.search(r"needs about ([\d.]+) GB of memory \(400 executions, ([\d,]+) "
                   r"transitions.* more than the 0\.0 GB", err)
     assert m, err
-    needed = memory.need(detect.load(run, lazy=True))
+    needed = memory.need_before_load(row_counts.count(run))
     assert float(m.group(1)) == round(needed.alone / 1e9, 1)
-    assert "--cluster local:2" in err or "--memory-limit none" in err
+    assert "--memory-limit none" in err and "--cluster would not lower it" in err
     assert not (out / "tasks.parquet").exists()  # refused before any table was written
+
+
+def test_the_refusal_comes_before_the_load_decodes_anything(
+        run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The streams' decoder and the loader itself fail if called: the refusal is made of the
+    counts alone. With a limit just above the need, the same run is loaded (the spy is hit)."""
+    from correlate.sources import run_folder, run_streams
+
+    def decoded(*_args: object, **_kw: object) -> None:
+        raise AssertionError("decoded before the check")
+
+    for name in ("read_many", "decode"):
+        monkeypatch.setattr(run_streams, name, decoded)
+    monkeypatch.setattr(run_folder, "load", decoded)
+    needed = memory.need_before_load(row_counts.count(run)).alone
+    args = [str(run), "-o", str(tmp_path / "out"), "--no-reports", "--memory-limit"]
+    assert main([*args, str(needed - 1)]) == 1
+    assert "needs about" in capsys.readouterr().err
+    assert main([*args, str(needed)]) == 3  # (the spy's AssertionError: an internal error)
+    assert "decoded before the check" in capsys.readouterr().err
+
+
+def test_the_load_is_part_of_the_need(run: Path) -> None:
+    """A run whose streams are large against its rows needs at least what its load holds."""
+    counts = row_counts.count(run)
+    small = memory.need_before_load(counts)
+    counts.stream_bytes *= 1000
+    big = memory.need_before_load(counts)
+    assert big.alone > small.alone and big.with_cluster > small.with_cluster
+    assert big.alone >= memory.LOAD_STREAM_FACTOR * counts.stream_bytes
 
 
 def test_a_generous_limit_completes(run: Path, tmp_path: Path,
@@ -50,14 +82,20 @@ def test_a_generous_limit_completes(run: Path, tmp_path: Path,
         assert shown not in err
 
 
-def test_the_need_grows_with_the_rows_and_leaves_the_segments_to_a_cluster(
+def test_the_need_grows_with_the_rows_and_a_cluster_does_not_lower_it(
         run: Path, tmp_path: Path) -> None:
-    small = memory.need(detect.load(run, lazy=True))
+    """Before the load and after it (an imported format's check) the need is told the same
+    way; with --cluster the partitions' results come back here: no lower."""
+    small = memory.need_before_load(row_counts.count(run))
+    loaded = memory.need(detect.load(run, lazy=True))
+    assert small.rows == loaded.rows
+    assert small.alone == pytest.approx(loaded.alone, rel=0.01)  # (bytes of a row: measured)
     bigger = tmp_path / "bigger"
-    write_run(bigger, workers=2, threads=2, executions=800, segments=16_000, seed=5)
-    big = memory.need(detect.load(bigger, lazy=True))
+    write_run(bigger, workers=6, threads=2, executions=800, segments=16_000, seed=5)
+    big = memory.need_before_load(row_counts.count(bigger))
     assert big.alone > small.alone
-    assert big.alone - big.with_cluster > small.alone - small.with_cluster > 0
+    assert small.with_cluster >= small.alone  # (2 workers: every partition either way)
+    assert big.with_cluster > big.alone  # (6 workers: more partitions' worth held here)
     assert big.rows["DXT segments"] == 16_000
 
 
