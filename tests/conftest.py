@@ -3,6 +3,7 @@ marker checks, and the recorded runs the whole session shares (docs/testing.md l
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -120,26 +121,49 @@ def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
     return correlated
 
 
-# ---- running under pytest-xdist (`-n 2 --dist loadgroup`, the README's command) -----------------
-# Module and session fixtures are made once per xdist worker that asks for them, and most of them
-# record a job. So each module's tests go to one worker, and so do all the modules that share one
-# of these session runs (whatever their other fixtures): a group per connected set.
-SHARED_RUNS = ("cluster_run", "io_run", "correlated_fixture", "literal_out", "literal_reports")
+# ---- running under pytest-xdist (`-n 2 --dist loadfile`, the README's command) ------------------
+# loadfile: a module's tests go to one worker, so a module's recorded run is made once. A session
+# run (cluster_run, io_run, correlated_fixture) is made once per worker that asks for one.
+# A test marked `alone` compares the machine's timings between runs (real-run compares, the
+# findings' span saved, stall times, MPI ranks that poll): it runs while no other test does.
+# Every xdist worker's tests pass through two file locks: a test takes the turnstile, then the
+# room (shared; `alone`: exclusive) and lets the turnstile go (`alone`: keeps it until it ends),
+# so a waiting `alone` test stops new tests entering and is never starved by them.
+_LOCKS = pytest.StashKey[tuple[int, int]]()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    parent: dict[str, str] = {}
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
+                            ) -> Generator[None, None, None]:
+    locks = item.config.stash.get(_LOCKS, None)
+    if locks is None:
+        yield
+        return
+    turnstile, room = locks
+    alone = item.get_closest_marker("alone") is not None
+    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+    if not alone:
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+    try:
+        yield
+    finally:
+        fcntl.flock(room, fcntl.LOCK_UN)
+        if alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
 
-    def root(name: str) -> str:
-        while parent.setdefault(name, name) != name:
-            name = parent[name]
-        return name
 
-    for item in items:
-        for shared in (f for f in SHARED_RUNS if f in getattr(item, "fixturenames", ())):
-            parent[root(shared)] = root(item.module.__name__)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(root(item.module.__name__)))
+def _open_locks(config: pytest.Config) -> None:
+    """The lock files, in a folder every xdist worker of this run shares (named by the run's
+    ``testrunuid``); none outside xdist workers."""
+    worker: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if worker is None:
+        return
+    folder = Path(tempfile.gettempdir()) / f"correlate-test-locks-{worker['testrunuid']}"
+    folder.mkdir(exist_ok=True)
+    flags = os.O_RDWR | os.O_CREAT
+    config.stash[_LOCKS] = (os.open(folder / "turnstile", flags, 0o600),
+                            os.open(folder / "room", flags, 0o600))
 
 
 # ---- markers checked against what each test did ------------------------------------------------
@@ -154,6 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = Path(tempfile.mkdtemp(prefix="dask-starts-"))
     config.stash[_STARTS] = folder
     config.pluginmanager.register(_ServersStarted(), "dask-servers-started")
+    _open_locks(config)
     os.environ[dask_starts.ENV] = str(folder)
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(dask_starts.SITE), os.environ.get("PYTHONPATH")]))

@@ -209,6 +209,7 @@ def test_a_clean_stop_without_a_stall_leaves_no_file(tmp_path):
 
 
 @pytest.mark.cluster
+@pytest.mark.alone
 def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_path):
     """A real job under `collect` (2 worker processes x 2 threads): one worker is stopped with
     SIGSTOP for 3 s, twice the stall time; `correlate` says which and for how long."""

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from procs import BIN, HERE, env, processes
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.alone]
 
 STEPS, RANKS, SLOW_RANK = 4, 3, 2
 

@@ -28,7 +28,7 @@ from testing.darshan_writer import write_logs_from_truth
 
 HERE = Path(__file__).parent
 RUNS = 2  # per side
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.alone]
 
 
 def _record(tmp: Path, name: str, mode: str) -> Path:
