@@ -70,14 +70,37 @@ def _collect(tmp: Path, job: str, job_arg: str, *flags: str,
     return run
 
 
+def _made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
+    """``make(folder)`` (a JSON value) in a folder of its own, once per session: under xdist
+    the first worker that asks makes it while the others wait on a lock, then each reads what
+    it returned (``made.json``)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return make(factory.mktemp(name))
+    folder = factory.getbasetemp().parent / name  # the run's folder, shared by its workers
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = folder / "made.json"
+        if not made.exists():  # (a folder without it: a worker whose make failed)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            made.write_text(json.dumps(make(folder)))
+        return json.loads(made.read_text())
+
+
+def _recorded(made: dict[str, Any]) -> RecordedRun:
+    return RecordedRun(Path(made["run"]), made["truth"], made["real_darshan"])
+
+
 @pytest.fixture(scope="session")
 def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
     """``jobs.py cluster`` (2 worker processes x 4 threads: CPU burners, sleepers, one block
     moved between the workers) under ``collect --profile sample --darshan off``."""
-    tmp = tmp_path_factory.mktemp("shared-cluster")
-    run = _collect(tmp, "cluster", str(tmp / "truth.json"), "--darshan", "off", "--profile",
-                   "sample", "--flush-interval", "0.5")
-    return RecordedRun(run, json.loads((tmp / "truth.json").read_text()), False)
+    def make(tmp: Path) -> dict[str, Any]:
+        run = _collect(tmp, "cluster", str(tmp / "truth.json"), "--darshan", "off",
+                       "--profile", "sample", "--flush-interval", "0.5")
+        return {"run": str(run), "truth": json.loads((tmp / "truth.json").read_text()),
+                "real_darshan": False}
+    return _recorded(_made_once(tmp_path_factory, "shared-cluster", make))
 
 
 @pytest.fixture(scope="session")
@@ -90,16 +113,18 @@ def io_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
     from testing.darshan_writer import write_logs_from_truth
     from tests.engine.collect_job import job_environment
 
-    tmp = tmp_path_factory.mktemp("shared-io")
-    (tmp / "data").mkdir()
-    lib, _how = find_runtime("auto")
-    # the workers record the files tasks open, as under a real runtime
-    run = _collect(tmp, "io", f"{tmp / 'truth.json'},{tmp / 'data'}", "--darshan", lib or "off",
-                   "--profile", "sample", "--flush-interval", "1", env=job_environment(lib))
-    truth = json.loads((tmp / "truth.json").read_text())
-    if not lib:
-        write_logs_from_truth(run, truth, "v2-40")
-    return RecordedRun(run, truth, bool(lib))
+    def make(tmp: Path) -> dict[str, Any]:
+        (tmp / "data").mkdir()
+        lib, _how = find_runtime("auto")
+        # the workers record the files tasks open, as under a real runtime
+        run = _collect(tmp, "io", f"{tmp / 'truth.json'},{tmp / 'data'}", "--darshan",
+                       lib or "off", "--profile", "sample", "--flush-interval", "1",
+                       env=job_environment(lib))
+        truth = json.loads((tmp / "truth.json").read_text())
+        if not lib:
+            write_logs_from_truth(run, truth, "v2-40")
+        return {"run": str(run), "truth": truth, "real_darshan": bool(lib)}
+    return _recorded(_made_once(tmp_path_factory, "shared-io", make))
 
 
 @pytest.fixture(scope="session")
@@ -112,18 +137,24 @@ def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
 
     done: dict[str, Path] = {}
 
+    def make(name: str) -> Callable[[Path], str]:
+        def made(tmp: Path) -> str:
+            assert main([str(fixture_path(name)), "-o", str(tmp / "out")]) == 0
+            return str(tmp / "out")
+        return made
+
     def correlated(name: str) -> Path:
         if name not in done:
-            out = tmp_path_factory.mktemp(f"correlated-{name}") / "out"
-            assert main([str(fixture_path(name)), "-o", str(out)]) == 0
-            done[name] = out
+            fixture_path(name)  # skips (naming it) before any lock is taken
+            done[name] = Path(_made_once(tmp_path_factory, f"correlated-{name}", make(name)))
         return done[name]
     return correlated
 
 
 # ---- running under pytest-xdist (`-n 2 --dist loadfile`, the README's command) ------------------
-# loadfile: a module's tests go to one worker, so a module's recorded run is made once. A session
-# run (cluster_run, io_run, correlated_fixture) is made once per worker that asks for one.
+# loadfile: a module's tests go to one worker, so a module's recorded run is made once; a session
+# run (cluster_run, io_run, correlated_fixture) is made by the first worker that asks for it
+# (_made_once).
 # A test marked `alone` compares the machine's timings between runs (real-run compares, the
 # findings' span saved, stall times, MPI ranks that poll): it runs while no other test does.
 # Every xdist worker's tests pass through two file locks: a test takes the turnstile, then the
