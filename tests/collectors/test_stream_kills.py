@@ -24,7 +24,7 @@ from correlate.sources import run_streams
 from correlate.sources.detect import load
 from testing.raw_parts import read_proc
 
-ROWS_PER_FLUSH = 20_000
+ROWS_PER_FLUSH = 5_000
 #: the writer's first row's time: the n-th row is T0 + n ns (times near the run's own, as the
 #: collectors record them: correlate rejects rows of impossible times)
 T0 = time.time_ns()
@@ -77,7 +77,7 @@ def test_writers_killed_at_random_instants_leave_every_completed_flush_readable(
         run = tmp_path / f"run{i}"
         proc = run / "procs" / f"worker-h-{i}"
         proc.mkdir(parents=True)
-        promised, during = _run_writer(proc, rng.uniform(0.05, 1.5))
+        promised, during = _run_writer(proc, rng.uniform(0.05, 0.6))
         mid_flush += during
         # the stream itself: complete batches only, the kill's torn tail counted
         got = read_proc(proc, schema.WORKER_TRANSITIONS)

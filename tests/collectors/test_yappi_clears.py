@@ -199,7 +199,7 @@ def work(x):
 
 #: tasks of the real-cluster test, and the Yappi memory past which its workers clear: small
 #: enough that each worker clears several times (its closing record says how often)
-CLUSTER_TASKS = 500
+CLUSTER_TASKS = 250
 CLUSTER_CLEAR_BYTES = 200_000
 
 
