@@ -1,5 +1,5 @@
 """Run format 3 writes a constant number of files per process, at most 10, in every collector
-mode: a real job flushing every 0.2 s for several seconds leaves the same files as a short one,
+mode: a real job flushing every 0.1 s for several seconds leaves the same files as a short one,
 and correlate reads both. The heaviest mode is a function profile with every table a process
 can write: tasks that open files, coroutine tasks, transfers, Darshan clock markers, spans and
 annotations, data scattered from the client with its sender notes."""
@@ -50,7 +50,7 @@ def _job(tmp_path: Path, name: str, seconds: float, mode: str) -> tuple[Path, in
     profile, options, markers = MODES[mode]
     run = tmp_path / name
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
-           "--profile", profile, "--flush-interval", "0.2", "--", sys.executable, str(JOB),
+           "--profile", profile, "--flush-interval", "0.1", "--", sys.executable, str(JOB),
            str(seconds), "--pause", "0.05", *options]
     # (without a Darshan runtime here, the markers are asked for as its environment does, and
     # a preload that names one makes the workers record the files tasks open, as with Darshan;
@@ -78,7 +78,7 @@ def _files(run: Path) -> dict[str, list[str]]:
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_a_long_job_leaves_as_many_files_per_process_as_a_short_one(tmp_path, mode):
     short, n_short = _job(tmp_path, "short", 0.1, mode)
-    long, n_long = _job(tmp_path, "long", 6.0, mode)
+    long, n_long = _job(tmp_path, "long", 3.0, mode)
     assert n_long > n_short  # (how many more depends on the machine's load)
     # the long job flushed many times into the same streams
     batches = len(framing((next((long / "procs").glob("worker-*"))
