@@ -8,13 +8,13 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
 - ``chain``: a serial chain of four 0.4 s sleeps (``chain-*``) on one worker, the base on the
   other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
   the base alone on that other worker (the job without the chain);
-- ``straggler``: ``short-5`` sleeps 2.0 s instead of 0.1 s;
+- ``straggler``: ``short-5`` sleeps 2.0 s instead of 0.05 s;
 - ``pinned``: the base with ``short-0..21`` restricted to one worker and the last two to the
   other (an imbalance: its threads idle while the first worker's tasks wait);
 - ``gil``: beside it, two pure-Python loops (``spin-*``) on the same worker, each with a small
   write of its own file; ``gil-apart``: the same two on different workers;
 - ``small``: beside it, ``scan`` reads a 256 MiB file in 512-byte requests; ``large``: the same
-  read in 4 MiB requests. In both, ``load-0..3`` each read another 16 MiB file in 4 MiB requests
+  read in 4 MiB requests. In both, ``load-0..3`` each read another 64 MiB file in 4 MiB requests
   (what large requests cost on this host, in the run itself).
 - ``reread``: beside it, four tasks (``reread-*``) each read the same 128 MiB file whole, in
   4 MiB requests; ``once``: only ``reread-0`` reads it (the job without the repeats).
@@ -52,11 +52,12 @@ from typing import Any
 CHAIN = 4
 CHAIN_S = 0.5
 SHORT = 24
-SHORT_S = 0.1
+SHORT_S = 0.05
 STRAGGLER_S = 2.0
-SPIN = 25_000_000
+SPIN = 15_000_000  # (the two loops outlast the sleeps beside them)
+CRUNCH = 10_000_000  # (beside three spinning threads it gets a quarter of the GIL)
 SCAN_BYTES = 512 << 20
-LOAD_BYTES = 16 << 20
+LOAD_BYTES = 64 << 20
 LOADS = 4
 REREAD_BYTES = 256 << 20
 READERS = 4
@@ -93,10 +94,10 @@ def _calls(path: str, ops: list) -> dict:
     return {"pid": os.getpid(), "thread": threading.get_ident(), "path": path, "ops": ops}
 
 
-def spin(folder: str, name: str) -> dict:
+def spin(folder: str, name: str, steps: int = SPIN) -> dict:
     """A pure-Python loop (holds the GIL), then a small write of its own file."""
     total = 0
-    for i in range(SPIN):
+    for i in range(steps):
         total += i % 7
     path = os.path.join(folder, f"{name}.out")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -109,17 +110,19 @@ def spin(folder: str, name: str) -> dict:
 
 @_no_gc
 def scan(path: str, request: int) -> dict:
-    """Read the whole file in ``request``-byte preads."""
+    """Read the whole file in ``request``-byte preads into one buffer (a reader's buffer of
+    that size: a fresh 4 MiB object per read would fault in its pages inside the call)."""
     ops = []
+    buf = bytearray(request)
     fd = os.open(path, os.O_RDONLY)
     offset = 0
     while True:
         t0 = time.time()
-        data = os.pread(fd, request, offset)
-        ops.append(("read", offset, len(data), t0, time.time()))
-        if not data:
+        n = os.preadv(fd, [buf], offset)
+        ops.append(("read", offset, n, t0, time.time()))
+        if not n:
             break
-        offset += len(data)
+        offset += n
     os.close(fd)
     return _calls(path, ops)
 
@@ -202,7 +205,7 @@ def busy_thread(seconds: float, marker: str) -> None:
 
 def crunch(folder: str, marker: str) -> dict:
     """``spin``, then say so in ``marker``."""
-    calls = spin(folder, "crunch")
+    calls = spin(folder, "crunch", CRUNCH)
     Path(marker).touch()
     return calls
 
