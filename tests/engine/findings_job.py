@@ -5,7 +5,7 @@ made, for genuine Darshan logs written afterwards when no darshan-runtime traced
 
 Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``short-*``).
 - ``clean``: the base alone;
-- ``chain``: a serial chain of four 0.4 s sleeps (``chain-*``) on one worker, the base on the
+- ``chain``: a serial chain of four 0.5 s sleeps (``chain-*``) on one worker, the base on the
   other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
   the base alone on that other worker (the job without the chain);
 - ``straggler``: ``short-5`` sleeps 2.0 s instead of 0.05 s;
@@ -13,23 +13,24 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   other (an imbalance: its threads idle while the first worker's tasks wait);
 - ``gil``: beside it, two pure-Python loops (``spin-*``) on the same worker, each with a small
   write of its own file; ``gil-apart``: the same two on different workers;
-- ``small``: beside it, ``scan`` reads a 256 MiB file in 512-byte requests; ``large``: the same
+- ``small``: beside it, ``scan`` reads a 512 MiB file in 512-byte requests; ``large``: the same
   read in 4 MiB requests. In both, ``load-0..3`` each read another 64 MiB file in 4 MiB requests
   (what large requests cost on this host, in the run itself).
-- ``reread``: beside it, four tasks (``reread-*``) each read the same 128 MiB file whole, in
+- ``reread``: beside it, four tasks (``reread-*``) each read the same 256 MiB file whole, in
   4 MiB requests; ``once``: only ``reread-0`` reads it (the job without the repeats).
 - ``tiny``: beside it, 1,000 tasks that do next to nothing (``tick-*``), each its own task;
   ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
-- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 100,000 times, reading
+- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 200,000 times, reading
   one byte each time (its time in metadata calls recorded as Darshan counts it);
   ``meta-once``: ``reopen`` opens it once and reads the byte as many times (the job without
   the metadata calls).
 - ``shared``: beside it, four tasks (``part-*``) each write their own 64 MiB region of one
-  file at once, in 1 MiB requests each synced to the disk before the next, holding a lock on the whole file from open to close (as HDF5's and
-  NetCDF's file locking do): they take turns; ``own``: the same four each write a file of their
-  own (the job without the sharing). The locks are ``flock``'s, HDF5's (one per open
-  file, so threads of one process exclude one another too, unlike ``fcntl`` record locks):
-  Darshan traces the open, the writes and the close, not the wait for the lock.
+  file at once, in 1 MiB requests each synced to the disk before the next, holding a lock on
+  the whole file from open to close (as HDF5's and NetCDF's file locking do): they take turns;
+  ``own``: the same four each write a file of their own (the job without the sharing). The
+  locks are ``flock``'s, HDF5's (one per open file, so threads of one process exclude one
+  another too, unlike ``fcntl`` record locks): Darshan traces the open, the writes and the
+  close, not the wait for the lock.
 - ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
   pure Python until ``crunch``, a pure-Python loop with a small write of its own file that
   runs there, has ended (at most 30 s).
