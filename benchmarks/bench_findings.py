@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 import polars as pl
-from correlate.scalars import integer
+from correlate.frames.scalars import integer
 
 from correlate.findings import Evidence, analyse, critical_path, rules
 from correlate.findings.context import Context

@@ -259,52 +259,116 @@ def users_at_once(uses: pl.DataFrame) -> pl.DataFrame:
                     .cast(pl.Int64)))
 
 
+def held_before(calls: pl.DataFrame, at: str) -> pl.DataFrame:
+    """``calls`` (path, first_ns, last_ns: each user's first and last call of the file) with
+    ``held_ns``: how long, before ``at`` (a column of ``calls``), some user of the same file
+    was between its first and last call (the union of those spans: one sort per file)."""
+    spans = calls.select("path", a="first_ns", b="last_ns").sort("path", "a")
+    reach = pl.col("b").cum_max().shift(1).over("path")
+    merged = (spans.with_columns(new=(reach.is_null() | (pl.col("a") > reach)).cast(pl.Int32))
+              .with_columns(g=pl.col("new").cum_sum().over("path"))
+              .group_by("path", "g").agg(pl.col("a").min(), pl.col("b").max())
+              .sort("path", "a")
+              .with_columns(before=(pl.col("b") - pl.col("a")).cum_sum().over("path")
+                            - (pl.col("b") - pl.col("a"))))
+    found = calls.sort(at).join_asof(merged.select("path", "a", "b", "before"), left_on=at,
+                                     right_on="a", by="path", strategy="backward",
+                                     check_sortedness=False)
+    inside = (pl.min_horizontal(pl.col(at), pl.col("b")) - pl.col("a")).clip(0)
+    return found.with_columns(held_ns=(pl.col("before") + inside).fill_null(0)).drop(
+        "a", "b", "before")
+
+
+def lock_waits(ctx: Context, shared: pl.DataFrame) -> pl.DataFrame:
+    """execution_id, path → ``lock_s``: of the files some user wrote (an exclusive lock is
+    taken to write), the time between an execution's start and its first call of the file
+    while other users were between their first and last calls of it (the whole-file locks of
+    HDF5 and NetCDF: a writer waits in its open until the holder closes the file), at most its
+    time outside CPU and I/O (``duration − max(CPU, I/O)``: a write into the page cache is
+    CPU). From DXT's segments; without them, none."""
+    out = pl.DataFrame(schema={"execution_id": pl.Int64, "path": pl.String, "lock_s": pl.Float64})
+    written = shared.filter(pl.col("op") == "write").select("path").unique()
+    if ctx.evidence.segments is None or not ctx.evidence.dxt or written.is_empty():
+        return out
+    calls = (ctx.evidence.segments.filter(pl.col("execution_id").is_not_null())
+             .join(written.lazy(), on="path", how="semi")
+             .group_by("path", "execution_id")
+             .agg(first_ns=pl.col("start_ns").min(), last_ns=pl.col("stop_ns").max())
+             .collect()
+             .join(ctx.tasks.select("execution_id", "start_ns", "duration_s", "cpu_s",
+                                    "io_time_s"), on="execution_id"))
+    if calls.is_empty():
+        return out
+    calls = held_before(held_before(calls, "start_ns").rename({"held_ns": "at_start"}),
+                        "first_ns")
+    outside = pl.col("duration_s") - pl.max_horizontal("cpu_s", "io_time_s").fill_null(0.0)
+    return calls.select("execution_id", "path", lock_s=pl.min_horizontal(
+        (pl.col("held_ns") - pl.col("at_start")) * 1e-9, outside).clip(0.0))
+
+
 def shared_file(ctx: Context) -> list[dict[str, Any]]:
     """Files that ``SHARED_MIN`` or more executions read or wrote at once (their windows
-    overlapping): the time inside their calls of the file less what their bytes take at the
-    median throughput, for the same operation, of the run's files that a single execution used
-    (per execution and file). Without such a file in the run the rule is silent: nothing to
-    compare with. The cost is ``span_saved`` with those excesses."""
+    overlapping): per execution, the time inside its calls of the file less what its bytes take
+    at the median throughput, for the same operation, of the run's files that a single
+    execution used (none such: nothing), and, for files some of them wrote, the time it waited
+    for the file while others used it (``lock_waits``). The cost is ``span_saved`` with those
+    excesses."""
     f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
     if f.is_empty():
         return []
     f = f.with_columns(op=pl.col("op").cast(pl.String),
                        users=pl.col("execution_id").n_unique().over("path"))
     # (the usual cases first, before any join or sweep: no file had enough users, or no file
-    # had a single user to compare with)
+    # had a single user to compare with and none of them was written)
     if (integer(f.get_column("users").max()) or 0) < SHARED_MIN:
         return []
     lone = (f.filter((pl.col("users") == 1) & (pl.col("io_time_s") > 0))
             .group_by("op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).median()))
-    f = f.filter(pl.col("users") >= SHARED_MIN).join(lone, on="op")
-    if f.is_empty():
+    f = f.filter(pl.col("users") >= SHARED_MIN).join(lone, on="op", how="left")
+    if f.is_empty() or (lone.is_empty() and not (f.get_column("op") == "write").any()):
         return []
     f = f.join(ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns"),
                on="execution_id")
     at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
     shared = (f.join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
               .with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))
-                            .clip(0.0)))
+                            .clip(0.0).fill_null(0.0)))
+    waits = lock_waits(ctx, shared)
     out = []
     for (path,), rows in sorted(shared.partition_by("path", as_dict=True).items(),
                                 key=lambda kv: str(kv[0][0])):
-        excess = rows.group_by("execution_id").agg(pl.col("excess_s").sum())
-        users = rows.group_by("key").agg(pl.col("io_time_s").sum()).sort(
-            "io_time_s", "key", descending=[True, False])
-        inside = number(rows.get_column("io_time_s").sum()) or 0.0
-        moved = number(rows.get_column("bytes").sum()) or 0.0
-        ops = ", ".join(sorted(set(rows.get_column("op").to_list())))
-        rate = number(rows.get_column("rate").first()) or 0.0
-        out.append(finding(
-            "shared-file", span_saved(ctx, excess),
-            [p for p in rows.get_column("prefix").unique().sort().to_list() if p],
-            users.get_column("key").to_list(), [str(path)],
-            f"{path}: {users.height} execution(s), up to "
-            f"{integer(rows.get_column('at_once').max())} "
-            f"at once, spent {inside:.3f} s inside its calls ({ops}) for {_bytes(moved)} "
-            f"({_bytes(moved / inside if inside else 0)}/s), against {_bytes(rate)}/s "
-            "(median) for files a single execution used",
-            "give each task its own file (or its own part of a dataset: one file per "
-            "partition), or make one task do the file's I/O; on parallel file systems align "
-            "each writer's regions to the stripe size"))
+        lock = waits.filter(pl.col("path") == path).select("execution_id", "lock_s")
+        out.append(_shared_finding(ctx, str(path), rows, lock))
     return out
+
+
+def _shared_finding(ctx: Context, path: str, rows: pl.DataFrame, lock: pl.DataFrame
+                    ) -> dict[str, Any]:
+    excess = pl.concat([rows.select("execution_id", "excess_s"),
+                        lock.select("execution_id", excess_s="lock_s")]).group_by(
+        "execution_id").agg(pl.col("excess_s").sum())
+    users = rows.group_by("key").agg(pl.col("io_time_s").sum()).join(
+        rows.select("key", "execution_id").unique().join(lock, on="execution_id", how="left")
+        .group_by("key").agg(pl.col("lock_s").sum()), on="key", how="left").sort(
+        pl.col("io_time_s") + pl.col("lock_s").fill_null(0.0), "key", descending=[True, False])
+    inside = number(rows.get_column("io_time_s").sum()) or 0.0
+    moved = number(rows.get_column("bytes").sum()) or 0.0
+    ops = ", ".join(sorted(set(rows.get_column("op").to_list())))
+    rate = number(rows.get_column("rate").first())
+    waited = number(lock.get_column("lock_s").sum()) or 0.0
+    against = (f"against {_bytes(rate)}/s (median) for files a single execution used"
+               if rate is not None else "no file a single execution used to compare with")
+    return finding(
+        "shared-file", span_saved(ctx, excess),
+        [p for p in rows.get_column("prefix").unique().sort().to_list() if p],
+        users.get_column("key").to_list(), [path],
+        f"{path}: {users.height} execution(s), up to "
+        f"{integer(rows.get_column('at_once').max())} at once, spent {inside:.3f} s inside "
+        f"its calls ({ops}) for {_bytes(moved)} ({_bytes(moved / inside if inside else 0)}/s), "
+        f"{against}; {waited:.3f} s waiting for it before their first call while others used "
+        "it (a lock on the file)",
+        "give each task its own file (or its own part of a dataset: one file per "
+        "partition), or make one task do the file's I/O; on parallel file systems align "
+        "each writer's regions to the stripe size",
+        None if rate is not None else "no file a single execution used: the time inside the "
+        "calls is not compared, only the waits for the file count")

@@ -5,26 +5,32 @@ made, for genuine Darshan logs written afterwards when no darshan-runtime traced
 
 Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``short-*``).
 - ``clean``: the base alone;
-- ``chain``: a serial chain of four 0.4 s sleeps (``chain-*``) on one worker, the base on the
+- ``chain``: a serial chain of four 0.5 s sleeps (``chain-*``) on one worker, the base on the
   other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
   the base alone on that other worker (the job without the chain);
-- ``straggler``: ``short-5`` sleeps 1.0 s instead of 0.05 s;
+- ``straggler``: ``short-5`` sleeps 2.0 s instead of 0.05 s;
 - ``pinned``: the base with ``short-0..21`` restricted to one worker and the last two to the
   other (an imbalance: its threads idle while the first worker's tasks wait);
 - ``gil``: beside it, two pure-Python loops (``spin-*``) on the same worker, each with a small
   write of its own file; ``gil-apart``: the same two on different workers;
-- ``small``: beside it, ``scan`` reads a 256 MiB file in 512-byte requests; ``large``: the same
-  read in 4 MiB requests. In both, ``load-0..3`` each read another 16 MiB file in 4 MiB requests
+- ``small``: beside it, ``scan`` reads a 512 MiB file in 512-byte requests; ``large``: the same
+  read in 4 MiB requests. In both, ``load-0..3`` each read another 64 MiB file in 4 MiB requests
   (what large requests cost on this host, in the run itself).
-- ``reread``: beside it, four tasks (``reread-*``) each read the same 128 MiB file whole, in
-  4 MiB requests.
+- ``reread``: beside it, four tasks (``reread-*``) each read the same 256 MiB file whole, in
+  4 MiB requests; ``once``: only ``reread-0`` reads it (the job without the repeats).
 - ``tiny``: beside it, 1,000 tasks that do next to nothing (``tick-*``), each its own task;
   ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
-- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 100,000 times, reading
-  one byte each time (its time in metadata calls recorded as Darshan counts it).
-- ``shared``: beside it, four tasks (``part-*``) each write their own 32 MiB region of one
-  file at once, in 1 MiB requests; then four (``own-*``) each write a file of their own
-  likewise (what writes cost when one execution uses a file).
+- ``meta``: beside it, ``reopen`` opens, stats and closes a small file 200,000 times, reading
+  one byte each time (its time in metadata calls recorded as Darshan counts it);
+  ``meta-once``: ``reopen`` opens it once and reads the byte as many times (the job without
+  the metadata calls).
+- ``shared``: beside it, four tasks (``part-*``) each write their own 64 MiB region of one
+  file at once, in 1 MiB requests each synced to the disk before the next, holding a lock on
+  the whole file from open to close (as HDF5's and NetCDF's file locking do): they take turns;
+  ``own``: the same four each write a file of their own (the job without the sharing). The
+  locks are ``flock``'s, HDF5's (one per open file, so threads of one process exclude one
+  another too, unlike ``fcntl`` record locks): Darshan traces the open, the writes and the
+  close, not the wait for the lock.
 - ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
   pure Python until ``crunch``, a pure-Python loop with a small write of its own file that
   runs there, has ended (at most 30 s).
@@ -32,29 +38,35 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import gc
 import json
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 CHAIN = 4
-CHAIN_S = 0.4
+CHAIN_S = 0.5
 SHORT = 24
 SHORT_S = 0.05
-STRAGGLER_S = 1.0
-SPIN = 10_000_000
-SCAN_BYTES = 256 << 20
-LOAD_BYTES = 16 << 20
+STRAGGLER_S = 2.0
+SPIN = 15_000_000  # (the two loops outlast the sleeps beside them)
+CRUNCH = 10_000_000  # (beside three spinning threads it gets a quarter of the GIL)
+SCAN_BYTES = 512 << 20
+LOAD_BYTES = 64 << 20
 LOADS = 4
-REREAD_BYTES = 128 << 20
+REREAD_BYTES = 256 << 20
 READERS = 4
 TICKS = 1000
 BATCHES = 10
 BUSY_S = 30.0
-REOPENS = 100_000
-PART_BYTES = 32 << 20
+REOPENS = 200_000
+PART_BYTES = 64 << 20
 PARTS = 4
 
 
@@ -63,15 +75,30 @@ def nap(seconds: float, *deps: object) -> float:
     return seconds
 
 
+def _no_gc(fn: Callable[..., dict]) -> Callable[..., dict]:
+    """Run ``fn`` with the cyclic garbage collector off: the job's record of every call (a
+    tuple each) would otherwise trigger collections inside the calls it times."""
+    @functools.wraps(fn)
+    def run(*args: Any) -> dict:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args)
+        finally:
+            if was:
+                gc.enable()
+    return run
+
+
 def _calls(path: str, ops: list) -> dict:
     """What a DXT trace of this execution shows (write_logs_from_truth's input)."""
     return {"pid": os.getpid(), "thread": threading.get_ident(), "path": path, "ops": ops}
 
 
-def spin(folder: str, name: str) -> dict:
+def spin(folder: str, name: str, steps: int = SPIN) -> dict:
     """A pure-Python loop (holds the GIL), then a small write of its own file."""
     total = 0
-    for i in range(SPIN):
+    for i in range(steps):
         total += i % 7
     path = os.path.join(folder, f"{name}.out")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -82,25 +109,42 @@ def spin(folder: str, name: str) -> dict:
     return _calls(path, ops)
 
 
+@_no_gc
 def scan(path: str, request: int) -> dict:
-    """Read the whole file in ``request``-byte preads."""
+    """Read the whole file in ``request``-byte preads into one buffer (a reader's buffer of
+    that size: a fresh 4 MiB object per read would fault in its pages inside the call)."""
     ops = []
+    buf = bytearray(request)
     fd = os.open(path, os.O_RDONLY)
     offset = 0
     while True:
         t0 = time.time()
-        data = os.pread(fd, request, offset)
-        ops.append(("read", offset, len(data), t0, time.time()))
-        if not data:
+        n = os.preadv(fd, [buf], offset)
+        ops.append(("read", offset, n, t0, time.time()))
+        if not n:
             break
-        offset += len(data)
+        offset += n
     os.close(fd)
     return _calls(path, ops)
 
 
-def reopen(path: str, times: int) -> dict:
+@_no_gc
+def reopen(path: str, times: int, each: bool = True) -> dict:
     """Open, stat, read one byte of and close ``path`` ``times`` times (the open with the stat,
-    and the close: Darshan's metadata time)."""
+    and the close: Darshan's metadata time); ``each`` false: open it once, read the byte
+    ``times`` times."""
+    if not each:
+        t0 = time.time()
+        fd = os.open(path, os.O_RDONLY)
+        os.fstat(fd)
+        ops = [("open", 0, 0, t0, time.time())]
+        for _ in range(times):
+            t1 = time.time()
+            data = os.pread(fd, 1, 0)
+            ops.append(("read", 0, len(data), t1, time.time()))
+        t2 = time.time()
+        os.close(fd)
+        return _calls(path, ops + [("close", 0, 0, t2, time.time())])
     ops = []
     for _ in range(times):
         t0 = time.time()
@@ -115,16 +159,26 @@ def reopen(path: str, times: int) -> dict:
     return _calls(path, ops)
 
 
+@_no_gc
 def write_part(path: str, part: int, nbytes: int) -> dict:
-    """Write bytes ``part`` × ``nbytes`` … of ``path`` in 1 MiB pwrites."""
-    ops = []
+    """Write bytes ``part`` × ``nbytes`` … of ``path`` (made beforehand) in 1 MiB pwrites,
+    each made durable (``fdatasync``) before the next, as a checkpoint or a log does, holding
+    an exclusive lock on the whole file from its open to its close (HDF5's file locking,
+    ``flock``: a writer of a file another writes waits after its open until that one closes
+    it)."""
     block = b"w" * (1 << 20)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    t0 = time.time()
+    fd = os.open(path, os.O_WRONLY)
+    ops = [("open", 0, 0, t0, time.time())]
+    fcntl.flock(fd, fcntl.LOCK_EX)  # (not a call Darshan traces)
     for offset in range(part * nbytes, (part + 1) * nbytes, len(block)):
         t0 = time.time()
         n = os.pwrite(fd, block, offset)
         ops.append(("write", offset, n, t0, time.time()))
-    os.close(fd)
+        os.fdatasync(fd)  # (Darshan counts its time, DXT has no segment for it)
+    t0 = time.time()
+    os.close(fd)  # (releases the lock)
+    ops.append(("close", 0, 0, t0, time.time()))
     return _calls(path, ops)
 
 
@@ -152,7 +206,7 @@ def busy_thread(seconds: float, marker: str) -> None:
 
 def crunch(folder: str, marker: str) -> dict:
     """``spin``, then say so in ``marker``."""
-    calls = spin(folder, "crunch")
+    calls = spin(folder, "crunch", CRUNCH)
     Path(marker).touch()
     return calls
 
@@ -166,7 +220,15 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         for path, size in ((data, SCAN_BYTES), *((o, LOAD_BYTES) for o in others)):
             with open(path, "wb") as f:
                 f.write(bytes(size))
-    if variant == "reread":
+    if variant in ("shared", "own"):
+        # (the files' blocks exist beforehand: the writes then wait for the disk alone, not
+        # for the allocation of blocks, which one journal serialises for all files)
+        for i in range(1 if variant == "shared" else PARTS):
+            with open(os.path.join(folder, "shared.out" if variant == "shared" else
+                                   f"own-{i}.out"), "wb") as f:
+                f.write(bytes(PART_BYTES * (PARTS if variant == "shared" else 1)))
+                os.fsync(f.fileno())
+    if variant in ("reread", "once"):
         shared = os.path.join(folder, "shared.bin")
         with open(shared, "wb") as f:
             f.write(bytes(REREAD_BYTES))
@@ -192,19 +254,18 @@ def run(variant: str, truth_path: str, folder: str) -> None:
             io.append(client.submit(scan, data, 512 if variant == "small" else 4 << 20,
                                     key="scan"))
             io += [client.submit(scan, o, 4 << 20, key=f"load-{i}") for i, o in enumerate(others)]
-        if variant == "reread":
+        if variant in ("reread", "once"):
             io += [client.submit(scan, shared, 4 << 20, key=f"reread-{i}")
-                   for i in range(READERS)]
-        if variant == "meta":
+                   for i in range(READERS if variant == "reread" else 1)]
+        if variant in ("meta", "meta-once"):
             small = os.path.join(folder, "small.txt")
             Path(small).write_text("x" * 100)
-            io.append(client.submit(reopen, small, REOPENS, key="reopen"))
-        if variant == "shared":
-            one = os.path.join(folder, "shared.out")
-            io += client.gather([client.submit(write_part, one, i, PART_BYTES, key=f"part-{i}")
-                                 for i in range(PARTS)])
-            io += [client.submit(write_part, os.path.join(folder, f"own-{i}.out"), 0,
-                                 PART_BYTES, key=f"own-{i}") for i in range(PARTS)]
+            io.append(client.submit(reopen, small, REOPENS, variant == "meta", key="reopen"))
+        if variant in ("shared", "own"):
+            io += [client.submit(write_part, os.path.join(folder, "shared.out") if variant ==
+                                 "shared" else os.path.join(folder, f"own-{i}.out"),
+                                 i if variant == "shared" else 0, PART_BYTES, key=f"part-{i}")
+                   for i in range(PARTS)]
         if variant == "tiny":
             futures += client.map(tick, range(TICKS), key=[f"tick-{i}" for i in range(TICKS)])
         if variant == "batched":

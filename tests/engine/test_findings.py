@@ -2,15 +2,17 @@
 one planted problem each (``findings_job.py``), recorded under ``collect``. The tasks that do
 I/O record every call; without a darshan-runtime, genuine logs holding exactly those calls are
 written through libdarshan-util afterwards. Each planted problem is the top finding of its
-kind, with the right prefix, key and file; where the problem is a wait (sleeps: the serial
-chain, the straggler), its ``cost_s`` is within 25% of the span saved by running the job
-without it (measured: the window of the job without it). CPU- and I/O-bound problems are
-checked against their bounds instead: on the shared hosts that run these tests their windows
-vary by more than 25% from run to run."""
+kind, with the right prefix, key and file; where the rule's cost model holds on these hosts
+(the serial chain, the straggler, the pinned tasks, the small requests, the metadata calls,
+the tiny tasks), its ``cost_s`` is within 25% of the span saved by running the job without it
+(measured: the window of the job without it). The others are checked against their bounds,
+and benchmarks/bench_findings_costs.py measures them against the span saved (docs/findings.md
+says why each is a bound there: readers sharing two cores, the writers' disk)."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from functools import cache
@@ -141,6 +143,8 @@ def test_tasks_pinned_to_one_worker_beside_idle_threads_are_idle_threads(run):
 
 
 def test_a_file_read_in_512_byte_requests_is_small_requests(run):
+    """(15-19 s: a million 512-byte reads recorded, their Darshan log written and correlated;
+    fewer, and on a quiet host the scan ends before the sleeps and costs the span nothing.)"""
     small, truth = run("small")
     top = _top(small, "small-requests")
     scanned = next(c["path"] for c in truth["io"] if c["path"].endswith("scanned.bin"))
@@ -149,11 +153,11 @@ def test_a_file_read_in_512_byte_requests_is_small_requests(run):
     large, _ = run("large")
     assert not [f for f in large.summary["findings"] if f["kind"] == "small-requests"]
     # the cost is the time inside the small requests less what their bytes take at the run's
-    # best large-request throughput: at most the time inside them. (The window saved by the
-    # large requests is not compared: on this test's hosts, two cores shared with other jobs,
-    # the same job's window varied by seconds between runs.)
+    # best large-request throughput: at most the time inside them, and what reading in large
+    # requests saves
     inside = small.tables["task_files"].filter(pl.col("key") == "scan")["io_time_s"].sum()
-    assert 0.05 * _window_s(small) <= top["cost_s"] <= inside
+    assert top["cost_s"] <= inside
+    _saved_within_25_percent(top, small, large)
 
 
 def test_a_file_read_whole_by_four_tasks_is_repeated_reads(run):
@@ -233,7 +237,7 @@ def test_a_thousand_tasks_that_do_next_to_nothing_are_tiny_tasks(run):
     # the same calls in 10 tasks: nothing to batch
     batched, _ = run("batched")
     assert not [f for f in batched.summary["findings"] if f["kind"] == "tiny-tasks"]
-    assert _window_s(batched) < _window_s(tiny)
+    _saved_within_25_percent(top, tiny, batched)
 
 
 def test_a_thread_spinning_outside_the_tasks_is_cpu_outside_tasks(run):
@@ -254,27 +258,32 @@ def test_a_thread_spinning_outside_the_tasks_is_cpu_outside_tasks(run):
     assert not [f for f in gil.summary["findings"] if f["kind"] == "cpu-outside-tasks"]
 
 
-def test_a_file_opened_a_hundred_thousand_times_for_a_byte_each_is_metadata(run):
+def test_a_file_opened_for_a_byte_each_time_is_metadata(run):
     meta, truth = run("meta")
     top = _top(meta, "metadata")
     small = truth["io"][0]["path"]
     assert top["prefixes"] == ["reopen"] and top["keys"] == ["reopen"]
     assert top["files"] == [small] and top["partial"] is None  # one execution used it
-    assert "100,000 opens" in top["evidence"]
-    # the cost is at most the time the task spent in its metadata calls
+    assert "200,000 opens" in top["evidence"]
+    # the cost is at most the time the task spent in its metadata calls, and what opening the
+    # file once saves
     spent = sum(b - a for op, _o, _n, a, b in truth["io"][0]["ops"] if op in ("open", "close"))
-    assert 0.05 * _window_s(meta) <= top["cost_s"] <= spent + 1e-6
+    assert top["cost_s"] <= spent + 1e-6
+    once, _ = run("meta-once")
+    assert not [f for f in once.summary["findings"] if f["kind"] == "metadata"]
+    _saved_within_25_percent(top, meta, once)
     # files read in large requests, opened once: no metadata finding
     large, _ = run("large")
     assert not [f for f in large.summary["findings"] if f["kind"] == "metadata"]
 
 
-def test_four_writers_of_one_file_at_once_are_seen_sharing_it(run):
-    """The real part of shared-file: which executions used a file at once. Its cost (the
-    writes' time beyond the lone writers' throughput) is checked on literal tables
-    (tests/unit/test_findings_rules.py): on this test's hosts one file written by four threads
-    at once is as fast as four files, so the planted job has nothing to find above the
-    threshold."""
+def test_four_writers_taking_turns_with_a_lock_on_one_file_are_shared_file(run):
+    """Four writers of one file, each holding a lock on the whole file from its open to its
+    close (HDF5's file locking): they used the file at once, three of them waiting for it
+    before their first write. The cost is at most those waits (the writes themselves were as
+    fast as in files of their own), and the same writers of a file each have no finding. How
+    it compares with the span saved: benchmarks/bench_findings_costs.py (the disk's latency
+    under the host's other jobs moves these windows by more than 25% from run to run)."""
     from correlate.findings.io_rules import users_at_once
 
     shared, truth = run("shared")
@@ -282,10 +291,24 @@ def test_four_writers_of_one_file_at_once_are_seen_sharing_it(run):
     uses = shared.tables["task_files"].join(
         shared.tables["tasks"].select("execution_id", "start_ns", "stop_ns"), on="execution_id"
     ).select("path", "execution_id", "start_ns", "stop_ns").unique()
-    at_once = dict(users_at_once(uses).iter_rows())
-    assert at_once.pop(one) == 4 and set(at_once.values()) == {1}
-    for f in (f for f in shared.summary["findings"] if f["kind"] == "shared-file"):
-        assert f["files"] == [one] and set(f["keys"]) <= {f"part-{i}" for i in range(4)}
+    assert dict(users_at_once(uses).iter_rows())[one] == 4
+    top = _top(shared, "shared-file")
+    assert top["files"] == [one] and top["prefixes"] == ["part"]
+    assert sorted(top["keys"]) == [f"part-{i}" for i in range(4)]
+    assert "up to 4 at once" in top["evidence"]
+    # they took turns: each writer's first write came after the previous holder's last
+    ops = sorted((min(o[3] for o in c["ops"] if o[0] == "write"),
+                  max(o[4] for o in c["ops"] if o[0] == "write")) for c in truth["io"])
+    assert all(a[1] <= b[0] for a, b in zip(ops, ops[1:], strict=False))
+    # the cost is at most the waits before the first writes (the writes are compared with no
+    # file of a single user: the run has none), and a real share of the window
+    found = re.search(r"([\d.]+) s waiting for it", top["evidence"])
+    assert found, top["evidence"]
+    waited = float(found.group(1))
+    assert top["partial"] and "no file a single execution used" in top["partial"]
+    assert 0.05 * _window_s(shared) <= top["cost_s"] <= waited + 1e-3
+    own, _ = run("own")
+    assert not [f for f in own.summary["findings"] if f["kind"] == "shared-file"]
 
 
 def test_compare_says_which_findings_appeared_or_went_away(run, tmp_path):

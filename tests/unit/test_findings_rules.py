@@ -1,6 +1,7 @@
 """Rules of the findings over literal tables, where a real job cannot plant the problem on the
-test hosts (a shared file's contention: their file systems write one file from four threads as
-fast as four files) or plants it only with a worker's death (recomputed work). The real-cluster
+test hosts (a shared file's slower calls: their file systems write one file from four threads
+as fast as four files; the real job, writers taking turns with a lock, is in
+tests/engine/test_findings.py) or plants it only with a worker's death (recomputed work). The real-cluster
 checks of every rule are in tests/engine/test_findings.py and test_memory_pause.py."""
 
 from __future__ import annotations
@@ -57,6 +58,35 @@ def test_four_writers_of_one_file_slower_than_lone_writers_are_shared_file():
     assert sorted(found[0]["keys"]) == [f"part-{i}" for i in range(4)]
     assert "up to 4 at once" in found[0]["evidence"]
     assert found[0]["cost_s"] == pytest.approx(0.6)
+
+
+def test_writers_taking_turns_with_a_lock_on_one_file_are_shared_file():
+    # GIVEN four executions that started together, each writing 100 MiB of one file in 0.25 s
+    # after the previous one's last write (a lock on the whole file), DXT's segments saying so
+    tasks = _tasks([(f"part-{i}", i, 0, 250 * (i + 1), "ok") for i in range(4)])
+    files = _files(tasks, [(f"part-{i}", "/s", 100, 0.25) for i in range(4)])
+    segments = tasks.select("execution_id", path=pl.lit("/s"), op=pl.lit("write"),
+                            offset=pl.col("execution_id") * 100 * MIB,
+                            length=pl.lit(100 * MIB), stop_ns="stop_ns",
+                            start_ns=pl.col("stop_ns") - 250 * MS)
+    times = tasks.select("key", submitted_ns=pl.lit(0, pl.Int64),
+                         assigned_ns=pl.lit(0, pl.Int64))
+    deps = pl.DataFrame(schema={"key": pl.String, "depends_on": pl.String})
+    # WHEN the rules run
+    found = [f for f in analyse(tasks, files, deps, times, Evidence(
+        io_captured=True, dxt=True, segments=segments.lazy())).summary["findings"]
+        if f["kind"] == "shared-file"]
+    # THEN the waits for the file before the first writes, 0.25 + 0.5 + 0.75 s, are found;
+    # without them the four write at once and the window ends at 0.25 s, 0.75 s sooner
+    assert len(found) == 1 and found[0]["files"] == ["/s"]
+    assert "1.500 s waiting for it before their first call" in found[0]["evidence"]
+    assert found[0]["partial"] and "no file a single execution used" in found[0]["partial"]
+    assert found[0]["cost_s"] == pytest.approx(0.75)
+    # the same writes with no wait between a start and its first write: no finding
+    ahead = segments.with_columns(start_ns=pl.lit(0, pl.Int64), stop_ns=pl.lit(250 * MS))
+    assert not [f for f in analyse(tasks, files, deps, times, Evidence(
+        io_captured=True, dxt=True, segments=ahead.lazy())).summary["findings"]
+        if f["kind"] == "shared-file"]
 
 
 def test_one_file_written_at_once_as_fast_as_lone_files_is_no_finding():
