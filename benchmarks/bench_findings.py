@@ -21,10 +21,10 @@ import time
 
 import numpy as np
 import polars as pl
-from correlate.frames.scalars import integer
 
 from correlate.findings import Evidence, analyse, critical_path, rules
 from correlate.findings.context import Context
+from correlate.frames.scalars import integer
 from correlate.schema import TABLES, conform
 
 PREFIXES = ("load-chunk", "transform", "store-chunk")

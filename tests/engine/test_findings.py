@@ -28,7 +28,7 @@ from correlate.findings.rules import MIN_COST_S, MIN_COST_SHARE
 from correlate.sources.run_folder import load
 from testing.darshan_writer import write_logs_from_truth
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.alone]
 
 HERE = Path(__file__).resolve().parent
 
