@@ -44,7 +44,7 @@ class Timeline:
 
 
 def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink,
-              progress: Progress) -> Timeline:
+          progress: Progress) -> Timeline:
     """Events and waits first: the transitions (the largest raw table) are let go before the
     attribution builds its tables, which reuse their pages (a lower peak RSS)."""
     progress.begin("transitions")
