@@ -184,6 +184,29 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
             fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
+def _module_order(items: list[pytest.Item]) -> dict[str, int]:
+    """Each module's place in the run: the `alone` modules first (nothing else has started, so
+    none waits for other tests to end), then the modules that start Dask clusters (the longest:
+    one of them taken last would end the run alone), then the rest, each group in collection
+    order."""
+    order: dict[str, int] = {}
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        rank = 0 if "alone" in marks else 1 if "cluster" in marks else 2
+        module = _module(item)
+        order[module] = min(rank, order.get(module, rank))
+    return order
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    order = _module_order(items)
+    items.sort(key=lambda item: order[_module(item)])  # (stable)
+
+
 def _open_locks(config: pytest.Config) -> None:
     """The lock files, in a folder every xdist worker of this run shares (named by the run's
     ``testrunuid``); none outside xdist workers."""
@@ -210,6 +233,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STARTS] = folder
     config.pluginmanager.register(_ServersStarted(), "dask-servers-started")
     _open_locks(config)
+    # xdist hands out the modules in the order of pytest_collection_modifyitems, not sorted by
+    # their number of tests (which would put the many quick unit tests first)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     os.environ[dask_starts.ENV] = str(folder)
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(dask_starts.SITE), os.environ.get("PYTHONPATH")]))
