@@ -8,8 +8,15 @@ collector flush, text as ids into ``strings.arrows``, run format 3; ``run_format
 format 2's ``<table>/part-NNNNNN.arrow`` parts and closed.json instead), clock-marker files
 and genuine ``.darshan`` logs (written through libdarshan-util by ``testing.darshan_writer``,
 one per process, DXT v2 with pthread ids) holding S DXT segments in all. It returns an ``Expected`` with what
-``correlate`` must find: per-execution bytes/ops (exact), unattributed I/O by reason, CPU per
-worker, profile rows and clock offsets.
+``correlate`` must find: per-execution bytes/ops (exact; a row per execution up to
+``PER_EXECUTION_MAX`` = 2M executions, totals and per-prefix sums at any size), unattributed
+I/O by reason, CPU per worker, profile rows and clock offsets.
+
+Memory: the job (a few numpy arrays of E values) is laid out whole; the tables are not. A
+process whose tables cover more than ``STREAM_EXECUTIONS`` = 200k executions is written flush by
+flush, a chunk of rows at a time, its strings appended per flush with the collectors' bound (the
+tables read back the same as from the all-at-once write, which smaller runs keep byte for byte);
+the scheduler's transitions are laid out one flush at a time.
 
 The job it describes: a chain graph ``prefixes[0] → prefixes[1] → …`` over chunks (chunk c of
 every prefix runs on worker ``c % W``, so there are no worker-to-worker transfers; the client

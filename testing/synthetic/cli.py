@@ -17,7 +17,11 @@ from testing.synthetic.run import write_run
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testing.synthetic",
                                  description="write a synthetic run folder; print the expected "
-                                             "totals as JSON")
+                                             "totals as JSON",
+                                 epilog="The Python API's Expected.per_execution (a row per "
+                                        "execution) is made up to 2M executions; a process of "
+                                        "more than 200k executions is written flush by flush "
+                                        "in chunks (bounded memory).")
     ap.add_argument("out", type=Path)
     ap.add_argument("--executions", type=int, default=1000)
     ap.add_argument("--segments", type=int, default=None, help="default: 10 × executions")

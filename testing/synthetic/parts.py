@@ -27,6 +27,21 @@ from correlate.schema.run import (
     stored_columns,
 )
 
+#: a process folder whose tables cover more than this many task executions is written flush by
+#: flush (``PartWriter(chunk_rows=...)``); at or below it, the layout of the runs made before
+STREAM_EXECUTIONS = 200_000
+
+#: rows built at a time when streaming
+CHUNK_ROWS = 1 << 20
+
+#: the collectors' bound on a process's map of strings (``collectors.sink.Strings``)
+STRINGS_LIMIT = 1 << 17
+
+
+def chunk_rows(executions: int) -> int | None:
+    """``PartWriter``'s ``chunk_rows`` for a process whose tables cover ``executions``."""
+    return CHUNK_ROWS if executions > STREAM_EXECUTIONS else None
+
 
 def flush_index(times: np.ndarray, flushes: np.ndarray) -> np.ndarray:
     """Index of the flush that writes a row appended at ``times`` (len(flushes) = close)."""
@@ -48,19 +63,21 @@ def write_table(path: Path, table: Table, arrays: list[Any]) -> None:
         writer.write_table(data)
 
 
+def _text(table: Table, t: pa.Table, name: str) -> pa.ChunkedArray:
+    """The text an id column of format 3 stores: the column, or a pair (``PAIRS``) joined."""
+    pair = PAIRS.get(table.name, {}).get(name)
+    if pair is None:
+        return t.column(name).cast(pa.string())
+    a, b = (pc.fill_null(t.column(c).cast(pa.string()), PAIR_NULL) for c in pair)
+    both_null = pc.and_(pc.is_null(t.column(pair[0])), pc.is_null(t.column(pair[1])))
+    return pc.if_else(both_null, pa.scalar(None, pa.string()),
+                      pc.binary_join_element_wise(a, b, PAIR_SEP))
+
+
 def with_string_ids(tables: list[tuple[Table, pa.Table]]) -> tuple[list[pa.Table], pa.Array]:
     """``tables`` as run format 3 stores them (``stored_columns``: text columns as int32 ids
     into the returned strings, one process's, each distinct text once; pairs as one id)."""
-    def text(table: Table, t: pa.Table, name: str) -> pa.Array:
-        pair = PAIRS.get(table.name, {}).get(name)
-        if pair is None:
-            return t.column(name).cast(pa.string())
-        a, b = (pc.fill_null(t.column(c).cast(pa.string()), PAIR_NULL) for c in pair)
-        both_null = pc.and_(pc.is_null(t.column(pair[0])), pc.is_null(t.column(pair[1])))
-        return pc.if_else(both_null, pa.scalar(None, pa.string()),
-                          pc.binary_join_element_wise(a, b, PAIR_SEP))
-
-    stored = [(table, t, [(name, dtype, text(table, t, name) if dtype == "id" else None)
+    stored = [(table, t, [(name, dtype, _text(table, t, name) if dtype == "id" else None)
                           for name, dtype in stored_columns(table)]) for table, t in tables]
     texts = [x for _table, _t, cols in stored for _n, _d, x in cols if x is not None]
     strings = (pa.chunked_array(texts, pa.string()).unique().drop_null() if texts
@@ -72,6 +89,50 @@ def with_string_ids(tables: list[tuple[Table, pa.Table]]) -> tuple[list[pa.Table
             name: (pc.index_in(x, value_set=strings).cast(pa.int32()) if x is not None
                    else t.column(name)) for name, _d, x in cols}))
     return out, strings
+
+
+class Strings:
+    """A process's strings handed out as the collectors do (``collectors.sink.Strings``): ids in
+    order, the texts not written yet appended to ``strings.arrows`` before the batch that uses
+    them, and the map bounded (past ``limit`` values it starts again empty; a text seen again
+    gets a new id). Column at a time, with pyarrow, for the streamed write."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = STRINGS_LIMIT if limit is None else limit
+        self.known = pa.array([], pa.string())
+        self.known_ids = pa.array([], pa.int32())
+        self.next = 0
+        self.new: list[pa.Array] = []
+        self.start = 0  # the first id in ``new``
+
+    def encode(self, values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+        distinct = pc.unique(values).drop_null()  # in the order they first appear
+        missing = pc.filter(distinct, pc.invert(pc.is_in(distinct, value_set=self.known)))
+        if len(missing):
+            if len(self.known) + len(missing) > self.limit:
+                self.known = pa.array([], pa.string())
+                self.known_ids = pa.array([], pa.int32())
+                missing = distinct
+            ids = pa.array(np.arange(self.next, self.next + len(missing), dtype=np.int32))
+            self.next += len(missing)
+            self.known = pa.concat_arrays([self.known, missing])
+            self.known_ids = pa.concat_arrays([self.known_ids, ids])
+            self.new.append(missing)
+        return pc.take(self.known_ids, pc.index_in(values, value_set=self.known))
+
+    def encoded(self, table: Table, t: pa.Table) -> pa.Table:
+        return pa.table({name: self.encode(_text(table, t, name)) if dtype == "id"
+                         else t.column(name) for name, dtype in stored_columns(table)})
+
+    def take_new(self) -> pa.Table | None:
+        """The (id, text) rows handed out since the last call, or None."""
+        if not self.new:
+            return None
+        texts = pa.concat_arrays(self.new)
+        rows = pa.table({"id": pa.array(np.arange(self.start, self.start + len(texts),
+                                                  dtype=np.int32)), "text": texts})
+        self.new, self.start = [], self.next
+        return rows
 
 
 def nulls(n: int, type_: pa.DataType) -> pa.Array:
@@ -98,17 +159,31 @@ def float_str(ns: np.ndarray) -> pa.Array:
     return pc.cast(pa.array(ns / 1e9), pa.string())
 
 
+#: the rows appended during one flush: their number and ``build(lo, hi)`` of rows lo..hi of them
+Window = tuple[int, Callable[[int, int], list[Any]]]
+
+
 class PartWriter:
     """Cuts each table at the collector's flush times: in run format 3 a record batch per flush
     in each table's stream (``ProcessSink``), in format 2 a part numbered like the collectors
     did (one counter per process, incremented per non-empty table part, tables in sink order
-    within each flush)."""
+    within each flush).
 
-    def __init__(self, proc_dir: Path, flushes: np.ndarray, run_format: int = 3) -> None:
+    Format 3 is written one of two ways. By default every batch is built, then the process's
+    distinct strings written once, first (the runs made before streaming; small). With
+    ``chunk_rows``, flush by flush as the collectors write: each batch built ``chunk_rows``
+    rows at a time and encoded as it is built, the strings it adds appended to ``strings.arrows``
+    before it (``Strings``), so only one flush's batch of one table is in memory. The tables
+    read back the same; the strings stream holds them in another order (and a text again after
+    the map's bound, as the collectors' do)."""
+
+    def __init__(self, proc_dir: Path, flushes: np.ndarray, run_format: int = 3,
+                 chunk_rows: int | None = None) -> None:
         self.proc_dir = proc_dir
         self.flushes = flushes
         self.run_format = run_format
-        self.tables: list[tuple[Table, np.ndarray, Callable[[int, int], list[Any]]]] = []
+        self.chunk_rows = chunk_rows
+        self.tables: list[tuple[Table, Callable[[int], Window]]] = []
         self.snapshots: list[tuple[Table, list[Any]]] = []
         #: rows of tables written on another's rows (``CARRIED``), counted under their own name
         self.carried: dict[str, int] = {}
@@ -116,7 +191,20 @@ class PartWriter:
     def add(self, table: Table, append_times: np.ndarray,
             build: Callable[[int, int], list[Any]]) -> None:
         """``append_times`` sorted; ``build(lo, hi)`` returns the columns of rows lo..hi."""
-        self.tables.append((table, append_times, build))
+        cut = np.searchsorted(flush_index(append_times, self.flushes),
+                              np.arange(len(self.flushes) + 2))
+
+        def window(k: int) -> Window:
+            lo, hi = int(cut[k]), int(cut[k + 1])
+            return hi - lo, lambda a, b: build(lo + a, lo + b)
+
+        self.tables.append((table, window))
+
+    def add_windows(self, table: Table, window: Callable[[int], Window]) -> None:
+        """``window(k)``: the rows appended during flush ``k`` (after ``flushes[k - 1]``, up to
+        ``flushes[k]``; the last, after the last flush, at close), in order. Asked for flush
+        by flush, the tables in the order they were added."""
+        self.tables.append((table, window))
 
     def counted(self, table: Table, rows: int) -> None:
         """``rows`` of ``table`` written on another table's rows (``CARRIED``)."""
@@ -126,28 +214,35 @@ class PartWriter:
         """A snapshot table (the last one a process wrote), written with the others."""
         self.snapshots.append((table, arrays))
 
+    def _windows(self) -> Any:
+        """(table, rows, build) of every non-empty batch, flush by flush."""
+        for k in range(len(self.flushes) + 1):
+            for table, window in self.tables:
+                n, build = window(k)
+                if n > 0:
+                    yield table, n, build
+
     def write(self) -> dict[str, int]:
-        cuts = [np.searchsorted(flush_index(t, self.flushes),
-                                np.arange(len(self.flushes) + 2)) for _, t, _ in self.tables]
+        rows = {table.name: 0 for table, _ in self.tables}
+        if self.run_format == 3 and self.chunk_rows:
+            self._write_flushes(rows)
+            return {**rows, **self.carried}
         batches: list[tuple[Table, pa.Table]] = []
         part = 0
-        for k in range(len(self.flushes) + 1):
-            for (table, _t, build), cut in zip(self.tables, cuts, strict=True):
-                lo, hi = int(cut[k]), int(cut[k + 1])
-                if hi <= lo:
-                    continue
-                if self.run_format == 2:
-                    part += 1
-                    write_table(self.proc_dir / table.name / f"part-{part:06d}{PART_SUFFIX}",
-                                table, build(lo, hi))
-                else:
-                    batches.append((table, arrow_table(table, build(lo, hi))))
+        for table, n, build in self._windows():
+            rows[table.name] += n
+            if self.run_format == 2:
+                part += 1
+                write_table(self.proc_dir / table.name / f"part-{part:06d}{PART_SUFFIX}",
+                            table, build(0, n))
+            else:
+                batches.append((table, arrow_table(table, build(0, n))))
         if self.run_format == 2:
             for table, arrays in self.snapshots:
                 write_table(self.proc_dir / table.name / f"snapshot{PART_SUFFIX}", table, arrays)
         else:
             self._write_streams(batches)
-        return {**{table.name: len(t) for table, t, _ in self.tables}, **self.carried}
+        return {**rows, **self.carried}
 
     def _write_streams(self, batches: list[tuple[Table, pa.Table]]) -> None:
         snaps = [(t, arrow_table(t, a)) for t, a in self.snapshots]
@@ -168,6 +263,39 @@ class PartWriter:
         for writer in streams.values():
             writer.close()
         for (table, _s), data in zip(snaps, encoded[len(batches):], strict=True):
+            with ipc.new_file(self.proc_dir / f"{table.name}{SNAPSHOT_SUFFIX}",
+                              data.schema) as writer:
+                writer.write_table(data)
+
+    def _write_flushes(self, rows: dict[str, int]) -> None:
+        self.proc_dir.mkdir(parents=True, exist_ok=True)
+        strings = Strings()
+        streams: dict[str, Any] = {}
+
+        def append(name: str, data: pa.Table) -> None:
+            if name not in streams:
+                streams[name] = ipc.new_stream(self.proc_dir / f"{name}{STREAM_SUFFIX}",
+                                               data.schema)
+            streams[name].write_table(data)
+
+        def new_strings() -> None:
+            new = strings.take_new()
+            if new is not None:
+                append(STRINGS.name, new)
+
+        step = self.chunk_rows or 1
+        for table, n, build in self._windows():
+            rows[table.name] += n
+            data = pa.concat_tables([
+                strings.encoded(table, arrow_table(table, build(lo, min(n, lo + step))))
+                for lo in range(0, n, step)]).combine_chunks()
+            new_strings()
+            append(table.name, data)
+        snaps = [(t, strings.encoded(t, arrow_table(t, a))) for t, a in self.snapshots]
+        new_strings()
+        for writer in streams.values():
+            writer.close()
+        for table, data in snaps:
             with ipc.new_file(self.proc_dir / f"{table.name}{SNAPSHOT_SUFFIX}",
                               data.schema) as writer:
                 writer.write_table(data)

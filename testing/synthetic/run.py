@@ -30,6 +30,9 @@ WORKER_EXE = (f"{sys.executable} -c from multiprocessing.spawn import spawn_main
 #: the darshan-runtime the manifest names (never loaded: the logs are written directly)
 DARSHAN_RUNTIME = "/opt/darshan/lib/libdarshan.so"
 
+#: ``Expected.per_execution`` is made up to this many executions (a row of each, with its key)
+PER_EXECUTION_MAX = 2_000_000
+
 
 @dataclass(frozen=True)
 class Expected:
@@ -65,8 +68,9 @@ class Expected:
     #: rows written per run-folder table (all processes)
     rows: dict[str, int]
     #: one row per execution: key, prefix, host, pid, thread_id, execution_seq, cpu_s,
-    #: read_bytes, write_bytes, read_ops, write_ops, io_time_s
-    per_execution: pl.DataFrame = field(repr=False, compare=False)
+    #: read_bytes, write_bytes, read_ops, write_ops, io_time_s; None above
+    #: ``PER_EXECUTION_MAX`` executions (the totals above still hold)
+    per_execution: pl.DataFrame | None = field(repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -169,19 +173,23 @@ def expected(job: Job, cpu_rows: list[dict[str, Any]]) -> Expected:
             acc["io_time_s"] += t / 1e9
     un = {m: sum(v[m] for v in by_reason.values()) for m in ("bytes", "ops", "io_time_s")}
     total = {m: attributed[m] + un[m] for m in ("bytes", "ops", "io_time_s")}
-    wk_of = job.worker
-    hosts = np.array([wk.host for wk in job.workers])
-    pids = np.array([wk.pid for wk in job.workers])
-    tids = np.array([wk.tids for wk in job.workers])
     per = pl.DataFrame({
-        "key": job.keys, "prefix": job.prefix_names.take(pa.array(job.prefix)),
-        "host": hosts[wk_of], "pid": pids[wk_of],
-        "thread_id": pl.Series(tids[wk_of, job.thread], dtype=pl.UInt64),
-        "execution_seq": job.seq, "cpu_s": job.cpu / 1e9,
-        "duration_s": job.dur / 1e9,
-        "read_bytes": job.ex_read_bytes, "write_bytes": job.ex_write_bytes,
-        "read_ops": job.ex_read_ops, "write_ops": job.ex_write_ops,
-        "io_time_s": job.ex_io_ns / 1e9})
+        "prefix": job.prefix_names.take(pa.array(job.prefix)), "cpu_s": job.cpu / 1e9,
+        "duration_s": job.dur / 1e9, "read_bytes": job.ex_read_bytes,
+        "write_bytes": job.ex_write_bytes, "read_ops": job.ex_read_ops,
+        "write_ops": job.ex_write_ops})
+    if E <= PER_EXECUTION_MAX:
+        wk_of = job.worker
+        hosts = np.array([wk.host for wk in job.workers])
+        pids = np.array([wk.pid for wk in job.workers])
+        tids = np.array([wk.tids for wk in job.workers])
+        per = pl.DataFrame({
+            "key": job.keys, "prefix": per["prefix"], "host": hosts[wk_of],
+            "pid": pids[wk_of], "thread_id": pl.Series(tids[wk_of, job.thread], dtype=pl.UInt64),
+            "execution_seq": job.seq, "cpu_s": per["cpu_s"], "duration_s": per["duration_s"],
+            "read_bytes": job.ex_read_bytes, "write_bytes": job.ex_write_bytes,
+            "read_ops": job.ex_read_ops, "write_ops": job.ex_write_ops,
+            "io_time_s": job.ex_io_ns / 1e9})
     per_prefix = {
         r["prefix"]: {k: v for k, v in r.items() if k != "prefix"}
         for r in per.group_by("prefix").agg(
@@ -189,7 +197,7 @@ def expected(job: Job, cpu_rows: list[dict[str, Any]]) -> Expected:
             write_bytes=pl.col("write_bytes").sum(), read_ops=pl.col("read_ops").sum(),
             write_ops=pl.col("write_ops").sum(), cpu_s=pl.col("cpu_s").sum(),
             wall_s=pl.col("duration_s").sum()).sort("prefix").iter_rows(named=True)}
-    per = per.drop("duration_s")
+    per_execution = per.drop("duration_s") if E <= PER_EXECUTION_MAX else None
     clocks = []
     for wk in job.workers:
         samples = job.samples(wk)
@@ -211,7 +219,7 @@ def expected(job: Job, cpu_rows: list[dict[str, Any]]) -> Expected:
         profile={"rows": job.rows.get("worker_func_stats", 0),
                  "task_rows": job.prof_task_rows, "task_ncall": job.prof_task_ncall,
                  "untagged_rows": job.prof_untagged},
-        clocks=clocks, rows=dict(sorted(job.rows.items())), per_execution=per)
+        clocks=clocks, rows=dict(sorted(job.rows.items())), per_execution=per_execution)
 
 
 def _versions() -> dict[str, str | None]:

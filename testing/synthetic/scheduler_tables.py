@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from correlate.schema import run as raw
 from testing.synthetic.job import MS, SCHED_HOST, SEC, US, Job
-from testing.synthetic.parts import PartWriter, float_str, flush_index, nulls, write_proc
+from testing.synthetic.parts import PartWriter, Window, chunk_rows, float_str, nulls, write_proc
 
 # scheduler/worker transition row kinds: (start, finish)
 _S_KINDS = (("released", "waiting"), ("waiting", "queued"), ("queued", "processing"),
@@ -24,7 +24,7 @@ def write_scheduler(job: Job) -> None:
     pdir = job.folder / "procs" / f"scheduler-{SCHED_HOST}-{job.sched_pid}"
     pdir.mkdir(parents=True, exist_ok=True)
     flushes = job.flushes(job.sched_setup, job.sched_close)
-    writer = PartWriter(pdir, flushes, job.run_format)
+    writer = PartWriter(pdir, flushes, job.run_format, chunk_rows(job.E))
     addr = pa.array([wk.address for wk in job.workers])
     tid_of = np.array([wk.tids for wk in job.workers])  # [worker, thread]
     _transitions(job, writer, flushes, addr, tid_of)
@@ -44,55 +44,80 @@ def write_scheduler(job: Job) -> None:
         job.rows[name] = job.rows.get(name, 0) + n
 
 
-def _transition_rows(job: Job) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+#: times before and after any row's
+_NEVER, _ALWAYS = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+def _transition_rows(job: Job, after: int = _NEVER, upto: int = _ALWAYS
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(execution, time, kind index into ``_S_KINDS``, stimulus: the finishing task's stop
-    time, or -1 update-graph, -2 the client) of every scheduler transition, in time order."""
-    E = job.E
-    idx = np.arange(E, dtype=np.int64)
+    time, or -1 update-graph, -2 the client) of the scheduler transitions at times after
+    ``after`` up to ``upto``, in the table's order: by time, then kind, then execution. Asked
+    flush by flush, only one flush's rows are ever laid out (the submission's flush holds a
+    row of every execution, the later ones their share of the rest)."""
     root, final = job.prefix == 0, job.final
-    t_g = job.t_graph_key
+
+    def const(v: int) -> Any:
+        return lambda i: np.full(len(i), v)
+
+    # (kind, the executions that have it or None for all, its time per execution, stimulus)
     parts = [
-        (idx, t_g, 0, np.full(E, -1)),
-        (idx[root], t_g[root] + 5 * US, 1, np.full(int(root.sum()), -1)),
-        (idx[root], job.t_proc[root], 2, job.t_proc[root]),
-        (idx[~root], job.t_proc[~root], 3, job.stop[job.dep[~root]]),
-        (idx, job.t_mem, 4, job.stop),
-        (idx[~final], job.t_release[~final], 5, job.stop[job.next[~final]]),
-        (idx[~final], job.t_forgot[~final], 6, job.stop[job.next[~final]]),
-        (idx[final], job.t_release[final], 7, np.full(int(final.sum()), -2)),
+        (None, lambda: job.t_graph_key, const(-1)),
+        (root, lambda: job.t_graph_key + 5 * US, const(-1)),
+        (root, lambda: job.t_proc, lambda i: job.t_proc[i]),
+        (~root, lambda: job.t_proc, lambda i: job.stop[job.dep[i]]),
+        (None, lambda: job.t_mem, lambda i: job.stop[i]),
+        (~final, lambda: job.t_release, lambda i: job.stop[job.next[i]]),
+        (~final, lambda: job.t_forgot, lambda i: job.stop[job.next[i]]),
+        (final, lambda: job.t_release, const(-2)),
     ]
-    key = np.concatenate([p[0] for p in parts])
-    t = np.concatenate([p[1] for p in parts])
-    kind = np.concatenate([np.full(len(p[0]), p[2], np.int8) for p in parts])
-    stim = np.concatenate([p[3] for p in parts])
+    keys, times, kinds, stims = [], [], [], []
+    for kind, (has, time, stim) in enumerate(parts):
+        t_all = time()
+        inside = (t_all > after) & (t_all <= upto)
+        i = np.flatnonzero(inside if has is None else inside & has)
+        keys.append(i)
+        times.append(t_all[i])
+        kinds.append(np.full(len(i), kind, np.int8))
+        stims.append(stim(i))
+    key, t = np.concatenate(keys), np.concatenate(times)
+    kind_, stim_ = np.concatenate(kinds), np.concatenate(stims)
     order = np.argsort(t, kind="stable")
-    return key[order], t[order], kind[order], stim[order]
+    return key[order], t[order], kind_[order], stim_[order]
 
 
 def _transitions(job: Job, writer: PartWriter, flushes: np.ndarray, addr: pa.Array,
                  tid_of: np.ndarray) -> None:
-    key, t, kind, stim = _transition_rows(job)
-    # prefix/group only while the key is alive at the flush that writes the row
     fl = np.concatenate([flushes, [job.sched_close]])
-    alive = fl[flush_index(t, flushes)] < job.t_forgot[key]
+    bounds = np.concatenate([[_NEVER], flushes, [_ALWAYS]])
     s_start = pa.array([a for a, _ in _S_KINDS])
     s_finish = pa.array([b for _, b in _S_KINDS])
     ug = f"update-graph-{job.graph_t / 1e9}"
     cr = f"client-releases-keys-{job.release_t / 1e9}"
+    last: dict[int, tuple[np.ndarray, ...]] = {}
 
-    def transitions(lo: int, hi: int) -> list[Any]:
-        k, kd, st = key[lo:hi], kind[lo:hi], stim[lo:hi]
+    def rows(k: int) -> tuple[np.ndarray, ...]:
+        """Flush k's rows (key, time, kind, stimulus, alive), kept for the details table."""
+        if k not in last:
+            last.clear()
+            key, t, kind, stim = _transition_rows(job, int(bounds[k]), int(bounds[k + 1]))
+            # prefix/group only while the key is alive at the flush that writes the row
+            last[k] = (key, t, kind, stim, fl[k] < job.t_forgot[key])
+        return last[k]
+
+    def transitions(k: np.ndarray, t: np.ndarray, kd: np.ndarray, st: np.ndarray,
+                    alive: np.ndarray) -> list[Any]:
         ka, kda = pa.array(k), pa.array(kd)
         mem = kd == 4
         pa_mem = pa.array(mem)
         tf = pc.binary_join_element_wise("task-finished-", float_str(np.maximum(st, 0)), "")
         stim_col = pc.if_else(pa.array(st >= 0), tf,
                               pc.if_else(pa.array(st == -1), ug, cr))
-        al = pa.array(alive[lo:hi])
+        al = pa.array(alive)
         none = pa.scalar(None, pa.string())
         p = pa.array(job.prefix[k])
         tids = tid_of[job.worker[k], job.thread[k]]
-        return [t[lo:hi], job.keys.take(ka),
+        return [t, job.keys.take(ka),
                 pc.if_else(al, job.prefix_names.take(p), none),
                 pc.if_else(al, job.groups.take(p), none),
                 s_start.take(kda), s_finish.take(kda), stim_col,
@@ -100,20 +125,31 @@ def _transitions(job: Job, writer: PartWriter, flushes: np.ndarray, addr: pa.Arr
                 pa.array(tids, mask=~mem, type=pa.uint64()),
                 pa.array(job.nbytes[k], mask=~mem, type=pa.int64())]
 
+    def window(k: int) -> Window:
+        r = rows(k)
+        return len(r[0]), lambda lo, hi: transitions(*(a[lo:hi] for a in r))
+
     if job.run_format == 2:
-        writer.add(raw.SCHEDULER_TRANSITIONS, t, transitions)
+        writer.add_windows(raw.SCHEDULER_TRANSITIONS, window)
         return
+
     # run format 3: the task-finished message's worker, thread and size as details
-    writer.add(raw.SCHEDULER_TRANSITIONS_3, t, lambda lo, hi: transitions(lo, hi)[:7])
-    done = np.flatnonzero(kind == 4)
+    def columns(k: int) -> Window:
+        n, build = window(k)
+        return n, lambda lo, hi: build(lo, hi)[:7]
 
-    def details(lo: int, hi: int) -> list[Any]:
-        rows = transitions(int(done[lo]), int(done[hi - 1]) + 1)
-        pick = pa.array(kind[done[lo]:done[hi - 1] + 1] == 4)
-        return [pc.filter(c if isinstance(c, pa.Array) else pa.array(c), pick)
-                for c in (rows[0], rows[1], *rows[7:])]
+    def details(k: int) -> Window:
+        r = rows(k)
+        done = np.flatnonzero(r[2] == 4)
 
-    writer.add(raw.TRANSITION_DETAILS, t[done], details)
+        def build(lo: int, hi: int) -> list[Any]:
+            c = transitions(*(a[done[lo:hi]] for a in r))
+            return [c[0], c[1], *c[7:]]
+
+        return len(done), build
+
+    writer.add_windows(raw.SCHEDULER_TRANSITIONS_3, columns)
+    writer.add_windows(raw.TRANSITION_DETAILS, details)
 
 
 def _startstops(job: Job, writer: PartWriter, addr: pa.Array, tid_of: np.ndarray) -> None:

@@ -14,7 +14,7 @@ import pyarrow as pa
 from collectors.worker_plugin import MARKER_BYTES
 from correlate.schema import run as raw
 from testing.synthetic.job import MS, SEC, US, Job, Worker
-from testing.synthetic.parts import PartWriter, nulls, write_proc
+from testing.synthetic.parts import PartWriter, chunk_rows, nulls, write_proc
 
 #: where the profile's Dask functions live: this interpreter's site-packages
 SITE = sysconfig.get_paths()["purelib"]
@@ -36,8 +36,9 @@ def write_worker(job: Job, wk: Worker) -> tuple[float, float, int]:
     pdir = job.folder / "procs" / wk.dirname
     pdir.mkdir(parents=True, exist_ok=True)
     loc = -wk.delay_ns  # true → worker clock
-    writer = PartWriter(pdir, job.flushes(wk.setup, wk.teardown), job.run_format)
     ex = np.flatnonzero(job.worker == wk.index)
+    writer = PartWriter(pdir, job.flushes(wk.setup, wk.teardown), job.run_format,
+                        chunk_rows(len(ex)))
     ex = ex[np.argsort(job.stop[ex], kind="stable")]  # rows are appended at stop
     samples = job.samples(wk)
     _executions(job, wk, writer, ex, loc)
