@@ -258,7 +258,7 @@ def main() -> None:
         allocator.keep_freed_c_memory()  # as the correlate CLI does
         print(json.dumps(io_floor(*args.floor_of)))
         return
-    from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
+    from correlate.reports.lifecycles import MAX_TASKS as LIFECYCLES_MAX_TASKS
     sys.path.insert(0, str(REPO))  # testing/ (support code, not installed)
     from testing.same_outputs import differences
     from testing.synthetic import without_thread_ids, write_run

@@ -123,12 +123,12 @@ def test_one_task_story_equals_its_object_in_the_whole_view():
 def test_run_writes_lifecycles_up_to_the_limit_and_the_command_writes_them_beyond(
         tmp_path, monkeypatch, capsys):
     from correlate.cli import main
-    from correlate.commands import lifecycles as command
+    from correlate.reports import lifecycles as writer
 
     sample = Path(__file__).resolve().parents[1] / "samples" / "run-v1"
     assert main(["run", str(sample), "-o", str(tmp_path / "small"), "--no-reports"]) == 0
     assert (tmp_path / "small" / "task_lifecycles.jsonl").exists()
-    monkeypatch.setattr(command, "LIFECYCLES_MAX_TASKS", 10)
+    monkeypatch.setattr(writer, "MAX_TASKS", 10)
     (tmp_path / "big").mkdir()
     (tmp_path / "big" / "task_lifecycles.jsonl").write_text("from an earlier run\n")
     assert main(["run", str(sample), "-o", str(tmp_path / "big"), "--no-reports"]) == 0

@@ -1,5 +1,6 @@
 """``correlate lifecycles RUN_DIR``: write the per-task lifecycle view (``task_lifecycles.jsonl``)
-of a run of any size. ``correlate RUN`` writes it itself up to ``LIFECYCLES_MAX_TASKS`` tasks;
+of a run of any size. ``correlate RUN`` writes it itself up to ``reports.lifecycles.MAX_TASKS``
+tasks;
 beyond that the file is large (about 3 KB per task) and slow to build, so it is on demand."""
 
 from __future__ import annotations
@@ -7,11 +8,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from correlate.commands import memory
 from correlate.errors import InputError
 from correlate.sources import FORMATS
-
-#: ``correlate RUN`` writes task_lifecycles.jsonl itself for runs with at most this many tasks
-LIFECYCLES_MAX_TASKS = 200_000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default=None,
                    choices=tuple(FORMATS),
                    help="input format (default: detected)")
+    memory.add_argument(p, "told from the bytes of a run folder of ours before it is loaded")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.run_dir.exists():
         raise InputError(args.run_dir, "no such file or directory")
     out = args.out or (args.run_dir / "correlated" / "task_lifecycles.jsonl")
+    memory.check_load(args.run_dir, memory.limit_of(args))
     with console().status(f"reading {args.run_dir}") as status:
         frames = load(args.run_dir, args.format, lazy=True)
         status.update(f"writing {out}")

@@ -28,14 +28,15 @@ smaller.
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
 from correlate.errors import CorrelateError
+from correlate.reports.lifecycles import MAX_TASKS as LIFECYCLES_MAX_TASKS
 from correlate.sources.frames import RunFrames
 from correlate.sources.row_counts import RowCounts
 
@@ -68,6 +69,19 @@ UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
 
 class MemoryLimitError(CorrelateError):
     """A run that needs more memory than the process may use."""
+
+
+def add_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--memory-limit SIZE`` of a command that loads a run (``what``: what is checked)."""
+    p.add_argument("--memory-limit", metavar="SIZE", default=None,
+                   help="memory this process may use, e.g. 4GB (default: its cgroup's limit or "
+                        "the memory available, the smaller; `none`: no check): a run that needs "
+                        f"more, {what}, is refused with the figure it needs")
+
+
+def limit_of(args: argparse.Namespace) -> int | None:
+    """The limit ``--memory-limit`` gives (its default: ``available()``)."""
+    return available() if args.memory_limit is None else parse_size(args.memory_limit)
 
 
 def parse_size(text: str) -> int | None:
@@ -128,15 +142,39 @@ class Need:
     alone: int
     with_cluster: int
     rows: dict[str, int]
+    #: told before the Darshan logs were read: their segments not counted, a lower bound
+    without_darshan: bool = False
 
 
 def need_before_load(counts: RowCounts) -> Need:
     """What loading and correlating a run folder of these counts (``row_counts.count``, read
     before the load) needs."""
-    return _need(counts.rows["executions"] * EXECUTION_BYTES, counts.rows["executions"],
+    told = _need(counts.rows["executions"] * EXECUTION_BYTES, counts.rows["executions"],
                  counts.rows["transitions"], counts.rows["profile rows"],
                  pl.Series(list(counts.segments.values()), dtype=pl.Int64),
                  LOAD_FIXED_BYTES + LOAD_STREAM_FACTOR * counts.stream_bytes)
+    if counts.darshan_read:
+        return told
+    rows = {k: v for k, v in told.rows.items() if k != "DXT segments"}
+    return Need(told.alone, told.with_cluster, rows, without_darshan=True)
+
+
+def need_to_load(counts: RowCounts) -> Need:
+    """What loading a run folder of these counts needs, the load's own peak alone (``correlate
+    story`` and ``lifecycles`` load it and attribute no I/O)."""
+    load = int(LOAD_FIXED_BYTES + LOAD_STREAM_FACTOR * counts.stream_bytes)
+    return Need(alone=load, with_cluster=load, rows={
+        "bytes of streams": counts.stream_bytes, **counts.rows})
+
+
+def check_load(run_dir: Path, limit: int | None) -> None:
+    """Before ``correlate story`` or ``lifecycles`` loads ``run_dir``: refuse a run folder of
+    ours whose load alone needs more than ``limit`` (imported formats are not counted)."""
+    from correlate.sources import row_counts, run_folder
+
+    if limit is not None and run_folder.looks_like(run_dir):
+        check(run_dir, need_to_load(row_counts.count_tables(run_dir)), limit, None,
+              command_has_cluster=False)
 
 
 def need(frames: RunFrames) -> Need:
@@ -174,15 +212,18 @@ def _rows(table: pl.DataFrame | pl.LazyFrame) -> int:
     return int(table.select(pl.len()).collect().item())
 
 
-def check(run: Path, needed: Need, limit: int | None, cluster: str | None) -> None:
+def check(run: Path, needed: Need, limit: int | None, cluster: str | None,
+          command_has_cluster: bool = True) -> None:
     """Raise ``MemoryLimitError`` (one line: the figure needed, and how to run it) when the
     run needs more than ``limit`` in this process."""
     mine = needed.with_cluster if cluster else needed.alone
     if limit is None or mine <= limit:
         return
     rows = ", ".join(f"{n:,} {what}" for what, n in needed.rows.items())
+    if needed.without_darshan:
+        rows += "; at least: its Darshan logs not read yet"
     how = "run it where more memory is free, or pass --memory-limit none to try anyway"
-    if not cluster:
+    if not cluster and command_has_cluster:
         how += (f" (--cluster would not lower it: this process needs "
                 f"{_gb(needed.with_cluster)} with it, the load and the partitions' results "
                 "staying here)")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from correlate.commands import memory
 from correlate.errors import InputError
 from correlate.sources import FORMATS
 
@@ -24,11 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="read the Darshan logs and attribute each process's I/O as tasks on this "
                         "Dask scheduler (tcp://host:8786), or on a LocalCluster started for the "
                         "run: `local` (2 worker processes) or `local:N`; same output as without")
-    p.add_argument("--memory-limit", metavar="SIZE", default=None,
-                   help="memory this process may use, e.g. 4GB (default: its cgroup's limit or "
-                        "the memory available, the smaller; `none`: no check): a run that needs "
-                        "more, told from its row counts (before a run folder of ours is loaded; "
-                        "once an imported one is), is refused with the figure it needs")
+    memory.add_argument(p, "told from its row counts (before a run folder of ours is loaded, "
+                           "and before --cluster starts one; once an imported one is)")
     p.add_argument("--group-by", metavar="KEY", action="append", default=[],
                    help="also group the tasks by this key of their Dask annotations "
                         "(dask.annotate(KEY=...)); repeatable")
@@ -80,37 +79,55 @@ def _check_group_keys(run_dir: Path, frames: Any, keys: tuple[str, ...]) -> None
         raise InputError(run_dir, unknown)
 
 
-def _check_before_load(run_dir: Path, fmt: str, limit: int | None, cluster: str | None,
-                       stages: Any, mapper: Any) -> Any:
-    """Refuse a run folder of ours that needs more memory than ``limit`` before it is loaded
-    (the load has a peak of its own, the largest at 1M executions), from its row counts read
-    without decoding (``row_counts``); the counts (their Darshan logs read, for the load), or
-    None where there is no limit or the format's rows can only be counted once loaded."""
-    from correlate.commands import memory
+def _count_before_load(run_dir: Path, fmt: str, limit: int | None, cluster: str | None,
+                       stages: Any) -> Any:
+    """The row counts of a run folder of ours, read without decoding it (``row_counts``), its
+    need checked against ``limit`` before anything is loaded or a cluster started (without the
+    Darshan logs' segments: a lower bound of the need); None where there is no limit or the
+    format's rows can only be counted once loaded."""
     from correlate.sources import row_counts, run_folder
 
     if limit is None or fmt != "run-folder" or not run_folder.looks_like(run_dir):
         return None
-    stages.begin("count rows, read the Darshan logs' records")
-    counts = row_counts.count(run_dir, mapper)
+    stages.begin("count rows")
+    counts = row_counts.count_tables(run_dir)
     stages.end()
     memory.check(run_dir, memory.need_before_load(counts), limit, cluster)
     return counts
 
 
+def _load(run_dir: Path, fmt: str, counts: Any, limit: int | None, cluster: str | None,
+          stages: Any, mapper: Any) -> Any:
+    """The run's frames: the Darshan logs' records read (through ``mapper``) and the need
+    checked with their segments before the rest of a counted run folder is loaded; an
+    imported format checked once it is loaded."""
+    from correlate.sources import row_counts, run_folder
+    from correlate.sources.detect import load
+
+    if counts is not None:
+        stages.begin("read the Darshan logs' records")
+        row_counts.add_darshan(counts, run_dir, mapper)
+        stages.end()
+        memory.check(run_dir, memory.need_before_load(counts), limit, cluster)
+    stages.begin("load run folder")
+    frames = (run_folder.load(run_dir, mapper, counts.darshan) if counts is not None
+              else load(run_dir, fmt, mapper, lazy=True))
+    stages.end()
+    if counts is None and limit is not None:  # an imported format: counted once loaded
+        memory.check(run_dir, memory.need(frames), limit, cluster)
+    return frames
+
+
 def run(args: argparse.Namespace) -> int:
-    from correlate.commands import memory
-    from correlate.commands.lifecycles import LIFECYCLES_MAX_TASKS
     from correlate.console import console, progress, results
     from correlate.engine import correlate_to
     from correlate.frames.cluster import mapper_for
     from correlate.provenance import record
     from correlate.reports import write_reports
-    from correlate.reports.lifecycles import NAME, write_task_lifecycles
+    from correlate.reports.lifecycles import MAX_TASKS, NAME, write_task_lifecycles
     from correlate.reports.terminal import print_run
     from correlate.reports.writer import ReportOptions
-    from correlate.sources import run_folder
-    from correlate.sources.detect import detect, load
+    from correlate.sources.detect import detect
 
     run_dir: Path = args.run_dir
     if not run_dir.exists():
@@ -118,24 +135,19 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or (run_dir / "correlated")
     if not args.force:
         refuse_other_files(out)
-    limit = (memory.available() if args.memory_limit is None
-             else memory.parse_size(args.memory_limit))
+    limit = memory.limit_of(args)
     fmt = detect(run_dir) if args.format == "auto" else args.format
-    with progress() as stages, mapper_for(args.cluster) as mapper:
-        counts = _check_before_load(run_dir, fmt, limit, args.cluster, stages, mapper)
-        stages.begin("load run folder")
-        frames = (run_folder.load(run_dir, mapper, counts.darshan) if counts is not None
-                  else load(run_dir, fmt, mapper, lazy=True))
-        stages.end()
-        if counts is None and limit is not None:  # an imported format: counted once loaded
-            memory.check(run_dir, memory.need(frames), limit, args.cluster)
+    with progress() as stages, ExitStack() as cluster:
+        counts = _count_before_load(run_dir, fmt, limit, args.cluster, stages)
+        mapper = cluster.enter_context(mapper_for(args.cluster))  # (started once counted)
+        frames = _load(run_dir, fmt, counts, limit, args.cluster, stages, mapper)
         _check_group_keys(run_dir, frames, tuple(args.group_by))
         result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
                               inputs=record(run_dir, out, frames.facts.get("run_id")),
                               progress=stages)
         tasks = result.summary["tasks"]
         lifecycles = out / NAME
-        if tasks <= LIFECYCLES_MAX_TASKS:
+        if tasks <= MAX_TASKS:
             stages.begin("task_lifecycles.jsonl")
             # on the run timeline of the tables just written (their clock offsets)
             write_task_lifecycles(frames, out, ReportOptions())
@@ -145,9 +157,9 @@ def run(args: argparse.Namespace) -> int:
     # the summary first: the run's frames and tables are let go before the reports read theirs
     print_run(result, out, ReportOptions(top=args.top))
     del frames, result
-    if tasks > LIFECYCLES_MAX_TASKS:
+    if tasks > MAX_TASKS:
         console().print(f"task_lifecycles.jsonl not written: {tasks:,} tasks (about 3 KB each; "
-                        f"written up to {LIFECYCLES_MAX_TASKS:,}). `correlate lifecycles "
+                        f"written up to {MAX_TASKS:,}). `correlate lifecycles "
                         f"{run_dir} -o {lifecycles}` writes it; `correlate story {run_dir} KEY` "
                         "shows one task.")
     reports = []

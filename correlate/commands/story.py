@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from correlate.commands import memory
 from correlate.errors import InputError
 from correlate.sources import FORMATS
 
@@ -18,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default=None,
                    choices=tuple(FORMATS),
                    help="input format (default: detected)")
+    memory.add_argument(p, "told from the bytes of a run folder of ours before it is loaded")
 
 
 def _pick(keys: list[str], wanted: str) -> str:
@@ -48,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             told = story_from_lifecycles(args.run_dir / "task_lifecycles.jsonl", args.key)
             results().print(Text("\n".join(story_lines(told))))
             return 0
+    memory.check_load(run_dir, memory.limit_of(args))
     frames = with_transitions(load(run_dir, args.format, lazy=True))
     key = _pick(all_keys(frames).to_list(), args.key)
     # the story is the command's output: stdout

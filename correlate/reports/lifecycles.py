@@ -13,6 +13,9 @@ from correlate.sources.frames import RunFrames
 from correlate.timeline.lifecycles import write_lifecycles
 
 NAME = "task_lifecycles.jsonl"
+#: ``correlate RUN`` writes it for runs of at most this many tasks (about 3 KB a task, and
+#: slow to build beyond: ``correlate lifecycles`` writes it on demand)
+MAX_TASKS = 200_000
 
 
 def write_task_lifecycles(frames: RunFrames, out_dir: Path, options: ReportOptions

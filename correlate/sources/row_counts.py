@@ -50,19 +50,28 @@ class RowCounts:
     segments: dict[tuple[str | None, int], int] = field(default_factory=dict)
     stream_bytes: int = 0
     darshan: darshan_logs.DarshanFrames | None = None
+    #: whether the Darshan logs were read (``add_darshan``): else ``segments`` is not counted
+    darshan_read: bool = False
 
 
 def count(run_dir: Path, mapper: Mapper = local_map) -> RowCounts:
     """The counts of ``run_dir``, a run folder (``run_folder.looks_like``), its Darshan logs
     read for the load through ``mapper``."""
     out = count_tables(run_dir)
-    out.darshan = run_folder.read_darshan(run_dir, mapper)
-    if out.darshan is not None:
-        logs = out.darshan.darshan_logs.filter(pl.col("segment_count") > 0)
+    add_darshan(out, run_dir, mapper)
+    return out
+
+
+def add_darshan(counts: RowCounts, run_dir: Path, mapper: Mapper = local_map) -> None:
+    """``counts`` with the run's Darshan logs read for the load through ``mapper``, and their
+    DXT segments per process."""
+    counts.darshan = run_folder.read_darshan(run_dir, mapper)
+    counts.darshan_read = True
+    if counts.darshan is not None:
+        logs = counts.darshan.darshan_logs.filter(pl.col("segment_count") > 0)
         for host, pid, n in (logs.group_by("host", "pid").agg(pl.col("segment_count").sum())
                              .iter_rows()):
-            out.segments[(host, pid)] = int(n)
-    return out
+            counts.segments[(host, pid)] = int(n)
 
 
 def count_tables(run_dir: Path) -> RowCounts:

@@ -61,6 +61,50 @@ def test_the_refusal_comes_before_the_load_decodes_anything(
     assert "decoded before the check" in capsys.readouterr().err
 
 
+def test_a_cluster_is_not_started_for_a_run_its_tables_already_refuse(
+        run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With --cluster, the tables' counts are checked before the cluster starts (the Darshan
+    logs are read on it): a limit below what the tables alone need is refused with "at least"
+    and no DXT segment count (they were not counted), and no cluster is asked for."""
+    from correlate.frames import cluster
+
+    def started(*_args: object) -> None:
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(cluster, "mapper_for", started)
+    tables = memory.need_before_load(row_counts.count_tables(run))
+    assert tables.without_darshan and "DXT segments" not in tables.rows
+    assert main([str(run), "-o", str(tmp_path / "out"), "--no-reports", "--cluster", "local:2",
+                 "--memory-limit", str(tables.alone - 1)]) == 1
+    err = capsys.readouterr().err
+    assert "at least: its Darshan logs not read yet" in err and "DXT segments" not in err
+    assert "a cluster was started" not in err
+
+
+@pytest.mark.parametrize("command", ["story", "lifecycles"])
+def test_story_and_lifecycles_refuse_a_run_whose_load_needs_more(
+        run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """They load the whole run folder too: refused before the load (the loader fails if
+    called) with the load's figure, which names no --cluster (they have none)."""
+    from correlate.sources import detect as detect_module
+
+    def loaded(*_args: object, **_kw: object) -> None:
+        raise AssertionError("loaded before the check")
+
+    monkeypatch.setattr(detect_module, "load", loaded)
+    args = [command, str(run), *(["burn"] if command == "story" else
+                                 ["-o", str(tmp_path / "l.jsonl")]), "--memory-limit"]
+    load = memory.need_to_load(row_counts.count_tables(run)).alone
+    assert main([*args, str(load - 1)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"needs about {load / 1e9:.1f} GB" in err, err
+    assert "--cluster" not in err and "loaded before the check" not in err
+    assert main([*args, str(load)]) == 3  # (past the check: the spy's internal error)
+    assert "loaded before the check" in capsys.readouterr().err
+
+
 def test_the_load_is_part_of_the_need(run: Path) -> None:
     """A run whose streams are large against its rows needs at least what its load holds."""
     counts = row_counts.count(run)
