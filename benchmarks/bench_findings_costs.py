@@ -33,6 +33,8 @@ PAIRS = {
     "meta": ("metadata", "meta-once"),
     "tiny": ("tiny-tasks", "batched"),
     "shared": ("shared-file", "own"),
+    "spill": ("spill", "nospill"),
+    "transfer": ("waiting-for-inputs", "local"),
 }
 
 

@@ -175,6 +175,43 @@ def test_a_file_read_whole_by_four_tasks_is_repeated_reads(run):
     assert not [f for f in small.summary["findings"] if f["kind"] == "repeated-reads"]
 
 
+def test_a_chain_whose_inputs_were_spilled_meanwhile_is_spill(run):
+    """Each link of a chain on one worker waited for its input to be read back from Dask's
+    spill files (the worker's other task had made room by writing it out): the spill finding
+    names those links, and its cost (their read-back waits on the path) is what the same job
+    on workers with enough memory saved."""
+    spill, truth = run("spill")
+    assert spill.summary["critical_path"]["keys"] == truth["chain"]
+    top = _top(spill, "spill")
+    assert top["prefixes"] == ["hop"] and sorted(top["keys"]) == ["hop-1", "hop-2", "hop-3"]
+    assert top["partial"] is None  # the spill files' reads were recorded: it was the disk
+    assert top["evidence"].startswith("3 hop link(s) of the critical path waited")
+    # each hop read back what its predecessor's spill file held (the job's own record)
+    reads = {c["path"].rsplit("/", 1)[1].split("#")[0]: sum(op[2] for op in c["ops"])
+             for c in truth["io"] if c["ops"][0][0] == "read"}
+    tasks = spill.tables["tasks"].filter(pl.col("key").str.starts_with("hop-"))
+    assert {k: b for k, b in tasks.select("key", "unspilled_bytes").iter_rows() if b} == reads
+    nospill, _ = run("nospill")
+    assert not [f for f in nospill.summary["findings"] if f["kind"] == "spill"]
+    _saved_within_25_percent(top, spill, nospill)
+
+
+def test_a_chain_across_two_workers_is_waiting_for_inputs(run):
+    """A chain whose links alternate between the two workers, each passing 64 MiB on: each
+    link waited for its input to arrive from the other worker. The cost (those waits on the
+    path) is what the same chain on one worker saved."""
+    transfer, truth = run("transfer")
+    assert transfer.summary["critical_path"]["keys"] == truth["chain"]
+    top = _top(transfer, "waiting-for-inputs")
+    assert top["prefixes"] == ["relay"]
+    assert sorted(top["keys"]) == [f"relay-{i}" for i in range(1, 5)]
+    assert top["evidence"].startswith("4 relay link(s) of the critical path waited")
+    assert f"from 2 other worker(s) ({4 * (64 << 20):,} bytes)" in top["evidence"]
+    local, _ = run("local")
+    assert not [f for f in local.summary["findings"] if f["kind"] == "waiting-for-inputs"]
+    _saved_within_25_percent(top, transfer, local)
+
+
 def test_a_clean_job_has_no_finding_above_the_threshold(run):
     clean, _ = run("clean")
     floor = max(MIN_COST_S, MIN_COST_SHARE * _window_s(clean))
