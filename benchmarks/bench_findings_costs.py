@@ -13,7 +13,7 @@ tests do.
 from __future__ import annotations
 
 import argparse
-import json
+import pickle
 import statistics
 import subprocess
 import sys
@@ -47,7 +47,7 @@ def record(tmp: Path, variant: str, lib: str | None) -> tuple[float, list[dict]]
     from correlate.sources.run_folder import load
     from testing.darshan_writer import write_logs_from_truth
 
-    out, truth_path = tmp / variant, tmp / f"{variant}.json"
+    out, truth_path = tmp / variant, tmp / f"{variant}.truth"
     subprocess.run(["rm", "-rf", str(out)], check=True)
     proc = subprocess.run(
         [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--darshan",
@@ -56,7 +56,7 @@ def record(tmp: Path, variant: str, lib: str | None) -> tuple[float, list[dict]]
         env=job_environment(lib))
     if proc.returncode:
         raise SystemExit(f"{variant}: {proc.stderr[-2000:]}")
-    truth = json.loads(truth_path.read_text())
+    truth = pickle.loads(truth_path.read_bytes())
     if truth["io"] and not lib:
         write_logs_from_truth(out, truth["io"])
     result = correlate_frames(load(out))

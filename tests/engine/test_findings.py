@@ -12,6 +12,7 @@ says why each is a bound there: readers sharing two cores, the writers' disk).""
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import subprocess
 import sys
@@ -41,14 +42,14 @@ def run(tmp_path_factory):
 
     @cache
     def recorded(variant: str) -> tuple[Correlated, dict]:
-        out, truth_path = tmp / variant, tmp / f"{variant}.json"
+        out, truth_path = tmp / variant, tmp / f"{variant}.truth"
         proc = subprocess.run(
             [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--darshan",
              lib or "off", "--profile", "off", "--", sys.executable, "findings_job.py",
              variant, f"{truth_path},{tmp}"],
             capture_output=True, text=True, timeout=300, cwd=HERE, env=job_environment(lib))
         assert proc.returncode == 0, proc.stderr[-3000:]
-        truth = json.loads(truth_path.read_text())
+        truth = pickle.loads(truth_path.read_bytes())
         if truth["io"] and not lib:
             write_logs_from_truth(out, truth["io"])
         return correlate_frames(load(out)), truth
