@@ -7,10 +7,10 @@ traced the job).
 Every variant but ``transfer`` and ``local`` runs the same base on 2 workers × 2 threads: 24
 short sleeps (``short-*``).
 - ``clean``: the base alone;
-- ``chain``: a serial chain of four 0.5 s sleeps (``chain-*``) on one worker, the base on the
+- ``chain``: a serial chain of four 0.25 s sleeps (``chain-*``) on one worker, the base on the
   other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
   the base alone on that other worker (the job without the chain);
-- ``straggler``: ``short-5`` sleeps 2.0 s instead of 0.05 s;
+- ``straggler``: ``short-5`` sleeps 1.0 s instead of 0.05 s;
 - ``pinned``: the base with ``short-0..21`` restricted to one worker and the last two to the
   other (an imbalance: its threads idle while the first worker's tasks wait);
 - ``gil``: beside it, two pure-Python loops (``spin-*``) on the same worker, each with a small
