@@ -43,6 +43,9 @@ short sleeps (``short-*``).
   sleeps meanwhile), and ``hop-<i>`` waits for it to be read back (Dask's ``disk-read``). The
   job records every spill file Dask's store writes and reads (what a Darshan trace of the
   worker shows). ``nospill``: the same job on workers with ``ROOMY_LIMIT`` (nothing spills).
+  ``stored``: the same job with a target of ``STORED_TARGET``, below a hop: each hop is written
+  to disk as it is stored (before the scheduler hears it ended) and read back by each of its
+  dependents (benchmarks/bench_findings_costs.py; no test).
 - ``transfer``: without the base, a chain of ``RELAYS`` links (``relay-*``) each making a result
   of ``RELAY_BYTES`` from its predecessor's, on alternate workers: each link waits for its input
   to come from the other worker. ``local``: the same chain on one worker.
@@ -91,6 +94,7 @@ REST_S = 0.2
 SPILL_LIMIT = 1_000_000_000
 ROOMY_LIMIT = 8_000_000_000
 MEMORY_TARGET = 0.1  # (of SPILL_LIMIT: 100 MB, more than two hops, less than a hop and a fill)
+STORED_TARGET = 0.03  # (of SPILL_LIMIT: 30 MB, less than a hop)
 RELAYS = 5
 RELAY_BYTES = 64 << 20
 
@@ -312,15 +316,16 @@ def run(variant: str, truth_path: str, folder: str) -> None:
 
     memory: dict[str, Any] = {}
     limit: dict[str, Any] = {}
-    if variant in ("spill", "nospill"):
+    if variant in ("spill", "nospill", "stored"):
         # spill above the target alone (the memory monitor's spill, pause and terminate off:
         # they act on the process's whole memory), uncompressed (the hops are one byte over)
-        memory = {"distributed.worker.memory.target": MEMORY_TARGET,
+        memory = {"distributed.worker.memory.target": (STORED_TARGET if variant == "stored"
+                                                       else MEMORY_TARGET),
                   "distributed.worker.memory.spill": False,
                   "distributed.worker.memory.pause": False,
                   "distributed.worker.memory.terminate": False,
                   "distributed.worker.memory.spill-compression": False}
-        limit = {"memory_limit": SPILL_LIMIT if variant == "spill" else ROOMY_LIMIT}
+        limit = {"memory_limit": ROOMY_LIMIT if variant == "nospill" else SPILL_LIMIT}
     with dask.config.set(memory), LocalCluster(
             n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
             **limit) as cluster, Client(cluster) as client:
@@ -328,7 +333,7 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         workers = sorted(client.scheduler_info()["workers"])
         futures, chain, io = [], [], []
         held = []  # (results kept on the workers, not gathered)
-        if variant in ("spill", "nospill"):
+        if variant in ("spill", "nospill", "stored"):
             client.run(_probe_spill, workers=[workers[0]])
             hop = client.submit(make, HOP_BYTES, key="hop-0", workers=[workers[0]])
             chain.append("hop-0")
@@ -356,8 +361,8 @@ def run(variant: str, truth_path: str, folder: str) -> None:
                                      key=key, workers=[workers[0]])
                 chain.append(key)
                 futures.append(prev)
-        base = ({"workers": [workers[1]]} if variant in ("chain", "apart", "spill", "nospill")
-                else {})
+        base = ({"workers": [workers[1]]}
+                if variant in ("chain", "apart", "spill", "nospill", "stored") else {})
         if variant in ("gil", "gil-apart"):
             io += [client.submit(spin, folder, f"spin-{i}", key=f"spin-{i}",
                                  workers=[workers[0 if variant == "gil" else i]])
@@ -396,7 +401,7 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         client.gather(futures)
         wait(held)
         calls = client.gather(io)
-        if variant in ("spill", "nospill"):
+        if variant in ("spill", "nospill", "stored"):
             calls += [c for rows in client.run(_spill_seen, workers=[workers[0]]).values()
                       for c in rows]
     # (pickled: a million calls took 1.3 s to write as JSON and 1.9 s to read back, 0.5 and 0.3
