@@ -190,7 +190,8 @@ def _findings(frames: RunFrames, kept: dict[str, pl.DataFrame], assigned: pl.Dat
     evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
                                  segments=sink.scan("segments"),
                                  process_cpu=frames.clock_samples,
-                                 file_counters=frames.io_file_counters)
+                                 file_counters=frames.io_file_counters,
+                                 stored=findings.stored(frames.startstops))
     found = findings.analyse(kept["tasks"], kept["task_files"], frames.dependencies, assigned,
                              evidence)
     put(sink, "critical_path", found.critical_path)

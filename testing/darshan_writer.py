@@ -271,6 +271,11 @@ def default_log_name(user: str, exe: str, pid: int, start_ns: int) -> str:
     return f"{user}_{exe}_id{pid}-{pid}_{t.tm_mon}-{t.tm_mday}-{secs}-{pid * 7919}_1.darshan"
 
 
+#: a test job's record of one call: (op, offset, length, t0_s, t1_s)
+_TRUTH_OPS = {"op": pl.String, "offset": pl.Int64, "length": pl.Int64, "t0": pl.Float64,
+              "t1": pl.Float64}
+
+
 def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *,
                           dxt: bool = True, hosts: dict[int, str] | None = None) -> None:
     """One genuine log per worker process in ``run/darshan``, holding exactly the calls its
@@ -280,10 +285,12 @@ def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *
     made none). Without ``dxt`` the logs hold the POSIX counters only. ``hosts``: the host
     name of a pid's log where it is not this machine's (a worker told another name)."""
     here = socket.gethostname().split(".", 1)[0]
-    rows = [{"pid": t["pid"], "thread_id": t["thread"], "path": t["path"], "op": op,
-             "offset": off, "length": n, "t0": a, "t1": b}
-            for t in truth if "ops" in t for op, off, n, a, b in t["ops"]]
-    ops = pl.DataFrame(rows).with_columns(pl.col("thread_id").cast(pl.UInt64))
+    # (one frame per task, its calls as rows: a dict per call took 1.1 s for a million calls)
+    ops = pl.concat([
+        pl.DataFrame(t["ops"], schema=_TRUTH_OPS, orient="row", strict=False).with_columns(
+            pid=pl.lit(t["pid"], pl.Int64), thread_id=pl.lit(t["thread"], pl.UInt64),
+            path=pl.lit(t["path"], pl.String))
+        for t in truth if t.get("ops")])
     (run / "darshan").mkdir(exist_ok=True)
     for (pid,), g in ops.group_by("pid"):
         start_ns = int((g["t0"].min() - 1.0) * 1e9)

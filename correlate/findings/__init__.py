@@ -15,8 +15,9 @@ import polars as pl
 
 from correlate.findings import critical_path, rules
 from correlate.findings.context import Evidence
+from correlate.findings.waits import stored
 
-__all__ = ["Analysis", "Evidence", "analyse"]
+__all__ = ["Analysis", "Evidence", "analyse", "stored"]
 
 
 @dataclass(frozen=True)

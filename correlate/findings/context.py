@@ -26,13 +26,17 @@ class Evidence:
     ``segments`` output table, read lazily (the byte ranges of each read), or None;
     ``process_cpu``: the worker processes' CPU samples (``clock_samples``: host, pid,
     local_time_ns, process_cpu_s), or None; ``file_counters``: Darshan's per-file counters
-    (``io_file_counters``: host, pid, path, opens, meta_time_s, …), or None."""
+    (``io_file_counters``: host, pid, path, opens, meta_time_s, …), or None; ``stored``: Dask's
+    ``disk-write`` startstops per key and worker (key, worker, store_s: the time storing the
+    task's result took where it wrote that result, or other keys to make room, to disk), or
+    None where the source has no startstops."""
 
     io_captured: bool
     dxt: bool
     segments: pl.LazyFrame | None = None
     process_cpu: pl.DataFrame | None = None
     file_counters: pl.DataFrame | None = None
+    stored: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)

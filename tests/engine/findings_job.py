@@ -1,14 +1,16 @@
 """Jobs with one planted performance problem each, for the findings and critical-path tests
 (run under ``collect`` by ``tests/engine/test_findings.py``). ``python findings_job.py VARIANT
-TRUTH[,FOLDER]``: the job writes TRUTH (JSON: the chain's keys, and every I/O call its tasks
-made, for genuine Darshan logs written afterwards when no darshan-runtime traced the job).
+TRUTH[,FOLDER]``: the job writes TRUTH (a pickled dict: the variant, the chain's keys, and every
+I/O call its tasks made, for genuine Darshan logs written afterwards when no darshan-runtime
+traced the job).
 
-Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``short-*``).
+Every variant but ``transfer`` and ``local`` runs the same base on 2 workers × 2 threads: 24
+short sleeps (``short-*``).
 - ``clean``: the base alone;
-- ``chain``: a serial chain of four 0.5 s sleeps (``chain-*``) on one worker, the base on the
+- ``chain``: a serial chain of four 0.25 s sleeps (``chain-*``) on one worker, the base on the
   other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
   the base alone on that other worker (the job without the chain);
-- ``straggler``: ``short-5`` sleeps 2.0 s instead of 0.05 s;
+- ``straggler``: ``short-5`` sleeps 1.0 s instead of 0.05 s;
 - ``pinned``: the base with ``short-0..21`` restricted to one worker and the last two to the
   other (an imbalance: its threads idle while the first worker's tasks wait);
 - ``gil``: beside it, two pure-Python loops (``spin-*``) on the same worker, each with a small
@@ -32,6 +34,21 @@ Every variant runs the same base on 2 workers × 2 threads: 24 short sleeps (``s
   locks are ``flock``'s, HDF5's (one per open file, so threads of one process exclude one
   another too, unlike ``fcntl`` record locks): Darshan traces the open, the writes and the
   close, not the wait for the lock.
+- ``spill``: beside the base (on the other worker, as in ``chain``), a chain on one worker
+  whose links' inputs were spilled meanwhile: ``hop-0`` makes a result of ``HOP_BYTES``; each
+  next link ``hop-<i>`` takes it and ``rest-<i>``, a ``REST_S`` sleep that starts with it,
+  while ``fill-<i>`` (also started by it, on the worker's other thread) makes ``FILL_BYTES``.
+  The worker's spill target (``MEMORY_TARGET`` of ``SPILL_LIMIT``) holds two hops but not a
+  hop and a fill: storing ``fill-<i>`` writes the waiting hop to disk, off the path (``rest``
+  sleeps meanwhile), and ``hop-<i>`` waits for it to be read back (Dask's ``disk-read``). The
+  job records every spill file Dask's store writes and reads (what a Darshan trace of the
+  worker shows). ``nospill``: the same job on workers with ``ROOMY_LIMIT`` (nothing spills).
+  ``stored``: the same job with a target of ``STORED_TARGET``, below a hop: each hop is written
+  to disk as it is stored (before the scheduler hears it ended) and read back by each of its
+  dependents (benchmarks/bench_findings_costs.py; no test).
+- ``transfer``: without the base, a chain of ``RELAYS`` links (``relay-*``) each making a result
+  of ``RELAY_BYTES`` from its predecessor's, on alternate workers: each link waits for its input
+  to come from the other worker. ``local``: the same chain on one worker.
 - ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
   pure Python until ``crunch``, a pure-Python loop with a small write of its own file that
   runs there, has ended (at most 30 s).
@@ -42,8 +59,8 @@ from __future__ import annotations
 import fcntl
 import functools
 import gc
-import json
 import os
+import pickle
 import sys
 import threading
 import time
@@ -52,10 +69,10 @@ from pathlib import Path
 from typing import Any
 
 CHAIN = 4
-CHAIN_S = 0.5
+CHAIN_S = 0.25
 SHORT = 24
 SHORT_S = 0.05
-STRAGGLER_S = 2.0
+STRAGGLER_S = 1.0
 SPIN = 15_000_000  # (the two loops outlast the sleeps beside them)
 CRUNCH = 10_000_000  # (beside three spinning threads it gets a quarter of the GIL)
 SCAN_BYTES = 512 << 20
@@ -70,6 +87,16 @@ REOPENS = 200_000
 PART_BYTES = 64 << 20
 PARTS = 4
 PREPARE_S = 0.004  # per 1 MiB block written by a part-* task
+HOPS = 4
+HOP_BYTES = 40 << 20
+FILL_BYTES = 80 << 20
+REST_S = 0.2
+SPILL_LIMIT = 1_000_000_000
+ROOMY_LIMIT = 8_000_000_000
+MEMORY_TARGET = 0.1  # (of SPILL_LIMIT: 100 MB, more than two hops, less than a hop and a fill)
+STORED_TARGET = 0.03  # (of SPILL_LIMIT: 30 MB, less than a hop)
+RELAYS = 5
+RELAY_BYTES = 64 << 20
 
 
 def nap(seconds: float, *deps: object) -> float:
@@ -188,6 +215,47 @@ def write_part(path: str, part: int, nbytes: int) -> dict:
     return _calls(path, ops)
 
 
+def make(nbytes: int, *deps: object) -> bytes:
+    """``nbytes`` zero bytes, a new object (its inputs only order it). ``bytes(n)`` is calloc'd:
+    its pages are mapped as they are first read, and it holds the GIL for no memset (which
+    delayed the worker's event loop, and the next task's dispatch, by up to 0.05 s)."""
+    return bytes(nbytes)
+
+
+def _probe_spill() -> None:
+    """Record every spill file Dask's store (``zict.File``) writes and reads in this worker:
+    what a DXT trace of the worker holds (``write_logs_from_truth``'s input)."""
+    import builtins
+
+    import zict
+
+    seen = builtins._findings_spill_io = []  # type: ignore[attr-defined]
+    write, read = zict.File.__setitem__, zict.File.__getitem__
+
+    def record(self: Any, key: object, op: str, t0: float) -> None:
+        path = os.path.join(self.directory, self.filenames[key])
+        seen.append(_calls(path, [(op, 0, os.path.getsize(path), t0, time.time())]))
+
+    def setitem(self: Any, key: object, value: Any) -> None:
+        t0 = time.time()
+        write(self, key, value)
+        record(self, key, "write", t0)
+
+    def getitem(self: Any, key: object) -> Any:
+        t0 = time.time()
+        value = read(self, key)
+        record(self, key, "read", t0)
+        return value
+
+    zict.File.__setitem__, zict.File.__getitem__ = setitem, getitem  # type: ignore
+
+
+def _spill_seen() -> list:
+    import builtins
+
+    return list(builtins._findings_spill_io)  # type: ignore[attr-defined]
+
+
 def tick(i: int) -> int:
     return i + 1
 
@@ -217,15 +285,22 @@ def crunch(folder: str, marker: str) -> dict:
     return calls
 
 
+def _zeros(path: str, size: int) -> None:
+    """A file of ``size`` zero bytes at ``path``, unless one is there already (``small`` and
+    ``large`` read the same files: writing 768 MiB again took 1.6 s)."""
+    if not (os.path.exists(path) and os.path.getsize(path) == size):
+        with open(path, "wb") as f:
+            f.write(bytes(size))
+
+
 def run(variant: str, truth_path: str, folder: str) -> None:
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, wait
 
     if variant in ("small", "large"):
         data = os.path.join(folder, "scanned.bin")
         others = [os.path.join(folder, f"loaded-{i}.bin") for i in range(LOADS)]
         for path, size in ((data, SCAN_BYTES), *((o, LOAD_BYTES) for o in others)):
-            with open(path, "wb") as f:
-                f.write(bytes(size))
+            _zeros(path, size)
     if variant in ("shared", "own"):
         # (the files' blocks exist beforehand: the writes then wait for the disk alone, not
         # for the allocation of blocks, which one journal serialises for all files)
@@ -236,13 +311,48 @@ def run(variant: str, truth_path: str, folder: str) -> None:
                 os.fsync(f.fileno())
     if variant in ("reread", "once"):
         shared = os.path.join(folder, "shared.bin")
-        with open(shared, "wb") as f:
-            f.write(bytes(REREAD_BYTES))
-    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+        _zeros(shared, REREAD_BYTES)
+    import dask
+
+    memory: dict[str, Any] = {}
+    limit: dict[str, Any] = {}
+    if variant in ("spill", "nospill", "stored"):
+        # spill above the target alone (the memory monitor's spill, pause and terminate off:
+        # they act on the process's whole memory), uncompressed (the hops are one byte over)
+        memory = {"distributed.worker.memory.target": (STORED_TARGET if variant == "stored"
+                                                       else MEMORY_TARGET),
+                  "distributed.worker.memory.spill": False,
+                  "distributed.worker.memory.pause": False,
+                  "distributed.worker.memory.terminate": False,
+                  "distributed.worker.memory.spill-compression": False}
+        limit = {"memory_limit": ROOMY_LIMIT if variant == "nospill" else SPILL_LIMIT}
+    with dask.config.set(memory), LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
+            **limit) as cluster, Client(cluster) as client:
         client.wait_for_workers(2)
         workers = sorted(client.scheduler_info()["workers"])
         futures, chain, io = [], [], []
+        held = []  # (results kept on the workers, not gathered)
+        if variant in ("spill", "nospill", "stored"):
+            client.run(_probe_spill, workers=[workers[0]])
+            hop = client.submit(make, HOP_BYTES, key="hop-0", workers=[workers[0]])
+            chain.append("hop-0")
+            for i in range(1, HOPS):
+                rest = client.submit(nap, REST_S, hop, key=f"rest-{i}", workers=[workers[0]])
+                held.append(client.submit(make, FILL_BYTES, hop, key=f"fill-{i}",
+                                          workers=[workers[0]]))
+                hop = client.submit(make, HOP_BYTES, hop, rest, key=f"hop-{i}",
+                                    workers=[workers[0]])
+                chain += [f"rest-{i}", f"hop-{i}"]
+            held.append(hop)
+        if variant in ("transfer", "local"):
+            relay = None
+            for i in range(RELAYS):
+                relay = client.submit(make, RELAY_BYTES, *([relay] if relay is not None else []),
+                                      key=f"relay-{i}",
+                                      workers=[workers[i % 2 if variant == "transfer" else 0]])
+                chain.append(f"relay-{i}")
+            held.append(relay)
         if variant == "chain":
             prev = None
             for i in range(CHAIN):
@@ -251,7 +361,8 @@ def run(variant: str, truth_path: str, folder: str) -> None:
                                      key=key, workers=[workers[0]])
                 chain.append(key)
                 futures.append(prev)
-        base = {"workers": [workers[1]]} if variant in ("chain", "apart") else {}
+        base = ({"workers": [workers[1]]}
+                if variant in ("chain", "apart", "spill", "nospill", "stored") else {})
         if variant in ("gil", "gil-apart"):
             io += [client.submit(spin, folder, f"spin-{i}", key=f"spin-{i}",
                                  workers=[workers[0 if variant == "gil" else i]])
@@ -283,12 +394,20 @@ def run(variant: str, truth_path: str, folder: str) -> None:
             io.append(client.submit(crunch, folder, marker, key="crunch", workers=[workers[0]]))
         where = [{"workers": [workers[0 if i < SHORT - 2 else 1]]} if variant == "pinned"
                  else base for i in range(SHORT)]
+        # (no base beside the relays: its sleeps held the threads the links were sent to)
         futures += [client.submit(nap, STRAGGLER_S if variant == "straggler" and i == 5
                                   else SHORT_S, key=f"short-{i}", **where[i])
-                    for i in range(SHORT)]
+                    for i in range(SHORT) if variant not in ("transfer", "local")]
         client.gather(futures)
+        wait(held)
         calls = client.gather(io)
-    Path(truth_path).write_text(json.dumps({"variant": variant, "chain": chain, "io": calls}))
+        if variant in ("spill", "nospill", "stored"):
+            calls += [c for rows in client.run(_spill_seen, workers=[workers[0]]).values()
+                      for c in rows]
+    # (pickled: a million calls took 1.3 s to write as JSON and 1.9 s to read back, 0.5 and 0.3
+    # s pickled)
+    Path(truth_path).write_bytes(pickle.dumps({"variant": variant, "chain": chain, "io": calls},
+                                              protocol=pickle.HIGHEST_PROTOCOL))
 
 
 if __name__ == "__main__":

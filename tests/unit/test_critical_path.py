@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 
 from correlate.findings.critical_path import critical_path, walk
 from correlate.schema import TABLES, conform
@@ -131,6 +132,39 @@ def test_a_link_that_waited_for_its_inputs_to_travel_is_waiting_for_inputs():
 def test_a_link_that_waited_for_spilled_inputs_is_spill():
     (f,) = _found(_waited(input_read_back_s=0.03))
     assert (f["kind"], f["keys"], round(f["cost_s"], 6)) == ("spill", ["b-0"], 0.03)
+
+
+@pytest.mark.parametrize(("spilled", "found_as"), [(None, "partial"), (0.0, None),
+                                                     (40.0 * 2**20, "whole")])
+def test_a_predecessor_whose_result_was_written_to_spill_as_it_was_stored_is_spill(
+        spilled, found_as):
+    """Dask stores a result (writing it to disk when it is over the spill target) before it
+    tells the scheduler the task ended: the write delayed the dependent's assignment."""
+    from correlate.findings import Evidence, stored
+    from correlate.findings.rules import as_json, findings
+
+    # GIVEN a-0 (0-100 ms), then b-0, which depends on it, assigned at 250 ms and run at 300 ms;
+    # Dask's disk-write of a-0's result took 120 ms; the run's spill written is unknown (no
+    # Darshan), none (every file counted), or 40 MiB
+    tasks = _tasks([("a-0", 1, 0, 100, 0, None), ("b-0", 2, 300, 400, 0, None)]).with_columns(
+        spilled_bytes=pl.lit(spilled, pl.Float64))
+    path = critical_path(tasks, _deps([("b-0", "a-0")]), _times([("a-0", 0, 0), ("b-0", 0, 250)]))
+    writes = stored(pl.DataFrame({
+        "key": ["a-0", "b-0"], "worker": ["w", "w"], "action": ["disk-write", "compute"],
+        "reported_start_ns": [100 * MS, 300 * MS], "reported_stop_ns": [220 * MS, 400 * MS]}))
+    # WHEN the rules run
+    found = [f for f in as_json(findings(tasks, TABLES["task_files"].empty(), path,
+                                         Evidence(io_captured=False, dxt=False, stored=writes)))
+             if f["kind"] == "spill"]
+    # THEN (but where no spill file was written: a slow store) b-0 waited those 120 ms, of
+    # its 150 ms scheduler wait, on the path
+    if found_as is None:
+        assert found == []
+        return
+    (f,) = found
+    assert (f["keys"], round(f["cost_s"], 6)) == (["b-0"], 0.12)
+    assert "0.120 s for their inputs to be written to Dask's spill files" in f["evidence"]
+    assert (f["partial"] is None) == (found_as == "whole")
 
 
 def test_without_waits_there_is_no_finding():
