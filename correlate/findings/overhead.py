@@ -77,6 +77,10 @@ def _ms(seconds: float) -> str:
 #: share of its wall time (a sleep, or a wait for something outside the process, computes
 #: nothing the GIL could hold back)
 OUTSIDE_MIN_CPU = 0.02
+#: or when it computed this much in all, whatever its wall: the GIL can starve a computing
+#: thread below any share (a pure-Python loop beside three spinning threads got 1.8-6.5% of its
+#: wall), and a sleep or a wait costs Dask's few tenths of a millisecond, never this
+OUTSIDE_MIN_CPU_S = 0.05
 #: a process's CPU outside its tasks dominates when it is at least this share of all the CPU
 #: the process spent during its tasks' window
 OUTSIDE_SHARE = 0.5
@@ -146,8 +150,10 @@ def cpu_outside_tasks(ctx: Context) -> list[dict[str, Any]]:
     io = pl.col("io_time_s").fill_null(0.0) if ctx.evidence.io_captured else pl.lit(0.0)
     other = pl.col("duration_s") - pl.col("cpu_s") - io
     rate = pl.col("outside_cpu_s") / pl.col("window_s")
+    computed = ((pl.col("cpu_s") >= OUTSIDE_MIN_CPU * pl.col("duration_s"))
+                | (pl.col("cpu_s") >= OUTSIDE_MIN_CPU_S))
     slowed = (ctx.tasks.filter(pl.col("cpu_s").is_not_null() & pl.col("awaiting_s").is_null()
-                               & (pl.col("cpu_s") >= OUTSIDE_MIN_CPU * pl.col("duration_s")))
+                               & computed)
               .join(procs, on=["host", "pid"])
               .with_columns(other_s=other.clip(0.0))
               .with_columns(excess_s=pl.min_horizontal("other_s", rate * pl.col("duration_s")))

@@ -143,3 +143,28 @@ def test_a_path_wait_in_dask_s_disk_read_is_spill_only_where_spill_was_read(unsp
     assert len(found) == 1 and found[0]["keys"] == ["b-0"]
     assert (found[0]["partial"] is None) == (found_as == "whole")
     assert found[0]["cost_s"] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize(("cpu_s", "found"), [(0.35, True), (0.004, False)])
+def test_a_task_starved_of_the_gil_below_any_share_is_cpu_outside_tasks(cpu_s, found):
+    # GIVEN a worker process that spent 20 s of CPU during its one task's 19.4 s window, the
+    # task itself computing 0.35 s of it (1.8% of its wall: the GIL held by threads outside
+    # any task), or 4 ms (a sleep's share, 0.02%)
+    from correlate.findings.overhead import OUTSIDE_MIN_CPU
+
+    tasks = _tasks([("crunch-0", 0, 0, 19_400, "ok")]).with_columns(
+        cpu_s=pl.lit(cpu_s), local_start_ns=pl.col("start_ns"), local_stop_ns=pl.col("stop_ns"))
+    assert cpu_s / 19.4 < OUTSIDE_MIN_CPU  # below the share either way
+    samples = pl.DataFrame({"host": ["h", "h"], "pid": [1, 1], "local_time_ns": [0, 19_400 * MS],
+                            "process_cpu_s": [0.0, 20.0]})
+    times = tasks.select("key", submitted_ns=pl.lit(0, pl.Int64), assigned_ns=pl.lit(0, pl.Int64))
+    deps = pl.DataFrame(schema={"key": pl.String, "depends_on": pl.String})
+    findings = analyse(tasks, _files(tasks, []), deps, times,
+                       Evidence(io_captured=True, dxt=True, process_cpu=samples)
+                       ).summary["findings"]
+    hit = [f for f in findings if f["kind"] == "cpu-outside-tasks"]
+    # THEN the computing task is found (it lost what the outside CPU took of its window), the
+    # sleeping one is not
+    assert bool(hit) == found
+    if found:
+        assert hit[0]["keys"] == ["crunch-0"] and hit[0]["cost_s"] > 15
