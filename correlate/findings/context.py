@@ -50,6 +50,13 @@ class Context:
     threads: int
     busy_s: float
 
+    @property
+    def floor_s(self) -> float:
+        """The least cost reported: a finding below it is dropped (``rules.findings``), so a
+        rule may skip evidence whose cost cannot reach it (``span_saved`` is at most the sum
+        of the excesses it is given)."""
+        return max(MIN_COST_S, MIN_COST_SHARE * self.window_s)
+
 
 def span_saved(ctx: Context, excess: pl.DataFrame) -> float:
     """What removing ``excess`` (execution_id → excess_s, the seconds the problem added to

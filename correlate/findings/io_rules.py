@@ -126,8 +126,11 @@ def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
         return []
     f = ctx.task_files.filter((pl.col("op").cast(pl.String) == "read")
                               & pl.col("io_time_s").is_not_null())
-    per_path = f.group_by("path").agg(read=pl.col("bytes").sum())
-    paths = per_path.filter(pl.col("read") >= REPEATED_MIN_BYTES).get_column("path")
+    per_path = f.group_by("path").agg(read=pl.col("bytes").sum(), spent=pl.col("io_time_s").sum())
+    # (the excess is a share of the reads' time: files whose reads took less than the floor
+    # cannot be reported, and their ranges are not read)
+    paths = per_path.filter((pl.col("read") >= REPEATED_MIN_BYTES)
+                            & (pl.col("spent") >= ctx.floor_s)).get_column("path")
     if paths.is_empty():
         return []
     distinct = distinct_read_bytes(ctx.evidence.segments, paths.to_list())
@@ -327,12 +330,15 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     f = f.filter(pl.col("users") >= SHARED_MIN).join(lone, on="op", how="left")
     if f.is_empty() or (lone.is_empty() and not (f.get_column("op") == "write").any()):
         return []
-    f = f.join(ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns"),
-               on="execution_id")
+    outside = (pl.col("duration_s") - pl.max_horizontal("cpu_s", "io_time_s").fill_null(0.0)
+               ).clip(0.0)
+    f = f.join(ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns",
+                                outside_s=outside), on="execution_id").with_columns(
+        excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate")).clip(0.0)
+        .fill_null(0.0))
+    f = f.join(_reaching(ctx, f), on="path", how="semi")
     at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
-    shared = (f.join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
-              .with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))
-                            .clip(0.0).fill_null(0.0)))
+    shared = f.join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
     waits = lock_waits(ctx, shared)
     out = []
     for (path,), rows in sorted(shared.partition_by("path", as_dict=True).items(),
@@ -340,6 +346,18 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
         lock = waits.filter(pl.col("path") == path).select("execution_id", "lock_s")
         out.append(_shared_finding(ctx, str(path), rows, lock))
     return out
+
+
+def _reaching(ctx: Context, f: pl.DataFrame) -> pl.DataFrame:
+    """The paths of ``f`` whose cost could reach the floor: at most the excess of their calls
+    and, for a written file, its users' time outside CPU and I/O (``lock_waits``' bound);
+    the others are neither swept nor reported."""
+    written = f.filter(pl.col("op") == "write").select("path").unique()
+    waits = (f.join(written, on="path", how="semi").select("path", "execution_id", "outside_s")
+             .unique().select("path", excess_s="outside_s"))
+    return (pl.concat([f.select("path", "excess_s"), waits]).group_by("path")
+            .agg(pl.col("excess_s").sum()).filter(pl.col("excess_s") >= ctx.floor_s)
+            .select("path"))
 
 
 def _shared_finding(ctx: Context, path: str, rows: pl.DataFrame, lock: pl.DataFrame

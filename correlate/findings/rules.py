@@ -55,7 +55,7 @@ def findings(tasks: pl.DataFrame, task_files: pl.DataFrame, path: pl.DataFrame,
     threads = timed.select("host", "pid", "thread_id").unique().height
     busy = number(timed.get_column("duration_s").sum()) or 0.0
     ctx = Context(timed, task_files, path, evidence, window, threads, busy)
-    floor = max(MIN_COST_S, MIN_COST_SHARE * window)
+    floor = ctx.floor_s
     rows = [f for rule in RULES for f in rule(ctx)
             if f["cost_s"] is not None and f["cost_s"] >= floor]
     rows.sort(key=lambda f: (-f["cost_s"], f["kind"], f["prefixes"]))
