@@ -151,7 +151,7 @@ def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
     return correlated
 
 
-# ---- running under pytest-xdist (`-n 2 --dist loadfile`, the README's command) ------------------
+# ---- running under pytest-xdist (`-n 3 --dist loadfile`, the README's command) ------------------
 # loadfile: a module's tests go to one worker, so a module's recorded run is made once; a session
 # run (cluster_run, io_run, correlated_fixture) is made by the first worker that asks for it
 # (_made_once).
