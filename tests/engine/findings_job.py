@@ -51,7 +51,7 @@ short sleeps (``short-*``).
   to come from the other worker. ``local``: the same chain on one worker.
 - ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
   pure Python until ``crunch``, a pure-Python loop with a small write of its own file that
-  runs there, has ended (at most 30 s).
+  runs there, has ended (about 3.5 s; at most 30 s).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ SHORT = 24
 SHORT_S = 0.05
 STRAGGLER_S = 1.0
 SPIN = 15_000_000  # (the two loops outlast the sleeps beside them)
-CRUNCH = 10_000_000  # (beside three spinning threads it gets a quarter of the GIL)
+CRUNCH = 30_000_000  # (beside three spinning threads it gets a quarter of the GIL: about 3.5 s)
 SCAN_BYTES = 512 << 20
 LOAD_BYTES = 64 << 20
 LOADS = 4
@@ -266,11 +266,13 @@ def ticks(first: int, n: int) -> int:
 
 def busy_thread(seconds: float, marker: str) -> None:
     """Start three threads in this process (called by ``client.run``: outside any task) that
-    spin pure Python until ``marker`` exists, or for ``seconds``."""
+    spin pure Python until ``crunch`` says it has ended (``sys.findings_crunch_done``; no
+    system call in the loop, which would hand the GIL over at random and starve ``crunch`` for
+    4-19 s instead of about 1 s), or for ``seconds``."""
     def loop() -> None:
         end = time.time() + seconds
         total = 0
-        while time.time() < end and not os.path.exists(marker):
+        while time.time() < end and not getattr(sys, "findings_crunch_done", False):
             for i in range(10_000):
                 total += i % 7
 
@@ -281,6 +283,7 @@ def busy_thread(seconds: float, marker: str) -> None:
 def crunch(folder: str, marker: str) -> dict:
     """``spin``, then say so in ``marker``."""
     calls = spin(folder, "crunch", CRUNCH)
+    sys.findings_crunch_done = True  # (the spinning threads read it)
     Path(marker).touch()
     return calls
 
