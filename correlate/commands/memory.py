@@ -151,8 +151,7 @@ def need_before_load(counts: RowCounts) -> Need:
     before the load) needs."""
     told = _need(counts.rows["executions"] * EXECUTION_BYTES, counts.rows["executions"],
                  counts.rows["transitions"], counts.rows["profile rows"],
-                 pl.Series(list(counts.segments.values()), dtype=pl.Int64),
-                 LOAD_FIXED_BYTES + LOAD_STREAM_FACTOR * counts.stream_bytes)
+                 pl.Series(list(counts.segments.values()), dtype=pl.Int64), _load_peak(counts))
     if counts.darshan_read:
         return told
     rows = {k: v for k, v in told.rows.items() if k != "DXT segments"}
@@ -162,9 +161,14 @@ def need_before_load(counts: RowCounts) -> Need:
 def need_to_load(counts: RowCounts) -> Need:
     """What loading a run folder of these counts needs, the load's own peak alone (``correlate
     story`` and ``lifecycles`` load it and attribute no I/O)."""
-    load = int(LOAD_FIXED_BYTES + LOAD_STREAM_FACTOR * counts.stream_bytes)
+    load = int(_load_peak(counts))
     return Need(alone=load, with_cluster=load, rows={
         "bytes of streams": counts.stream_bytes, **counts.rows})
+
+
+def _load_peak(counts: RowCounts) -> float:
+    """The load's own peak: format 3's streams and snapshots held while they are decoded."""
+    return LOAD_FIXED_BYTES + LOAD_STREAM_FACTOR * counts.stream_bytes
 
 
 def check_load(run_dir: Path, limit: int | None) -> None:

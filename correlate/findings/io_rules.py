@@ -282,13 +282,19 @@ def held_before(calls: pl.DataFrame, at: str) -> pl.DataFrame:
         "a", "b", "before")
 
 
+#: an execution's time outside CPU and I/O (``duration − max(CPU, I/O)``: a write into the page
+#: cache is CPU): what a wait for a file's lock can take of it, at most
+OUTSIDE_CPU_AND_IO = (pl.col("duration_s") - pl.max_horizontal("cpu_s", "io_time_s")
+                      .fill_null(0.0)).clip(0.0)
+
+
 def lock_waits(ctx: Context, shared: pl.DataFrame) -> pl.DataFrame:
     """execution_id, path → ``lock_s``: of the files some user wrote (an exclusive lock is
     taken to write), the time between an execution's start and its first call of the file
     while other users were between their first and last calls of it (the whole-file locks of
     HDF5 and NetCDF: a writer waits in its open until the holder closes the file), at most its
-    time outside CPU and I/O (``duration − max(CPU, I/O)``: a write into the page cache is
-    CPU). From DXT's segments; without them, none."""
+    time outside CPU and I/O (``OUTSIDE_CPU_AND_IO``). From DXT's segments; without them,
+    none."""
     out = pl.DataFrame(schema={"execution_id": pl.Int64, "path": pl.String, "lock_s": pl.Float64})
     written = shared.filter(pl.col("op") == "write").select("path").unique()
     if ctx.evidence.segments is None or not ctx.evidence.dxt or written.is_empty():
@@ -304,9 +310,8 @@ def lock_waits(ctx: Context, shared: pl.DataFrame) -> pl.DataFrame:
         return out
     calls = held_before(held_before(calls, "start_ns").rename({"held_ns": "at_start"}),
                         "first_ns")
-    outside = pl.col("duration_s") - pl.max_horizontal("cpu_s", "io_time_s").fill_null(0.0)
     return calls.select("execution_id", "path", lock_s=pl.min_horizontal(
-        (pl.col("held_ns") - pl.col("at_start")) * 1e-9, outside).clip(0.0))
+        (pl.col("held_ns") - pl.col("at_start")) * 1e-9, OUTSIDE_CPU_AND_IO).clip(0.0))
 
 
 def shared_file(ctx: Context) -> list[dict[str, Any]]:
@@ -330,10 +335,8 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     f = f.filter(pl.col("users") >= SHARED_MIN).join(lone, on="op", how="left")
     if f.is_empty() or (lone.is_empty() and not (f.get_column("op") == "write").any()):
         return []
-    outside = (pl.col("duration_s") - pl.max_horizontal("cpu_s", "io_time_s").fill_null(0.0)
-               ).clip(0.0)
     f = f.join(ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns",
-                                outside_s=outside), on="execution_id").with_columns(
+                                outside_s=OUTSIDE_CPU_AND_IO), on="execution_id").with_columns(
         excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate")).clip(0.0)
         .fill_null(0.0))
     f = f.join(_reaching(ctx, f), on="path", how="semi")

@@ -78,8 +78,8 @@ def _ms(seconds: float) -> str:
 #: nothing the GIL could hold back)
 OUTSIDE_MIN_CPU = 0.02
 #: or when it computed this much in all, whatever its wall: the GIL can starve a computing
-#: thread below any share (a pure-Python loop beside three spinning threads got 1.8-6.5% of its
-#: wall), and a sleep or a wait costs Dask's few tenths of a millisecond, never this
+#: thread below any share (docs/findings.md: a pure-Python loop beside spinning threads), and
+#: a sleep or a wait costs Dask's few tenths of a millisecond, never this
 OUTSIDE_MIN_CPU_S = 0.05
 #: a process's CPU outside its tasks dominates when it is at least this share of all the CPU
 #: the process spent during its tasks' window

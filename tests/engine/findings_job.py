@@ -51,7 +51,7 @@ short sleeps (``short-*``).
   to come from the other worker. ``local``: the same chain on one worker.
 - ``busy-loop``: beside it, three threads the first worker's event loop starts (no task) spin
   pure Python until ``crunch``, a pure-Python loop with a small write of its own file that
-  runs there, has ended (about 3.5 s; at most 30 s).
+  runs there, has ended (at most 30 s).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ SHORT = 24
 SHORT_S = 0.05
 STRAGGLER_S = 1.0
 SPIN = 15_000_000  # (the two loops outlast the sleeps beside them)
-CRUNCH = 30_000_000  # (beside three spinning threads it gets a quarter of the GIL: about 3.5 s)
+CRUNCH = 30_000_000  # (beside three spinning threads it gets a quarter of the GIL)
 SCAN_BYTES = 512 << 20
 LOAD_BYTES = 64 << 20
 LOADS = 4
@@ -206,8 +206,8 @@ def write_part(path: str, part: int, nbytes: int) -> dict:
         ops.append(("write", offset, n, t0, time.time()))
         os.fdatasync(fd)  # (Darshan counts its time, DXT has no segment for it)
         # the next block is made while the file is held (HDF5's filters compress a chunk
-        # between writes): the turns then outlast the job's short sleeps on any disk, where a
-        # fast disk's 64 writes alone took 0.05 s, under the threshold of a 0.5 s window
+        # between writes): the turns then outlast the job's short sleeps on any disk (on a
+        # fast one the writes alone are over before they cost the 5% threshold of the window)
         time.sleep(PREPARE_S)
     t0 = time.time()
     os.close(fd)  # (releases the lock)
@@ -264,11 +264,11 @@ def ticks(first: int, n: int) -> int:
     return sum(tick(i) for i in range(first, first + n))
 
 
-def busy_thread(seconds: float, marker: str) -> None:
+def busy_thread(seconds: float) -> None:
     """Start three threads in this process (called by ``client.run``: outside any task) that
     spin pure Python until ``crunch`` says it has ended (``sys.findings_crunch_done``; no
-    system call in the loop, which would hand the GIL over at random and starve ``crunch`` for
-    4-19 s instead of about 1 s), or for ``seconds``."""
+    system call in the loop: one would hand the GIL over at random and starve ``crunch`` for
+    a time that varies from run to run), or for ``seconds``."""
     def loop() -> None:
         end = time.time() + seconds
         total = 0
@@ -280,11 +280,10 @@ def busy_thread(seconds: float, marker: str) -> None:
         threading.Thread(target=loop, name=f"busy-loop-{i}", daemon=True).start()
 
 
-def crunch(folder: str, marker: str) -> dict:
-    """``spin``, then say so in ``marker``."""
+def crunch(folder: str) -> dict:
+    """``spin``, then say so to the spinning threads."""
     calls = spin(folder, "crunch", CRUNCH)
     sys.findings_crunch_done = True  # (the spinning threads read it)
-    Path(marker).touch()
     return calls
 
 
@@ -392,9 +391,8 @@ def run(variant: str, truth_path: str, folder: str) -> None:
             n = TICKS // BATCHES
             futures += [client.submit(ticks, b * n, n, key=f"ticks-{b}") for b in range(BATCHES)]
         if variant == "busy-loop":
-            marker = os.path.join(folder, "crunch.done")
-            client.run(busy_thread, BUSY_S, marker, workers=[workers[0]])
-            io.append(client.submit(crunch, folder, marker, key="crunch", workers=[workers[0]]))
+            client.run(busy_thread, BUSY_S, workers=[workers[0]])
+            io.append(client.submit(crunch, folder, key="crunch", workers=[workers[0]]))
         where = [{"workers": [workers[0 if i < SHORT - 2 else 1]]} if variant == "pinned"
                  else base for i in range(SHORT)]
         # (no base beside the relays: its sleeps held the threads the links were sent to)
