@@ -26,6 +26,7 @@ JOBS = REPO / "tests" / "engine"
 #: planted variant → (the finding's kind, the job without the problem)
 PAIRS = {
     "chain": ("serial-section", "apart"),
+    "gil": ("thread-contention", "gil-apart"),
     "straggler": ("straggler", "clean"),
     "pinned": ("idle-threads", "clean"),
     "small": ("small-requests", "large"),

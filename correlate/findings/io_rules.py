@@ -117,11 +117,48 @@ def distinct_read_bytes(segments: pl.LazyFrame, paths: list[str]) -> pl.DataFram
         "path", "distinct_bytes")
 
 
+def repeat_shares(segments: pl.LazyFrame, paths: list[str]) -> pl.DataFrame:
+    """(execution_id, path) → ``repeat``: the share of the time of the execution's reads of the
+    file that re-read bytes an earlier read had read (the first read of a byte is no repeat,
+    whoever made it: a cold first read and cached repeats cost what the repeats took).
+
+    The file is cut at every read's offset and end; each piece's first reader is the read that
+    began first among those covering it; a read's new bytes are the pieces it read first. A
+    piece is as many rows as the reads covering it, so the rows grow with how many times the
+    bytes were read, not with the file. Reads are weighed by their time, each held by the
+    execution ``segments`` names (the largest share of a split read)."""
+    reads = (segments.filter((pl.col("op").cast(pl.String) == "read")
+                             & pl.col("offset").is_not_null() & (pl.col("length") > 0)
+                             & pl.col("path").is_in(paths))
+             .select("seg_id", "path", "execution_id", "start_ns", "offset",
+                     end=pl.col("offset") + pl.col("length"),
+                     spent=(pl.col("stop_ns") - pl.col("start_ns")).clip(0))
+             .unique("seg_id").collect())
+    cuts = (pl.concat([reads.select("path", at="offset"), reads.select("path", at="end")])
+            .unique().sort("path", "at").with_columns(piece=pl.int_range(pl.len()).over("path")))
+    pieces = cuts.with_columns(size=pl.col("at").shift(-1).over("path") - pl.col("at"))
+    covered = (reads.join(cuts.rename({"at": "offset", "piece": "lo"}), on=["path", "offset"])
+               .join(cuts.rename({"at": "end", "piece": "hi"}), on=["path", "end"])
+               .select("seg_id", "path", "start_ns", piece=pl.int_ranges("lo", "hi"))
+               .explode("piece"))
+    first = (covered.sort("start_ns", "seg_id")
+             .group_by("path", "piece", maintain_order=True).agg(pl.col("seg_id").first())
+             .join(pieces.select("path", "piece", "size"), on=["path", "piece"])
+             .group_by("seg_id").agg(new=pl.col("size").sum()))
+    return (reads.join(first, on="seg_id", how="left")
+            .with_columns(repeated=pl.col("spent") * (
+                1 - pl.col("new").fill_null(0) / (pl.col("end") - pl.col("offset"))))
+            .drop_nulls("execution_id")
+            .group_by("execution_id", "path")
+            .agg(repeat=pl.col("repeated").sum() / pl.col("spent").sum()))
+
+
 def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
     """Files whose bytes were read more than once (by several executions, or by one several
     times): DXT's byte ranges give the distinct bytes; ``times`` = bytes read / distinct
-    bytes. Each execution's reads of the file are taken to be ``1 − 1/times`` repeats, and
-    that share of their time is the excess. Silent without DXT (counters have no ranges)."""
+    bytes. An execution's excess is the time of its reads of the file that re-read bytes
+    (``repeat_shares``); an execution holding only shares of split reads, none of its own,
+    takes ``1 − 1/times`` of its time. Silent without DXT (counters have no ranges)."""
     if ctx.evidence.segments is None or not ctx.evidence.dxt:
         return []
     f = ctx.task_files.filter((pl.col("op").cast(pl.String) == "read")
@@ -138,12 +175,16 @@ def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
                 .with_columns(times=pl.col("read") / pl.col("distinct_bytes"))
                 .filter((pl.col("read") - pl.col("distinct_bytes") >= REPEATED_MIN_BYTES)
                         & (pl.col("times") > 1.05)))
+    if repeated.is_empty():
+        return []
+    shares = repeat_shares(ctx.evidence.segments, repeated.get_column("path").to_list())
     out = []
     for r in repeated.sort("read", "path", descending=[True, False]).iter_rows(named=True):
         rows = f.filter(pl.col("path") == r["path"]).join(
             ctx.tasks.select("execution_id", "prefix"), on="execution_id")
-        excess = rows.group_by("execution_id").agg(
-            excess_s=pl.col("io_time_s").sum() * (1 - 1 / r["times"]))
+        excess = rows.join(shares, on=["execution_id", "path"], how="left").group_by(
+            "execution_id").agg(excess_s=pl.col("io_time_s").sum() * pl.col("repeat").first()
+                                .fill_null(1 - 1 / r["times"]))
         readers = rows.group_by("key", "prefix").agg(pl.col("bytes").sum()).sort(
             "bytes", "key", descending=[True, False])
         out.append(finding(

@@ -18,8 +18,10 @@ short sleeps (``short-*``).
 - ``small``: beside it, ``scan`` reads a 512 MiB file in 512-byte requests; ``large``: the same
   read in 4 MiB requests. In both, ``load-0..3`` each read another 64 MiB file in 4 MiB requests
   (what large requests cost on this host, in the run itself).
-- ``reread``: beside it, four tasks (``reread-*``) each read the same 256 MiB file whole, in
-  4 MiB requests; ``once``: only ``reread-0`` reads it (the job without the repeats).
+- ``reread``: beside it, a chain of four tasks (``reread-*``, each after the one before, as the
+  steps of an iterative solver re-read their input) each read the same ``REREAD_BYTES`` file
+  whole, in 4 MiB requests; ``once``: only ``reread-0`` reads it, the three after it take its
+  result and read nothing (the job without the repeats).
 - ``tiny``: beside it, 1,000 tasks that do next to nothing (``tick-*``), each its own task;
   ``batched``: the same 1,000 calls in 10 tasks (``ticks-*``).
 - ``meta``: beside it, ``reopen`` opens, stats and closes a small file 200,000 times, reading
@@ -73,12 +75,12 @@ CHAIN_S = 0.25
 SHORT = 24
 SHORT_S = 0.05
 STRAGGLER_S = 1.0
-SPIN = 15_000_000  # (the two loops outlast the sleeps beside them)
+SPIN = 30_000_000  # (each loop alone outlasts the sleeps beside it: apart, they set the span)
 CRUNCH = 30_000_000  # (beside three spinning threads it gets a quarter of the GIL)
 SCAN_BYTES = 512 << 20
 LOAD_BYTES = 64 << 20
 LOADS = 4
-REREAD_BYTES = 256 << 20
+REREAD_BYTES = 1 << 30  # (read from the page cache: the chain outlasts the base)
 READERS = 4
 TICKS = 1000
 BATCHES = 10
@@ -139,7 +141,7 @@ def spin(folder: str, name: str, steps: int = SPIN) -> dict:
 
 
 @_no_gc
-def scan(path: str, request: int) -> dict:
+def scan(path: str, request: int, *deps: object) -> dict:
     """Read the whole file in ``request``-byte preads into one buffer (a reader's buffer of
     that size: a fresh 4 MiB object per read would fault in its pages inside the call)."""
     ops = []
@@ -291,8 +293,10 @@ def _zeros(path: str, size: int) -> None:
     """A file of ``size`` zero bytes at ``path``, unless one is there already (``small`` and
     ``large`` read the same files: writing 768 MiB again took 1.6 s)."""
     if not (os.path.exists(path) and os.path.getsize(path) == size):
+        block = bytes(min(size, 64 << 20))
         with open(path, "wb") as f:
-            f.write(bytes(size))
+            for at in range(0, size, len(block)):
+                f.write(block[:size - at])
 
 
 def run(variant: str, truth_path: str, folder: str) -> None:
@@ -374,8 +378,13 @@ def run(variant: str, truth_path: str, folder: str) -> None:
                                     key="scan"))
             io += [client.submit(scan, o, 4 << 20, key=f"load-{i}") for i, o in enumerate(others)]
         if variant in ("reread", "once"):
-            io += [client.submit(scan, shared, 4 << 20, key=f"reread-{i}")
-                   for i in range(READERS if variant == "reread" else 1)]
+            step = client.submit(scan, shared, 4 << 20, key="reread-0")
+            io.append(step)
+            for i in range(1, READERS):
+                step = (client.submit(scan, shared, 4 << 20, step, key=f"reread-{i}")
+                        if variant == "reread" else client.submit(nap, 0, step,
+                                                                  key=f"reread-{i}"))
+                (io if variant == "reread" else held).append(step)
         if variant in ("meta", "meta-once"):
             small = os.path.join(folder, "small.txt")
             Path(small).write_text("x" * 100)

@@ -3,13 +3,12 @@ one planted problem each (``findings_job.py``), recorded under ``collect``. The 
 I/O record every call; without a darshan-runtime, genuine logs holding exactly those calls are
 written through libdarshan-util afterwards. Each planted problem is the top finding of its
 kind, with the right prefix, key and file; where the rule's cost model holds on these hosts
-(the serial chain, the straggler, the pinned tasks, the small requests, the metadata calls,
-the tiny tasks, the inputs read back from spill, the inputs from the other worker), its
-``cost_s`` is within 25% of the span saved by running the job without it (measured: the window
-of the job without it). The others are checked against their bounds, and
+(the serial chain, the straggler, the pinned tasks, the small requests, the repeated reads,
+the metadata calls, the tiny tasks, the inputs read back from spill, the inputs from the other
+worker), its ``cost_s`` is within 25% of the span saved by running the job without it
+(measured: the window of the job without it). The others are checked against their bounds, and
 benchmarks/bench_findings_costs.py measures them against the span saved (docs/findings.md says
-why each is a bound there: the readers' saving no larger than the base's quantum, the writers'
-disk, the loops' cores)."""
+why each is a bound there: the writers' disk, the loops' cores)."""
 
 from __future__ import annotations
 
@@ -126,12 +125,16 @@ def test_two_python_loops_in_one_process_are_thread_contention(run):
     apart, _ = run("gil-apart")
     # one loop per process: no contention to find
     assert not [f for f in apart.summary["findings"] if f["kind"] == "thread-contention"]
-    # the cost is the saving when each thread gets a core of its own: on this test's hosts
-    # (two cores shared with other jobs) the loops apart got far less, and the window saved
-    # by running them apart varied from -1.3 to +0.38 s between runs; so the cost is checked
-    # against what the contention could take at most, the loops' own CPU
+    # at most what the contention could take, the loops' own CPU
     cpu = gil.tables["tasks"].filter(pl.col("prefix") == "spin")["cpu_s"].sum()
     assert 0.1 < top["cost_s"] <= cpu / 2 + 0.05
+    # the cost is the saving when each thread gets a core of its own (the rule's model): where
+    # the run apart shows that each loop had one (its CPU near its wall), it is that saving; a
+    # host whose other jobs took the cores (the loops apart ran no faster) shows no saving to
+    # compare with
+    loops = apart.tables["tasks"].filter(pl.col("prefix") == "spin")
+    if (loops["cpu_s"] >= 0.9 * loops["duration_s"]).all():
+        _saved_within_25_percent(top, gil, apart)
 
 
 def test_tasks_pinned_to_one_worker_beside_idle_threads_are_idle_threads(run):
@@ -171,9 +174,14 @@ def test_a_file_read_whole_by_four_tasks_is_repeated_reads(run):
     assert top["files"] == [shared] and top["prefixes"] == ["reread"]
     assert sorted(top["keys"]) == [f"reread-{i}" for i in range(4)]
     assert "(4.0 times)" in top["evidence"]
-    # the cost is at most the time of the three repeats
-    inside = reread.tables["task_files"].filter(pl.col("path") == shared)["io_time_s"].sum()
-    assert 0 < top["cost_s"] <= inside * 3 / 4 + 1e-9
+    # the cost is at most the time of the three repeats (the reads after reread-0's), and
+    # what reading it once saves
+    reads = reread.tables["task_files"].filter(pl.col("path") == shared)
+    repeats = reads.filter(pl.col("key") != "reread-0")["io_time_s"].sum()
+    assert 0 < top["cost_s"] <= repeats + 1e-9
+    once, _ = run("once")
+    assert not [f for f in once.summary["findings"] if f["kind"] == "repeated-reads"]
+    _saved_within_25_percent(top, reread, once)
     # the scan files of other jobs, each read once, are no repeated reads
     small, _ = run("small")
     assert not [f for f in small.summary["findings"] if f["kind"] == "repeated-reads"]

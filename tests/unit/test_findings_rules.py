@@ -89,6 +89,31 @@ def test_writers_taking_turns_with_a_lock_on_one_file_are_shared_file():
         if f["kind"] == "shared-file"]
 
 
+def test_repeated_reads_cost_the_repeats_not_the_first_read():
+    # GIVEN a chain of four reads of one 100 MiB file on one thread: the first from the disk
+    # in 2 s, the three repeats from the page cache in 0.1 s each, DXT's segments saying so
+    tasks = _tasks([("r-0", 0, 0, 2000, "ok"), *((f"r-{i}", 0, 1900 + 100 * i,
+                                                  2000 + 100 * i, "ok") for i in (1, 2, 3))])
+    files = _files(tasks, [("r-0", "/f", 100, 2.0), *((f"r-{i}", "/f", 100, 0.1)
+                                                      for i in (1, 2, 3))])
+    files = files.with_columns(op=pl.lit("read").cast(files.schema["op"]))
+    segments = tasks.select("execution_id", "start_ns", "stop_ns", seg_id="execution_id",
+                            path=pl.lit("/f"), op=pl.lit("read"), offset=pl.lit(0),
+                            length=pl.lit(100 * MIB))
+    times = tasks.select("key", submitted_ns=pl.lit(0, pl.Int64),
+                         assigned_ns=pl.lit(0, pl.Int64))
+    deps = pl.DataFrame(schema={"key": pl.String, "depends_on": pl.String})
+    # WHEN the rules run
+    found = [f for f in analyse(tasks, files, deps, times, Evidence(
+        io_captured=True, dxt=True, segments=segments.lazy())).summary["findings"]
+        if f["kind"] == "repeated-reads"]
+    # THEN the file is read 4 times, and reading it once saves the three repeats' 0.3 s, not
+    # three quarters of all four reads' 2.3 s
+    assert len(found) == 1 and found[0]["files"] == ["/f"] and "(4.0 times)" in found[0][
+        "evidence"]
+    assert found[0]["cost_s"] == pytest.approx(0.3)
+
+
 def test_one_file_written_at_once_as_fast_as_lone_files_is_no_finding():
     tasks = _tasks([*((f"part-{i}", i, 0, 1000, "ok") for i in range(4)),
                     ("own-0", 0, 1000, 1400, "ok"), ("own-1", 1, 1000, 1400, "ok")])
