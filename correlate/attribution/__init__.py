@@ -13,10 +13,10 @@ to no task, sharing a counter record's bytes in time) is in ``shares``; ``local_
 files of a worker's local directory; ``doubtful`` the records whose file name is doubtful.
 
 The methods are one table, ``correlate.schema.methods`` (label, exactness, destination, rank:
-its place), from which the ``attribution`` Enum and every list of methods derive. A new method
-is a module here whose function takes and returns an ``IOAttribution`` (or, for counter-based
-evidence, task_files and unattributed rows), called from ``driver`` or ``untraced``, and a row
-in that table.
+its place; step: its pass's place), from which the ``attribution`` Enum and every list of
+methods derive. A new method is a module here whose pass registers itself under the method's
+label (``passes``: over each partition's DXT segments, or once over what DXT does not trace),
+and a row in that table.
 """
 
 from correlate.attribution.pipeline import Attribution, attribute

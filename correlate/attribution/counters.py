@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from correlate.attribution import local_dir, spill
+from correlate.attribution.passes import Run, Untraced, untraced_pass
 from correlate.attribution.shares import (
     METHOD,
     darshan_records,
@@ -41,6 +42,7 @@ from correlate.attribution.shares import (
     time_shares,
 )
 from correlate.frames.scalars import total
+from correlate.sources import darshan_logs
 
 #: what the unattributed reasons call it
 NOT_TRACED = "POSIX counters (no DXT trace)"
@@ -245,3 +247,26 @@ def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame:
     return rem.select("host", "pid", role=pl.col("role").fill_null("unknown"),
                       thread_kind=pl.lit("no-thread-id"), reason=reason, path="path",
                       op="op", bytes="bytes", ops="ops", io_time_s="io_time_s")
+
+
+def _heatmaps(logs: pl.DataFrame, untraced: pl.DataFrame) -> pl.DataFrame:
+    """The HEATMAP bins of the logs whose POSIX counters are attributed without DXT."""
+    wanted = set(untraced.get_column("log").cast(pl.String).unique().to_list())
+    paths = logs.filter(pl.col("modules").list.contains("HEATMAP")).get_column("log").cast(
+        pl.String).to_list()
+    got = [darshan_logs.read_heatmap(p) for p in paths if p in wanted]
+    return (pl.concat(got) if got
+            else pl.DataFrame(schema=darshan_logs.HEATMAP_SCHEMA))
+
+
+@untraced_pass("counter-file")
+def counter_pass(given: Run) -> Untraced | None:
+    """``attribute_counters`` as the attribution's pass: the POSIX counters of the logs
+    without DXT (none: nothing to do)."""
+    if given.counted.is_empty():
+        return None
+    frames = given.frames
+    files, unattributed, spilled = attribute_counters(
+        given.counted, _heatmaps(frames.darshan_logs, given.counted), frames.file_opens,
+        given.executions, frames.processes, given.clocks, given.windows, frames.clock_markers)
+    return Untraced(files, unattributed, spilled)

@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.attribution import exact, helpers, p2p, spill, threads
+from correlate.attribution import exact, p2p, passes, spill, threads
 from correlate.attribution.shares import METHOD, IOAttribution
 from correlate.frames import per_process
 from correlate.frames.mappers import Mapper, local_map, runs_up_to
@@ -225,15 +225,12 @@ def attribute_partition(part: Partition, *, worker_clocks: pl.DataFrame,
     # executions without recorded thread ids (imported runs): threads inferred from the DXT
     # pthread ids (threads.py); a no-op when threads are known
     ex, inferred = threads.infer_processes(segments, ex, processes)
-    att = helpers.helper_io(exact.io_to_executions(segments, ex), ex, part.opens,
-                              processes, marker_paths)
-    att = threads.attribute(att, ex)
-    # P2P shards are looked for only in a run whose shuffle barriers ran (a test on every
-    # segment's path otherwise); without one, their bytes keep the reason local_dir.P2P
-    shuffles = None
-    if shuffle_owners is not None and shuffle_owners.height:
-        shuffles = p2p.shuffle_ids(att.segments, processes, shuffle_owners)
-        att = p2p.give_shard_writes(att, shuffles, shuffle_owners)
+    att = exact.io_to_executions(segments, ex)
+    given = passes.Partition(ex, part.opens, processes, marker_paths, shuffle_owners)
+    for step in passes.segment_passes():  # (the methods table's order of steps)
+        att = step(att, given)
+    owners = p2p.owners_of(given)
+    shuffles = None if owners is None else p2p.shuffle_ids(att.segments, processes, owners)
     spill_key = spill.spill_keys(att.segments, processes)
     out = _segments_table(att, spill_key)
     totals = _segment_totals(out)

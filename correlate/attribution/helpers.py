@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from correlate.attribution.passes import Partition, segment_pass
 from correlate.attribution.shares import (
     METHOD,
     IOAttribution,
@@ -167,3 +168,9 @@ def helper_io(att: IOAttribution, executions: pl.DataFrame, opens: pl.DataFrame,
 def _concat_shares(*frames: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([f for f in frames if f.height] or [frames[0]])
 
+
+
+@segment_pass("helper-context")
+def helper_pass(att: IOAttribution, given: Partition) -> IOAttribution:
+    """``helper_io`` as the attribution's pass."""
+    return helper_io(att, given.executions, given.opens, given.processes, given.marker_paths)

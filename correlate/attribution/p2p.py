@@ -25,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from correlate.attribution import local_dir
+from correlate.attribution.passes import Partition, segment_pass
 from correlate.attribution.shares import IO_SECONDS, METHOD, IOAttribution
 from correlate.frames.scalars import count as _count
 from correlate.frames.scalars import integer
@@ -201,3 +202,20 @@ def shuffle_summary(shuffle_io: pl.DataFrame, tasks: pl.DataFrame,
             "tasks": _tasks_of(barrier, tasks, dependencies, readers),
         })
     return out
+
+
+def owners_of(given: Partition) -> pl.DataFrame | None:
+    """The run's shuffle barriers, or None where none ran: P2P shards are looked for only in a
+    run whose barriers ran (a test on every segment's path otherwise); without one, their
+    bytes keep the reason ``local_dir.P2P``."""
+    owners = given.shuffle_owners
+    return owners if owners is not None and owners.height else None
+
+
+@segment_pass(METHOD_NAME)
+def shard_pass(att: IOAttribution, given: Partition) -> IOAttribution:
+    """``give_shard_writes`` as the attribution's pass."""
+    owners = owners_of(given)
+    if owners is None:
+        return att
+    return give_shard_writes(att, shuffle_ids(att.segments, given.processes, owners), owners)

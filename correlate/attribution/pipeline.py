@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from correlate.attribution import doubtful, helper_commands, spill, threads, untraced
+from correlate.attribution import doubtful, helper_commands, passes, spill, threads, untraced
 from correlate.attribution.counters import counter_totals, untraced_counters
 from correlate.attribution.driver import attribute_all
 from correlate.attribution.local_dir import barrier_owners
@@ -78,7 +78,8 @@ def attribute(frames: RunFrames, executions: pl.DataFrame, windows: pl.DataFrame
     # per share of a split segment) is let go once the untraced I/O is added
     files, io_totals, unattributed, spilled = untraced.with_untraced(
         *untraced.across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
-        parts.pop("unattributed"), parts["spill"], frames, ex, windows, clocks, counted)
+        parts.pop("unattributed"), parts["spill"],
+        passes.Run(frames, ex, clocks, windows, counted))
     return Attribution(
         executions=ex, clocks=clocks, methods=methods, task_files=files, io_totals=io_totals,
         unattributed=helper_commands.relabel(doubtful.relabel(unattributed, frames.file_opens),

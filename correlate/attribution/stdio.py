@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from correlate.attribution.passes import Run, Untraced, untraced_pass
 from correlate.attribution.shares import (
     METHOD,
     darshan_records,
@@ -366,3 +367,12 @@ def stdio_totals(counters: pl.DataFrame) -> dict[str, float]:
             "ops": total(stdio["read_ops"]) + total(stdio["write_ops"]),
             "io_time_s": (total(stdio["read_time_s"].fill_null(0))
                           + total(stdio["write_time_s"].fill_null(0)))}
+
+
+@untraced_pass("stdio-file")
+def stdio_pass(given: Run) -> Untraced:
+    """``attribute_stdio`` as the attribution's pass."""
+    frames = given.frames
+    return Untraced(*attribute_stdio(frames.io_file_counters, frames.file_opens,
+                                     given.executions, frames.processes, given.clocks,
+                                     given.windows))

@@ -35,6 +35,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
+from correlate.attribution.passes import Partition, segment_pass
 from correlate.attribution.shares import METHOD, IOAttribution, largest_shares, window_split
 from correlate.frames.per_process import process_order
 
@@ -389,3 +390,9 @@ def counts_of(table: pl.DataFrame) -> dict[str, int]:
     if per.is_empty():
         return {}
     return {"processes": per.height, **{c: int(per.get_column(c).sum()) for c in COUNTS}}
+
+
+@segment_pass("inferred-thread")
+def inferred_pass(att: IOAttribution, given: Partition) -> IOAttribution:
+    """``attribute`` as the attribution's pass."""
+    return attribute(att, given.executions)

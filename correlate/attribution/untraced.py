@@ -1,46 +1,35 @@
-"""I/O that DXT did not trace, added after the per-process pass over the segments: C stdio
-(``stdio``) and the POSIX counters of logs without DXT (``counters``); and the totals of an
-execution whose I/O came from several processes' partitions."""
+"""I/O that DXT did not trace, added after the per-process pass over the segments by the
+untraced passes (``passes.untraced_passes``: C stdio, ``stdio``; the POSIX counters of logs
+without DXT, ``counters``); and the totals of an execution whose I/O came from several
+processes' partitions."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from correlate.attribution.counters import attribute_counters
+from correlate.attribution import passes
 from correlate.attribution.exact import task_io_totals
-from correlate.attribution.stdio import attribute_stdio
 from correlate.frames.sorting import sorted_for_output
 from correlate.schema import TABLES
-from correlate.sources import darshan_logs
-from correlate.sources.frames import RunFrames
 
 
 def with_untraced(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed: pl.DataFrame,
-                  spilled: pl.DataFrame, frames: RunFrames, ex: pl.DataFrame,
-                  windows: pl.DataFrame, clocks: pl.DataFrame, untraced: pl.DataFrame
+                  spilled: pl.DataFrame, given: passes.Run
                   ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """task_files, per-execution I/O totals, unattributed rows and spill per key
-    (``spilled``: the segments' ``spill.spill_io``) with the run's C stdio I/O (counted per
-    file by Darshan, untraced by DXT) and the POSIX counters of the logs without DXT added to
-    what the segments gave; ``windows`` the executions as the segments' attribution saw
-    them; ``untraced`` the POSIX counters of the logs without DXT (``untraced_counters``)."""
-    files, stdio_unattributed = attribute_stdio(
-        frames.io_file_counters, frames.file_opens, ex, frames.processes, clocks, windows)
-    if not untraced.is_empty():
-        heat = _heatmaps(frames.darshan_logs, untraced)
-        more, more_unattributed, more_spilled = attribute_counters(
-            untraced, heat, frames.file_opens, ex, frames.processes, clocks, windows,
-            frames.clock_markers)
-        files = pl.concat([files, more], how="diagonal_relaxed")
-        stdio_unattributed = pl.concat([stdio_unattributed, more_unattributed],
-                                       how="diagonal_relaxed")
-        spilled = pl.concat([spilled, more_spilled.cast(spilled.schema)])
-    if files.is_empty() and stdio_unattributed.is_empty():
+    (``spilled``: the segments' ``spill.spill_io``) with what the untraced passes give (the
+    run's C stdio I/O, counted per file by Darshan and untraced by DXT; the POSIX counters of
+    the logs without DXT) added to what the segments gave."""
+    parts = [part for step in passes.untraced_passes() if (part := step(given)) is not None]
+    spilled = pl.concat([spilled, *(p.spilled.cast(spilled.schema) for p in parts
+                                    if p.spilled is not None)])
+    if all(p.files.is_empty() and p.unattributed.is_empty() for p in parts):
         return task_files, io_totals, unattributed, spilled
-    files = pl.concat([task_files, files], how="diagonal_relaxed")
-    files = sorted_for_output(files, TABLES["task_files"])
+    files = sorted_for_output(pl.concat([task_files, *(p.files for p in parts)],
+                                        how="diagonal_relaxed"), TABLES["task_files"])
     return (files, task_io_totals(files),
-            pl.concat([unattributed, stdio_unattributed], how="diagonal_relaxed"), spilled)
+            pl.concat([unattributed, *(p.unattributed for p in parts)], how="diagonal_relaxed"),
+            spilled)
 
 
 def counted_processes(methods: pl.DataFrame, ex: pl.DataFrame, counted: pl.DataFrame
@@ -54,16 +43,6 @@ def counted_processes(methods: pl.DataFrame, ex: pl.DataFrame, counted: pl.DataF
     more = ex.filter(pl.col("pid").is_in(pids.implode())).select(
         "execution_id", attribution=pl.lit("none", methods.schema["attribution"]))
     return pl.concat([methods, more.join(methods, on="execution_id", how="anti")])
-
-
-def _heatmaps(logs: pl.DataFrame, untraced: pl.DataFrame) -> pl.DataFrame:
-    """The HEATMAP bins of the logs whose POSIX counters are attributed without DXT."""
-    wanted = set(untraced.get_column("log").cast(pl.String).unique().to_list())
-    paths = logs.filter(pl.col("modules").list.contains("HEATMAP")).get_column("log").cast(
-        pl.String).to_list()
-    got = [darshan_logs.read_heatmap(p) for p in paths if p in wanted]
-    return (pl.concat(got) if got
-            else pl.DataFrame(schema=darshan_logs.HEATMAP_SCHEMA))
 
 
 def across_processes(task_files: pl.DataFrame, io_totals: pl.DataFrame

@@ -3,7 +3,8 @@
 Enum of the output tables and every list of methods the code uses derive from this table;
 what each method does: ``correlate.schema.outputs`` and docs/attribution.md.
 
-A new method is a row here (and its module in ``correlate/attribution/``). Stdlib only, like
+A new method is a row here (and its module in ``correlate/attribution/``, whose pass
+registers itself under the row's label: ``correlate.attribution.passes``). Stdlib only, like
 the rest of ``correlate.schema``.
 """
 
@@ -32,16 +33,20 @@ class Method:
     #: bytes given against the file Darshan filed them under (its record contradicts the
     #: record of opens): named in a warning
     against_record: bool = False
+    #: the place, among the attribution's passes after the exact one, of the pass that gives
+    #: this method's bytes (``correlate.attribution.passes``; the order of evidence, not the
+    #: rank); None: another row's pass gives them, or the exact one
+    step: int | None = None
 
 
 METHODS = (
     Method("exact-thread", "thread", "execution", process="exact-thread"),
-    Method("inferred-thread", "thread", "execution", process="inferred-thread"),
-    Method("helper-context", "thread", "execution", process="exact-thread"),
+    Method("inferred-thread", "thread", "execution", process="inferred-thread", step=2),
+    Method("helper-context", "thread", "execution", process="exact-thread", step=1),
     Method("helper-file", "file", "shares", process="exact-thread"),
     Method("helper-shared", "file", "shares", process="exact-thread"),
-    Method("stdio-file", "file", "execution"),
-    Method("counter-file", "file", "execution"),
+    Method("stdio-file", "file", "execution", step=4),
+    Method("counter-file", "file", "execution", step=5),
     Method("helper-split", "time", "shares", process="exact-thread"),
     Method("window-split", "time", "shares", process="window-split"),
     Method("stdio-split", "file", "shares"),
@@ -50,7 +55,7 @@ METHODS = (
     Method("counter-split", "time", "shares"),
     Method("counter-window", "time", "shares"),
     Method("inconsistent-split", "time", "shares", against_record=True),
-    Method("p2p-shuffle", "file", "execution"),
+    Method("p2p-shuffle", "file", "execution", step=3),
     Method("none", "none", "none"),
     Method("spill", "file", "none"),
 )

@@ -4,6 +4,7 @@ per-process method is read from it (``driver._process_method``), on literal fram
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from correlate.attribution.driver import _process_method
 from correlate.schema import methods
@@ -28,6 +29,22 @@ def test_the_lists_follow_the_rows():
     assert all(rows[m].exactness == "thread" for m in methods.THREAD_EXACT)
     assert set(methods.BY_THREAD) <= set(methods.THREAD_EXACT) & set(methods.PROCESS.values())
     assert all(rows[m].against_record for m in methods.AGAINST_RECORD)
+
+
+def test_every_step_of_the_table_has_its_pass_and_they_run_in_its_order():
+    from correlate.attribution import counters, helpers, p2p, passes, stdio, threads
+
+    assert passes.unregistered() == []
+    assert passes.segment_passes() == [helpers.helper_pass, threads.inferred_pass,
+                                       p2p.shard_pass]
+    assert passes.untraced_passes() == [stdio.stdio_pass, counters.counter_pass]
+
+
+def test_a_pass_registers_only_under_a_row_with_a_step():
+    from correlate.attribution import passes
+
+    with pytest.raises(ValueError, match="no step"):
+        passes.segment_pass("window-split")
 
 
 def test_each_process_gets_the_best_method_its_segments_show():
