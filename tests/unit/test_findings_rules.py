@@ -36,6 +36,16 @@ def _files(tasks: pl.DataFrame, rows: list[tuple[str, str, int, float]]) -> pl.D
         attribution=pl.lit("exact-thread")), TABLES["task_files"])
 
 
+def _with_segments(kind: str, tasks: pl.DataFrame, files: pl.DataFrame,
+                   segments: pl.DataFrame) -> list[dict]:
+    """The findings of ``kind`` with DXT's ``segments``, every task submitted at 0."""
+    times = tasks.select("key", submitted_ns=pl.lit(0, pl.Int64), assigned_ns=pl.lit(0, pl.Int64))
+    deps = pl.DataFrame(schema={"key": pl.String, "depends_on": pl.String})
+    return [f for f in analyse(tasks, files, deps, times, Evidence(
+        io_captured=True, dxt=True, segments=segments.lazy())).summary["findings"]
+        if f["kind"] == kind]
+
+
 def _analyse(tasks: pl.DataFrame, files: pl.DataFrame) -> list[dict]:
     times = tasks.select("key", submitted_ns=pl.lit(0, pl.Int64), assigned_ns=pl.lit(0, pl.Int64))
     deps = pl.DataFrame(schema={"key": pl.String, "depends_on": pl.String})
@@ -69,13 +79,8 @@ def test_writers_taking_turns_with_a_lock_on_one_file_are_shared_file():
                             offset=pl.col("execution_id") * 100 * MIB,
                             length=pl.lit(100 * MIB), stop_ns="stop_ns",
                             start_ns=pl.col("stop_ns") - 250 * MS)
-    times = tasks.select("key", submitted_ns=pl.lit(0, pl.Int64),
-                         assigned_ns=pl.lit(0, pl.Int64))
-    deps = pl.DataFrame(schema={"key": pl.String, "depends_on": pl.String})
     # WHEN the rules run
-    found = [f for f in analyse(tasks, files, deps, times, Evidence(
-        io_captured=True, dxt=True, segments=segments.lazy())).summary["findings"]
-        if f["kind"] == "shared-file"]
+    found = _with_segments("shared-file", tasks, files, segments)
     # THEN the waits for the file before the first writes, 0.25 + 0.5 + 0.75 s, are found;
     # without them the four write at once and the window ends at 0.25 s, 0.75 s sooner
     assert len(found) == 1 and found[0]["files"] == ["/s"]
@@ -84,9 +89,7 @@ def test_writers_taking_turns_with_a_lock_on_one_file_are_shared_file():
     assert found[0]["cost_s"] == pytest.approx(0.75)
     # the same writes with no wait between a start and its first write: no finding
     ahead = segments.with_columns(start_ns=pl.lit(0, pl.Int64), stop_ns=pl.lit(250 * MS))
-    assert not [f for f in analyse(tasks, files, deps, times, Evidence(
-        io_captured=True, dxt=True, segments=ahead.lazy())).summary["findings"]
-        if f["kind"] == "shared-file"]
+    assert not _with_segments("shared-file", tasks, files, ahead)
 
 
 def test_repeated_reads_cost_the_repeats_not_the_first_read():
@@ -100,13 +103,8 @@ def test_repeated_reads_cost_the_repeats_not_the_first_read():
     segments = tasks.select("execution_id", "start_ns", "stop_ns", seg_id="execution_id",
                             path=pl.lit("/f"), op=pl.lit("read"), offset=pl.lit(0),
                             length=pl.lit(100 * MIB))
-    times = tasks.select("key", submitted_ns=pl.lit(0, pl.Int64),
-                         assigned_ns=pl.lit(0, pl.Int64))
-    deps = pl.DataFrame(schema={"key": pl.String, "depends_on": pl.String})
     # WHEN the rules run
-    found = [f for f in analyse(tasks, files, deps, times, Evidence(
-        io_captured=True, dxt=True, segments=segments.lazy())).summary["findings"]
-        if f["kind"] == "repeated-reads"]
+    found = _with_segments("repeated-reads", tasks, files, segments)
     # THEN the file is read 4 times, and reading it once saves the three repeats' 0.3 s, not
     # three quarters of all four reads' 2.3 s
     assert len(found) == 1 and found[0]["files"] == ["/f"] and "(4.0 times)" in found[0][
