@@ -11,7 +11,8 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,11 @@ def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
 # Every xdist worker's tests pass through two file locks: a test takes the turnstile, then the
 # room (shared; `alone`: exclusive) and lets the turnstile go (`alone`: keeps it until it ends),
 # so a waiting `alone` test stops new tests entering and is never starved by them.
+# A module whose tests only read the runs it recorded holds the machine alone while it records
+# (the `machine_alone` fixture) and shares it for the rest.
 _LOCKS = pytest.StashKey[tuple[int, int]]()
+#: whether the test running in this worker holds the room exclusively (an `alone` test)
+_ALONE = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -176,6 +181,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
     fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
     if not alone:
         fcntl.flock(turnstile, fcntl.LOCK_UN)
+    item.config.stash[_ALONE] = alone
     try:
         yield
     finally:
@@ -184,15 +190,47 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
             fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
+@contextmanager
+def _alone_while(config: pytest.Config) -> Iterator[None]:
+    locks = config.stash.get(_LOCKS, None)
+    if locks is None or config.stash.get(_ALONE, True):  # no xdist, or alone already
+        yield
+        return
+    turnstile, room = locks
+    # the room first: an `alone` test waiting for the room holds the turnstile, so queuing at
+    # the turnstile with the room held (shared) would leave both waiting for ever
+    fcntl.flock(room, fcntl.LOCK_UN)
+    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    fcntl.flock(room, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        # back to the room shared, as the test entered; with the turnstile held nobody else is
+        # waiting for the room, so the change (not atomic with flock) lets no one in between
+        fcntl.flock(room, fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def machine_alone(pytestconfig: pytest.Config) -> Callable[[], AbstractContextManager[None]]:
+    """``with machine_alone(): ...`` runs the block while no other test runs, as an `alone`
+    test runs whole: for a module fixture that records runs whose timings its tests compare
+    and then only reads them (writes their logs, correlates them), so the reading and the
+    module's tests share the machine. Outside xdist, or inside an `alone` test, it does
+    nothing. A module that uses it is handed out first, like the `alone` ones."""
+    return lambda: _alone_while(pytestconfig)
+
+
 def _module_order(items: list[pytest.Item]) -> dict[str, int]:
-    """Each module's place in the run: the `alone` modules first (nothing else has started, so
-    none waits for other tests to end), then the modules that start Dask clusters (the longest:
+    """Each module's place in the run: the `alone` modules and those that use `machine_alone`
+    first (nothing else has started, so none waits for other tests to end), then the modules that start Dask clusters (the longest:
     one of them taken last would end the run alone), then the rest, each group in collection
     order."""
     order: dict[str, int] = {}
     for item in items:
         marks = {m.name for m in item.iter_markers()}
-        rank = 0 if "alone" in marks else 1 if "cluster" in marks else 2
+        alone = "alone" in marks or "machine_alone" in getattr(item, "fixturenames", ())
+        rank = 0 if alone else 1 if "cluster" in marks else 2
         module = _module(item)
         order[module] = min(rank, order.get(module, rank))
     return order
