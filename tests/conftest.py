@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -166,6 +167,8 @@ def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
 _LOCKS = pytest.StashKey[tuple[int, int]]()
 #: whether the test running in this worker holds the room exclusively (an `alone` test)
 _ALONE = pytest.StashKey[bool]()
+#: seconds this worker's `machine_alone` blocks held the machine, not yet in a report
+_BLOCKS_S = pytest.StashKey[float]()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -202,9 +205,11 @@ def _alone_while(config: pytest.Config) -> Iterator[None]:
     fcntl.flock(room, fcntl.LOCK_UN)
     fcntl.flock(turnstile, fcntl.LOCK_EX)
     fcntl.flock(room, fcntl.LOCK_EX)
+    start = time.monotonic()
     try:
         yield
     finally:
+        config.stash[_BLOCKS_S] = config.stash.get(_BLOCKS_S, 0.0) + time.monotonic() - start
         # back to the room shared, as the test entered; with the turnstile held nobody else is
         # waiting for the room, so the change (not atomic with flock) lets no one in between
         fcntl.flock(room, fcntl.LOCK_SH)
@@ -270,6 +275,7 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = Path(tempfile.mkdtemp(prefix="dask-starts-"))
     config.stash[_STARTS] = folder
     config.pluginmanager.register(_ServersStarted(), "dask-servers-started")
+    config.pluginmanager.register(_HeldAlone(), "held-alone")
     _open_locks(config)
     # xdist hands out the modules in the order of pytest_collection_modifyitems, not sorted by
     # their number of tests (which would put the many quick unit tests first)
@@ -305,10 +311,46 @@ def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
+    held = _held_alone(item, report)
+    if held:
+        report.user_properties = [*report.user_properties, ("alone_s", held)]
     problem = _wrong_marker(item, report)
     if problem is not None:
         report.outcome = "failed"
         report.longrepr = problem
+
+
+def _held_alone(item: pytest.Item, report: pytest.TestReport) -> float:
+    """Seconds this phase of the test held the machine alone (under xdist): the whole phase of
+    an `alone` test, the `machine_alone` blocks run in it otherwise."""
+    config = item.config
+    if config.stash.get(_LOCKS, None) is None:
+        return 0.0
+    if config.stash.get(_ALONE, False):
+        return report.duration
+    held = config.stash.get(_BLOCKS_S, 0.0)
+    config.stash[_BLOCKS_S] = 0.0
+    return held
+
+
+class _HeldAlone:
+    """How long each module held the machine alone (its `alone` tests, its `machine_alone`
+    blocks), printed at the end: while one does, the other workers wait, so these seconds add
+    to the run's time one for one."""
+
+    def __init__(self) -> None:
+        self.held: Counter[str] = Counter()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, seconds in report.user_properties:
+            if name == "alone_s":
+                self.held[report.nodeid.split("::", 1)[0]] += seconds
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.held:
+            terminalreporter.write_line(
+                f"Machine held alone: {sum(self.held.values()):.0f} s (" + ", ".join(
+                    f"{module} {s:.1f} s" for module, s in self.held.most_common()) + ")")
 
 
 class _ServersStarted:

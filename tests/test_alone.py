@@ -1,11 +1,12 @@
 """Under xdist, a test marked `alone` runs while no other test does, and a module fixture holds
-the machine alone only inside ``with machine_alone():`` (tests/conftest.py): checked on an inner
-``-n 3 --dist loadfile`` session of literal tests that write when each of them, and the
-fixture's block, began and ended."""
+the machine alone only inside ``with machine_alone():`` (tests/conftest.py); the session ends
+saying how long each module held it. Checked on an inner ``-n 3 --dist loadfile`` session of
+literal tests that write when each of them, and the fixture's block, began and ended."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 CONFTEST = '''
 from tests.conftest import (machine_alone, pytest_collection_modifyitems, pytest_configure,
-                            pytest_runtest_protocol, pytest_unconfigure)
+                            pytest_runtest_makereport, pytest_runtest_protocol,
+                            pytest_unconfigure)
 '''
 
 # each test (and the block) appends "NAME START END" (CLOCK_MONOTONIC: one clock for every
@@ -100,3 +102,12 @@ def test_the_alone_tests_and_the_fixtures_alone_block_overlap_no_other_test(tmp_
     # the fixture's block runs between its shared parts
     assert got["records-before"][1] <= got["records-alone"][0]
     assert got["records-alone"][1] <= got["records-after"][0]
+    # and the summary says how long each module held the machine alone: its block, its tests
+    held = re.search(r"^Machine held alone: \d+ s \((.*)\)$", proc.stdout, re.M)
+    assert held, proc.stdout[-3000:]
+    per_module = dict(re.findall(r"(\S+) ([\d.]+) s", held.group(1)))
+    assert per_module.keys() == {"test_records.py", "test_alone.py"}, held.group(0)
+    block = got["records-alone"][1] - got["records-alone"][0]
+    assert abs(float(per_module["test_records.py"]) - block) < 0.15, (held.group(0), block)
+    # (three tests of 0.4 s, to the tenth)
+    assert 1.15 <= float(per_module["test_alone.py"]) < 2.2, held.group(0)
