@@ -157,13 +157,14 @@ def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
 # loadfile: a module's tests go to one worker, so a module's recorded run is made once; a session
 # run (cluster_run, io_run, correlated_fixture) is made by the first worker that asks for it
 # (_made_once).
-# A test marked `alone` compares the machine's timings between runs (real-run compares, the
-# findings' span saved, stall times, MPI ranks that poll): it runs while no other test does.
+# A test marked `alone` compares the machine's timings between runs it records itself (the
+# findings' span saved): it runs while no other test does.
 # Every xdist worker's tests pass through two file locks: a test takes the turnstile, then the
 # room (shared; `alone`: exclusive) and lets the turnstile go (`alone`: keeps it until it ends),
 # so a waiting `alone` test stops new tests entering and is never starved by them.
-# A module whose tests only read the runs it recorded holds the machine alone while it records
-# (the `machine_alone` fixture) and shares it for the rest.
+# A test, or a module fixture whose tests only read the runs it recorded, holds the machine
+# alone only while it records (the `machine_alone` fixture: real-run compares, stall times, MPI
+# ranks that poll) and shares it for the rest.
 _LOCKS = pytest.StashKey[tuple[int, int]]()
 #: whether the test running in this worker holds the room exclusively (an `alone` test)
 _ALONE = pytest.StashKey[bool]()
