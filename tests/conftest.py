@@ -196,6 +196,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
 
 @contextmanager
 def _alone_while(config: pytest.Config) -> Iterator[None]:
+    """The machine alone for the block, from inside a test that holds the room shared."""
     locks = config.stash.get(_LOCKS, None)
     if locks is None or config.stash.get(_ALONE, True):  # no xdist, or alone already
         yield
@@ -220,18 +221,18 @@ def _alone_while(config: pytest.Config) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def machine_alone(pytestconfig: pytest.Config) -> Callable[[], AbstractContextManager[None]]:
     """``with machine_alone(): ...`` runs the block while no other test runs, as an `alone`
-    test runs whole: for a module fixture that records runs whose timings its tests compare
-    and then only reads them (writes their logs, correlates them), so the reading and the
-    module's tests share the machine. Outside xdist, or inside an `alone` test, it does
+    test runs whole: for a test, or a module fixture, that records runs whose timings are
+    compared and then only reads them (writes their logs, correlates them), so the reading and
+    the tests share the machine. Outside xdist, or inside an `alone` test, it does
     nothing. A module that uses it is handed out first, like the `alone` ones."""
     return lambda: _alone_while(pytestconfig)
 
 
 def _module_order(items: list[pytest.Item]) -> dict[str, int]:
     """Each module's place in the run: the `alone` modules and those that use `machine_alone`
-    first (nothing else has started, so none waits for other tests to end), then the modules that start Dask clusters (the longest:
-    one of them taken last would end the run alone), then the rest, each group in collection
-    order."""
+    first (nothing else has started, so none waits for other tests to end), then the modules
+    that start Dask clusters (the longest: one of them taken last would end the run alone),
+    then the rest, each group in collection order."""
     order: dict[str, int] = {}
     for item in items:
         marks = {m.name for m in item.iter_markers()}
