@@ -10,8 +10,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,12 +157,19 @@ def correlated_fixture(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
 # loadfile: a module's tests go to one worker, so a module's recorded run is made once; a session
 # run (cluster_run, io_run, correlated_fixture) is made by the first worker that asks for it
 # (_made_once).
-# A test marked `alone` compares the machine's timings between runs (real-run compares, the
-# findings' span saved, stall times, MPI ranks that poll): it runs while no other test does.
+# A test marked `alone` compares the machine's timings between runs it records itself (the
+# findings' span saved): it runs while no other test does.
 # Every xdist worker's tests pass through two file locks: a test takes the turnstile, then the
 # room (shared; `alone`: exclusive) and lets the turnstile go (`alone`: keeps it until it ends),
 # so a waiting `alone` test stops new tests entering and is never starved by them.
+# A test, or a module fixture whose tests only read the runs it recorded, holds the machine
+# alone only while it records (the `machine_alone` fixture: real-run compares, stall times, MPI
+# ranks that poll) and shares it for the rest.
 _LOCKS = pytest.StashKey[tuple[int, int]]()
+#: whether the test running in this worker holds the room exclusively (an `alone` test)
+_ALONE = pytest.StashKey[bool]()
+#: seconds this worker's `machine_alone` blocks held the machine, not yet in a report
+_BLOCKS_S = pytest.StashKey[float]()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -176,6 +185,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
     fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
     if not alone:
         fcntl.flock(turnstile, fcntl.LOCK_UN)
+    item.config.stash[_ALONE] = alone
     try:
         yield
     finally:
@@ -184,15 +194,50 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
             fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
+@contextmanager
+def _alone_while(config: pytest.Config) -> Iterator[None]:
+    """The machine alone for the block, from inside a test that holds the room shared."""
+    locks = config.stash.get(_LOCKS, None)
+    if locks is None or config.stash.get(_ALONE, True):  # no xdist, or alone already
+        yield
+        return
+    turnstile, room = locks
+    # the room first: an `alone` test waiting for the room holds the turnstile, so queuing at
+    # the turnstile with the room held (shared) would leave both waiting for ever
+    fcntl.flock(room, fcntl.LOCK_UN)
+    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    fcntl.flock(room, fcntl.LOCK_EX)
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        config.stash[_BLOCKS_S] = config.stash.get(_BLOCKS_S, 0.0) + time.monotonic() - start
+        # back to the room shared, as the test entered; with the turnstile held nobody else is
+        # waiting for the room, so the change (not atomic with flock) lets no one in between
+        fcntl.flock(room, fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def machine_alone(pytestconfig: pytest.Config) -> Callable[[], AbstractContextManager[None]]:
+    """``with machine_alone(): ...`` runs the block while no other test runs, as an `alone`
+    test runs whole: for a test, or a module fixture, that records runs whose timings are
+    compared and then only reads them (writes their logs, correlates them), so the reading and
+    the tests share the machine. Outside xdist, or inside an `alone` test, it does
+    nothing. A module that uses it is handed out first, like the `alone` ones."""
+    return lambda: _alone_while(pytestconfig)
+
+
 def _module_order(items: list[pytest.Item]) -> dict[str, int]:
-    """Each module's place in the run: the `alone` modules first (nothing else has started, so
-    none waits for other tests to end), then the modules that start Dask clusters (the longest:
-    one of them taken last would end the run alone), then the rest, each group in collection
-    order."""
+    """Each module's place in the run: the `alone` modules and those that use `machine_alone`
+    first (nothing else has started, so none waits for other tests to end), then the modules
+    that start Dask clusters (the longest: one of them taken last would end the run alone),
+    then the rest, each group in collection order."""
     order: dict[str, int] = {}
     for item in items:
         marks = {m.name for m in item.iter_markers()}
-        rank = 0 if "alone" in marks else 1 if "cluster" in marks else 2
+        alone = "alone" in marks or "machine_alone" in getattr(item, "fixturenames", ())
+        rank = 0 if alone else 1 if "cluster" in marks else 2
         module = _module(item)
         order[module] = min(rank, order.get(module, rank))
     return order
@@ -232,6 +277,7 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = Path(tempfile.mkdtemp(prefix="dask-starts-"))
     config.stash[_STARTS] = folder
     config.pluginmanager.register(_ServersStarted(), "dask-servers-started")
+    config.pluginmanager.register(_HeldAlone(), "held-alone")
     _open_locks(config)
     # xdist hands out the modules in the order of pytest_collection_modifyitems, not sorted by
     # their number of tests (which would put the many quick unit tests first)
@@ -267,10 +313,46 @@ def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
+    held = _held_alone(item, report)
+    if held:
+        report.user_properties = [*report.user_properties, ("alone_s", held)]
     problem = _wrong_marker(item, report)
     if problem is not None:
         report.outcome = "failed"
         report.longrepr = problem
+
+
+def _held_alone(item: pytest.Item, report: pytest.TestReport) -> float:
+    """Seconds this phase of the test held the machine alone (under xdist): the whole phase of
+    an `alone` test, the `machine_alone` blocks run in it otherwise."""
+    config = item.config
+    if config.stash.get(_LOCKS, None) is None:
+        return 0.0
+    if config.stash.get(_ALONE, False):
+        return report.duration
+    held = config.stash.get(_BLOCKS_S, 0.0)
+    config.stash[_BLOCKS_S] = 0.0
+    return held
+
+
+class _HeldAlone:
+    """How long each module held the machine alone (its `alone` tests, its `machine_alone`
+    blocks), printed at the end: while one does, the other workers wait, so these seconds add
+    to the run's time one for one."""
+
+    def __init__(self) -> None:
+        self.held: Counter[str] = Counter()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, seconds in report.user_properties:
+            if name == "alone_s":
+                self.held[report.nodeid.split("::", 1)[0]] += seconds
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.held:
+            terminalreporter.write_line(
+                f"Machine held alone: {sum(self.held.values()):.0f} s (" + ", ".join(
+                    f"{module} {s:.1f} s" for module, s in self.held.most_common()) + ")")
 
 
 class _ServersStarted:

@@ -209,16 +209,39 @@ def test_a_clean_stop_without_a_stall_leaves_no_file(tmp_path):
 
 
 @pytest.mark.cluster
-@pytest.mark.alone
-def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_path):
+def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_path,
+                                                                         machine_alone):
     """A real job under `collect` (2 worker processes x 2 threads): one worker is stopped with
-    SIGSTOP for 3 s, twice the stall time; `correlate` says which and for how long."""
-    import signal
-
+    SIGSTOP for 3 s, twice the stall time; `correlate` says which and for how long. The job
+    runs with the machine alone (on a loaded machine other loops pause too), the reading
+    beside other tests."""
     from correlate.sources.detect import load
 
     run, marks = tmp_path / "run", tmp_path / "marks"
     marks.mkdir()
+    with machine_alone():
+        _stop_a_worker_for_3_s(run, marks, tmp_path)
+    worker = sorted((run / "procs").glob("worker-*"))[0]
+    frames = load(run)
+    # (on a loaded machine another loop may also pause past the 1.5 s: only the stop is long)
+    long = [s for s in frames.facts["stalls"]
+            if s["end"] is None or s["end"] - s["start"] >= 2.5]
+    assert [(s["process"], s["kind"]) for s in long] == [(worker.name, "process")], long
+    assert long[0]["end"] - long[0]["start"] <= 6
+    assert any(w.startswith(f"{worker.name}: stalled at") and "no thread of the process ran" in w
+               for w in frames.warnings)
+    cli = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "-o",
+                          str(tmp_path / "out"), "--no-reports"], capture_output=True, text=True,
+                         timeout=300)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert f"{worker.name}: stalled at" in cli.stdout + cli.stderr
+
+
+def _stop_a_worker_for_3_s(run: Path, marks: Path, tmp_path: Path) -> None:
+    """The job under `collect`; once 20 tasks have ended, its first worker stopped (SIGSTOP)
+    for 3 s, then continued; returns when the job has ended."""
+    import signal
+
     here = Path(__file__).parent
     job = subprocess.Popen(
         [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
@@ -236,19 +259,6 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
     os.kill(pid, signal.SIGCONT)
     _out, err = job.communicate(timeout=240)
     assert job.returncode == 0, err[-3000:]
-    frames = load(run)
-    # (on a loaded machine another loop may also pause past the 1.5 s: only the stop is long)
-    long = [s for s in frames.facts["stalls"]
-            if s["end"] is None or s["end"] - s["start"] >= 2.5]
-    assert [(s["process"], s["kind"]) for s in long] == [(worker.name, "process")], long
-    assert long[0]["end"] - long[0]["start"] <= 6
-    assert any(w.startswith(f"{worker.name}: stalled at") and "no thread of the process ran" in w
-               for w in frames.warnings)
-    cli = subprocess.run([sys.executable, "-m", "correlate.cli", str(run), "-o",
-                          str(tmp_path / "out"), "--no-reports"], capture_output=True, text=True,
-                         timeout=300)
-    assert cli.returncode == 0, cli.stderr[-2000:]
-    assert f"{worker.name}: stalled at" in cli.stdout + cli.stderr
 
 
 def test_a_signal_handler_that_samples_stacks_inside_the_guard_does_not_wait_for_itself(

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import polars as pl
 import pytest
 from procs import BIN, HERE, env, processes
 
-pytestmark = [pytest.mark.cluster, pytest.mark.alone]
+# (not `alone`: the runs are recorded with the machine alone, `machine_alone` in `runs`; the
+# tests only read them)
+pytestmark = [pytest.mark.cluster]
 
 STEPS, RANKS, SLOW_RANK = 4, 3, 2
 
@@ -28,7 +31,7 @@ def _mpiexec_present() -> None:
 
 
 def record(tmp, name: str, slow_s: float):
-    """Run the in-situ job under `collect`, then `correlate RUN` (with its reports)."""
+    """Run the in-situ job under `collect`: the run folder and what the job recorded."""
     run, work = tmp / name, tmp / f"{name}-work"
     work.mkdir()
     with processes() as procs:
@@ -37,21 +40,37 @@ def record(tmp, name: str, slow_s: float):
                          str(HERE / "insitu_job.sh"), str(work), str(STEPS), str(slow_s)],
                         tmp / f"{name}.log", env=env())
         assert p.wait(timeout=120) == 0, (tmp / f"{name}.log").read_text()[-3000:]
-    proc = subprocess.run([str(BIN / "correlate"), str(run)], env=env(), capture_output=True,
-                          text=True, timeout=180)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return run / "correlated", json.loads((work / "truth.json").read_text()), proc.stdout
+    return run, json.loads((work / "truth.json").read_text())
+
+
+def correlate(*runs: tuple[Path, tuple[str, ...]]) -> list[str]:
+    """`correlate RUN [OPTIONS]` of each run at once (one process each): their outputs."""
+    procs = [subprocess.Popen([str(BIN / "correlate"), str(run), *options], env=env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for run, options in runs]
+    outputs = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=180)
+        assert proc.returncode == 0, stdout[-2000:] + stderr[-3000:]
+        outputs.append(stdout)
+    return outputs
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, machine_alone):
+    """The job (rank 2 0.6 s slower on odd steps), correlated with its reports, and the same
+    job with a slower simulation (1.5 s), correlated without: recorded while no other test
+    runs (the waits and lags are the machine's timings), correlated beside the others."""
     _mpiexec_present()
     tmp = tmp_path_factory.mktemp("insitu")
-    return tmp, record(tmp, "run", 0.6)
+    with machine_alone():
+        (run, truth), (slower, _) = record(tmp, "run", 0.6), record(tmp, "slower", 1.5)
+    stdout, _ = correlate((run, ()), (slower, ("--no-reports",)))
+    return tmp, (run / "correlated", truth, stdout), slower / "correlated"
 
 
 def test_one_arrival_per_block_with_its_bytes_and_rank(runs):
-    _tmp, (out, truth, _stdout) = runs
+    _tmp, (out, truth, _stdout), _slower = runs
     arrivals = pl.read_parquet(out / "arrivals.parquet")
     blocks = {b["key"]: b for b in truth["blocks"]}
     assert len(blocks) == STEPS * RANKS
@@ -69,7 +88,7 @@ def test_one_arrival_per_block_with_its_bytes_and_rank(runs):
 
 
 def test_each_steps_analytics_waits_longest_where_the_slow_rank_came_last(runs):
-    _tmp, (out, truth, _stdout) = runs
+    _tmp, (out, truth, _stdout), _slower = runs
     arrivals = pl.read_parquet(out / "arrivals.parquet")
     tasks = pl.read_parquet(out / "tasks.parquet")
     assert sorted(tasks["key"]) == sorted(truth["results"])
@@ -93,7 +112,7 @@ def test_each_steps_analytics_waits_longest_where_the_slow_rank_came_last(runs):
 
 
 def test_per_step_lag_is_in_the_summary_and_reports(runs):
-    _tmp, (out, _truth, stdout) = runs
+    _tmp, (out, _truth, stdout), _slower = runs
     summary = json.loads((out / "summary.json").read_text())["arrivals"]
     assert summary["keys"] == STEPS * RANKS and summary["steps"] == STEPS
     tasks = pl.read_parquet(out / "tasks.parquet")
@@ -122,8 +141,7 @@ def test_per_step_lag_is_in_the_summary_and_reports(runs):
 
 
 def test_compare_with_a_slower_simulation_names_the_arrivals(runs):
-    tmp, (out, _truth, _stdout) = runs
-    slower, _truth2, _ = record(tmp, "slower", 1.5)
+    tmp, (out, _truth, _stdout), slower = runs
     cmp = tmp / "compare"
     proc = subprocess.run([str(BIN / "correlate"), "compare", str(out), str(slower), "-o",
                            str(cmp)], env=env(), capture_output=True, text=True, timeout=180)

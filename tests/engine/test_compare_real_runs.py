@@ -28,15 +28,17 @@ from testing.darshan_writer import write_logs_from_truth
 
 HERE = Path(__file__).parent
 RUNS = 2  # per side
-pytestmark = [pytest.mark.cluster, pytest.mark.alone]
+# (not `alone`: the runs are recorded with the machine alone, `machine_alone` in `runs`; the
+# tests only read them)
+pytestmark = [pytest.mark.cluster]
 
 
 def _record(tmp: Path, name: str, mode: str) -> Path:
     """One run of ``mode``; runs of one mode have the same command (each writes its truth
-    into its own working folder), so only a planted change differs in their setup."""
+    into its own working folder), so only a planted change differs in their setup. Its
+    Darshan logs and tables are made later (``_correlate``)."""
     run, work = tmp / name, tmp / f"work-{name}"
     work.mkdir()
-    truth = work / "truth.json"
     cmd = [sys.executable, "-m", "collectors.launcher", "-o", str(run), "--darshan", "off",
            "--flush-interval", "0.5", "--", sys.executable, str(HERE / "compare_job.py"), mode,
            "truth.json", str(tmp / "data")]
@@ -44,9 +46,23 @@ def _record(tmp: Path, name: str, mode: str) -> Path:
         filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=work, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    write_logs_from_truth(run, json.loads(truth.read_text()))
-    assert main(["run", str(run), "--no-reports"]) == 0  # compare reads RUN/correlated
     return run
+
+
+def _correlate(runs: list[Path]) -> None:
+    """Each run's Darshan logs, from the calls its tasks recorded, then its tables (compare
+    reads RUN/correlated), by two processes (the machine's two cores) taking every other run."""
+    for run in runs:
+        write_logs_from_truth(run, json.loads((run.parent / f"work-{run.name}" / "truth.json")
+                                              .read_text()))
+    code = ("import sys; from correlate.cli import main\n"
+            "for run in sys.argv[1:]: assert main(['run', run, '--no-reports']) == 0, run")
+    procs = [subprocess.Popen([sys.executable, "-c", code, *map(str, runs[k::2])],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for k in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
 
 
 def _burners(n: int = 4) -> list[subprocess.Popen]:
@@ -55,10 +71,20 @@ def _burners(n: int = 4) -> list[subprocess.Popen]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, list[Path]]:
+def runs(tmp_path_factory, machine_alone) -> dict[str, list[Path]]:
     """Every variant's runs, recorded round-robin (base, base, cpu, …, loaded, then again), so
-    that a drift of the machine's own load hits every side alike."""
+    that a drift of the machine's own load hits every side alike, while no other test runs;
+    then correlated, beside the other tests."""
     tmp = tmp_path_factory.mktemp("compare-real")
+    with machine_alone():
+        out = _record_all(tmp)
+    _correlate([r for rs in out.values() for r in rs])
+    # the no-change pair compares base runs 0, 1 with 2, 3: one of each round on each side
+    out["base"] = [out["base"][j] for j in (0, 2, 1, 3)]
+    return out
+
+
+def _record_all(tmp: Path) -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {}
     for i in range(RUNS):
         for mode in (m for m in job.MODES if m != "twice"):
@@ -74,8 +100,6 @@ def runs(tmp_path_factory) -> dict[str, list[Path]]:
             for p in procs:
                 p.kill()
                 p.wait()
-    # the no-change pair compares base runs 0, 1 with 2, 3: one of each round on each side
-    out["base"] = [out["base"][j] for j in (0, 2, 1, 3)]
     return out
 
 
