@@ -30,30 +30,45 @@ from correlate.findings.rules import MIN_COST_S, MIN_COST_SHARE
 from correlate.sources.run_folder import load
 from testing.darshan_writer import write_logs_from_truth
 
-pytestmark = [pytest.mark.cluster, pytest.mark.alone]
+pytestmark = pytest.mark.cluster
 
 HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """``run(variant)`` → (the correlated run, the job's truth), each variant recorded once."""
+def run(request, tmp_path_factory, machine_alone):
+    """``run(variant)`` → (the correlated run, the job's truth), each variant recorded once.
+    The variants the selected tests name (``variants`` marks) are recorded together first,
+    with the machine alone (their windows are compared); their logs are written and they are
+    correlated as the tests ask, beside other tests. A variant no mark names is recorded
+    alone when asked for."""
     tmp = tmp_path_factory.mktemp("findings")
     lib, _how = find_runtime("auto")
 
-    @cache
-    def recorded(variant: str) -> tuple[Correlated, dict]:
-        out, truth_path = tmp / variant, tmp / f"{variant}.truth"
+    def record(variant: str) -> None:
         proc = subprocess.run(
-            [sys.executable, "-m", "collectors.launcher", "-o", str(out), "--darshan",
+            [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / variant), "--darshan",
              lib or "off", "--profile", "off", "--", sys.executable, "findings_job.py",
-             variant, f"{truth_path},{tmp}"],
+             variant, f"{tmp / f'{variant}.truth'},{tmp}"],
             capture_output=True, text=True, timeout=300, cwd=HERE, env=job_environment(lib))
         assert proc.returncode == 0, proc.stderr[-3000:]
-        truth = pickle.loads(truth_path.read_bytes())
+
+    wanted = list(dict.fromkeys(
+        v for item in request.session.items if item.module is request.module
+        for mark in item.iter_markers("variants") for v in mark.args))
+    with machine_alone():
+        for variant in wanted:
+            record(variant)
+
+    @cache
+    def recorded(variant: str) -> tuple[Correlated, dict]:
+        if variant not in wanted:
+            with machine_alone():
+                record(variant)
+        truth = pickle.loads((tmp / f"{variant}.truth").read_bytes())
         if truth["io"] and not lib:
-            write_logs_from_truth(out, truth["io"])
-        return correlate_frames(load(out)), truth
+            write_logs_from_truth(tmp / variant, truth["io"])
+        return correlate_frames(load(tmp / variant)), truth
 
     return recorded
 
@@ -75,6 +90,7 @@ def _saved_within_25_percent(finding: dict, planted: Correlated, without: Correl
     assert finding["cost_s"] == pytest.approx(saved, rel=0.25), (finding, saved)
 
 
+@pytest.mark.variants("chain")
 def test_the_critical_path_is_the_chain_that_set_the_span(run):
     result, truth = run("chain")
     path = result.tables["critical_path"]
@@ -89,6 +105,7 @@ def test_the_critical_path_is_the_chain_that_set_the_span(run):
     assert s["cpu_s"] > 0 and s["io_time_s"] is None and path["other_s"].null_count() == 4
 
 
+@pytest.mark.variants("chain")
 def test_the_trace_draws_the_path_on_a_track_of_its_own(run):
     from correlate.reports.trace.critical_path_track import LINKS_TID, PATH_PID, path_events
 
@@ -102,6 +119,7 @@ def test_the_trace_draws_the_path_on_a_track_of_its_own(run):
     assert links[0]["ts"] == 0 and all(e["dur"] > 0 for e in links)
 
 
+@pytest.mark.variants("chain", "apart")
 def test_a_serial_chain_beside_parallel_work_is_a_serial_section(run):
     chain, _ = run("chain")
     top = chain.summary["findings"][0]
@@ -110,6 +128,7 @@ def test_a_serial_chain_beside_parallel_work_is_a_serial_section(run):
     _saved_within_25_percent(top, chain, run("apart")[0])
 
 
+@pytest.mark.variants("straggler", "clean")
 def test_a_straggler_is_named_with_its_key(run):
     slow, _ = run("straggler")
     top = _top(slow, "straggler")
@@ -118,6 +137,7 @@ def test_a_straggler_is_named_with_its_key(run):
     _saved_within_25_percent(top, slow, run("clean")[0])
 
 
+@pytest.mark.variants("gil", "gil-apart")
 def test_two_python_loops_in_one_process_are_thread_contention(run):
     gil, _ = run("gil")
     top = _top(gil, "thread-contention")
@@ -137,6 +157,7 @@ def test_two_python_loops_in_one_process_are_thread_contention(run):
         _saved_within_25_percent(top, gil, apart)
 
 
+@pytest.mark.variants("pinned", "clean")
 def test_tasks_pinned_to_one_worker_beside_idle_threads_are_idle_threads(run):
     pinned, _ = run("pinned")
     top = _top(pinned, "idle-threads")
@@ -148,6 +169,7 @@ def test_tasks_pinned_to_one_worker_beside_idle_threads_are_idle_threads(run):
     assert not [f for f in run("clean")[0].summary["findings"] if f["kind"] == "idle-threads"]
 
 
+@pytest.mark.variants("small", "large")
 def test_a_file_read_in_512_byte_requests_is_small_requests(run):
     """(10-11 s with large: a million 512-byte reads recorded, their Darshan log written and
     correlated; fewer, and on a quiet host the scan ends before the sleeps and costs the span
@@ -167,6 +189,7 @@ def test_a_file_read_in_512_byte_requests_is_small_requests(run):
     _saved_within_25_percent(top, small, large)
 
 
+@pytest.mark.variants("reread", "once", "small")
 def test_a_file_read_whole_by_four_tasks_is_repeated_reads(run):
     reread, truth = run("reread")
     top = _top(reread, "repeated-reads")
@@ -187,6 +210,7 @@ def test_a_file_read_whole_by_four_tasks_is_repeated_reads(run):
     assert not [f for f in small.summary["findings"] if f["kind"] == "repeated-reads"]
 
 
+@pytest.mark.variants("spill", "nospill")
 def test_a_chain_whose_inputs_were_spilled_meanwhile_is_spill(run):
     """Each link of a chain on one worker waited for its input to be read back from Dask's
     spill files (the worker's other task had made room by writing it out): the spill finding
@@ -208,6 +232,7 @@ def test_a_chain_whose_inputs_were_spilled_meanwhile_is_spill(run):
     _saved_within_25_percent(top, spill, nospill)
 
 
+@pytest.mark.variants("transfer", "local")
 def test_a_chain_across_two_workers_is_waiting_for_inputs(run):
     """A chain whose links alternate between the two workers, each passing 64 MiB on: each
     link waited for its input to arrive from the other worker. The cost (those waits on the
@@ -224,6 +249,7 @@ def test_a_chain_across_two_workers_is_waiting_for_inputs(run):
     _saved_within_25_percent(top, transfer, local)
 
 
+@pytest.mark.variants("clean", "straggler")
 def test_a_clean_job_has_no_finding_above_the_threshold(run):
     clean, _ = run("clean")
     floor = max(MIN_COST_S, MIN_COST_SHARE * _window_s(clean))
@@ -234,6 +260,7 @@ def test_a_clean_job_has_no_finding_above_the_threshold(run):
     assert not pl.DataFrame(clean.summary["critical_path"]["longest"]).is_empty()
 
 
+@pytest.mark.variants("small", "reread")
 def test_the_prefix_and_file_tables_give_requests_and_how_many_times_bytes_were_read(
         run, tmp_path, capsys):
     """The per-prefix and per-file tables of summary.json, report.md, report.html's data and
@@ -273,6 +300,7 @@ def test_the_prefix_and_file_tables_give_requests_and_how_many_times_bytes_were_
     assert "4.0×" in printed and "times read" in printed
 
 
+@pytest.mark.variants("tiny", "batched")
 def test_a_thousand_tasks_that_do_next_to_nothing_are_tiny_tasks(run):
     tiny, _ = run("tiny")
     top = _top(tiny, "tiny-tasks")
@@ -289,6 +317,7 @@ def test_a_thousand_tasks_that_do_next_to_nothing_are_tiny_tasks(run):
     _saved_within_25_percent(top, tiny, batched)
 
 
+@pytest.mark.variants("busy-loop", "gil")
 def test_a_thread_spinning_outside_the_tasks_is_cpu_outside_tasks(run):
     busy, truth = run("busy-loop")
     top = _top(busy, "cpu-outside-tasks")
@@ -307,6 +336,7 @@ def test_a_thread_spinning_outside_the_tasks_is_cpu_outside_tasks(run):
     assert not [f for f in gil.summary["findings"] if f["kind"] == "cpu-outside-tasks"]
 
 
+@pytest.mark.variants("meta", "meta-once", "large")
 def test_a_file_opened_for_a_byte_each_time_is_metadata(run):
     meta, truth = run("meta")
     top = _top(meta, "metadata")
@@ -326,6 +356,7 @@ def test_a_file_opened_for_a_byte_each_time_is_metadata(run):
     assert not [f for f in large.summary["findings"] if f["kind"] == "metadata"]
 
 
+@pytest.mark.variants("shared", "own")
 def test_four_writers_taking_turns_with_a_lock_on_one_file_are_shared_file(run):
     """Four writers of one file, each holding a lock on the whole file from its open to its
     close (HDF5's file locking): they used the file at once, three of them waiting for it
@@ -360,6 +391,7 @@ def test_four_writers_taking_turns_with_a_lock_on_one_file_are_shared_file(run):
     assert not [f for f in own.summary["findings"] if f["kind"] == "shared-file"]
 
 
+@pytest.mark.variants("clean", "straggler")
 def test_compare_says_which_findings_appeared_or_went_away(run, tmp_path):
     """Two recorded runs through ``correlate compare``: the job without, then with, its
     straggler; the straggler's finding appeared, and went away the other way round."""
