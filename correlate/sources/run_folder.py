@@ -204,17 +204,38 @@ class _Reader:
         return self.done[name]
 
     def _decode(self, name: str) -> pl.DataFrame | None:
+        """A format-3 table's rows decoded; one with details (``DETAILS``) has them joined
+        on, on their string ids first (integers: cheaper than text), the rest on text."""
         frame = self._read(name)
         if frame is None:
             return None
         if self.lookup is None:
             self.lookup = run_streams.lookup(self._read(run_streams.STRINGS.name),
                                              len(self.owners))
+        left, lost_details, at = None, 0, len(self.rejects)
+        if name in raw.DETAILS and (details := self._read(raw.DETAILS[name][0].name)
+                                    ) is not None:
+            ids = [c for c in raw.DETAILS[name][1] if c in raw.STRING_IDS.get(
+                raw.DETAILS[name][0].name, ()) and c in details.columns]
+            details, lost_details = run_streams.decode(
+                details.with_columns(pl.col(c).alias(f"_id_{c}") for c in ids),
+                raw.DETAILS[name][0].name, *self.lookup)
+            frame, left = run_streams.details_by_id(frame, name, details)
         frame, lost = run_streams.decode(frame, name, *self.lookup)
-        if lost:
-            self.rejects.append(("run-folder", name, "rows whose string id has no text in "
-                                 "their process's strings.arrows (their text is null)", lost))
+        self._lost(name, lost, at)  # (before the details' rejects, as read after)
+        if left is not None:
+            self._lost(raw.DETAILS[name][0].name, lost_details, len(self.rejects))
+            frame, orphans = run_streams.details_by_text(frame, name, left)
+            if orphans:
+                self.rejects.append(("run-folder", raw.DETAILS[name][0].name,
+                                     f"details of {name} rows that are not there (their "
+                                     "write failed or was cut)", orphans))
         return frame
+
+    def _lost(self, name: str, lost: int, at: int) -> None:
+        if lost:
+            self.rejects.insert(at, ("run-folder", name, "rows whose string id has no text in "
+                                 "their process's strings.arrows (their text is null)", lost))
 
     def _read(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows as stored, of every process (streams read together, then
@@ -310,12 +331,6 @@ class _Reader:
         frame = self._decoded(name)
         if frame is None:
             return None
-        if name in raw.DETAILS:  # joined back onto the rows they belong to
-            details = raw.DETAILS[name][0].name
-            frame, orphans = run_streams.with_details(frame, name, self._decoded(details))
-            if orphans:
-                self.rejects.append(("run-folder", details, f"details of {name} rows that "
-                                     "are not there (their write failed or was cut)", orphans))
         frame = conform(frame, TABLES[name], path=name, extra="keep")
         proc = pl.col("_proc")
         frame, bad = time_span.split(

@@ -306,6 +306,64 @@ def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
     return frame, orphans
 
 
+@dataclass
+class Unjoined:
+    """What ``details_by_id`` left to be joined on text once the rows are decoded."""
+
+    details: pl.DataFrame  # the details (decoded, one per process, time and text)
+    rows: pl.Series  # the positions of the rows no detail had the ids of, at a detail's time
+    rest: pl.DataFrame  # the details no row had the ids of
+
+
+def details_by_id(frame: pl.DataFrame, name: str, details: pl.DataFrame
+                  ) -> tuple[pl.DataFrame, Unjoined]:
+    """``with_details`` on string ids: ``frame``'s rows as stored (ids, ``_proc``) with the
+    details (``details``: decoded, each id column of the join also kept as ``_id_<column>``)
+    of equal ids joined on, and what to join on text once it is decoded (``details_by_text``).
+    A process's ids never repeat, so equal ids are equal text; but a text may have two ids
+    (the collector's map starts again past its bound). An id without text joins nothing, as
+    a null text would not."""
+    table, by = DETAILS[name]
+    keys = ["_proc", *by]
+    ids = [c for c in by if f"_id_{c}" in details.columns]
+    details = details.unique(keys, keep="first", maintain_order=True).with_columns(
+        pl.when(pl.col(c).is_not_null()).then(pl.col(f"_id_{c}")).alias(f"_id_{c}")
+        for c in ids)
+    own = [c for c in table.names if c not in by]
+    types = {c: frame.schema[c] if frame.schema[c] == details.schema[f"_id_{c}"] else pl.Int64
+             for c in ids}
+    frame = frame.with_columns(pl.col(c).cast(t) for c, t in types.items()
+                               if frame.schema[c] != t)
+    details = details.with_columns(pl.col(f"_id_{c}").cast(t) for c, t in types.items())
+    on = [f"_id_{c}" if c in ids else c for c in keys]
+    rest = details.join(frame.select(keys), left_on=on, right_on=keys, how="anti")
+    frame = frame.drop([c for c in own if c in frame.columns]).join(
+        details.select(*(pl.col(a).alias(c) for a, c in zip(on, keys, strict=True)), *own,
+                       _joined=pl.lit(True)),
+        on=keys, how="left", maintain_order="left")
+    plain = [c for c in keys if c not in ids]
+    rows = (frame.select(*plain, "_joined").with_row_index("_row")
+            .filter(pl.col("_joined").is_null())
+            .join(details.select(plain), on=plain, how="semi"))["_row"]
+    return frame.drop("_joined"), Unjoined(details.drop(f"_id_{c}" for c in ids), rows,
+                                           rest.drop(f"_id_{c}" for c in ids))
+
+
+def details_by_text(frame: pl.DataFrame, name: str, left: Unjoined) -> tuple[pl.DataFrame, int]:
+    """``frame`` (``details_by_id``'s, decoded) with the details whose ids no row had joined on
+    by text, and the number of details no row has (orphans)."""
+    if left.rest.is_empty() or left.rows.is_empty():
+        return frame, left.rest.height
+    table, by = DETAILS[name]
+    keys = ["_proc", *by]
+    own = [c for c in table.names if c not in by]
+    found = (frame[left.rows].select(keys).with_columns(_row=left.rows)
+             .join(left.details.select(*keys, *own), on=keys, how="inner"))
+    frame = frame.with_columns(
+        frame[c].scatter(found["_row"], found[c].cast(frame.schema[c])) for c in own)
+    return frame, left.rest.join(found.select(keys), on=keys, how="anti").height
+
+
 def carried(frame: pl.DataFrame, name: str) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """A format-3 table's rows without the rows of another table they carry (``CARRIED``),
     and those rows with the recording process (``PROCESS_COLUMNS``), or None when there are
@@ -376,6 +434,6 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     return out
 
 
-__all__ = ["STRINGS", "StreamRead", "decode", "files", "framing", "is_format3", "mistyped",
-           "lookup", "read_many", "read_stream", "read_table", "texts", "torn",
-           "with_details"]
+__all__ = ["STRINGS", "StreamRead", "Unjoined", "decode", "details_by_id", "details_by_text",
+           "files", "framing", "is_format3", "mistyped", "lookup", "read_many", "read_stream",
+           "read_table", "texts", "torn", "with_details"]
