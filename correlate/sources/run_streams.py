@@ -276,18 +276,37 @@ def decode(frame: pl.DataFrame, table: str, everything: pl.Series, lengths: list
         i = pl.col(c).cast(pl.Int64)
         return pl.when((i >= 0) & (i < size)).then(base + i)
 
+    plain = [c for c in ids if c not in pairs]
     out = frame.with_columns(**{f"_text_{c}": pl.lit(everything).gather(position(c))
-                                for c in ids})
-    lost = out.select(pl.any_horizontal(pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null()
-                                        for c in ids).sum()).item()
-    out = out.drop(*ids).rename({f"_text_{c}": c for c in ids})
-    for name, (a, b) in pairs.items():
-        parts = pl.col(name).str.split_exact(PAIR_SEP, 1).struct
-        out = out.with_columns(**{
-            col: pl.when(part != PAIR_NULL).then(part)
-            for col, part in ((a, parts.field("field_0")), (b, parts.field("field_1")))
-        }).drop(name)
+                                for c in plain})
+    textless = [pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null() for c in plain]
+    if pairs:
+        at = frame.select(**{c: position(c) for c in pairs})
+        for name in pairs:
+            first, second, none = _pair(at[name], everything)
+            out = out.with_columns(**{f"_a_{name}": first, f"_b_{name}": second})
+            textless.append(pl.col(name).is_not_null() & pl.lit(none))
+    lost = out.select(pl.any_horizontal(textless).sum()).item()
+    out = out.drop(*ids).rename({f"_text_{c}": c for c in plain})
+    for name, (a, b) in pairs.items():  # (at the end, in this order, as they always were)
+        out = out.rename({f"_a_{name}": a, f"_b_{name}": b}).select(
+            pl.exclude(a, b), pl.col(a), pl.col(b))
     return out, int(lost or 0)
+
+
+def _pair(at: pl.Series, everything: pl.Series) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """A pair's two texts, and whether it has no text, from its positions in ``everything``
+    (null: none): each distinct pair's text split once, not each row's (a few dozen pairs in
+    millions of rows)."""
+    known = at.drop_nulls().unique().sort()
+    texts = pl.concat([everything.gather(known), pl.Series([None], dtype=pl.String)])
+    where = np.searchsorted(known.to_numpy(), at.fill_null(0).to_numpy())
+    where[at.is_null().to_numpy()] = known.len()  # (the null text after the others)
+    rows = pl.Series(where, dtype=pl.UInt32)
+    parts = texts.str.split_exact(PAIR_SEP, 1).struct.unnest()
+    first, second = (pl.select(pl.when(p != PAIR_NULL).then(p)).to_series().gather(rows)
+                     for p in (parts["field_0"], parts["field_1"]))
+    return first, second, texts.is_null().gather(rows)
 
 
 def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
@@ -336,17 +355,17 @@ def details_by_id(frame: pl.DataFrame, name: str, details: pl.DataFrame
                                if frame.schema[c] != t)
     details = details.with_columns(pl.col(f"_id_{c}").cast(t) for c, t in types.items())
     on = [f"_id_{c}" if c in ids else c for c in keys]
-    rest = details.join(frame.select(keys), left_on=on, right_on=keys, how="anti")
     frame = frame.drop([c for c in own if c in frame.columns]).join(
-        details.select(*(pl.col(a).alias(c) for a, c in zip(on, keys, strict=True)), *own,
-                       _joined=pl.lit(True)),
-        on=keys, how="left", maintain_order="left")
+        details.select(*(pl.col(a).alias(c) for a, c in zip(on, keys, strict=True)), *own)
+        .with_row_index("_detail"), on=keys, how="left", maintain_order="left")
+    unjoined = np.ones(details.height, bool)  # (the details no row joined: an anti join's
+    unjoined[frame["_detail"].drop_nulls().to_numpy()] = False  # work, from the join's)
     plain = [c for c in keys if c not in ids]
-    rows = (frame.select(*plain, "_joined").with_row_index("_row")
-            .filter(pl.col("_joined").is_null())
+    rows = (frame.select(*plain, "_detail").with_row_index("_row")
+            .filter(pl.col("_detail").is_null())
             .join(details.select(plain), on=plain, how="semi"))["_row"]
-    return frame.drop("_joined"), Unjoined(details.drop(f"_id_{c}" for c in ids), rows,
-                                           rest.drop(f"_id_{c}" for c in ids))
+    details = details.drop(f"_id_{c}" for c in ids)
+    return frame.drop("_detail"), Unjoined(details, rows, details.filter(pl.Series(unjoined)))
 
 
 def details_by_text(frame: pl.DataFrame, name: str, left: Unjoined) -> tuple[pl.DataFrame, int]:
@@ -357,7 +376,7 @@ def details_by_text(frame: pl.DataFrame, name: str, left: Unjoined) -> tuple[pl.
     table, by = DETAILS[name]
     keys = ["_proc", *by]
     own = [c for c in table.names if c not in by]
-    found = (frame[left.rows].select(keys).with_columns(_row=left.rows)
+    found = (frame.select(keys)[left.rows].with_columns(_row=left.rows)
              .join(left.details.select(*keys, *own), on=keys, how="inner"))
     frame = frame.with_columns(
         frame[c].scatter(found["_row"], found[c].cast(frame.schema[c])) for c in own)
