@@ -205,31 +205,26 @@ class _Reader:
 
     def _decode(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows decoded; one with details (``DETAILS``) has them joined
-        on, on their string ids first (integers: cheaper than text), the rest on text."""
+        on before (``run_streams.details_joined``: integers are cheaper to join than text)."""
         frame = self._read(name)
         if frame is None:
             return None
         if self.lookup is None:
             self.lookup = run_streams.lookup(self._read(run_streams.STRINGS.name),
                                              len(self.owners))
-        left, lost_details, at = None, 0, len(self.rejects)
-        if name in raw.DETAILS and (details := self._read(raw.DETAILS[name][0].name)
-                                    ) is not None:
-            ids = [c for c in raw.DETAILS[name][1] if c in raw.STRING_IDS.get(
-                raw.DETAILS[name][0].name, ()) and c in details.columns]
-            details, lost_details = run_streams.decode(
-                details.with_columns(pl.col(c).alias(f"_id_{c}") for c in ids),
-                raw.DETAILS[name][0].name, *self.lookup)
-            frame, left = run_streams.details_by_id(frame, name, details)
+        details, orphans, at = raw.DETAILS.get(name), 0, len(self.rejects)
+        if details is not None and (rows := self._read(details[0].name)) is not None:
+            ids = [c for c in details[1] if c in raw.STRING_IDS.get(details[0].name, ())
+                   and c in rows.columns]
+            rows, lost = run_streams.decode(rows.with_columns(
+                pl.col(c).alias(f"_id_{c}") for c in ids), details[0].name, *self.lookup)
+            self._lost(details[0].name, lost, len(self.rejects))
+            frame, orphans = run_streams.details_joined(frame, name, rows, *self.lookup)
         frame, lost = run_streams.decode(frame, name, *self.lookup)
-        self._lost(name, lost, at)  # (before the details' rejects, as read after)
-        if left is not None:
-            self._lost(raw.DETAILS[name][0].name, lost_details, len(self.rejects))
-            frame, orphans = run_streams.details_by_text(frame, name, left)
-            if orphans:
-                self.rejects.append(("run-folder", raw.DETAILS[name][0].name,
-                                     f"details of {name} rows that are not there (their "
-                                     "write failed or was cut)", orphans))
+        self._lost(name, lost, at)  # (before the details' rejects, as when read after)
+        if orphans and details is not None:
+            self.rejects.append(("run-folder", details[0].name, f"details of {name} rows that "
+                                 "are not there (their write failed or was cut)", orphans))
         return frame
 
     def _lost(self, name: str, lost: int, at: int) -> None:

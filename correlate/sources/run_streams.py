@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import mmap
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,15 +268,7 @@ def decode(frame: pl.DataFrame, table: str, everything: pl.Series, lengths: list
     ids = [c for c in (*STRING_IDS.get(table, ()), *pairs) if c in frame.columns]
     if not ids or frame.is_empty():
         return frame.with_columns(pl.col(c).cast(pl.String) for c in ids), 0
-    offsets = pl.Series([0, *lengths[:-1]], dtype=pl.Int64).cum_sum()
-    proc = pl.col("_proc")
-    base, size = (pl.lit(offsets).gather(proc),
-                  pl.lit(pl.Series(lengths, dtype=pl.Int64)).gather(proc))
-
-    def position(c: str) -> pl.Expr:
-        i = pl.col(c).cast(pl.Int64)
-        return pl.when((i >= 0) & (i < size)).then(base + i)
-
+    position = _positions(lengths)
     plain = [c for c in ids if c not in pairs]
     out = frame.with_columns(**{f"_text_{c}": pl.lit(everything).gather(position(c))
                                 for c in plain})
@@ -325,62 +318,54 @@ def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
     return frame, orphans
 
 
-@dataclass
-class Unjoined:
-    """What ``details_by_id`` left to be joined on text once the rows are decoded."""
-
-    details: pl.DataFrame  # the details (decoded, one per process, time and text)
-    rows: pl.Series  # the positions of the rows no detail had the ids of, at a detail's time
-    rest: pl.DataFrame  # the details no row had the ids of
-
-
-def details_by_id(frame: pl.DataFrame, name: str, details: pl.DataFrame
-                  ) -> tuple[pl.DataFrame, Unjoined]:
-    """``with_details`` on string ids: ``frame``'s rows as stored (ids, ``_proc``) with the
-    details (``details``: decoded, each id column of the join also kept as ``_id_<column>``)
-    of equal ids joined on, and what to join on text once it is decoded (``details_by_text``).
-    A process's ids never repeat, so equal ids are equal text; but a text may have two ids
-    (the collector's map starts again past its bound). An id without text joins nothing, as
-    a null text would not."""
+def details_joined(frame: pl.DataFrame, name: str, details: pl.DataFrame,
+                   everything: pl.Series, lengths: list[int]) -> tuple[pl.DataFrame, int]:
+    """``with_details`` before ``frame`` is decoded: its rows as stored (string ids,
+    ``_proc``) with ``details`` (decoded, each string-id column of the join kept as
+    ``_id_<column>`` too) joined on, and the number of details no row has; the same rows as
+    joining on text. Not on the ids alone: a text may have two ids in a process (the
+    collector's map of strings starts again past its bound; in a big scheduler most details
+    name their key by another id than their transition). So on the texts' hashes (integers,
+    gathered by the ids), then pairs of different ids kept only where their texts are equal
+    (a hash shared by two texts pairs rows that are then dropped)."""
     table, by = DETAILS[name]
     keys = ["_proc", *by]
+    details = details.unique(keys, keep="first", maintain_order=True)
     ids = [c for c in by if f"_id_{c}" in details.columns]
-    details = details.unique(keys, keep="first", maintain_order=True).with_columns(
-        pl.when(pl.col(c).is_not_null()).then(pl.col(f"_id_{c}")).alias(f"_id_{c}")
-        for c in ids)
-    own = [c for c in table.names if c not in by]
-    types = {c: frame.schema[c] if frame.schema[c] == details.schema[f"_id_{c}"] else pl.Int64
-             for c in ids}
-    frame = frame.with_columns(pl.col(c).cast(t) for c, t in types.items()
-                               if frame.schema[c] != t)
-    details = details.with_columns(pl.col(f"_id_{c}").cast(t) for c, t in types.items())
-    on = [f"_id_{c}" if c in ids else c for c in keys]
-    frame = frame.drop([c for c in own if c in frame.columns]).join(
-        details.select(*(pl.col(a).alias(c) for a, c in zip(on, keys, strict=True)), *own)
-        .with_row_index("_detail"), on=keys, how="left", maintain_order="left")
-    unjoined = np.ones(details.height, bool)  # (the details no row joined: an anti join's
-    unjoined[frame["_detail"].drop_nulls().to_numpy()] = False  # work, from the join's)
+    hashes = pl.select(pl.when(pl.lit(everything).is_not_null())
+                       .then(pl.lit(everything).hash())).to_series()
+    at = _positions(lengths)
     plain = [c for c in keys if c not in ids]
-    rows = (frame.select(*plain, "_detail").with_row_index("_row")
-            .filter(pl.col("_detail").is_null())
-            .join(details.select(plain), on=plain, how="semi"))["_row"]
-    details = details.drop(f"_id_{c}" for c in ids)
-    return frame.drop("_detail"), Unjoined(details, rows, details.filter(pl.Series(unjoined)))
-
-
-def details_by_text(frame: pl.DataFrame, name: str, left: Unjoined) -> tuple[pl.DataFrame, int]:
-    """``frame`` (``details_by_id``'s, decoded) with the details whose ids no row had joined on
-    by text, and the number of details no row has (orphans)."""
-    if left.rest.is_empty() or left.rows.is_empty():
-        return frame, left.rest.height
-    table, by = DETAILS[name]
-    keys = ["_proc", *by]
+    pairs = frame.select(*plain, *(at(c).alias(f"_at_{c}") for c in ids)).with_columns(
+        pl.lit(hashes).gather(pl.col(f"_at_{c}")).alias(f"_h_{c}") for c in ids
+    ).with_row_index("_row").join(
+        details.select(*plain, *(at(f"_id_{c}").alias(f"_at_{c}") for c in ids))
+        .with_columns(pl.lit(hashes).gather(pl.col(f"_at_{c}")).alias(f"_h_{c}") for c in ids)
+        .with_row_index("_detail"), on=[*plain, *(f"_h_{c}" for c in ids)], how="inner")
+    pairs = pairs.filter(*((pl.col(f"_at_{c}") == pl.col(f"_at_{c}_right"))
+                           | (pl.lit(everything).gather(pl.col(f"_at_{c}"))
+                              == pl.lit(everything).gather(pl.col(f"_at_{c}_right")))
+                           for c in ids))
     own = [c for c in table.names if c not in by]
-    found = (frame.select(keys)[left.rows].with_columns(_row=left.rows)
-             .join(left.details.select(*keys, *own), on=keys, how="inner"))
-    frame = frame.with_columns(
-        frame[c].scatter(found["_row"], found[c].cast(frame.schema[c])) for c in own)
-    return frame, left.rest.join(found.select(keys), on=keys, how="anti").height
+    frame = frame.drop([c for c in own if c in frame.columns]).with_columns(
+        pl.repeat(None, frame.height, dtype=details.schema[c], eager=True).alias(c).scatter(
+            pairs["_row"], details[c].gather(pairs["_detail"])) for c in own)
+    return frame, details.height - pairs["_detail"].n_unique()
+
+
+def _positions(lengths: list[int]) -> Callable[[str], pl.Expr]:
+    """An id column's rows' positions in ``lookup``'s strings (null: no text was written for
+    that id), by their process (``_proc``)."""
+    offsets = pl.Series([0, *lengths[:-1]], dtype=pl.Int64).cum_sum()
+    proc = pl.col("_proc")
+    base, size = (pl.lit(offsets).gather(proc),
+                  pl.lit(pl.Series(lengths, dtype=pl.Int64)).gather(proc))
+
+    def position(c: str) -> pl.Expr:
+        i = pl.col(c).cast(pl.Int64)
+        return pl.when((i >= 0) & (i < size)).then(base + i)
+
+    return position
 
 
 def carried(frame: pl.DataFrame, name: str) -> tuple[pl.DataFrame, pl.DataFrame | None]:
@@ -453,6 +438,6 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     return out
 
 
-__all__ = ["STRINGS", "StreamRead", "Unjoined", "decode", "details_by_id", "details_by_text",
-           "files", "framing", "is_format3", "mistyped", "lookup", "read_many", "read_stream",
-           "read_table", "texts", "torn", "with_details"]
+__all__ = ["STRINGS", "StreamRead", "decode", "details_joined", "files", "framing",
+           "is_format3", "mistyped", "lookup", "read_many", "read_stream", "read_table", "texts",
+           "torn", "with_details"]
