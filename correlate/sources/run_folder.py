@@ -196,6 +196,9 @@ class _Reader:
         self.files: dict[tuple[str, int], str] = {}
         #: rows rejected for impossible times, per (table, worker address)
         self.impossible: Counter[tuple[str, Any]] = Counter()
+        #: run format 3: what the load reads of the scheduler's transitions (``_taken``), taken
+        #: while they were in memory, with the frame they stand for (their spilled scan)
+        self.taken: tuple[pl.DataFrame | pl.LazyFrame, dict[str, Any]] | None = None
 
     def _decoded(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows of every process as recorded (ids as text, ``_proc``)."""
@@ -617,13 +620,18 @@ def load(run_dir: Path, mapper: Mapper = local_map,
     _addresses_from_scheduler(procs, reader)
     processes = _read_processes(procs, reader, manifest, per_table)
     _read_streams(run_dir, reader, per_table)
+    sched = per_table["scheduler_transitions"]
+    taken = (reader.taken[1] if reader.taken is not None and len(sched) == 1
+             and sched[0] is reader.taken[0] else None)
     # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
                               for n, v in per_table.items()}
     io = darshan if darshan is not None else read_darshan(run_dir, mapper)
     try:
-        frames = _canonical(tables, processes, io, reader)
-        _missing(tables, frames["executions"], procs, manifest, reader)
+        if taken is None:
+            taken = _taken(_lazy_or(tables["scheduler_transitions"], "scheduler_transitions"))
+        frames = _canonical(tables, processes, io, taken)
+        _missing(tables, frames["executions"], procs, manifest, reader, taken)
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
         raise unreadable(reader.unchecked, str(run_dir), err) from None
     facts = _run_facts(manifest, processes, procs, reader)
@@ -730,6 +738,7 @@ def _read_streams(run_dir: Path, reader: _Reader,
             if carried is not None:
                 per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
+            taken = _taken(decoded.lazy()) if name == "scheduler_transitions" else None
             if name in LAZY_TABLES and decoded.height > SPILL_ROWS:
                 per_table[name].append(spilled(decoded))
                 # (and not kept as read either: the tables decoded after it reuse its memory)
@@ -738,6 +747,8 @@ def _read_streams(run_dir: Path, reader: _Reader,
                     reader.done.pop(n, None)
             else:
                 per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
+            if taken is not None:
+                reader.taken = (per_table[name][-1], taken)
             del decoded
 
 
@@ -796,17 +807,17 @@ def _darshan_gaps(run_dir: Path, procs: list[tuple[Path, dict[str, Any], Any]],
 
 def _missing(tables: dict[str, Any], executions: pl.DataFrame,
              procs: list[tuple[Path, dict[str, Any], dict[str, Any] | None]],
-             manifest: dict[str, Any] | None, reader: _Reader) -> None:
+             manifest: dict[str, Any] | None, reader: _Reader, taken: dict[str, Any]) -> None:
     """Count the executions the scheduler saw finish on a worker that has no row for them,
     with the reason; those the worker's collector counted itself are not counted again."""
     if tables["scheduler_transitions"] is None:
         return
-    if n := missing.interrupted(tables["scheduler_transitions"]):
+    if n := taken["interrupted"]:
         reader.warnings.append(
             f"{n} task(s) were taken back from a worker that died or left while they were "
             "processing there, and run again: those that had started there ended without an "
             "execution row")
-    gaps = missing.missing_per_worker(tables["scheduler_transitions"], executions)
+    gaps = missing.missing_per_worker(taken["finished"], executions)
     by_address = {info.get("address"): (d, closed) for d, info, closed in procs
                   if info["role"] == "worker"}
     ended = missing.job_ended(manifest)
@@ -933,14 +944,26 @@ def _lazy_or(lf: pl.LazyFrame | None, name: str) -> pl.LazyFrame:
     return TABLES[name].empty().lazy() if lf is None else lf
 
 
+def _taken(sched: pl.LazyFrame) -> dict[str, Any]:
+    """What the load reads of the scheduler's transitions: the tasks taken back from workers
+    that left (``missing.interrupted``), the executions seen finish per worker and key
+    (``missing.finished_per_worker``), the names logged out of ``released`` (``_with_names``).
+    Run format 3's are taken while the transitions are in memory, before they are spilled:
+    not read back from the spill file three times."""
+    return {"interrupted": missing.interrupted(sched),
+            "finished": missing.finished_per_worker(sched),
+            "released": _names(sched.filter(pl.col("prefix").is_not_null())
+                               .filter(pl.col("start") == "released"))}
+
+
 def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
-               io: darshan_logs.DarshanFrames | None, reader: _Reader) -> dict[str, Any]:
+               io: darshan_logs.DarshanFrames | None, taken: dict[str, Any]) -> dict[str, Any]:
     sched = _lazy_or(t["scheduler_transitions"], "scheduler_transitions")
     ex = _empty_or(t["task_executions"], "task_executions")
     if "worker" not in ex.columns:
         ex = ex.with_columns(host=pl.lit(None, pl.String), pid=pl.lit(None, pl.Int64),
                              worker=pl.lit(None, pl.String))
-    executions = _with_names(ex, sched).with_columns(
+    executions = _with_names(ex, sched, taken["released"]).with_columns(
         cpu_s=pl.col("thread_cpu_ns") / 1e9, window_source=pl.lit("executor-hook"))
     transitions = _transitions(sched, t["worker_transitions"])
     transfers, transfer_keys = _transfers(t["worker_transfers"], t["worker_transfer_keys"])
@@ -1016,20 +1039,21 @@ def _spans(t: dict[str, Any]) -> dict[str, pl.DataFrame]:
             "span_dask_metrics": _empty_or(t["span_metrics"], "span_metrics")}
 
 
-def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame) -> pl.DataFrame:
+def _names(transitions: pl.LazyFrame) -> pl.DataFrame:
+    """Each key's first prefix and group in ``transitions``."""
+    return (transitions.select("key", "prefix", "group")
+            .unique("key", keep="first", maintain_order=True).collect())
+
+
+def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame, released: pl.DataFrame
+                ) -> pl.DataFrame:
     """``executions`` with the prefix and group the scheduler logged for their keys. Every
     transition of a key carries the same names (both derive from the key; the collector logs
-    them while the task is alive), so the transitions out of ``released``, where every task
-    starts, are read first (a third of them), and the others only
-    for keys not named there (missed or recreated tasks)."""
+    them while the task is alive), so the names out of ``released``, where every task starts
+    (``_taken``: a third of the transitions), are used first, and the other transitions are
+    read only for keys not named there (missed or recreated tasks)."""
     named = sched.filter(pl.col("prefix").is_not_null())
-
-    def names(transitions: pl.LazyFrame) -> pl.DataFrame:
-        return (transitions.select("key", "prefix", "group")
-                .unique("key", keep="first", maintain_order=True).collect())
-
-    out = executions.join(names(named.filter(pl.col("start") == "released")), on="key",
-                          how="left")
+    out = executions.join(released, on="key", how="left")
     unnamed = out.filter(pl.col("prefix").is_null()).select("key")
     if unnamed.is_empty():
         return out
@@ -1037,7 +1061,7 @@ def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame) -> pl.DataFrame:
              .collect())
     if later.is_empty():
         return out
-    rest = names(later.lazy().join(unnamed.lazy(), on="key", how="semi"))
+    rest = _names(later.lazy().join(unnamed.lazy(), on="key", how="semi"))
     return out.join(rest, on="key", how="left", suffix="_", maintain_order="left").select(
         *(pl.coalesce(c, f"{c}_").alias(c) if c in ("prefix", "group") else c
           for c in out.columns))
