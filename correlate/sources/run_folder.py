@@ -66,6 +66,9 @@ LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats
 #: decoded and scanned from there (as formats 1 and 2's parts are), not held decoded in memory
 #: for the whole correlation (every stage after the first that reads it would carry it)
 SPILL_ROWS = 1_000_000
+#: run format 3: the streams of a table of more bytes than this are given back to the system
+#: once read (glibc keeps freed memory for reuse, ``allocator.keep_freed_c_memory``)
+TRIM_BYTES = 64 << 20
 #: DXT segments of a run's Darshan logs decoded with the logs' other records, and held until
 #: attributed, when there are at most this many (about 100 B each): a bigger run's are read
 #: from the logs by each attribution partition, so that they are never all in memory at once
@@ -259,7 +262,12 @@ class _Reader:
 
     def _read_own(self, name: str) -> pl.DataFrame | None:
         table = FORMAT3_BY_NAME[name]  # (as stored: carried columns checked too)
-        frame, bad = run_streams.read_many(self.pending.pop(name, []))
+        streams = self.pending.pop(name, [])
+        size = sum(len(data) for _i, _p, data, _f in streams)
+        frame, bad = run_streams.read_many(streams)
+        del streams
+        if size > TRIM_BYTES:  # (their bytes, freed: back to the system before polars's
+            allocator.release_freed_c_memory()  # allocator asks for as much to decode them)
         for path, reason, n in bad:
             self.rejects.append(("run-folder", str(path), reason, n))
         frames = self.stored.pop(name, [])
