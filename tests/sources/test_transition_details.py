@@ -1,6 +1,7 @@
-"""Run format 3's scheduler transition details are joined back onto their transitions on the
-string ids first and on text where the ids differ: the collector's string map is bounded and
-starts again past its limit, so a transition and its details may name one key by two ids."""
+"""Run format 3's scheduler transition details are joined back onto their transitions before
+their text is decoded (``run_streams.details_joined``), with the rows a join on text gives: the
+collector's string map is bounded and starts again past its limit, so a transition and its
+details may name one key by two ids."""
 
 from __future__ import annotations
 
