@@ -49,9 +49,10 @@ def recorded_per_worker(executions: pl.DataFrame) -> pl.DataFrame:
     return executions.group_by("worker", "key").agg(got=pl.len())
 
 
-def missing_per_worker(sched: pl.LazyFrame, executions: pl.DataFrame) -> dict[str, int]:
-    """worker -> executions the scheduler saw finish there without a row."""
-    f = finished_per_worker(sched)
+def missing_per_worker(finished: pl.DataFrame, executions: pl.DataFrame) -> dict[str, int]:
+    """worker -> executions the scheduler saw finish there (``finished_per_worker``) without a
+    row."""
+    f = finished
     if f.is_empty():
         return {}
     r = recorded_per_worker(executions)

@@ -66,6 +66,9 @@ LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats
 #: decoded and scanned from there (as formats 1 and 2's parts are), not held decoded in memory
 #: for the whole correlation (every stage after the first that reads it would carry it)
 SPILL_ROWS = 1_000_000
+#: run format 3: the streams of a table of more bytes than this are given back to the system
+#: once read (glibc keeps freed memory for reuse, ``allocator.keep_freed_c_memory``)
+TRIM_BYTES = 64 << 20
 #: DXT segments of a run's Darshan logs decoded with the logs' other records, and held until
 #: attributed, when there are at most this many (about 100 B each): a bigger run's are read
 #: from the logs by each attribution partition, so that they are never all in memory at once
@@ -196,6 +199,9 @@ class _Reader:
         self.files: dict[tuple[str, int], str] = {}
         #: rows rejected for impossible times, per (table, worker address)
         self.impossible: Counter[tuple[str, Any]] = Counter()
+        #: run format 3: what the load reads of the scheduler's transitions (``_taken``), taken
+        #: while they were in memory, with the frame they stand for (their spilled scan)
+        self.taken: tuple[pl.DataFrame | pl.LazyFrame, dict[str, Any]] | None = None
 
     def _decoded(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows of every process as recorded (ids as text, ``_proc``)."""
@@ -204,17 +210,33 @@ class _Reader:
         return self.done[name]
 
     def _decode(self, name: str) -> pl.DataFrame | None:
+        """A format-3 table's rows decoded; one with details (``DETAILS``) has them joined
+        on before (``run_streams.details_joined``: integers are cheaper to join than text)."""
         frame = self._read(name)
         if frame is None:
             return None
         if self.lookup is None:
             self.lookup = run_streams.lookup(self._read(run_streams.STRINGS.name),
                                              len(self.owners))
+        details, orphans, at = raw.DETAILS.get(name), 0, len(self.rejects)
+        if details is not None and (rows := self._read(details[0].name)) is not None:
+            ids = [c for c in details[1] if c in raw.STRING_IDS.get(details[0].name, ())
+                   and c in rows.columns]
+            rows, lost = run_streams.decode(rows.with_columns(
+                pl.col(c).alias(f"_id_{c}") for c in ids), details[0].name, *self.lookup)
+            self._lost(details[0].name, lost, len(self.rejects))
+            frame, orphans = run_streams.details_joined(frame, name, rows, *self.lookup)
         frame, lost = run_streams.decode(frame, name, *self.lookup)
-        if lost:
-            self.rejects.append(("run-folder", name, "rows whose string id has no text in "
-                                 "their process's strings.arrows (their text is null)", lost))
+        self._lost(name, lost, at)  # (before the details' rejects, as when read after)
+        if orphans and details is not None:
+            self.rejects.append(("run-folder", details[0].name, f"details of {name} rows that "
+                                 "are not there (their write failed or was cut)", orphans))
         return frame
+
+    def _lost(self, name: str, lost: int, at: int) -> None:
+        if lost:
+            self.rejects.insert(at, ("run-folder", name, "rows whose string id has no text in "
+                                 "their process's strings.arrows (their text is null)", lost))
 
     def _read(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows as stored, of every process (streams read together, then
@@ -240,7 +262,12 @@ class _Reader:
 
     def _read_own(self, name: str) -> pl.DataFrame | None:
         table = FORMAT3_BY_NAME[name]  # (as stored: carried columns checked too)
-        frame, bad = run_streams.read_many(self.pending.pop(name, []))
+        streams = self.pending.pop(name, [])
+        size = sum(len(data) for _i, _p, data, _f in streams)
+        frame, bad = run_streams.read_many(streams)
+        del streams
+        if size > TRIM_BYTES:  # (their bytes, freed: back to the system before polars's
+            allocator.release_freed_c_memory()  # allocator asks for as much to decode them)
         for path, reason, n in bad:
             self.rejects.append(("run-folder", str(path), reason, n))
         frames = self.stored.pop(name, [])
@@ -310,12 +337,6 @@ class _Reader:
         frame = self._decoded(name)
         if frame is None:
             return None
-        if name in raw.DETAILS:  # joined back onto the rows they belong to
-            details = raw.DETAILS[name][0].name
-            frame, orphans = run_streams.with_details(frame, name, self._decoded(details))
-            if orphans:
-                self.rejects.append(("run-folder", details, f"details of {name} rows that "
-                                     "are not there (their write failed or was cut)", orphans))
         frame = conform(frame, TABLES[name], path=name, extra="keep")
         proc = pl.col("_proc")
         frame, bad = time_span.split(
@@ -607,13 +628,18 @@ def load(run_dir: Path, mapper: Mapper = local_map,
     _addresses_from_scheduler(procs, reader)
     processes = _read_processes(procs, reader, manifest, per_table)
     _read_streams(run_dir, reader, per_table)
+    sched = per_table["scheduler_transitions"]
+    taken = (reader.taken[1] if reader.taken is not None and len(sched) == 1
+             and sched[0] is reader.taken[0] else None)
     # (a table's parts are all scanned (LAZY_TABLES) or all read: never mixed)
     tables: dict[str, Any] = {n: pl.concat(v, how="diagonal_relaxed") if v else None  # type: ignore[type-var]
                               for n, v in per_table.items()}
     io = darshan if darshan is not None else read_darshan(run_dir, mapper)
     try:
-        frames = _canonical(tables, processes, io, reader)
-        _missing(tables, frames["executions"], procs, manifest, reader)
+        if taken is None:
+            taken = _taken(_lazy_or(tables["scheduler_transitions"], "scheduler_transitions"))
+        frames = _canonical(tables, processes, io, taken)
+        _missing(tables, frames["executions"], procs, manifest, reader, taken)
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
         raise unreadable(reader.unchecked, str(run_dir), err) from None
     facts = _run_facts(manifest, processes, procs, reader)
@@ -720,6 +746,7 @@ def _read_streams(run_dir: Path, reader: _Reader,
             if carried is not None:
                 per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
+            taken = _taken(decoded.lazy()) if name == "scheduler_transitions" else None
             if name in LAZY_TABLES and decoded.height > SPILL_ROWS:
                 per_table[name].append(spilled(decoded))
                 # (and not kept as read either: the tables decoded after it reuse its memory)
@@ -728,6 +755,8 @@ def _read_streams(run_dir: Path, reader: _Reader,
                     reader.done.pop(n, None)
             else:
                 per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
+            if taken is not None:
+                reader.taken = (per_table[name][-1], taken)
             del decoded
 
 
@@ -786,17 +815,17 @@ def _darshan_gaps(run_dir: Path, procs: list[tuple[Path, dict[str, Any], Any]],
 
 def _missing(tables: dict[str, Any], executions: pl.DataFrame,
              procs: list[tuple[Path, dict[str, Any], dict[str, Any] | None]],
-             manifest: dict[str, Any] | None, reader: _Reader) -> None:
+             manifest: dict[str, Any] | None, reader: _Reader, taken: dict[str, Any]) -> None:
     """Count the executions the scheduler saw finish on a worker that has no row for them,
     with the reason; those the worker's collector counted itself are not counted again."""
     if tables["scheduler_transitions"] is None:
         return
-    if n := missing.interrupted(tables["scheduler_transitions"]):
+    if n := taken["interrupted"]:
         reader.warnings.append(
             f"{n} task(s) were taken back from a worker that died or left while they were "
             "processing there, and run again: those that had started there ended without an "
             "execution row")
-    gaps = missing.missing_per_worker(tables["scheduler_transitions"], executions)
+    gaps = missing.missing_per_worker(taken["finished"], executions)
     by_address = {info.get("address"): (d, closed) for d, info, closed in procs
                   if info["role"] == "worker"}
     ended = missing.job_ended(manifest)
@@ -923,14 +952,26 @@ def _lazy_or(lf: pl.LazyFrame | None, name: str) -> pl.LazyFrame:
     return TABLES[name].empty().lazy() if lf is None else lf
 
 
+def _taken(sched: pl.LazyFrame) -> dict[str, Any]:
+    """What the load reads of the scheduler's transitions: the tasks taken back from workers
+    that left (``missing.interrupted``), the executions seen finish per worker and key
+    (``missing.finished_per_worker``), the names logged out of ``released`` (``_with_names``).
+    Run format 3's are taken while the transitions are in memory, before they are spilled:
+    not read back from the spill file three times."""
+    return {"interrupted": missing.interrupted(sched),
+            "finished": missing.finished_per_worker(sched),
+            "released": _names(sched.filter(pl.col("prefix").is_not_null())
+                               .filter(pl.col("start") == "released"))}
+
+
 def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
-               io: darshan_logs.DarshanFrames | None, reader: _Reader) -> dict[str, Any]:
+               io: darshan_logs.DarshanFrames | None, taken: dict[str, Any]) -> dict[str, Any]:
     sched = _lazy_or(t["scheduler_transitions"], "scheduler_transitions")
     ex = _empty_or(t["task_executions"], "task_executions")
     if "worker" not in ex.columns:
         ex = ex.with_columns(host=pl.lit(None, pl.String), pid=pl.lit(None, pl.Int64),
                              worker=pl.lit(None, pl.String))
-    executions = _with_names(ex, sched).with_columns(
+    executions = _with_names(ex, sched, taken["released"]).with_columns(
         cpu_s=pl.col("thread_cpu_ns") / 1e9, window_source=pl.lit("executor-hook"))
     transitions = _transitions(sched, t["worker_transitions"])
     transfers, transfer_keys = _transfers(t["worker_transfers"], t["worker_transfer_keys"])
@@ -1006,20 +1047,21 @@ def _spans(t: dict[str, Any]) -> dict[str, pl.DataFrame]:
             "span_dask_metrics": _empty_or(t["span_metrics"], "span_metrics")}
 
 
-def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame) -> pl.DataFrame:
+def _names(transitions: pl.LazyFrame) -> pl.DataFrame:
+    """Each key's first prefix and group in ``transitions``."""
+    return (transitions.select("key", "prefix", "group")
+            .unique("key", keep="first", maintain_order=True).collect())
+
+
+def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame, released: pl.DataFrame
+                ) -> pl.DataFrame:
     """``executions`` with the prefix and group the scheduler logged for their keys. Every
     transition of a key carries the same names (both derive from the key; the collector logs
-    them while the task is alive), so the transitions out of ``released``, where every task
-    starts, are read first (a third of them), and the others only
-    for keys not named there (missed or recreated tasks)."""
+    them while the task is alive), so the names out of ``released``, where every task starts
+    (``_taken``: a third of the transitions), are used first, and the other transitions are
+    read only for keys not named there (missed or recreated tasks)."""
     named = sched.filter(pl.col("prefix").is_not_null())
-
-    def names(transitions: pl.LazyFrame) -> pl.DataFrame:
-        return (transitions.select("key", "prefix", "group")
-                .unique("key", keep="first", maintain_order=True).collect())
-
-    out = executions.join(names(named.filter(pl.col("start") == "released")), on="key",
-                          how="left")
+    out = executions.join(released, on="key", how="left")
     unnamed = out.filter(pl.col("prefix").is_null()).select("key")
     if unnamed.is_empty():
         return out
@@ -1027,7 +1069,7 @@ def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame) -> pl.DataFrame:
              .collect())
     if later.is_empty():
         return out
-    rest = names(later.lazy().join(unnamed.lazy(), on="key", how="semi"))
+    rest = _names(later.lazy().join(unnamed.lazy(), on="key", how="semi"))
     return out.join(rest, on="key", how="left", suffix="_", maintain_order="left").select(
         *(pl.coalesce(c, f"{c}_").alias(c) if c in ("prefix", "group") else c
           for c in out.columns))

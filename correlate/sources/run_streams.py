@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import mmap
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,27 +268,38 @@ def decode(frame: pl.DataFrame, table: str, everything: pl.Series, lengths: list
     ids = [c for c in (*STRING_IDS.get(table, ()), *pairs) if c in frame.columns]
     if not ids or frame.is_empty():
         return frame.with_columns(pl.col(c).cast(pl.String) for c in ids), 0
-    offsets = pl.Series([0, *lengths[:-1]], dtype=pl.Int64).cum_sum()
-    proc = pl.col("_proc")
-    base, size = (pl.lit(offsets).gather(proc),
-                  pl.lit(pl.Series(lengths, dtype=pl.Int64)).gather(proc))
-
-    def position(c: str) -> pl.Expr:
-        i = pl.col(c).cast(pl.Int64)
-        return pl.when((i >= 0) & (i < size)).then(base + i)
-
+    position = _positions(lengths)
+    plain = [c for c in ids if c not in pairs]
     out = frame.with_columns(**{f"_text_{c}": pl.lit(everything).gather(position(c))
-                                for c in ids})
-    lost = out.select(pl.any_horizontal(pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null()
-                                        for c in ids).sum()).item()
-    out = out.drop(*ids).rename({f"_text_{c}": c for c in ids})
-    for name, (a, b) in pairs.items():
-        parts = pl.col(name).str.split_exact(PAIR_SEP, 1).struct
-        out = out.with_columns(**{
-            col: pl.when(part != PAIR_NULL).then(part)
-            for col, part in ((a, parts.field("field_0")), (b, parts.field("field_1")))
-        }).drop(name)
+                                for c in plain})
+    textless = [pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null() for c in plain]
+    if pairs:
+        at = frame.select(**{c: position(c) for c in pairs})
+        for name in pairs:
+            first, second, none = _pair(at[name], everything)
+            out = out.with_columns(**{f"_a_{name}": first, f"_b_{name}": second})
+            textless.append(pl.col(name).is_not_null() & pl.lit(none))
+    lost = out.select(pl.any_horizontal(textless).sum()).item()
+    out = out.drop(*ids).rename({f"_text_{c}": c for c in plain})
+    for name, (a, b) in pairs.items():  # (at the end, in this order, as they always were)
+        out = out.rename({f"_a_{name}": a, f"_b_{name}": b}).select(
+            pl.exclude(a, b), pl.col(a), pl.col(b))
     return out, int(lost or 0)
+
+
+def _pair(at: pl.Series, everything: pl.Series) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """A pair's two texts, and whether it has no text, from its positions in ``everything``
+    (null: none): each distinct pair's text split once, not each row's (a few dozen pairs in
+    millions of rows)."""
+    known = at.drop_nulls().unique().sort()
+    texts = pl.concat([everything.gather(known), pl.Series([None], dtype=pl.String)])
+    where = np.searchsorted(known.to_numpy(), at.fill_null(0).to_numpy())
+    where[at.is_null().to_numpy()] = known.len()  # (the null text after the others)
+    rows = pl.Series(where, dtype=pl.UInt32)
+    parts = texts.str.split_exact(PAIR_SEP, 1).struct.unnest()
+    first, second = (pl.select(pl.when(p != PAIR_NULL).then(p)).to_series().gather(rows)
+                     for p in (parts["field_0"], parts["field_1"]))
+    return first, second, texts.is_null().gather(rows)
 
 
 def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
@@ -304,6 +316,56 @@ def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
         details.select(*keys, *(c for c in table.names if c not in by)), on=keys, how="left",
         maintain_order="left")
     return frame, orphans
+
+
+def details_joined(frame: pl.DataFrame, name: str, details: pl.DataFrame,
+                   everything: pl.Series, lengths: list[int]) -> tuple[pl.DataFrame, int]:
+    """``with_details`` before ``frame`` is decoded: its rows as stored (string ids,
+    ``_proc``) with ``details`` (decoded, each string-id column of the join kept as
+    ``_id_<column>`` too) joined on, and the number of details no row has; the same rows as
+    joining on text. Not on the ids alone: a text may have two ids in a process (the
+    collector's map of strings starts again past its bound; in a big scheduler most details
+    name their key by another id than their transition). So on the texts' hashes (integers,
+    gathered by the ids), then pairs of different ids kept only where their texts are equal
+    (a hash shared by two texts pairs rows that are then dropped)."""
+    table, by = DETAILS[name]
+    keys = ["_proc", *by]
+    details = details.unique(keys, keep="first", maintain_order=True)
+    ids = [c for c in by if f"_id_{c}" in details.columns]
+    hashes = pl.select(pl.when(pl.lit(everything).is_not_null())
+                       .then(pl.lit(everything).hash())).to_series()
+    at = _positions(lengths)
+    plain = [c for c in keys if c not in ids]
+    pairs = frame.select(*plain, *(at(c).alias(f"_at_{c}") for c in ids)).with_columns(
+        pl.lit(hashes).gather(pl.col(f"_at_{c}")).alias(f"_h_{c}") for c in ids
+    ).with_row_index("_row").join(
+        details.select(*plain, *(at(f"_id_{c}").alias(f"_at_{c}") for c in ids))
+        .with_columns(pl.lit(hashes).gather(pl.col(f"_at_{c}")).alias(f"_h_{c}") for c in ids)
+        .with_row_index("_detail"), on=[*plain, *(f"_h_{c}" for c in ids)], how="inner")
+    pairs = pairs.filter(*((pl.col(f"_at_{c}") == pl.col(f"_at_{c}_right"))
+                           | (pl.lit(everything).gather(pl.col(f"_at_{c}"))
+                              == pl.lit(everything).gather(pl.col(f"_at_{c}_right")))
+                           for c in ids))
+    own = [c for c in table.names if c not in by]
+    frame = frame.drop([c for c in own if c in frame.columns]).with_columns(
+        pl.repeat(None, frame.height, dtype=details.schema[c], eager=True).alias(c).scatter(
+            pairs["_row"], details[c].gather(pairs["_detail"])) for c in own)
+    return frame, details.height - pairs["_detail"].n_unique()
+
+
+def _positions(lengths: list[int]) -> Callable[[str], pl.Expr]:
+    """An id column's rows' positions in ``lookup``'s strings (null: no text was written for
+    that id), by their process (``_proc``)."""
+    offsets = pl.Series([0, *lengths[:-1]], dtype=pl.Int64).cum_sum()
+    proc = pl.col("_proc")
+    base, size = (pl.lit(offsets).gather(proc),
+                  pl.lit(pl.Series(lengths, dtype=pl.Int64)).gather(proc))
+
+    def position(c: str) -> pl.Expr:
+        i = pl.col(c).cast(pl.Int64)
+        return pl.when((i >= 0) & (i < size)).then(base + i)
+
+    return position
 
 
 def carried(frame: pl.DataFrame, name: str) -> tuple[pl.DataFrame, pl.DataFrame | None]:
@@ -376,6 +438,6 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     return out
 
 
-__all__ = ["STRINGS", "StreamRead", "decode", "files", "framing", "is_format3", "mistyped",
-           "lookup", "read_many", "read_stream", "read_table", "texts", "torn",
-           "with_details"]
+__all__ = ["STRINGS", "StreamRead", "decode", "details_joined", "files", "framing",
+           "is_format3", "mistyped", "lookup", "read_many", "read_stream", "read_table", "texts",
+           "torn", "with_details"]
