@@ -289,35 +289,48 @@ def crunch(folder: str) -> dict:
     return calls
 
 
-def _zeros(path: str, size: int) -> None:
-    """A file of ``size`` zero bytes at ``path``, unless one is there already (``small`` and
-    ``large`` read the same files: writing 768 MiB again took 1.6 s)."""
+def _zeros(path: str, size: int, sync: bool = False) -> None:
+    """A file of ``size`` zero bytes at ``path`` (``sync``: on the disk), unless one is there
+    already (``small`` and ``large`` read the same files: writing 768 MiB again took 1.6 s)."""
     if not (os.path.exists(path) and os.path.getsize(path) == size):
         block = bytes(min(size, 64 << 20))
         with open(path, "wb") as f:
             for at in range(0, size, len(block)):
                 f.write(block[:size - at])
+            if sync:
+                os.fsync(f.fileno())
 
 
-def run(variant: str, truth_path: str, folder: str) -> None:
-    from distributed import Client, LocalCluster, wait
-
+def prepare(variant: str, folder: str) -> None:
+    """The files ``variant`` reads or writes, made in ``folder`` unless they are there (the
+    tests make them before they record with the machine alone: writing them is no part of
+    what is timed)."""
     if variant in ("small", "large"):
-        data = os.path.join(folder, "scanned.bin")
-        others = [os.path.join(folder, f"loaded-{i}.bin") for i in range(LOADS)]
-        for path, size in ((data, SCAN_BYTES), *((o, LOAD_BYTES) for o in others)):
+        for path, size in _scan_files(folder):
             _zeros(path, size)
     if variant in ("shared", "own"):
         # (the files' blocks exist beforehand: the writes then wait for the disk alone, not
         # for the allocation of blocks, which one journal serialises for all files)
         for i in range(1 if variant == "shared" else PARTS):
-            with open(os.path.join(folder, "shared.out" if variant == "shared" else
-                                   f"own-{i}.out"), "wb") as f:
-                f.write(bytes(PART_BYTES * (PARTS if variant == "shared" else 1)))
-                os.fsync(f.fileno())
+            _zeros(os.path.join(folder, "shared.out" if variant == "shared" else
+                                f"own-{i}.out"), PART_BYTES * (PARTS if variant == "shared"
+                                                                else 1), sync=True)
     if variant in ("reread", "once"):
-        shared = os.path.join(folder, "shared.bin")
-        _zeros(shared, REREAD_BYTES)
+        _zeros(os.path.join(folder, "shared.bin"), REREAD_BYTES)
+
+
+def _scan_files(folder: str) -> list[tuple[str, int]]:
+    return [(os.path.join(folder, "scanned.bin"), SCAN_BYTES),
+            *((os.path.join(folder, f"loaded-{i}.bin"), LOAD_BYTES) for i in range(LOADS))]
+
+
+def run(variant: str, truth_path: str, folder: str) -> None:
+    from distributed import Client, LocalCluster, wait
+
+    prepare(variant, folder)
+    (data, _), *loaded = _scan_files(folder)
+    others = [path for path, _size in loaded]
+    shared = os.path.join(folder, "shared.bin")
     import dask
 
     memory: dict[str, Any] = {}

@@ -20,6 +20,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
+import findings_job
 import polars as pl
 import pytest
 from collect_job import job_environment
@@ -56,6 +57,8 @@ def run(request, tmp_path_factory, machine_alone):
     wanted = list(dict.fromkeys(
         v for item in request.session.items if item.module is request.module
         for mark in item.iter_markers("variants") for v in mark.args))
+    for variant in wanted:  # (their files: writing 2 GiB is no part of what is timed)
+        findings_job.prepare(variant, str(tmp))
     with machine_alone():
         for variant in wanted:
             record(variant)
