@@ -154,8 +154,8 @@ def test_two_python_loops_in_one_process_are_thread_contention(run):
     # the cost is the saving when each thread gets a core of its own (the rule's model): where
     # the run apart shows that each loop had one, it is that saving; a host whose other jobs
     # took the cores (the loops apart ran no faster) shows no saving to compare with. (Alone
-    # on a core a loop gets 0.89-0.94 of it: its worker's event loop wakes every few ms and
-    # takes the GIL; at a load of 2-3 0.46-0.66.)
+    # on a core a loop gets less than all of it: its worker's event loop wakes every few ms
+    # and takes the GIL; docs/findings.md has the figures.)
     loops = apart.tables["tasks"].filter(pl.col("prefix") == "spin")
     if (loops["cpu_s"] >= 0.85 * loops["duration_s"]).all():
         _saved_within_25_percent(top, gil, apart)
