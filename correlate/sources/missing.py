@@ -52,15 +52,14 @@ def recorded_per_worker(executions: pl.DataFrame) -> pl.DataFrame:
 def missing_per_worker(finished: pl.DataFrame, executions: pl.DataFrame) -> dict[str, int]:
     """worker -> executions the scheduler saw finish there (``finished_per_worker``) without a
     row."""
-    f = finished
-    if f.is_empty():
+    if finished.is_empty():
         return {}
     r = recorded_per_worker(executions)
     # rows whose key text was lost with their process's strings are there (and counted as
     # rejects of their own): they fill the worker's gap, though no key can say which
     textless = dict(r.filter(pl.col("key").is_null()).group_by("worker")
                     .agg(pl.col("got").sum()).iter_rows())
-    gap = (f.join(r, on=["worker", "key"], how="left")
+    gap = (finished.join(r, on=["worker", "key"], how="left")
            .with_columns(gap=(pl.col("n").cast(pl.Int64)
                               - pl.col("got").fill_null(0).cast(pl.Int64)).clip(0))
            .group_by("worker").agg(pl.col("gap").sum()))
