@@ -285,7 +285,8 @@ def write_logs_from_truth(run: Path, truth: list[dict], layout: str = "v2-40", *
     made none). Without ``dxt`` the logs hold the POSIX counters only. ``hosts``: the host
     name of a pid's log where it is not this machine's (a worker told another name)."""
     here = socket.gethostname().split(".", 1)[0]
-    # (one frame per task, its calls as rows: a dict per call took 1.1 s for a million calls)
+    # (one frame per task, its calls as rows: a dict per call is several times slower for a
+    # million calls; docs/performance.md, test suite)
     ops = pl.concat([
         pl.DataFrame(t["ops"], schema=_TRUTH_OPS, orient="row", strict=False).with_columns(
             pid=pl.lit(t["pid"], pl.Int64), thread_id=pl.lit(t["thread"], pl.UInt64),

@@ -291,7 +291,8 @@ def crunch(folder: str) -> dict:
 
 def _zeros(path: str, size: int, sync: bool = False) -> None:
     """A file of ``size`` zero bytes at ``path`` (``sync``: on the disk), unless one is there
-    already (``small`` and ``large`` read the same files: writing 768 MiB again took 1.6 s)."""
+    already (``small`` and ``large`` read the same files, ``reread`` and ``once`` another: each
+    is written once per folder)."""
     if not (os.path.exists(path) and os.path.getsize(path) == size):
         block = bytes(min(size, 64 << 20))
         with open(path, "wb") as f:
@@ -427,8 +428,8 @@ def run(variant: str, truth_path: str, folder: str) -> None:
         if variant in ("spill", "nospill", "stored"):
             calls += [c for rows in client.run(_spill_seen, workers=[workers[0]]).values()
                       for c in rows]
-    # (pickled: a million calls took 1.3 s to write as JSON and 1.9 s to read back, 0.5 and 0.3
-    # s pickled)
+    # (pickled, not JSON: a million calls read and write several times faster;
+    # docs/performance.md, test suite)
     Path(truth_path).write_bytes(pickle.dumps({"variant": variant, "chain": chain, "io": calls},
                                               protocol=pickle.HIGHEST_PROTOCOL))
 

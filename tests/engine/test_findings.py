@@ -175,7 +175,7 @@ def test_tasks_pinned_to_one_worker_beside_idle_threads_are_idle_threads(run):
 
 @pytest.mark.variants("small", "large")
 def test_a_file_read_in_512_byte_requests_is_small_requests(run):
-    """(10-11 s with large: a million 512-byte reads recorded, their Darshan log written and
+    """(The slowest job here: a million 512-byte reads recorded, their Darshan log written and
     correlated; fewer, and on a quiet host the scan ends before the sleeps and costs the span
     nothing.)"""
     small, truth = run("small")
