@@ -226,7 +226,12 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
     # (on a loaded machine another loop may also pause past the 1.5 s: only the stop is long)
     long = [s for s in frames.facts["stalls"]
             if s["end"] is None or s["end"] - s["start"] >= 2.5]
-    assert [(s["process"], s["kind"]) for s in long] == [(worker.name, "process")], long
+    # (every stall recorded, and each process's stalls.txt, in the message: a run without the
+    # stop's stall says why there)
+    assert [(s["process"], s["kind"]) for s in long] == [(worker.name, "process")], (
+        frames.facts["stalls"], {d.name: (d / "stalls.txt").read_text()[:2000]
+                                 for d in (run / "procs").iterdir()
+                                 if (d / "stalls.txt").exists()})
     assert long[0]["end"] - long[0]["start"] <= 6
     assert any(w.startswith(f"{worker.name}: stalled at") and "no thread of the process ran" in w
                for w in frames.warnings)
