@@ -220,7 +220,7 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
     run, marks = tmp_path / "run", tmp_path / "marks"
     marks.mkdir()
     with machine_alone():
-        _stop_a_worker_for_3_s(run, marks, tmp_path)
+        stopped, job_stderr = _stop_a_worker_for_3_s(run, marks, tmp_path)
     worker = sorted((run / "procs").glob("worker-*"))[0]
     frames = load(run)
     # (on a loaded machine another loop may also pause past the 1.5 s: only the stop is long)
@@ -231,7 +231,8 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
     assert [(s["process"], s["kind"]) for s in long] == [(worker.name, "process")], (
         frames.facts["stalls"], {d.name: (d / "stalls.txt").read_text()[:2000]
                                  for d in (run / "procs").iterdir()
-                                 if (d / "stalls.txt").exists()})
+                                 if (d / "stalls.txt").exists()},
+        sorted(d.name for d in (run / "procs").iterdir()), stopped, job_stderr[-3000:])
     assert long[0]["end"] - long[0]["start"] <= 6
     assert any(w.startswith(f"{worker.name}: stalled at") and "no thread of the process ran" in w
                for w in frames.warnings)
@@ -242,9 +243,10 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
     assert f"{worker.name}: stalled at" in cli.stdout + cli.stderr
 
 
-def _stop_a_worker_for_3_s(run: Path, marks: Path, tmp_path: Path) -> None:
+def _stop_a_worker_for_3_s(run: Path, marks: Path, tmp_path: Path) -> tuple[str, str]:
     """The job under `collect`; once 20 tasks have ended, its first worker stopped (SIGSTOP)
-    for 3 s, then continued; returns when the job has ended."""
+    for 3 s, then continued; returns when the job has ended, with the worker's state as the
+    kernel saw it during the stop (pid, state letter, tasks ended then) and the job's stderr."""
     import signal
 
     here = Path(__file__).parent
@@ -260,10 +262,15 @@ def _stop_a_worker_for_3_s(run: Path, marks: Path, tmp_path: Path) -> None:
     worker = sorted((run / "procs").glob("worker-*"))[0]
     pid = json.loads((worker / "proc.json").read_text())["pid"]
     os.kill(pid, signal.SIGSTOP)
-    time.sleep(3)
+    time.sleep(0.5)
+    # (field 3 of /proc/PID/stat: T when stopped; the name in field 2 may hold spaces)
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    stopped = f"{pid} {state} after {len(list(marks.iterdir()))} tasks"
+    time.sleep(2.5)
     os.kill(pid, signal.SIGCONT)
     _out, err = job.communicate(timeout=240)
     assert job.returncode == 0, err[-3000:]
+    return stopped, err
 
 
 def test_a_signal_handler_that_samples_stacks_inside_the_guard_does_not_wait_for_itself(
