@@ -220,8 +220,9 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
     run, marks = tmp_path / "run", tmp_path / "marks"
     marks.mkdir()
     with machine_alone():
-        stopped, job_stderr = _stop_a_worker_for_3_s(run, marks, tmp_path)
-    worker = sorted((run / "procs").glob("worker-*"))[0]
+        pid, stopped, job_stderr = _stop_a_worker_for_3_s(run, marks, tmp_path)
+    worker = next(d for d in (run / "procs").glob("worker-*")
+                  if json.loads((d / "proc.json").read_text())["pid"] == pid)
     frames = load(run)
     # (on a loaded machine another loop may also pause past the 1.5 s: only the stop is long)
     long = [s for s in frames.facts["stalls"]
@@ -243,10 +244,11 @@ def test_a_worker_stopped_longer_than_the_stall_time_is_named_by_correlate(tmp_p
     assert f"{worker.name}: stalled at" in cli.stdout + cli.stderr
 
 
-def _stop_a_worker_for_3_s(run: Path, marks: Path, tmp_path: Path) -> tuple[str, str]:
-    """The job under `collect`; once 20 tasks have ended, its first worker stopped (SIGSTOP)
-    for 3 s, then continued; returns when the job has ended, with the worker's state as the
-    kernel saw it during the stop (pid, state letter, tasks ended then) and the job's stderr."""
+def _stop_a_worker_for_3_s(run: Path, marks: Path, tmp_path: Path) -> tuple[int, str, str]:
+    """The job under `collect`; once 20 tasks have ended, the worker that ran one of them
+    stopped (SIGSTOP) for 3 s, then continued; returns when the job has ended, with the
+    worker's pid, its state as the kernel saw it during the stop (state letter, tasks ended
+    then) and the job's stderr."""
     import signal
 
     here = Path(__file__).parent
@@ -259,8 +261,8 @@ def _stop_a_worker_for_3_s(run: Path, marks: Path, tmp_path: Path) -> tuple[str,
     while not (tmp_path / "ready").exists() or len(list(marks.iterdir())) < 20:
         assert time.monotonic() < deadline and job.poll() is None, job.stderr and job.stderr.read()
         time.sleep(0.05)
-    worker = sorted((run / "procs").glob("worker-*"))[0]
-    pid = json.loads((worker / "proc.json").read_text())["pid"]
+    # (a worker that has run tasks: one the cluster started and lost would not be running)
+    pid = next(int(text) for m in marks.iterdir() if (text := m.read_text()))
     os.kill(pid, signal.SIGSTOP)
     time.sleep(0.5)
     # (field 3 of /proc/PID/stat: T when stopped; the name in field 2 may hold spaces)
@@ -270,7 +272,7 @@ def _stop_a_worker_for_3_s(run: Path, marks: Path, tmp_path: Path) -> tuple[str,
     os.kill(pid, signal.SIGCONT)
     _out, err = job.communicate(timeout=240)
     assert job.returncode == 0, err[-3000:]
-    return stopped, err
+    return pid, stopped, err
 
 
 def test_a_signal_handler_that_samples_stacks_inside_the_guard_does_not_wait_for_itself(
