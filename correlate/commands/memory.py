@@ -1,8 +1,8 @@
 """``correlate RUN --memory-limit SIZE``: how much memory loading and correlating a run needs,
 told from its row counts, against how much this process may use. For a run folder of ours the
 rows are counted before the load, without decoding them (``correlate.sources.row_counts``),
-so that a run too big for the machine is refused before the load's own peak (the largest at 1M
-executions), not killed during it; an imported format's rows are counted once it is loaded.
+so that a run too big for the machine is refused before the load's own peak, not killed
+during it; an imported format's rows are counted once it is loaded.
 
 The need is the larger of two peaks. The load's: a run folder of format 3 holds its streams'
 and snapshots' bytes while it decodes them table by table, ``LOAD_FIXED_BYTES`` +
@@ -11,9 +11,11 @@ correlation's, linear in the rows a stage holds at once: a fixed part (the inter
 polars, the small tables) and, per row, the in-memory bytes of the run's executions,
 transitions, profile rows, and the DXT segments of the attribution partitions alive at once
 (two being computed and one waiting, ``correlate.frames.mappers.local_map``), times
-``OVERHEAD`` (below 1: the transitions and profile rows are read by the stages that use them,
-not all held at once); and, for a run small enough that ``correlate RUN`` writes
-task_lifecycles.jsonl, what that adds per task. The constants are fitted to the peak RSS of
+``OVERHEAD`` (fitted: above 1 though the transitions and profile rows are read by the stages
+that use them, not all held at once, for a stage's peak also holds what the stage before it
+freed and the allocator keeps a few seconds for reuse, ``correlate.frames.allocator``); and, for
+a run small enough that ``correlate RUN`` writes task_lifecycles.jsonl, what the chunk of
+tasks it builds at once adds. The constants are fitted to the peak RSS of
 the load and of the later stages of the synthetic runs (docs/performance.md, "Memory limit").
 With ``--cluster`` the partitions run on the cluster's workers, but their results (each
 process's attributed segments) come back through this process, received and deserialized one
@@ -39,6 +41,7 @@ from correlate.errors import CorrelateError
 from correlate.reports.lifecycles import MAX_TASKS as LIFECYCLES_MAX_TASKS
 from correlate.sources.frames import RunFrames
 from correlate.sources.row_counts import RowCounts
+from correlate.timeline.lifecycles import KEYS_PER_CHUNK
 
 #: in-memory bytes of a row, as read (polars ``estimated_size`` of the decoded tables)
 TRANSITION_BYTES = 133
@@ -51,17 +54,17 @@ PARTITIONS_AT_ONCE = 3
 #: with ``--cluster``: the partitions' worth of segments this process holds while the results
 #: come back (fitted to the driver's peak RSS in the attribution of the 1M run, local:2)
 PARTITIONS_HERE_WITH_CLUSTER = 5
-#: fitted to the peak RSS of the 200k and 1M synthetic runs' stages after the load (see the
-#: module's docstring)
-FIXED_BYTES = 820_000_000
-OVERHEAD = 0.85
-#: what writing task_lifecycles.jsonl adds per task (``correlate RUN`` writes it up to
-#: ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
+#: fitted to the peak RSS of the 200k, 1M and 2M synthetic runs' stages after the load (see
+#: the module's docstring)
+FIXED_BYTES = 950_000_000
+OVERHEAD = 1.06
+#: what writing task_lifecycles.jsonl adds per task of the chunk it builds at once
+#: (``correlate RUN`` writes it up to ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
 #: the load of a run folder of format 3: its streams' and snapshots' bytes are read, then
 #: decoded table by table (fitted to the load's peak RSS in the same runs)
-LOAD_FIXED_BYTES = 500_000_000
-LOAD_STREAM_FACTOR = 3.8
+LOAD_FIXED_BYTES = 620_000_000
+LOAD_STREAM_FACTOR = 2.6
 
 UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -198,7 +201,8 @@ def _need(execution_bytes: int, executions: int, transitions: int, profile: int,
     per_process = per_process.sort(descending=True)
     segments = int(per_process.sum() or 0)
     held = execution_bytes + transitions * TRANSITION_BYTES + profile * PROFILE_ROW_BYTES
-    lifecycles = LIFECYCLE_BYTES * executions if executions <= LIFECYCLES_MAX_TASKS else 0
+    lifecycles = (LIFECYCLE_BYTES * min(executions, KEYS_PER_CHUNK)
+                  if executions <= LIFECYCLES_MAX_TASKS else 0)
 
     def with_partitions(n: int) -> int:
         partitions = int(per_process.head(n).sum() or 0) * SEGMENT_BYTES

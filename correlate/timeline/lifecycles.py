@@ -38,6 +38,10 @@ from correlate.timeline import align, coroutines
 from correlate.timeline.message_bounds import message_bounds
 
 _TRANSITION_SKIP = ("key", "side", "local_time_ns", "prefix", "group")
+#: keys whose lines are built and written at once: a chunk's events and lines are what the
+#: writer holds beyond the run's rows, so this bounds it (and a chunk of the whole run was
+#: slower to build than several: docs/performance.md, "Reports")
+KEYS_PER_CHUNK = 20_000
 
 
 def _json_object(df: pl.DataFrame, cols: list[str]) -> pl.Expr:
@@ -305,7 +309,7 @@ def with_transitions(frames: RunFrames) -> RunFrames:
     return replace(frames, transitions=frames.table("transitions"))
 
 
-def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = 200_000,
+def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = KEYS_PER_CHUNK,
                      clocks: pl.DataFrame | None = None) -> int:
     """Write ``task_lifecycles.jsonl`` (a chunk of keys at a time, so memory stays bounded on
     runs with millions of tasks); returns the number of tasks written. ``clocks``: the run's
