@@ -16,7 +16,7 @@ import pytest
 
 from correlate.cli import main as correlate_main
 from correlate.reports import write_reports
-from correlate.reports.findings_html import FINDINGS_FIRST, LINKS_FIRST
+from correlate.reports.findings_html import FINDINGS_FIRST, LINKS_FIRST, LINKS_FOLDED
 
 from .cdp import CHROMIUM, Browser
 
@@ -38,7 +38,24 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     summary["findings"] = [{**found[i % len(found)], "rank": i + 1} for i in range(5)]
     (five / "summary.json").write_text(json.dumps(summary))
     write_reports(five)
-    return {"sample": tmp / "sample", "five": five}
+    return {"sample": tmp / "sample", "five": five, "long": _long_path(tmp)}
+
+
+def _long_path(tmp: Path) -> Path:
+    """A copy of the sample's output whose critical path has 500 links more than the report
+    shows (the sample's links repeated), each with its own time and, every third, no wait."""
+    import polars as pl
+
+    long = Path(shutil.copytree(tmp / "sample", tmp / "long"))
+    path = pl.read_parquet(long / "critical_path.parquet")
+    n = LINKS_FIRST + LINKS_FOLDED + 500
+    rows = path.select(pl.all().gather(pl.int_range(n) % path.height)).with_columns(
+        position=pl.int_range(n, dtype=path.schema["position"]),
+        duration_s=(pl.int_range(n) * 7919 % n).cast(pl.Float64) / 1000,
+        wait_s=pl.when(pl.int_range(n) % 3 == 0).then(None).otherwise(pl.lit(0.2505)))
+    rows.write_parquet(long / "critical_path.parquet")
+    write_reports(long)
+    return long
 
 
 def _html(out: Path) -> str:
@@ -64,6 +81,23 @@ def test_the_findings_and_the_path_come_first_and_the_rest_is_folded(reports):
     assert first.count("<tr><td class=\"num\">") == FINDINGS_FIRST
     assert rest.count("<tr><td class=\"num\">") == 5 - FINDINGS_FIRST
     assert f"{5 - FINDINGS_FIRST} more finding(s)" in rest
+
+
+def test_a_long_path_folds_the_links_that_held_the_most_of_the_span_in_path_order(reports):
+    import polars as pl
+
+    html = _html(reports["long"])
+    section = html[html.index('<section id="critical-path-section"'):
+                   html.index('<section id="run"')]
+    first, folded = section.split("<details>", 1)
+    positions = [int(p) for p in re.findall(r'<tr><td class="num">(\d+)</td>', folded)]
+    assert len(positions) == LINKS_FOLDED and positions == sorted(positions)
+    path = pl.read_parquet(reports["long"] / "critical_path.parquet").slice(LINKS_FIRST)
+    held = path.select("position", held=pl.col("duration_s") + pl.col("wait_s").fill_null(0))
+    assert set(positions) == set(held.top_k(LINKS_FOLDED, by="held")["position"])
+    assert first.count('<tr><td class="num">') == LINKS_FIRST
+    assert (f"{path.height:,} more link(s): the {LINKS_FOLDED:,} that held the most of the span"
+            in folded) and "every link is in critical_path.parquet" in folded
 
 
 needs_chromium = pytest.mark.skipif(
