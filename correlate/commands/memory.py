@@ -57,14 +57,14 @@ PARTITIONS_HERE_WITH_CLUSTER = 5
 #: fitted to the peak RSS of the 200k, 1M and 2M synthetic runs' stages after the load (see
 #: the module's docstring)
 FIXED_BYTES = 950_000_000
-OVERHEAD = 1.06
+OVERHEAD = 1.08
 #: what writing task_lifecycles.jsonl adds per task of the chunk it builds at once
 #: (``correlate RUN`` writes it up to ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
 #: the load of a run folder of format 3: its streams' and snapshots' bytes are read, then
 #: decoded table by table (fitted to the load's peak RSS in the same runs)
-LOAD_FIXED_BYTES = 620_000_000
-LOAD_STREAM_FACTOR = 2.6
+LOAD_FIXED_BYTES = 650_000_000
+LOAD_STREAM_FACTOR = 2.2
 
 UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}

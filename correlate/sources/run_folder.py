@@ -264,7 +264,7 @@ class _Reader:
         table = FORMAT3_BY_NAME[name]  # (as stored: carried columns checked too)
         streams = self.pending.pop(name, [])
         size = sum(len(data) for _i, _p, data, _f in streams)
-        frame, bad = run_streams.read_many(streams, in_place=name != run_streams.STRINGS.name)
+        frame, bad = run_streams.read_many(streams)
         del streams
         if size > TRIM_BYTES:  # (their bytes, freed: back to the system before polars's
             allocator.release_freed_c_memory()  # allocator asks for as much to decode them)

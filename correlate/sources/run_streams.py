@@ -17,11 +17,9 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from correlate.frames.scalars import integer
 from correlate.schema import Table, conform
@@ -175,46 +173,15 @@ def read_stream(path: Path) -> StreamRead:
     return StreamRead(frame, torn(f) + rejects)
 
 
-def read_many(streams: list[tuple[int, str, bytes, Framing]], in_place: bool = True
+def read_many(streams: list[tuple[int, str, bytes, Framing]]
               ) -> tuple[pl.DataFrame | None, list[tuple[str, str, int]]]:
     """The complete batches of many processes' streams of one table (``(index, path, bytes,
     framing)``), with each row's ``_proc`` index, and the rejects of batches that do not
-    read; a stream whose batches do not read together is read a batch at a time, to find
-    the damaged ones.
-
-    ``in_place``: each stream is read where its bytes are (Arrow's reader over them: the
-    columns are those bytes, not a copy), then the processes' frames laid end to end.
-    Otherwise the streams of one schema are read as one by polars, into memory of its own:
-    for the strings, whose text the decoded columns point into for the rest of the run (in
-    place, they would keep every stream's bytes, ids and offsets included)."""
-    if not in_place:
-        return _read_copied(streams)
-    frames, rejects = [], []
-    for index, path, data, f in streams:
-        if not f.batches:
-            continue
-        rows = sum(r for _s, _e, r in f.batches)
-        try:
-            table = pa.ipc.open_stream(pa.py_buffer(memoryview(data)[:f.batches[-1][1]])
-                                       ).read_all()
-            frame = cast(pl.DataFrame, pl.from_arrow(table, rechunk=False))
-            if frame.height != rows:
-                raise pl.exceptions.ComputeError("row counts differ from the batch headers")
-        except (OSError, ValueError, pa.ArrowException, pl.exceptions.PolarsError):
-            one, bad = _batches(data, f)
-            rejects += [(path, reason, n) for reason, n in bad]
-            if one is None:
-                continue
-            frame = one
-        frames.append(frame.with_columns(_proc=pl.lit(index, pl.Int32)))
-    return (pl.concat(frames, how="diagonal_relaxed", rechunk=False) if frames else None,
-            rejects)
-
-
-def _read_copied(streams: list[tuple[int, str, bytes, Framing]]
-                 ) -> tuple[pl.DataFrame | None, list[tuple[str, str, int]]]:
-    """``read_many`` into polars' memory: the streams of one schema read as one (their
-    batches, contiguous in each stream, laid after one schema message)."""
+    read. Streams written with the same schema are read as one (their batches, contiguous in
+    each stream, laid after one schema message, copied once): a thousand process folders
+    cost a read per table, not per file. The frame is in polars' own memory, so the streams'
+    bytes go once read (read in place, the text decoded from the strings would keep them
+    all, ids and offsets included, for the rest of the run)."""
     groups: dict[bytes, list[tuple[int, str, bytes, Framing]]] = {}
     for item in streams:
         _i, _p, data, f = item
@@ -224,9 +191,9 @@ def _read_copied(streams: list[tuple[int, str, bytes, Framing]]
     for head, members in groups.items():
         rows = [sum(r for _s, _e, r in f.batches) for _i, _p, _d, f in members]
         try:
-            frame = pl.read_ipc_stream(io.BytesIO(head + b"".join(
+            frame = pl.read_ipc_stream(io.BytesIO(b"".join([head, *(
                 memoryview(data)[f.batches[0][0]:f.batches[-1][1]]
-                for _i, _p, data, f in members)))
+                for _i, _p, data, f in members)])))
             if frame.height != sum(rows):
                 raise pl.exceptions.ComputeError("row counts differ from the batch headers")
             procs = np.repeat(np.array([i for i, *_ in members], np.int32), rows)
