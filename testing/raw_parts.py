@@ -10,9 +10,10 @@ from pathlib import Path
 import polars as pl
 
 from collectors.sink import arrow_part, closing_record
-from correlate.schema import TABLES, Table
-from correlate.schema.run import PART_SUFFIX
-from correlate.sources import run_parts, run_streams
+from correlate.schema import TABLES, Table, conform
+from correlate.schema.run import CARRIED, DETAILS, IN_FILE_OF, PART_SUFFIX, STREAM_SUFFIX, STRINGS
+from correlate.sources import run_parts
+from correlate.sources.run_streams import carried, decoded_table, files, read_stream, texts
 
 
 def read_raw(run: Path, table: str, procs: str = "*") -> pl.DataFrame:
@@ -24,8 +25,59 @@ def read_raw(run: Path, table: str, procs: str = "*") -> pl.DataFrame:
               for part in run_parts.part_files(d / table)]
     frames += [df.with_columns(proc=pl.lit(d.name), part=pl.lit(path.name))
                for d in sorted((run / "procs").glob(procs))
-               for path, df in run_streams.read_table(d, TABLES[table])]
+               for path, df in read_table(d, TABLES[table])]
     return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
+    """One process's files of a format-3 table, each decoded on its own (the run-folder
+    reader decodes all processes at once), skipping what does not read."""
+    names = {p.name for p in proc_dir.iterdir()} if proc_dir.is_dir() else set()
+    strings_path = proc_dir / f"{STRINGS.name}{STREAM_SUFFIX}"
+    strings = texts(read_stream(strings_path).frame if strings_path.name in names else None)
+
+    def stored(path: Path) -> pl.DataFrame | None:
+        frame = (read_stream(path).frame if path.name.endswith(STREAM_SUFFIX)
+                 else pl.read_ipc(path))
+        return None if frame is None else frame.with_columns(_proc=pl.lit(0, pl.Int32))
+
+    def read(path: Path, details: pl.DataFrame | None = None) -> pl.DataFrame | None:
+        frame = stored(path)
+        return None if frame is None else decoded_table(
+            frame, path.name.split(".")[0], details, strings, [strings.len()])[0]
+
+    out = []
+    for path in files(proc_dir, names, table.name):
+        rows = None
+        if table.name in DETAILS:
+            found = [d for p in files(proc_dir, names, DETAILS[table.name][0].name)
+                     if (d := stored(p)) is not None]
+            rows = pl.concat(found) if found else None
+        frame = read(path, rows)
+        if frame is None:
+            continue
+        for host, column in IN_FILE_OF.values():  # rows of another table
+            if host.name == table.name and column in frame.columns:
+                frame = frame.filter(pl.col(column).is_not_null())
+        out.append((path, conform(frame, table, path=str(path))))
+    if (held := IN_FILE_OF.get(table.name)) is not None:  # written in another's streams
+        host, column = held
+        for path in files(proc_dir, names, host.name):
+            hosting = read(path)
+            if hosting is not None and column in hosting.columns:
+                held_rows = hosting.filter(pl.col(column).is_null())
+                if held_rows.height:
+                    out.append((path, conform(held_rows.select(
+                        c for c in table.names if c in hosting.columns), table,
+                        path=str(path))))
+    for name, (other, _columns) in CARRIED.items():  # its rows carried by another's
+        if other.name == table.name:
+            for path in files(proc_dir, names, name):
+                carrier = read(path)
+                rows = None if carrier is None else carried(carrier, name)[1]
+                if rows is not None:
+                    out.append((path, conform(rows, table, path=str(path))))
+    return out
 
 
 def closing_records(run: Path, procs: str = "*") -> dict[str, dict]:
@@ -41,7 +93,7 @@ def read_proc(proc_dir: Path, table: Table) -> pl.DataFrame:
     frames = [run_parts.read(part, table).with_columns(file=pl.lit(part.name))
               for part in run_parts.part_files(proc_dir / table.name)]
     frames += [df.with_columns(file=pl.lit(path.name))
-               for path, df in run_streams.read_table(proc_dir, table)]
+               for path, df in read_table(proc_dir, table)]
     return pl.concat(frames) if frames else table.empty().with_columns(file=pl.lit(None, pl.String))
 
 

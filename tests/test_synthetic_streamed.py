@@ -11,7 +11,8 @@ import numpy as np
 
 from correlate.schema import TABLES
 from correlate.schema.run import STREAM_SUFFIX, STRINGS
-from correlate.sources.run_streams import framing, read_table
+from correlate.sources.run_streams import framing
+from testing.raw_parts import read_table
 from testing.synthetic import parts, write_run
 from testing.synthetic.job import Job
 from testing.synthetic.scheduler_tables import _transition_rows

@@ -218,15 +218,12 @@ class _Reader:
         if self.lookup is None:
             self.lookup = run_streams.lookup(self._read(run_streams.STRINGS.name),
                                              len(self.owners))
-        details, orphans, at = raw.DETAILS.get(name), 0, len(self.rejects)
-        if details is not None and (rows := self._read(details[0].name)) is not None:
-            ids = [c for c in details[1] if c in raw.STRING_IDS.get(details[0].name, ())
-                   and c in rows.columns]
-            rows, lost = run_streams.decode(rows.with_columns(
-                pl.col(c).alias(f"_id_{c}") for c in ids), details[0].name, *self.lookup)
-            self._lost(details[0].name, lost, len(self.rejects))
-            frame, orphans = run_streams.details_joined(frame, name, rows, *self.lookup)
-        frame, lost = run_streams.decode(frame, name, *self.lookup)
+        details, at = raw.DETAILS.get(name), len(self.rejects)
+        rows = self._read(details[0].name) if details is not None else None
+        frame, lost, lost_details, orphans = run_streams.decoded_table(
+            frame, name, rows, *self.lookup)
+        if details is not None:
+            self._lost(details[0].name, lost_details, len(self.rejects))
         self._lost(name, lost, at)  # (before the details' rejects, as when read after)
         if orphans and details is not None:
             self.rejects.append(("run-folder", details[0].name, f"details of {name} rows that "

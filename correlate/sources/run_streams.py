@@ -22,11 +22,10 @@ import numpy as np
 import polars as pl
 
 from correlate.frames.scalars import integer
-from correlate.schema import Table, conform
+from correlate.schema import Table
 from correlate.schema.run import (
     CARRIED,
     DETAILS,
-    IN_FILE_OF,
     PAIR_NULL,
     PAIR_SEP,
     PAIRS,
@@ -306,28 +305,28 @@ def _pair(at: pl.Series, everything: pl.Series) -> tuple[pl.Series, pl.Series, p
     return first, second, texts.is_null().gather(rows)
 
 
-def with_details(frame: pl.DataFrame, name: str, details: pl.DataFrame | None
-                 ) -> tuple[pl.DataFrame, int]:
-    """A format-3 table's rows with their details (``DETAILS``) joined back on, per process
-    (``_proc``), and the number of detail rows whose row is not there."""
-    if name not in DETAILS or details is None:
-        return frame, 0
-    table, by = DETAILS[name]
-    keys = ["_proc", *by]
-    details = details.unique(keys, keep="first", maintain_order=True)
-    orphans = details.join(frame.select(keys), on=keys, how="anti").height
-    frame = frame.drop([c for c in table.names if c not in by], strict=False).join(
-        details.select(*keys, *(c for c in table.names if c not in by)), on=keys, how="left",
-        maintain_order="left")
-    return frame, orphans
+def decoded_table(frame: pl.DataFrame, name: str, details: pl.DataFrame | None,
+                  everything: pl.Series, lengths: list[int]) -> tuple[pl.DataFrame, int, int, int]:
+    """A format-3 table's rows (string ids, ``_proc``) decoded, its details' rows as stored
+    (``DETAILS``; None: none) joined on first: the rows; how many rows and how many details
+    have an id no text was written for; how many details no row has."""
+    lost_details = orphans = 0
+    if details is not None and name in DETAILS:
+        table, by = DETAILS[name]
+        ids = [c for c in by if c in STRING_IDS.get(table.name, ()) and c in details.columns]
+        details, lost_details = decode(details.with_columns(
+            pl.col(c).alias(f"_id_{c}") for c in ids), table.name, everything, lengths)
+        frame, orphans = details_joined(frame, name, details, everything, lengths)
+    frame, lost = decode(frame, name, everything, lengths)
+    return frame, lost, lost_details, orphans
 
 
 def details_joined(frame: pl.DataFrame, name: str, details: pl.DataFrame,
                    everything: pl.Series, lengths: list[int]) -> tuple[pl.DataFrame, int]:
-    """``with_details`` before ``frame`` is decoded: its rows as stored (string ids,
-    ``_proc``) with ``details`` (decoded, each string-id column of the join kept as
-    ``_id_<column>`` too) joined on, and the number of details no row has; the same rows as
-    joining on text. Not on the ids alone: a text may have two ids in a process (the
+    """A format-3 table's rows with their details (``DETAILS``) joined back on, per process,
+    before ``frame`` is decoded: its rows as stored (string ids, ``_proc``) with ``details``
+    (decoded, each string-id column of the join kept as ``_id_<column>`` too) joined on, and
+    the number of details no row has; the same rows as joining on text. Not on the ids alone: a text may have two ids in a process (the
     collector's map of strings starts again past its bound; in a big scheduler most details
     name their key by another id than their transition). So on the texts' hashes (integers,
     gathered by the ids), then pairs of different ids kept only where their texts are equal
@@ -392,56 +391,6 @@ def carried(frame: pl.DataFrame, name: str) -> tuple[pl.DataFrame, pl.DataFrame 
 PROCESS_COLUMNS = ("_proc", "host", "pid", "worker")
 
 
-def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
-    """One process's files of a format-3 table, each decoded on its own (tests, tools; the
-    run-folder reader decodes all processes at once), skipping what does not read."""
-    names = {p.name for p in proc_dir.iterdir()} if proc_dir.is_dir() else set()
-    strings_path = proc_dir / f"{STRINGS.name}{STREAM_SUFFIX}"
-    strings = texts(read_stream(strings_path).frame if strings_path.name in names else None)
-    out = []
-
-    def read(path: Path) -> pl.DataFrame | None:
-        frame = (read_stream(path).frame if path.name.endswith(STREAM_SUFFIX)
-                 else pl.read_ipc(path))
-        if frame is None:
-            return None
-        return decode(frame.with_columns(_proc=pl.lit(0, pl.Int32)), path.name.split(".")[0],
-                      strings, [strings.len()])[0]
-
-    held = IN_FILE_OF.get(table.name)
-    for path in files(proc_dir, names, table.name):
-        frame = read(path)
-        if frame is None:
-            continue
-        for host, column in IN_FILE_OF.values():  # rows of another table
-            if host.name == table.name and column in frame.columns:
-                frame = frame.filter(pl.col(column).is_not_null())
-        if table.name in DETAILS:
-            details = [d for p in files(proc_dir, names, DETAILS[table.name][0].name)
-                       if (d := read(p)) is not None]
-            frame, _orphans = with_details(frame, table.name,
-                                           pl.concat(details) if details else None)
-        out.append((path, conform(frame, table, path=str(path))))
-    if held is not None:  # its rows written in another table's streams
-        host, column = held
-        for path in files(proc_dir, names, host.name):
-            hosting = read(path)
-            if hosting is not None and column in hosting.columns:
-                held_rows = hosting.filter(pl.col(column).is_null())
-                if held_rows.height:
-                    out.append((path, conform(held_rows.select(
-                        c for c in table.names if c in hosting.columns), table,
-                        path=str(path))))
-    for name, (other, _columns) in CARRIED.items():  # its rows carried by another's
-        if other.name == table.name:
-            for path in files(proc_dir, names, name):
-                carrier = read(path)
-                rows = None if carrier is None else carried(carrier, name)[1]
-                if rows is not None:
-                    out.append((path, conform(rows, table, path=str(path))))
-    return out
-
-
-__all__ = ["STRINGS", "StreamRead", "decode", "details_joined", "files", "framing",
-           "is_format3", "mistyped", "lookup", "read_many", "read_stream", "read_table", "texts",
-           "torn", "with_details"]
+__all__ = ["STRINGS", "StreamRead", "decode", "decoded_table", "details_joined", "files",
+           "framing", "is_format3", "mistyped", "lookup", "read_many", "read_stream", "texts",
+           "torn"]

@@ -15,7 +15,7 @@ import pytest
 from collectors.sink import ProcessSink, proc_json, process_dir
 from correlate.schema import run as schema
 from correlate.sources.detect import load
-from correlate.sources.run_streams import read_table
+from testing.raw_parts import read_table
 
 
 def _worker(run: Path, pid: int, carried: bool) -> list[tuple]:
