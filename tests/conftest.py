@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -252,13 +253,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: order[_module(item)])  # (stable)
 
 
+_LOCK_FOLDER = pytest.StashKey[Path]()
+
+
+def _lock_folder(testrunuid: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"correlate-test-locks-{testrunuid}"
+
+
 def _open_locks(config: pytest.Config) -> None:
     """The lock files, in a folder every xdist worker of this run shares (named by the run's
     ``testrunuid``); none outside xdist workers."""
     worker: dict[str, Any] | None = getattr(config, "workerinput", None)
     if worker is None:
+        # the controller names the run, so that it can remove the folder once its workers end
+        if getattr(config.option, "numprocesses", None) and hasattr(config.option, "testrunuid"):
+            config.option.testrunuid = config.option.testrunuid or uuid.uuid4().hex
+            config.stash[_LOCK_FOLDER] = _lock_folder(config.option.testrunuid)
         return
-    folder = Path(tempfile.gettempdir()) / f"correlate-test-locks-{worker['testrunuid']}"
+    folder = _lock_folder(worker["testrunuid"])
     folder.mkdir(exist_ok=True)
     flags = os.O_RDWR | os.O_CREAT
     config.stash[_LOCKS] = (os.open(folder / "turnstile", flags, 0o600),
@@ -290,9 +302,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    folder = config.stash.get(_STARTS, None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    for key in (_STARTS, _LOCK_FOLDER):
+        folder = config.stash.get(key, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _wrong_marker(item: pytest.Item, report: pytest.TestReport) -> str | None:
