@@ -12,14 +12,16 @@ block and closed after it, like the sink's streams: no descriptor into the run f
 (one would stop the run folder's file system from being remounted or unmounted).
 
 A process in which no Python thread can run any more (a deadlock on the GIL) cannot write
-anything itself: for that case faulthandler's own timer, armed again at every tick of this
-module's thread and fired from a C thread that needs neither the GIL nor the runtime's locks,
-dumps every thread's stack to the process's stderr (the job's log) ``after_s`` + a tick after
-that thread last ran.
+anything itself, and nothing here dumps its stacks from outside the interpreter: faulthandler's
+own timer (``dump_traceback_later``), which did, reads the other threads' frames without the
+GIL, and when the process had only been stopped (SIGSTOP, a batch system suspending the job, a
+paused VM) it fires as soon as the process runs again, among threads that run too, and can
+crash it (a worker of a real cluster died so, mid-dump, after 3 s stopped: the stall test).
+``correlate`` names such a process by its missing closing record. The dump here is taken by
+this module's thread holding the GIL, when the other threads' frames cannot change.
 
 It costs nothing per task: a loop callback every ``tick`` seconds and one thread that wakes as
-often. One watchdog per process (faulthandler has one timer per process); the workers and
-scheduler of a process share it.
+often. One watchdog per process; the workers and scheduler of a process share it.
 """
 
 from __future__ import annotations
@@ -39,8 +41,6 @@ FILE = "stalls.txt"
 #: no progress for this many seconds is a stall (Dask warns of a blocked event loop at 3 s)
 AFTER_S = 10.0
 HEADER = "== "
-#: where faulthandler's own dump goes (the process's stderr: see above)
-STDERR = 2
 
 #: the source of a watched thread's progress: the monotonic time of its last progress, or None
 #: while it has nothing to do
@@ -57,7 +57,6 @@ class Watchdog:
         self.loop_beats: dict[str, float] = {}
         self.stalled: dict[tuple[str, str], float] = {}
         self._stop = threading.Event()
-        self._arming = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="dask-correlate-watchdog",
                                         daemon=True)
 
@@ -87,21 +86,12 @@ class Watchdog:
         return callback
 
     def start(self) -> None:
-        self._arm()
         self._thread.start()
 
     def stop(self) -> None:
         """Stops at once (called on a server's event loop as it closes: no join); the thread
-        ends at its next tick, and re-arms nothing after this."""
+        ends at its next tick."""
         self._stop.set()
-        with self._arming:
-            faulthandler.cancel_dump_traceback_later()
-
-    def _arm(self) -> None:
-        with self._arming:
-            if not self._stop.is_set():
-                faulthandler.dump_traceback_later(self.after_s + self.tick, repeat=False,
-                                                  file=STDERR, exit=False)
 
     def _run(self) -> None:
         last, cpu = time.monotonic(), time.process_time()
@@ -115,7 +105,6 @@ class Watchdog:
                                 cpu_s=now_cpu - cpu, end=time.time(), stacks=True)
                 else:  # (after a stop, the loops get a tick to turn again)
                     self._check(now)
-                self._arm()
             except Exception:  # noqa: BLE001, S110 - a watchdog that fails must not fail the job
                 pass
             last, cpu = now, now_cpu

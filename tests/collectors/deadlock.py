@@ -1,5 +1,5 @@
 """CPython gh-106883 made to happen, not waited for: run as a script (``--guard`` installs
-``collectors.frames_guard``; ``--watchdog DIR`` starts a watchdog writing into DIR).
+``collectors.frames_guard``).
 
 The main thread calls ``sys._current_frames()`` with a collection due at every allocation; a
 gc callback, at a collection inside that call (the runtime's HEAD_LOCK held), lets the other
@@ -14,7 +14,6 @@ import gc
 import sys
 import threading
 import time
-from pathlib import Path
 
 
 def call_frames_from_other_thread(ready: threading.Event) -> None:
@@ -25,16 +24,11 @@ def call_frames_from_other_thread(ready: threading.Event) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--guard", action="store_true")
-    parser.add_argument("--watchdog")
     args = parser.parse_args()
     if args.guard:
         from collectors import frames_guard
 
         frames_guard.install(force=True)
-    if args.watchdog:
-        from collectors import watchdog
-
-        watchdog.watchdog(Path(args.watchdog), after_s=0.5)
     ready, armed = threading.Event(), threading.Event()
     main_thread = threading.get_ident()
 

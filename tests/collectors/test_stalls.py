@@ -62,16 +62,62 @@ def test_the_guard_ends_the_reproduction_every_time():
         assert done.returncode == 0 and "done" in done.stdout
 
 
-@pytest.mark.skipif(not frames_guard.AFFECTED, reason="needs a Python with gh-106883")
-def test_a_deadlocked_process_leaves_every_threads_stack_in_its_log(tmp_path):
-    """The watchdog's thread cannot run in a GIL deadlock: faulthandler's own timer thread, armed
-    at each of its ticks, writes the stacks to the process's stderr."""
-    hung = _run_deadlock("--watchdog", str(tmp_path))
-    assert isinstance(hung, subprocess.TimeoutExpired)
-    err = hung.stderr.decode() if isinstance(hung.stderr, bytes) else hung.stderr or ""
-    assert "Timeout (" in err
-    assert "call_frames_from_other_thread" in err and "give_the_gil_away" in err
-    assert not (tmp_path / watchdog.FILE).exists()  # no descriptor into the folder was held
+STOPPED = """
+import sys, threading
+from pathlib import Path
+from collectors import watchdog
+
+dog = watchdog.watchdog(Path(sys.argv[1]), after_s=0.3)
+done = threading.Event()
+
+def deep(depth):  # frames pushed and popped all the time
+    return 0 if depth == 0 else deep(depth - 1)
+
+def busy():
+    while not done.is_set():
+        deep(40)
+
+threads = [threading.Thread(target=busy) for _ in range(3)]
+for t in threads:
+    t.start()
+print("ready", flush=True)
+sys.stdin.readline()
+done.set()
+for t in threads:
+    t.join()
+dog.stop()
+print("ended", flush=True)
+"""
+
+
+def test_a_process_stopped_past_the_stall_time_goes_on_unharmed(tmp_path):
+    """SIGSTOP for 1.5 s (five times the stall time), then SIGCONT, while three threads run
+    Python: the process goes on, records a `process` stall with the stacks, and nothing dumps
+    its threads' stacks from outside the interpreter as it resumes (faulthandler's timer, armed
+    by the watchdog before, did so among the running threads, reading frames as they changed:
+    it crashed a worker of a real cluster mid-dump in the stopped-worker test below)."""
+    import signal
+
+    child = subprocess.Popen([sys.executable, "-c", STOPPED, str(tmp_path)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        time.sleep(0.3)
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        os.kill(child.pid, signal.SIGCONT)
+        time.sleep(1.0)  # (the watchdog's next ticks: the stall written)
+        out, err = child.communicate("\n", timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0 and out == "ended\n", err[-3000:]
+    assert "Timeout (" not in err, err[-3000:]
+    found, unreadable = stalls.read(tmp_path)
+    assert unreadable == [] and [s["kind"] for s in found] == ["process"], found
+    assert found[0]["end"] - found[0]["start"] >= 1.4
 
 
 def test_the_guard_turns_collections_off_only_for_the_call_and_restores_them():
