@@ -36,8 +36,11 @@ def mapper_for(spec: str | None) -> Iterator[Mapper]:
     cluster = None
     try:
         if n is not None:
+            # no dashboard; the scheduler's HTTP routes (health, metrics) on a free port, not
+            # on 8787, where the user's own cluster may have its dashboard
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   dashboard_address=None,
+                                   scheduler_kwargs={"dashboard_address": ":0"})
             client = Client(cluster)
         else:
             import dask
