@@ -326,9 +326,10 @@ def details_joined(frame: pl.DataFrame, name: str, details: pl.DataFrame,
     """A format-3 table's rows with their details (``DETAILS``) joined back on, per process,
     before ``frame`` is decoded: its rows as stored (string ids, ``_proc``) with ``details``
     (decoded, each string-id column of the join kept as ``_id_<column>`` too) joined on, and
-    the number of details no row has; the same rows as joining on text. Not on the ids alone: a text may have two ids in a process (the
-    collector's map of strings starts again past its bound; in a big scheduler most details
-    name their key by another id than their transition). So on the texts' hashes (integers,
+    the number of details no row has; the same rows as joining on text. Not on the ids
+    alone: a text may have two ids in a process (the collector's map of strings starts again
+    past its bound; in a big scheduler most details name their key by another id than their
+    transition). So on the texts' hashes (integers,
     gathered by the ids), then pairs of different ids kept only where their texts are equal
     (a hash shared by two texts pairs rows that are then dropped)."""
     table, by = DETAILS[name]
