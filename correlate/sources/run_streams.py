@@ -329,9 +329,9 @@ def details_joined(frame: pl.DataFrame, name: str, details: pl.DataFrame,
     the number of details no row has; the same rows as joining on text. Not on the ids
     alone: a text may have two ids in a process (the collector's map of strings starts again
     past its bound; in a big scheduler most details name their key by another id than their
-    transition). So on the texts' hashes (integers,
-    gathered by the ids), then pairs of different ids kept only where their texts are equal
-    (a hash shared by two texts pairs rows that are then dropped)."""
+    transition). So on the texts' hashes (integers, gathered by the ids), then pairs of
+    different ids kept only where their texts are equal (a hash shared by two texts pairs rows
+    that are then dropped)."""
     table, by = DETAILS[name]
     keys = ["_proc", *by]
     details = details.unique(keys, keep="first", maintain_order=True)
