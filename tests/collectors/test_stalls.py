@@ -90,6 +90,10 @@ print("ended", flush=True)
 """
 
 
+def _text_of(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
 def test_a_process_stopped_past_the_stall_time_goes_on_unharmed(tmp_path):
     """SIGSTOP for 1.5 s (five times the stall time), then SIGCONT, while three threads run
     Python: the process goes on, records a `process` stall with the stacks, and nothing dumps
@@ -108,7 +112,11 @@ def test_a_process_stopped_past_the_stall_time_goes_on_unharmed(tmp_path):
         os.kill(child.pid, signal.SIGSTOP)
         time.sleep(1.5)
         os.kill(child.pid, signal.SIGCONT)
-        time.sleep(1.0)  # (the watchdog's next ticks: the stall written)
+        deadline = time.monotonic() + 30  # (the watchdog's next tick writes the stall)
+        while ('"kind": "process"' not in _text_of(tmp_path / watchdog.FILE)
+               and time.monotonic() < deadline and child.poll() is None):
+            time.sleep(0.05)
+        time.sleep(0.3)  # (and the stacks after its header)
         out, err = child.communicate("\n", timeout=60)
     finally:
         if child.poll() is None:
