@@ -66,8 +66,8 @@ LIFECYCLE_BYTES = 13_000
 #: decoded table by table (fitted to the load's peak RSS in the same runs)
 LOAD_FIXED_BYTES = 650_000_000
 LOAD_STREAM_FACTOR = 2.2
-#: both terms are told this much above the fit: one run's peak differs from the next one's by
-#: up to about 0.2 GB at 1M executions (when the allocator gives freed memory back)
+#: both terms are told this much above the fit: one run's peak differs from the next one's
+#: (when the allocator gives freed memory back; docs/performance.md, "Memory limit")
 MARGIN = 1.05
 
 UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,

@@ -15,9 +15,9 @@ from correlate.reports.load import Outputs
 #: long evidence); the rest are folded below them
 FINDINGS_FIRST = 3
 LINKS_FIRST = 8
-#: links folded below them at most: a path of a long job has one link per task it waited for
-#: (tens of thousands at a million tasks, 300 bytes of HTML each), so the longest are kept, in
-#: path order, and critical_path.parquet holds them all
+#: links folded below them at most: a path of a long job has one link per task it waited for,
+#: which would make most of the page (docs/performance.md, "Reports"), so the longest are
+#: kept, in path order, and critical_path.parquet holds them all
 LINKS_FOLDED = 1_000
 
 
