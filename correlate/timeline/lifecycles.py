@@ -40,7 +40,7 @@ from correlate.timeline.message_bounds import message_bounds
 _TRANSITION_SKIP = ("key", "side", "local_time_ns", "prefix", "group")
 #: keys whose lines are built and written at once: a chunk's events and lines are what the
 #: writer holds beyond the run's rows, so this bounds it (and a chunk of the whole run was
-#: slower to build than several: docs/performance.md, "Reports")
+#: slower to build than several: docs/performance.md, "Memory limit")
 KEYS_PER_CHUNK = 20_000
 
 
