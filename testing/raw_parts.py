@@ -47,13 +47,13 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
             frame, path.name.split(".")[0], details, strings, [strings.len()])[0]
 
     out = []
+    details = None  # (the details' rows as stored, read once for every file of the table)
+    if table.name in DETAILS:
+        found = [d for p in files(proc_dir, names, DETAILS[table.name][0].name)
+                 if (d := stored(p)) is not None]
+        details = pl.concat(found) if found else None
     for path in files(proc_dir, names, table.name):
-        rows = None
-        if table.name in DETAILS:
-            found = [d for p in files(proc_dir, names, DETAILS[table.name][0].name)
-                     if (d := stored(p)) is not None]
-            rows = pl.concat(found) if found else None
-        frame = read(path, rows)
+        frame = read(path, details)
         if frame is None:
             continue
         for host, column in IN_FILE_OF.values():  # rows of another table
