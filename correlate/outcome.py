@@ -47,13 +47,80 @@ class Seen:
     erred: pl.DataFrame | None  # None: no scheduler transitions
 
 
+@dataclass(frozen=True)
+class SeenPart:
+    """What one part of the transitions by key says of how the job ended (``seen_part``),
+    combined with the other parts' by ``seen_of``."""
+
+    running: pl.DataFrame | None  # worker, key, host, pid, started; None: no worker side
+    ends: pl.DataFrame | None  # host, pid, end: each process's last worker-side transition
+    erred: pl.DataFrame | None  # None: no scheduler transitions
+
+
 def seen_in(transitions: pl.DataFrame | pl.LazyFrame, samples: pl.DataFrame | None = None
             ) -> Seen:
     """The executions in flight and the erred tasks of ``transitions`` (key, worker, host
     and finish as strings or Categorical): taken while a caller holds them, the whole
     transitions are not read again."""
-    return Seen(in_flight(transitions, samples),
-                erred_tasks(transitions) if _has_scheduler_transitions(transitions) else None)
+    return seen_of([seen_part(transitions)], samples)
+
+
+def seen_part(transitions: pl.DataFrame | pl.LazyFrame) -> SeenPart:
+    """``seen_in``'s part of a part of the transitions by key (every row of a key in it)."""
+    running, ends = _running(transitions)
+    return SeenPart(running, ends, erred_tasks(transitions)
+                    if _has_scheduler_transitions(transitions) else None)
+
+
+def seen_of(parts: list[SeenPart], samples: pl.DataFrame | None = None) -> Seen:
+    """What the parts of the transitions say together (``samples``: the clock samples, one
+    per flush, which end a worker's records too)."""
+    running = [p.running for p in parts if p.running is not None]
+    erred = [p.erred for p in parts if p.erred is not None]
+    flight = (_in_flight(pl.concat(running), pl.concat([p.ends for p in parts
+                                                        if p.ends is not None]), samples)
+              if running else None)
+    return Seen(flight, pl.concat(erred) if erred else None)
+
+
+def _running(transitions: pl.DataFrame | pl.LazyFrame
+             ) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """The executions still running where their key's worker-side transitions end (worker,
+    key, host, pid, started: their last entry into ``executing``), and each process's last
+    worker-side transition; None for both without worker-side transitions."""
+    w = transitions.lazy().filter(pl.col("side") == "worker")
+    if w.head(1).collect().height == 0:
+        return None, None
+    w = w.select("worker", "host", "pid", "key", "finish", "local_time_ns")
+    last = (w.sort("local_time_ns", maintain_order=True).group_by("worker", "key")
+            .agg(pl.col("host", "pid").last(), finish=pl.col("finish").last(),
+                 started=pl.col("local_time_ns").filter(pl.col("finish") == "executing").max()))
+    running = (last.filter(pl.col("finish").is_in(RUNNING))
+               .select(pl.col("worker", "key", "host").cast(pl.String), "pid", "started")
+               .collect())
+    ends = (w.group_by("host", "pid").agg(end=pl.col("local_time_ns").max())
+            .select(pl.col("host").cast(pl.String), "pid", "end").collect())
+    return running, ends
+
+
+def _in_flight(running: pl.DataFrame, ends: pl.DataFrame, samples: pl.DataFrame | None
+               ) -> pl.DataFrame:
+    """``worker, key, prefix, running_s`` of each execution still running when its worker's
+    records end: a killed job's, or one its client left running; ``running_s`` from its
+    start to the worker's last record (a transition, or a clock sample of ``samples``),
+    worker clock."""
+    from correlate.frames.prefixes import key_splits
+
+    if samples is not None and not samples.is_empty():
+        ends = pl.concat([ends, samples.select(pl.col("host").cast(pl.String), "pid",
+                                               end=pl.col("local_time_ns").cast(pl.Int64))])
+    end = ends.group_by("host", "pid").agg(pl.col("end").max())
+    out = (running.join(end, on=["host", "pid"], how="left", nulls_equal=True)
+           .select("worker", "key", running_s=(pl.col("end") - pl.col("started")) / 1e9)
+           .sort("running_s", "worker", "key", descending=[True, False, False],
+                 nulls_last=True))
+    return out.with_columns(prefix=key_splits(out["key"])).select(
+        "worker", "key", "prefix", "running_s")
 
 
 def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame | Seen,
@@ -98,38 +165,6 @@ def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame 
 
 #: worker states an execution is in (a task that seceded is ``long-running``, still running)
 RUNNING = ("executing", "long-running")
-
-
-def in_flight(transitions: pl.DataFrame | pl.LazyFrame,
-              samples: pl.DataFrame | None = None) -> pl.DataFrame | None:
-    """``worker, key, prefix, running_s`` of each execution still running when its worker's
-    records end (its last worker-side transition entered ``executing`` or ``long-running``):
-    a killed job's, or one its client left running; ``running_s`` from its start to the
-    worker's last record (a transition, or a clock sample of ``samples``: one per flush),
-    worker clock. None: the source has no worker-side transitions."""
-    from correlate.frames.prefixes import key_splits
-
-    w = transitions.lazy().filter(pl.col("side") == "worker")
-    if w.head(1).collect().height == 0:
-        return None
-    w = w.select("worker", "host", "pid", "key", "finish", "local_time_ns")
-    last = (w.sort("local_time_ns", maintain_order=True).group_by("worker", "key")
-            .agg(pl.col("host", "pid").last(), finish=pl.col("finish").last(),
-                 started=pl.col("local_time_ns").filter(pl.col("finish") == "executing").max()))
-    records = w.select("host", "pid", "local_time_ns")
-    if samples is not None and not samples.is_empty():
-        host = records.collect_schema()["host"]  # (Categorical where the caller holds it so)
-        records = pl.concat([records, samples.lazy().select(
-            pl.col("host").cast(host), "pid", pl.col("local_time_ns").cast(pl.Int64))])
-    end = records.group_by("host", "pid").agg(end=pl.col("local_time_ns").max())
-    out = (last.filter(pl.col("finish").is_in(RUNNING))
-           .join(end, on=["host", "pid"], how="left", nulls_equal=True)
-           .select("worker", "key", running_s=(pl.col("end") - pl.col("started")) / 1e9)
-           .sort("running_s", "worker", "key", descending=[True, False, False],
-                 nulls_last=True).collect())
-    out = out.with_columns(pl.col("worker", "key").cast(pl.String))
-    return out.with_columns(prefix=key_splits(out["key"])).select(
-        "worker", "key", "prefix", "running_s")
 
 
 def _in_flight_summary(flight: pl.DataFrame | None) -> dict[str, Any]:

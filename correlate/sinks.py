@@ -19,6 +19,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 
 from correlate.frames.sorting import output_order, sorted_for_output
+from correlate.frames.spill import spill_path
 from correlate.schema import TABLES, conform
 
 #: parquet compression of every output table: LZ4 writes faster than zstd for somewhat more
@@ -108,3 +109,49 @@ def put_in_parts(sink: TableSink, name: str, df: pl.DataFrame) -> None:
     take = df.slice if rows is None else (lambda i, n: df[rows.slice(i, n)])
     sink.write_parts(name, (conform(take(i, PART_ROWS), table, path=name)
                             for i in range(0, df.height, PART_ROWS)))
+
+
+class Merged:
+    """A big output table made in parts whose rows interleave (parts by key of a table in
+    time order), written in its order without holding it whole: each part's rows are cut
+    into ranges of the table's first sort key (never null) at ``cuts`` and spilled range by
+    range (``add``); ``put`` then reads each range of every part, puts it in order and
+    writes it. Any cuts give the same table; cuts near the quantiles of the first key keep
+    each range near ``PART_ROWS``."""
+
+    def __init__(self, name: str, cuts: list[int]) -> None:
+        self.table = TABLES[name]
+        self.cuts = pl.Series(sorted(set(cuts)), dtype=pl.Int64)
+        self.ranges: list[list[Path]] = [[] for _ in range(self.cuts.len() + 1)]
+
+    def add(self, df: pl.DataFrame) -> None:
+        where = self.cuts.search_sorted(df.get_column(self.table.sort_by[0]), side="right")
+        for (r,), rows in df.with_columns(_range=where).partition_by(
+                "_range", include_key=False, as_dict=True).items():
+            path = spill_path(".arrow")
+            rows.write_ipc(path, compression="lz4")
+            self.ranges[int(r)].append(path)
+
+    def put(self, sink: TableSink) -> None:
+        sink.write_parts(self.table.name,
+                         (df for df in map(self._in_order, self.ranges) if df.height))
+
+    def _in_order(self, parts: list[Path]) -> pl.DataFrame:
+        if not parts:
+            return self.table.empty()  # (conformed)
+        df = pl.concat([pl.scan_ipc(p) for p in parts]).collect()
+        for p in parts:  # (read: a big run's spill folder holds one range at a time)
+            p.unlink()
+        rows = output_order(df, self.table)
+        return conform(df if rows is None else df[rows], self.table, path=self.table.name)
+
+
+def cuts(sample: pl.Series, rows: int) -> list[int]:
+    """Cuts of a first sort key for ``Merged``: ranges of about ``PART_ROWS`` rows of a
+    table of ``rows`` rows whose key is ``sample`` (a sample of its values, any order)."""
+    ranges = -(-rows // PART_ROWS)
+    if ranges < 2 or sample.is_empty():
+        return []
+    sample = sample.drop_nulls().sort()
+    return sorted({int(sample[min(sample.len() - 1, i * sample.len() // ranges)])
+                   for i in range(1, ranges)})

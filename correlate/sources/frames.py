@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from correlate.errors import InputError, first_line
+from correlate.frames.spill import in_part
 from correlate.schema import TABLES, conform
 
 
@@ -54,6 +55,9 @@ class RunFrames:
     io_file_counters: pl.DataFrame = _empty("io_file_counters")
     darshan_logs: pl.DataFrame = _empty("darshan_logs")
     rejects: pl.DataFrame = _empty("rejects")
+    #: the transitions in parts by key (``correlate.frames.spill``), when the source spilled
+    #: them so (empty: ``transition_parts`` filters ``transitions``)
+    transitions_in_parts: tuple[pl.LazyFrame, ...] = ()
     #: source format name, e.g. "run-folder", "mofka-csv", "miniapp"
     source_format: str = "unknown"
     facts: dict[str, Any] = field(default_factory=dict)
@@ -85,6 +89,15 @@ class RunFrames:
         except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
             raise unreadable(self.lazy_parts, name, err) from None
         return _contiguous(got) if contiguous else got
+
+    def transition_parts(self, parts: int) -> list[pl.LazyFrame]:
+        """The transitions in ``parts`` parts by key (``spill.in_part``): every key's rows in
+        one part, in their order."""
+        if len(self.transitions_in_parts) == parts:
+            return list(self.transitions_in_parts)
+        if parts == 1:
+            return [self.transitions.lazy()]
+        return [self.transitions.lazy().filter(in_part(p, parts)) for p in range(parts)]
 
     def collected(self) -> RunFrames:
         """The same frames with every lazy table read."""

@@ -17,11 +17,8 @@ of their parts: the engine reads them when it needs them and lets them go after.
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
 import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,8 +27,9 @@ import polars as pl
 
 import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError, first_line
-from correlate.frames import allocator
+from correlate.frames import allocator, spill
 from correlate.frames.mappers import Mapper, local_map
+from correlate.frames.spill import parts_for, spilled, spilled_parts
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
 from correlate.sources import (
@@ -62,6 +60,9 @@ SEQ_COLUMNS = ("execution_seq", "transfer_seq")
 
 #: raw tables read lazily (the largest: transitions and profile rows)
 LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats")
+#: run format 3: the lazy tables spilled in parts by key (``correlate.frames.spill``) when
+#: they have more than ``KEYED_ROWS_PER_PART`` rows together
+KEYED_TABLES = ("scheduler_transitions", "worker_transitions")
 #: run format 3: a lazy table of more rows than this is written to a file of its own once
 #: decoded and scanned from there (as formats 1 and 2's parts are), not held decoded in memory
 #: for the whole correlation (every stage after the first that reads it would carry it)
@@ -202,6 +203,8 @@ class _Reader:
         #: run format 3: what the load reads of the scheduler's transitions (``_taken``), taken
         #: while they were in memory, with the frame they stand for (their spilled scan)
         self.taken: tuple[pl.DataFrame | pl.LazyFrame, dict[str, Any]] | None = None
+        #: run format 3: the parts by key each of ``KEYED_TABLES`` was spilled in
+        self.key_parts: dict[str, tuple[pl.LazyFrame, ...]] = {}
 
     def _decoded(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows of every process as recorded (ids as text, ``_proc``)."""
@@ -636,6 +639,7 @@ def load(run_dir: Path, mapper: Mapper = local_map,
         if taken is None:
             taken = _taken(_lazy_or(tables["scheduler_transitions"], "scheduler_transitions"))
         frames = _canonical(tables, processes, io, taken)
+        frames["transitions_in_parts"] = _transitions_in_parts(tables, per_table, reader.key_parts)
         _missing(tables, frames["executions"], procs, manifest, reader, taken)
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
         raise unreadable(reader.unchecked, str(run_dir), err) from None
@@ -728,8 +732,14 @@ def _read_parts(d: Path, info: dict[str, Any], closed: Any, manifest: dict[str, 
 
 def _read_streams(run_dir: Path, reader: _Reader,
                   per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]]) -> None:
-    """Format 3's streams, decoded table by table, appended to ``per_table``."""
+    """Format 3's streams, decoded table by table, appended to ``per_table``. The transitions
+    of a run of more than ``KEYED_ROWS_PER_PART`` are spilled in parts by key
+    (``reader.key_parts``), both sides' alike, so that the timeline reads them a part at a
+    time."""
     held = {n: t.name for n, (t, _c) in raw.IN_FILE_OF.items()}
+    parts = parts_for(sum(rows for name in KEYED_TABLES
+                          for _i, _p, _d, f in reader.pending.get(name, [])
+                          for _s, _e, rows in f.batches), spill.KEYED_ROWS_PER_PART)
     for name in [t.name for t in raw.RUN_TABLES
                  if any(n in reader.stored or n in reader.pending or n in reader.done
                         for n in (t.name, held.get(t.name)))]:
@@ -744,14 +754,18 @@ def _read_streams(run_dir: Path, reader: _Reader,
                 per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
             taken = _taken(decoded.lazy()) if name == "scheduler_transitions" else None
-            if name in LAZY_TABLES and decoded.height > SPILL_ROWS:
+            if parts > 1 and name in KEYED_TABLES:
+                reader.key_parts[name] = spilled_parts(decoded, parts)
+                per_table[name].append(pl.concat(reader.key_parts[name]))
+            elif name in LAZY_TABLES and decoded.height > SPILL_ROWS:
                 per_table[name].append(spilled(decoded))
+            else:
+                per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
+            if name in reader.key_parts or (name in LAZY_TABLES and decoded.height > SPILL_ROWS):
                 # (and not kept as read either: the tables decoded after it reuse its memory)
                 details = raw.DETAILS.get(name)
                 for n in (name, *([details[0].name] if details else ())):
                     reader.done.pop(n, None)
-            else:
-                per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
             if taken is not None:
                 reader.taken = (per_table[name][-1], taken)
             del decoded
@@ -771,23 +785,6 @@ def _run_facts(manifest: dict[str, Any] | None, processes: list[dict[str, Any]],
     facts["stalls"] = reader.stalls
     facts["executions_lost_with_worker"] = reader.lost_with_worker
     return facts
-
-
-def spilled(frame: pl.DataFrame) -> pl.LazyFrame:
-    """``frame`` written to an Arrow file in this process's spill folder (removed when the
-    process ends) and scanned from there; LZ4-compressed, so that it is read into memory
-    rather than memory-mapped (a mapped file's pages count in the process's memory as they
-    are read, and stay while the scan is used)."""
-    path = _spill_folder() / f"{len(os.listdir(_spill_folder()))}.arrow"
-    frame.write_ipc(path, compression="lz4")
-    return pl.scan_ipc(path)
-
-
-@functools.cache
-def _spill_folder() -> Path:
-    folder = tempfile.TemporaryDirectory(prefix="correlate-spill-")
-    atexit.register(folder.cleanup)
-    return Path(folder.name)
 
 
 def _darshan_gaps(run_dir: Path, procs: list[tuple[Path, dict[str, Any], Any]],
@@ -1078,6 +1075,22 @@ def _transitions(sched: pl.LazyFrame, worker: pl.LazyFrame | None) -> pl.LazyFra
     if worker is not None:
         parts.append(conform(worker.with_columns(side=pl.lit("worker")), TABLES["transitions"]))
     return pl.concat(parts)
+
+
+def _transitions_in_parts(tables: dict[str, Any],
+                          per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]],
+                          key_parts: dict[str, tuple[pl.LazyFrame, ...]]
+                          ) -> tuple[pl.LazyFrame, ...]:
+    """The canonical transitions of each part by key (``correlate.frames.spill``), when every
+    transitions table the run has was spilled in parts whole (none: not spilled so)."""
+    present = [n for n in KEYED_TABLES if tables[n] is not None]
+    if not present or any(n not in key_parts or len(per_table[n]) != 1 for n in present):
+        return ()
+    sched, worker = (key_parts.get(n) for n in KEYED_TABLES)
+    empty = TABLES["scheduler_transitions"].empty().lazy()
+    return tuple(conform(_transitions(sched[p] if sched else empty,
+                                      worker[p] if worker else None), TABLES["transitions"])
+                 for p in range(len(sched or worker or ())))
 
 
 def _transfers(tr: pl.DataFrame | None, keys: pl.DataFrame | None

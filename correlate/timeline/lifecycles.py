@@ -290,6 +290,7 @@ def _key_slice(frames: RunFrames, lo: str, hi: str) -> RunFrames:
         return pl.col(col).is_between(pl.lit(lo), pl.lit(hi))
 
     return replace(frames, transitions=frames.transitions.filter(inside("key")),
+                   transitions_in_parts=(),  # (the whole run's: not this slice's)
                    executions=frames.executions.filter(inside("key")),
                    startstops=frames.startstops.filter(inside("key")),
                    transfer_keys=frames.transfer_keys.filter(inside("key")),

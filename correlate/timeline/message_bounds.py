@@ -51,3 +51,11 @@ def message_bounds(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
                  pairs=pl.len().cast(pl.Int64))
             .with_columns(pl.col("host").cast(pl.String))  # (Categorical in the engine)
             .sort("host", "pid").collect())
+
+
+def combined(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """``message_bounds`` of the whole transitions from those of its parts by key (each
+    task's pair is in one part): the tightest bounds, the tasks used added up."""
+    return (pl.concat(parts).group_by("host", "pid")
+            .agg(pl.col("lower_ns").max(), pl.col("upper_ns").min(), pl.col("pairs").sum())
+            .sort("host", "pid"))

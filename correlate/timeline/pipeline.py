@@ -6,16 +6,19 @@ engine reads the result, never the parts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
 from correlate import outcome
 from correlate.console import Progress
+from correlate.frames import spill
+from correlate.frames.spill import in_part, parts_for
 from correlate.outcome import Seen
-from correlate.sinks import TableSink, put_in_parts
+from correlate.sinks import Merged, TableSink, cuts, put_in_parts
 from correlate.sources.frames import RunFrames
 from correlate.timeline import align, arrivals, endings, lost, waits
+from correlate.timeline.message_bounds import combined as message_bounds_of
 from correlate.timeline.message_bounds import message_bounds
 
 #: what events and waits read of the transitions (read once, let go after both); the columns
@@ -43,50 +46,98 @@ class Timeline:
     seen: Seen
 
 
-def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink,
-          progress: Progress) -> Timeline:
+#: every how many transitions one's time is kept, to cut ``events`` into ranges
+TIME_SAMPLE = 1_000
+
+
+def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progress,
+          parts: int | None = None) -> Timeline:
     """Events and waits first: the transitions (the largest raw table) are let go before the
-    attribution builds its tables, which reuse their pages (a lower peak RSS)."""
+    attribution builds its tables, which reuse their pages (a lower peak RSS). They are read
+    in ``parts`` parts by key (default: the parts the source spilled them in, else by
+    ``KEYED_ROWS_PER_PART``), every key's rows in one part, twice (before and after the
+    workers' clocks are known): what is taken per key is the same, the workers' clocks are
+    combined from every part's bounds, and ``events`` is merged back into its order."""
     progress.begin("transitions")
-    transitions = frames.table("transitions", TRANSITION_COLUMNS)
-    ex = endings.with_endings(ex, transitions)
+    if parts is None:
+        parts = len(frames.transitions_in_parts) or parts_for(
+            frames.transitions.lazy().select(pl.len()).collect().item(), spill.KEYED_ROWS_PER_PART)
+    lazy = frames.transition_parts(parts)
+    ended, bounds, released, seen, times, rows = [], [], [], [], [], 0
+    held = None  # (one part: read once, kept for the second pass)
+    for p, part in enumerate(lazy):
+        transitions = _read(frames, part)
+        rows += transitions.height
+        times.append(transitions.get_column("local_time_ns").gather_every(TIME_SAMPLE))
+        ended.append(endings.with_endings(ex if parts == 1 else ex.filter(in_part(p, parts)),
+                                          transitions))
+        bounds.append(message_bounds(transitions))
+        released.append(lost.results_lost(transitions))  # keys whose result died with a worker
+        # (how the job ended, for the summary: taken now, not by reading them all again)
+        seen.append(outcome.seen_part(transitions))
+        held = transitions if parts == 1 else None
+        del transitions
+    ex = ended[0] if parts == 1 else pl.concat(ended).sort("execution_id")
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
-                                         message_bounds(transitions))
-    progress.begin("events", rows=transitions.height)
-    put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
-    progress.begin("waits")
-    key_waits, arrived = _key_waits(transitions, frames, worker_clocks, ex)
+                                         message_bounds_of(bounds))
+    progress.begin("events and waits")
+    use = waits.thread_use(ex, frames.processes)
+    # (events: cut at the transitions' times, which are the events' but for the workers'
+    # clock offsets: ranges about PART_ROWS each)
+    events = Merged("events", cuts(pl.concat(times), rows))
+    key_waits, external = [], []
+    for part in lazy:
+        transitions = held if held is not None else _read(frames, part)
+        held = None
+        if parts == 1:
+            put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
+        else:
+            events.add(_events_table(transitions, worker_clocks))
+        key_waits.append(_key_waits(transitions, frames, worker_clocks, use))
+        external.append(waits.external_arrivals(transitions).drop_nulls("t_arrival"))
+        del transitions
+    if parts > 1:
+        events.put(sink)
+    waited, arrived = _with_external_waits(pl.concat(key_waits), pl.concat(external), frames)
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
     return Timeline(
-        ex, worker_clocks, key_waits.drop("t_wait", "t_proc"), arrived,
-        key_waits.select("key", submitted_ns="t_wait", assigned_ns="t_proc"),
-        lost.results_lost(transitions),  # keys whose result died with a worker
-        # (how the job ended, for the summary: taken now, not by reading them all again)
-        outcome.seen_in(transitions, frames.clock_samples))
+        ex, worker_clocks, waited.drop("t_wait", "t_proc"), arrived,
+        waited.select("key", submitted_ns="t_wait", assigned_ns="t_proc"),
+        pl.concat(released).unique(), outcome.seen_of(seen, frames.clock_samples))
+
+
+def _read(frames: RunFrames, part: pl.LazyFrame) -> pl.DataFrame:
+    """A part of the transitions, the columns the timeline uses."""
+    return replace(frames, transitions=part).table("transitions", TRANSITION_COLUMNS)
 
 
 def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.DataFrame,
-               ex: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per key: its scheduler-side and external waits, its wait on its worker split into the
-    part its worker was paused (memory), the part a thread was free (the worker's event loop)
-    and the rest (a thread); and the run's arrivals of data from outside Dask (scattered keys,
-    external-state tasks) that the external waits come from."""
+               use: pl.DataFrame | None) -> pl.DataFrame:
+    """Per key of ``transitions``: its scheduler-side waits, its wait on its worker split into
+    the part its worker was paused (memory), the part a thread was free (the worker's event
+    loop; ``use``: ``waits.thread_use``) and the rest (a thread)."""
     paused = waits.paused_waits(transitions, frames.worker_pauses,
                                 align.worker_shift(transitions, worker_clocks)
                                 if not frames.worker_pauses.is_empty() else pl.Series([]))
-    free = waits.free_thread_waits(transitions, ex, frames.processes)
+    free = waits.free_thread_waits(transitions, use)
     # a paused worker's threads are free too: that part stays memory's
     key_waits = (waits.scheduler_waits(transitions).join(paused, on="key", how="left")
                  .join(free, on="key", how="left").with_columns(
                      wait_free_thread_s=(pl.col("wait_free_thread_s")
                                          - pl.col("wait_paused_s").fill_null(0.0)).clip(0.0)))
-    key_waits = key_waits.with_columns(
+    return key_waits.with_columns(
         wait_thread_s=pl.col("wait_thread_s") - pl.col("wait_paused_s").fill_null(0.0)
         - pl.col("wait_free_thread_s").fill_null(0.0))
+
+
+def _with_external_waits(key_waits: pl.DataFrame, external: pl.DataFrame, frames: RunFrames
+                         ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``key_waits`` with the external waits, and the run's arrivals of data from outside Dask
+    (scattered keys, external-state tasks: ``external``) they come from."""
     # (the scheduler's sizes are read from the full transitions, only when there are such keys)
-    external = arrivals.external_state_arrivals(
-        frames.transitions, waits.external_arrivals(transitions).drop_nulls("t_arrival"))
-    arrived = arrivals.arrivals_table(frames.data_arrivals, frames.senders, external)
+    arrived = arrivals.arrivals_table(frames.data_arrivals, frames.senders,
+                                      arrivals.external_state_arrivals(frames.transitions,
+                                                                       external))
     ext = arrivals.external_waits(arrivals.arrival_times(arrived), frames.dependencies,
                                   key_waits)
     return key_waits.join(ext, on="key", how="left"), arrived

@@ -87,21 +87,16 @@ def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Seri
             .select(pl.col("key").cast(pl.String), "wait_paused_s"))
 
 
-def free_thread_waits(transitions: pl.DataFrame, executions: pl.DataFrame,
-                      processes: pl.DataFrame) -> pl.DataFrame:
-    """Per key: the part of its wait for a thread (its first worker-side ready → executing)
-    during which fewer executions ran on its worker than the worker has executor threads:
-    ``wait_free_thread_s``. A thread was free, so the task waited for the worker's event loop
-    to hand it over (busy with messages, transitions, transfers, or the host's other work),
-    not for a thread: more threads would not start it sooner. Executions' windows and worker
-    transitions are both the worker's ``time_ns``, so no alignment is needed. A lower bound:
-    an ``async def`` execution counts as a running thread. Workers whose thread count was not
-    recorded (``nthreads``) have none (unknown, not zero)."""
-    empty = pl.DataFrame(schema={"key": pl.String, "wait_free_thread_s": pl.Float64})
+def thread_use(executions: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame | None:
+    """Each worker's running executions over time, for ``free_thread_waits``: per start and
+    stop of an execution (``t``, worker clock), whether a thread was free after it (``free``)
+    and the time a thread was free before it (``before``), and the worker's first execution
+    (``first``). None: no worker whose thread count was recorded (``nthreads``), or no
+    executions."""
     threads = (processes.filter(pl.col("worker").is_not_null() & pl.col("nthreads").is_not_null())
                .group_by("worker").agg(pl.col("nthreads").max()))
     if threads.is_empty() or executions.is_empty():
-        return empty
+        return None
     # each worker's running count after each start (+1) and stop (-1), ends before starts at
     # the same instant; the idle time (a thread free) accumulated up to each event
     one = pl.lit(1, pl.Int32)
@@ -115,12 +110,29 @@ def free_thread_waits(transitions: pl.DataFrame, executions: pl.DataFrame,
         before=(pl.col("dt") * pl.col("free")).cum_sum().over("worker")
         - pl.col("dt") * pl.col("free")).select("worker", "t", "free", "before")
     ev = ev.sort("t", maintain_order=True)  # (join_asof's order; ties keep the worker's last)
-    firsts = ev.group_by("worker").agg(first=pl.col("t").min())
+    return ev.with_columns(first=pl.col("t").min().over("worker"))
+
+
+def free_thread_waits(transitions: pl.DataFrame, use: pl.DataFrame | None) -> pl.DataFrame:
+    """Per key: the part of its wait for a thread (its first worker-side ready → executing)
+    during which fewer executions ran on its worker than the worker has executor threads:
+    ``wait_free_thread_s``. A thread was free, so the task waited for the worker's event loop
+    to hand it over (busy with messages, transitions, transfers, or the host's other work),
+    not for a thread: more threads would not start it sooner. Executions' windows
+    (``thread_use``) and worker transitions are both the worker's ``time_ns``, so no
+    alignment is needed. A lower bound: an ``async def`` execution counts as a running thread.
+    Workers whose thread count was not recorded (``nthreads``) have none (unknown, not
+    zero)."""
+    empty = pl.DataFrame(schema={"key": pl.String, "wait_free_thread_s": pl.Float64})
+    if use is None:
+        return empty
+    firsts = use.group_by("worker").agg(pl.col("first").first())
     waiting = (ready_to_executing(transitions, pl.col("local_time_ns"))
                .filter(pl.col("t_exec") > pl.col("t_ready"))
                .join(firsts, on="worker"))  # (workers without a thread count: unknown)
     if waiting.is_empty():
         return empty
+    ev = use.select("worker", "t", "free", "before")
 
     def idle_until(at: str) -> pl.DataFrame:
         # the worker's idle time up to ``at``; before its first execution every thread is free

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from correlate.outcome import erred_tasks, job_outcome, outcome_line
+from tests.engine.key_parts import assert_same, correlated
 
 JOBS = Path(__file__).resolve().parents[1] / "collectors"
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "run-v1"
@@ -44,6 +45,16 @@ def test_summary_json_names_the_exit_code_and_the_erred_tasks(failed):
     assert job["erred_by_prefix"] == [{"prefix": "raise_on", "tasks": 4, "raised": 4},
                                       {"prefix": "consume", "tasks": 4, "raised": 0}]
     assert "flaky_once-0" not in job["erred_keys"]  # retried to success
+
+
+@pytest.mark.cluster
+def test_its_transitions_read_in_parts_say_the_same(failed, monkeypatch):
+    run = failed[0].parent
+    whole, _ = correlated(run, monkeypatch)
+    assert whole["summary"]["job"]["erred_tasks"] == len(failed[1]["erred"]) > 0
+    parts, spilled = correlated(run, monkeypatch, whole["events"].height // 3)
+    assert spilled >= 2
+    assert_same(whole, parts)
 
 
 @pytest.mark.cluster
@@ -96,7 +107,7 @@ def test_without_transitions_or_statuses_erred_is_unknown_not_zero():
 
 
 @pytest.mark.cluster
-def test_a_killed_job_names_the_executions_in_flight_and_their_tasks(tmp_path):
+def test_a_killed_job_names_the_executions_in_flight_and_their_tasks(tmp_path, monkeypatch):
     """A job killed (SIGTERM to `collect`, forwarded) while 2 of its 3 tasks execute: the
     summary, the terminal and report.md name those 2 executions, their tasks and worker; the
     third task, still waiting for a thread, is not one."""
@@ -134,3 +145,8 @@ def test_a_killed_job_names_the_executions_in_flight_and_their_tasks(tmp_path):
     assert all(f"{k} (on {flying[0]['worker']}, running " in line for k in keys), line
     report = (run / "correlated" / "report.md").read_text()
     assert all(k in report.split("## ")[0] for k in keys)  # above every section
+    # read in parts by key, the transitions say the same (the executions in flight too)
+    whole, _ = correlated(run, monkeypatch)
+    parts, spilled = correlated(run, monkeypatch, whole["events"].height // 3)
+    assert spilled >= 2 and whole["summary"]["job"]["in_flight"] == 2
+    assert_same(whole, parts)

@@ -27,6 +27,7 @@ from correlate.reports import write_reports
 from correlate.reports.terminal import print_summary
 from correlate.sources.run_folder import load
 from correlate.summary import destinations
+from tests.engine.key_parts import assert_same, correlated
 
 pytestmark = pytest.mark.cluster
 IO = ["pid", "thread_id", "path", "op", "length", "t0", "t1", "mapped"]
@@ -183,6 +184,16 @@ def test_rescheduled_unpack_executions_are_neither_errors_nor_runs(shuffled):
         assert by_prefix.get(prefix, n) == n
     assert summary["handed_back"]["rescheduled"]["wall_s"] == pytest.approx(
         handed["duration_s"].sum(), abs=1e-6)
+
+
+def test_read_in_parts_by_key_the_transitions_say_the_same(shuffled, monkeypatch):
+    """(the handed-back executions among them: each execution's ending is found in the part
+    of its key)"""
+    _result, _io, _folders, frames = shuffled
+    whole, _ = correlated(frames, monkeypatch)
+    assert whole["summary"]["handed_back"]["rescheduled"]["executions"] >= 1
+    parts, _ = correlated(frames, monkeypatch, whole["events"].height // 4, spilled=False)
+    assert_same(whole, parts)
 
 
 def test_every_worker_has_exactly_its_executor_threads(shuffled):

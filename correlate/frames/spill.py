@@ -1,0 +1,80 @@
+"""Tables written to this process's spill folder (removed when it ends) and scanned from there,
+so that a stage reads them when it needs them instead of every stage carrying them; and the
+key-hash buckets that let a stage read a big table a part at a time (``key_parts``).
+
+Every table keyed by task is split the same way: a key's bucket is its text's hash, modulo
+``BUCKETS``, and part ``p`` of ``n`` holds the buckets ``b`` with ``b % n == p``, so the rows of
+one key (its transitions, its executions) are in the same part of every table. Within a part
+the rows keep their order, so whatever a stage takes per key (a first, a last) is the same read
+in parts as whole.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+#: a key's bucket: its text's hash modulo this; part ``p`` of ``n`` holds the buckets ``b``
+#: with ``b % n == p`` (so a stage reads a keyed table in at most this many parts)
+BUCKETS = 64
+#: rows of the keyed tables (the transitions) a part holds at most (where the buckets allow):
+#: a run of more is spilled in parts by the load and read a part at a time by the timeline,
+#: twice (slower than whole: runs whose whole transitions stay below the load's peak, about
+#: 2M tasks, are read whole)
+KEYED_ROWS_PER_PART = 24_000_000
+
+
+def bucket(key: str = "key") -> pl.Expr:
+    """Each row's bucket (0 … ``BUCKETS`` − 1), from its key's text (a Categorical key too)."""
+    return (pl.col(key).cast(pl.String).hash() % BUCKETS).cast(pl.Int32)
+
+
+def in_part(part: int, parts: int, key: str = "key") -> pl.Expr:
+    """True for the rows of part ``part`` of ``parts``."""
+    return bucket(key) % parts == part
+
+
+def parts_for(rows: int, rows_per_part: int) -> int:
+    """How many parts to read ``rows`` in, at most ``rows_per_part`` each where ``BUCKETS``
+    allows (a bucket is not split)."""
+    return max(1, min(BUCKETS, math.ceil(rows / rows_per_part)))
+
+
+def spilled(frame: pl.DataFrame) -> pl.LazyFrame:
+    """``frame`` written to an Arrow file in the spill folder and scanned from there;
+    LZ4-compressed, so that it is read into memory rather than memory-mapped (a mapped file's
+    pages count in the process's memory as they are read, and stay while the scan is used)."""
+    path = spill_path(".arrow")
+    frame.write_ipc(path, compression="lz4")
+    return pl.scan_ipc(path)
+
+
+def spilled_parts(frame: pl.DataFrame, parts: int, key: str = "key"
+                  ) -> tuple[pl.LazyFrame, ...]:
+    """``frame`` spilled as ``parts`` files by key (``in_part``), rows in their order: one
+    scan each."""
+    split = frame.with_columns(_part=bucket(key) % parts).partition_by(
+        "_part", maintain_order=True, include_key=False, as_dict=True)
+    empty = frame.clear()
+    return tuple(spilled(split.pop((p,), empty)) for p in range(parts))
+
+
+def spill_path(suffix: str) -> Path:
+    """A new file's path in the spill folder."""
+    folder = _spill_folder()
+    fd, name = tempfile.mkstemp(suffix=suffix, dir=folder)
+    os.close(fd)
+    return Path(name)
+
+
+@functools.cache
+def _spill_folder() -> Path:
+    folder = tempfile.TemporaryDirectory(prefix="correlate-spill-")
+    atexit.register(folder.cleanup)
+    return Path(folder.name)

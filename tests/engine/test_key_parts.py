@@ -1,0 +1,77 @@
+"""A run's transitions read in parts by key give what they give read whole: every table and
+the summary, row for row, whether the load spilled them in parts or the timeline filters
+them, and with ``events`` merged back from several ranges of time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from correlate import sinks
+from correlate.frames import spill
+from correlate.sources import detect
+from testing.synthetic import write_run
+from tests.engine.key_parts import assert_same, correlated
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("key-parts") / "run"
+    write_run(folder, workers=3, threads=2, hosts=2, executions=400, segments=800, seed=5,
+              profile="off")
+    return folder
+
+
+def test_a_small_run_is_read_whole(run: Path) -> None:
+    assert detect.load(run, lazy=True).transitions_in_parts == ()
+
+
+@pytest.mark.parametrize("spilled", [True, False], ids=["spilled-in-parts", "filtered"])
+def test_the_transitions_in_parts_give_every_table_as_whole(run: Path, monkeypatch,
+                                                            spilled: bool) -> None:
+    whole, none = correlated(run, monkeypatch)
+    rows = whole["events"].height
+    parts, spilled_parts = correlated(run, monkeypatch, rows_per_part=rows // 5,
+                                      spilled=spilled)
+    assert none == 0 and spilled_parts == (5 if spilled else 0)
+    assert_same(whole, parts)
+
+
+def test_every_key_is_in_one_part_of_every_table() -> None:
+    keys = pl.DataFrame({"key": [f"('x-{i}', {i % 7})" for i in range(5_000)]})
+    for n in (2, 3, 7):
+        where = keys.with_columns(part=spill.bucket() % n)
+        sizes = where.group_by("part").len()["len"]
+        assert sizes.len() == n and sizes.min() > 5_000 / n * 0.8  # (spread)
+        again = keys.with_columns(pl.col("key").cast(pl.Categorical)).with_columns(
+            part=spill.bucket() % n)  # (a Categorical key by its text)
+        assert where["part"].equals(again["part"])
+        split = spill.spilled_parts(keys.with_row_index("i"), n)
+        read = [p.collect() for p in split]
+        assert sum(r.height for r in read) == keys.height
+        for p, r in enumerate(read):  # each part's rows, in their order
+            assert r["i"].is_sorted()
+            assert (r.select(spill.in_part(p, n)).to_series()).all()
+
+
+def test_a_table_merged_from_parts_is_in_its_order(monkeypatch) -> None:
+    monkeypatch.setattr(sinks, "PART_ROWS", 500)
+    n = 3_000
+    events = pl.DataFrame({
+        "time_ns": [(i * 7919) % 1_000 for i in range(n)],  # (ties across parts)
+        "side": ["scheduler" if i % 3 else "worker" for i in range(n)],
+        "key": [f"k{i % 40}" for i in range(n)], "start": ["a"] * n,
+        "finish": ["b" if i % 2 else "c" for i in range(n)],
+        "stimulus_id": [str(i) for i in range(n)]})  # (rows tied on every sort key)
+    sink = sinks.MemorySink()
+    merged = sinks.Merged("events", sinks.cuts(events["time_ns"].gather_every(7), n))
+    assert len(merged.ranges) == 6
+    for p in range(3):
+        merged.add(events.filter(spill.in_part(p, 3)))
+    merged.put(sink)
+    got = sink.tables["events"]
+    expected = events.sort("time_ns", "side", "key", "start", "finish", maintain_order=True)
+    assert got.select(expected.columns).equals(
+        expected.with_columns(pl.col("side").cast(got.schema["side"])))
