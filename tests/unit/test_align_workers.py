@@ -104,3 +104,28 @@ def test_message_bounds_from_causality_skip_tasks_sent_twice():
                             message_bounds(transitions(rows)))
     row = clocks.row(0, named=True)
     assert (row["offset_ns"], row["uncertainty_ns"], row["method"]) == (off, MS, BOUNDED)
+
+
+def test_message_bounds_of_parts_by_key_combine_to_the_whole():
+    from correlate.frames.spill import in_part
+    from correlate.timeline.message_bounds import combined, message_bounds
+
+    # twelve tasks of one worker, latencies that differ task by task: the tightest lower and
+    # upper bounds come from different tasks, which land in different parts
+    off, rows = 50 * MS, []
+    for i in range(12):
+        lat_in, lat_out = (1 if i == 3 else 2 + i % 5), (1 if i == 8 else 2 + i % 4)
+        s_send = 1000 * MS + i * 100 * MS
+        w_recv = s_send + lat_in * MS - off
+        w_done = w_recv + 10 * MS
+        rows += [("scheduler", f"k{i}", None, "waiting", "processing", s_send),
+                 ("worker", f"k{i}", "tcp://w", "released", "waiting", w_recv),
+                 ("worker", f"k{i}", "tcp://w", "executing", "memory", w_done),
+                 ("scheduler", f"k{i}", "tcp://w", "processing", "memory",
+                  w_done + off + lat_out * MS)]
+    whole = message_bounds(transitions(rows))
+    for n in (2, 3, 4):
+        parts = [message_bounds(transitions(rows).filter(in_part(p, n))) for p in range(n)]
+        assert all(p.height == 1 for p in parts)  # (every part holds tasks of the worker)
+        assert len({(p["lower_ns"][0], p["upper_ns"][0]) for p in parts}) > 1
+        assert combined(parts).equals(whole)
