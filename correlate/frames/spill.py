@@ -1,6 +1,6 @@
 """Tables written to this process's spill folder (removed when it ends) and scanned from there,
 so that a stage reads them when it needs them instead of every stage carrying them; and the
-key-hash buckets that let a stage read a big table a part at a time (``key_parts``).
+parts by key hash that let a stage read a big table a part at a time (``spilled_parts``).
 
 Every table keyed by task is split the same way: a key's bucket is its text's hash, modulo
 ``BUCKETS``, and part ``p`` of ``n`` holds the buckets ``b`` with ``b % n == p``, so the rows of
@@ -35,9 +35,14 @@ def bucket(key: str = "key") -> pl.Expr:
     return (pl.col(key).cast(pl.String).hash() % BUCKETS).cast(pl.Int32)
 
 
+def part_of(parts: int, key: str = "key") -> pl.Expr:
+    """Each row's part (0 … ``parts`` − 1) of ``parts``."""
+    return bucket(key) % parts
+
+
 def in_part(part: int, parts: int, key: str = "key") -> pl.Expr:
     """True for the rows of part ``part`` of ``parts``."""
-    return bucket(key) % parts == part
+    return part_of(parts, key) == part
 
 
 def parts_for(rows: int, rows_per_part: int) -> int:
@@ -59,7 +64,7 @@ def spilled_parts(frame: pl.DataFrame, parts: int, key: str = "key"
                   ) -> tuple[pl.LazyFrame, ...]:
     """``frame`` spilled as ``parts`` files by key (``in_part``), rows in their order: one
     scan each."""
-    split = frame.with_columns(_part=bucket(key) % parts).partition_by(
+    split = frame.with_columns(_part=part_of(parts, key)).partition_by(
         "_part", maintain_order=True, include_key=False, as_dict=True)
     empty = frame.clear()
     return tuple(spilled(split.pop((p,), empty)) for p in range(parts))

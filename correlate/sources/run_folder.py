@@ -754,15 +754,16 @@ def _read_streams(run_dir: Path, reader: _Reader,
                 per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
             taken = _taken(decoded.lazy()) if name == "scheduler_transitions" else None
+            let_go = name in LAZY_TABLES and decoded.height > SPILL_ROWS
             if parts > 1 and name in KEYED_TABLES:
                 reader.key_parts[name] = spilled_parts(decoded, parts)
                 per_table[name].append(pl.concat(reader.key_parts[name]))
-            elif name in LAZY_TABLES and decoded.height > SPILL_ROWS:
+                let_go = True
+            elif let_go:
                 per_table[name].append(spilled(decoded))
             else:
                 per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
-            if name in reader.key_parts or (name in LAZY_TABLES and decoded.height > SPILL_ROWS):
-                # (and not kept as read either: the tables decoded after it reuse its memory)
+            if let_go:  # (spilled, and not kept as read: the tables decoded after it reuse its memory)
                 details = raw.DETAILS.get(name)
                 for n in (name, *([details[0].name] if details else ())):
                     reader.done.pop(n, None)

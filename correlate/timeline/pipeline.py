@@ -67,8 +67,9 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     held = None  # (one part: read once, kept for the second pass)
     for p, part in enumerate(lazy):
         transitions = _read(frames, part)
-        rows += transitions.height
-        times.append(transitions.get_column("local_time_ns").gather_every(TIME_SAMPLE))
+        if parts > 1:  # (to cut events into ranges)
+            rows += transitions.height
+            times.append(transitions.get_column("local_time_ns").gather_every(TIME_SAMPLE))
         ended.append(endings.with_endings(ex if parts == 1 else ex.filter(in_part(p, parts)),
                                           transitions))
         bounds.append(message_bounds(transitions))
@@ -84,19 +85,19 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     use = waits.thread_use(ex, frames.processes)
     # (events: cut at the transitions' times, which are the events' but for the workers'
     # clock offsets: ranges about PART_ROWS each)
-    events = Merged("events", cuts(pl.concat(times), rows))
+    events = Merged("events", cuts(pl.concat(times), rows)) if parts > 1 else None
     key_waits, external = [], []
     for part in lazy:
         transitions = held if held is not None else _read(frames, part)
         held = None
-        if parts == 1:
+        if events is None:
             put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
         else:
             events.add(_events_table(transitions, worker_clocks))
         key_waits.append(_key_waits(transitions, frames, worker_clocks, use))
         external.append(waits.external_arrivals(transitions).drop_nulls("t_arrival"))
         del transitions
-    if parts > 1:
+    if events is not None:
         events.put(sink)
     waited, arrived = _with_external_waits(pl.concat(key_waits), pl.concat(external), frames)
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
