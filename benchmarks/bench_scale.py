@@ -114,6 +114,7 @@ def io_floor(run: Path, outputs: Path) -> dict[str, float]:
     from correlate.schema.run import SNAPSHOT_SUFFIX, STREAM_SUFFIX
     from correlate.sinks import ParquetSink
     from correlate.sources import darshan_logs, run_parts, run_streams
+    from correlate.sources.run_folder import FORMAT3_BY_NAME
 
     t = time.perf_counter()
     rows = 0
@@ -129,11 +130,12 @@ def io_floor(run: Path, outputs: Path) -> dict[str, float]:
             if name.endswith(SNAPSHOT_SUFFIX):
                 rows += pl.read_ipc(proc / name).height
             elif name.endswith(STREAM_SUFFIX):
-                data = (proc / name).read_bytes()
+                framing, _mtime = run_streams.framed(str(proc / name))
                 streams.setdefault(name, []).append(
-                    (len(streams.get(name, ())), name, data, run_streams.framing(data)))
-    for members in streams.values():
-        frame, _rejects = run_streams.read_many(members)
+                    (len(streams.get(name, ())), str(proc / name), framing))
+    for name, members in streams.items():
+        frame, _rejects = run_streams.read_many(
+            members, FORMAT3_BY_NAME[name.removesuffix(STREAM_SUFFIX)])
         rows += 0 if frame is None else frame.height
     read = time.perf_counter() - t
     t = time.perf_counter()

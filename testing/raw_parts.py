@@ -13,7 +13,14 @@ from collectors.sink import arrow_part, closing_record
 from correlate.schema import TABLES, Table, conform
 from correlate.schema.run import CARRIED, DETAILS, IN_FILE_OF, PART_SUFFIX, STREAM_SUFFIX, STRINGS
 from correlate.sources import run_parts
-from correlate.sources.run_streams import carried, decoded_table, files, read_stream, texts
+from correlate.sources.run_streams import (
+    carried,
+    decoded_table,
+    details_prepared,
+    files,
+    read_stream,
+)
+from correlate.sources.stream_strings import Lookup, distinct
 
 
 def read_raw(run: Path, table: str, procs: str = "*") -> pl.DataFrame:
@@ -34,7 +41,8 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     reader decodes all processes at once), skipping what does not read."""
     names = {p.name for p in proc_dir.iterdir()} if proc_dir.is_dir() else set()
     strings_path = proc_dir / f"{STRINGS.name}{STREAM_SUFFIX}"
-    strings = texts(read_stream(strings_path).frame if strings_path.name in names else None)
+    written = read_stream(strings_path).frame if strings_path.name in names else None
+    lookup = Lookup.of([distinct(lambda: [] if written is None else [written])])
 
     def stored(path: Path) -> pl.DataFrame | None:
         frame = (read_stream(path).frame if path.name.endswith(STREAM_SUFFIX)
@@ -42,9 +50,10 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
         return None if frame is None else frame.with_columns(_proc=pl.lit(0, pl.Int32))
 
     def read(path: Path, details: pl.DataFrame | None = None) -> pl.DataFrame | None:
-        frame = stored(path)
+        frame, name = stored(path), path.name.split(".")[0]
         return None if frame is None else decoded_table(
-            frame, path.name.split(".")[0], details, strings, [strings.len()])[0]
+            frame, name, None if details is None else details_prepared(details, name, lookup)[0],
+            lookup)[0]
 
     out = []
     details = None  # (the details' rows as stored, read once for every file of the table)

@@ -17,9 +17,11 @@ of their parts: the engine reads them when it needs them and lets them go after.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +41,7 @@ from correlate.sources import (
     run_parts,
     run_streams,
     stalls,
+    stream_strings,
     time_span,
 )
 from correlate.sources.frames import RunFrames, make_rejects, unreadable
@@ -67,6 +70,9 @@ KEYED_TABLES = ("scheduler_transitions", "worker_transitions")
 #: decoded and scanned from there (as formats 1 and 2's parts are), not held decoded in memory
 #: for the whole correlation (every stage after the first that reads it would carry it)
 SPILL_ROWS = 1_000_000
+#: run format 3: rows of a keyed table decoded at once; a bigger one is decoded a chunk of
+#: about as many at a time, each spilled before the next is read (``_spill_chunks``)
+CHUNK_ROWS = 4_000_000
 #: run format 3: the streams of a table of more bytes than this are given back to the system
 #: once read (glibc keeps freed memory for reuse, ``allocator.keep_freed_c_memory``)
 TRIM_BYTES = 64 << 20
@@ -97,18 +103,14 @@ def looks_like(path: Path) -> bool:
     return (path / "manifest.json").is_file() or any(procs.glob("*/proc.json"))
 
 
-def read_bytes(path: str | Path, modified: list[int] | None = None) -> bytes:
+def read_bytes(path: str | Path) -> bytes:
     """The file's bytes, up to its size when opened (a file still being appended to is read
     as it was then), with fewer system calls than ``open(path, "rb").read()`` (no buffered
     reader, no isatty, no second fstat and read to find the end): a run folder of a thousand
-    processes has about ten thousand of them to read. Its last write's time is appended to
-    ``modified`` when given."""
+    processes has a thousand of them to read."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        st = os.fstat(fd)
-        size = st.st_size
-        if modified is not None:
-            modified.append(st.st_mtime_ns)
+        size = os.fstat(fd).st_size
         chunks = []
         while size > 0:
             chunk = os.read(fd, size)
@@ -189,10 +191,10 @@ class _Reader:
         #: run format 3: each table's rows as stored, of every process (``_proc``: its index
         #: in ``strings`` and ``owners``), decoded together at the end (``decoded``)
         self.stored: dict[str, list[pl.DataFrame]] = {}  # snapshots
-        self.pending: dict[str, list[tuple[int, str, bytes, run_streams.Framing]]] = {}
-        self.paths: dict[str, list[str]] = {}
+        #: format 3: each table's streams as framed (index, path, framing), read with the table
+        self.pending: dict[str, list[tuple[int, str, run_streams.Framing]]] = {}
         self.owners: list[dict[str, Any]] = []
-        self.lookup: tuple[pl.Series, list[int]] | None = None
+        self.lookup: stream_strings.Lookup | None = None
         #: format-3 tables already decoded (a table's streams are read once)
         self.done: dict[str, pl.DataFrame | None] = {}
         #: each owner's possible instants (``time_span``), and its file of each table
@@ -218,20 +220,93 @@ class _Reader:
         frame = self._read(name)
         if frame is None:
             return None
-        if self.lookup is None:
-            self.lookup = run_streams.lookup(self._read(run_streams.STRINGS.name),
-                                             len(self.owners))
-        details, at = raw.DETAILS.get(name), len(self.rejects)
-        rows = self._read(details[0].name) if details is not None else None
-        frame, lost, lost_details, orphans = run_streams.decoded_table(
-            frame, name, rows, *self.lookup)
-        if details is not None:
-            self._lost(details[0].name, lost_details, len(self.rejects))
-        self._lost(name, lost, at)  # (before the details' rejects, as when read after)
-        if orphans and details is not None:
-            self.rejects.append(("run-folder", details[0].name, f"details of {name} rows that "
-                                 "are not there (their write failed or was cut)", orphans))
+        lookup, at = self._lookup(), len(self.rejects)
+        details = self._details(name, lookup)
+        frame, lost, matched = run_streams.decoded_table(
+            frame, name, None if details is None else details[0], lookup)
+        self._joined(name, details, lost, [] if matched is None else [matched], at)
         return frame
+
+    def _lookup(self) -> stream_strings.Lookup:
+        if self.lookup is None:
+            self.lookup = self._strings()
+        return self.lookup
+
+    def _details(self, name: str, lookup: stream_strings.Lookup
+                 ) -> tuple[pl.DataFrame, int] | None:
+        """``name``'s details (``run_streams.details_prepared``), or None: none."""
+        details = raw.DETAILS.get(name)
+        rows = self._read(details[0].name) if details is not None else None
+        return None if rows is None else run_streams.details_prepared(rows, name, lookup)
+
+    def _joined(self, name: str, details: tuple[pl.DataFrame, int] | None, lost: int,
+                matched: list[pl.Series], at: int) -> None:
+        """The rejects of decoding ``name``: rows and details with an id no text was written
+        for, and details no row has (``matched``: the ``_detail`` of those joined on)."""
+        if details is not None:
+            self._lost(raw.DETAILS[name][0].name, details[1], len(self.rejects))
+        self._lost(name, lost, at)  # (before the details' rejects, as when read after)
+        if details is not None and (orphans := details[0].height - (
+                pl.concat(matched).n_unique() if matched else 0)):
+            self.rejects.append(("run-folder", raw.DETAILS[name][0].name, f"details of {name} "
+                                 "rows that are not there (their write failed or was cut)",
+                                 orphans))
+
+    def decoded_chunks(self, name: str, rows: int) -> Iterator[pl.DataFrame]:
+        """A format-3 table's rows of every process, decoded (as ``decoded``) a chunk of
+        about ``rows`` rows at a time: its streams' batches are read and decoded a chunk at a
+        time, so a table bigger than memory is never whole in it. Its rejects are counted
+        when the last chunk has been given."""
+        lookup, at = self._lookup(), len(self.rejects)
+        details = self._details(name, lookup)
+        lost, matched, bad = 0, [], Counter[int]()
+        rejects: list[tuple[str, str, int]] = []
+        for frame in itertools.chain(
+                run_streams.chunks(self.pending.pop(name, []), rows, rejects,
+                                   FORMAT3_BY_NAME[name]), self.stored.pop(name, [])):
+            if details is not None:  # (the details these rows may have)
+                by = [c for c in raw.DETAILS[name][1] if f"_at_{c}" not in details[0].columns]
+                some = details[0].filter(pl.col("_proc").is_in(frame["_proc"].unique().implode()),
+                                         *(pl.col(c).is_between(frame[c].min(), frame[c].max())
+                                           for c in by))
+            frame, n, m = run_streams.decoded_table(
+                frame, name, None if details is None else some, lookup)
+            lost += n
+            matched += [] if m is None else [m]
+            frame, impossible = self._resolved(frame, name)
+            bad.update(impossible)
+            yield frame
+        self.rejects[at:at] = [("run-folder", path, reason, n) for path, reason, n in rejects]
+        self._joined(name, details, lost, matched, at + len(rejects))
+        self._impossible(name, bad)
+
+    def _strings(self) -> stream_strings.Lookup:
+        """Every process's strings, read a process and a chunk at a time, each distinct text
+        kept once (``stream_strings``); a process whose strings are mistyped has none from
+        there on (its file is a reject, its rows' text null)."""
+        table = run_streams.STRINGS
+        streams = {i: (i, path, f) for i, path, f in self.pending.pop(table.name, [])}
+        stored: dict[int, list[pl.DataFrame]] = {}
+        for frame in self.stored.pop(table.name, []):
+            for (p,), part in frame.partition_by("_proc", as_dict=True).items():
+                stored.setdefault(int(p), []).append(part)
+        each: list[tuple[pl.Series, pl.Series]] = []
+        rejects: list[tuple[str, str, int]] = []
+        for index in range(len(self.owners)):
+            found: list[tuple[str, str, int]] = []  # (each read finds the same)
+
+            def read(index: int = index, found: list[tuple[str, str, int]] = found
+                     ) -> Iterator[pl.DataFrame]:
+                found.clear()
+                return itertools.chain(run_streams.chunks(
+                    [streams[index]] if index in streams else [], stream_strings.CHUNK_BYTES,
+                    found, table, by_bytes=True), stored.get(index, []))
+
+            each.append(stream_strings.distinct(read))
+            rejects += found
+        self.rejects += [("run-folder", path, reason, n) for path, reason, n in rejects]
+        allocator.release_freed_c_memory()  # (the strings as written: mostly repeats)
+        return stream_strings.Lookup.of(each)
 
     def _lost(self, name: str, lost: int, at: int) -> None:
         if lost:
@@ -263,21 +338,15 @@ class _Reader:
     def _read_own(self, name: str) -> pl.DataFrame | None:
         table = FORMAT3_BY_NAME[name]  # (as stored: carried columns checked too)
         streams = self.pending.pop(name, [])
-        size = sum(len(data) for _i, _p, data, _f in streams)
-        frame, bad = run_streams.read_many(streams)
-        del streams
+        size = sum(f.batches[-1][1] for _i, _p, f in streams if f.batches)
+        frame, bad = run_streams.read_many(streams, table)
         if size > TRIM_BYTES:  # (their bytes, freed: back to the system before polars's
             allocator.release_freed_c_memory()  # allocator asks for as much to decode them)
         for path, reason, n in bad:
             self.rejects.append(("run-folder", str(path), reason, n))
         frames = self.stored.pop(name, [])
         if frame is not None:
-            problem = run_streams.mistyped(frame, table)
-            if problem is None:
-                frames.insert(0, frame)
-            else:  # (streams of one schema: each is)
-                for path in self.paths.get(name, []):
-                    self.rejects.append(("run-folder", path, problem, 1))
+            frames.insert(0, frame)
         return pl.concat(frames, how="diagonal_relaxed") if frames else None
 
     def streams(self, proc_dir: Path, names: set[str], info: dict[str, Any],
@@ -302,17 +371,16 @@ class _Reader:
                 continue
             path = os.path.join(proc_dir, name)  # (a str: a Path per file costs more here)
             try:
-                data = read_bytes(path, modified=written)
+                f, mtime = run_streams.framed(path)
             except OSError as err:
                 self.rejects.append(("run-folder", path,
                                      f"unreadable stream: {err.strerror or err}", 1))
                 continue
-            f = run_streams.framing(data)
+            written.append(mtime)
             for reason, n in run_streams.torn(f):
                 self.rejects.append(("run-folder", path, reason, n))
             if f.batches:
-                self.pending.setdefault(table.name, []).append((index, path, data, f))
-                self.paths.setdefault(table.name, []).append(path)
+                self.pending.setdefault(table.name, []).append((index, path, f))
                 self.files[(table.name, index)] = path
                 for other in HELD.get(table.name, ()):  # (its rows' file, for rejects)
                     self.files.setdefault((other, index), path)
@@ -337,15 +405,24 @@ class _Reader:
         frame = self._decoded(name)
         if frame is None:
             return None
+        frame, bad = self._resolved(frame, name)
+        self._impossible(name, bad)
+        return frame
+
+    def _impossible(self, name: str, bad: Mapping[int, int]) -> None:
+        for index, n in sorted(bad.items()):
+            self.rejects.append(("run-folder", self.files.get((name, index), name),
+                                 time_span.REASON, n))
+            self.impossible[(name, self.owners[index].get("address"))] += n
+
+    def _resolved(self, frame: pl.DataFrame, name: str) -> tuple[pl.DataFrame, dict[int, int]]:
+        """Decoded rows (``_proc``) conformed to their table, those of impossible times left
+        out (how many per process), with their process's host, pid and worker."""
         frame = conform(frame, TABLES[name], path=name, extra="keep")
         proc = pl.col("_proc")
         frame, bad = time_span.split(
             frame, pl.lit(pl.Series([s[0] for s in self.spans], dtype=pl.Int64)).gather(proc),
             pl.lit(pl.Series([s[1] for s in self.spans], dtype=pl.Int64)).gather(proc), "_proc")
-        for index, n in sorted(bad.items()):
-            self.rejects.append(("run-folder", self.files.get((name, index), name),
-                                 time_span.REASON, n))
-            self.impossible[(name, self.owners[index].get("address"))] += n
         hosts = pl.Series([o["host"] for o in self.owners], dtype=pl.String)
         pids = pl.Series([o["pid"] for o in self.owners], dtype=pl.Int64)
         frame = frame.with_columns(host=pl.lit(hosts).gather(proc),
@@ -362,7 +439,7 @@ class _Reader:
             own = pl.col("worker") if "worker" in frame.columns else pl.lit(None, pl.String)
             frame = frame.with_columns(worker=pl.when(pl.lit(workers).gather(proc))
                                        .then(pl.lit(addresses).gather(proc)).otherwise(own))
-        return frame.drop("_proc")
+        return frame.drop("_proc"), bad
 
     def table(self, proc_dir: Path, name: str) -> pl.DataFrame:
         frames = []
@@ -738,12 +815,16 @@ def _read_streams(run_dir: Path, reader: _Reader,
     time."""
     held = {n: t.name for n, (t, _c) in raw.IN_FILE_OF.items()}
     parts = parts_for(sum(rows for name in KEYED_TABLES
-                          for _i, _p, _d, f in reader.pending.get(name, [])
+                          for _i, _p, f in reader.pending.get(name, [])
                           for _s, _e, rows in f.batches), spill.KEYED_ROWS_PER_PART)
     for name in [t.name for t in raw.RUN_TABLES
                  if any(n in reader.stored or n in reader.pending or n in reader.done
                         for n in (t.name, held.get(t.name)))]:
         try:
+            if name in KEYED_TABLES and sum(rows for _i, _p, f in reader.pending.get(name, [])
+                                            for _s, _e, rows in f.batches) > CHUNK_ROWS:
+                _spill_chunks(reader, name, parts, per_table)
+                continue
             decoded = reader.decoded(name)
         except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
             raise InputError(run_dir / "procs", f"{name}: unreadable data in the process "
@@ -770,6 +851,28 @@ def _read_streams(run_dir: Path, reader: _Reader,
             if taken is not None:
                 reader.taken = (per_table[name][-1], taken)
             del decoded
+
+
+def _spill_chunks(reader: _Reader, name: str, parts: int,
+                  per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]]) -> None:
+    """A keyed table too big to decode whole (``CHUNK_ROWS``), decoded a chunk at a time and
+    each chunk spilled (in ``parts`` by key when more than one): the same rows, in the same
+    order (each part's), as when decoded whole."""
+    spills: list[list[pl.LazyFrame]] = [[] for _ in range(parts)]
+    taken = []
+    for chunk in reader.decoded_chunks(name, CHUNK_ROWS):
+        if name == "scheduler_transitions":
+            taken.append(_taken(chunk.lazy()))
+        for p, scan in enumerate(spilled_parts(chunk, parts) if parts > 1 else (spilled(chunk),)):
+            spills[p].append(scan)
+        del chunk
+    if not spills[0]:
+        return
+    if parts > 1:
+        reader.key_parts[name] = tuple(pl.concat(s) for s in spills)
+    per_table[name].append(pl.concat([scan for part in spills for scan in part]))
+    if taken:
+        reader.taken = (per_table[name][-1], _taken_combined(taken))
 
 
 def _run_facts(manifest: dict[str, Any] | None, processes: list[dict[str, Any]],
@@ -957,6 +1060,16 @@ def _taken(sched: pl.LazyFrame) -> dict[str, Any]:
             "finished": missing.finished_per_worker(sched),
             "released": _names(sched.filter(pl.col("prefix").is_not_null())
                                .filter(pl.col("start") == "released"))}
+
+
+def _taken_combined(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """``_taken`` of the scheduler's transitions from what was taken of each chunk of them,
+    in their order: the same as taken of them whole."""
+    return {"interrupted": sum(c["interrupted"] for c in chunks),
+            "finished": pl.concat([c["finished"] for c in chunks]).group_by("worker", "key")
+            .agg(n=pl.col("n").sum().cast(pl.UInt32)),
+            "released": pl.concat([c["released"] for c in chunks]).unique(
+                "key", keep="first", maintain_order=True)}
 
 
 def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],

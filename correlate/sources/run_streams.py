@@ -4,24 +4,27 @@ A stream (``correlate.schema.run``) is read up to its last complete message: the
 walked first (continuation marker, metadata length, the Message's body length), so a process
 killed while it appended leaves every earlier batch readable, and its torn tail is measured
 (bytes, and rows where the cut batch's header survived) to be counted as rejected. The string
-ids of all processes are turned back into text at once (``decode``): each process's strings are
-laid end to end and an id is looked up by position, so a thousand process folders cost one
-gather per column, not a join per process.
+ids of all processes are turned back into text at once (``decode``): each process's distinct
+texts are laid end to end (``stream_strings.Lookup``) and an id is looked up by position, so a
+thousand process folders cost two gathers per column, not a join per process.
 """
 
 from __future__ import annotations
 
 import io
 import mmap
+import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.ipc  # noqa: F401 (pa.ipc)
 
-from correlate.frames.scalars import integer
 from correlate.schema import Table
 from correlate.schema.run import (
     CARRIED,
@@ -35,6 +38,9 @@ from correlate.schema.run import (
     STRINGS,
     stored_columns,
 )
+
+if TYPE_CHECKING:
+    from correlate.sources.stream_strings import Lookup
 
 _CONTINUATION = 0xFFFFFFFF
 _I32, _U32, _U16, _I64 = (struct.Struct(f).unpack_from for f in ("<i", "<I", "<H", "<q"))
@@ -142,8 +148,10 @@ def torn(f: Framing) -> list[tuple[str, int]]:
              f.torn_rows or 1)]
 
 
-def _batches(data: bytes, f: Framing) -> tuple[pl.DataFrame | None, list[tuple[str, int]]]:
-    """The complete batches of one stream, each read alone where they do not read together."""
+def _batches(data: bytes, f: Framing, at: int = 0
+             ) -> tuple[pl.DataFrame | None, list[tuple[str, int]]]:
+    """The complete batches of one stream, each read alone where they do not read together
+    (``at``: what to add to a position in ``data`` to give its byte in the file)."""
     try:
         return pl.read_ipc_stream(io.BytesIO(data[:f.good])), []
     except (OSError, pl.exceptions.PolarsError):
@@ -153,9 +161,94 @@ def _batches(data: bytes, f: Framing) -> tuple[pl.DataFrame | None, list[tuple[s
         try:
             frames.append(pl.read_ipc_stream(io.BytesIO(head + data[start:end])))
         except (OSError, pl.exceptions.PolarsError) as err:
-            rejects.append((f"unreadable record batch at byte {start}: "
+            rejects.append((f"unreadable record batch at byte {start + at}: "
                             f"{str(err).splitlines()[0] if str(err) else type(err).__name__}", 1))
     return (pl.concat(frames) if frames else None), rejects
+
+
+def _read_into(fd: int, buffer: memoryview, at: int) -> bool:
+    """Fill ``buffer`` from byte ``at`` of ``fd``; False: the file ended first."""
+    while buffer.nbytes:
+        n = os.preadv(fd, [buffer], at)
+        if not n:  # (cut short since it was framed)
+            return False
+        buffer, at = buffer[n:], at + n
+    return True
+
+
+def read_batches(fd: int, f: Framing, first: int, last: int
+                 ) -> tuple[pl.DataFrame | None, list[tuple[str, int]]]:
+    """Batches ``first`` to ``last`` (excluded) of an open stream, after its schema; each read
+    alone where they do not read together (those that do not read: rejects). Read with
+    pyarrow over the bytes as read (no copy of them), the whole checked (``validate``: a
+    damaged batch can decode without an error), then handed to polars."""
+    head, start, end = f.batches[0][0], f.batches[first][0], f.batches[last - 1][1]
+    data = bytearray(head + end - start)
+    view = memoryview(data)
+    whole = _read_into(fd, view[:head], 0) and _read_into(fd, view[head:], start)
+    del view
+    if whole:
+        try:
+            table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+            table.validate(full=True)
+            frame = pl.from_arrow(table)
+            if isinstance(frame, pl.DataFrame) and frame.height == sum(
+                    r for _s, _e, r in f.batches[first:last]):
+                return frame, []
+        except (OSError, ValueError, pa.ArrowException, pl.exceptions.PolarsError):
+            pass
+    shift = head - start
+    return _batches(bytes(data), Framing(len(data), [(s + shift, e + shift, r) for s, e, r
+                                                     in f.batches[first:last]], 0, None), -shift)
+
+
+def chunks(streams: list[tuple[int, str, Framing]], size: int,
+           rejects: list[tuple[str, str, int]], table: Table, by_bytes: bool = False
+           ) -> Iterator[pl.DataFrame]:
+    """The complete batches of many processes' streams of one table (``(index, path,
+    framing)``), read about ``size`` rows (or bytes) of them at a time, with each row's
+    ``_proc`` index: a table bigger than memory is read a chunk at a time. A batch that does
+    not read, and a stream that cannot be read as ``table`` (then the rest of it too), are
+    rejects (path, reason, rows or 1)."""
+    plan: list[list[tuple[int, str, Framing, int, int]]] = [[]]
+    held = 0
+    for index, path, f in streams:
+        for i, (start, end, rows) in enumerate(f.batches):
+            weight = end - start if by_bytes else rows
+            if held and held + weight > size:
+                plan.append([])
+                held = 0
+            group = plan[-1]
+            if group and group[-1][0] == index and group[-1][4] == i:
+                group[-1] = (*group[-1][:4], i + 1)
+            else:
+                group.append((index, path, f, i, i + 1))
+            held += weight
+    skipped: set[int] = set()
+    for group in plan:
+        frames = []
+        for index, path, f, first, last in group:
+            if index in skipped:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            except OSError as err:
+                rejects.append((path, f"unreadable stream: {err.strerror or err}", 1))
+                skipped.add(index)
+                continue
+            try:
+                frame, bad = read_batches(fd, f, first, last)
+            finally:
+                os.close(fd)
+            rejects += [(path, reason, n) for reason, n in bad]
+            problem = None if frame is None else mistyped(frame, table)
+            if problem is not None:  # (the stream's rows from here on)
+                rejects.append((path, problem, sum(r for _s, _e, r in f.batches[first:])))
+                skipped.add(index)
+            elif frame is not None:
+                frames.append(frame.with_columns(_proc=pl.lit(index, pl.Int32)))
+        if frames:
+            yield pl.concat(frames, how="diagonal_relaxed")
 
 
 def read_stream(path: Path) -> StreamRead:
@@ -172,21 +265,64 @@ def read_stream(path: Path) -> StreamRead:
     return StreamRead(frame, torn(f) + rejects)
 
 
-def read_many(streams: list[tuple[int, str, bytes, Framing]]
+def framed(path: str) -> tuple[Framing, int]:
+    """A stream's framing, walked over a memory map (its messages' headers read, not their
+    bodies: the batches are read when their table is, ``read_many``), and its last write's
+    time. OSError: it cannot be read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not st.st_size:
+            return framing(b""), st.st_mtime_ns
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
+            return framing(data), st.st_mtime_ns
+    except ValueError as err:  # (mmap: a file cut to nothing since the fstat)
+        raise OSError(str(err)) from None
+    finally:
+        os.close(fd)
+
+
+def _complete(path: str, f: Framing) -> bytes:
+    """A stream's bytes up to the end of its last complete batch as framed (a file appended
+    to since is read as it was then; one cut short since reads short, and its batches are
+    then read one at a time to find the ones lost)."""
+    size = f.batches[-1][1]
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        chunks = []
+        while size > 0:
+            chunk = os.read(fd, size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size -= len(chunk)
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_many(streams: list[tuple[int, str, Framing]], table: Table
               ) -> tuple[pl.DataFrame | None, list[tuple[str, str, int]]]:
-    """The complete batches of many processes' streams of one table (``(index, path, bytes,
+    """The complete batches of many processes' streams of one table (``(index, path,
     framing)``), with each row's ``_proc`` index, and the rejects of batches that do not
-    read. Streams written with the same schema are read as one (their batches, contiguous in
-    each stream, laid after one schema message, copied once): a thousand process folders
+    read and of streams that cannot be read as ``table`` (their rows). The files are read now, one table's at a time (not all of a run's streams at
+    once). Streams written with the same schema are read as one (their batches, contiguous
+    in each stream, laid after one schema message, copied once): a thousand process folders
     cost a read per table, not per file. The frame is in polars' own memory, so the streams'
     bytes go once read (read in place, the text decoded from the strings would keep them
     all, ids and offsets included, for the rest of the run)."""
     groups: dict[bytes, list[tuple[int, str, bytes, Framing]]] = {}
-    for item in streams:
-        _i, _p, data, f = item
-        if f.batches:
-            groups.setdefault(data[:f.batches[0][0]], []).append(item)
-    frames, rejects = [], []
+    rejects: list[tuple[str, str, int]] = []
+    for index, path, f in streams:
+        if not f.batches:
+            continue
+        try:
+            data = _complete(path, f)
+        except OSError as err:
+            rejects.append((path, f"unreadable stream: {err.strerror or err}", 1))
+            continue
+        groups.setdefault(data[:f.batches[0][0]], []).append((index, path, data, f))
+    frames = []
     for head, members in groups.items():
         rows = [sum(r for _s, _e, r in f.batches) for _i, _p, _d, f in members]
         try:
@@ -195,6 +331,10 @@ def read_many(streams: list[tuple[int, str, bytes, Framing]]
                 for _i, _p, data, f in members)])))
             if frame.height != sum(rows):
                 raise pl.exceptions.ComputeError("row counts differ from the batch headers")
+            if (problem := mistyped(frame, table)) is not None:  # (streams of one schema)
+                rejects += [(p, problem, n) for (_i, p, _d, _f), n in zip(members, rows,
+                                                                         strict=True)]
+                continue
             procs = np.repeat(np.array([i for i, *_ in members], np.int32), rows)
             frames.append(frame.with_columns(pl.Series("_proc", procs, pl.Int32)))
             continue
@@ -203,7 +343,9 @@ def read_many(streams: list[tuple[int, str, bytes, Framing]]
         for index, path, data, f in members:  # one at a time, to find the damaged ones
             one, bad = _batches(data, f)
             rejects += [(path, reason, n) for reason, n in bad]
-            if one is not None:
+            if one is not None and (problem := mistyped(one, table)) is not None:
+                rejects.append((path, problem, one.height))
+            elif one is not None:
                 frames.append(one.with_columns(_proc=pl.lit(index, pl.Int32)))
     return (pl.concat(frames, how="diagonal_relaxed") if frames else None), rejects
 
@@ -234,44 +376,15 @@ def mistyped(frame: pl.DataFrame, table: Table) -> str | None:
     return None
 
 
-def texts(strings: pl.DataFrame | None) -> pl.Series:
-    """A process's strings as a Series whose i-th value is id i's text (null: not written)."""
-    if strings is None or strings.is_empty():
-        return pl.Series("text", [], pl.String)
-    strings = strings.select(pl.col("id").cast(pl.Int64), pl.col("text").cast(pl.String))
-    n = strings.height
-    ids = strings["id"]
-    if ids.min() == 0 and ids.max() == n - 1 and ids.is_sorted() and ids.n_unique() == n:
-        return strings["text"]
-    full = pl.DataFrame({"id": pl.int_range(0, (integer(ids.max()) or 0) + 1, eager=True)})
-    return full.join(strings.unique("id", keep="first"), on="id", how="left").sort("id")["text"]
-
-
-def lookup(strings: pl.DataFrame | None, processes: int) -> tuple[pl.Series, list[int]]:
-    """Every process's strings (``_proc``, id, text) laid end to end, and how many each has:
-    process p's id i is at ``sum(lengths[:p]) + i``."""
-    if strings is None or strings.is_empty():
-        return pl.Series("text", [], pl.String), [0] * processes
-    strings = strings.with_columns(pl.col("id").cast(pl.Int64))
-    dense = strings.select((pl.col("id") == pl.int_range(pl.len()).over("_proc")).all()).item()
-    counts = dict(strings.group_by("_proc").len().iter_rows())
-    if dense and strings["_proc"].is_sorted():
-        return strings["text"].cast(pl.String), [counts.get(p, 0) for p in range(processes)]
-    each = [texts(strings.filter(pl.col("_proc") == p)) if p in counts
-            else pl.Series("text", [], pl.String) for p in range(processes)]
-    return pl.concat(each), [s.len() for s in each]
-
-
-def decode(frame: pl.DataFrame, table: str, everything: pl.Series, lengths: list[int]
-           ) -> tuple[pl.DataFrame, int]:
-    """``frame`` (rows of many processes, ``_proc`` their index in ``lookup``'s strings) with
+def decode(frame: pl.DataFrame, table: str, lookup: Lookup) -> tuple[pl.DataFrame, int]:
+    """``frame`` (rows of many processes, ``_proc`` their index in ``lookup``) with
     its string-id columns as text (a pair's id as its two columns), and the number of rows
     with an id no text was written for."""
     pairs = {name: ab for name, ab in PAIRS.get(table, {}).items() if name in frame.columns}
     ids = [c for c in (*STRING_IDS.get(table, ()), *pairs) if c in frame.columns]
     if not ids or frame.is_empty():
         return frame.with_columns(pl.col(c).cast(pl.String) for c in ids), 0
-    position = _positions(lengths)
+    position, everything = _positions(lookup), lookup.texts
     plain = [c for c in ids if c not in pairs]
     out = frame.with_columns(**{f"_text_{c}": pl.lit(everything).gather(position(c))
                                 for c in plain})
@@ -306,60 +419,64 @@ def _pair(at: pl.Series, everything: pl.Series) -> tuple[pl.Series, pl.Series, p
 
 
 def decoded_table(frame: pl.DataFrame, name: str, details: pl.DataFrame | None,
-                  everything: pl.Series, lengths: list[int]) -> tuple[pl.DataFrame, int, int, int]:
-    """A format-3 table's rows (string ids, ``_proc``) decoded, its details' rows as stored
-    (``DETAILS``; None: none) joined on first: the rows; how many rows and how many details
-    have an id no text was written for; how many details no row has."""
-    lost_details = orphans = 0
+                  lookup: Lookup) -> tuple[pl.DataFrame, int, pl.Series | None]:
+    """A format-3 table's rows (string ids, ``_proc``) decoded, its details (``DETAILS``, as
+    ``details_prepared`` gives them, or those of them these rows may have; None: none) joined
+    on first: the rows; how many rows have an id no text was written for; the ``_detail`` of
+    each detail joined on (None: no details)."""
+    matched = None
     if details is not None and name in DETAILS:
-        table, by = DETAILS[name]
-        ids = [c for c in by if c in STRING_IDS.get(table.name, ()) and c in details.columns]
-        details, lost_details = decode(details.with_columns(
-            pl.col(c).alias(f"_id_{c}") for c in ids), table.name, everything, lengths)
-        frame, orphans = details_joined(frame, name, details, everything, lengths)
-    frame, lost = decode(frame, name, everything, lengths)
-    return frame, lost, lost_details, orphans
+        frame, matched = details_joined(frame, name, details, lookup)
+    frame, lost = decode(frame, name, lookup)
+    return frame, lost, matched
+
+
+def details_prepared(details: pl.DataFrame, name: str, lookup: Lookup
+                     ) -> tuple[pl.DataFrame, int]:
+    """The details of ``name``'s rows (``DETAILS``) as stored, ready to join on: each
+    string-id column's text's position in ``lookup`` as ``_at_<column>``, one row per process
+    and join columns (the first), numbered (``_detail``); and how many have an id no text was
+    written for."""
+    table, by = DETAILS[name]
+    ids = [c for c in STRING_IDS.get(table.name, ()) if c in details.columns]
+    at = _positions(lookup)
+    out = details.with_columns(at(c).alias(f"_at_{c}") for c in ids)
+    lost = out.select(pl.any_horizontal(pl.col(c).is_not_null() & pl.col(f"_at_{c}").is_null()
+                                        for c in ids).sum()).item() if ids else 0
+    keys = ["_proc", *(f"_at_{c}" if c in ids else c for c in by)]
+    return (out.unique(keys, keep="first", maintain_order=True).with_row_index("_detail"),
+            int(lost or 0))
 
 
 def details_joined(frame: pl.DataFrame, name: str, details: pl.DataFrame,
-                   everything: pl.Series, lengths: list[int]) -> tuple[pl.DataFrame, int]:
+                   lookup: Lookup) -> tuple[pl.DataFrame, pl.Series]:
     """A format-3 table's rows with their details (``DETAILS``) joined back on, per process,
     before ``frame`` is decoded: its rows as stored (string ids, ``_proc``) with ``details``
-    (decoded, each string-id column of the join kept as ``_id_<column>`` too) joined on, and
-    the number of details no row has; the same rows as joining on text. Not on the ids
-    alone: a text may have two ids in a process (the collector's map of strings starts again
-    past its bound; in a big scheduler most details name their key by another id than their
-    transition). So on the texts' hashes (integers, gathered by the ids), then pairs of
-    different ids kept only where their texts are equal (a hash shared by two texts pairs rows
-    that are then dropped)."""
+    (``details_prepared``) joined on, and the ``_detail`` of each detail joined; the same rows
+    as joining on text. Not on the ids alone: a text may have two ids in a process (the
+    collector's map of strings starts again past its bound; in a big scheduler most details
+    name their key by another id than their transition). On their texts' positions in
+    ``lookup``, where each of a process's texts is once (integers, gathered by the ids)."""
     table, by = DETAILS[name]
-    keys = ["_proc", *by]
-    details = details.unique(keys, keep="first", maintain_order=True)
-    ids = [c for c in by if f"_id_{c}" in details.columns]
-    hashes = pl.select(pl.when(pl.lit(everything).is_not_null())
-                       .then(pl.lit(everything).hash())).to_series()
-    at = _positions(lengths)
-    plain = [c for c in keys if c not in ids]
-    pairs = frame.select(*plain, *(at(c).alias(f"_at_{c}") for c in ids)).with_columns(
-        pl.lit(hashes).gather(pl.col(f"_at_{c}")).alias(f"_h_{c}") for c in ids
-    ).with_row_index("_row").join(
-        details.select(*plain, *(at(f"_id_{c}").alias(f"_at_{c}") for c in ids))
-        .with_columns(pl.lit(hashes).gather(pl.col(f"_at_{c}")).alias(f"_h_{c}") for c in ids)
-        .with_row_index("_detail"), on=[*plain, *(f"_h_{c}" for c in ids)], how="inner")
-    pairs = pairs.filter(*((pl.col(f"_at_{c}") == pl.col(f"_at_{c}_right"))
-                           | (pl.lit(everything).gather(pl.col(f"_at_{c}"))
-                              == pl.lit(everything).gather(pl.col(f"_at_{c}_right")))
-                           for c in ids))
+    ids = [c for c in by if f"_at_{c}" in details.columns]
+    at = _positions(lookup)
+    plain = ["_proc", *(c for c in by if c not in ids)]
+    on = [*plain, *(f"_at_{c}" for c in ids)]
+    pairs = frame.select(*plain, *(at(c).alias(f"_at_{c}") for c in ids)).with_row_index(
+        "_row").join(details.select(*on).with_row_index("_pos"), on=on, how="inner")
     own = [c for c in table.names if c not in by]
+    joined, _lost = decode(details.select(pl.col("_proc", *own).gather(pairs["_pos"])),
+                           table.name, lookup)
     frame = frame.drop([c for c in own if c in frame.columns]).with_columns(
-        pl.repeat(None, frame.height, dtype=details.schema[c], eager=True).alias(c).scatter(
-            pairs["_row"], details[c].gather(pairs["_detail"])) for c in own)
-    return frame, details.height - pairs["_detail"].n_unique()
+        pl.repeat(None, frame.height, dtype=joined.schema[c], eager=True).alias(c).scatter(
+            pairs["_row"], joined[c]) for c in own)
+    return frame, details["_detail"].gather(pairs["_pos"])
 
 
-def _positions(lengths: list[int]) -> Callable[[str], pl.Expr]:
-    """An id column's rows' positions in ``lookup``'s strings (null: no text was written for
+def _positions(lookup: Lookup) -> Callable[[str], pl.Expr]:
+    """An id column's rows' positions in ``lookup``'s texts (null: no text was written for
     that id), by their process (``_proc``)."""
+    lengths = lookup.lengths
     offsets = pl.Series([0, *lengths[:-1]], dtype=pl.Int64).cum_sum()
     proc = pl.col("_proc")
     base, size = (pl.lit(offsets).gather(proc),
@@ -367,7 +484,7 @@ def _positions(lengths: list[int]) -> Callable[[str], pl.Expr]:
 
     def position(c: str) -> pl.Expr:
         i = pl.col(c).cast(pl.Int64)
-        return pl.when((i >= 0) & (i < size)).then(base + i)
+        return pl.lit(lookup.at).gather(pl.when((i >= 0) & (i < size)).then(base + i))
 
     return position
 
@@ -392,6 +509,6 @@ def carried(frame: pl.DataFrame, name: str) -> tuple[pl.DataFrame, pl.DataFrame 
 PROCESS_COLUMNS = ("_proc", "host", "pid", "worker")
 
 
-__all__ = ["STRINGS", "StreamRead", "decode", "decoded_table", "details_joined", "files",
-           "framing", "is_format3", "mistyped", "lookup", "read_many", "read_stream", "texts",
-           "torn"]
+__all__ = ["STRINGS", "StreamRead", "chunks", "decode", "decoded_table", "details_joined",
+           "details_prepared", "files", "framed", "framing", "is_format3", "mistyped",
+           "read_batches", "read_many", "read_stream", "torn"]

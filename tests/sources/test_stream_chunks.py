@@ -1,0 +1,151 @@
+"""Run format 3's big tables are decoded a chunk of batches at a time, with each process's
+strings read a chunk at a time and every distinct text kept once (``stream_strings``): the
+load gives the same frames and rejects as decoding every table whole."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from correlate.frames import spill
+from correlate.schema.run import STREAM_SUFFIX
+from correlate.sources import run_folder, stream_strings
+from correlate.sources.run_streams import framing
+from correlate.sources.stream_strings import Lookup, distinct
+from testing.synthetic import parts as synthetic_parts
+from testing.synthetic import write_run
+
+
+def _strings(ids: list[int | None], texts: list[str | None]) -> pl.DataFrame:
+    return pl.DataFrame({"id": ids, "text": texts}, schema={"id": pl.Int32, "text": pl.String})
+
+
+def test_each_distinct_text_is_kept_once_and_every_id_finds_its_own() -> None:
+    chunks = [_strings([0, 1, 2], ["a", "b", "c"]),  # (the map starts again: a and b again)
+              _strings([3, 4, 5, 7], ["a", "d", "b", None]),
+              _strings([8, 8, None], ["e", "f", "g"])]  # (8 twice: its first text)
+    texts, at = distinct(lambda: chunks)
+    assert texts.n_unique() == texts.len() and set(texts) >= {"a", "b", "c", "d", "e"}
+    assert texts.gather(at).to_list() == ["a", "b", "c", "a", "d", "b", None, None, "e"]
+    assert distinct(lambda: [])[1].len() == 0
+
+
+def test_texts_that_share_a_hash_are_still_told_apart(monkeypatch) -> None:
+    """Every text hashed alike (a collision for each pair): matched by value instead."""
+    hashed = stream_strings._hash
+    monkeypatch.setattr(stream_strings, "_hash", lambda text, seed: text.str.len_bytes().cast(
+        pl.UInt64) if seed == stream_strings.SEEDS[0] else hashed(text, seed))
+    chunks = [_strings([0, 1, 2], ["ab", "cd", "ab"]), _strings([3, 4], ["ef", "cd"])]
+    texts, at = distinct(lambda: chunks)
+    assert texts.n_unique() == texts.len() == 3
+    assert texts.gather(at).to_list() == ["ab", "cd", "ab", "ef", "cd"]
+
+
+def test_the_processes_texts_are_laid_end_to_end() -> None:
+    one = distinct(lambda: [_strings([0, 1, 2], ["x", "y", "x"])])
+    two = distinct(lambda: [_strings([0, 1], ["y", "z"])])
+    lookup = Lookup.of([one, distinct(lambda: []), two])
+    assert lookup.lengths == [3, 0, 2]
+    assert lookup.texts.gather(lookup.at).to_list() == ["x", "y", "x", "y", "z"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """A run whose collectors' maps of strings started again many times (a small bound), with
+    many batches per stream (a short flush interval)."""
+    folder = tmp_path_factory.mktemp("chunks") / "run"
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(synthetic_parts, "STRINGS_LIMIT", 97)
+        m.setattr(synthetic_parts, "STREAM_EXECUTIONS", 0)  # (written as the collectors do)
+        m.setattr(synthetic_parts, "CHUNK_ROWS", 50)
+        write_run(folder, workers=3, threads=2, executions=600, segments=1200, seed=8,
+                  flush_interval_s=0.05, profile="off")
+    return folder
+
+
+def _loaded(run: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: int | None = None,
+            part_rows: int | None = None) -> dict[str, object]:
+    with monkeypatch.context() as m:
+        if chunk_rows is not None:
+            m.setattr(run_folder, "CHUNK_ROWS", chunk_rows)
+        if part_rows is not None:
+            m.setattr(spill, "KEYED_ROWS_PER_PART", part_rows)
+        frames = run_folder.load(run)
+    out: dict[str, object] = {}
+    for name in frames.__dataclass_fields__:
+        value = getattr(frames, name)
+        if isinstance(value, pl.LazyFrame):
+            value = value.collect()
+        if name == "transitions_in_parts":
+            value = [p.collect() for p in value]
+        out[name] = value
+    return out
+
+
+def _assert_same(whole: dict[str, object], chunked: dict[str, object]) -> None:
+    for name, value in whole.items():
+        other = chunked[name]
+        if name == "lazy_parts":
+            continue
+        if isinstance(value, pl.DataFrame):
+            assert isinstance(other, pl.DataFrame) and value.equals(other), name
+        elif name == "transitions_in_parts":
+            assert len(value) == len(other) and all(  # type: ignore[arg-type]
+                a.equals(b) for a, b in zip(value, other, strict=True)), name  # type: ignore[call-overload]
+        else:
+            assert value == other, name
+
+
+def test_the_strings_were_written_again_and_the_streams_in_many_batches(run: Path) -> None:
+    scheduler = next(run.glob("procs/scheduler-*"))
+    texts = pl.read_ipc_stream(scheduler / f"strings{STREAM_SUFFIX}")["text"]
+    assert texts.n_unique() < texts.len() * 0.7  # (what the chunks' join has to find again)
+    data = (scheduler / f"scheduler_transitions{STREAM_SUFFIX}").read_bytes()
+    assert len(framing(data).batches) > 5
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 150, 1000])
+def test_a_table_decoded_in_chunks_is_the_table_decoded_whole(run, monkeypatch,
+                                                              chunk_rows) -> None:
+    whole = _loaded(run, monkeypatch)
+    chunked = _loaded(run, monkeypatch, chunk_rows=chunk_rows)
+    assert whole["transitions"].height > 5 * 1000  # type: ignore[attr-defined]
+    _assert_same(whole, chunked)
+
+
+def test_chunks_spilled_in_parts_by_key_are_the_parts_spilled_whole(run, monkeypatch) -> None:
+    rows = _loaded(run, monkeypatch)["transitions"].height  # type: ignore[attr-defined]
+    whole = _loaded(run, monkeypatch, part_rows=rows // 4)
+    chunked = _loaded(run, monkeypatch, chunk_rows=200, part_rows=rows // 4)
+    assert len(whole["transitions_in_parts"]) == 4  # type: ignore[arg-type]
+    _assert_same(whole, chunked)
+
+
+def test_damage_is_counted_alike_in_chunks(run, tmp_path, monkeypatch) -> None:
+    """A torn scheduler stream, details of no transition, a batch that does not read and a
+    mistyped worker stream: the same rejects, in the same order, whole or in chunks."""
+    damaged = Path(shutil.copytree(run, tmp_path / "run"))
+    scheduler = next(damaged.glob("procs/scheduler-*"))
+    path = scheduler / f"scheduler_transitions{STREAM_SUFFIX}"
+    data = bytearray(path.read_bytes())
+    batches = framing(bytes(data)).batches
+    start, end, _rows = batches[len(batches) // 2]
+    data[start + (end - start) // 2:end] = b"\x00" * (end - start - (end - start) // 2)
+    path.write_bytes(bytes(data[:batches[-1][1] - 7]))  # (a torn tail too)
+    details = scheduler / f"scheduler_transition_details{STREAM_SUFFIX}"
+    table = pl.read_ipc_stream(details)
+    table.with_columns(pl.col("local_time_ns") + 1).head(5).vstack(table).write_ipc_stream(
+        details)  # (5 details of no transition)
+    worker = next(damaged.glob("procs/worker-*"))
+    wt = worker / f"worker_transitions{STREAM_SUFFIX}"
+    pl.read_ipc_stream(wt).with_columns(pl.col("key").cast(pl.String)).write_ipc_stream(wt)
+    whole = _loaded(damaged, monkeypatch)
+    chunked = _loaded(damaged, monkeypatch, chunk_rows=120)
+    reasons = whole["rejects"]["reason"].to_list()  # type: ignore[index]
+    assert any(r.startswith("torn tail") for r in reasons)
+    assert any(r.startswith("details of scheduler_transitions") for r in reasons)
+    assert any("expected string ids" in r for r in reasons)
+    _assert_same(whole, chunked)
