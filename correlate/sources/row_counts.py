@@ -116,9 +116,9 @@ def _file_rows(proc_dir: Path, name: str, tables: dict[str, str], out: RowCounts
     if name.endswith(SNAPSHOT_SUFFIX):
         out.stream_bytes += _size(path)
         table = name[:-len(SNAPSHOT_SUFFIX)]
-        return (table, footer_rows(path)) if table in tables else (None, 0)
+        return (table, run_parts.footer_rows(path)) if table in tables else (None, 0)
     if name in tables:
-        return name, sum(footer_rows(p) for p in run_parts.part_files(path))
+        return name, sum(run_parts.footer_rows(p) for p in run_parts.part_files(path))
     return None, 0
 
 
@@ -144,13 +144,4 @@ def _size(path: Path) -> int:
         return 0
 
 
-def footer_rows(part: Path) -> int:
-    """Rows of an Arrow IPC file or a Parquet file, from its footer (0: it does not read)."""
-    try:
-        scan = pl.scan_parquet(part) if part.name.endswith(".parquet") else pl.scan_ipc(part)
-        return int(scan.select(pl.len()).collect().item())
-    except run_parts.UNREADABLE_PART:
-        return 0
-
-
-__all__ = ["COUNTED", "RowCounts", "count", "count_tables", "footer_rows", "stream_rows"]
+__all__ = ["COUNTED", "RowCounts", "count", "count_tables", "stream_rows"]

@@ -190,7 +190,9 @@ class _Reader:
         self.unchecked: list[Path] = []
         #: run format 3: each table's rows as stored, of every process (``_proc``: its index
         #: in ``strings`` and ``owners``), decoded together at the end (``decoded``)
-        self.stored: dict[str, list[pl.DataFrame]] = {}  # snapshots
+        self.stored: dict[str, list[pl.DataFrame]] = {}
+        #: format 3: each table's snapshot files (index, path), read with the table
+        self.snapshots: dict[str, list[tuple[int, Path]]] = {}
         #: format 3: each table's streams as framed (index, path, framing), read with the table
         self.pending: dict[str, list[tuple[int, str, run_streams.Framing]]] = {}
         self.owners: list[dict[str, Any]] = []
@@ -263,7 +265,7 @@ class _Reader:
         rejects: list[tuple[str, str, int]] = []
         for frame in itertools.chain(
                 run_streams.chunks(self.pending.pop(name, []), rows, rejects,
-                                   FORMAT3_BY_NAME[name]), self.stored.pop(name, [])):
+                                   FORMAT3_BY_NAME[name]), self._stored(name)):
             if details is not None:  # (the details these rows may have)
                 by = [c for c in raw.DETAILS[name][1] if f"_at_{c}" not in details[0].columns]
                 some = details[0].filter(pl.col("_proc").is_in(frame["_proc"].unique().implode()),
@@ -287,7 +289,7 @@ class _Reader:
         table = run_streams.STRINGS
         streams = {i: (i, path, f) for i, path, f in self.pending.pop(table.name, [])}
         stored: dict[int, list[pl.DataFrame]] = {}
-        for frame in self.stored.pop(table.name, []):
+        for frame in self._stored(table.name):
             for (p,), part in frame.partition_by("_proc", as_dict=True).items():
                 stored.setdefault(int(p), []).append(part)
         each: list[tuple[pl.Series, pl.Series]] = []
@@ -344,7 +346,7 @@ class _Reader:
             allocator.release_freed_c_memory()  # allocator asks for as much to decode them)
         for path, reason, n in bad:
             self.rejects.append(("run-folder", str(path), reason, n))
-        frames = self.stored.pop(name, [])
+        frames = list(self._stored(name))
         if frame is not None:
             frames.insert(0, frame)
         return pl.concat(frames, how="diagonal_relaxed") if frames else None
@@ -362,12 +364,9 @@ class _Reader:
             if table is None:
                 if name.endswith(raw.SNAPSHOT_SUFFIX) and (
                         t := FORMAT3_BY_NAME.get(name[:-len(raw.SNAPSHOT_SUFFIX)])):
-                    frame = self._stream(proc_dir / name, t)
+                    self.snapshots.setdefault(t.name, []).append((index, proc_dir / name))
                     self.files[(t.name, index)] = str(proc_dir / name)
                     written += _modified(proc_dir / name)
-                    if frame is not None and frame.height:
-                        self.stored.setdefault(t.name, []).append(
-                            frame.with_columns(_proc=pl.lit(index, pl.Int32)))
                 continue
             path = os.path.join(proc_dir, name)  # (a str: a Path per file costs more here)
             try:
@@ -385,6 +384,23 @@ class _Reader:
                 for other in HELD.get(table.name, ()):  # (its rows' file, for rejects)
                     self.files.setdefault((other, index), path)
         self.spans.append(time_span.span(starts, [*ends, *written]))
+
+    def rows(self, name: str) -> int:
+        """A format-3 table's rows in its streams' batches and its snapshots (as their
+        headers and footers say, nothing decoded)."""
+        return (sum(rows for _i, _p, f in self.pending.get(name, [])
+                    for _s, _e, rows in f.batches)
+                + sum(run_parts.footer_rows(p) for _i, p in self.snapshots.get(name, [])))
+
+    def _stored(self, name: str) -> Iterator[pl.DataFrame]:
+        """A format-3 table's rows not in its streams: each snapshot, read now (one at a
+        time), then the rows written in another table's file (``IN_FILE_OF``)."""
+        table = FORMAT3_BY_NAME[name]
+        for index, path in self.snapshots.pop(name, []):
+            frame = self._stream(path, table)
+            if frame is not None and frame.height:
+                yield frame.with_columns(_proc=pl.lit(index, pl.Int32))
+        yield from self.stored.pop(name, [])
 
     def _stream(self, path: Path, table: Any) -> pl.DataFrame | None:
         """A snapshot (an Arrow IPC file), or None (a reject)."""
@@ -819,11 +835,10 @@ def _read_streams(run_dir: Path, reader: _Reader,
                           for _s, _e, rows in f.batches), spill.KEYED_ROWS_PER_PART)
     for name in [t.name for t in raw.RUN_TABLES
                  if any(n in reader.stored or n in reader.pending or n in reader.done
-                        for n in (t.name, held.get(t.name)))]:
+                        or n in reader.snapshots for n in (t.name, held.get(t.name)))]:
         try:
-            if name in KEYED_TABLES and sum(rows for _i, _p, f in reader.pending.get(name, [])
-                                            for _s, _e, rows in f.batches) > CHUNK_ROWS:
-                _spill_chunks(reader, name, parts, per_table)
+            if name in LAZY_TABLES and reader.rows(name) > CHUNK_ROWS:
+                _spill_chunks(reader, name, parts if name in KEYED_TABLES else 1, per_table)
                 continue
             decoded = reader.decoded(name)
         except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
@@ -855,9 +870,9 @@ def _read_streams(run_dir: Path, reader: _Reader,
 
 def _spill_chunks(reader: _Reader, name: str, parts: int,
                   per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]]) -> None:
-    """A keyed table too big to decode whole (``CHUNK_ROWS``), decoded a chunk at a time and
-    each chunk spilled (in ``parts`` by key when more than one): the same rows, in the same
-    order (each part's), as when decoded whole."""
+    """A lazy table too big to decode whole (``CHUNK_ROWS``), decoded a chunk at a time (a
+    snapshot is one) and each chunk spilled (in ``parts`` by key when more than one): the
+    same rows, in the same order (each part's), as when decoded whole."""
     spills: list[list[pl.LazyFrame]] = [[] for _ in range(parts)]
     taken = []
     for chunk in reader.decoded_chunks(name, CHUNK_ROWS):
@@ -869,8 +884,9 @@ def _spill_chunks(reader: _Reader, name: str, parts: int,
     if not spills[0]:
         return
     if parts > 1:
-        reader.key_parts[name] = tuple(pl.concat(s) for s in spills)
-    per_table[name].append(pl.concat([scan for part in spills for scan in part]))
+        reader.key_parts[name] = tuple(pl.concat(s, how="diagonal_relaxed") for s in spills)
+    per_table[name].append(pl.concat([scan for part in spills for scan in part],
+                                     how="diagonal_relaxed"))
     if taken:
         reader.taken = (per_table[name][-1], _taken_combined(taken))
 

@@ -110,3 +110,12 @@ def kind(dtype: pl.DataType) -> str:
     if dtype == pl.Null:
         return "null"
     return str(dtype)
+
+
+def footer_rows(part: Path) -> int:
+    """Rows of an Arrow IPC file or a Parquet file, from its footer (0: it does not read)."""
+    try:
+        scan = pl.scan_parquet(part) if part.name.endswith(".parquet") else pl.scan_ipc(part)
+        return int(scan.select(pl.len()).collect().item())
+    except UNREADABLE_PART:
+        return 0
