@@ -4,9 +4,11 @@ rows are counted before the load, without decoding them (``correlate.sources.row
 so that a run too big for the machine is refused before the load's own peak, not killed
 during it; an imported format's rows are counted once it is loaded.
 
-The need is the larger of two peaks. The load's: a run folder of format 3 holds its streams'
-and snapshots' bytes while it decodes them table by table, ``LOAD_FIXED_BYTES`` +
-``LOAD_STREAM_FACTOR`` × those bytes (formats 1 and 2's parts are scanned, not held). The
+The need is the larger of two peaks. The load's: a run folder of format 3 is read a table at a
+time (a big one a chunk of batches at a time), but what it keeps grows with its streams' and
+snapshots' bytes (each process's distinct strings, the tables held whole, what is taken from
+the transitions), ``LOAD_FIXED_BYTES`` + ``LOAD_STREAM_FACTOR`` × those bytes (formats 1 and
+2's parts are scanned, not held). The
 correlation's, linear in the rows a stage holds at once: a fixed part (the interpreter,
 polars, the small tables) and, per row, the in-memory bytes of the run's executions,
 transitions, profile rows, and the DXT segments of the attribution partitions alive at once
@@ -62,10 +64,10 @@ OVERHEAD = 1.08
 #: what writing task_lifecycles.jsonl adds per task of the chunk it builds at once
 #: (``correlate RUN`` writes it up to ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
-#: the load of a run folder of format 3: its streams' and snapshots' bytes are read, then
-#: decoded table by table (fitted to the load's peak RSS in the same runs)
-LOAD_FIXED_BYTES = 650_000_000
-LOAD_STREAM_FACTOR = 2.2
+#: the load of a run folder of format 3, per byte of its streams and snapshots (fitted to the
+#: load's peak RSS in the 200k, 1M, 2M and 10M runs)
+LOAD_FIXED_BYTES = 800_000_000
+LOAD_STREAM_FACTOR = 1.15
 #: both terms are told this much above the fit: one run's peak differs from the next one's
 #: (when the allocator gives freed memory back; docs/performance.md, "Memory limit")
 MARGIN = 1.05
@@ -174,7 +176,7 @@ def need_to_load(counts: RowCounts) -> Need:
 
 
 def _load_peak(counts: RowCounts) -> float:
-    """The load's own peak: format 3's streams and snapshots held while they are decoded."""
+    """The load's own peak, from the bytes of format 3's streams and snapshots."""
     return MARGIN * (LOAD_FIXED_BYTES + LOAD_STREAM_FACTOR * counts.stream_bytes)
 
 
