@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from correlate.frames.scalars import integer
+from correlate.frames.spill import in_part, parts_for
 
 #: scheduler transitions that end an execution on a worker
 FINISHED = ("memory", "erred")
@@ -51,20 +52,35 @@ def recorded_per_worker(executions: pl.DataFrame) -> pl.DataFrame:
 
 def missing_per_worker(finished: pl.DataFrame, executions: pl.DataFrame) -> dict[str, int]:
     """worker -> executions the scheduler saw finish there (``finished_per_worker``) without a
-    row."""
+    row. Counted a part of the keys at a time (``spill.in_part``): a run's executions grouped
+    by worker and key whole would hold as many groups as tasks, twice."""
     if finished.is_empty():
         return {}
-    r = recorded_per_worker(executions)
+    parts = parts_for(max(finished.height, executions.height), ROWS_PER_PART)
+    gaps: dict[str, int] = {}
+    for p in range(parts):
+        # (a key without text: the first part's)
+        part = in_part(p, parts) | (pl.col("key").is_null() & (p == 0))
+        r = recorded_per_worker(executions.filter(part) if parts > 1 else executions)
+        gap = ((finished.filter(part) if parts > 1 else finished)
+               .join(r, on=["worker", "key"], how="left")
+               .with_columns(gap=(pl.col("n").cast(pl.Int64)
+                                  - pl.col("got").fill_null(0).cast(pl.Int64)).clip(0))
+               .group_by("worker").agg(pl.col("gap").sum()))
+        for w, g in gap.iter_rows():
+            gaps[w] = gaps.get(w, 0) + int(g)
     # rows whose key text was lost with their process's strings are there (and counted as
     # rejects of their own): they fill the worker's gap, though no key can say which
-    textless = dict(r.filter(pl.col("key").is_null()).group_by("worker")
-                    .agg(pl.col("got").sum()).iter_rows())
-    gap = (finished.join(r, on=["worker", "key"], how="left")
-           .with_columns(gap=(pl.col("n").cast(pl.Int64)
-                              - pl.col("got").fill_null(0).cast(pl.Int64)).clip(0))
-           .group_by("worker").agg(pl.col("gap").sum()))
-    gaps = {w: int(g) - int(textless.get(w, 0)) for w, g in gap.iter_rows()}
+    if "worker" in executions.columns:
+        for w, n in (executions.filter(pl.col("key").is_null()).group_by("worker").len()
+                     .iter_rows()):
+            if w in gaps:
+                gaps[w] -= int(n)
     return {w: g for w, g in gaps.items() if g > 0}
+
+
+#: rows of the executions or finished tasks counted at once (``missing_per_worker``)
+ROWS_PER_PART = 2_000_000
 
 
 def last_flush_ns(proc_dir: Path) -> int | None:

@@ -721,6 +721,8 @@ def load(run_dir: Path, mapper: Mapper = local_map,
     _addresses_from_scheduler(procs, reader)
     processes = _read_processes(procs, reader, manifest, per_table)
     _read_streams(run_dir, reader, per_table)
+    reader.lookup = None  # (every stream decoded: what was kept to decode them goes)
+    reader.done.clear()
     sched = per_table["scheduler_transitions"]
     taken = (reader.taken[1] if reader.taken is not None and len(sched) == 1
              and sched[0] is reader.taken[0] else None)
