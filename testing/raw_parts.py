@@ -20,7 +20,7 @@ from correlate.sources.run_streams import (
     files,
     read_stream,
 )
-from correlate.sources.stream_strings import Lookup, distinct
+from correlate.sources.stream_strings import lookup
 
 
 def read_raw(run: Path, table: str, procs: str = "*") -> pl.DataFrame:
@@ -42,7 +42,8 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     names = {p.name for p in proc_dir.iterdir()} if proc_dir.is_dir() else set()
     strings_path = proc_dir / f"{STRINGS.name}{STREAM_SUFFIX}"
     written = read_stream(strings_path).frame if strings_path.name in names else None
-    lookup = Lookup.of([distinct(lambda: [] if written is None else [written])])
+    strings = lookup(lambda: [] if written is None else [
+        written.with_columns(_proc=pl.lit(0, pl.Int32))], 1)
 
     def stored(path: Path) -> pl.DataFrame | None:
         frame = (read_stream(path).frame if path.name.endswith(STREAM_SUFFIX)
@@ -52,8 +53,8 @@ def read_table(proc_dir: Path, table: Table) -> list[tuple[Path, pl.DataFrame]]:
     def read(path: Path, details: pl.DataFrame | None = None) -> pl.DataFrame | None:
         frame, name = stored(path), path.name.split(".")[0]
         return None if frame is None else decoded_table(
-            frame, name, None if details is None else details_prepared(details, name, lookup)[0],
-            lookup)[0]
+            frame, name, None if details is None else details_prepared(details, name, strings)[0],
+            strings)[0]
 
     out = []
     details = None  # (the details' rows as stored, read once for every file of the table)

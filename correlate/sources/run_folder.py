@@ -283,32 +283,23 @@ class _Reader:
         self._impossible(name, bad)
 
     def _strings(self) -> stream_strings.Lookup:
-        """Every process's strings, read a process and a chunk at a time, each distinct text
-        kept once (``stream_strings``); a process whose strings are mistyped has none from
-        there on (its file is a reject, its rows' text null)."""
+        """Every process's strings, read a chunk at a time (``stream_strings``); the rest of a
+        process's strings after a mistyped batch are rejects (its rows' text null)."""
         table = run_streams.STRINGS
-        streams = {i: (i, path, f) for i, path, f in self.pending.pop(table.name, [])}
-        stored: dict[int, list[pl.DataFrame]] = {}
-        for frame in self._stored(table.name):
-            for (p,), part in frame.partition_by("_proc", as_dict=True).items():
-                stored.setdefault(int(p), []).append(part)
-        each: list[tuple[pl.Series, pl.Series]] = []
+        streams = sorted(self.pending.pop(table.name, []), key=lambda s: s[0])
+        stored = list(self._stored(table.name))
         rejects: list[tuple[str, str, int]] = []
-        for index in range(len(self.owners)):
-            found: list[tuple[str, str, int]] = []  # (each read finds the same)
 
-            def read(index: int = index, found: list[tuple[str, str, int]] = found
-                     ) -> Iterator[pl.DataFrame]:
-                found.clear()
-                return itertools.chain(run_streams.chunks(
-                    [streams[index]] if index in streams else [], stream_strings.CHUNK_BYTES,
-                    found, table, by_bytes=True), stored.get(index, []))
+        def read() -> Iterator[pl.DataFrame]:
+            rejects.clear()  # (each read finds the same)
+            yield from run_streams.chunks(streams, stream_strings.CHUNK_BYTES, rejects, table,
+                                          by_bytes=True)
+            yield from stored
 
-            each.append(stream_strings.distinct(read))
-            rejects += found
+        strings = stream_strings.lookup(read, len(self.owners))
         self.rejects += [("run-folder", path, reason, n) for path, reason, n in rejects]
         allocator.release_freed_c_memory()  # (the strings as written: mostly repeats)
-        return stream_strings.Lookup.of(each)
+        return strings
 
     def _lost(self, name: str, lost: int, at: int) -> None:
         if lost:

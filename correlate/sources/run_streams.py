@@ -176,30 +176,44 @@ def _read_into(fd: int, buffer: memoryview, at: int) -> bool:
     return True
 
 
-def read_batches(fd: int, f: Framing, first: int, last: int
-                 ) -> tuple[pl.DataFrame | None, list[tuple[str, int]]]:
-    """Batches ``first`` to ``last`` (excluded) of an open stream, after its schema; each read
-    alone where they do not read together (those that do not read: rejects). Read with
-    pyarrow over the bytes as read (no copy of them), the whole checked (``validate``: a
-    damaged batch can decode without an error), then handed to polars."""
+def _slice(path: str, f: Framing, first: int, last: int) -> tuple[bytes, bytearray | None]:
+    """A stream's schema message, and its batches ``first`` to ``last`` (excluded) as read
+    (None: the file ended first, cut since it was framed). OSError: it cannot be opened."""
     head, start, end = f.batches[0][0], f.batches[first][0], f.batches[last - 1][1]
-    data = bytearray(head + end - start)
-    view = memoryview(data)
-    whole = _read_into(fd, view[:head], 0) and _read_into(fd, view[head:], start)
-    del view
-    if whole:
-        try:
-            table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-            table.validate(full=True)
-            frame = pl.from_arrow(table)
-            if isinstance(frame, pl.DataFrame) and frame.height == sum(
-                    r for _s, _e, r in f.batches[first:last]):
-                return frame, []
-        except (OSError, ValueError, pa.ArrowException, pl.exceptions.PolarsError):
-            pass
-    shift = head - start
-    return _batches(bytes(data), Framing(len(data), [(s + shift, e + shift, r) for s, e, r
-                                                     in f.batches[first:last]], 0, None), -shift)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        schema, body = bytearray(head), bytearray(end - start)
+        whole = _read_into(fd, memoryview(schema), 0) and _read_into(fd, memoryview(body), start)
+    finally:
+        os.close(fd)
+    return bytes(schema), (body if whole else None)
+
+
+def _arrow(data: bytes | bytearray, rows: int) -> pl.DataFrame | None:
+    """Record batches after their schema, read with pyarrow over the bytes as read (no copy
+    of them), the whole checked (``validate``: a damaged batch can decode without an error),
+    then handed to polars; None where they do not read as ``rows`` rows."""
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+        table.validate(full=True)
+        frame = pl.from_arrow(table)
+    except (OSError, ValueError, pa.ArrowException, pl.exceptions.PolarsError):
+        return None
+    return frame if isinstance(frame, pl.DataFrame) and frame.height == rows else None
+
+
+def _decoded(head: bytes, body: bytearray | None, f: Framing, first: int, last: int
+             ) -> tuple[pl.DataFrame | None, list[tuple[str, int]]]:
+    """Batches ``first`` to ``last`` of a stream (``_slice``), each read alone where they do
+    not read together (those that do not read: rejects)."""
+    batches = f.batches[first:last]
+    if body is not None and (frame := _arrow(head + body, sum(r for *_, r in batches))
+                             ) is not None:
+        return frame, []
+    data = head + (body or b"")
+    shift = len(head) - f.batches[first][0]
+    return _batches(data, Framing(len(data), [(s + shift, e + shift, r) for s, e, r in batches],
+                                  0, None), -shift)
 
 
 def chunks(streams: list[tuple[int, str, Framing]], size: int,
@@ -227,26 +241,36 @@ def chunks(streams: list[tuple[int, str, Framing]], size: int,
     skipped: set[int] = set()
     for group in plan:
         frames = []
+        read: dict[bytes, list[tuple[int, str, Framing, int, int, bytearray | None]]] = {}
         for index, path, f, first, last in group:
             if index in skipped:
                 continue
             try:
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                head, body = _slice(path, f, first, last)
             except OSError as err:
                 rejects.append((path, f"unreadable stream: {err.strerror or err}", 1))
                 skipped.add(index)
                 continue
-            try:
-                frame, bad = read_batches(fd, f, first, last)
-            finally:
-                os.close(fd)
-            rejects += [(path, reason, n) for reason, n in bad]
-            problem = None if frame is None else mistyped(frame, table)
-            if problem is not None:  # (the stream's rows from here on)
-                rejects.append((path, problem, sum(r for _s, _e, r in f.batches[first:])))
-                skipped.add(index)
-            elif frame is not None:
-                frames.append(frame.with_columns(_proc=pl.lit(index, pl.Int32)))
+            read.setdefault(head, []).append((index, path, f, first, last, body))
+        for head, slices in read.items():  # (streams of one schema read as one)
+            counts = [sum(r for *_, r in f.batches[first:last])
+                      for _i, _p, f, first, last, _b in slices]
+            frame = (None if any(b is None for *_, b in slices) else
+                     _arrow(b"".join([head, *(b for *_, b in slices if b is not None)]),
+                            sum(counts)))
+            if frame is not None and mistyped(frame, table) is None:
+                procs = np.repeat(np.array([i for i, *_ in slices], np.int32), counts)
+                frames.append(frame.with_columns(pl.Series("_proc", procs, pl.Int32)))
+                continue
+            for index, path, f, first, last, body in slices:  # (to find the damaged ones)
+                one, bad = _decoded(head, body, f, first, last)
+                rejects += [(path, reason, n) for reason, n in bad]
+                problem = None if one is None else mistyped(one, table)
+                if problem is not None:  # (the stream's rows from here on)
+                    rejects.append((path, problem, sum(r for *_, r in f.batches[first:])))
+                    skipped.add(index)
+                elif one is not None:
+                    frames.append(one.with_columns(_proc=pl.lit(index, pl.Int32)))
         if frames:
             yield pl.concat(frames, how="diagonal_relaxed")
 
@@ -511,4 +535,4 @@ PROCESS_COLUMNS = ("_proc", "host", "pid", "worker")
 
 __all__ = ["STRINGS", "StreamRead", "chunks", "decode", "decoded_table", "details_joined",
            "details_prepared", "files", "framed", "framing", "is_format3", "mistyped",
-           "read_batches", "read_many", "read_stream", "torn"]
+           "read_many", "read_stream", "torn"]

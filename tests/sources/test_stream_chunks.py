@@ -14,42 +14,62 @@ from correlate.frames import spill
 from correlate.schema.run import STREAM_SUFFIX
 from correlate.sources import run_folder, stream_strings
 from correlate.sources.run_streams import framing
-from correlate.sources.stream_strings import Lookup, distinct
+from correlate.sources.stream_strings import lookup
 from testing.synthetic import parts as synthetic_parts
 from testing.synthetic import write_run
 
 
-def _strings(ids: list[int | None], texts: list[str | None]) -> pl.DataFrame:
-    return pl.DataFrame({"id": ids, "text": texts}, schema={"id": pl.Int32, "text": pl.String})
+def _strings(proc: int, ids: list[int | None], texts: list[str | None]) -> pl.DataFrame:
+    return pl.DataFrame({"_proc": [proc] * len(ids), "id": ids, "text": texts},
+                        schema={"_proc": pl.Int32, "id": pl.Int32, "text": pl.String})
+
+
+def _by_id(strings: stream_strings.Lookup) -> list[list[str | None]]:
+    """Each process's texts by id, as the lookup gives them."""
+    out, at = [], 0
+    for n in strings.lengths:
+        out.append(strings.texts.gather(strings.at.slice(at, n)).to_list())
+        at += n
+    return out
 
 
 def test_each_distinct_text_is_kept_once_and_every_id_finds_its_own() -> None:
-    chunks = [_strings([0, 1, 2], ["a", "b", "c"]),  # (the map starts again: a and b again)
-              _strings([3, 4, 5, 7], ["a", "d", "b", None]),
-              _strings([8, 8, None], ["e", "f", "g"])]  # (8 twice: its first text)
-    texts, at = distinct(lambda: chunks)
-    assert texts.n_unique() == texts.len() and set(texts) >= {"a", "b", "c", "d", "e"}
-    assert texts.gather(at).to_list() == ["a", "b", "c", "a", "d", "b", None, None, "e"]
-    assert distinct(lambda: [])[1].len() == 0
+    chunks = [_strings(0, [0, 1, 2], ["a", "b", "c"]),  # (the map starts again: a, b again)
+              pl.concat([_strings(0, [3, 4, 5], ["a", "d", "b"]),
+                         _strings(2, [0, 1], ["b", "z"])]),  # (b in another process too)
+              _strings(2, [2], ["a"])]
+    strings = lookup(lambda: chunks, 3)
+    assert strings.texts.n_unique() == strings.texts.len() == 5
+    assert _by_id(strings) == [["a", "b", "c", "a", "d", "b"], [], ["b", "z", "a"]]
+    assert lookup(lambda: [], 2).lengths == [0, 0]
+
+
+@pytest.mark.parametrize("chunks,expected", [
+    ([_strings(0, [0, 1, 3], ["a", "b", "d"])],  # (2 never written: a batch lost)
+     [["a", "b", None, "d"], []]),
+    ([_strings(0, [0, 1], ["a", "b"]), _strings(1, [0], ["c"]),
+      _strings(0, [2, 2], ["x", "y"])],  # (met again after another; 2 twice: its first text)
+     [["a", "b", "x"], ["c"]]),
+    ([_strings(0, [0, 1, None, 2], ["a", None, "q", "c"])], [["a", None, "c"], []])],
+    ids=["gap", "again", "nulls"])
+def test_ids_out_of_order_are_found_by_a_join(chunks: list[pl.DataFrame],
+                                              expected: list[list[str | None]]) -> None:
+    strings = lookup(lambda: chunks, 2)
+    assert _by_id(strings) == expected
+    texts = strings.texts.drop_nulls()
+    assert texts.n_unique() == texts.len()
 
 
 def test_texts_that_share_a_hash_are_still_told_apart(monkeypatch) -> None:
-    """Every text hashed alike (a collision for each pair): matched by value instead."""
+    """Every text of one length hashed alike (a collision for each pair): matched by value
+    instead."""
     hashed = stream_strings._hash
     monkeypatch.setattr(stream_strings, "_hash", lambda text, seed: text.str.len_bytes().cast(
         pl.UInt64) if seed == stream_strings.SEEDS[0] else hashed(text, seed))
-    chunks = [_strings([0, 1, 2], ["ab", "cd", "ab"]), _strings([3, 4], ["ef", "cd"])]
-    texts, at = distinct(lambda: chunks)
-    assert texts.n_unique() == texts.len() == 3
-    assert texts.gather(at).to_list() == ["ab", "cd", "ab", "ef", "cd"]
-
-
-def test_the_processes_texts_are_laid_end_to_end() -> None:
-    one = distinct(lambda: [_strings([0, 1, 2], ["x", "y", "x"])])
-    two = distinct(lambda: [_strings([0, 1], ["y", "z"])])
-    lookup = Lookup.of([one, distinct(lambda: []), two])
-    assert lookup.lengths == [3, 0, 2]
-    assert lookup.texts.gather(lookup.at).to_list() == ["x", "y", "x", "y", "z"]
+    chunks = [_strings(0, [0, 1, 2], ["ab", "cd", "ab"]), _strings(1, [0, 1], ["ef", "cd"])]
+    strings = lookup(lambda: chunks, 2)
+    assert strings.texts.n_unique() == strings.texts.len() == 3
+    assert _by_id(strings) == [["ab", "cd", "ab"], ["ef", "cd"]]
 
 
 @pytest.fixture(scope="module")
