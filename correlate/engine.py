@@ -176,10 +176,9 @@ def _summary(frames: RunFrames, kept: dict[str, pl.DataFrame], att: attribution.
 def _functions(frames: RunFrames, ex: pl.DataFrame, sink: TableSink) -> int:
     """Write ``task_functions`` (the profile rows of each execution, a process at a time);
     return how many executions have function rows."""
-    func_stats = frames.table("func_stats", contiguous=False)  # sliced per process
     profiled: list[int] = []  # executions with function rows, per process
-    sink.write_parts("task_functions", _counted(functions_by_process(func_stats, ex),
-                                                profiled))
+    sink.write_parts("task_functions", _counted(
+        functions_by_process(frames.func_stats_per_process(), ex), profiled))
     return sum(profiled)
 
 

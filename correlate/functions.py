@@ -4,12 +4,11 @@ time, as the ``task_functions`` output table."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import polars as pl
 
-from correlate.attribution.driver import by_process
-from correlate.frames.per_process import process_order
+from correlate.frames.per_process import Process
 from correlate.frames.sorting import sorted_for_output
 from correlate.schema import TABLES, conform
 
@@ -38,15 +37,14 @@ def functions_per_execution(func_stats: pl.DataFrame, executions: pl.DataFrame) 
     return rows.join(executions.select("execution_id", "key"), on="execution_id", how="left")
 
 
-def functions_by_process(func_stats: pl.DataFrame, ex: pl.DataFrame
-                          ) -> Iterator[pl.DataFrame]:
+def functions_by_process(rows_per_process: Iterable[tuple[Process, pl.DataFrame]],
+                         ex: pl.DataFrame) -> Iterator[pl.DataFrame]:
     """``task_functions`` one process at a time (the join and group-by of one process's
-    profile rows alive at once), in output order: ``execution_id`` runs over processes in
-    (host, pid) order (``number_executions``)."""
+    profile rows alive at once), in the order of ``rows_per_process``: output order when it
+    is ``process_order`` (``execution_id`` runs over processes so: ``number_executions``)."""
     executions = ex.partition_by("host", "pid", as_dict=True)
     table = TABLES["task_functions"]
-    for process, rows in sorted(by_process(func_stats).items(),
-                                key=lambda kv: process_order(kv[0])):
+    for process, rows in rows_per_process:
         own = executions.get(process)
         if own is not None:
             yield sorted_for_output(conform(functions_per_execution(rows, own),

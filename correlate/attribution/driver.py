@@ -30,9 +30,8 @@ import polars as pl
 
 from correlate.attribution import exact, p2p, passes, spill, threads
 from correlate.attribution.shares import METHOD, IOAttribution
-from correlate.frames import per_process
 from correlate.frames.mappers import Mapper, local_map, runs_up_to
-from correlate.frames.per_process import process_order
+from correlate.frames.per_process import by_process, process_order
 from correlate.frames.sorting import sorted_for_output
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
@@ -86,28 +85,6 @@ class Partition:
 def _numbered(segments: pl.DataFrame, first: int = 0) -> pl.DataFrame:
     return segments.with_row_index("seg_id", offset=first).with_columns(
         pl.col("seg_id").cast(pl.Int64))
-
-
-def _runs(df: pl.DataFrame) -> list[tuple[tuple[Any, Any], int, int]] | None:
-    """((host, pid), offset, length) of each run of equal (host, pid) when every process's rows
-    are contiguous (the Darshan reader appends one log at a time), else None."""
-    if df.is_empty():
-        return []
-    runs = per_process.runs(df)
-    if runs.select("host", "pid").n_unique() != runs.height:
-        return None
-    offsets = runs.select(pl.col("len").cum_sum() - pl.col("len")).to_series()
-    return [((h, p), o, n) for h, p, o, n in zip(runs["host"], runs["pid"], offsets, runs["len"],
-                                                 strict=True)]
-
-
-def by_process(df: pl.DataFrame) -> dict[tuple[Any, Any], pl.DataFrame]:
-    """``df``'s rows per (host, pid): zero-copy slices when each process's rows are
-    contiguous (as read from a run folder or Darshan logs)."""
-    runs = _runs(df)
-    if runs is None:
-        return df.partition_by("host", "pid", as_dict=True)
-    return {k: df.slice(o, n) for k, o, n in runs}  # zero-copy slices
 
 
 def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions: pl.DataFrame,

@@ -16,12 +16,14 @@ every table a DataFrame, and ``table(name)`` reads one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import polars as pl
 
 from correlate.errors import InputError, first_line
+from correlate.frames.per_process import Process, by_process, process_order
 from correlate.frames.spill import in_part
 from correlate.schema import TABLES, conform
 
@@ -58,6 +60,9 @@ class RunFrames:
     #: the transitions in parts by key (``correlate.frames.spill``), when the source spilled
     #: them so (empty: ``transition_parts`` filters ``transitions``)
     transitions_in_parts: tuple[pl.LazyFrame, ...] = ()
+    #: each process's profile rows, when the source spilled them a process at a time (empty:
+    #: ``func_stats`` is read whole and sliced per process)
+    func_stats_by_process: tuple[tuple[Process, pl.LazyFrame], ...] = ()
     #: source format name, e.g. "run-folder", "mofka-csv", "miniapp"
     source_format: str = "unknown"
     facts: dict[str, Any] = field(default_factory=dict)
@@ -98,6 +103,20 @@ class RunFrames:
         if parts == 1:
             return [self.transitions.lazy()]
         return [self.transitions.lazy().filter(in_part(p, parts)) for p in range(parts)]
+
+    def func_stats_per_process(self) -> Iterator[tuple[Process, pl.DataFrame]]:
+        """Each process's profile rows, in ``process_order``: read a process at a time where
+        the source spilled them so, else sliced from the whole table."""
+        if not self.func_stats_by_process:
+            whole = self.table("func_stats", contiguous=False)
+            yield from sorted(by_process(whole).items(), key=lambda kv: process_order(kv[0]))
+            return
+        for process, rows in sorted(self.func_stats_by_process,
+                                    key=lambda kv: process_order(kv[0])):
+            try:
+                yield process, rows.collect()
+            except (OSError, pl.exceptions.PolarsError) as err:
+                raise unreadable(self.lazy_parts, "func_stats", err) from None
 
     def collected(self) -> RunFrames:
         """The same frames with every lazy table read."""

@@ -31,6 +31,7 @@ import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError, first_line
 from correlate.frames import allocator, spill
 from correlate.frames.mappers import Mapper, local_map
+from correlate.frames.per_process import Process, by_process
 from correlate.frames.spill import parts_for, spilled, spilled_parts
 from correlate.schema import RUN_FORMAT_VERSION, TABLES, conform
 from correlate.schema.run import CLOSED_RESERVE_NAME, MMAP_FOLDER
@@ -66,6 +67,10 @@ LAZY_TABLES = ("scheduler_transitions", "worker_transitions", "worker_func_stats
 #: run format 3: the lazy tables spilled in parts by key (``correlate.frames.spill``) when
 #: they have more than ``KEYED_ROWS_PER_PART`` rows together
 KEYED_TABLES = ("scheduler_transitions", "worker_transitions")
+#: lazy tables a stage reads one process at a time (the profile rows, ``task_functions``): one
+#: decoded a chunk at a time is spilled a process at a time, so the stage reads only the
+#: process's rows (``RunFrames.func_stats_by_process``)
+PROCESS_TABLES = ("worker_func_stats",)
 #: run format 3: a lazy table of more rows than this is written to a file of its own once
 #: decoded and scanned from there (as formats 1 and 2's parts are), not held decoded in memory
 #: for the whole correlation (every stage after the first that reads it would carry it)
@@ -209,6 +214,8 @@ class _Reader:
         self.taken: tuple[pl.DataFrame | pl.LazyFrame, dict[str, Any]] | None = None
         #: run format 3: the parts by key each of ``KEYED_TABLES`` was spilled in
         self.key_parts: dict[str, tuple[pl.LazyFrame, ...]] = {}
+        #: run format 3: each process's spilled rows of a table of ``PROCESS_TABLES``
+        self.process_parts: dict[str, dict[Process, list[pl.LazyFrame]]] = {}
 
     def _decoded(self, name: str) -> pl.DataFrame | None:
         """A format-3 table's rows of every process as recorded (ids as text, ``_proc``)."""
@@ -726,6 +733,7 @@ def load(run_dir: Path, mapper: Mapper = local_map,
             taken = _taken(_lazy_or(tables["scheduler_transitions"], "scheduler_transitions"))
         frames = _canonical(tables, processes, io, taken)
         frames["transitions_in_parts"] = _transitions_in_parts(tables, per_table, reader.key_parts)
+        frames["func_stats_by_process"] = _func_stats_by_process(per_table, reader.process_parts)
         _missing(tables, frames["executions"], procs, manifest, reader, taken)
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
         raise unreadable(reader.unchecked, str(run_dir), err) from None
@@ -871,9 +879,15 @@ def _spill_chunks(reader: _Reader, name: str, parts: int,
     for chunk in reader.decoded_chunks(name, CHUNK_ROWS):
         if name == "scheduler_transitions":
             taken.append(_taken(chunk.lazy()))
-        for p, scan in enumerate(spilled_parts(chunk, parts) if parts > 1 else (spilled(chunk),)):
+        if parts > 1:
+            scans = spilled_parts(chunk, parts)
+        elif name in PROCESS_TABLES:
+            scans = (_spilled_by_process(chunk, reader.process_parts.setdefault(name, {})),)
+        else:
+            scans = (spilled(chunk),)
+        for p, scan in enumerate(scans):
             spills[p].append(scan)
-        del chunk
+        del chunk, scans
     if not spills[0]:
         return
     if parts > 1:
@@ -882,6 +896,37 @@ def _spill_chunks(reader: _Reader, name: str, parts: int,
                                      how="diagonal_relaxed"))
     if taken:
         reader.taken = (per_table[name][-1], _taken_combined(taken))
+
+
+def _spilled_by_process(chunk: pl.DataFrame, spills: dict[Process, list[pl.LazyFrame]]
+                        ) -> pl.LazyFrame:
+    """``chunk`` spilled a process at a time, each process's scan appended to its list of
+    ``spills``; the scan of the whole chunk (its processes' scans in its order)."""
+    scans = []
+    for process, rows in by_process(chunk).items():
+        scans.append(spilled(rows))
+        spills.setdefault(process, []).append(scans[-1])
+    return pl.concat(scans) if scans else spilled(chunk)
+
+
+def _func_stats_by_process(per_table: dict[str, list[pl.DataFrame | pl.LazyFrame]],
+                           process_parts: dict[str, dict[Process, list[pl.LazyFrame]]]
+                           ) -> tuple[tuple[Process, pl.LazyFrame], ...]:
+    """Each process's canonical profile rows, when the run's were spilled a process at a time
+    and hold nothing else (none: read as one table)."""
+    parts = process_parts.get("worker_func_stats")
+    if not parts or len(per_table["worker_func_stats"]) != 1:
+        return ()
+    return tuple((process, conform(_func_stats(pl.concat(scans)), TABLES["func_stats"]))
+                 for process, scans in parts.items())
+
+
+def _func_stats(funcs: pl.LazyFrame) -> pl.LazyFrame:
+    """The profile rows as the engine reads them: outside any task, no ``execution_seq``."""
+    return funcs.with_columns(execution_seq=pl.when(pl.col("execution_seq") > 0)
+                              .then(pl.col("execution_seq")),
+                              ncall_kind=pl.when(pl.col("profiler") == "sample")
+                              .then(pl.lit("samples")).otherwise(pl.lit("calls")))
 
 
 def _run_facts(manifest: dict[str, Any] | None, processes: list[dict[str, Any]],
@@ -1095,11 +1140,7 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
     deps = _empty_or(t["task_dependencies"], "task_dependencies")
     deps = deps.filter(pl.col("depends_on").is_not_null()).unique(["key", "depends_on"],
                                                                 maintain_order=True)
-    funcs = _lazy_or(t["worker_func_stats"], "worker_func_stats")
-    funcs = funcs.with_columns(execution_seq=pl.when(pl.col("execution_seq") > 0)
-                               .then(pl.col("execution_seq")),
-                               ncall_kind=pl.when(pl.col("profiler") == "sample")
-                               .then(pl.lit("samples")).otherwise(pl.lit("calls")))
+    funcs = _func_stats(_lazy_or(t["worker_func_stats"], "worker_func_stats"))
     out = {
         "processes": _processes(processes, io),
         "executions": executions,

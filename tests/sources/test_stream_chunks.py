@@ -101,6 +101,9 @@ def _loaded(run: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: int | None =
             value = value.collect()
         if name == "transitions_in_parts":
             value = [p.collect() for p in value]
+        if name == "func_stats_by_process":  # (what a stage reads: each process's rows)
+            out["spilled_by_process"] = bool(value)
+            value = list(frames.func_stats_per_process())
         out[name] = value
     return out
 
@@ -108,13 +111,17 @@ def _loaded(run: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: int | None =
 def _assert_same(whole: dict[str, object], chunked: dict[str, object]) -> None:
     for name, value in whole.items():
         other = chunked[name]
-        if name == "lazy_parts":
+        if name in ("lazy_parts", "spilled_by_process"):
             continue
         if isinstance(value, pl.DataFrame):
             assert isinstance(other, pl.DataFrame) and value.equals(other), name
         elif name == "transitions_in_parts":
             assert len(value) == len(other) and all(  # type: ignore[arg-type]
                 a.equals(b) for a, b in zip(value, other, strict=True)), name  # type: ignore[call-overload]
+        elif name == "func_stats_by_process":
+            assert [p for p, _ in value] == [p for p, _ in other], name  # type: ignore[attr-defined]
+            assert all(a.equals(b) for (_, a), (_, b) in zip(  # type: ignore[call-overload]
+                value, other, strict=True)), name
         else:
             assert value == other, name
 
@@ -134,6 +141,9 @@ def test_a_table_decoded_in_chunks_is_the_table_decoded_whole(run, monkeypatch,
     chunked = _loaded(run, monkeypatch, chunk_rows=chunk_rows)
     assert whole["transitions"].height > 5 * 1000  # type: ignore[attr-defined]
     assert whole["func_stats"].height > 1000  # type: ignore[attr-defined] # (snapshots)
+    # (a process's profile rows read alone, from its own spill files, when decoded in chunks)
+    assert not whole["spilled_by_process"] and chunked["spilled_by_process"]
+    assert len(whole["func_stats_by_process"]) == 3  # type: ignore[arg-type] # (the workers)
     _assert_same(whole, chunked)
 
 
