@@ -111,10 +111,9 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     it was built from. ``progress`` is told each stage as it begins."""
     progress = progress or Progress()
     progress.begin("executions")
-    frames = frames.conformed()
-    # records of task code a task started on another thread are not executions
-    own, elsewhere = task_threads.split(frames.executions)
-    line = timeline.build(frames, number_executions(own), sink, progress)
+    frames, numbered, elsewhere = _numbered(frames.conformed())
+    line = timeline.build(frames, numbered, sink, progress)
+    del numbered
     ex = line.executions
     progress.begin("attribution")
     att = attribution.attribute(frames, ex, coroutines.io_windows(ex, frames.execution_slices),
@@ -123,6 +122,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
                                                 lambda r: r["segments"].height))
     allocator.release_freed_c_memory()  # the partitions' Darshan logs, inflated
     ex = att.executions
+    line = replace(line, executions=line.executions.clear())  # (att's hold them, aligned)
     progress.begin("task_functions")
     profiled = _functions(frames, ex, sink)
     progress.begin("task_files")
@@ -131,20 +131,26 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
     put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     progress.begin("tasks", rows=ex.height)
-    tasks = _tasks_table(att, line.key_waits, frames)
     # executions of workers that died: the rows they never wrote, and the results lost
-    tasks = lost.with_lost(tasks, frames.startstops, frames.processes, line.released)
-    kept = {"tasks": put(sink, "tasks", tasks), "task_files": task_files,
+    kept = {"tasks": put(sink, "tasks", lost.with_lost(
+                _tasks_table(att, line.key_waits, frames), frames.startstops, frames.processes,
+                line.released)),
+            "task_files": task_files,
             "unattributed": put(sink, "unattributed", att.unattributed),
             "clocks": put(sink, "clocks", att.clocks)}
+    # what the summary takes of the executions; then every per-execution table the tasks
+    # table was made of is let go (the summary and the findings read the tasks table)
+    executed, on_other_threads = ex.height, task_threads.summary(elsewhere, ex)
+    del ex, elsewhere
+    att, line = _tasks_made(att), replace(line, key_waits=line.key_waits.clear())
     if not line.arrived.is_empty():
         kept["arrivals"] = put(sink, "arrivals", line.arrived)
         kept["arrival_steps"] = put(sink, "arrival_steps", arrivals.steps_table(
             line.arrived, frames.dependencies, kept["tasks"]))
     progress.begin("summary")
     summary = _summary(frames, kept, att, group_by, line.seen, sink)
-    summary["task_code_on_other_threads"] = task_threads.summary(elsewhere, ex)
-    summary["profile"] = profile_coverage(frames.facts, ex.height, profiled)
+    summary["task_code_on_other_threads"] = on_other_threads
+    summary["profile"] = profile_coverage(frames.facts, executed, profiled)
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
     progress.begin("findings")
@@ -154,6 +160,22 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         summary["lost"]["span_s"] = lost.span_lost(kept["tasks"], found.critical_path)
     progress.end()
     return Correlated(tables=kept, summary=summary)
+
+
+def _numbered(frames: RunFrames) -> tuple[RunFrames, pl.DataFrame, pl.DataFrame]:
+    """``frames`` without the executions as loaded (each stage's tables are let go once the
+    next is made: a big run's peak; the caller's frames may still hold them), the executions
+    numbered, and the records of task code a task started on another thread (not
+    executions)."""
+    own, elsewhere = task_threads.split(frames.executions)
+    return replace(frames, executions=frames.executions.clear()), number_executions(own), elsewhere
+
+
+def _tasks_made(att: attribution.Attribution) -> attribution.Attribution:
+    """``att`` without the per-execution tables the tasks table was made of."""
+    return replace(att, executions=att.executions.clear(), methods=att.methods.clear(),
+                   io_totals=att.io_totals.clear(), spill_columns=att.spill_columns.clear(),
+                   read_back=att.read_back.clear())
 
 
 def _summary(frames: RunFrames, kept: dict[str, pl.DataFrame], att: attribution.Attribution,
