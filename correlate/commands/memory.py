@@ -8,18 +8,18 @@ The need is the larger of two peaks. The load's: a run folder of format 3 is rea
 time (a big one a chunk of batches at a time), but what it keeps grows with its streams' and
 snapshots' bytes (each process's distinct strings, the tables held whole, what is taken from
 the transitions), ``LOAD_FIXED_BYTES`` + ``LOAD_STREAM_FACTOR`` × those bytes (formats 1 and
-2's parts are scanned, not held). The
-correlation's, linear in the rows a stage holds at once: a fixed part (the interpreter,
-polars, the small tables) and, per row, the in-memory bytes of the run's executions,
-transitions, profile rows, and the DXT segments of the attribution partitions alive at once
-(two being computed and one waiting, ``correlate.frames.mappers.local_map``), times
-``OVERHEAD`` (fitted: above 1 though the transitions and profile rows are read by the stages
-that use them, not all held at once, for a stage's peak also holds what the stage before it
-freed and the allocator keeps a few seconds for reuse, ``correlate.frames.allocator``); and, for
-a run small enough that ``correlate RUN`` writes task_lifecycles.jsonl, what the chunk of
-tasks it builds at once adds. The constants are fitted to the peak RSS of
-the load and of the later stages of the synthetic runs (docs/performance.md, "Memory limit"),
-and both terms told ``MARGIN`` above the fit.
+2's parts are scanned, not held). The correlation's, the largest of its stages' (the
+timeline's, the attribution's, the tasks table's and the findings'), linear in what they hold
+at once: a fixed part (the interpreter, polars, the small tables); per execution, the tables
+kept per execution (the executions, each key's waits, the tasks table: ``EXECUTION_COST``);
+the transitions of one part by key (a big run's are read a part at a time,
+``correlate.frames.spill``); the profile rows where they are read whole (a big run folder's are
+read a process at a time); and the DXT segments of the attribution partitions alive at once
+(two being computed and one waiting, ``correlate.frames.mappers.local_map``); and, for a run
+small enough that ``correlate RUN`` writes task_lifecycles.jsonl, what the chunk of tasks it
+builds at once adds. The constants are fitted to the peak RSS of the load and of the later
+stages of the synthetic runs (docs/performance.md, "Memory limit"), and both terms told
+``MARGIN`` above the fit.
 With ``--cluster`` the partitions run on the cluster's workers, but their results (each
 process's attributed segments) come back through this process, received and deserialized one
 at a time while the one before is written: measured, that holds more here than the partitions
@@ -41,14 +41,15 @@ from pathlib import Path
 import polars as pl
 
 from correlate.errors import CorrelateError
+from correlate.frames import spill
+from correlate.frames.spill import parts_for
 from correlate.reports.lifecycles import MAX_TASKS as LIFECYCLES_MAX_TASKS
 from correlate.sources.frames import RunFrames
 from correlate.sources.row_counts import RowCounts
+from correlate.sources.run_folder import CHUNK_ROWS
 from correlate.timeline.lifecycles import KEYS_PER_CHUNK
 
 #: in-memory bytes of a row, as read (polars ``estimated_size`` of the decoded tables)
-TRANSITION_BYTES = 133
-EXECUTION_BYTES = 183
 PROFILE_ROW_BYTES = 134
 SEGMENT_BYTES = 114
 #: partitions' segments alive at once in this process (``local_map``: two computed, one
@@ -57,10 +58,12 @@ PARTITIONS_AT_ONCE = 3
 #: with ``--cluster``: the partitions' worth of segments this process holds while the results
 #: come back (fitted to the driver's peak RSS in the attribution of the 1M run, local:2)
 PARTITIONS_HERE_WITH_CLUSTER = 5
-#: fitted to the peak RSS of the 200k, 1M and 2M synthetic runs' stages after the load (see
-#: the module's docstring)
-FIXED_BYTES = 950_000_000
-OVERHEAD = 1.08
+#: fitted to the largest peak RSS of the stages after the load in the 200k, 1M, 2M and 10M
+#: synthetic runs (see the module's docstring): bytes for the process, per execution, per
+#: transition of the part read at once
+FIXED_BYTES = 840_000_000
+EXECUTION_COST = 1_510
+TRANSITION_COST = 72
 #: what writing task_lifecycles.jsonl adds per task of the chunk it builds at once
 #: (``correlate RUN`` writes it up to ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
@@ -158,8 +161,9 @@ class Need:
 def need_before_load(counts: RowCounts) -> Need:
     """What loading and correlating a run folder of these counts (``row_counts.count``, read
     before the load) needs."""
-    told = _need(counts.rows["executions"] * EXECUTION_BYTES, counts.rows["executions"],
-                 counts.rows["transitions"], counts.rows["profile rows"],
+    profile = counts.rows["profile rows"]
+    told = _need(counts.rows["executions"], counts.rows["transitions"], profile,
+                 profile if profile <= CHUNK_ROWS else 0,  # (else read a process at a time)
                  pl.Series(list(counts.segments.values()), dtype=pl.Int64), _load_peak(counts))
     if counts.darshan_read:
         return told
@@ -196,24 +200,27 @@ def need(frames: RunFrames) -> Need:
     logs = frames.darshan_logs
     per_process = (logs.group_by("host", "pid").agg(pl.col("segment_count").sum())
                    .get_column("segment_count") if logs.height else pl.Series([], dtype=pl.Int64))
-    return _need(int(frames.executions.estimated_size()), frames.executions.height,
-                 _rows(frames.transitions), _rows(frames.func_stats), per_process, 0)
+    profile = _rows(frames.func_stats)
+    return _need(frames.executions.height, _rows(frames.transitions), profile,
+                 0 if frames.func_stats_by_process else profile, per_process, 0)
 
 
-def _need(execution_bytes: int, executions: int, transitions: int, profile: int,
+def _need(executions: int, transitions: int, profile: int, profile_whole: int,
           per_process: pl.Series, load: float) -> Need:
-    """The need of these rows (DXT segments per process); ``load``: the load's own peak, the
-    larger of it and the correlation's being what the run needs."""
+    """The need of these rows (DXT segments per process; ``profile_whole``: the profile rows
+    read at once); ``load``: the load's own peak, the larger of it and the correlation's
+    being what the run needs."""
     per_process = per_process.sort(descending=True)
     segments = int(per_process.sum() or 0)
-    held = execution_bytes + transitions * TRANSITION_BYTES + profile * PROFILE_ROW_BYTES
+    part = -(-transitions // parts_for(transitions, spill.KEYED_ROWS_PER_PART))
+    held = (FIXED_BYTES + executions * EXECUTION_COST + part * TRANSITION_COST
+            + profile_whole * PROFILE_ROW_BYTES)
     lifecycles = (LIFECYCLE_BYTES * min(executions, KEYS_PER_CHUNK)
                   if executions <= LIFECYCLES_MAX_TASKS else 0)
 
     def with_partitions(n: int) -> int:
         partitions = int(per_process.head(n).sum() or 0) * SEGMENT_BYTES
-        return int(max(load, MARGIN * (FIXED_BYTES + OVERHEAD * (held + partitions)
-                                       + lifecycles)))
+        return int(max(load, MARGIN * (held + partitions + lifecycles)))
 
     return Need(alone=with_partitions(PARTITIONS_AT_ONCE),
                 with_cluster=with_partitions(PARTITIONS_HERE_WITH_CLUSTER),
