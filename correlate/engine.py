@@ -103,7 +103,7 @@ def _in_default_span(tasks: pl.DataFrame, frames: RunFrames) -> pl.DataFrame:
     return tasks.with_columns(pl.col("span").fill_null(DEFAULT_SPAN))
 
 
-def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
+def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableSink,
                group_by: tuple[str, ...] = (), progress: Progress | None = None
                ) -> Correlated:
     """The pipeline; every output table goes to ``sink`` once final (the big ones as early as
@@ -111,7 +111,7 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
     it was built from. ``progress`` is told each stage as it begins."""
     progress = progress or Progress()
     progress.begin("executions")
-    frames, numbered, elsewhere = _numbered(frames.conformed())
+    frames, numbered, elsewhere = _numbered(_taken(frames).conformed())
     line = timeline.build(frames, numbered, sink, progress)
     del numbered
     ex = line.executions
@@ -160,6 +160,12 @@ def _correlate(frames: RunFrames, mapper: Mapper, sink: TableSink,
         summary["lost"]["span_s"] = lost.span_lost(kept["tasks"], found.critical_path)
     progress.end()
     return Correlated(tables=kept, summary=summary)
+
+
+def _taken(frames: RunFrames | list[RunFrames]) -> RunFrames:
+    """The frames, taken out of a list that hands them over (the caller keeps no reference,
+    so each table is let go once the engine is done with it)."""
+    return frames.pop() if isinstance(frames, list) else frames
 
 
 def _numbered(frames: RunFrames) -> tuple[RunFrames, pl.DataFrame, pl.DataFrame]:
@@ -240,14 +246,16 @@ def correlate_frames(frames: RunFrames, mapper: Mapper = local_map,
                       summary=result.summary)
 
 
-def correlate_to(frames: RunFrames, out_dir: Path, mapper: Mapper = local_map,
-                 group_by: tuple[str, ...] = (), inputs: dict[str, Any] | None = None,
-                 progress: Progress | None = None) -> Correlated:
+def correlate_to(frames: RunFrames | list[RunFrames], out_dir: Path,
+                 mapper: Mapper = local_map, group_by: tuple[str, ...] = (),
+                 inputs: dict[str, Any] | None = None, progress: Progress | None = None
+                 ) -> Correlated:
     """Correlate one run into ``out_dir`` (every output table and summary.json), writing each
     table as soon as it is final so that the large ones are never all in memory at once.
     ``tables`` of the result holds only the small ones: tasks, task_files, unattributed and
     clocks. ``inputs``: the run folder it was made from (``provenance.record``), recorded as
-    summary.json ``input``."""
+    summary.json ``input``. ``frames`` in a one-element list are handed over: taken out of
+    it, so that the engine lets go of each table once done with it."""
     sink = ParquetSink(out_dir)
     result = _correlate(frames, mapper, sink, group_by, progress)
     if inputs is not None:

@@ -142,21 +142,27 @@ def run(args: argparse.Namespace) -> int:
         mapper = cluster.enter_context(mapper_for(args.cluster))  # (started once counted)
         frames = _load(run_dir, fmt, counts, limit, args.cluster, stages, mapper)
         _check_group_keys(run_dir, frames, tuple(args.group_by))
-        result = correlate_to(frames, out, mapper, group_by=tuple(args.group_by),
-                              inputs=record(run_dir, out, frames.facts.get("run_id")),
-                              progress=stages)
+        inputs = record(run_dir, out, frames.facts.get("run_id"))
+        # kept here only for task_lifecycles.jsonl: a run with more keys has more tasks than
+        # it is written for (records on other threads carry their execution's key), and is
+        # handed to the engine, which lets each table go once done with it
+        kept = frames if frames.executions.get_column("key").n_unique() <= MAX_TASKS else None
+        handed = [frames]
+        del frames
+        result = correlate_to(handed, out, mapper, group_by=tuple(args.group_by),
+                              inputs=inputs, progress=stages)
         tasks = result.summary["tasks"]
         lifecycles = out / NAME
-        if tasks <= MAX_TASKS:
+        if kept is not None and tasks <= MAX_TASKS:
             stages.begin("task_lifecycles.jsonl")
             # on the run timeline of the tables just written (their clock offsets)
-            write_task_lifecycles(frames, out, ReportOptions())
+            write_task_lifecycles(kept, out, ReportOptions())
         else:
             lifecycles.unlink(missing_ok=True)  # never leave an earlier run's file beside these
         stages.end()
     # the summary first: the run's frames and tables are let go before the reports read theirs
     print_run(result, out, ReportOptions(top=args.top))
-    del frames, result
+    del kept, result
     if tasks > MAX_TASKS:
         console().print(f"task_lifecycles.jsonl not written: {tasks:,} tasks (about 3 KB each; "
                         f"written up to {MAX_TASKS:,}). `correlate lifecycles "

@@ -1,0 +1,69 @@
+"""The engine lets go of each stage's per-execution tables once the next is made: frames handed
+over (a one-element list, as `correlate RUN` hands a run too big for task_lifecycles.jsonl)
+no longer hold the executions as loaded by the summary and the findings, and the numbered and
+aligned executions are gone by then too (what the summary and the findings read is the tasks
+table)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import polars as pl
+import pytest
+
+from correlate import console, engine
+from correlate.sources import run_folder
+from testing.synthetic import write_run
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("let_go") / "run"
+    write_run(folder, workers=2, threads=2, executions=400, segments=2000, seed=5)
+    return folder
+
+
+def _alive_at(stages: tuple[str, ...], monkeypatch, watched: dict[str, weakref.ref]
+              ) -> dict[str, dict[str, bool]]:
+    """At each of ``stages`` as it begins: which of ``watched`` are still alive."""
+    seen: dict[str, dict[str, bool]] = {}
+    begin = console.Progress.begin
+
+    def spying(self, name, rows=None):
+        if name in stages:
+            gc.collect()
+            seen[name] = {what: ref() is not None for what, ref in watched.items()}
+        return begin(self, name, rows)
+
+    monkeypatch.setattr(console.Progress, "begin", spying)
+    return seen
+
+
+def test_handed_frames_let_the_executions_go_before_the_summary(run, tmp_path, monkeypatch):
+    frames = run_folder.load(run).collected()
+    watched = {"loaded": weakref.ref(frames.executions)}
+    numbered = engine.number_executions
+    monkeypatch.setattr(engine, "number_executions", lambda ex: _watched(
+        numbered(ex), watched, "numbered"))
+    seen = _alive_at(("attribution", "summary", "findings"), monkeypatch, watched)
+    handed = [frames]
+    del frames
+    engine.correlate_to(handed, tmp_path / "out")
+    assert handed == []
+    assert not seen["attribution"]["loaded"]  # (once numbered)
+    assert seen["summary"] == seen["findings"] == {"loaded": False, "numbered": False}
+    assert pl.read_parquet(tmp_path / "out" / "tasks.parquet").height == 400
+
+
+def test_frames_the_caller_keeps_stay_whole(run, tmp_path, monkeypatch):
+    frames = run_folder.load(run).collected()
+    seen = _alive_at(("findings",), monkeypatch, {"loaded": weakref.ref(frames.executions)})
+    engine.correlate_to(frames, tmp_path / "out")
+    assert seen["findings"] == {"loaded": True}
+    assert frames.executions.height == 400  # (the caller's frames are not changed)
+
+
+def _watched(df: pl.DataFrame, watched: dict[str, weakref.ref], name: str) -> pl.DataFrame:
+    watched[name] = weakref.ref(df)
+    return df
