@@ -108,32 +108,12 @@ def looks_like(path: Path) -> bool:
     return (path / "manifest.json").is_file() or any(procs.glob("*/proc.json"))
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The file's bytes, up to its size when opened (a file still being appended to is read
-    as it was then), with fewer system calls than ``open(path, "rb").read()`` (no buffered
-    reader, no isatty, no second fstat and read to find the end): a run folder of a thousand
-    processes has a thousand of them to read."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
-        size = os.fstat(fd).st_size
-        chunks = []
-        while size > 0:
-            chunk = os.read(fd, size)
-            if not chunk:  # (cut short since the fstat)
-                break
-            chunks.append(chunk)
-            size -= len(chunk)
-    finally:
-        os.close(fd)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
 def _json(path: Path, trailing: list[int] | None = None) -> dict[str, Any]:
     """A JSON object read from ``path``; anything else is an ``InputError`` naming it. With
     ``trailing``, what follows the object is ignored and its length (blanks not counted)
     appended there."""
     try:
-        text = read_bytes(path).decode()
+        text = run_streams.read_bytes(path).decode()
         if trailing is None:
             value = json.loads(text)
         else:

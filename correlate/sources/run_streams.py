@@ -310,16 +310,24 @@ def _complete(path: str, f: Framing) -> bytes:
     """A stream's bytes up to the end of its last complete batch as framed (a file appended
     to since is read as it was then; one cut short since reads short, and its batches are
     then read one at a time to find the ones lost)."""
-    size = f.batches[-1][1]
+    return read_bytes(path, f.batches[-1][1])
+
+
+def read_bytes(path: str | Path, size: int | None = None) -> bytes:
+    """The file's first ``size`` bytes (default: its size when opened: a file still being
+    appended to is read as it was then; one cut short since reads short), with fewer system
+    calls than ``open(path, "rb").read()`` (no buffered reader, no isatty, no second fstat and
+    read to find the end): a run folder of a thousand processes has a thousand of them."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
+        left = os.fstat(fd).st_size if size is None else size
         chunks = []
-        while size > 0:
-            chunk = os.read(fd, size)
-            if not chunk:
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:  # (cut short since)
                 break
             chunks.append(chunk)
-            size -= len(chunk)
+            left -= len(chunk)
     finally:
         os.close(fd)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
