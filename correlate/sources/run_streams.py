@@ -15,6 +15,7 @@ import io
 import mmap
 import os
 import struct
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -291,7 +292,7 @@ def read_stream(path: Path) -> StreamRead:
 
 def framed(path: str) -> tuple[Framing, int]:
     """A stream's framing, walked over a memory map (its messages' headers read, not their
-    bodies: the batches are read when their table is, ``read_many``), and its last write's
+    bodies: the batches are read when their table is, ``chunks``), and its last write's
     time. OSError: it cannot be read."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
@@ -304,13 +305,6 @@ def framed(path: str) -> tuple[Framing, int]:
         raise OSError(str(err)) from None
     finally:
         os.close(fd)
-
-
-def _complete(path: str, f: Framing) -> bytes:
-    """A stream's bytes up to the end of its last complete batch as framed (a file appended
-    to since is read as it was then; one cut short since reads short, and its batches are
-    then read one at a time to find the ones lost)."""
-    return read_bytes(path, f.batches[-1][1])
 
 
 def read_bytes(path: str | Path, size: int | None = None) -> bytes:
@@ -337,49 +331,13 @@ def read_many(streams: list[tuple[int, str, Framing]], table: Table
               ) -> tuple[pl.DataFrame | None, list[tuple[str, str, int]]]:
     """The complete batches of many processes' streams of one table (``(index, path,
     framing)``), with each row's ``_proc`` index, and the rejects of batches that do not
-    read and of streams that cannot be read as ``table`` (their rows). The files are read now, one table's at a time (not all of a run's streams at
-    once). Streams written with the same schema are read as one (their batches, contiguous
-    in each stream, laid after one schema message, copied once): a thousand process folders
-    cost a read per table, not per file. The frame is in polars' own memory, so the streams'
-    bytes go once read (read in place, the text decoded from the strings would keep them
-    all, ids and offsets included, for the rest of the run)."""
-    groups: dict[bytes, list[tuple[int, str, bytes, Framing]]] = {}
+    read and of streams that cannot be read as ``table`` (their rows): ``chunks`` in one
+    chunk. The files are read now, one table's at a time (not all of a run's streams at
+    once); streams written with the same schema are read as one, so a thousand process
+    folders cost a read per table, not per file."""
     rejects: list[tuple[str, str, int]] = []
-    for index, path, f in streams:
-        if not f.batches:
-            continue
-        try:
-            data = _complete(path, f)
-        except OSError as err:
-            rejects.append((path, f"unreadable stream: {err.strerror or err}", 1))
-            continue
-        groups.setdefault(data[:f.batches[0][0]], []).append((index, path, data, f))
-    frames = []
-    for head, members in groups.items():
-        rows = [sum(r for _s, _e, r in f.batches) for _i, _p, _d, f in members]
-        try:
-            frame = pl.read_ipc_stream(io.BytesIO(b"".join([head, *(
-                memoryview(data)[f.batches[0][0]:f.batches[-1][1]]
-                for _i, _p, data, f in members)])))
-            if frame.height != sum(rows):
-                raise pl.exceptions.ComputeError("row counts differ from the batch headers")
-            if (problem := mistyped(frame, table)) is not None:  # (streams of one schema)
-                rejects += [(p, problem, n) for (_i, p, _d, _f), n in zip(members, rows,
-                                                                         strict=True)]
-                continue
-            procs = np.repeat(np.array([i for i, *_ in members], np.int32), rows)
-            frames.append(frame.with_columns(pl.Series("_proc", procs, pl.Int32)))
-            continue
-        except (OSError, pl.exceptions.PolarsError):
-            pass
-        for index, path, data, f in members:  # one at a time, to find the damaged ones
-            one, bad = _batches(data, f)
-            rejects += [(path, reason, n) for reason, n in bad]
-            if one is not None and (problem := mistyped(one, table)) is not None:
-                rejects.append((path, problem, one.height))
-            elif one is not None:
-                frames.append(one.with_columns(_proc=pl.lit(index, pl.Int32)))
-    return (pl.concat(frames, how="diagonal_relaxed") if frames else None), rejects
+    frames = list(chunks(streams, sys.maxsize, rejects, table))
+    return (frames[0] if frames else None), rejects
 
 
 def files(proc_dir: Path, names: set[str], table: str) -> list[Path]:
