@@ -250,11 +250,13 @@ class _Reader:
         details = self._details(name, lookup)
         lost, matched, bad = 0, [], Counter[int]()
         rejects: list[tuple[str, str, int]] = []
+        # (the details' join columns that are not string ids: a chunk's range of them)
+        by = [] if details is None else [c for c in raw.DETAILS[name][1]
+                                         if f"_at_{c}" not in details[0].columns]
         for frame in itertools.chain(
                 run_streams.chunks(self.pending.pop(name, []), rows, rejects,
                                    FORMAT3_BY_NAME[name]), self._stored(name)):
             if details is not None:  # (the details these rows may have)
-                by = [c for c in raw.DETAILS[name][1] if f"_at_{c}" not in details[0].columns]
                 some = details[0].filter(pl.col("_proc").is_in(frame["_proc"].unique().implode()),
                                          *(pl.col(c).is_between(frame[c].min(), frame[c].max())
                                            for c in by))
@@ -811,9 +813,8 @@ def _read_streams(run_dir: Path, reader: _Reader,
     (``reader.key_parts``), both sides' alike, so that the timeline reads them a part at a
     time."""
     held = {n: t.name for n, (t, _c) in raw.IN_FILE_OF.items()}
-    parts = parts_for(sum(rows for name in KEYED_TABLES
-                          for _i, _p, f in reader.pending.get(name, [])
-                          for _s, _e, rows in f.batches), spill.KEYED_ROWS_PER_PART)
+    parts = parts_for(sum(reader.rows(name) for name in KEYED_TABLES),
+                      spill.KEYED_ROWS_PER_PART)
     for name in [t.name for t in raw.RUN_TABLES
                  if any(n in reader.stored or n in reader.pending or n in reader.done
                         or n in reader.snapshots for n in (t.name, held.get(t.name)))]:
