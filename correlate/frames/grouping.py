@@ -15,15 +15,20 @@ import polars as pl
 _GROUP = "__group"
 
 
-def group_agg(df: pl.DataFrame, keys: Sequence[str], **aggs: pl.Expr) -> pl.DataFrame:
-    """``df.group_by(keys).agg(**aggs)``, each group's rows taken in their order in ``df``
-    (groups come out in key order, nulls last)."""
+def group_agg(df: pl.DataFrame, keys: Sequence[str], where: pl.Expr | None = None,
+              **aggs: pl.Expr) -> pl.DataFrame:
+    """``df.filter(where).group_by(keys).agg(**aggs)``, each group's rows taken in their
+    order in ``df`` (groups come out in key order, nulls last)."""
     keys = list(keys)
-    # only the columns the aggregations read are put in order (sorting every column of a wide
-    # or long table, such as task_files with its keys and paths, copied all of it)
+    # only the columns the aggregations read are filtered and put in order (filtering or
+    # sorting every column of a wide or long table, such as the tasks of ten million
+    # executions or task_files with its keys and paths, copied all of it)
     if not any(agg.meta.has_multiple_outputs() for agg in aggs.values()):  # (no wildcards)
-        used = {name for agg in aggs.values() for name in agg.meta.root_names()}
+        used = {name for e in (*aggs.values(), *([where] if where is not None else []))
+                for name in e.meta.root_names()}
         df = df.select(*keys, *(c for c in df.columns if c in used and c not in keys))
+    if where is not None:
+        df = df.filter(where)
     ordered = df.sort(keys, nulls_last=True, maintain_order=True).with_columns(
         pl.struct(keys).rle_id().alias(_GROUP)).set_sorted(_GROUP)
     return ordered.group_by(_GROUP, maintain_order=True).agg(

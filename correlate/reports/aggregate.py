@@ -27,10 +27,10 @@ LANE_KEYS = ("host", "pid", "thread_id", "slot")
 
 def run_window(tasks: pl.DataFrame) -> tuple[int, int] | None:
     """First task start and last task stop on the run timeline (None: no timed task)."""
-    timed = tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
-    if timed.is_empty():
-        return None
-    return int(timed["start_ns"].min()), int(timed["stop_ns"].max())  # type: ignore[arg-type]
+    timed = pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()
+    first, last = tasks.select(pl.col("start_ns").filter(timed).min(),
+                               pl.col("stop_ns").filter(timed).max()).row(0)
+    return None if first is None else (int(first), int(last))
 
 
 def worker_label() -> pl.Expr:
@@ -40,6 +40,10 @@ def worker_label() -> pl.Expr:
                                  pl.col("pid").cast(pl.String).fill_null("?")))
 
 
+#: what ``with_slots`` reads besides the execution's id and times
+SLOT_KEYS = ("host", "pid", "worker", "thread_id")
+
+
 def with_slots(tasks: pl.DataFrame) -> pl.DataFrame:
     """``tasks`` with ``slot``: null for an execution whose thread is known (recorded or
     inferred); for the others, per worker process, the lowest slot free when it starts (in
@@ -47,12 +51,13 @@ def with_slots(tasks: pl.DataFrame) -> pl.DataFrame:
     thread-unknown executions running at once."""
     if "slot" in tasks.columns:
         return tasks
-    unknown = tasks.filter(pl.col("thread_id").is_null() & pl.col("start_ns").is_not_null())
+    unknown = tasks.select(*SLOT_KEYS, "execution_id", "start_ns", "stop_ns").filter(
+        pl.col("thread_id").is_null() & pl.col("start_ns").is_not_null())
     if unknown.is_empty():
         return tasks.with_columns(slot=pl.lit(None, pl.Int64))
     rows = []
     for _, g in unknown.sort("start_ns", "execution_id").group_by(
-            "host", "pid", pl.col("worker"), maintain_order=True):
+            "host", "pid", "worker", maintain_order=True):
         free_at: list[int] = []  # per slot: when its last execution stops
         for eid, a, b in g.select("execution_id", "start_ns", "stop_ns").iter_rows():
             slot = next((i for i, t in enumerate(free_at) if t <= a), len(free_at))
@@ -73,7 +78,9 @@ def lanes(tasks: pl.DataFrame) -> pl.DataFrame:
     source did not record but ``correlate`` inferred from the DXT pthread ids says so;
     executions whose thread is unknown share ``thread ?`` lanes (``with_slots``), as few as
     can hold them."""
-    t = with_slots(tasks).with_columns(worker=worker_label())
+    used = [*SLOT_KEYS, "execution_id", "start_ns", "stop_ns",
+            *(c for c in ("thread_inferred", "awaiting_s", "slot") if c in tasks.columns)]
+    t = with_slots(tasks.select(used)).with_columns(worker=worker_label())
     inferred = (pl.col("thread_inferred").any() if "thread_inferred" in t.columns
                 else pl.lit(False))
     loop = is_coroutine().all() if "awaiting_s" in t.columns else pl.lit(False)
@@ -215,8 +222,8 @@ def worker_budget(tasks: pl.DataFrame, nthreads: pl.DataFrame | None = None,
         coroutines=pl.col("coroutine").sum(),
         **_waits_before(t.columns),
         last_stop_ns=pl.col("stop_ns").max(),
-    ).join(thread_counts(t.filter(on_threads), nthreads), on="worker",
-           how="left").with_columns(
+    ).join(thread_counts(t.select(*SLOT_KEYS, "start_ns", "stop_ns", "coroutine")
+                         .filter(on_threads), nthreads), on="worker", how="left").with_columns(
         threads=pl.col("threads").fill_null(0), threads_bound=pl.col("threads_bound")
         .fill_null(False))
     died = died or {}
@@ -248,7 +255,7 @@ def prefixes(tasks: pl.DataFrame) -> pl.DataFrame:
     ``worker_budget``); sorted by wall time. Runs only: executions handed back
     (rescheduled, cancelled) are not runs of their task."""
     agg = group_agg(
-        tasks.filter(endings.is_run()), ["prefix"],
+        tasks, ["prefix"], where=endings.is_run(),
         executions=pl.len(),
         wall_s=pl.col("duration_s").sum(),
         cpu_s=measured_sum("cpu_s"),
@@ -451,16 +458,24 @@ def top_functions(task_functions: pl.DataFrame | pl.LazyFrame, tasks: pl.DataFra
     """Per prefix in ``prefix_names``: the ``n`` functions with most exclusive time summed over
     its executions (and their inclusive time and calls). ``task_functions`` may be a scan:
     summed while reading (a million executions' profile rows are never held whole)."""
-    ids = tasks.select("execution_id", "prefix").filter(pl.col("prefix").is_in(prefix_names))
-    f = task_functions.lazy().select("execution_id", "module", "name", "file", "line", "clock",
-                                     "ncall_kind", "tsub_s", "ttot_s", "ncall").join(
-        ids.lazy(), on="execution_id", how="inner")
+    names = [p for p in dict.fromkeys(prefix_names) if p is not None]
+    # each execution's prefix as its index in ``names``: an integer carried through the join
+    # of every profile row, where the prefix's text cost ten million executions' rows gigabytes
+    ids = tasks.select("execution_id", p=pl.col("prefix").replace_strict(
+        names, list(range(len(names))), default=None, return_dtype=pl.UInt32)).drop_nulls("p")
+    function = ["module", "name", "file", "line", "clock", "ncall_kind"]
+    f = task_functions.lazy().select("execution_id", *function, "tsub_s", "ttot_s",
+                                     "ncall").join(ids.lazy(), on="execution_id", how="inner")
     # times summed as integer nanoseconds: the streaming group-by adds rows in no fixed order,
-    # and float sums taken in another order differ in their last bits from run to run
-    agg = f.group_by("prefix", "module", "name", "file", "line", "clock", "ncall_kind").agg(
+    # and float sums taken in another order differ in their last bits from run to run; a row
+    # is one execution × function (``task_functions``), so its executions are its rows
+    agg = f.group_by("p", *function).agg(
         *(_ns(c).sum().truediv(NS).alias(c) for c in ("tsub_s", "ttot_s")),
-        ncall=pl.col("ncall").sum(), executions=pl.col("execution_id").n_unique()
+        ncall=pl.col("ncall").sum(), executions=pl.len().cast(pl.UInt32)
     ).collect(engine="streaming")
+    agg = agg.select(pl.col("p").replace_strict(list(range(len(names))), names,
+                                                return_dtype=pl.String).alias("prefix"),
+                     pl.exclude("p"))
     ranked = agg.sort("prefix", "tsub_s", "ttot_s", "name", "file", "line",
                       descending=[False, True, True, False, False, False], nulls_last=True)
     return ranked.group_by("prefix", maintain_order=True).head(n)
@@ -492,7 +507,7 @@ def cpu_coverage(tasks: pl.DataFrame) -> pl.DataFrame:
 def statuses(tasks: pl.DataFrame) -> pl.DataFrame:
     """Executions per status (``ok`` and anything else) of the executions that ran to an end;
     those handed back (rescheduled, cancelled) are ``quality``'s ``notes``."""
-    return (tasks.filter(endings.is_run())
+    return (tasks.select("status").filter(endings.is_run())
             .group_by(pl.col("status").fill_null("unknown")).agg(executions=pl.len())
             .sort("executions", "status", descending=[True, False]))
 
@@ -587,6 +602,7 @@ def run_facts(summary: dict[str, Any], tasks: pl.DataFrame) -> list[tuple[str, s
     """(label, value) pairs describing the run; every summary fact is optional."""
     facts = summary.get("facts") or {}
     window = run_window(tasks)
+    runs = int(tasks.select(endings.is_run().sum()).item())
     started, ended = facts.get("started_ns"), facts.get("ended_ns")
     hosts = facts.get("hosts")
     rows: list[tuple[str, str | None]] = [
@@ -601,9 +617,9 @@ def run_facts(summary: dict[str, Any], tasks: pl.DataFrame) -> list[tuple[str, s
         ("task window (first start → last stop)",
          f"{(window[1] - window[0]) / 1e9:.3f} s" if window else None),
         ("executions / distinct tasks",
-         f"{tasks.filter(endings.is_run()).height:,} / {tasks['key'].n_unique():,}"
+         f"{runs:,} / {tasks['key'].n_unique():,}"
          + (f" (and {n:,} handed back: rescheduled or cancelled)"
-            if (n := tasks.height - tasks.filter(endings.is_run()).height) else "")),
+            if (n := tasks.height - runs) else "")),
         ("exit code", None if facts.get("exit_code") is None else str(facts["exit_code"])),
     ]
     if (versions := versions_text(facts.get("versions"), summary)) is not None:

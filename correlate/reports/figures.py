@@ -29,6 +29,7 @@ from correlate.reports import aggregate as agg
 from correlate.reports.aggregate import DIED, PAUSED
 from correlate.reports.load import Outputs
 from correlate.reports.timeline import (
+    BAR_COLUMNS,
     IO_COLOURS,
     OTHER_COLOUR,
     io_bars,
@@ -237,7 +238,7 @@ def write_figures(out: Outputs, out_dir: Path, options: ReportOptions) -> list[P
     pre = agg.prefixes(tasks)
     colours = prefix_colours(pre["prefix"].fill_null("?").to_list())
     lanes = agg.lanes(tasks)
-    bars = task_bars(out.drawn_tasks(), lanes, window[0])
+    bars = task_bars(out.drawn_tasks(BAR_COLUMNS), lanes, window[0])
     io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1], IO_BARS)
     shown = sample_bars(bars, TASK_BARS)
     note = "; ".join(n for n in (shown.note, io.note) if n)

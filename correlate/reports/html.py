@@ -23,6 +23,7 @@ from correlate.reports import findings_html
 from correlate.reports.load import Outputs
 from correlate.reports.page import render_page
 from correlate.reports.timeline import (
+    BAR_COLUMNS,
     IO_COLOURS,
     io_bars,
     prefix_colours,
@@ -66,7 +67,7 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
     if window is None:
         return {"lanes": [], "lane_threads": [], "tasks": {}, "io": {}, "notes": [],
                 "span_ms": 0}
-    bars = task_bars(out.drawn_tasks(), lanes, window[0])
+    bars = task_bars(out.drawn_tasks(BAR_COLUMNS), lanes, window[0])
     shown = sample_bars(bars, TASK_LIMIT)
     io = io_bars(out.scan("segments"), lanes, bars, window[0], window[1],
                  IO_LIMIT)

@@ -21,6 +21,12 @@ from correlate.errors import InputError
 from correlate.schema import TABLES, conform, outputs
 from correlate.timeline import coroutines
 
+#: the tasks' columns that no report reads, left unread: the tasks table of ten million
+#: executions is gigabytes (a report that needs one reads it with ``read``)
+UNREAD_TASKS = ("group", "span_id", "annotations", "local_start_ns", "local_stop_ns",
+                "wait_dependencies_s", "wait_queued_s", "transfer_bytes", "transfer_sources",
+                "window_source")
+
 
 @dataclass(frozen=True)
 class Outputs:
@@ -33,9 +39,11 @@ class Outputs:
     _read: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
-        """Table ``name``, read whole on first use."""
+        """Table ``name``, read whole on first use (the tasks without ``UNREAD_TASKS``)."""
         if name not in self._read:
-            self._read[name] = self.collect(name, self.scan(name))
+            scan = self.scan(name)
+            self._read[name] = self.collect(name, scan.drop(UNREAD_TASKS) if name == "tasks"
+                                            else scan)
         return self._read[name]
 
     def scan(self, name: str) -> pl.LazyFrame:
@@ -62,12 +70,13 @@ class Outputs:
         except (OSError, pl.exceptions.PolarsError) as err:
             raise _unreadable(self._path(name), name, err) from err
 
-    def drawn_tasks(self) -> pl.DataFrame:
-        """The tasks as timelines draw them (``coroutines.drawn``: a coroutine execution as its
-        active slices), made once for every renderer."""
-        if "drawn" not in self._read:
-            self._read["drawn"] = coroutines.drawn(self["tasks"], self["slices"])
-        return self._read["drawn"]
+    def drawn_tasks(self, columns: list[str]) -> pl.DataFrame:
+        """``columns`` of the tasks as timelines draw them (``coroutines.drawn``: a coroutine
+        execution as its active slices), made once for every renderer."""
+        name = "drawn " + " ".join(columns)
+        if name not in self._read:
+            self._read[name] = coroutines.drawn(self["tasks"].select(columns), self["slices"])
+        return self._read[name]
 
     def _path(self, name: str) -> Path:
         return self.out_dir / f"{name}.parquet"

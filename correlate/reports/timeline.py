@@ -14,7 +14,11 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from correlate.reports.aggregate import LANE_KEYS, with_slots
+from correlate.reports.aggregate import LANE_KEYS, SLOT_KEYS, with_slots
+
+#: what ``task_bars`` reads of the tasks (a filter or join of every column copied all of it)
+BAR_COLUMNS = ["execution_id", *SLOT_KEYS, "key", "prefix", "start_ns", "stop_ns", "cpu_s",
+               "read_bytes", "write_bytes", "io_time_s", "status"]
 
 
 @dataclass(frozen=True)
@@ -29,8 +33,8 @@ class Sampled:
 
 def task_bars(tasks: pl.DataFrame, lanes: pl.DataFrame, t0: int) -> pl.DataFrame:
     """Timed executions with their lane and ns offsets from ``t0``."""
-    t = with_slots(tasks.filter(pl.col("start_ns").is_not_null()
-                                & pl.col("stop_ns").is_not_null()))
+    t = with_slots(tasks.select(BAR_COLUMNS).filter(pl.col("start_ns").is_not_null()
+                                                    & pl.col("stop_ns").is_not_null()))
     t = t.join(lanes.select(*LANE_KEYS, "lane"), on=list(LANE_KEYS), how="left",
                nulls_equal=True)
     return t.select(

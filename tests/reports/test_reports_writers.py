@@ -159,3 +159,20 @@ def test_top_functions_sums_do_not_depend_on_the_order_rows_are_added() -> None:
     exact = sum(round(t * 1e9) for t in times) / 1e9
     assert got[0].row(0, named=True)["tsub_s"] == exact
     assert got[0].row(0, named=True)["executions"] == len(times)
+
+
+def test_top_functions_are_summed_per_listed_prefix_only() -> None:
+    """Each execution's functions count under its own prefix (carried through the join as an
+    index into the listed prefixes); a prefix not listed, and a null one, are left out."""
+    from correlate.reports.aggregate import top_functions
+
+    tasks = pl.DataFrame({"execution_id": [0, 1, 2, 3, 4],
+                          "prefix": ["b", "a", "b", "c", None]})
+    rows = pl.DataFrame({"execution_id": [0, 0, 1, 2, 3, 4], "module": "m",
+                         "name": ["f", "g", "f", "f", "f", "f"], "file": "m.py", "line": 1,
+                         "clock": "wall", "ncall_kind": "calls",
+                         "tsub_s": [1.0, 5.0, 2.0, 3.0, 7.0, 11.0],
+                         "ttot_s": [1.0, 5.0, 2.0, 3.0, 7.0, 11.0], "ncall": [1, 2, 3, 4, 5, 6]})
+    got = top_functions(rows.lazy(), tasks, ["a", "b", None], 5)
+    assert got.select("prefix", "name", "tsub_s", "ncall", "executions").rows() == [
+        ("a", "f", 2.0, 3, 1), ("b", "g", 5.0, 2, 1), ("b", "f", 4.0, 5, 2)]

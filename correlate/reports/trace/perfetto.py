@@ -38,6 +38,7 @@ from correlate.reports.aggregate import DIED, PAUSED, worker_label, worker_state
 from correlate.reports.load import Outputs
 from correlate.reports.trace.encode import encode, metadata, no_overlap, us
 from correlate.reports.writer import ReportOptions
+from correlate.timeline import coroutines
 
 #: task executions (drawn slices) in a trace when no window is asked for
 TASK_LIMIT = 100_000
@@ -60,6 +61,10 @@ WRITE_ROWS = 100_000
 #: what the trace uses of the segments and of the scheduler's events (read once, only these)
 SEGMENT_COLUMNS = ["host", "pid", "thread_id", "execution_id", "start_ns", "stop_ns", "length",
                    "path", "op", "attribution"]
+#: what the trace draws of the tasks (read for the window's executions only)
+TASK_COLUMNS = ["execution_id", "key", "prefix", "worker", "host", "pid", "thread_id",
+                "start_ns", "stop_ns", "cpu_s", "read_bytes", "write_bytes", "io_time_s",
+                "attribution", "status", "awaiting_s", "span"]
 EVENT_COLUMNS = ["time_ns", "key", "worker", "host", "pid", "start", "finish", "stimulus_id"]
 
 
@@ -72,7 +77,8 @@ def _t0(tasks: pl.DataFrame, seg: pl.DataFrame, sched: pl.DataFrame) -> int:
 def processes(out: Outputs, seg: pl.DataFrame, sched: pl.DataFrame) -> pl.DataFrame:
     """(host, pid) → trace pid 1.., with a name and role."""
     # each source's distinct rows first (concatenating all segments and events costs memory)
-    t = out["tasks"].select("host", "pid", worker=worker_label(), role=pl.lit("worker")).unique()
+    t = out.collect("tasks", out.scan("tasks").select(
+        "host", "pid", worker=worker_label(), role=pl.lit("worker")).unique())
     # (every worker is listed, also those without an execution in a bounded trace's window)
     s = seg.select("host", "pid").unique().with_columns(worker=pl.lit(None, pl.String),
                                                         role=pl.lit(None, pl.String))
@@ -313,14 +319,37 @@ def _in_window(out: Outputs, rows: pl.DataFrame, w0: int, w1: int,
     filtered while reading: a million executions' 10M segments are never read whole."""
     segs = out.scan("segments").select(SEGMENT_COLUMNS)
     sched = out.scan("events").filter(pl.col("side") == "scheduler").select(EVENT_COLUMNS)
-    if bounded:
-        ids = rows.select(pl.col("execution_id").unique()).lazy()
-        segs = pl.concat([
-            segs.join(ids, on="execution_id", how="semi"),
-            segs.filter(pl.col("execution_id").is_null() & (pl.col("start_ns") >= w0)
-                        & (pl.col("start_ns") < w1))])
+    if bounded:  # (one predicate, applied as the file is read: a join read every segment)
+        ids = rows.get_column("execution_id").unique().implode()
+        segs = segs.filter(pl.col("execution_id").is_in(ids) | (
+            pl.col("execution_id").is_null() & (pl.col("start_ns") >= w0)
+            & (pl.col("start_ns") < w1)))
         sched = sched.filter((pl.col("time_ns") >= w0) & (pl.col("time_ns") < w1))
     return out.collect("segments", segs), out.collect("events", sched)
+
+
+def _drawn_in_window(out: Outputs, window: tuple[float, float | None] | None
+                    ) -> tuple[pl.DataFrame, int, int, str, int]:
+    """The timed executions to draw as ``coroutines.drawn`` makes them (``TASK_COLUMNS``,
+    with ``s``, their start), the window's bounds and note (``_window``) and the run's
+    executions. The window is chosen on the executions' times alone and only its rows are
+    read: a big run's tasks table is never read whole for a window of it."""
+    timed = pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()
+    times = out.read("tasks", ["execution_id", "start_ns", "stop_ns", "cpu_s"])
+    in_run, slices = times.height, out["slices"]
+    # an execution is in the window by its start (a coroutine's first slice), whole
+    starts = coroutines.drawn(times, slices).filter(timed).group_by("execution_id").agg(
+        s=pl.col("start_ns").min())
+    del times
+    w0, w1, note = _window(starts, window, out.out_dir)
+    rows = out.scan("tasks").select(TASK_COLUMNS)
+    if note:
+        kept = starts.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).get_column(
+            "execution_id").implode()
+        rows = rows.filter(pl.col("execution_id").is_in(kept))
+        slices = slices.filter(pl.col("execution_id").is_in(kept))
+    drawn = coroutines.drawn(out.collect("tasks", rows), slices).filter(timed)
+    return drawn.with_columns(s=pl.col("start_ns")), w0, w1, note, in_run
 
 
 def _notes_track(note: str, left_out: bool, first: int, last: int,
@@ -372,17 +401,8 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     from correlate.reports.trace.arrivals_track import arrival_events, first_time
     from correlate.reports.trace.critical_path_track import path_events
 
-    tasks_all = out["tasks"]
-    drawn = out.drawn_tasks().filter(
-        pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()).with_columns(
-        s=pl.col("start_ns"))
-    # an execution is in the window by its start (a coroutine's first slice), whole
-    starts = drawn.group_by("execution_id").agg(pl.col("s").min())
-    w0, w1, window_note = _window(starts, window, out.out_dir)
+    drawn, w0, w1, window_note, executions = _drawn_in_window(out, window)
     bounded = bool(window_note)
-    if bounded:
-        kept = starts.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).select("execution_id")
-        drawn = drawn.join(kept, on="execution_id", how="semi", maintain_order="left")
     seg, sched = _in_window(out, drawn, w0, w1, bounded)
     arrived = _arrivals_in(out, (w0, w1) if bounded else None)
     t0 = min(_t0(drawn, seg, sched), first_time(arrived) or 2**63 - 1)
@@ -421,7 +441,7 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     other = {"generator": "dask-correlate", "format": "chrome-trace-events",
              "t0_ns": t0, "time_unit": "µs since t0_ns on the run timeline",
              "executions": int(task_rows["execution_id"].n_unique()),
-             "executions_in_run": int(tasks_all.height),
+             "executions_in_run": executions,
              "segments_drawn": in_run,
              "notes": notes}
     return events, other
