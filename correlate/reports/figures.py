@@ -36,6 +36,7 @@ from correlate.reports.timeline import (
     prefix_colours,
     sample_bars,
     task_bars,
+    with_details,
 )
 from correlate.reports.writer import ReportOptions
 
@@ -246,6 +247,6 @@ def write_figures(out: Outputs, out_dir: Path, options: ReportOptions) -> list[P
     critical = bars.join(out["critical_path"].select("execution_id"), on="execution_id",
                          how="semi").sort("start", "execution_id")
     states = agg.state_bars(agg.worker_states(out.summary), lanes, window[0], window[1])
-    return [timeline(shown.frame, io.frame, lanes["label"].to_list(), colours,
+    return [timeline(with_details(shown.frame, tasks), io.frame, lanes["label"].to_list(), colours,
                      fig_dir / "timeline.png", note=note, critical=critical, states=states),
             prefix_bars(pre, colours, fig_dir / "prefixes.png")]

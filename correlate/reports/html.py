@@ -29,6 +29,7 @@ from correlate.reports.timeline import (
     prefix_colours,
     sample_bars,
     task_bars,
+    with_details,
 )
 from correlate.reports.writer import ReportOptions
 from correlate.summary import destinations
@@ -73,7 +74,7 @@ def _timeline(out: Outputs, colours: dict[str, str]) -> dict[str, Any]:
                  IO_LIMIT)
     names = list(colours)
     ms = 1e6
-    task_cols = _columns(shown.frame.with_columns(
+    task_cols = _columns(with_details(shown.frame, tasks).with_columns(
         p=pl.col("prefix").replace_strict(names, list(range(len(names))), default=0)), {
         "lane": pl.col("lane"), "start": (pl.col("start") / ms).round(4),
         "dur": ((pl.col("stop") - pl.col("start")) / ms).round(4), "prefix": pl.col("p"),

@@ -17,8 +17,7 @@ import polars as pl
 from correlate.reports.aggregate import LANE_KEYS, SLOT_KEYS, with_slots
 
 #: what ``task_bars`` reads of the tasks (a filter or join of every column copied all of it)
-BAR_COLUMNS = ["execution_id", *SLOT_KEYS, "key", "prefix", "start_ns", "stop_ns", "cpu_s",
-               "read_bytes", "write_bytes", "io_time_s", "status"]
+BAR_COLUMNS = ["execution_id", *SLOT_KEYS, "start_ns", "stop_ns", "cpu_s"]
 
 
 @dataclass(frozen=True)
@@ -32,17 +31,26 @@ class Sampled:
 
 
 def task_bars(tasks: pl.DataFrame, lanes: pl.DataFrame, t0: int) -> pl.DataFrame:
-    """Timed executions with their lane and ns offsets from ``t0``."""
+    """Timed executions (``tasks`` as drawn: a coroutine's slices) with their lane and ns
+    offsets from ``t0``: ``execution_id, lane, start, stop, cpu_s``. What a picture says of
+    the bars it draws is added to those only (``with_details``): ten million executions'
+    keys and prefixes are not copied to draw twenty thousand."""
     t = with_slots(tasks.select(BAR_COLUMNS).filter(pl.col("start_ns").is_not_null()
                                                     & pl.col("stop_ns").is_not_null()))
     t = t.join(lanes.select(*LANE_KEYS, "lane"), on=list(LANE_KEYS), how="left",
                nulls_equal=True)
     return t.select(
-        "execution_id", "lane", "key", pl.col("prefix").fill_null("?"),
-        start=pl.col("start_ns") - t0, stop=pl.max_horizontal("stop_ns", "start_ns") - t0,
-        cpu_s="cpu_s", read_bytes="read_bytes", write_bytes="write_bytes",
-        io_s="io_time_s", status="status",
+        "execution_id", "lane", start=pl.col("start_ns") - t0,
+        stop=pl.max_horizontal("stop_ns", "start_ns") - t0, cpu_s="cpu_s",
     ).sort("lane", "start", "execution_id")
+
+
+def with_details(bars: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+    """``bars`` with their execution's key, prefix, bytes read and written, I/O time and
+    status."""
+    return bars.join(tasks.select("execution_id", "key", pl.col("prefix").fill_null("?"),
+                                  "read_bytes", "write_bytes", "status", io_s="io_time_s"),
+                     on="execution_id", how="left", maintain_order="left")
 
 
 def sample_bars(bars: pl.DataFrame, limit: int) -> Sampled:
