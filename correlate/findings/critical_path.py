@@ -45,7 +45,11 @@ WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "paused", "fr
 _PRODUCED = ("ok", "memory")
 
 
-def _timed(tasks: pl.DataFrame) -> pl.DataFrame:
+def timed(tasks: pl.DataFrame) -> pl.DataFrame:
+    """The executions with a start and a stop: ``tasks`` itself when all have both (a filter
+    copies every column, the whole tasks table of a big run, even when it keeps every row)."""
+    if not (tasks.get_column("start_ns").has_nulls() or tasks.get_column("stop_ns").has_nulls()):
+        return tasks
     return tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
 
 
@@ -105,7 +109,7 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     """Per timed execution: its predecessor (``pred_id``, ``pred_stop``), through which
     ``gate``, and its task's submission and assignment times (``submitted_ns``,
     ``assigned_ns``; null: not recorded)."""
-    ex = _timed(tasks)
+    ex = timed(tasks)
     # (one row per key: waits.scheduler_waits groups by key)
     times = assigned.select(k=_hashed("key"), submitted_ns="submitted_ns",
                             assigned_ns="assigned_ns")
@@ -211,7 +215,7 @@ def _worker_parts(links: pl.DataFrame) -> tuple[pl.DataFrame, pl.Expr]:
 def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
                   ) -> pl.DataFrame:
     """The ``critical_path`` output table: one row per link, first link first."""
-    ex = _timed(tasks)
+    ex = timed(tasks)
     g = gates(ex, dependencies, assigned)
     chain = walk(g.get_column("execution_id").to_numpy(),
                  g.get_column("pred_id").fill_null(-1).to_numpy(),
@@ -256,7 +260,7 @@ def summary(path: pl.DataFrame, tasks: pl.DataFrame, top: int = 10) -> dict[str,
     waits by cause, per prefix, and its ``top`` longest links (null: no timed execution)."""
     if path.is_empty():
         return None
-    ex = _timed(tasks)
+    ex = timed(tasks)
     window = ((integer(ex.get_column("stop_ns").max()) or 0)
               - (integer(ex.get_column("start_ns").min()) or 0)) * 1e-9
 

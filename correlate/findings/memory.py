@@ -16,9 +16,14 @@ from correlate.timeline.lost import LOST
 def recomputed(tasks: pl.DataFrame) -> pl.DataFrame:
     """The executions that ran a task again after its result died with a worker
     (execution_id, excess_s = its duration): the work the death added."""
-    lost = tasks.filter(pl.col("status") == LOST).group_by("key").agg(
+    # (the columns used, taken before filtering: a filter copies every column it keeps)
+    t = tasks.select("execution_id", "key", "prefix", "status", "start_ns", "stop_ns",
+                     "duration_s")
+    lost = t.filter(pl.col("status") == LOST).group_by("key").agg(
         died_ns=pl.col("stop_ns").min())
-    return (tasks.filter(pl.col("status").ne_missing(LOST)).join(lost, on="key")
+    if lost.is_empty():
+        return t.clear().select("execution_id", "key", "prefix", excess_s="duration_s")
+    return (t.filter(pl.col("status").ne_missing(LOST)).join(lost, on="key")
             .filter(pl.col("start_ns") >= pl.col("died_ns"))
             .select("execution_id", "key", "prefix", excess_s="duration_s"))
 
@@ -30,8 +35,8 @@ def memory_pressure(ctx: Context) -> list[dict[str, Any]]:
     path, and at least the busy time less every recomputation, shared evenly by the threads;
     the cost is the window less the larger."""
     t = ctx.tasks
-    paused = (t.filter(pl.col("wait_paused_s") > 0) if "wait_paused_s" in t.columns
-              else t.clear())
+    paused = (t.select("key", "prefix", "worker", "wait_paused_s").filter(
+        pl.col("wait_paused_s") > 0) if "wait_paused_s" in t.columns else t.clear())
     again = recomputed(t)
     path_paused = number(ctx.path.get_column("wait_paused_s").sum()) or 0.0
     if paused.is_empty() and again.is_empty():

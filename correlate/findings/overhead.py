@@ -113,8 +113,8 @@ def outside_cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
     span the window, or with an execution whose CPU was not measured, are left out (not
     measured)."""
     measured = samples.filter(pl.col("process_cpu_s").is_not_null())
-    win = (tasks.filter(pl.col("local_start_ns").is_not_null()
-                        & pl.col("local_stop_ns").is_not_null())
+    win = (tasks.select("host", "pid", "local_start_ns", "local_stop_ns", "cpu_s")
+           .filter(pl.col("local_start_ns").is_not_null() & pl.col("local_stop_ns").is_not_null())
            .group_by("host", "pid")
            .agg(t0=pl.col("local_start_ns").min(), t1=pl.col("local_stop_ns").max(),
                 task_cpu_s=pl.col("cpu_s").sum(), unmeasured=pl.col("cpu_s").null_count())

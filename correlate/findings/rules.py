@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from correlate.findings import critical_path
 from correlate.findings.context import MIN_COST_S, MIN_COST_SHARE, Context, Evidence
 from correlate.findings.io_rules import (
     metadata,
@@ -47,7 +48,7 @@ RULES: tuple[Callable[[Context], list[dict[str, Any]]], ...] = (
 def findings(tasks: pl.DataFrame, task_files: pl.DataFrame, path: pl.DataFrame,
              evidence: Evidence) -> pl.DataFrame:
     """The ``findings`` table: every rule's findings above the threshold, costliest first."""
-    timed = tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
+    timed = critical_path.timed(tasks)
     if timed.is_empty() or path.is_empty():
         return TABLES["findings"].empty()
     start = integer(timed.get_column("start_ns").min()) or 0

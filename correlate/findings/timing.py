@@ -45,8 +45,8 @@ def serial_section(ctx: Context) -> list[dict[str, Any]]:
     if alone.is_empty():
         return []
     # which execution ran in each lone piece: the one whose window holds the piece
-    ex = ctx.tasks.join(serial, on="execution_id", how="semi").select(
-        "execution_id", "key", "prefix", "start_ns", "stop_ns").sort("start_ns")
+    ex = ctx.tasks.select("execution_id", "key", "prefix", "start_ns", "stop_ns").join(
+        serial, on="execution_id", how="semi").sort("start_ns")
     pieces = alone.sort("t0").join_asof(ex, left_on="t0", right_on="start_ns",
                                         strategy="backward")
     pieces = pieces.filter(pl.col("stop_ns") >= pl.col("t1"))
@@ -142,7 +142,9 @@ def peer_cpu(tasks: pl.DataFrame) -> pl.DataFrame:
     starts and ends (no pairwise join): the running executions' summed CPU rate as a step
     function, its integral read at each execution's start and end (rows at one instant share
     the integral: no time passes between them)."""
-    t = tasks.filter(pl.col("cpu_s").is_not_null() & (pl.col("duration_s") > 0)).select(
+    t = tasks.select("execution_id", "host", "pid", "start_ns", "stop_ns", "cpu_s",
+                     "duration_s").filter(
+        pl.col("cpu_s").is_not_null() & (pl.col("duration_s") > 0)).select(
         "execution_id", "start_ns", "stop_ns", "cpu_s",
         rate=pl.col("cpu_s") / pl.col("duration_s"),
         proc=pl.struct("host", "pid").hash(seed=0))  # (a hash sorts faster than the strings)
