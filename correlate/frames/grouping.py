@@ -28,7 +28,9 @@ def group_agg(df: pl.DataFrame, keys: Sequence[str], where: pl.Expr | None = Non
                 for name in e.meta.root_names()}
         df = df.select(*keys, *(c for c in df.columns if c in used and c not in keys))
     if where is not None:
-        df = df.filter(where)
+        keep = df.select(where.fill_null(False)).to_series()
+        if not keep.all():  # (a filter that keeps every row still copies every column)
+            df = df.filter(keep)
     ordered = df.sort(keys, nulls_last=True, maintain_order=True).with_columns(
         pl.struct(keys).rle_id().alias(_GROUP)).set_sorted(_GROUP)
     return ordered.group_by(_GROUP, maintain_order=True).agg(
