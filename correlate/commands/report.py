@@ -22,8 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-window", metavar="START:END", type=trace_window, default=None,
                    help="draw in trace.json the executions starting START to END seconds after "
                         "the first task start (END empty: to the last; `0:` all). Default: "
-                        "all, or the first 100,000 executions of a larger run (the trace's "
-                        "first track says which), so that Perfetto's UI can open it")
+                        "all, or the first 100,000 executions of a larger run and, beside "
+                        "them, the critical path's and the 1,000 longest (the trace's first "
+                        "track says which), so that Perfetto's UI can open it")
 
 
 def trace_window(text: str) -> tuple[float, float | None]:

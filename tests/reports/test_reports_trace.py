@@ -13,6 +13,7 @@ import pytest
 
 from correlate.reports import write_reports
 from correlate.reports.trace import perfetto
+from correlate.reports.trace.critical_path_track import LINKS_TID, PATH_PID
 
 REQUIRED = {"M": {"name", "ph", "pid", "tid", "args"},
             "X": {"name", "cat", "ph", "ts", "dur", "pid", "tid", "args"},
@@ -117,14 +118,37 @@ def test_a_large_run_draws_its_first_executions_and_says_so_on_the_first_track(
     tasks = pl.read_parquet(out / "tasks.parquet").sort("start_ns", "execution_id")
     assert tasks.height >= 4
     monkeypatch.setattr(perfetto, "TASK_LIMIT", 2)
+    monkeypatch.setattr(perfetto, "LONGEST_LIMIT", 1)
     write_reports(out, kinds=["trace"])
     trace = json.loads((out / "trace.json").read_text())
     first = tasks.filter(pl.col("start_ns") < tasks["start_ns"][2])
-    validate(trace, first)  # nesting, order, fields; exactly the first executions drawn
+    # beside the window, whole: the critical path's later executions and the longest other
+    rest = tasks.join(first, on="execution_id", how="anti")
+    path = pl.read_parquet(out / "critical_path.parquet")["execution_id"]
+    on_path = rest.filter(pl.col("execution_id").is_in(path.implode()))
+    longest = (rest.filter(~pl.col("execution_id").is_in(path.implode()))
+               .with_columns(d=pl.col("stop_ns") - pl.col("start_ns"))
+               .sort("d", "execution_id", descending=[True, False]).head(1))
+    assert on_path.height + longest.height > 0  # (the fixture shows something beside)
+    drawn = pl.concat([first, on_path, longest.drop("d")])
+    validate(trace, drawn)  # nesting, order, fields; exactly these executions drawn
     segs = pl.read_parquet(out / "segments.parquet")
     io = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "io"]
-    assert {e["args"]["execution_id"] for e in io} <= set(first["execution_id"].to_list()) | {None}
-    assert sum(e["args"]["ops"] for e in io) < segs.height  # the others' I/O is left out
+    assert {e["args"]["execution_id"] for e in io} <= set(drawn["execution_id"].to_list()) | {None}
+    # each drawn execution's I/O whole; the others' left out
+    own = segs.filter(pl.col("execution_id").is_in(drawn["execution_id"].implode()))
+    assert sum(e["args"]["ops"] for e in io if e["args"]["execution_id"] is not None) == own.height
+    assert sum(e["args"]["ops"] for e in io) < segs.height
+    # the counters sum the window's executions only (those beside it would make them jump)
+    cpu: dict[int, float] = {}
+    for e in trace["traceEvents"]:
+        if e["ph"] == "C" and e["name"] == "task CPU s (cumulative)":
+            cpu[e["pid"]] = max(cpu.get(e["pid"], 0.0), e["args"]["cpu_s"])
+    assert sum(cpu.values()) == pytest.approx(first["cpu_s"].sum())
+    # the critical path's track holds every link, not only the window's
+    links = [e for e in trace["traceEvents"] if e["pid"] == PATH_PID and e["ph"] == "X"
+             and e["tid"] == LINKS_TID]
+    assert len(links) == path.len()
     # the first track (sorted first) says what was left out and how to see the rest
     notes_pid = perfetto.NOTES_PID
     sort_index = {e["pid"]: e["args"]["sort_index"] for e in trace["traceEvents"]
@@ -135,6 +159,8 @@ def test_a_large_run_draws_its_first_executions_and_says_so_on_the_first_track(
     text = note[0]["args"]["note"]
     assert f"showing the {first.height:,} of {tasks.height:,} task executions" in text
     assert "--trace-window" in text and str(out) in text
+    assert (f"the {on_path.height:,} later executions of the critical path and the "
+            f"{longest.height:,} longest") in text
     assert trace["otherData"]["executions_in_run"] == tasks.height
 
 
@@ -166,3 +192,30 @@ def test_trace_window_option_is_checked(capsys: pytest.CaptureFixture[str]) -> N
     for bad in ("3", "3:1", "a:b", "-1:2"):
         with pytest.raises(Exception, match="START:END"):
             trace_window(bad)
+
+
+def test_a_long_critical_path_is_drawn_beside_the_window_by_its_longest_links(
+        literal_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = shutil.copytree(literal_out, tmp_path / "out")
+    tasks = pl.read_parquet(out / "tasks.parquet").sort("start_ns", "execution_id")
+    path = pl.read_parquet(out / "critical_path.parquet")
+    monkeypatch.setattr(perfetto, "TASK_LIMIT", 1)
+    monkeypatch.setattr(perfetto, "PATH_LIMIT", 1)
+    monkeypatch.setattr(perfetto, "LONGEST_LIMIT", 0)
+    write_reports(out, kinds=["trace"])
+    trace = json.loads((out / "trace.json").read_text())
+    timed = tasks.drop_nulls(["start_ns", "stop_ns"])
+    first = timed.filter(pl.col("start_ns") < timed["start_ns"][1])
+    later = path.join(first, on="execution_id", how="anti").with_columns(
+        d=pl.col("stop_ns") - pl.col("start_ns")).sort("d", "execution_id",
+                                                         descending=[True, False])
+    assert later.height >= 2  # (the fixture's path is longer than the limit)
+    drawn = first["execution_id"].to_list() + later["execution_id"].head(1).to_list()
+    assert sorted(e["args"]["execution_id"] for e in _slices(trace)) == sorted(drawn)
+    # the path's track: the window's links and the one drawn beside it
+    links = [e["args"]["position"] for e in trace["traceEvents"]
+             if e["pid"] == PATH_PID and e["ph"] == "X" and e["tid"] == LINKS_TID]
+    assert sorted(links) == sorted(path.filter(pl.col("execution_id").is_in(drawn))[
+        "position"].to_list())
+    note = " · ".join(trace["otherData"]["notes"])
+    assert f"the 1 longest of the critical path's {later.height:,} later executions" in note

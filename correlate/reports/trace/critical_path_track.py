@@ -17,12 +17,9 @@ LINKS_TID, WAITS_TID = 1, 2
 _CAUSES = WAIT_CAUSES
 
 
-def path_events(path: pl.DataFrame, t0: int, w0: int | None = None, w1: int | None = None
-                ) -> list[pl.DataFrame]:
-    """The critical-path process's metadata and slices, encoded as ``perfetto`` does (empty
-    list: no path); ``w0``/``w1``: the trace's window (links starting in it)."""
-    if w0 is not None and w1 is not None:
-        path = path.filter((pl.col("start_ns") >= w0) & (pl.col("start_ns") < w1))
+def path_events(path: pl.DataFrame, t0: int) -> list[pl.DataFrame]:
+    """The critical-path process's metadata and slices of the links of ``path`` (those a
+    bounded trace draws), encoded as ``perfetto`` does (empty list: no path)."""
     if path.is_empty():
         return []
     pid, tid = pl.col("pid_t"), pl.col("tid_t")

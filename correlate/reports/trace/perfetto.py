@@ -13,9 +13,10 @@ Dask from outside has a process of its own (``correlate.reports.trace.arrivals_t
 the critical path (``correlate.reports.trace.critical_path_track``).
 
 A large run's trace shows a window of it: by default the first ``TASK_LIMIT`` task
-executions (by start), or the window asked for (``--trace-window START:END``, seconds after the
-first task start); its first track ("what this trace shows") says what was left out and the
-option that shows the rest. Perfetto's UI runs in a browser tab whose memory (about 2 GB)
+executions (by start) and, beside them, the critical path's later executions (its
+``PATH_LIMIT`` longest) and the ``LONGEST_LIMIT`` longest others, whole; or the window asked
+for (``--trace-window START:END``, seconds after the first task start); its first track ("what
+this trace shows") says what was left out and the option that shows the rest. Perfetto's UI runs in a browser tab whose memory (about 2 GB)
 must hold the loaded trace, several times its file size, so an unbounded trace of a
 million-execution run would not open (sizes: docs/performance.md, "Reports").
 
@@ -28,6 +29,7 @@ by (metadata first, pid, tid, ts, longer first) and written deterministically.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,10 @@ from correlate.timeline import coroutines
 
 #: task executions (drawn slices) in a trace when no window is asked for
 TASK_LIMIT = 100_000
+#: the longest executions drawn whole beside that window (with the critical path's)
+LONGEST_LIMIT = 1_000
+#: the critical path's executions drawn beside it at most (its longest)
+PATH_LIMIT = 50_000
 SEGMENT_LIMIT = 200_000
 EVENT_LIMIT = 100_000
 COUNTER_BINS = 500
@@ -217,6 +223,29 @@ def _counter_bins(df: pl.DataFrame, t0: int, width: int, **sums: pl.Expr) -> pl.
         t=pl.col("bin") * width + t0)
 
 
+def _path_drawn(path: pl.DataFrame, d: Drawn, window: tuple[float, float | None] | None
+                ) -> pl.DataFrame:
+    """The links of the critical path drawn on its track: all of them, or those starting in a
+    bounded trace's window and, beside a window chosen by default, those drawn beside it."""
+    if not d.note:
+        return path
+    inside = (pl.col("start_ns") >= d.w0) & (pl.col("start_ns") < d.w1)
+    if window is None:
+        inside = inside | pl.col("execution_id").is_in(d.extra.implode())
+    return path.filter(inside)
+
+
+def _counted(seg: pl.DataFrame, tasks: pl.DataFrame, extra: pl.Series
+             ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The segments and task rows the counters sum: those of the window, not of ``extra``
+    (executions drawn beside it, whose bytes and CPU would make the counters jump)."""
+    if extra.is_empty():
+        return seg, tasks
+    ids = extra.implode()
+    return (seg.filter(~pl.col("execution_id").is_in(ids).fill_null(False)),
+            tasks.filter(~pl.col("execution_id").is_in(ids)))
+
+
 def _counters(seg: pl.DataFrame, tasks: pl.DataFrame, t0: int, t1: int) -> pl.DataFrame:
     width = max(1, -(-(t1 - t0) // COUNTER_BINS))
     io = seg.select("tpid", t=pl.col("e"),
@@ -328,28 +357,72 @@ def _in_window(out: Outputs, rows: pl.DataFrame, w0: int, w1: int,
     return out.collect("segments", segs), out.collect("events", sched)
 
 
-def _drawn_in_window(out: Outputs, window: tuple[float, float | None] | None
-                    ) -> tuple[pl.DataFrame, int, int, str, int]:
-    """The timed executions to draw as ``coroutines.drawn`` makes them (``TASK_COLUMNS``,
-    with ``s``, their start), the window's bounds and note (``_window``) and the run's
-    executions. The window is chosen on the executions' times alone and only its rows are
-    read: a big run's tasks table is never read whole for a window of it."""
+@dataclass(frozen=True)
+class Drawn:
+    """The executions a trace draws (``rows``: as ``coroutines.drawn`` makes them, with ``s``,
+    their start), its window [``w0``, ``w1``) and what the notes track says of it ("": every
+    execution drawn), the run's executions, and those drawn whole besides a bounded window by
+    default (``extra``: later links of the critical path and the longest others) with their
+    note."""
+
+    rows: pl.DataFrame
+    w0: int
+    w1: int
+    note: str
+    in_run: int
+    extra: pl.Series
+    extra_note: str = ""
+
+
+def _drawn_in_window(out: Outputs, window: tuple[float, float | None] | None) -> Drawn:
+    """The executions to draw. The window is chosen on the executions' ids and times alone
+    and only its rows are read: a big run's tasks table is never read whole for a window of
+    it. A window chosen by default (the first ``TASK_LIMIT`` executions) also draws, whole
+    with their I/O, the critical path's executions after it and the ``LONGEST_LIMIT``
+    longest others: what a reader of a big run's trace looks for first."""
     timed = pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null()
     times = out.read("tasks", ["execution_id", "start_ns", "stop_ns", "cpu_s"])
     in_run, slices = times.height, out["slices"]
     # an execution is in the window by its start (a coroutine's first slice), whole
     starts = coroutines.drawn(times, slices).filter(timed).group_by("execution_id").agg(
-        s=pl.col("start_ns").min())
+        s=pl.col("start_ns").min(), d=pl.col("stop_ns").max() - pl.col("start_ns").min())
     del times
     w0, w1, note = _window(starts, window, out.out_dir)
     rows = out.scan("tasks").select(TASK_COLUMNS)
+    extra, extra_note = pl.Series([], dtype=pl.Int64), ""
     if note:
-        kept = starts.filter((pl.col("s") >= w0) & (pl.col("s") < w1)).get_column(
-            "execution_id").implode()
+        inside = (pl.col("s") >= w0) & (pl.col("s") < w1)
+        if window is None:
+            extra, extra_note = _beside(out, starts.filter(~inside))
+        kept = pl.concat([starts.filter(inside).get_column("execution_id"), extra]).implode()
         rows = rows.filter(pl.col("execution_id").is_in(kept))
         slices = slices.filter(pl.col("execution_id").is_in(kept))
     drawn = coroutines.drawn(out.collect("tasks", rows), slices).filter(timed)
-    return drawn.with_columns(s=pl.col("start_ns")), w0, w1, note, in_run
+    return Drawn(drawn.with_columns(s=pl.col("start_ns")), w0, w1, note, in_run, extra,
+                 extra_note)
+
+
+def _beside(out: Outputs, rest: pl.DataFrame) -> tuple[pl.Series, str]:
+    """Of the executions outside the default window (``rest``: execution_id, start ``s``,
+    span ``d``), those of the critical path and the ``LONGEST_LIMIT`` longest others, and
+    the note that says so."""
+    path = out.read("critical_path", ["execution_id"]).get_column("execution_id").implode()
+    rest = rest.sort("d", "execution_id", descending=[True, False])  # (longest first)
+    later = rest.filter(pl.col("execution_id").is_in(path))
+    on_path = later.head(PATH_LIMIT)
+    longest = rest.filter(~pl.col("execution_id").is_in(path)).head(LONGEST_LIMIT)
+    if on_path.is_empty() and longest.is_empty():
+        return pl.Series([], dtype=pl.Int64), ""
+    links = (f"the {on_path.height:,} later executions of the critical path"
+             if on_path.height == later.height else
+             f"the {on_path.height:,} longest of the critical path's {later.height:,} later "
+             "executions (and only these of its links on its track)")
+    least = integer(longest.get_column("d").min())
+    shortest = "" if least is None else f" (the shortest of them {least / 1e9:.3f} s)"
+    return pl.concat([on_path["execution_id"], longest["execution_id"]]), (
+        f"besides them, drawn whole with their I/O on their threads: {links} and the "
+        f"{longest.height:,} longest of the other executions{shortest}; the counters leave "
+        "these out")
 
 
 def _notes_track(note: str, left_out: bool, first: int, last: int,
@@ -363,7 +436,7 @@ def _notes_track(note: str, left_out: bool, first: int, last: int,
                     pid="pid_t", tid="tid_t", args=pl.struct(name="name"))
     psort = encode(meta.with_columns(**zero), 0, name=pl.lit("process_sort_index"),
                     ph=pl.lit("M"), pid="pid_t", tid="tid_t",
-                    args=pl.struct(sort_index=pl.lit(-1)))
+                    args=pl.struct(sort_index=pl.lit(-2)))  # (before the critical path's -1)
     tname = encode(meta.with_columns(**zero), 0, name=pl.lit("thread_name"), ph=pl.lit("M"),
                     pid="pid_t", tid="tid_t", args=pl.struct(name=pl.lit("notes")))
     span = pl.DataFrame({"s": [first], "e": [max(first, last)], "note": [note]}).with_columns(
@@ -401,7 +474,8 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     from correlate.reports.trace.arrivals_track import arrival_events, first_time
     from correlate.reports.trace.critical_path_track import path_events
 
-    drawn, w0, w1, window_note, executions = _drawn_in_window(out, window)
+    d = _drawn_in_window(out, window)
+    drawn, w0, w1, window_note = d.rows, d.w0, d.w1, d.note
     bounded = bool(window_note)
     seg, sched = _in_window(out, drawn, w0, w1, bounded)
     arrived = _arrivals_in(out, (w0, w1) if bounded else None)
@@ -411,7 +485,7 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     task_rows = _task_rows(drawn, thr, procs)
     in_run = seg.height
     seg = _segment_rows(seg, task_rows, procs, thr)
-    notes = [window_note] if window_note else []
+    notes = [n for n in (window_note, d.extra_note) if n]
     if seg.height > SEGMENT_LIMIT:
         notes.append(f"{seg.height:,} I/O segments: nested slices merged per execution × "
                      "file × operation, outside-task I/O per 100 ms × file × operation "
@@ -428,11 +502,12 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
                                          procs, t0, max(ends))
     meta = _meta(procs, thr, pl.concat([_extra_tracks(seg, thr), sched, state_tracks]))
     parts = [meta, _tasks(task_rows, t0), _segments(seg, t0),
-             _counters(seg, task_rows, t0, max(ends)), instants, *state_events]
+             _counters(*_counted(seg, task_rows, d.extra), t0, max(ends)), instants,
+             *state_events]
     # (the steps with an arrival in the window)
     parts += arrival_events(arrived, out["arrival_steps"].join(
         arrived.select("step").unique(), on="step", how="semi"), t0)
-    parts += path_events(out["critical_path"], t0, *((w0, w1) if bounded else ()))
+    parts += path_events(_path_drawn(out["critical_path"], d, window), t0)
     if notes:
         parts += _notes_track(" · ".join(notes), bounded, t0, max(ends), t0)
     events = pl.concat(parts).with_columns(meta=pl.col("order") != 0).sort(
@@ -441,7 +516,7 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     other = {"generator": "dask-correlate", "format": "chrome-trace-events",
              "t0_ns": t0, "time_unit": "µs since t0_ns on the run timeline",
              "executions": int(task_rows["execution_id"].n_unique()),
-             "executions_in_run": executions,
+             "executions_in_run": d.in_run,
              "segments_drawn": in_run,
              "notes": notes}
     return events, other
