@@ -16,8 +16,8 @@ A large run's trace shows a window of it: by default the first ``TASK_LIMIT`` ta
 executions (by start) and, beside them, the critical path's later executions (its
 ``PATH_LIMIT`` longest) and the ``LONGEST_LIMIT`` longest others, whole; or the window asked
 for (``--trace-window START:END``, seconds after the first task start); its first track ("what
-this trace shows") says what was left out and the option that shows the rest. Perfetto's UI runs in a browser tab whose memory (about 2 GB)
-must hold the loaded trace, several times its file size, so an unbounded trace of a
+this trace shows") says what was left out and the option that shows the rest. Perfetto's UI
+runs in a browser tab whose memory (about 2 GB) must hold the loaded trace, several times its file size, so an unbounded trace of a
 million-execution run would not open (sizes: docs/performance.md, "Reports").
 
 Timestamps are µs since ``otherData.t0_ns`` (ns since the epoch on the run timeline). Slices on
@@ -223,16 +223,14 @@ def _counter_bins(df: pl.DataFrame, t0: int, width: int, **sums: pl.Expr) -> pl.
         t=pl.col("bin") * width + t0)
 
 
-def _path_drawn(path: pl.DataFrame, d: Drawn, window: tuple[float, float | None] | None
-                ) -> pl.DataFrame:
+def _path_drawn(path: pl.DataFrame, d: Drawn) -> pl.DataFrame:
     """The links of the critical path drawn on its track: all of them, or those starting in a
-    bounded trace's window and, beside a window chosen by default, those drawn beside it."""
+    bounded trace's window and those drawn beside it (``d.extra``: none for a window asked
+    for)."""
     if not d.note:
         return path
-    inside = (pl.col("start_ns") >= d.w0) & (pl.col("start_ns") < d.w1)
-    if window is None:
-        inside = inside | pl.col("execution_id").is_in(d.extra.implode())
-    return path.filter(inside)
+    return path.filter(((pl.col("start_ns") >= d.w0) & (pl.col("start_ns") < d.w1))
+                       | pl.col("execution_id").is_in(d.extra.implode()))
 
 
 def _counted(seg: pl.DataFrame, tasks: pl.DataFrame, extra: pl.Series
@@ -507,7 +505,7 @@ def build_events(out: Outputs, window: tuple[float, float | None] | None = None
     # (the steps with an arrival in the window)
     parts += arrival_events(arrived, out["arrival_steps"].join(
         arrived.select("step").unique(), on="step", how="semi"), t0)
-    parts += path_events(_path_drawn(out["critical_path"], d, window), t0)
+    parts += path_events(_path_drawn(out["critical_path"], d), t0)
     if notes:
         parts += _notes_track(" · ".join(notes), bounded, t0, max(ends), t0)
     events = pl.concat(parts).with_columns(meta=pl.col("order") != 0).sort(
