@@ -44,6 +44,9 @@ class TaskTags:
 
     def __init__(self) -> None:
         self.current: dict[int, int] = {}
+        #: thread id → when (perf_counter) its current execution, or coroutine step, began:
+        #: set before ``current``, so that a sample never finds an execution without it
+        self.began: dict[int, float] = {}
         self.local = _ExecutionOnThread()
         # Yappi tag callback, called on every profiled function entry: a C-level callable
         # (no Python frame per call) returning the calling thread's execution, or 0.
@@ -61,7 +64,8 @@ class StackSampler:
 
     Each sample stands for the time since the previous one (not the nominal interval): the
     sampler needs the GIL to run, so under contention it wakes late, and counting samples ×
-    interval would under-state busy tasks."""
+    interval would under-state busy tasks. For an execution that began since the previous
+    sample, it stands for the time since the execution began: the rest was before it."""
 
     def __init__(self, tags: TaskTags, interval: float = 0.005,
                  boundary: Collection[Any] = ()) -> None:
@@ -103,6 +107,7 @@ class StackSampler:
         running = dict(self.tags.current)
         if not running:
             return
+        began = self.tags.began
         # Frame objects keep their function's locals alive for as long as we hold them (e.g.
         # memoryviews in the event loop's comm code), so: keep only the task threads' frames,
         # reduce them to code objects at once, and drop every frame reference.
@@ -122,11 +127,12 @@ class StackSampler:
             if not codes:
                 continue
             self.samples += 1
+            took = max(0.0, min(dt, now - began.get(tid, 0.0)))
             top = (tid, seq, codes[0])
-            self.self_s[top] = self.self_s.get(top, 0.0) + dt
+            self.self_s[top] = self.self_s.get(top, 0.0) + took
             for code in set(codes):
                 key = (tid, seq, code)
-                self.total_s[key] = self.total_s.get(key, 0.0) + dt
+                self.total_s[key] = self.total_s.get(key, 0.0) + took
                 self.total_counts[key] += 1
 
     def rows(self, seqs: Collection[int] | None = None) -> list[tuple]:

@@ -430,6 +430,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
             self.canonicalise_call(fn, args)
         tid = threading.get_ident()
         tags = self.tags
+        tags.began[tid] = time.perf_counter()
         tags.current[tid] = seq
         tags.local.seq = seq if self.tag_of is None else self.tag_of(seq)
         status, result = "error", None
@@ -491,6 +492,7 @@ class CorrelateWorkerPlugin(WorkerPlugin):
         tag = seq if self.tag_of is None else self.tag_of(seq)
 
         def enter() -> None:
+            tags.began[tid] = time.perf_counter()
             tags.current[tid] = seq
             tags.local.seq = tag
 

@@ -164,6 +164,34 @@ def test_the_sampler_forgets_written_executions():
     assert {r[3] for r in sampler.rows()} == {2}
 
 
+def test_a_sample_after_an_execution_began_stands_only_for_the_time_since():
+    """The sampler woke late (0.05 s since its previous sample): the execution that began
+    1 ms ago gets about 1 ms, the one that ran throughout the 0.05 s; none more than its own
+    time (a function's time above its execution's wall was a late sample's whole gap)."""
+    import time
+
+    from collectors.profiling import StackSampler
+
+    tags = TaskTags()
+    sampler = StackSampler(tags)
+    release = threading.Event()
+    threads = [threading.Thread(target=release.wait, args=(10,)) for _ in range(2)]
+    for th in threads:
+        th.start()
+    now = time.perf_counter()
+    sampler._last = now - 0.05
+    (old, new) = (th.ident for th in threads)
+    tags.began[old], tags.began[new] = now - 1.0, now - 0.001
+    tags.current[old], tags.current[new] = 1, 2
+    sampler.sample_once()
+    release.set()
+    for th in threads:
+        th.join()
+    took = {seq: max(r[9] for r in sampler.rows({seq})) for seq in (1, 2)}
+    assert 0.05 <= took[1] < 0.06
+    assert 0.001 <= took[2] < 0.01
+
+
 def test_ended_executions_leave_no_note_of_early_counts(profiler):
     """Calls shorter than Yappi's wall-clock tick look like calls still running (one call, no
     time); the notes kept to correct such counts go with the executions as they end."""

@@ -6,7 +6,8 @@ traced the job).
 
 Every variant but ``transfer`` and ``local`` runs the same base on 2 workers × 2 threads: 24
 short sleeps (``short-*``).
-- ``clean``: the base alone;
+- ``clean``: the base alone (its sleeps sent as threads free up, as in ``straggler`` and
+  ``pinned``: worker-saturation 1.0);
 - ``chain``: a serial chain of four 0.25 s sleeps (``chain-*``) on one worker, the base on the
   other (so that no short sleep holds the thread a link of the chain was sent to); ``apart``:
   the base alone on that other worker (the job without the chain);
@@ -346,6 +347,12 @@ def run(variant: str, truth_path: str, folder: str) -> None:
                   "distributed.worker.memory.terminate": False,
                   "distributed.worker.memory.spill-compression": False}
         limit = {"memory_limit": ROOMY_LIMIT if variant == "nospill" else SPILL_LIMIT}
+    if variant in ("clean", "straggler", "pinned"):
+        # the base's sleeps go out as threads free up (Dask's default, 1.1, holds one more on
+        # each worker): with one more, a worker's last sleep can wait for its thread while the
+        # other's threads idle, which in this 0.3 s window reaches the idle-threads threshold
+        # on a loaded host; the pinned sleeps (restricted, never queued) wait all the same
+        memory["distributed.scheduler.worker-saturation"] = 1.0
     with dask.config.set(memory), LocalCluster(
             n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
             **limit) as cluster, Client(cluster) as client:
