@@ -233,7 +233,9 @@ def critical_path(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.
     submitted = pl.max_horizontal(after, "submitted_ns")
     sched = ((pl.col("assigned_ns") - submitted) * 1e-9).clip(lower_bound=0)
     links = links.with_columns(
-        other_s=pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s"),
+        # (an I/O call's own CPU is in both: at least what neither took, never below 0)
+        other_s=(pl.col("duration_s") - pl.col("cpu_s") - pl.col("io_time_s"))
+        .clip(lower_bound=0.0),
         wait_s=wait,
         wait_submission_s=pl.min_horizontal(
             ((pl.col("submitted_ns") - after) * 1e-9).clip(lower_bound=0), wait),

@@ -22,8 +22,9 @@ CRITICAL_PATH = Table(
         Column("duration_s", "Float64", "the link's own time"),
         Column("cpu_s", "Float64", "of it, thread CPU (null: not measured)"),
         Column("io_time_s", "Float64", "of it, inside I/O calls (null: not captured)"),
-        Column("other_s", "Float64", "of it, neither (sleeps, locks, the GIL; null when CPU or "
-               "I/O is unknown)"),
+        Column("other_s", "Float64", "of it, neither (sleeps, locks, the GIL; at least: an I/O "
+               "call's own CPU is in both, 0 where they exceed it; null when CPU or I/O is "
+               "unknown)"),
         Column("gate", "Enum:first,dependency,thread,queue,submission", "what released it: the "
                "first link of the chain, its dependency that ended last (the predecessor), the "
                "execution before it on its thread, (its task queued by the scheduler) the "

@@ -87,6 +87,15 @@ def test_the_walk_ends_at_a_predecessor_that_ended_after_its_successor():
     assert walk(ids, np.array([2, 0, 1]), np.array([10, 20, 30])) == [0, 1, 2]
 
 
+def test_a_links_other_time_is_what_neither_cpu_nor_io_took_at_least():
+    """CPU inside I/O calls counts in both: a link whose CPU and I/O add up to more than its
+    wall time has no time left for neither (0, not below), one with less has the rest."""
+    tasks = _tasks([("a-0", 1, 0, 100, 0, None), ("b-0", 1, 101, 201, 90, None)]).with_columns(
+        cpu_s=pl.Series([0.08, 0.03]), io_time_s=pl.Series([0.05, 0.02]))
+    path = critical_path(tasks, _deps([]), _times([("a-0", 0, 0), ("b-0", 0, 0)]))
+    assert path.get_column("other_s").to_list() == [0.0, pytest.approx(0.05)]
+
+
 def test_distinct_read_bytes_count_each_byte_once():
     from correlate.findings.io_rules import distinct_read_bytes
 
