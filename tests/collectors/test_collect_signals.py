@@ -27,10 +27,16 @@ except KeyboardInterrupt:
 """
 
 
+def _default_sigint() -> None:
+    # (a shell script's background job, this suite's too, starts with SIGINT ignored, and so
+    # would the job: a Ctrl-C never reaches such a job, under `collect` or not)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(tmp_path, *job: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "collectors.launcher", "-o",
                              str(tmp_path / "run"), "--darshan", "off", "--", *job],
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
 
 
 def wait_for(path, timeout: float = 30) -> None:
