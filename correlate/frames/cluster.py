@@ -8,6 +8,7 @@ in-process, so the outputs are identical.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -61,13 +62,31 @@ def mapper_for(spec: str | None) -> Iterator[Mapper]:
 def _dask_map(client: Any) -> Mapper:
     def dask_map(fn: Callable[[Any], Any], items: Sequence[Any], at_once: int = 2
                  ) -> Iterator[Any]:
-        """``at_once`` applies to this process only (one item run here)."""
+        """Results in order, at most two items per worker thread on the cluster at a time
+        (``at_once`` applies to this process only: one item run here). Each item is sent
+        straight to a worker (scattered), not in the task: a graph holding every item was
+        pickled whole in the scheduler's process (this one, for ``local``) and Dask warned of
+        its size."""
         if len(items) <= 1:  # nothing to spread: skip the round trip
             yield from local_map(fn, items, at_once)
             return
-        futures = client.map(fn, list(items), pure=False)
-        for future in futures:  # in order; each result leaves the cluster once read
-            yield future.result()
-            future.release()
+        window = max(2, 2 * sum(client.nthreads().values()))
+        pending: deque[tuple[Any, Any]] = deque()
+
+        def oldest() -> Any:
+            future, data = pending.popleft()
+            try:
+                return future.result()
+            finally:  # (each result and item leaves the cluster once read)
+                future.release()
+                data.release()
+
+        for item in items:
+            (data,) = client.scatter([item], direct=True, hash=False)  # (an item may be a list)
+            pending.append((client.submit(fn, data, pure=False), data))
+            if len(pending) >= window:
+                yield oldest()
+        while pending:
+            yield oldest()
 
     return dask_map
