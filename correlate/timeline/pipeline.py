@@ -56,17 +56,20 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     attribution builds its tables, which reuse their pages (a lower peak RSS). They are read
     in ``parts`` parts by key (default: the parts the source spilled them in, else by
     ``KEYED_ROWS_PER_PART``), every key's rows in one part, twice (before and after the
-    workers' clocks are known): what is taken per key is the same, the workers' clocks are
-    combined from every part's bounds, and ``events`` is merged back into its order."""
+    workers' clocks are known; the second time from this stage's own spill): what is taken
+    per key is the same, the workers' clocks are combined from every part's bounds, and
+    ``events`` is merged back into its order."""
     progress.begin("transitions")
     if parts is None:
         parts = len(frames.transitions_in_parts) or parts_for(
             frames.transitions.lazy().select(pl.len()).collect().item(), spill.KEYED_ROWS_PER_PART)
-    lazy = frames.transition_parts(parts)
     ended, bounds, released, seen, times, rows = [], [], [], [], [], 0
-    held = None  # (one part: read once, kept for the second pass)
-    for p, part in enumerate(lazy):
+    # each part as the second pass reads it: one part is read once and kept; more are spilled
+    # as read, their Categorical columns as codes (read back without looking each text up)
+    again: list[pl.DataFrame | pl.LazyFrame] = []
+    for p, part in enumerate(frames.transition_parts(parts)):
         transitions = _read(frames, part)
+        again.append(transitions if parts == 1 else spill.spilled_coded(transitions))
         if parts > 1:  # (to cut events into ranges)
             rows += transitions.height
             times.append(transitions.get_column("local_time_ns").gather_every(TIME_SAMPLE))
@@ -76,7 +79,6 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
         released.append(lost.results_lost(transitions))  # keys whose result died with a worker
         # (how the job ended, for the summary: taken now, not by reading them all again)
         seen.append(outcome.seen_part(transitions))
-        held = transitions if parts == 1 else None
         del transitions
     ex = ended[0] if parts == 1 else pl.concat(ended).sort("execution_id")
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
@@ -87,9 +89,10 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     # clock offsets: ranges about PART_ROWS each)
     events = Merged("events", cuts(pl.concat(times), rows)) if parts > 1 else None
     key_waits, external = [], []
-    for part in lazy:
-        transitions = held if held is not None else _read(frames, part)
-        held = None
+    while again:
+        kept = again.pop(0)
+        transitions = kept.collect() if isinstance(kept, pl.LazyFrame) else kept
+        del kept
         if events is None:
             put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
         else:
