@@ -56,6 +56,19 @@ def test_every_key_is_in_one_part_of_every_table() -> None:
             assert (r.select(spill.in_part(p, n)).to_series()).all()
 
 
+def test_a_part_spilled_as_codes_reads_back_as_it_was() -> None:
+    """The timeline's second pass and ``Merged`` spill Categorical columns as their codes and
+    take them back as the same Categorical columns (not looked up text by text again)."""
+    df = pl.DataFrame({"key": [f"('y-{i}', {i})" for i in range(1_000)] * 3,
+                       "host": ["h1", "h2", None] * 1_000, "t": range(3_000)}).with_columns(
+        pl.col("key", "host").cast(pl.Categorical))
+    codes, back = spill.coded(df)
+    assert codes.schema == pl.Schema({"key": pl.UInt32, "host": pl.UInt32, "t": pl.Int64})
+    assert codes.with_columns(back).equals(df)
+    assert spill.spilled_coded(df).collect().equals(df)
+    assert spill.spilled_coded(df.select("t")).collect().equals(df.select("t"))
+
+
 def test_a_table_merged_from_parts_is_in_its_order(monkeypatch) -> None:
     monkeypatch.setattr(sinks, "PART_ROWS", 500)
     n = 3_000
@@ -68,8 +81,9 @@ def test_a_table_merged_from_parts_is_in_its_order(monkeypatch) -> None:
     sink = sinks.MemorySink()
     merged = sinks.Merged("events", sinks.cuts(events["time_ns"].gather_every(7), n))
     assert len(merged.ranges) == 6
-    for p in range(3):
-        merged.add(events.filter(spill.in_part(p, 3)))
+    for p in range(3):  # (Categorical as the timeline makes them: spilled as codes)
+        merged.add(events.filter(spill.in_part(p, 3)).with_columns(
+            pl.col("key", "start", "finish").cast(pl.Categorical)))
     merged.put(sink)
     got = sink.tables["events"]
     expected = events.sort("time_ns", "side", "key", "start", "finish", maintain_order=True)
