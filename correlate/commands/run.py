@@ -121,6 +121,7 @@ def _load(run_dir: Path, fmt: str, counts: Any, limit: int | None, cluster: str 
 def run(args: argparse.Namespace) -> int:
     from correlate.console import console, progress, results
     from correlate.engine import correlate_to
+    from correlate.frames import spill
     from correlate.frames.cluster import mapper_for
     from correlate.provenance import record
     from correlate.reports import write_reports
@@ -129,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from correlate.reports.writer import ReportOptions
     from correlate.sources.detect import detect
 
+    spill.sweep()  # (what a killed correlate left in the temporary folder)
     run_dir: Path = args.run_dir
     if not run_dir.exists():
         raise InputError(run_dir, "no such file or directory")

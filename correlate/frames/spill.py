@@ -15,6 +15,8 @@ import atexit
 import functools
 import math
 import os
+import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -98,6 +100,44 @@ def spill_path(suffix: str) -> Path:
 
 @functools.cache
 def _spill_folder() -> Path:
-    folder = tempfile.TemporaryDirectory(prefix="correlate-spill-")
+    """This process's spill folder, ``correlate-spill-<host>-<pid>-<random>`` in the temporary
+    folder, removed as the process exits. A process killed (a batch system's SIGTERM, the
+    kernel's OOM killer) leaves its folder, gigabytes at 10M executions: the next correlate on
+    the host removes those of processes that are gone (``sweep``)."""
+    sweep()
+    folder = tempfile.TemporaryDirectory(prefix=f"{_mine()}{os.getpid()}-")
     atexit.register(folder.cleanup)
     return Path(folder.name)
+
+
+def _mine() -> str:
+    return f"correlate-spill-{socket.gethostname()}-"
+
+
+def sweep() -> None:
+    """This host's spill folders whose process is gone, removed (``remove_orphans``): when a
+    process first spills, and as ``correlate RUN`` starts (a small run never spills)."""
+    remove_orphans(Path(tempfile.gettempdir()), _mine())
+
+
+def remove_orphans(tmp: Path, mine: str) -> None:
+    """The folders ``<mine><pid>-…`` in ``tmp`` whose process is gone, removed (another
+    user's, or one whose pid is alive, are left)."""
+    try:
+        folders = [f for f in tmp.iterdir() if f.name.startswith(mine)]
+    except OSError:
+        return
+    for folder in folders:
+        pid = folder.name[len(mine):].partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # (another user's process)
+        return True
+    return True
