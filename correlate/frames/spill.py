@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -73,11 +74,27 @@ def coded(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.Expr]]:
             [pl.col(n).cat.to(pl.Categorical) for n in names])
 
 
-def spilled_coded(frame: pl.DataFrame) -> pl.LazyFrame:
-    """``spilled``, its Categorical columns as their codes (``coded``), scanned back as the
-    same Categorical columns."""
+@dataclass(frozen=True)
+class Coded:
+    """A frame in the spill folder, its Categorical columns as their codes (``coded``)."""
+
+    path: Path
+    back: list[pl.Expr]
+
+    def take(self) -> pl.DataFrame:
+        """The frame as it was; its file is removed (read once)."""
+        try:
+            return pl.scan_ipc(self.path).with_columns(self.back).collect()
+        finally:
+            self.path.unlink(missing_ok=True)
+
+
+def spilled_coded(frame: pl.DataFrame) -> Coded:
+    """``frame`` written to the spill folder with its Categorical columns as their codes."""
     codes, back = coded(frame)
-    return spilled(codes).with_columns(back)
+    path = spill_path(".arrow")
+    codes.write_ipc(path, compression="lz4")
+    return Coded(path, back)
 
 
 def spilled_parts(frame: pl.DataFrame, parts: int, key: str = "key"

@@ -66,7 +66,7 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     ended, bounds, released, seen, times, rows = [], [], [], [], [], 0
     # each part as the second pass reads it: one part is read once and kept; more are spilled
     # as read, their Categorical columns as codes (read back without looking each text up)
-    again: list[pl.DataFrame | pl.LazyFrame] = []
+    again: list[pl.DataFrame | spill.Coded] = []
     for p, part in enumerate(frames.transition_parts(parts)):
         transitions = _read(frames, part)
         again.append(transitions if parts == 1 else spill.spilled_coded(transitions))
@@ -91,7 +91,7 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     key_waits, external = [], []
     while again:
         kept = again.pop(0)
-        transitions = kept.collect() if isinstance(kept, pl.LazyFrame) else kept
+        transitions = kept.take() if isinstance(kept, spill.Coded) else kept
         del kept
         if events is None:
             put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
