@@ -19,7 +19,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 
 from correlate.frames.sorting import output_order, sorted_for_output
-from correlate.frames.spill import coded, spill_path
+from correlate.frames.spill import Coded, spilled_coded
 from correlate.schema import TABLES, conform
 
 #: parquet compression of every output table: LZ4 writes faster than zstd for somewhat more
@@ -122,29 +122,23 @@ class Merged:
     def __init__(self, name: str, cuts: list[int]) -> None:
         self.table = TABLES[name]
         self.cuts = pl.Series(sorted(set(cuts)), dtype=pl.Int64)
-        self.ranges: list[list[Path]] = [[] for _ in range(self.cuts.len() + 1)]
-        #: what makes the spilled codes the parts' Categorical columns again (``coded``)
-        self.back: list[pl.Expr] = []
+        self.ranges: list[list[Coded]] = [[] for _ in range(self.cuts.len() + 1)]
 
     def add(self, df: pl.DataFrame) -> None:
         where = self.cuts.search_sorted(df.get_column(self.table.sort_by[0]), side="right")
         for (r,), rows in df.with_columns(_range=where).partition_by(
                 "_range", include_key=False, as_dict=True).items():
-            codes, self.back = coded(rows)
-            path = spill_path(".arrow")
-            codes.write_ipc(path, compression="lz4")
-            self.ranges[int(r)].append(path)
+            self.ranges[int(r)].append(spilled_coded(rows))
 
     def put(self, sink: TableSink) -> None:
         sink.write_parts(self.table.name,
                          (df for df in map(self._in_order, self.ranges) if df.height))
 
-    def _in_order(self, parts: list[Path]) -> pl.DataFrame:
+    def _in_order(self, parts: list[Coded]) -> pl.DataFrame:
         if not parts:
             return self.table.empty()  # (conformed)
-        df = pl.concat([pl.scan_ipc(p) for p in parts]).with_columns(self.back).collect()
-        for p in parts:  # (read: a big run's spill folder holds one range at a time)
-            p.unlink()
+        # (each piece's file removed as read: a big run's spill folder holds one range at a time)
+        df = pl.concat([p.take() for p in parts])
         rows = output_order(df, self.table)
         return conform(df if rows is None else df[rows], self.table, path=self.table.name)
 
