@@ -278,11 +278,15 @@ class _Reader:
         streams = sorted(self.pending.pop(table.name, []), key=lambda s: s[0])
         stored = list(self._stored(table.name))
         rejects: list[tuple[str, str, int]] = []
+        reads = 0
 
         def read() -> Iterator[pl.DataFrame]:
+            nonlocal reads
+            checked = reads > 0 and not rejects  # (read before, every batch read whole)
+            reads += 1
             rejects.clear()  # (each read finds the same)
             yield from run_streams.chunks(streams, stream_strings.CHUNK_BYTES, rejects, table,
-                                          by_bytes=True)
+                                          by_bytes=True, checked=checked)
             yield from stored
 
         strings = stream_strings.lookup(read, len(self.owners))

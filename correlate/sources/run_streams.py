@@ -190,13 +190,14 @@ def _slice(path: str, f: Framing, first: int, last: int) -> tuple[bytes, bytearr
     return bytes(schema), (body if whole else None)
 
 
-def _arrow(data: bytes | bytearray, rows: int) -> pl.DataFrame | None:
+def _arrow(data: bytes | bytearray, rows: int, checked: bool = False) -> pl.DataFrame | None:
     """Record batches after their schema, read with pyarrow over the bytes as read (no copy
-    of them), the whole checked (``validate``: a damaged batch can decode without an error),
-    then handed to polars; None where they do not read as ``rows`` rows."""
+    of them), the whole checked (``validate``: a damaged batch can decode without an error;
+    ``checked``: these bytes were, when read before), then handed to polars; None where they
+    do not read as ``rows`` rows."""
     try:
         table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-        table.validate(full=True)
+        table.validate(full=not checked)
         frame = pl.from_arrow(table)
     except (OSError, ValueError, pa.ArrowException, pl.exceptions.PolarsError):
         return None
@@ -218,13 +219,15 @@ def _decoded(head: bytes, body: bytearray | None, f: Framing, first: int, last: 
 
 
 def chunks(streams: list[tuple[int, str, Framing]], size: int,
-           rejects: list[tuple[str, str, int]], table: Table, by_bytes: bool = False
-           ) -> Iterator[pl.DataFrame]:
+           rejects: list[tuple[str, str, int]], table: Table, by_bytes: bool = False,
+           checked: bool = False) -> Iterator[pl.DataFrame]:
     """The complete batches of many processes' streams of one table (``(index, path,
     framing)``), read about ``size`` rows (or bytes) of them at a time, with each row's
     ``_proc`` index: a table bigger than memory is read a chunk at a time. A batch that does
     not read, and a stream that cannot be read as ``table`` (then the rest of it too), are
-    rejects (path, reason, rows or 1)."""
+    rejects (path, reason, rows or 1). ``checked``: the same batches were read before without
+    a reject (an Arrow stream's complete batches are never written again), so their values
+    are not checked again."""
     plan: list[list[tuple[int, str, Framing, int, int]]] = [[]]
     held = 0
     for index, path, f in streams:
@@ -258,7 +261,7 @@ def chunks(streams: list[tuple[int, str, Framing]], size: int,
                       for _i, _p, f, first, last, _b in slices]
             frame = (None if any(b is None for *_, b in slices) else
                      _arrow(b"".join([head, *(b for *_, b in slices if b is not None)]),
-                            sum(counts)))
+                            sum(counts), checked))
             if frame is not None and mistyped(frame, table) is None:
                 procs = np.repeat(np.array([i for i, *_ in slices], np.int32), counts)
                 frames.append(frame.with_columns(pl.Series("_proc", procs, pl.Int32)))

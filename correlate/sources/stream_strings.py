@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+import numpy as np
 import polars as pl
 
 #: bytes of batches read together (the strings of a big scheduler are gigabytes)
@@ -52,21 +53,34 @@ def lookup(read: Callable[[], Iterable[pl.DataFrame]], processes: int) -> Lookup
     if not hashed:
         return Lookup(pl.Series("text", [], pl.String), [0] * processes,
                       pl.Series("at", [], pl.UInt32))
-    rows = pl.concat(hashed, rechunk=False)  # (no copy: the chunks as they are)
+    rows = pl.concat(hashed, rechunk=True)  # (a sort of many chunks is twice as slow)
     del hashed
-    is_first = rows["h"].is_first_distinct()
-    firsts = rows.filter(is_first)
-    uid = rows.select("h").join(firsts.select("h").with_row_index("uid"), on="h", how="left",
-                                maintain_order="left")["uid"]  # (in the order first written)
-    if (rows["check"] != firsts["check"].gather(uid)).any():
+    # each row's text as a number, 1, 2… by hash (a sort: a join of every row with the first
+    # of each hash, or a test of each row against every hash before it, is a random probe of
+    # a table of every distinct text per row, several times slower once that outgrows the
+    # cache); 0 where no text was written
+    uid = rows["h"].rank("dense").fill_null(0).to_numpy()
+    index = np.arange(len(uid), dtype=np.uint32)
+    first = np.full(int(uid.max(initial=0)) + 1, len(uid), np.uint32)
+    np.minimum.at(first, uid, index)  # (each number's first row)
+    check = rows["check"].fill_null(0).to_numpy()
+    if (check != check[first[uid]]).any():
         return _joined(read(), processes)
-    del rows, firsts
-    kept, at = [], 0
+    del rows, check
+    is_first = (first[uid] == index) & (uid > 0)
+    # the numbers in the order each text was first written (the order ``texts`` keeps)
+    written = np.zeros(len(first), np.uint32)
+    written[uid[is_first]] = np.arange(int(is_first.sum()), dtype=np.uint32)
+    at = pl.Series("at", written[uid], pl.UInt32)
+    at = pl.select(pl.when(pl.lit(pl.Series(uid > 0))).then(at)).to_series().alias("at")
+    del first, index, written, uid
+    keep = pl.Series(is_first)
+    kept, start = [], 0
     for chunk in read():
         texts = chunk.filter(pl.col("id").is_not_null())["text"].cast(pl.String)
-        kept.append(_compact(texts.filter(is_first.slice(at, texts.len()))))
-        at += texts.len()
-    return Lookup(pl.concat(kept), counts.lengths, uid)
+        kept.append(_compact(texts.filter(keep.slice(start, texts.len()))))
+        start += texts.len()
+    return Lookup(pl.concat(kept), counts.lengths, at)
 
 
 class _Order:

@@ -8,6 +8,7 @@ import json
 import random
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.ipc  # noqa: F401 (pa.ipc)
 import pytest
@@ -166,3 +167,36 @@ def test_garbage_in_a_data_buffer_that_reads_as_an_impossible_time_is_rejected(
     impossible = {r["file"]: r["count"] for r in summary["rejects"] if r["reason"] == REASON}
     assert impossible == damaged
     assert summary["executions"] == 8
+
+
+def test_a_strings_batch_of_invalid_text_is_rejected_and_every_other_id_finds_its_own(
+        pristine, tmp_path, capsys):
+    """A byte of a text in the first batch of a worker's strings made invalid UTF-8 (the
+    batch decodes; only a full check finds it): that batch is a reject in both reads of the
+    strings (the second read checks again when the first found a reject: one that did not
+    would take the batch, and every text after it would shift to another id)."""
+    from correlate.sources import run_folder
+
+    run = _copy(pristine, tmp_path)
+    whole = run_folder.load(run).collected()
+    strings = next(run.glob(f"procs/worker-*/strings{STREAM_SUFFIX}"))
+    data = bytearray(strings.read_bytes())
+    start, end, _rows = framing(bytes(data)).batches[0]
+    texts = pa.ipc.open_stream(pa.py_buffer(bytes(data))).read_all().column("text")
+    text = next(t for t in reversed(texts.to_pylist()) if t and len(t) > 8).encode()
+    data[data.rindex(text, start, end)] = 0xFF  # (a lone continuation byte: not UTF-8)
+    strings.write_bytes(bytes(data))
+    code, text, summary = _correlate(run, tmp_path / "out", capsys)
+    assert code == 0, text
+    assert any(r["file"] == str(strings) and "unreadable record batch" in r["reason"]
+               for r in summary["rejects"]), summary["rejects"]
+    damaged = run_folder.load(run).collected()
+    keys = damaged.executions["key"]
+    assert keys.null_count() > 0  # (the ids of the rejected batch: no text)
+    assert set(keys.drop_nulls()) <= set(whole.executions["key"])
+    assert keys.drop_nulls().len() > 0
+    one = ["pid", "execution_seq"]
+    kept = damaged.executions.filter(pl.col("key").is_not_null()).select(*one, "key")
+    joined = kept.join(whole.executions.select(*one, "key"), on=one, suffix="_whole")
+    assert joined.height == kept.height
+    assert joined.filter(pl.col("key") != pl.col("key_whole")).is_empty()
