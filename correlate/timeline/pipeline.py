@@ -88,7 +88,7 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     # (events: cut at the transitions' times, which are the events' but for the workers'
     # clock offsets: ranges about PART_ROWS each)
     events = Merged("events", cuts(pl.concat(times), rows)) if parts > 1 else None
-    key_waits, external = [], []
+    key_waits, waiting, external = [], [], []
     while again:
         kept = again.pop(0)
         transitions = kept.take() if isinstance(kept, spill.Coded) else kept
@@ -97,12 +97,15 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
             put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
         else:
             events.add(_events_table(transitions, worker_clocks))
-        key_waits.append(_key_waits(transitions, frames, worker_clocks, use))
+        key_waits.append(_key_waits(transitions, frames, worker_clocks))
+        waiting.append(waits.thread_waits(transitions))
         external.append(waits.external_arrivals(transitions).drop_nulls("t_arrival"))
         del transitions
     if events is not None:
         events.put(sink)
-    waited, arrived = _with_external_waits(pl.concat(key_waits), pl.concat(external), frames)
+    waited = _with_free_thread_waits(pl.concat(key_waits),
+                                     waits.free_thread_waits(pl.concat(waiting), use))
+    waited, arrived = _with_external_waits(waited, pl.concat(external), frames)
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
     return Timeline(
         ex, worker_clocks, waited.drop("t_wait", "t_proc"), arrived,
@@ -115,20 +118,24 @@ def _read(frames: RunFrames, part: pl.LazyFrame) -> pl.DataFrame:
     return replace(frames, transitions=part).table("transitions", TRANSITION_COLUMNS)
 
 
-def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.DataFrame,
-               use: pl.DataFrame | None) -> pl.DataFrame:
-    """Per key of ``transitions``: its scheduler-side waits, its wait on its worker split into
-    the part its worker was paused (memory), the part a thread was free (the worker's event
-    loop; ``use``: ``waits.thread_use``) and the rest (a thread)."""
+def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.DataFrame
+               ) -> pl.DataFrame:
+    """Per key of ``transitions``: its scheduler-side waits, and the part of its wait on its
+    worker that the worker was paused (memory)."""
     paused = waits.paused_waits(transitions, frames.worker_pauses,
                                 align.worker_shift(transitions, worker_clocks)
                                 if not frames.worker_pauses.is_empty() else pl.Series([]))
-    free = waits.free_thread_waits(transitions, use)
+    return waits.scheduler_waits(transitions).join(paused, on="key", how="left")
+
+
+def _with_free_thread_waits(key_waits: pl.DataFrame, free: pl.DataFrame) -> pl.DataFrame:
+    """``key_waits`` with each key's wait on its worker split into the part its worker was
+    paused (memory), the part a thread was free (the worker's event loop; ``free``:
+    ``waits.free_thread_waits``) and the rest (a thread)."""
     # a paused worker's threads are free too: that part stays memory's
-    key_waits = (waits.scheduler_waits(transitions).join(paused, on="key", how="left")
-                 .join(free, on="key", how="left").with_columns(
-                     wait_free_thread_s=(pl.col("wait_free_thread_s")
-                                         - pl.col("wait_paused_s").fill_null(0.0)).clip(0.0)))
+    key_waits = key_waits.join(free, on="key", how="left").with_columns(
+        wait_free_thread_s=(pl.col("wait_free_thread_s")
+                            - pl.col("wait_paused_s").fill_null(0.0)).clip(0.0))
     return key_waits.with_columns(
         wait_thread_s=pl.col("wait_thread_s") - pl.col("wait_paused_s").fill_null(0.0)
         - pl.col("wait_free_thread_s").fill_null(0.0))

@@ -113,9 +113,19 @@ def thread_use(executions: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFram
     return ev.with_columns(first=pl.col("t").min().over("worker"))
 
 
-def free_thread_waits(transitions: pl.DataFrame, use: pl.DataFrame | None) -> pl.DataFrame:
-    """Per key: the part of its wait for a thread (its first worker-side ready → executing)
-    during which fewer executions ran on its worker than the worker has executor threads:
+def thread_waits(transitions: pl.DataFrame) -> pl.DataFrame:
+    """Per key of ``transitions`` that waited for a thread: its worker and its first
+    worker-side ready and executing times there (the worker's clock), what
+    ``free_thread_waits`` measures against the worker's executions. Taken per part of the
+    transitions and measured once for them all: ``thread_use`` is the whole run's executions,
+    which a measure per part would go through once per part."""
+    return (ready_to_executing(transitions, pl.col("local_time_ns"))
+            .filter(pl.col("t_exec") > pl.col("t_ready")))
+
+
+def free_thread_waits(waiting: pl.DataFrame, use: pl.DataFrame | None) -> pl.DataFrame:
+    """Per key of ``waiting`` (``thread_waits``): the part of its wait for a thread (its first
+    worker-side ready → executing) during which fewer executions ran on its worker than the worker has executor threads:
     ``wait_free_thread_s``. A thread was free, so the task waited for the worker's event loop
     to hand it over (busy with messages, transitions, transfers, or the host's other work),
     not for a thread: more threads would not start it sooner. Executions' windows
@@ -127,9 +137,7 @@ def free_thread_waits(transitions: pl.DataFrame, use: pl.DataFrame | None) -> pl
     if use is None:
         return empty
     firsts = use.group_by("worker").agg(pl.col("first").first())
-    waiting = (ready_to_executing(transitions, pl.col("local_time_ns"))
-               .filter(pl.col("t_exec") > pl.col("t_ready"))
-               .join(firsts, on="worker"))  # (workers without a thread count: unknown)
+    waiting = waiting.join(firsts, on="worker")  # (workers without a thread count: unknown)
     if waiting.is_empty():
         return empty
     ev = use.select("worker", "t", "free", "before")
