@@ -84,7 +84,6 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds_of(bounds))
     progress.begin("events and waits")
-    use = waits.thread_use(ex, frames.processes)
     # (events: cut at the transitions' times, which are the events' but for the workers'
     # clock offsets: ranges about PART_ROWS each)
     events = Merged("events", cuts(pl.concat(times), rows)) if parts > 1 else None
@@ -103,8 +102,7 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
         del transitions
     if events is not None:
         events.put(sink)
-    waited = _with_free_thread_waits(pl.concat(key_waits),
-                                     waits.free_thread_waits(pl.concat(waiting), use))
+    waited = _with_free_thread_waits(pl.concat(key_waits), pl.concat(waiting), ex, frames)
     waited, arrived = _with_external_waits(waited, pl.concat(external), frames)
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
     return Timeline(
@@ -128,10 +126,12 @@ def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.D
     return waits.scheduler_waits(transitions).join(paused, on="key", how="left")
 
 
-def _with_free_thread_waits(key_waits: pl.DataFrame, free: pl.DataFrame) -> pl.DataFrame:
+def _with_free_thread_waits(key_waits: pl.DataFrame, waiting: pl.DataFrame,
+                            ex: pl.DataFrame, frames: RunFrames) -> pl.DataFrame:
     """``key_waits`` with each key's wait on its worker split into the part its worker was
-    paused (memory), the part a thread was free (the worker's event loop; ``free``:
-    ``waits.free_thread_waits``) and the rest (a thread)."""
+    paused (memory), the part a thread was free (the worker's event loop: ``waiting``, the
+    keys' ``waits.thread_waits``, against the executions ``ex``) and the rest (a thread)."""
+    free = waits.free_thread_waits(waiting, waits.thread_use(ex, frames.processes))
     # a paused worker's threads are free too: that part stays memory's
     key_waits = key_waits.join(free, on="key", how="left").with_columns(
         wait_free_thread_s=(pl.col("wait_free_thread_s")
