@@ -19,8 +19,9 @@ import signal, sys, time, pathlib
 def on_term(*_):
     pathlib.Path(sys.argv[1], "term").write_text("x"); sys.exit(0)
 signal.signal(signal.SIGTERM, on_term)
-pathlib.Path(sys.argv[1], "ready").write_text("x")
-try:
+try:  # (ready written inside: the file exists from its open, and a SIGINT may come before
+    # its write returns)
+    pathlib.Path(sys.argv[1], "ready").write_text("x")
     time.sleep(60)
 except KeyboardInterrupt:
     pathlib.Path(sys.argv[1], "int").write_text("x"); sys.exit(7)
