@@ -125,8 +125,8 @@ def thread_waits(transitions: pl.DataFrame) -> pl.DataFrame:
 
 def free_thread_waits(waiting: pl.DataFrame, use: pl.DataFrame | None) -> pl.DataFrame:
     """Per key of ``waiting`` (``thread_waits``): the part of its wait for a thread (its first
-    worker-side ready → executing) during which fewer executions ran on its worker than the worker has executor threads:
-    ``wait_free_thread_s``. A thread was free, so the task waited for the worker's event loop
+    worker-side ready → executing) during which fewer executions ran on its worker than the
+    worker has executor threads: ``wait_free_thread_s``. A thread was free, so the task waited for the worker's event loop
     to hand it over (busy with messages, transitions, transfers, or the host's other work),
     not for a thread: more threads would not start it sooner. Executions' windows
     (``thread_use``) and worker transitions are both the worker's ``time_ns``, so no
