@@ -126,13 +126,13 @@ def thread_waits(transitions: pl.DataFrame) -> pl.DataFrame:
 def free_thread_waits(waiting: pl.DataFrame, use: pl.DataFrame | None) -> pl.DataFrame:
     """Per key of ``waiting`` (``thread_waits``): the part of its wait for a thread (its first
     worker-side ready → executing) during which fewer executions ran on its worker than the
-    worker has executor threads: ``wait_free_thread_s``. A thread was free, so the task waited for the worker's event loop
-    to hand it over (busy with messages, transitions, transfers, or the host's other work),
-    not for a thread: more threads would not start it sooner. Executions' windows
-    (``thread_use``) and worker transitions are both the worker's ``time_ns``, so no
-    alignment is needed. A lower bound: an ``async def`` execution counts as a running thread.
-    Workers whose thread count was not recorded (``nthreads``) have none (unknown, not
-    zero)."""
+    worker has executor threads: ``wait_free_thread_s``. A thread was free, so the task
+    waited for the worker's event loop to hand it over (busy with messages, transitions,
+    transfers, or the host's other work), not for a thread: more threads would not start it
+    sooner. Executions' windows (``thread_use``) and worker transitions are both the
+    worker's ``time_ns``, so no alignment is needed. A lower bound: an ``async def``
+    execution counts as a running thread. Workers whose thread count was not recorded
+    (``nthreads``) have none (unknown, not zero)."""
     empty = pl.DataFrame(schema={"key": pl.String, "wait_free_thread_s": pl.Float64})
     if use is None:
         return empty
