@@ -183,8 +183,8 @@ def test_a_strings_batch_of_invalid_text_is_rejected_and_every_other_id_finds_it
     data = bytearray(strings.read_bytes())
     start, end, _rows = framing(bytes(data)).batches[0]
     texts = pa.ipc.open_stream(pa.py_buffer(bytes(data))).read_all().column("text")
-    text = next(t for t in reversed(texts.to_pylist()) if t and len(t) > 8).encode()
-    data[data.rindex(text, start, end)] = 0xFF  # (a lone continuation byte: not UTF-8)
+    victim = next(t for t in reversed(texts.to_pylist()) if t and len(t) > 8).encode()
+    data[data.rindex(victim, start, end)] = 0xFF  # (a lone continuation byte: not UTF-8)
     strings.write_bytes(bytes(data))
     code, text, summary = _correlate(run, tmp_path / "out", capsys)
     assert code == 0, text

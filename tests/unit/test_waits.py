@@ -87,7 +87,8 @@ def test_the_part_of_a_wait_with_a_thread_of_its_worker_free_is_told_apart():
         ("w", "B", "ready", 25), ("w", "B", "executing", 40),   # never free (ends then starts)
         ("v", "C", "ready", 1), ("v", "C", "executing", 5),     # unknown thread count
     ])
-    got = dict(waits.free_thread_waits(waits.thread_waits(tr), waits.thread_use(ex, procs)).iter_rows())
+    got = dict(waits.free_thread_waits(waits.thread_waits(tr), waits.thread_use(ex, procs))
+               .iter_rows())
     assert set(got) == {"x", "y", "z", "w"}
     assert got["x"] == pytest.approx(0.030)
     assert got["y"] == pytest.approx(0.030)
