@@ -148,21 +148,12 @@ def test_two_python_loops_in_one_process_are_thread_contention(run):
     apart, _ = run("gil-apart")
     # one loop per process: no contention to find
     assert not [f for f in apart.summary["findings"] if f["kind"] == "thread-contention"]
-    # at most what the contention could take, the loops' own CPU
-    together = gil.tables["tasks"].filter(pl.col("prefix") == "spin")
-    assert 0.1 < top["cost_s"] <= together["cpu_s"].sum() / 2 + 0.05
-    # the cost is the saving when each thread gets a core of its own (the rule's model): where
-    # the run apart shows that each loop had one, and the run together that the two loops had
-    # one between them, it is that saving; a host whose other jobs took the cores in either
-    # run (the loops apart ran no faster, or together got less than a core: a longer window)
-    # shows no saving to compare with. (Alone on a core a loop gets less than all of it: its
-    # worker's event loop wakes every few ms and takes the GIL; docs/findings.md has the
-    # figures.)
-    loops = apart.tables["tasks"].filter(pl.col("prefix") == "spin")
-    span_s = (together["stop_ns"].max() - together["start_ns"].min()) / 1e9
-    if ((loops["cpu_s"] >= 0.85 * loops["duration_s"]).all()
-            and together["cpu_s"].sum() >= 0.85 * span_s):
-        _saved_within_25_percent(top, gil, apart)
+    # at most what the contention could take, the loops' own CPU. The cost against the saving
+    # when each loop gets a core of its own (the rule's model) is benchmarks/
+    # bench_findings_costs.py's (docs/findings.md): the saving is two timed runs' windows,
+    # which a shared host moves by more than 25 % even where both runs had their cores
+    spin = gil.tables["tasks"].filter(pl.col("prefix") == "spin")
+    assert 0.1 < top["cost_s"] <= spin["cpu_s"].sum() / 2 + 0.05
 
 
 @pytest.mark.variants("pinned", "clean")
