@@ -58,9 +58,14 @@ def spilled(frame: pl.DataFrame) -> pl.LazyFrame:
     """``frame`` written to an Arrow file in the spill folder and scanned from there;
     LZ4-compressed, so that it is read into memory rather than memory-mapped (a mapped file's
     pages count in the process's memory as they are read, and stay while the scan is used)."""
+    return pl.scan_ipc(_written(frame))
+
+
+def _written(frame: pl.DataFrame) -> Path:
+    """``frame`` written to a new LZ4-compressed Arrow file in the spill folder."""
     path = spill_path(".arrow")
     frame.write_ipc(path, compression="lz4")
-    return pl.scan_ipc(path)
+    return path
 
 
 def coded(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.Expr]]:
@@ -92,9 +97,7 @@ class Coded:
 def spilled_coded(frame: pl.DataFrame) -> Coded:
     """``frame`` written to the spill folder with its Categorical columns as their codes."""
     codes, back = coded(frame)
-    path = spill_path(".arrow")
-    codes.write_ipc(path, compression="lz4")
-    return Coded(path, back)
+    return Coded(_written(codes), back)
 
 
 def spilled_parts(frame: pl.DataFrame, parts: int, key: str = "key"
