@@ -6,7 +6,8 @@ kind, with the right prefix, key and file; where the rule's cost model holds on 
 (the serial chain, the straggler, the pinned tasks, the small requests, the repeated reads,
 the metadata calls, the tiny tasks, the inputs read back from spill, the inputs from the other
 worker), its ``cost_s`` is within 25% of the span saved by running the job without it
-(measured: the window of the job without it). The others are checked against their bounds, and
+(measured: the window of the job without it; where a first pair is outside, the median of
+three pairs recorded side by side). The others are checked against their bounds, and
 benchmarks/bench_findings_costs.py measures them against the span saved (docs/findings.md says
 why each is a bound there: the writers' disk, the loops' cores)."""
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import statistics
 import subprocess
 import sys
 from functools import cache
@@ -46,13 +48,20 @@ def run(request, tmp_path_factory, machine_alone):
     tmp = tmp_path_factory.mktemp("findings")
     lib, _how = find_runtime("auto")
 
-    def record(variant: str) -> None:
+    def record(variant: str, name: str = "") -> None:
+        name = name or variant
         proc = subprocess.run(
-            [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / variant), "--darshan",
+            [sys.executable, "-m", "collectors.launcher", "-o", str(tmp / name), "--darshan",
              lib or "off", "--profile", "off", "--", sys.executable, "findings_job.py",
-             variant, f"{tmp / f'{variant}.truth'},{tmp}"],
+             variant, f"{tmp / f'{name}.truth'},{tmp}"],
             capture_output=True, text=True, timeout=300, cwd=HERE, env=job_environment(lib))
         assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def correlated(name: str) -> tuple[Correlated, dict]:
+        truth = pickle.loads((tmp / f"{name}.truth").read_bytes())
+        if truth["io"] and not lib:
+            write_logs_from_truth(tmp / name, truth["io"])
+        return correlate_frames(load(tmp / name)), truth
 
     wanted = list(dict.fromkeys(
         v for item in request.session.items if item.module is request.module
@@ -68,11 +77,19 @@ def run(request, tmp_path_factory, machine_alone):
         if variant not in wanted:
             with machine_alone():
                 record(variant)
-        truth = pickle.loads((tmp / f"{variant}.truth").read_bytes())
-        if truth["io"] and not lib:
-            write_logs_from_truth(tmp / variant, truth["io"])
-        return correlate_frames(load(tmp / variant)), truth
+        return correlated(variant)
 
+    def pairs_again(planted: str, without: str, times: int) -> list[tuple[Correlated, ...]]:
+        """Both variants recorded again ``times`` times, side by side, with the machine
+        alone: [(planted, without), ...]."""
+        names = [(f"{planted}~{i}", f"{without}~{i}") for i in range(times)]
+        with machine_alone():
+            for pair in names:
+                for variant, name in zip((planted, without), pair, strict=True):
+                    record(variant, name)
+        return [tuple(correlated(name)[0] for name in pair) for pair in names]
+
+    recorded.pairs_again = pairs_again  # type: ignore[attr-defined]
     return recorded
 
 
@@ -87,10 +104,23 @@ def _top(result: Correlated, kind: str) -> dict:
     return found[0]
 
 
-def _saved_within_25_percent(finding: dict, planted: Correlated, without: Correlated) -> None:
+def _saved_within_25_percent(run, kind: str, planted: str, without: str) -> None:
+    """The top ``kind`` finding's cost against the span its absence saved: within 25 %. The
+    saving is the difference of two timed runs' windows, which this shared host moves by
+    more than that now and then; where the first pair is outside, both variants are recorded
+    twice more side by side and the median of the three pairs' cost/saved ratios is judged
+    (a wrong cost model is outside in every pair)."""
+    pairs = [(run(planted)[0], run(without)[0])]
+    ratios = [_cost_over_saved(kind, *pairs[0])]
+    if abs(ratios[0] - 1) > 0.25:
+        ratios += [_cost_over_saved(kind, *pair) for pair in run.pairs_again(planted, without, 2)]
+    assert abs(statistics.median(ratios) - 1) <= 0.25, (kind, ratios)
+
+
+def _cost_over_saved(kind: str, planted: Correlated, without: Correlated) -> float:
     saved = _window_s(planted) - _window_s(without)
     assert saved > 0.1, saved  # the planted problem did cost the job
-    assert finding["cost_s"] == pytest.approx(saved, rel=0.25), (finding, saved)
+    return _top(planted, kind)["cost_s"] / saved
 
 
 @pytest.mark.variants("chain")
@@ -128,7 +158,7 @@ def test_a_serial_chain_beside_parallel_work_is_a_serial_section(run):
     top = chain.summary["findings"][0]
     assert top["kind"] == "serial-section" and top["prefixes"] == ["chain"]
     assert set(top["keys"]) <= {f"chain-{i}" for i in range(4)}
-    _saved_within_25_percent(top, chain, run("apart")[0])
+    _saved_within_25_percent(run, "serial-section", "chain", "apart")
 
 
 @pytest.mark.variants("straggler", "clean")
@@ -137,7 +167,7 @@ def test_a_straggler_is_named_with_its_key(run):
     top = _top(slow, "straggler")
     assert top["prefixes"] == ["short"] and top["keys"][0] == "short-5"
     assert slow.summary["findings"][0] is not None and slow.summary["findings"][0] == top
-    _saved_within_25_percent(top, slow, run("clean")[0])
+    _saved_within_25_percent(run, "straggler", "straggler", "clean")
 
 
 @pytest.mark.variants("gil", "gil-apart")
@@ -163,7 +193,7 @@ def test_tasks_pinned_to_one_worker_beside_idle_threads_are_idle_threads(run):
     assert top["prefixes"] == ["short"] and top["keys"][0].startswith("short-")
     # the two tasks of the other worker never waited for a thread
     assert not {"short-22", "short-23"} & set(top["keys"])
-    _saved_within_25_percent(top, pinned, run("clean")[0])
+    _saved_within_25_percent(run, "idle-threads", "pinned", "clean")
     # the same work spread by Dask: no thread idle while work waited
     assert not [f for f in run("clean")[0].summary["findings"] if f["kind"] == "idle-threads"]
 
@@ -185,7 +215,7 @@ def test_a_file_read_in_512_byte_requests_is_small_requests(run):
     # requests saves
     inside = small.tables["task_files"].filter(pl.col("key") == "scan")["io_time_s"].sum()
     assert top["cost_s"] <= inside
-    _saved_within_25_percent(top, small, large)
+    _saved_within_25_percent(run, "small-requests", "small", "large")
 
 
 @pytest.mark.variants("reread", "once", "small")
@@ -203,7 +233,7 @@ def test_a_file_read_whole_by_four_tasks_is_repeated_reads(run):
     assert 0 < top["cost_s"] <= repeats + 1e-9
     once, _ = run("once")
     assert not [f for f in once.summary["findings"] if f["kind"] == "repeated-reads"]
-    _saved_within_25_percent(top, reread, once)
+    _saved_within_25_percent(run, "repeated-reads", "reread", "once")
     # the scan files of other jobs, each read once, are no repeated reads
     small, _ = run("small")
     assert not [f for f in small.summary["findings"] if f["kind"] == "repeated-reads"]
@@ -228,7 +258,7 @@ def test_a_chain_whose_inputs_were_spilled_meanwhile_is_spill(run):
     assert {k: b for k, b in tasks.select("key", "unspilled_bytes").iter_rows() if b} == reads
     nospill, _ = run("nospill")
     assert not [f for f in nospill.summary["findings"] if f["kind"] == "spill"]
-    _saved_within_25_percent(top, spill, nospill)
+    _saved_within_25_percent(run, "spill", "spill", "nospill")
 
 
 @pytest.mark.variants("transfer", "local")
@@ -245,7 +275,7 @@ def test_a_chain_across_two_workers_is_waiting_for_inputs(run):
     assert f"from 2 other worker(s) ({4 * (64 << 20):,} bytes)" in top["evidence"]
     local, _ = run("local")
     assert not [f for f in local.summary["findings"] if f["kind"] == "waiting-for-inputs"]
-    _saved_within_25_percent(top, transfer, local)
+    _saved_within_25_percent(run, "waiting-for-inputs", "transfer", "local")
 
 
 @pytest.mark.variants("clean", "straggler")
@@ -313,7 +343,7 @@ def test_a_thousand_tasks_that_do_next_to_nothing_are_tiny_tasks(run):
     # the same calls in 10 tasks: nothing to batch
     batched, _ = run("batched")
     assert not [f for f in batched.summary["findings"] if f["kind"] == "tiny-tasks"]
-    _saved_within_25_percent(top, tiny, batched)
+    _saved_within_25_percent(run, "tiny-tasks", "tiny", "batched")
 
 
 @pytest.mark.variants("busy-loop", "gil")
@@ -349,7 +379,7 @@ def test_a_file_opened_for_a_byte_each_time_is_metadata(run):
     assert top["cost_s"] <= spent + 1e-6
     once, _ = run("meta-once")
     assert not [f for f in once.summary["findings"] if f["kind"] == "metadata"]
-    _saved_within_25_percent(top, meta, once)
+    _saved_within_25_percent(run, "metadata", "meta", "meta-once")
     # files read in large requests, opened once: no metadata finding
     large, _ = run("large")
     assert not [f for f in large.summary["findings"] if f["kind"] == "metadata"]
