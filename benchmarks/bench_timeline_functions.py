@@ -1,7 +1,8 @@
 """Benchmark: where the timeline's time goes. ``correlate RUN -o OUT --no-reports`` in this
 process, with the wall time of each of the timeline's steps summed over its calls (one part
 of the transitions or one range of ``events`` a call) and printed, largest first, with the
-number of calls; ``--rows-per-part`` forces the transitions into parts of that many rows
+number of calls and the highest resident memory sampled (every 20 ms) while the step ran;
+``--rows-per-part`` forces the transitions into parts of that many rows
 (``spill.KEYED_ROWS_PER_PART``) to time the path a big run takes on a smaller one. The steps
 nest (``Merged.put`` holds ``Merged._in_order``, which holds ``Coded.take``): the sums are
 not to be added up.
@@ -13,7 +14,9 @@ not to be added up.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -40,6 +43,11 @@ STEPS: list[tuple[Any, list[str]]] = [
 ]
 
 
+#: the steps running now (they nest), and each step's highest resident bytes sampled
+ACTIVE: list[str] = []
+PEAK: Counter = Counter()
+
+
 def timed(owner: Any, name: str, seconds: Counter, calls: Counter) -> None:
     """``owner.name`` replaced by a wrapper adding its wall time to ``seconds``."""
     label = f"{getattr(owner, '__name__', owner).split('.')[-1]}.{name}"
@@ -47,13 +55,26 @@ def timed(owner: Any, name: str, seconds: Counter, calls: Counter) -> None:
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
+        ACTIVE.append(label)
         try:
             return function(*args, **kwargs)
         finally:
+            ACTIVE.pop()
             seconds[label] += time.perf_counter() - start
             calls[label] += 1
 
     setattr(owner, name, wrapper)
+
+
+def sample_rss(stop: threading.Event) -> None:
+    """Every 20 ms: the resident bytes, counted against every step running."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/self/statm") as statm:
+        while not stop.wait(0.02):
+            statm.seek(0)
+            rss = int(statm.read().split()[1]) * page
+            for label in set(ACTIVE):
+                PEAK[label] = max(PEAK[label], rss)
 
 
 def run(argv: list[str]) -> int:
@@ -69,10 +90,18 @@ def run(argv: list[str]) -> int:
     for owner, names in STEPS:
         for name in names:
             timed(owner, name, seconds, calls)
-    code = main([args.run, "-o", args.out, "--no-reports", "--memory-limit", "none",
-                 "--force"])
+    stop = threading.Event()
+    sampler = threading.Thread(target=sample_rss, args=(stop,), daemon=True)
+    sampler.start()
+    try:
+        code = main([args.run, "-o", args.out, "--no-reports", "--memory-limit", "none",
+                     "--force"])
+    finally:
+        stop.set()
+        sampler.join()
+    print("  wall s calls peak GB  step")
     for label, total in seconds.most_common():
-        print(f"{total:9.2f} s {calls[label]:5d} {label}")
+        print(f"{total:8.2f} {calls[label]:5d} {PEAK[label] / 1e9:7.2f}  {label}")
     return code
 
 

@@ -21,6 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 #: a key's bucket: its text's hash modulo this; part ``p`` of ``n`` holds the buckets ``b``
@@ -71,9 +72,10 @@ def _written(frame: pl.DataFrame) -> Path:
 def coded(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.Expr]]:
     """``frame`` with its Categorical columns as their codes, and the expressions that make
     them the same Categorical columns again, in this process (its categories hold their texts;
-    the spill folder lives no longer). A Categorical column read back from Arrow, or cast from
-    its strings, is looked up text by text in the categories again: about twenty times as long
-    as taking its codes back."""
+    the spill folder lives no longer; the expressions hold the categories, which polars would
+    forget, numbering new texts from 0 again, once no Categorical column is alive). A
+    Categorical column read back from Arrow, or cast from its strings, is looked up text by
+    text in the categories again: about twenty times as long as taking its codes back."""
     names = [name for name, dtype in frame.schema.items() if dtype == pl.Categorical]
     return (frame.with_columns(pl.col(n).to_physical() for n in names),
             [pl.col(n).cat.to(pl.Categorical) for n in names])
@@ -104,10 +106,22 @@ def spilled_parts(frame: pl.DataFrame, parts: int, key: str = "key"
                   ) -> tuple[pl.LazyFrame, ...]:
     """``frame`` spilled as ``parts`` files by key (``in_part``), rows in their order: one
     scan each."""
-    split = frame.with_columns(_part=part_of(parts, key)).partition_by(
+    split = frame.with_columns(_part=_parts_of(frame.get_column(key), parts)).partition_by(
         "_part", maintain_order=True, include_key=False, as_dict=True)
     empty = frame.clear()
     return tuple(spilled(split.pop((p,), empty)) for p in range(parts))
+
+
+def _parts_of(keys: pl.Series, parts: int) -> pl.Series:
+    """Each row's part (``part_of``); of a Categorical column, computed once per distinct
+    key and given to each row by its code (its text hashed once, not in each of its rows)."""
+    if keys.dtype != pl.Categorical:
+        return keys.to_frame("key").select(part_of(parts)).to_series()
+    distinct = keys.unique().drop_nulls()
+    codes = distinct.to_physical().to_numpy()
+    part_of_code = np.zeros(int(codes.max(initial=0)) + 1, np.int32)
+    part_of_code[codes] = distinct.to_frame("key").select(part_of(parts)).to_series().to_numpy()
+    return pl.Series(part_of_code[keys.to_physical().fill_null(0).to_numpy()], dtype=pl.Int32)
 
 
 def spill_path(suffix: str) -> Path:

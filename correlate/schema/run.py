@@ -58,14 +58,16 @@ CLOSED_JSON, CLOSED_RESERVE_NAME = "closed.json", ".closed.json.reserve"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.frames.keys.key_str)", nullable=False)
+#: a transitions table's key: each key is in several of its rows, each row keeping a code of it
+_CODED_KEY = Column("key", "Categorical", _KEY.doc, nullable=False)
 
 SCHEDULER_TRANSITIONS = Table(
     "scheduler_transitions", "Every task transition seen by the scheduler.",
-    (_T, _KEY,
+    (_T, _CODED_KEY,
      Column("prefix", "String", "task prefix name"),
      Column("group", "String", "task group name"),
-     Column("start", "String", "state before", nullable=False),
-     Column("finish", "String", "state after", nullable=False),
+     Column("start", "Categorical", "state before", nullable=False),
+     Column("finish", "Categorical", "state after", nullable=False),
      Column("stimulus_id", "String", "Dask stimulus id"),
      Column("worker", "String", "worker address (processing->memory)"),
      Column("thread_id", "UInt64", "executing thread (processing->memory)"),
@@ -172,9 +174,9 @@ EXECUTIONS_RAW = Table(
 WORKER_TRANSITIONS = Table(
     "worker_transitions", "Every task transition seen by a worker, worker clock (Dask gives a "
     "worker plugin no stimulus id: run formats 1 and 2 wrote an always-null stimulus_id).",
-    (_T, _KEY,
-     Column("start", "String", "state before", nullable=False),
-     Column("finish", "String", "state after", nullable=False)),
+    (_T, _CODED_KEY,
+     Column("start", "Categorical", "state before", nullable=False),
+     Column("finish", "Categorical", "state after", nullable=False)),
     sort_by=("local_time_ns", "key"))
 
 TRANSFERS_RAW = Table(

@@ -26,7 +26,8 @@ def finished_per_worker(sched: pl.LazyFrame) -> pl.DataFrame:
     """(worker, key, n): executions the scheduler saw finish, per worker and key."""
     return (sched.filter((pl.col("start") == "processing") & pl.col("finish").is_in(FINISHED)
                          & pl.col("worker").is_not_null())
-            .group_by("worker", "key").agg(n=pl.len()).collect())
+            .group_by("worker", "key").agg(n=pl.len())
+            .with_columns(pl.col("key").cast(pl.String)).collect())
 
 
 #: the stimulus of Dask's scheduler when it takes back the tasks of a worker that left

@@ -26,7 +26,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.ipc  # noqa: F401 (pa.ipc)
 
-from correlate.schema import Table
+from correlate.schema import TABLES, Table
 from correlate.schema.run import (
     CARRIED,
     DETAILS,
@@ -379,13 +379,18 @@ def decode(frame: pl.DataFrame, table: str, lookup: Lookup) -> tuple[pl.DataFram
         return frame.with_columns(pl.col(c).cast(pl.String) for c in ids), 0
     position, everything = _positions(lookup), lookup.texts
     plain = [c for c in ids if c not in pairs]
+    coded = [c for c in plain if _declared(table, c) == pl.Categorical]
     out = frame.with_columns(**{f"_text_{c}": pl.lit(everything).gather(position(c))
-                                for c in plain})
+                                for c in plain if c not in coded})
+    if coded:
+        at = frame.select(**{c: position(c) for c in coded})
+        out = out.with_columns(**{f"_text_{c}": lookup.categorical(at[c]) for c in coded})
     textless = [pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null() for c in plain]
     if pairs:
         at = frame.select(**{c: position(c) for c in pairs})
-        for name in pairs:
-            first, second, none = _pair(at[name], everything)
+        for name, ab in pairs.items():
+            first, second, none = _pair(at[name], everything,
+                                        [_declared(table, c) for c in ab])
             out = out.with_columns(**{f"_a_{name}": first, f"_b_{name}": second})
             textless.append(pl.col(name).is_not_null() & pl.lit(none))
     lost = out.select(pl.any_horizontal(textless).sum()).item()
@@ -396,18 +401,29 @@ def decode(frame: pl.DataFrame, table: str, lookup: Lookup) -> tuple[pl.DataFram
     return out, int(lost or 0)
 
 
-def _pair(at: pl.Series, everything: pl.Series) -> tuple[pl.Series, pl.Series, pl.Series]:
-    """A pair's two texts, and whether it has no text, from its positions in ``everything``
-    (null: none): each distinct pair's text split once, not each row's (a few dozen pairs in
-    millions of rows)."""
+def _declared(table: str, column: str) -> pl.DataType:
+    """The type ``table`` declares ``column`` to be once decoded (text unless it says
+    otherwise: a column only run format 3 has, such as a carried one, is text)."""
+    declared = TABLES[table]
+    return declared.column(column).polars_dtype() if column in declared.names else pl.String()
+
+
+def _pair(at: pl.Series, everything: pl.Series, dtypes: list[pl.DataType]
+          ) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """A pair's two texts (as ``dtypes``), and whether it has no text, from its positions in
+    ``everything`` (null: none): each distinct pair's text split once, not each row's (a few
+    dozen pairs in millions of rows), and cast once: a Categorical column is gathered as its
+    codes, never as a text per row."""
     known = at.drop_nulls().unique().sort()
     texts = pl.concat([everything.gather(known), pl.Series([None], dtype=pl.String)])
     where = np.searchsorted(known.to_numpy(), at.fill_null(0).to_numpy())
     where[at.is_null().to_numpy()] = known.len()  # (the null text after the others)
     rows = pl.Series(where, dtype=pl.UInt32)
     parts = texts.str.split_exact(PAIR_SEP, 1).struct.unnest()
-    first, second = (pl.select(pl.when(p != PAIR_NULL).then(p)).to_series().gather(rows)
-                     for p in (parts["field_0"], parts["field_1"]))
+    first, second = (pl.select(pl.when(p != PAIR_NULL).then(p)).to_series().cast(dtype)
+                     .gather(rows)
+                     for p, dtype in zip((parts["field_0"], parts["field_1"]), dtypes,
+                                         strict=True))
     return first, second, texts.is_null().gather(rows)
 
 

@@ -24,6 +24,8 @@ import polars as pl
 CHUNK_BYTES = 128 << 20
 #: the seeds of the hash that tells texts apart, and of the one that checks it
 SEEDS = (7, 1_000_003)
+#: ``Lookup.codes`` of a text not yet cast
+_NO_CODE = np.iinfo(np.uint32).max
 
 
 class Lookup:
@@ -35,6 +37,29 @@ class Lookup:
         self.texts = texts.rechunk()  # (a gather from many chunks is several times slower)
         self.lengths = lengths
         self.at = at.rechunk()
+        #: each text's Categorical code, once asked for (``_NO_CODE``: not yet), and an empty
+        #: Categorical column that keeps the codes meaning those texts (``spill.anchor``)
+        self.codes: np.ndarray | None = None
+        self.anchor: pl.Series | None = None
+
+    def categorical(self, at: pl.Series) -> pl.Series:
+        """The texts at positions ``at`` (null: none) as a Categorical column: each distinct
+        text cast once (its code kept for the next call) and each row given its code, never a
+        text per row (a task's key is in each of its transitions)."""
+        if self.codes is None:
+            self.codes = np.full(self.texts.len(), _NO_CODE, np.uint32)
+        known = at.is_not_null()
+        where = at.fill_null(0).to_numpy()
+        used = np.zeros(len(self.codes), bool)  # (marks, not a sort of the rows)
+        used[where[known.to_numpy()]] = True
+        new = np.flatnonzero(used & (self.codes == _NO_CODE))
+        if len(new):
+            cast = self.texts.gather(pl.Series(new)).cast(pl.Categorical)
+            self.anchor = cast.clear()
+            self.codes[new] = cast.to_physical().fill_null(_NO_CODE).to_numpy()
+        codes = pl.Series(at.name, self.codes[where], pl.UInt32)
+        codes = pl.select(pl.when(known & (codes != _NO_CODE)).then(codes)).to_series()
+        return pl.select(pl.lit(codes).cat.to(pl.Categorical)).to_series().alias(at.name)
 
 
 def lookup(read: Callable[[], Iterable[pl.DataFrame]], processes: int) -> Lookup:

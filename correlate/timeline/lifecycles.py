@@ -221,7 +221,7 @@ def _graph(frames: RunFrames) -> pl.DataFrame:
 
 
 def _names(frames: RunFrames) -> pl.DataFrame:
-    named = [df.select("key", "prefix", "group")
+    named = [df.select(pl.col("key").cast(pl.String), "prefix", "group")
              for df in (frames.executions, frames.table("transitions"))
              if {"prefix", "group"} <= set(df.columns) and df.height]
     if not named:
@@ -272,7 +272,8 @@ def lifecycles(frames: RunFrames) -> Iterator[dict[str, Any]]:
 
 def all_keys(frames: RunFrames) -> pl.Series:
     """Every task key any table mentions, sorted."""
-    return pl.concat([frames.table("transitions", ["key"]), frames.executions.select("key"),
+    return pl.concat([frames.table("transitions", [pl.col("key").cast(pl.String)]),
+                      frames.executions.select("key"),
                       frames.startstops.select("key"), frames.transfer_keys.select("key"),
                       frames.dependencies.select("key"),
                       frames.dependencies.select(key="depends_on")]).unique().sort("key")["key"]

@@ -88,7 +88,7 @@ def test_scheduler_side_graph_and_cluster_events(recorded):
     workers = {json.loads(f.read_text())["address"] for f in run.glob("procs/worker-*/proc.json")}
     assert set(done["worker"]) <= workers and done["worker"].null_count() == 0
     assert (done["nbytes"] > 0).all()
-    assert (done["prefix"] == done["key"].str.extract(r"^([a-z]+)-")).all()
+    assert (done["prefix"] == done["key"].cast(pl.String).str.extract(r"^([a-z]+)-")).all()
     queued = tr.filter((pl.col("start") == "released") & (pl.col("finish") == "waiting"))
     assert queued.height >= len(truth) and queued["stimulus_id"].null_count() == 0
     assert queued.select("worker", "thread_id", "nbytes").null_count().row(0) == (

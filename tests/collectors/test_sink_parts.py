@@ -29,6 +29,7 @@ CASES = {
     "String": ["('x-1', 0, 0)", None, "é ünïcode ✓ 日本", "a" * 1000, 'say "hi", then\nbye\r\n',
                "", " lead and trail ", "NA", "null", None],
     "Enum:read,write": ["read", None, "write"],
+    "Categorical": ["memory", None, "processing", "memory", "é ünïcode ✓", ""],
 }
 
 
@@ -98,7 +99,7 @@ def test_every_raw_table_column_type_round_trips():
     """The cases above cover every type the raw tables declare."""
     kinds = {"Enum" if c.dtype.startswith("Enum:") else c.dtype
              for t in schema.RUN_TABLES for c in t.columns}
-    assert kinds <= {"Int64", "UInt64", "Float64", "String", "Enum"}, kinds
+    assert kinds <= {"Int64", "UInt64", "Float64", "String", "Enum", "Categorical"}, kinds
 
 
 def test_a_part_holds_the_declared_arrow_types():
