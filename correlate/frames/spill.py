@@ -58,8 +58,13 @@ def parts_for(rows: int, rows_per_part: int) -> int:
 def spilled(frame: pl.DataFrame) -> pl.LazyFrame:
     """``frame`` written to an Arrow file in the spill folder and scanned from there;
     LZ4-compressed, so that it is read into memory rather than memory-mapped (a mapped file's
-    pages count in the process's memory as they are read, and stay while the scan is used)."""
-    return pl.scan_ipc(_written(frame))
+    pages count in the process's memory as they are read, and stay while the scan is used).
+    Its Categorical columns are written as their codes and scanned back as the same columns
+    (``coded``: the scan is this process's; a column written as Arrow's dictionary is slower
+    to write and is looked up text by text again when read)."""
+    codes, back = coded(frame)
+    scan = pl.scan_ipc(_written(codes))
+    return scan.with_columns(back) if back else scan
 
 
 def _written(frame: pl.DataFrame) -> Path:

@@ -50,3 +50,22 @@ def test_the_lookup_gives_each_text_its_code_across_calls():
         assert again.cast(pl.String).to_list() == ["k-1", "k-2", "k-0"], again
         print("ok")
         """)
+
+
+def test_a_spilled_scan_reads_back_its_texts():
+    _run("""
+        import gc
+        import polars as pl
+        from correlate.frames import spill
+
+        df = pl.DataFrame({"key": ["b-1", "a-2", "b-1", None], "n": [1, 2, 3, 4]})
+        want = df.clone()
+        scans = spill.spilled_parts(df.with_columns(pl.col("key").cast(pl.Categorical)), 2)
+        gc.collect()
+        others = pl.Series(["zz", "yy", "xx"]).cast(pl.Categorical)  # (codes 0, 1, 2 if new)
+        got = pl.concat(scans).collect()
+        assert got.schema["key"] == pl.Categorical
+        got = got.with_columns(pl.col("key").cast(pl.String))
+        assert sorted(got.rows(), key=str) == sorted(want.rows(), key=str), got
+        print("ok")
+        """)
