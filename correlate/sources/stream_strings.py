@@ -38,7 +38,8 @@ class Lookup:
         self.lengths = lengths
         self.at = at.rechunk()
         #: each text's Categorical code, once asked for (``_NO_CODE``: not yet), and an empty
-        #: Categorical column that keeps the codes meaning those texts (``spill.anchor``)
+        #: Categorical column that keeps the codes meaning those texts (polars forgets every
+        #: category once no Categorical column is alive, and numbers new texts from 0 again)
         self.codes: np.ndarray | None = None
         self.anchor: pl.Series | None = None
 
