@@ -49,7 +49,9 @@ CHUNK = 256 * 1024
 BANDWIDTH = 8 * 1024 * 1024  # bytes/s of the throttled input storage
 BURN_S = 0.03
 CRUNCH_S = 0.03
-NAP_S = 0.05
+# a sleep wakes a few ms late on a busy host: long enough that this lateness stays below
+# compare's material change (at 0.05 s one CI run named it before the planted change)
+NAP_S = 0.2
 EXTRA_NAP_S = 0.1
 HOLD_BYTES = 1024 * 1024  # ``spill``: 24×
 STORE_BYTES = 256 * 1024
