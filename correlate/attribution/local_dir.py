@@ -80,7 +80,10 @@ def barrier_owners(executions: pl.DataFrame) -> pl.DataFrame:
     """shuffle_id → execution_id of its barrier task (``shuffle-barrier-<id>``), the owner the
     shuffle's shard writes are given to; the last one when the barrier ran more than once (a
     restarted shuffle: its writes are all given to the run that finished)."""
-    return (executions.filter(pl.col("key").str.starts_with(BARRIER_PREFIX))
+    keys = executions.get_column("key")  # (the engine's: Categorical, tests' texts too)
+    barrier = (keys.cat.starts_with(BARRIER_PREFIX) if keys.dtype == pl.Categorical
+               else keys.str.starts_with(BARRIER_PREFIX))
+    return (executions.filter(barrier).with_columns(pl.col("key").cast(pl.String))
             .sort("local_start_ns", "execution_id", nulls_last=True)
             .group_by(shuffle_id=pl.col("key").str.slice(len(BARRIER_PREFIX)))
             .agg(owner=pl.col("execution_id").last()))

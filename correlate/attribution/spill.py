@@ -118,7 +118,9 @@ def per_execution(ex: pl.DataFrame, spill: pl.DataFrame, counted: bool) -> pl.Da
         return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
                                            in keyed.drop("key").schema.items()))
     last = ex.group_by("key").agg(pl.col("execution_id").max())
-    figures = last.join(keyed, on="key", how="left").drop("key")
+    # (the spilled keys, read off file names, as text: coded like the engine's to join them)
+    figures = last.join(keyed.with_columns(pl.col("key").cast(last.schema["key"])), on="key",
+                        how="left").drop("key")
     if not counted:
         return figures
     return figures.with_columns(pl.exclude("execution_id").fill_null(0))

@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from correlate.frames.scalars import integer, rounded
+from correlate.frames.texts import per_text
 
 #: what released a link: the first link of the chain, the dependency that ended last, the
 #: execution before it on its thread, (a task the scheduler queued) the execution that ended
@@ -53,25 +54,29 @@ def timed(tasks: pl.DataFrame) -> pl.DataFrame:
     return tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
 
 
-def _hashed(col: str) -> pl.Expr:
-    """A key or a process as a 64-bit hash: joins, sorts and groups on it are several times
+def _hashed(df: pl.DataFrame, col: str) -> pl.Series:
+    """A key as a 64-bit hash of its text: joins, sorts and groups on it are several times
     faster than on the strings (two of a run's million keys share a hash with a chance of
-    about 1 in 10^7)."""
-    return pl.col(col).hash(seed=0)
+    about 1 in 10^7); the tasks table's keys are text, the engine's Categorical (each
+    distinct key hashed once: ``per_text``)."""
+    return per_text(df.get_column(col), lambda texts: texts.hash(seed=0))
 
 
-def _inputs(ex: pl.DataFrame, dependencies: pl.DataFrame) -> pl.DataFrame:
+def _inputs(ex: pl.DataFrame, k: pl.Series, dependencies: pl.DataFrame) -> pl.DataFrame:
     """execution_id → the execution of its dependency that ended last (input_id, input_stop):
-    of each dependency key, its executions that produced a result (the last to end wins)."""
-    made = ex.filter(pl.col("status").is_null() | pl.col("status").is_in(_PRODUCED)).select(
-        d=_hashed("key"), input_id="execution_id", input_stop="stop_ns")
+    of each dependency key, its executions that produced a result (the last to end wins).
+    ``k``: each execution's key, ``_hashed``."""
+    made = ex.select(pl.col("status"), d=k, input_id="execution_id", input_stop="stop_ns"
+                     ).filter(pl.col("status").is_null() | pl.col("status").is_in(_PRODUCED)
+                              ).drop("status")
     # (one row per edge and execution of its dependency: a repeated edge or a key that ran
     # twice only adds rows that the maximum passes over)
-    per_key = (dependencies.select(k=_hashed("key"), d=_hashed("depends_on"))
+    per_key = (dependencies.select(k=_hashed(dependencies, "key"),
+                                   d=_hashed(dependencies, "depends_on"))
                .join(made, on="d").group_by("k")
                .agg(pl.col("input_id").get(pl.col("input_stop").arg_max()),
                     pl.col("input_stop").max()))
-    return ex.select("execution_id", k=_hashed("key")).join(per_key, on="k").drop("k")
+    return ex.select("execution_id", k=k).join(per_key, on="k").drop("k")
 
 
 def _thread_before(ex: pl.DataFrame) -> pl.DataFrame:
@@ -111,16 +116,17 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     ``assigned_ns``; null: not recorded)."""
     ex = timed(tasks)
     # (one row per key: waits.scheduler_waits groups by key)
-    times = assigned.select(k=_hashed("key"), submitted_ns="submitted_ns",
+    times = assigned.select(k=_hashed(assigned, "key"), submitted_ns="submitted_ns",
                             assigned_ns="assigned_ns")
     # (the whole of its wait on the worker: a memory pause of the worker is part of it)
     on_worker = pl.col("wait_thread_s")
     for part in ("wait_paused_s", "wait_free_thread_s"):
         if part in ex.columns:  # (null stays null: not recorded)
             on_worker = on_worker + pl.col(part).fill_null(0.0)
+    k = _hashed(ex, "key")
     g = (ex.select("execution_id", "start_ns", "stop_ns", "wait_queued_s",
-                   on_worker.alias("wait_thread_s"), k=_hashed("key"))
-         .join(_inputs(ex, dependencies), on="execution_id", how="left")
+                   on_worker.alias("wait_thread_s"), k=k)
+         .join(_inputs(ex, k, dependencies), on="execution_id", how="left")
          .join(_thread_before(ex), on="execution_id", how="left")
          .join(times, on="k", how="left").drop("k"))
     # a task submitted late: what its client had likely waited for (a graph submitted after an

@@ -22,7 +22,7 @@ def key_splits(keys: pl.Series) -> pl.Series:
     """``key_split`` of each key of ``keys`` (null for a null key), in the same order."""
     from dask.utils import key_split  # imports dask: only runs without names need it
 
-    stems = keys.str.replace(_AFTER_STEM, "-0")
+    stems = keys.cast(pl.String).str.replace(_AFTER_STEM, "-0")  # (the engine's: Categorical)
     distinct = stems.drop_nulls().unique()
     return stems.replace_strict(distinct, [key_split(s) for s in distinct.to_list()],
                                 default=None, return_dtype=pl.String).alias("split")
@@ -36,7 +36,7 @@ def key_split_groups(keys: pl.Series, prefixes: pl.Series | None = None) -> pl.S
     caller has them: ``key_splits(keys)``)."""
     key = pl.col("key")
     rest = key_splits(keys) if prefixes is None else prefixes
-    return pl.DataFrame({"key": keys, "rest": rest}).select(
+    return pl.DataFrame({"key": keys.cast(pl.String), "rest": rest}).select(
         pl.when(key.str.starts_with("("))
         .then(key.str.splitn(",", 2).struct.field("field_0").str.strip_chars("()\"'"))
         .when(key.str.contains(r"^[a-f0-9]{32}$"))

@@ -21,8 +21,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import polars as pl
+
+from correlate.frames.texts import per_text
 
 #: a key's bucket: its text's hash modulo this; part ``p`` of ``n`` holds the buckets ``b``
 #: with ``b % n == p`` (so a stage reads a keyed table in at most this many parts)
@@ -111,22 +112,15 @@ def spilled_parts(frame: pl.DataFrame, parts: int, key: str = "key"
                   ) -> tuple[pl.LazyFrame, ...]:
     """``frame`` spilled as ``parts`` files by key (``in_part``), rows in their order: one
     scan each."""
-    split = frame.with_columns(_part=_parts_of(frame.get_column(key), parts)).partition_by(
+    split = frame.with_columns(_part=parts_of(frame.get_column(key), parts)).partition_by(
         "_part", maintain_order=True, include_key=False, as_dict=True)
     empty = frame.clear()
     return tuple(spilled(split.pop((p,), empty)) for p in range(parts))
 
 
-def _parts_of(keys: pl.Series, parts: int) -> pl.Series:
-    """Each row's part (``part_of``); of a Categorical column, computed once per distinct
-    key and given to each row by its code (its text hashed once, not in each of its rows)."""
-    if keys.dtype != pl.Categorical:
-        return keys.to_frame("key").select(part_of(parts)).to_series()
-    distinct = keys.unique().drop_nulls()
-    codes = distinct.to_physical().to_numpy()
-    part_of_code = np.zeros(int(codes.max(initial=0)) + 1, np.int32)
-    part_of_code[codes] = distinct.to_frame("key").select(part_of(parts)).to_series().to_numpy()
-    return pl.Series(part_of_code[keys.to_physical().fill_null(0).to_numpy()], dtype=pl.Int32)
+def parts_of(keys: pl.Series, parts: int) -> pl.Series:
+    """Each row's part (``part_of``), each distinct key's computed once (``per_text``)."""
+    return per_text(keys, lambda texts: texts.to_frame("key").select(part_of(parts)).to_series())
 
 
 def spill_path(suffix: str) -> Path:

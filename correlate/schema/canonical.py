@@ -42,7 +42,8 @@ EXECUTIONS = Table(
     "executions",
     "One row per task execution attempt (a task that ran twice has two rows).",
     (
-        Column("key", "String", "Dask key, rendered by correlate.frames.keys.key_str", nullable=False),
+        Column("key", "Categorical", "Dask key, rendered by correlate.frames.keys.key_str",
+               nullable=False),
         Column("prefix", "String", "task prefix (key name without token)"),
         Column("group", "String", "task group name"),
         Column("worker", "String", "worker address"),
@@ -83,7 +84,7 @@ STARTSTOPS = Table(
     "startstops",
     "Every startstops entry Dask reported for a task (compute, transfer, disk-read, disk-write…).",
     (
-        Column("key", "String", "Dask key", nullable=False),
+        Column("key", "Categorical", "Dask key", nullable=False),
         Column("worker", "String", "worker that reported it"),
         Column("action", "String", "compute, transfer, disk-read, disk-write, deserialize",
                nullable=False),
@@ -121,7 +122,7 @@ TRANSFER_KEYS = Table(
     "Which keys each transfer carried.",
     (
         Column("transfer_id", "Int64", "→ transfers.transfer_id", nullable=False),
-        Column("key", "String", "Dask key", nullable=False),
+        Column("key", "Categorical", "Dask key", nullable=False),
         Column("nbytes", "Int64", "size of that key"),
     ),
     sort_by=("transfer_id", "key"),
@@ -131,8 +132,8 @@ DEPENDENCIES = Table(
     "dependencies",
     "Task graph edges: key depends on depends_on.",
     (
-        Column("key", "String", "dependent task", nullable=False),
-        Column("depends_on", "String", "dependency", nullable=False),
+        Column("key", "Categorical", "dependent task", nullable=False),
+        Column("depends_on", "Categorical", "dependency", nullable=False),
         Column("client", "String", "submitting client"),
         Column("local_time_ns", "Int64", "submit time, scheduler clock"),
     ),
@@ -244,7 +245,7 @@ TASK_LABELS = Table(
     "task_labels",
     "Each task's Dask span and annotations (one row per key).",
     (
-        Column("key", "String", "Dask key", nullable=False),
+        Column("key", "Categorical", "Dask key", nullable=False),
         Column("span_id", "String", "Dask span id"),
         Column("annotations", "String", "other annotations, JSON with sorted keys"),
     ),

@@ -58,7 +58,8 @@ CLOSED_JSON, CLOSED_RESERVE_NAME = "closed.json", ".closed.json.reserve"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.frames.keys.key_str)", nullable=False)
-#: a transitions table's key: each key is in several of its rows, each row keeping a code of it
+#: the key of the tables the engine joins by key (transitions, executions, startstops): each
+#: key is in several of their rows, each row keeping a code of it
 _CODED_KEY = Column("key", "Categorical", _KEY.doc, nullable=False)
 
 SCHEDULER_TRANSITIONS = Table(
@@ -76,7 +77,7 @@ SCHEDULER_TRANSITIONS = Table(
 
 TASK_STARTSTOPS = Table(
     "task_startstops", "One row per startstops entry Dask reported with a transition.",
-    (_T, _KEY,
+    (_T, _CODED_KEY,
      Column("worker", "String", "reporting worker"),
      Column("thread_id", "UInt64", "executing thread"),
      Column("action", "String", "compute, transfer, disk-read, disk-write, …", nullable=False),
@@ -87,15 +88,15 @@ TASK_STARTSTOPS = Table(
 
 TASK_DEPENDENCIES = Table(
     "task_dependencies", "Graph edges from update_graph (key depends on depends_on).",
-    (_T, _KEY,
-     Column("depends_on", "String", "dependency key"),
+    (_T, _CODED_KEY,
+     Column("depends_on", "Categorical", "dependency key"),
      Column("client", "String", "submitting client")),
     sort_by=("local_time_ns", "key", "depends_on"))
 
 TASK_ANNOTATIONS = Table(
     "task_annotations", "Each task's span and annotations, read once per submitted graph "
     "(update_graph).",
-    (_T, _KEY,
+    (_T, _CODED_KEY,
      Column("span_id", "String", "Dask span id (the last of annotations['span']['ids'])"),
      Column("annotations", "String", "the task's other annotations (priority, retries, "
             "resources, the user's own), JSON with sorted keys; null: none")),
@@ -161,7 +162,7 @@ SENDER_NOTES = Table(
 EXECUTIONS_RAW = Table(
     "task_executions", "One row per task execution, timed on the executing thread itself.",
     (Column("execution_seq", "Int64", "per process; also the profile tag", nullable=False),
-     _KEY,
+     _CODED_KEY,
      Column("thread_id", "UInt64", "threading.get_ident() == pthread_self()", nullable=False),
      Column("native_thread_id", "Int64", "threading.get_native_id() (Linux tid)"),
      Column("local_start_ns", "Int64", "time.time_ns() before the task function",
@@ -198,7 +199,7 @@ TRANSFERS_RAW = Table(
 
 TRANSFER_KEYS_RAW = Table(
     "worker_transfer_keys", "Keys carried by each transfer.",
-    (Column("transfer_seq", "Int64", "→ worker_transfers", nullable=False), _KEY,
+    (Column("transfer_seq", "Int64", "→ worker_transfers", nullable=False), _CODED_KEY,
      Column("nbytes", "Int64", "size of the key")),
     sort_by=("transfer_seq", "key"))
 

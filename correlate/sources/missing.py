@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from correlate.frames.scalars import integer
-from correlate.frames.spill import in_part, parts_for
+from correlate.frames.spill import parts_for, parts_of
 
 #: scheduler transitions that end an execution on a worker
 FINISHED = ("memory", "erred")
@@ -26,8 +26,7 @@ def finished_per_worker(sched: pl.LazyFrame) -> pl.DataFrame:
     """(worker, key, n): executions the scheduler saw finish, per worker and key."""
     return (sched.filter((pl.col("start") == "processing") & pl.col("finish").is_in(FINISHED)
                          & pl.col("worker").is_not_null())
-            .group_by("worker", "key").agg(n=pl.len())
-            .with_columns(pl.col("key").cast(pl.String)).collect())
+            .group_by("worker", "key").agg(n=pl.len()).collect())
 
 
 #: the stimulus of Dask's scheduler when it takes back the tasks of a worker that left
@@ -47,23 +46,27 @@ def interrupted(sched: pl.LazyFrame) -> int:
 
 def recorded_per_worker(executions: pl.DataFrame) -> pl.DataFrame:
     if executions.is_empty() or "worker" not in executions.columns:
-        return pl.DataFrame(schema={"worker": pl.String, "key": pl.String, "got": pl.UInt32})
+        return pl.DataFrame(schema={"worker": pl.String, "key": executions.schema.get(
+            "key", pl.Categorical), "got": pl.UInt32})
     return executions.group_by("worker", "key").agg(got=pl.len())
 
 
 def missing_per_worker(finished: pl.DataFrame, executions: pl.DataFrame) -> dict[str, int]:
     """worker -> executions the scheduler saw finish there (``finished_per_worker``) without a
-    row. Counted a part of the keys at a time (``spill.in_part``): a run's executions grouped
+    row. Counted a part of the keys at a time (``spill.parts_of``): a run's executions grouped
     by worker and key whole would hold as many groups as tasks, twice."""
     if finished.is_empty():
         return {}
     parts = parts_for(max(finished.height, executions.height), ROWS_PER_PART)
+    if parts > 1:  # each row's part, found once (a key without text: the first part's)
+        ex_part, finished_part = (
+            pl.select(pl.when(df.get_column("key").is_null()).then(0)
+                      .otherwise(parts_of(df.get_column("key"), parts))).to_series()
+            for df in (executions, finished))
     gaps: dict[str, int] = {}
     for p in range(parts):
-        # (a key without text: the first part's)
-        part = in_part(p, parts) | (pl.col("key").is_null() & (p == 0))
-        r = recorded_per_worker(executions.filter(part) if parts > 1 else executions)
-        gap = ((finished.filter(part) if parts > 1 else finished)
+        r = recorded_per_worker(executions.filter(ex_part == p) if parts > 1 else executions)
+        gap = ((finished.filter(finished_part == p) if parts > 1 else finished)
                .join(r, on=["worker", "key"], how="left")
                .with_columns(gap=(pl.col("n").cast(pl.Int64)
                                   - pl.col("got").fill_null(0).cast(pl.Int64)).clip(0))

@@ -1191,11 +1191,9 @@ def _spans(t: dict[str, Any]) -> dict[str, pl.DataFrame]:
 
 
 def _names(transitions: pl.LazyFrame) -> pl.DataFrame:
-    """Each key's first prefix and group in ``transitions`` (the key as text, as in the other
-    tables)."""
+    """Each key's first prefix and group in ``transitions``."""
     return (transitions.select("key", "prefix", "group")
-            .unique("key", keep="first", maintain_order=True)
-            .with_columns(pl.col("key").cast(pl.String)).collect())
+            .unique("key", keep="first", maintain_order=True).collect())
 
 
 def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame, released: pl.DataFrame
@@ -1211,7 +1209,7 @@ def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame, released: pl.Data
     if unnamed.is_empty():
         return out
     later = (named.filter(pl.col("start") != "released")
-             .select(pl.col("key").cast(pl.String), "prefix", "group").collect())
+             .select("key", "prefix", "group").collect())
     if later.is_empty():
         return out
     rest = _names(later.lazy().join(unnamed.lazy(), on="key", how="semi"))

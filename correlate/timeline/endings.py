@@ -33,7 +33,7 @@ def with_endings(executions: pl.DataFrame, transitions: pl.DataFrame) -> pl.Data
                .filter((pl.col("side") == "worker")
                        & pl.col("start").cast(pl.String).is_in(_RUNNING)
                        & pl.col("finish").cast(pl.String).is_in(list(_STATUS_OF)))
-               .select(pl.col("host").cast(pl.String), "pid", pl.col("key").cast(pl.String),
+               .select(pl.col("host").cast(pl.String), "pid", "key",
                        t=pl.col("local_time_ns"), left_for=pl.col("finish").cast(pl.String))
                .collect())
     if leaving.is_empty() or executions.is_empty():
@@ -42,7 +42,7 @@ def with_endings(executions: pl.DataFrame, transitions: pl.DataFrame) -> pl.Data
            .filter((pl.col("side") == "worker")
                    & pl.col("start").cast(pl.String).is_in(_RUNNING)
                    & (pl.col("finish").cast(pl.String) != "long-running"))
-           .select(pl.col("host").cast(pl.String), "pid", pl.col("key").cast(pl.String),
+           .select(pl.col("host").cast(pl.String), "pid", "key",
                    t=pl.col("local_time_ns"), first_left_for=pl.col("finish").cast(pl.String))
            .filter(pl.col("key").is_in(leaving.get_column("key").unique().implode()))
            .collect().sort("t"))

@@ -234,7 +234,9 @@ def lifecycle_lines(frames: RunFrames, clocks: pl.DataFrame | None = None) -> pl
     """key, line: one JSON object per key (every key seen in any table, graph-only keys
     included), sorted by key. ``clocks``: ``run_clocks`` of the whole run (default: of
     ``frames``)."""
-    events = _events(frames, run_clocks(frames) if clocks is None else clocks)
+    clocks = run_clocks(frames) if clocks is None else clocks
+    frames = _as_text(frames)
+    events = _events(frames, clocks)
     # each key's events in time order (ties in source order): sorting within each key is
     # cheaper than sorting all events by their string key first
     in_time_order = pl.col("event").sort_by("run_time_ns", "kind", nulls_last=True,
@@ -264,6 +266,18 @@ def lifecycle_lines(frames: RunFrames, clocks: pl.DataFrame | None = None) -> pl
     return t.select("key", line=line)
 
 
+def _as_text(frames: RunFrames) -> RunFrames:
+    """``frames`` with the keys of the tables read here as text (the engine's are Categorical:
+    a task's JSON line and the key ranges are text)."""
+    def text(df: pl.DataFrame, *cols: str) -> pl.DataFrame:
+        return df.with_columns(pl.col(c).cast(pl.String) for c in cols)
+
+    return replace(frames, executions=text(frames.executions, "key"),
+                   startstops=text(frames.startstops, "key"),
+                   transfer_keys=text(frames.transfer_keys, "key"),
+                   dependencies=text(frames.dependencies, "key", "depends_on"))
+
+
 def lifecycles(frames: RunFrames) -> Iterator[dict[str, Any]]:
     """One dict per key, sorted by key (see ``lifecycle_lines``)."""
     for line in lifecycle_lines(frames)["line"]:
@@ -272,11 +286,12 @@ def lifecycles(frames: RunFrames) -> Iterator[dict[str, Any]]:
 
 def all_keys(frames: RunFrames) -> pl.Series:
     """Every task key any table mentions, sorted."""
-    return pl.concat([frames.table("transitions", [pl.col("key").cast(pl.String)]),
-                      frames.executions.select("key"),
-                      frames.startstops.select("key"), frames.transfer_keys.select("key"),
-                      frames.dependencies.select("key"),
-                      frames.dependencies.select(key="depends_on")]).unique().sort("key")["key"]
+    text = pl.col("key").cast(pl.String)  # (the engine's keys are Categorical)
+    return pl.concat([frames.table("transitions", [text]), frames.executions.select(text),
+                      frames.startstops.select(text), frames.transfer_keys.select(text),
+                      frames.dependencies.select(text),
+                      frames.dependencies.select(pl.col("depends_on").cast(pl.String).alias(
+                          "key"))]).unique().sort("key")["key"]
 
 
 def _key_ranges(keys: pl.Series, keys_per_chunk: int) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ import polars as pl
 from correlate import outcome
 from correlate.console import Progress
 from correlate.frames import spill
-from correlate.frames.spill import in_part, parts_for
+from correlate.frames.spill import parts_for
 from correlate.outcome import Seen
 from correlate.sinks import Merged, TableSink, cuts, put_in_parts
 from correlate.sources.frames import RunFrames
@@ -67,13 +67,14 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     # each part as the second pass reads it: one part is read once and kept; more are spilled
     # as read, their Categorical columns as codes (read back without looking each text up)
     again: list[pl.DataFrame | spill.Coded] = []
+    ex_part = spill.parts_of(ex.get_column("key"), parts) if parts > 1 else None
     for p, part in enumerate(frames.transition_parts(parts)):
         transitions = _read(frames, part)
         again.append(transitions if parts == 1 else spill.spilled_coded(transitions))
         if parts > 1:  # (to cut events into ranges)
             rows += transitions.height
             times.append(transitions.get_column("local_time_ns").gather_every(TIME_SAMPLE))
-        ended.append(endings.with_endings(ex if parts == 1 else ex.filter(in_part(p, parts)),
+        ended.append(endings.with_endings(ex if parts == 1 else ex.filter(ex_part == p),
                                           transitions))
         bounds.append(message_bounds(transitions))
         released.append(lost.results_lost(transitions))  # keys whose result died with a worker
@@ -151,7 +152,9 @@ def _with_external_waits(key_waits: pl.DataFrame, external: pl.DataFrame, frames
                                                                        external))
     ext = arrivals.external_waits(arrivals.arrival_times(arrived), frames.dependencies,
                                   key_waits)
-    return key_waits.join(ext, on="key", how="left"), arrived
+    # (the few keys with external inputs, as text: coded like the engine's keys to join them)
+    return key_waits.join(ext.with_columns(pl.col("key").cast(pl.Categorical)), on="key",
+                          how="left"), arrived
 
 
 def _events_table(transitions: pl.DataFrame, worker_clocks: pl.DataFrame) -> pl.DataFrame:

@@ -37,7 +37,7 @@ def scheduler_waits(transitions: pl.DataFrame) -> pl.DataFrame:
         .group_by("key").agg(pl.col(times).min()).collect())
     s = 1e-9
     return firsts.select(
-        pl.col("key").cast(pl.String),  # (Categorical in the engine)
+        "key",
         wait_dependencies_s=(pl.coalesce("t_queued", "t_proc") - pl.col("t_wait")) * s,
         wait_queued_s=(pl.col("t_proc") - pl.col("t_queued")) * s,
         wait_thread_s=(pl.col("t_exec") - pl.col("t_ready")) * s,
@@ -71,7 +71,7 @@ def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Seri
     whatever its free threads, so that part of the wait is memory's, not the threads'.
     ``pauses``: ``worker_pauses`` (run timeline); ``shift``: per row of ``transitions``, what
     turns its process's clock into the run timeline (``align.worker_shift``)."""
-    empty = pl.DataFrame(schema={"key": pl.String, "wait_paused_s": pl.Float64})
+    empty = pl.DataFrame(schema={"key": pl.Categorical, "wait_paused_s": pl.Float64})
     if pauses.is_empty():  # (the usual case)
         return empty
     firsts = ready_to_executing(transitions, pl.col("local_time_ns") + shift,
@@ -84,7 +84,7 @@ def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Seri
                                    - pl.max_horizontal("t_ready", "start_ns")).clip(0))
             .group_by("key").agg(wait_paused_s=pl.col("overlap").sum() * 1e-9)
             .filter(pl.col("wait_paused_s") > 0)
-            .select(pl.col("key").cast(pl.String), "wait_paused_s"))
+            .select("key", "wait_paused_s"))
 
 
 def thread_use(executions: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame | None:
@@ -133,7 +133,7 @@ def free_thread_waits(waiting: pl.DataFrame, use: pl.DataFrame | None) -> pl.Dat
     worker's ``time_ns``, so no alignment is needed. A lower bound: an ``async def``
     execution counts as a running thread. Workers whose thread count was not recorded
     (``nthreads``) have none (unknown, not zero)."""
-    empty = pl.DataFrame(schema={"key": pl.String, "wait_free_thread_s": pl.Float64})
+    empty = pl.DataFrame(schema={"key": pl.Categorical, "wait_free_thread_s": pl.Float64})
     if use is None:
         return empty
     firsts = use.group_by("worker").agg(pl.col("first").first())
@@ -151,7 +151,7 @@ def free_thread_waits(waiting: pl.DataFrame, use: pl.DataFrame | None) -> pl.Dat
             .otherwise(pl.col("before") + (pl.col("t_q") - pl.col("t")) * pl.col("free")))
 
     return (idle_until("t_exec").join(idle_until("t_ready"), on="key", suffix="_ready")
-            .select(pl.col("key").cast(pl.String),
+            .select("key",
                     wait_free_thread_s=((pl.col("idle") - pl.col("idle_ready")) * 1e-9)
                     .clip(lower_bound=0.0))
             .filter(pl.col("wait_free_thread_s").is_not_null()))

@@ -111,7 +111,8 @@ def test_profiles_split_per_task_execution(recorded):
     assert mine["ttot_s"].sum() > 0.1  # burn-3 burns 0.35 s in that function
     # every burn-i execution has its own stats: nearly all of its wall time is in the burner
     # (wall, not CPU: 8 threads share 2 cores here), and a call count
-    ex = parts(run, "task_executions").filter(pl.col("key").str.starts_with("burn-"))
+    ex = parts(run, "task_executions").filter(pl.col("key").cast(pl.String).str.starts_with(
+        "burn-"))
     per = (stats.join(ex.select("proc", "execution_seq", "key", wall_s=(
         pl.col("local_stop_ns") - pl.col("local_start_ns")) / 1e9), on=["proc", "execution_seq"])
            .group_by("key").agg(pl.col("ttot_s").sum(), pl.col("ncall").sum(),

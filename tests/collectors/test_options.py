@@ -11,6 +11,7 @@ import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
+import polars as pl
 import pytest
 
 import collectors
@@ -150,4 +151,4 @@ def test_executions_not_timed_counts_executions_run_outside_the_thread_pool(clie
     assert sum(c["executions_not_timed"] for c in closed) == 7
     assert all(c["hook_errors"] == {} for c in closed)
     timed = read_raw(run, "task_executions", "worker-*")
-    assert timed.height == 40 and timed["key"].str.contains("neg").all()
+    assert timed.height == 40 and timed["key"].cast(pl.String).str.contains("neg").all()

@@ -149,7 +149,8 @@ def spilled_counters(io_job):
         during = mine.row(mine.height // 2, named=True)  # the files move inside its window
         t0, t1 = during["local_start_ns"] / 1e9, during["local_stop_ns"] / 1e9
         for prefix, size in SPILLED.items():
-            key = mine.filter(pl.col("key").str.starts_with(prefix + "-"))["key"][0]
+            key = mine.filter(pl.col("key").cast(pl.String).str.starts_with(prefix + "-")
+                              )["key"][0]
             path = f"{directory}/storage/{quote(key, safe='')}#{n}"
             spills.append({"key": key, "pid": pid, "size": size, "path": path})
             third = (t1 - t0) / 3

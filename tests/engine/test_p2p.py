@@ -110,7 +110,7 @@ def test_every_shard_read_goes_to_the_unpack_task_that_read_it(shuffled):
     got = seg.join(tasks, on="execution_id", how="left", suffix="_task")
     assert (got["thread_id"] == got["thread_id_task"]).all()
     # the task is an unpack of that shuffle: it depends on the shuffle's barrier
-    deps = frames.dependencies.select("key", "depends_on")
+    deps = frames.dependencies.select(pl.col("key", "depends_on").cast(pl.String))
     unpack = got.join(deps, on="key", how="left").filter(
         pl.col("depends_on") == BARRIER_PREFIX + pl.col("shuffle_id"))
     assert unpack.select("seg_id").n_unique() == seg.height

@@ -61,7 +61,8 @@ def test_executions_that_read_spilled_inputs_back_show_the_read_back_time(spille
     tasks = result.tables["tasks"]
     # Dask's own disk-read startstops, as the scheduler recorded them: per key, their durations
     ss = read_raw(run, "task_startstops")
-    reads = ss.filter(pl.col("action").cast(pl.String) == "disk-read").group_by("key").agg(
+    reads = ss.filter(pl.col("action").cast(pl.String) == "disk-read").group_by(
+        pl.col("key").cast(pl.String)).agg(
         want=(pl.col("reported_stop_ns") - pl.col("reported_start_ns")).sum() / 1e9)
     # (the sums read the spilled blocks back; Dask also records a disk-read for a task without
     # inputs when its thread was held over 5 ms between two clock reads, as on a loaded host)

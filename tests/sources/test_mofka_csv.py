@@ -170,7 +170,8 @@ def test_pmda_r1_counts_and_matches():
     assert sorted(how.values()).count("thread-id") == 6
     assert how["tcp://10.201.1.175:40499"] == "worker.e local directory"
     assert how["tcp://10.201.1.175:42845"].startswith("elimination")
-    helper = frames.executions.filter(pl.col("key").str.starts_with("_dask_helper-9cc0ab9e"))
+    helper = frames.executions.filter(pl.col("key").cast(pl.String).str.starts_with(
+        "_dask_helper-9cc0ab9e"))
     assert helper.select("worker", "host", "pid", "thread_id").row(0) == (
         "tcp://10.201.1.175:33783", "x3109c0s37b0n0", 32541, 22515807322112)
     roles = frames.processes.group_by(pl.col("role").cast(pl.String)).len()

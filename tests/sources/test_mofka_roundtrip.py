@@ -40,7 +40,6 @@ def export_mofka(run: Path, folder: Path) -> None:
     first_ss = f.startstops.group_by("key", maintain_order=True).agg(
         pl.col("reported_start_ns").first(), pl.col("reported_stop_ns").first())
     sched = (f.transitions.filter(pl.col("side") == "scheduler")
-             .with_columns(pl.col("key").cast(pl.String))  # (coded in the frames)
              .drop("worker", "thread_id", "prefix", "group", strict=False)
              .join(ex.unique("key"), on="key", how="left")
              .join(first_ss, on="key", how="left"))

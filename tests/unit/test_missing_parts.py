@@ -37,11 +37,14 @@ def test_counted_in_parts_as_whole(monkeypatch, rows_per_part: int) -> None:
     assert missing.missing_per_worker(finished, executions) == whole
 
 
-def test_a_finished_task_without_text_is_counted_in_parts(monkeypatch) -> None:
+@pytest.mark.parametrize("rows_per_part", [1, 2])  # 3 parts, 2 parts
+def test_a_finished_task_without_text_is_counted_in_parts(monkeypatch, rows_per_part: int
+                                                         ) -> None:
+    """Its rows are counted once, in the first part (a null key's hash names a part too)."""
     finished = pl.DataFrame({"worker": ["a", "a", "b"], "key": [None, "k", "k2"],
                              "n": [3, 1, 1]}, schema_overrides={"n": pl.UInt32})
     executions = pl.DataFrame({"worker": ["a"], "key": ["k"]})
     whole = missing.missing_per_worker(finished, executions)
     assert whole == {"a": 3, "b": 1}
-    monkeypatch.setattr(missing, "ROWS_PER_PART", 1)
+    monkeypatch.setattr(missing, "ROWS_PER_PART", rows_per_part)
     assert missing.missing_per_worker(finished, executions) == whole
