@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from correlate.frames.texts import per_text
+
 #: the reasons ``unattributed`` gives for the I/O of a worker's local directory
 SPILL = "worker local directory (spill)"
 P2P = "P2P shuffle disk buffer"
@@ -80,9 +82,8 @@ def barrier_owners(executions: pl.DataFrame) -> pl.DataFrame:
     """shuffle_id → execution_id of its barrier task (``shuffle-barrier-<id>``), the owner the
     shuffle's shard writes are given to; the last one when the barrier ran more than once (a
     restarted shuffle: its writes are all given to the run that finished)."""
-    keys = executions.get_column("key")  # (the engine's: Categorical, tests' texts too)
-    barrier = (keys.cat.starts_with(BARRIER_PREFIX) if keys.dtype == pl.Categorical
-               else keys.str.starts_with(BARRIER_PREFIX))
+    barrier = per_text(executions.get_column("key"),
+                       lambda texts: texts.str.starts_with(BARRIER_PREFIX))
     return (executions.filter(barrier).with_columns(pl.col("key").cast(pl.String))
             .sort("local_start_ns", "execution_id", nulls_last=True)
             .group_by(shuffle_id=pl.col("key").str.slice(len(BARRIER_PREFIX)))

@@ -58,8 +58,9 @@ CLOSED_JSON, CLOSED_RESERVE_NAME = "closed.json", ".closed.json.reserve"
 
 _T = Column("local_time_ns", "Int64", "when the hook ran, this process's clock", nullable=False)
 _KEY = Column("key", "String", "Dask key (correlate.frames.keys.key_str)", nullable=False)
-#: the key of the tables the engine joins by key (transitions, executions, startstops): each
-#: key is in several of their rows, each row keeping a code of it
+#: the key of the tables the engine joins by key (transitions, executions, startstops,
+#: dependencies, transfer keys, annotations): a key is in many of their rows, each row keeping
+#: a code of it
 _CODED_KEY = Column("key", "Categorical", _KEY.doc, nullable=False)
 
 SCHEDULER_TRANSITIONS = Table(
