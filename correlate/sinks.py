@@ -126,9 +126,16 @@ class Merged:
 
     def add(self, df: pl.DataFrame) -> None:
         where = self.cuts.search_sorted(df.get_column(self.table.sort_by[0]), side="right")
-        for (r,), rows in df.with_columns(_range=where).partition_by(
-                "_range", include_key=False, as_dict=True).items():
-            self.ranges[int(r)].append(spilled_coded(rows))
+        # each range's rows gathered and spilled one range at a time, in their order in
+        # ``df`` (a partition of ``df`` by range would copy all of it at once)
+        order = where.to_frame().select(pl.arg_sort_by(where.name, maintain_order=True)
+                                        ).to_series()
+        ends = where.gather(order).search_sorted(pl.Series(range(self.cuts.len() + 1),
+                                                           dtype=where.dtype),
+                                                 side="right").to_list()
+        for r, (start, end) in enumerate(zip([0, *ends[:-1]], ends, strict=True)):
+            if end > start:
+                self.ranges[r].append(spilled_coded(df[order.slice(start, end - start)]))
 
     def put(self, sink: TableSink) -> None:
         sink.write_parts(self.table.name,

@@ -154,21 +154,23 @@ def _cpu_per_worker(tasks: pl.DataFrame, samples: pl.DataFrame) -> list[dict[str
 
 
 def _cpu(tasks: pl.DataFrame, samples: pl.DataFrame) -> dict[str, Any]:
-    measured = tasks.filter(pl.col("cpu_s").is_not_null())
+    # (columns filtered, not the table: a filter copies every column of a big run's tasks)
+    measured = tasks.get_column("cpu_s").drop_nulls()
     return {
-        "executions_with_cpu": measured.height,
+        "executions_with_cpu": measured.len(),
         "executions": tasks.height,
-        "task_cpu_s": _round(measured["cpu_s"].sum()) if measured.height else None,
+        "task_cpu_s": _round(measured.sum()) if measured.len() else None,
         # runs' wall: an execution handed back is in ``handed_back`` (its CPU stays in
         # ``task_cpu_s``: its thread did spend it inside a task)
-        "task_wall_s": _round(tasks.filter(endings.is_run())["duration_s"].sum()),
+        "task_wall_s": _round(tasks.select(pl.col("duration_s").filter(endings.is_run()))
+                              .to_series().sum()),
         "per_worker": _cpu_per_worker(tasks, samples),
     }
 
 
 def _top(tasks: pl.DataFrame, by: str, n: int = 10) -> list[dict[str, Any]]:
     agg = group_agg(  # runs only: an execution handed back is not a run of its task
-        tasks.filter(endings.is_run()), ["prefix"], executions=pl.len(),
+        tasks, ["prefix"], endings.is_run(), executions=pl.len(),
         wall_s=pl.col("duration_s").sum(),
         cpu_s=measured_sum("cpu_s"), **request_sums(), io_time_s=measured_sum("io_time_s")
     ).with_columns(**request_means())
@@ -199,7 +201,7 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames,
     file segments are null (unknown) in a run whose Darshan logs traced no operation."""
     source = spill_source(frames)
     known = source is not None
-    written = tasks.filter(pl.col("spill_writes") > 0)
+    written = tasks.get_column("spill_writes").filter(tasks.get_column("spill_writes") > 0)
 
     def total(col: str) -> float | None:
         return total_of(tasks[col]) if known else None
@@ -209,7 +211,7 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames,
                    else "unknown (no DXT trace)" if io_captured(frames)
                    else "unknown (no Darshan logs)",
                    "input_read_back_s": "dask startstops (disk-read)"},
-        "keys_spilled": written.height if known else None,
+        "keys_spilled": written.len() if known else None,
         "spilled_bytes": _count(total("spilled_bytes")),
         "spill_write_s": _round(total("spill_write_s")),
         "unspilled_bytes": _count(total("unspilled_bytes")),
@@ -395,8 +397,8 @@ def _clock_warnings(tasks: pl.DataFrame, clocks: pl.DataFrame, segment_totals: p
     whose Darshan times use the log header's clock (DXT without markers)."""
     warnings = []
     # (rows from the scheduler's startstops are on its clock already: no worker clock needed)
-    workers = (tasks.filter(pl.col("window_source").ne_missing(lost.FROM_SCHEDULER))
-               .select("host", "pid").unique().drop_nulls())
+    workers = (tasks.lazy().filter(pl.col("window_source").ne_missing(lost.FROM_SCHEDULER))
+               .select("host", "pid").unique().drop_nulls().collect())
     aligned = clocks.filter(pl.col("domain") == "worker").select("host", "pid")
     missing = workers.join(aligned, on=["host", "pid"], how="anti").height
     if missing:
@@ -441,7 +443,7 @@ def build_summary(frames: RunFrames, tables: dict[str, pl.DataFrame],
         "executions": tasks.height,
         # executions that ran to an end; the others were handed back (rescheduled,
         # cancelled) and are in ``handed_back``, not runs of their task
-        "runs": tasks.filter(endings.is_run()).height,
+        "runs": tasks.select(endings.is_run().sum()).item(),
         "handed_back": endings.summary(tasks),
         # executions whose results died with their worker (runs, counted in ``runs``)
         "lost": lost.summary(tasks, frames.processes,

@@ -86,10 +86,10 @@ def _thread_before(ex: pl.DataFrame) -> pl.DataFrame:
     if not ex.get_column("execution_id").is_sorted():
         ex = ex.sort("execution_id")
     # each thread of each process as one 64-bit hash: one column to sort, stably
-    threaded = (ex.filter(pl.col("thread_id").is_not_null())
+    threaded = (ex.lazy().filter(pl.col("thread_id").is_not_null())
                 .select("execution_id", "stop_ns",
                         thread=pl.struct("host", "pid", "thread_id").hash(seed=0))
-                .sort("thread", maintain_order=True))
+                .collect().sort("thread", maintain_order=True))
     # the row before, when it is the same thread's (cheaper than a shift over groups)
     same = pl.col("thread") == pl.col("thread").shift(1)
     return threaded.select(

@@ -47,8 +47,8 @@ def small_requests(ctx: Context) -> list[dict[str, Any]]:
                                           pl.col("ops").sum())
                  .sort("io_time_s", "path", descending=[True, False]))
         top = files.row(0, named=True)
-        prefix_io = number(ctx.tasks.filter(pl.col("prefix") == prefix)
-                           .get_column("io_time_s").sum()) or 0.0
+        prefix_io = number(ctx.tasks.select(pl.col("io_time_s").filter(
+            pl.col("prefix") == prefix)).to_series().sum()) or 0.0
         n_ops = number(rows.get_column("ops").sum()) or 0.0
         n_bytes = number(rows.get_column("bytes").sum()) or 0.0
         partial = []
@@ -362,11 +362,15 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     execution used (none such: nothing), and, for files some of them wrote, the time it waited
     for the file while others used it (``lock_waits``). The cost is ``span_saved`` with those
     excesses."""
-    f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
+    # (the columns the rule reads, each table's joined as late as it can be: a big run's
+    # task_files are tens of millions of rows, copied at each step)
+    f = (ctx.task_files.lazy()
+         .filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
+         .select("execution_id", "key", "path", pl.col("op").cast(pl.String), "bytes",
+                 "io_time_s", users=pl.col("execution_id").n_unique().over("path"))
+         .collect())
     if f.is_empty():
         return []
-    f = f.with_columns(op=pl.col("op").cast(pl.String),
-                       users=pl.col("execution_id").n_unique().over("path"))
     # (the usual cases first, before any join or sweep: no file had enough users, or no file
     # had a single user to compare with and none of them was written)
     if (integer(f.get_column("users").max()) or 0) < SHARED_MIN:
@@ -376,13 +380,15 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     f = f.filter(pl.col("users") >= SHARED_MIN).join(lone, on="op", how="left")
     if f.is_empty() or (lone.is_empty() and not (f.get_column("op") == "write").any()):
         return []
-    f = f.join(ctx.tasks.select("execution_id", "prefix", "start_ns", "stop_ns",
+    f = f.join(ctx.tasks.select("execution_id", "start_ns", "stop_ns",
                                 outside_s=OUTSIDE_CPU_AND_IO), on="execution_id").with_columns(
         excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate")).clip(0.0)
         .fill_null(0.0))
     f = f.join(_reaching(ctx, f), on="path", how="semi")
     at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
-    shared = f.join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
+    shared = (f.join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
+              .join(ctx.tasks.select("execution_id", "prefix"), on="execution_id"))
+    del f
     waits = lock_waits(ctx, shared)
     out = []
     for (path,), rows in sorted(shared.partition_by("path", as_dict=True).items(),

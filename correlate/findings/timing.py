@@ -216,7 +216,8 @@ def movable_s(tasks: pl.DataFrame, threads: int) -> float:
     window, at each instant the lesser of the executions waiting for a thread of their worker
     (``wait_thread_s`` before their start) and the threads running nothing."""
     ready = pl.col("start_ns") - (pl.col("wait_thread_s") * 1e9).round().cast(pl.Int64)
-    waited = tasks.filter(pl.col("wait_thread_s") > 0)
+    waited = tasks.lazy().filter(pl.col("wait_thread_s") > 0).select(
+        "start_ns", "wait_thread_s").collect()  # (not every column of a big run's tasks)
     one, none = pl.lit(1, pl.Int32), pl.lit(0, pl.Int32)
     ev = pl.concat([tasks.select(t="start_ns", run=one, wait=none),
                     tasks.select(t="stop_ns", run=-one, wait=none),

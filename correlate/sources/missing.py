@@ -57,6 +57,8 @@ def missing_per_worker(finished: pl.DataFrame, executions: pl.DataFrame) -> dict
     by worker and key whole would hold as many groups as tasks, twice."""
     if finished.is_empty():
         return {}
+    if "worker" in executions.columns:  # (a part's filter copies every column it holds)
+        executions = executions.select("worker", "key")
     parts = parts_for(max(finished.height, executions.height), ROWS_PER_PART)
     if parts > 1:  # each row's part, found once (a key without text: the first part's)
         ex_part, finished_part = (

@@ -24,24 +24,40 @@ _STATUS_OF = {"rescheduled": "rescheduled", "cancelled": "cancelled", "released"
 _RUNNING = ("executing", "long-running")
 
 
-def with_endings(executions: pl.DataFrame, transitions: pl.DataFrame) -> pl.DataFrame:
-    """``executions`` with ``status`` set to ``rescheduled`` / ``cancelled`` where the worker's
-    first transition of the key out of a running state, at or after the execution's start in
-    the same process, went to one of those states (worker clocks on both sides). Others keep
-    their recorded status."""
+def with_endings(executions: pl.DataFrame, relabelled: pl.DataFrame) -> pl.DataFrame:
+    """``executions`` with ``status`` set where ``relabelled`` (``handed_back``'s rows, any
+    number of parts of them) says the execution was handed back; others keep their recorded
+    status."""
+    if relabelled.is_empty():
+        return executions
+    return executions.join(relabelled, on="execution_id", how="left",
+                           maintain_order="left").with_columns(
+        status=pl.coalesce("ended", "status")).drop("ended")
+
+
+def handed_back(executions: pl.DataFrame, transitions: pl.DataFrame) -> pl.DataFrame:
+    """(execution_id, ended): the executions whose worker's first transition of the key out of
+    a running state, at or after the execution's start in the same process, went to
+    ``rescheduled`` / ``cancelled`` (worker clocks on both sides), and which. Taken per part
+    of the transitions by key (``executions``: those of the part's keys, or all of them) and
+    applied once (``with_endings``): the executions are not copied per part. The states are
+    compared as they are, Categorical or text (a cast to text in a filter makes a text per
+    transition)."""
+    none = pl.DataFrame(schema={"execution_id": executions.schema.get("execution_id", pl.Int64),
+                                "ended": pl.String})
     leaving = (transitions.lazy()
                .filter((pl.col("side") == "worker")
-                       & pl.col("start").cast(pl.String).is_in(_RUNNING)
-                       & pl.col("finish").cast(pl.String).is_in(list(_STATUS_OF)))
+                       & pl.col("start").is_in(_RUNNING)
+                       & pl.col("finish").is_in(list(_STATUS_OF)))
                .select(pl.col("host").cast(pl.String), "pid", "key",
                        t=pl.col("local_time_ns"), left_for=pl.col("finish").cast(pl.String))
                .collect())
     if leaving.is_empty() or executions.is_empty():
-        return executions
+        return none
     ran = (transitions.lazy()
            .filter((pl.col("side") == "worker")
-                   & pl.col("start").cast(pl.String).is_in(_RUNNING)
-                   & (pl.col("finish").cast(pl.String) != "long-running"))
+                   & pl.col("start").is_in(_RUNNING)
+                   & (pl.col("finish") != "long-running"))
            .select(pl.col("host").cast(pl.String), "pid", "key",
                    t=pl.col("local_time_ns"), first_left_for=pl.col("finish").cast(pl.String))
            .filter(pl.col("key").is_in(leaving.get_column("key").unique().implode()))
@@ -52,13 +68,9 @@ def with_endings(executions: pl.DataFrame, transitions: pl.DataFrame) -> pl.Data
     ended = keyed.join_asof(ran, left_on="local_start_ns", right_on="t",
                             by=["host", "pid", "key"], strategy="forward",
                             check_sortedness=False)
-    relabel = ended.filter(pl.col("first_left_for").is_in(list(_STATUS_OF))).select(
-        "execution_id", ended=pl.col("first_left_for").replace_strict(_STATUS_OF))
-    if relabel.is_empty():
-        return executions
-    return executions.join(relabel, on="execution_id", how="left",
-                           maintain_order="left").with_columns(
-        status=pl.coalesce("ended", "status")).drop("ended")
+    return ended.filter(pl.col("first_left_for").is_in(list(_STATUS_OF))).select(
+        "execution_id", ended=pl.col("first_left_for").replace_strict(_STATUS_OF,
+                                                                      return_dtype=pl.String))
 
 
 def is_run() -> pl.Expr:

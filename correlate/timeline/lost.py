@@ -124,10 +124,11 @@ def span_lost(tasks: pl.DataFrame, critical_path: pl.DataFrame) -> float | None:
     these). None without a critical path."""
     if critical_path.is_empty():
         return None
-    first_lost = (tasks.filter(pl.col("status") == LOST)
+    # (lazy: the filters take the columns they read, not the whole tasks table)
+    first_lost = (tasks.lazy().filter(pl.col("status") == LOST)
                   .group_by("key").agg(lost_ns=pl.col("start_ns").min()))
-    again = (tasks.filter(pl.col("status") != LOST).join(first_lost, on="key")
-             .filter(pl.col("start_ns") > pl.col("lost_ns")).select("execution_id"))
+    again = (tasks.lazy().filter(pl.col("status") != LOST).join(first_lost, on="key")
+             .filter(pl.col("start_ns") > pl.col("lost_ns")).select("execution_id").collect())
     on_path = critical_path.join(again, on="execution_id", how="semi")
     return round(float(on_path.get_column("duration_s").fill_null(0.0).sum()), 6)
 

@@ -67,21 +67,19 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     # each part as the second pass reads it: one part is read once and kept; more are spilled
     # as read, their Categorical columns as codes (read back without looking each text up)
     again: list[pl.DataFrame | spill.Coded] = []
-    ex_part = spill.parts_of(ex.get_column("key"), parts) if parts > 1 else None
-    for p, part in enumerate(frames.transition_parts(parts)):
+    for part in frames.transition_parts(parts):
         transitions = _read(frames, part)
         again.append(transitions if parts == 1 else spill.spilled_coded(transitions))
         if parts > 1:  # (to cut events into ranges)
             rows += transitions.height
             times.append(transitions.get_column("local_time_ns").gather_every(TIME_SAMPLE))
-        ended.append(endings.with_endings(ex if parts == 1 else ex.filter(ex_part == p),
-                                          transitions))
+        ended.append(endings.handed_back(ex, transitions))
         bounds.append(message_bounds(transitions))
         released.append(lost.results_lost(transitions))  # keys whose result died with a worker
         # (how the job ended, for the summary: taken now, not by reading them all again)
         seen.append(outcome.seen_part(transitions))
         del transitions
-    ex = ended[0] if parts == 1 else pl.concat(ended).sort("execution_id")
+    ex = endings.with_endings(ex, pl.concat(ended))
     worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                          message_bounds_of(bounds))
     progress.begin("events and waits")

@@ -30,6 +30,12 @@ def split(executions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     execution's number). Records without ``execution_seq`` (imported runs) are executions."""
     if executions.is_empty() or executions.get_column("execution_seq").is_null().all():
         return executions, executions.clear()
+    # (the usual run has one record per number: then the table is returned as it is, not
+    # ranked and filtered, which copies every column of a big run's executions twice)
+    seq = pl.col("execution_seq")
+    if executions.select(pl.struct(_SEQ).filter(seq.is_not_null()).n_unique()
+                         == seq.count()).item():
+        return executions, executions.clear()
     first = (pl.col("local_start_ns").rank("ordinal").over(_SEQ, order_by="local_start_ns")
              == 1)
     own = pl.col("execution_seq").is_null() | first.fill_null(True)

@@ -8,6 +8,8 @@ worker side; each difference is taken within one clock, so no alignment is neede
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import polars as pl
 
 SCHEDULER_STATES = {"released", "waiting", "queued", "processing", "memory", "erred",
@@ -87,30 +89,43 @@ def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Seri
             .select("key", "wait_paused_s"))
 
 
-def thread_use(executions: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame | None:
-    """Each worker's running executions over time, for ``free_thread_waits``: per start and
-    stop of an execution (``t``, worker clock), whether a thread was free after it (``free``)
-    and the time a thread was free before it (``before``), and the worker's first execution
-    (``first``). None: no worker whose thread count was recorded (``nthreads``), or no
-    executions."""
+class ThreadUse(NamedTuple):
+    """Each worker's running executions over time (``thread_use``), its workers numbered: a
+    big run's starts and stops are sorted and searched by a number, not by a text each."""
+
+    #: worker (text), w (its number), first (its first execution's start)
+    workers: pl.DataFrame
+    #: per start and stop of an execution, in time order: w, t (worker clock), free (a
+    #: thread was free after it), before (the time a thread was free before it)
+    events: pl.DataFrame
+
+
+def thread_use(executions: pl.DataFrame, processes: pl.DataFrame) -> ThreadUse | None:
+    """Each worker's running executions over time, for ``free_thread_waits``. None: no
+    worker whose thread count was recorded (``nthreads``), or no executions."""
     threads = (processes.filter(pl.col("worker").is_not_null() & pl.col("nthreads").is_not_null())
-               .group_by("worker").agg(pl.col("nthreads").max()))
+               .group_by("worker").agg(pl.col("nthreads").max())
+               .sort("worker").with_row_index("w"))
     if threads.is_empty() or executions.is_empty():
         return None
     # each worker's running count after each start (+1) and stop (-1), ends before starts at
     # the same instant; the idle time (a thread free) accumulated up to each event
+    ran = executions.select(pl.col("worker").cast(pl.String), "local_start_ns",
+                            "local_stop_ns").join(threads, on="worker").drop("worker")
     one = pl.lit(1, pl.Int32)
-    ev = (pl.concat([executions.select(pl.col("worker").cast(pl.String), t="local_start_ns", d=one),
-                     executions.select(pl.col("worker").cast(pl.String), t="local_stop_ns", d=-one)])
-          .drop_nulls().join(threads, on="worker").sort("worker", "t", "d"))
-    ev = ev.with_columns(running=pl.col("d").cum_sum().over("worker"),
-                         dt=(pl.col("t").shift(-1).over("worker") - pl.col("t")).fill_null(0))
+    ev = (pl.concat([ran.select("w", "nthreads", t="local_start_ns", d=one),
+                     ran.select("w", "nthreads", t="local_stop_ns", d=-one)])
+          .drop_nulls().sort("w", "t", "d"))
+    del ran
+    ev = ev.with_columns(running=pl.col("d").cum_sum().over("w"),
+                         dt=(pl.col("t").shift(-1).over("w") - pl.col("t")).fill_null(0))
     ev = ev.with_columns(free=(pl.col("running") < pl.col("nthreads")).cast(pl.Int64)
                          ).with_columns(
-        before=(pl.col("dt") * pl.col("free")).cum_sum().over("worker")
-        - pl.col("dt") * pl.col("free")).select("worker", "t", "free", "before")
-    ev = ev.sort("t", maintain_order=True)  # (join_asof's order; ties keep the worker's last)
-    return ev.with_columns(first=pl.col("t").min().over("worker"))
+        before=(pl.col("dt") * pl.col("free")).cum_sum().over("w")
+        - pl.col("dt") * pl.col("free")).select("w", "t", "free", "before")
+    firsts = ev.group_by("w").agg(first=pl.col("t").min())
+    return ThreadUse(threads.select("worker", "w").join(firsts, on="w"),
+                     ev.sort("t", maintain_order=True))  # (join_asof's order)
 
 
 def thread_waits(transitions: pl.DataFrame) -> pl.DataFrame:
@@ -123,7 +138,7 @@ def thread_waits(transitions: pl.DataFrame) -> pl.DataFrame:
             .filter(pl.col("t_exec") > pl.col("t_ready")))
 
 
-def free_thread_waits(waiting: pl.DataFrame, use: pl.DataFrame | None) -> pl.DataFrame:
+def free_thread_waits(waiting: pl.DataFrame, use: ThreadUse | None) -> pl.DataFrame:
     """Per key of ``waiting`` (``thread_waits``): the part of its wait for a thread (its first
     worker-side ready → executing) during which fewer executions ran on its worker than the
     worker has executor threads: ``wait_free_thread_s``. A thread was free, so the task
@@ -136,17 +151,16 @@ def free_thread_waits(waiting: pl.DataFrame, use: pl.DataFrame | None) -> pl.Dat
     empty = pl.DataFrame(schema={"key": pl.Categorical, "wait_free_thread_s": pl.Float64})
     if use is None:
         return empty
-    firsts = use.group_by("worker").agg(pl.col("first").first())
-    waiting = waiting.join(firsts, on="worker")  # (workers without a thread count: unknown)
+    waiting = waiting.join(use.workers, on="worker")  # (workers without a thread count: unknown)
     if waiting.is_empty():
         return empty
-    ev = use.select("worker", "t", "free", "before")
 
     def idle_until(at: str) -> pl.DataFrame:
         # the worker's idle time up to ``at``; before its first execution every thread is free
-        q = waiting.select("key", "worker", "first", pl.col(at).alias("t_q")).sort("t_q")
-        return q.join_asof(ev, left_on="t_q", right_on="t", by="worker", strategy="backward",
-                           check_sortedness=False).select(  # (both sorted by time above)
+        q = waiting.select("key", "w", "first", pl.col(at).alias("t_q")).sort("t_q")
+        return q.join_asof(use.events, left_on="t_q", right_on="t", by="w",
+                           strategy="backward", check_sortedness=False).select(
+            # (both sorted by time above)
             "key", idle=pl.when(pl.col("t").is_null()).then(pl.col("t_q") - pl.col("first"))
             .otherwise(pl.col("before") + (pl.col("t_q") - pl.col("t")) * pl.col("free")))
 
