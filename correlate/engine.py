@@ -131,18 +131,20 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
     put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     progress.begin("tasks", rows=ex.height)
+    # what the summary takes of the executions
+    executed, on_other_threads = ex.height, task_threads.summary(elsewhere, ex)
     # executions of workers that died: the rows they never wrote, and the results lost
-    kept = {"tasks": put(sink, "tasks", lost.with_lost(
-                _tasks_table(att, line.key_waits, frames), frames.startstops, frames.processes,
-                line.released)),
+    made = lost.with_lost(_tasks_table(att, line.key_waits, frames), frames.startstops,
+                          frames.processes, line.released)
+    # every per-execution table the tasks table was made of is let go before it is conformed
+    # and written (the summary and the findings read the tasks table)
+    del ex, elsewhere
+    att, line = _tasks_made(att), replace(line, key_waits=line.key_waits.clear())
+    kept = {"tasks": put(sink, "tasks", made),
             "task_files": task_files,
             "unattributed": put(sink, "unattributed", att.unattributed),
             "clocks": put(sink, "clocks", att.clocks)}
-    # what the summary takes of the executions; then every per-execution table the tasks
-    # table was made of is let go (the summary and the findings read the tasks table)
-    executed, on_other_threads = ex.height, task_threads.summary(elsewhere, ex)
-    del ex, elsewhere
-    att, line = _tasks_made(att), replace(line, key_waits=line.key_waits.clear())
+    del made
     if not line.arrived.is_empty():
         kept["arrivals"] = put(sink, "arrivals", line.arrived)
         kept["arrival_steps"] = put(sink, "arrival_steps", arrivals.steps_table(

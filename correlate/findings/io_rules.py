@@ -337,7 +337,8 @@ def lock_waits(ctx: Context, shared: pl.DataFrame) -> pl.DataFrame:
     time outside CPU and I/O (``OUTSIDE_CPU_AND_IO``). From DXT's segments; without them,
     none."""
     out = pl.DataFrame(schema={"execution_id": pl.Int64, "path": pl.String, "lock_s": pl.Float64})
-    written = shared.filter(pl.col("op") == "write").select("path").unique()
+    written = (shared.filter(pl.col("op") == "write").select(pl.col("path").cast(pl.String))
+               .unique())
     if ctx.evidence.segments is None or not ctx.evidence.dxt or written.is_empty():
         return out
     calls = (ctx.evidence.segments.filter(pl.col("execution_id").is_not_null())
@@ -362,12 +363,14 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     execution used (none such: nothing), and, for files some of them wrote, the time it waited
     for the file while others used it (``lock_waits``). The cost is ``span_saved`` with those
     excesses."""
-    # (the columns the rule reads, each table's joined as late as it can be: a big run's
-    # task_files are tens of millions of rows, copied at each step)
+    # (the columns the rule reads, each table's joined as late as it can be, and the paths as
+    # Categorical codes, grouped and joined as numbers: a big run's task_files are tens of
+    # millions of rows, copied at each step)
     f = (ctx.task_files.lazy()
          .filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
-         .select("execution_id", "key", "path", pl.col("op").cast(pl.String), "bytes",
-                 "io_time_s", users=pl.col("execution_id").n_unique().over("path"))
+         .select("execution_id", "key", pl.col("path").cast(pl.Categorical),
+                 pl.col("op").cast(pl.String), "bytes", "io_time_s")
+         .with_columns(users=pl.col("execution_id").n_unique().over("path"))
          .collect())
     if f.is_empty():
         return []
