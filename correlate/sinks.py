@@ -18,7 +18,7 @@ from typing import Final, Protocol
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from correlate.frames.sorting import output_order, sorted_for_output
+from correlate.frames.sorting import order_of, output_order, sorted_for_output
 from correlate.frames.spill import Coded, spilled_coded
 from correlate.schema import TABLES, conform
 
@@ -128,8 +128,7 @@ class Merged:
         where = self.cuts.search_sorted(df.get_column(self.table.sort_by[0]), side="right")
         # each range's rows gathered and spilled one range at a time, in their order in
         # ``df`` (a partition of ``df`` by range would copy all of it at once)
-        order = where.to_frame().select(pl.arg_sort_by(where.name, maintain_order=True)
-                                        ).to_series()
+        order = order_of(where)
         ends = where.gather(order).search_sorted(pl.Series(range(self.cuts.len() + 1),
                                                            dtype=where.dtype),
                                                  side="right").to_list()

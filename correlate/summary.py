@@ -201,7 +201,7 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames,
     file segments are null (unknown) in a run whose Darshan logs traced no operation."""
     source = spill_source(frames)
     known = source is not None
-    written = tasks.get_column("spill_writes").filter(tasks.get_column("spill_writes") > 0)
+    written = int((tasks.get_column("spill_writes") > 0).sum())  # (nulls: not counted)
 
     def total(col: str) -> float | None:
         return total_of(tasks[col]) if known else None
@@ -211,7 +211,7 @@ def _spill(tasks: pl.DataFrame, frames: RunFrames,
                    else "unknown (no DXT trace)" if io_captured(frames)
                    else "unknown (no Darshan logs)",
                    "input_read_back_s": "dask startstops (disk-read)"},
-        "keys_spilled": written.len() if known else None,
+        "keys_spilled": written if known else None,
         "spilled_bytes": _count(total("spilled_bytes")),
         "spill_write_s": _round(total("spill_write_s")),
         "unspilled_bytes": _count(total("unspilled_bytes")),

@@ -51,10 +51,10 @@ def _numeric_order(df: Any, keys: list[str]) -> Any:
     packed = packed_key(df, keys) if len(keys) > 1 else None
     if packed is None:
         return _stable_sort(df.select(*keys).with_row_index("row"), keys)["row"]
-    return _order_of(packed)
+    return order_of(packed)
 
 
-def _order_of(key: Any) -> Any:
+def order_of(key: Any) -> Any:
     """Row numbers of ``key`` (a Series) in stable sorted order."""
     import polars as pl
 
@@ -175,7 +175,7 @@ def sort_order(df: Any, keys: list[str]) -> Any:
         at = tied.arg_true()
         packed = packed_key(df, keys) if 2 * at.len() > df.height else None
         if packed is not None:  # mostly ties (the files of each task): one sort of all rows
-            return _order_of(packed)  # by every key, packed
+            return order_of(packed)  # by every key, packed
         tied_rows = rows.gather(at)
         ties = _stable_sort(pl.DataFrame([tied_rows.alias("row"), *(
             df.get_column(k).gather(tied_rows) for k in keys)]), keys)
