@@ -69,14 +69,16 @@ def _tasks_table(att: attribution.Attribution, key_waits: pl.DataFrame, frames: 
                  ) -> pl.DataFrame:
     inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
                                    frames.dependencies)
-    t = (coroutines.with_awaiting(att.executions, frames.execution_slices)
-         .join(att.io_totals, on="execution_id", how="left")
-         .join(att.spill_columns, on="execution_id", how="left")
-         .join(att.read_back, on=["key", "worker"], how="left", nulls_equal=True)
-         .join(att.methods, on="execution_id", how="left")
-         .join(key_waits, on="key", how="left")
-         .join(inputs, on=["key", "worker"], how="left", nulls_equal=True)
-         .join(_spans_of_keys(frames), on="key", how="left"))
+    ex = coroutines.with_awaiting(att.executions, frames.execution_slices)
+    # each side table's columns in the executions' row order, put beside them at once (a join
+    # of the executions with each would copy all their columns once per side table)
+    by_id = ["execution_id"]
+    sides = ((att.io_totals, by_id, False), (att.spill_columns, by_id, False),
+             (att.read_back, ["key", "worker"], True), (att.methods, by_id, False),
+             (key_waits, ["key"], False), (inputs, ["key", "worker"], True),
+             (_spans_of_keys(frames), ["key"], False))
+    t = ex.hstack([column for side, on, nulls in sides
+                   for column in _beside(ex, side, on, nulls)])
     io_cols = ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"]
     measured = [pl.when(pl.col("attribution").is_not_null()).then(pl.col(c).fill_null(0.0))
                 .otherwise(pl.col(c)).alias(c) for c in io_cols]
@@ -87,6 +89,14 @@ def _tasks_table(att: attribution.Attribution, key_waits: pl.DataFrame, frames: 
                                 pl.lit("none")),
         window_source=pl.col("window_source").cast(pl.String),
     )
+
+
+def _beside(ex: pl.DataFrame, side: pl.DataFrame, on: list[str], nulls_equal: bool
+            ) -> list[pl.Series]:
+    """``side``'s columns but ``on``, a row per execution in ``ex``'s order (null where
+    ``side`` has no row of its ``on``; ``side`` has at most one row per ``on``)."""
+    return ex.select(on).join(side, on=on, how="left", nulls_equal=nulls_equal,
+                              maintain_order="left", validate="m:1").drop(on).get_columns()
 
 
 def _spans_of_keys(frames: RunFrames) -> pl.DataFrame:

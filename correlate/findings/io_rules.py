@@ -369,7 +369,7 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     f = (ctx.task_files.lazy()
          .filter(pl.col("io_time_s").is_not_null() & (pl.col("bytes") > 0))
          .select("execution_id", "key", pl.col("path").cast(pl.Categorical),
-                 pl.col("op").cast(pl.String), "bytes", "io_time_s")
+                 "op", "bytes", "io_time_s")
          .with_columns(users=pl.col("execution_id").n_unique().over("path"))
          .collect())
     if f.is_empty():
@@ -389,7 +389,8 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
         .fill_null(0.0))
     f = f.join(_reaching(ctx, f), on="path", how="semi")
     at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
-    shared = (f.join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
+    shared = (f.drop("start_ns", "stop_ns", "outside_s", "users")  # (read no further)
+              .join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
               .join(ctx.tasks.select("execution_id", "prefix"), on="execution_id"))
     del f
     waits = lock_waits(ctx, shared)
