@@ -25,6 +25,7 @@ from correlate.console import Progress
 from correlate.frames import allocator
 from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.prefixes import key_split_groups, key_splits
+from correlate.frames.texts import as_codes
 from correlate.functions import functions_by_process
 from correlate.outcome import Seen
 from correlate.schema import OUTPUT_FORMAT_VERSION, outputs
@@ -150,7 +151,7 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     # and written (the summary and the findings read the tasks table)
     del ex, elsewhere
     att, line = _tasks_made(att), replace(line, key_waits=line.key_waits.clear())
-    kept = {"tasks": put(sink, "tasks", made),
+    kept = {"tasks": as_codes(put(sink, "tasks", made), _TASK_TEXTS),  # (read, never written)
             "task_files": task_files,
             "unattributed": put(sink, "unattributed", att.unattributed),
             "clocks": put(sink, "clocks", att.clocks)}
@@ -187,6 +188,11 @@ def _numbered(frames: RunFrames) -> tuple[RunFrames, pl.DataFrame, pl.DataFrame]
     executions)."""
     own, elsewhere = task_threads.split(frames.executions)
     return replace(frames, executions=frames.executions.clear()), number_executions(own), elsewhere
+
+
+#: the tasks table's texts the summary and the findings read but join no other table by, kept
+#: as codes once the table is written
+_TASK_TEXTS = ("prefix", "group", "status", "window_source", "transfer_sources")
 
 
 def _tasks_made(att: attribution.Attribution) -> attribution.Attribution:

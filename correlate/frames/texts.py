@@ -27,3 +27,11 @@ def per_text(values: pl.Series, f: Callable[[pl.Series], pl.Series]) -> pl.Serie
     of_null = f(pl.Series([None], dtype=pl.String))
     return pl.select(pl.when(values.is_not_null()).then(out).otherwise(pl.lit(of_null))
                      ).to_series().alias(values.name)
+
+
+def as_codes(frame: pl.DataFrame, names: tuple[str, ...]) -> pl.DataFrame:
+    """``frame`` with its String columns of ``names`` as Categorical: a big table the engine
+    keeps for the summary and the findings holds a code per row instead of a text (a task's
+    group, its prefix), the texts once in polars' categories."""
+    texts = [name for name in names if frame.schema.get(name) == pl.String]
+    return frame.with_columns(pl.col(texts).cast(pl.Categorical)) if texts else frame
