@@ -137,8 +137,9 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     progress.begin("task_functions")
     profiled = _functions(frames, ex, sink)
     progress.begin("task_files")
-    task_files = put(sink, "task_files", att.task_files.join(  # sorted by partition
-        ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
+    task_files = as_codes(put(sink, "task_files", att.task_files.join(  # sorted by partition
+        ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left")),
+        ("key",))  # (the key's text per row is read by no rule and no join)
     att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
     put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     progress.begin("tasks", rows=ex.height)
