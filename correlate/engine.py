@@ -21,6 +21,7 @@ import polars as pl
 
 from correlate import attribution, findings, timeline
 from correlate.attribution import spill
+from correlate.attribution.shares import METHOD
 from correlate.console import Progress
 from correlate.frames import allocator
 from correlate.frames.mappers import Mapper, local_map
@@ -86,8 +87,10 @@ def _tasks_table(att: attribution.Attribution, key_waits: pl.DataFrame, frames: 
     return _in_default_span(t, frames).with_columns(
         *measured,
         duration_s=(pl.col("local_stop_ns") - pl.col("local_start_ns")) * 1e-9,
-        attribution=pl.coalesce(pl.col("io_method"), pl.col("attribution").cast(pl.String),
-                                pl.lit("none")),
+        # (as the table's Enum: a text per execution, conformed back, is a big run's copy)
+        attribution=pl.coalesce(pl.col("io_method").cast(METHOD, strict=False),
+                                pl.col("attribution").cast(METHOD, strict=False),
+                                pl.lit("none", METHOD)),
         window_source=pl.col("window_source").cast(pl.String),
     )
 

@@ -237,11 +237,16 @@ def idle_threads(ctx: Context) -> list[dict[str, Any]]:
     waited for their thread's previous execution, not for their inputs), at least the busy
     time shared evenly by the threads, and at least the window less the movable work
     (``movable_s``) shared by the threads; the cost is the window less the largest."""
-    t = ctx.tasks
-    if "wait_thread_s" not in t.columns:
+    if "wait_thread_s" not in ctx.tasks.columns:
         return []
-    if "awaiting_s" in t.columns:  # (``async def`` tasks ran on event loops, not on threads)
-        t = t.filter(pl.col("awaiting_s").is_null())
+    # (the columns read, not every column of a big run's tasks: a filter copies each)
+    read = ctx.tasks.lazy().select("execution_id", "key", "prefix", "worker", "host", "pid",
+                                   "thread_id", "start_ns", "stop_ns", "duration_s",
+                                   "wait_thread_s", *(["awaiting_s"] if "awaiting_s"
+                                                      in ctx.tasks.columns else []))
+    if "awaiting_s" in ctx.tasks.columns:  # (``async def`` tasks ran on event loops)
+        read = read.filter(pl.col("awaiting_s").is_null())
+    t = read.collect()
     threads = t.select("host", "pid", "thread_id").unique().height
     busy_s = number(t.get_column("duration_s").sum()) or 0.0
     waited = t.filter(pl.col("wait_thread_s") > 0)
