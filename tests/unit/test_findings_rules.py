@@ -191,3 +191,21 @@ def test_a_task_starved_of_the_gil_below_any_share_is_cpu_outside_tasks(cpu_s, f
     assert bool(hit) == found
     if found:
         assert hit[0]["keys"] == ["crunch-0"] and hit[0]["cost_s"] > 15
+
+
+def test_work_pinned_to_one_thread_is_idle_threads_unless_it_ran_on_an_event_loop():
+    # GIVEN four executions in turn on one thread, each ready 1 s before it started, while the
+    # worker's other thread ran one execution (not waiting) and then nothing
+    tasks = _tasks([*((f"pinned-{i}", 1, 1000 * i, 1000 * (i + 1), "ok") for i in range(4)),
+                    ("other-0", 2, 0, 1000, "ok")]).with_columns(
+        wait_thread_s=pl.when(pl.col("prefix") == "pinned").then(pl.col("wait_thread_s"))
+        .otherwise(0.0))
+    files = _files(tasks, [])
+    # WHEN / THEN the waits an idle thread could have taken are a finding
+    found = [f for f in _analyse(tasks, files) if f["kind"] == "idle-threads"]
+    assert len(found) == 1 and found[0]["prefixes"] == ["pinned"]
+    # and none when those executions were coroutines (awaiting_s: Dask ran them on the
+    # worker's event loop, where no executor thread could have taken them)
+    looped = tasks.with_columns(awaiting_s=pl.when(pl.col("prefix") == "pinned")
+                                .then(pl.lit(0.5)))
+    assert [f for f in _analyse(looped, files) if f["kind"] == "idle-threads"] == []
