@@ -387,7 +387,9 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
                                 outside_s=OUTSIDE_CPU_AND_IO), on="execution_id").with_columns(
         excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate")).clip(0.0)
         .fill_null(0.0))
-    f = f.join(_reaching(ctx, f), on="path", how="semi")
+    reaching = _reaching(ctx, f)
+    if reaching.height < f.get_column("path").n_unique():  # (else a copy keeping every row)
+        f = f.join(reaching, on="path", how="semi")
     at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
     shared = (f.drop("start_ns", "stop_ns", "outside_s", "users")  # (read no further)
               .join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
@@ -406,12 +408,15 @@ def _reaching(ctx: Context, f: pl.DataFrame) -> pl.DataFrame:
     """The paths of ``f`` whose cost could reach the floor: at most the excess of their calls
     and, for a written file, its users' time outside CPU and I/O (``lock_waits``' bound);
     the others are neither swept nor reported."""
-    written = f.filter(pl.col("op") == "write").select("path").unique()
-    waits = (f.join(written, on="path", how="semi").select("path", "execution_id", "outside_s")
+    # (lazily: each step reads its columns only, where a filter or a semi join of ``f`` would
+    # copy all of them first)
+    lf = f.lazy()
+    written = lf.filter(pl.col("op") == "write").select("path").unique()
+    waits = (lf.select("path", "execution_id", "outside_s").join(written, on="path", how="semi")
              .unique().select("path", excess_s="outside_s"))
-    return (pl.concat([f.select("path", "excess_s"), waits]).group_by("path")
+    return (pl.concat([lf.select("path", "excess_s"), waits]).group_by("path")
             .agg(pl.col("excess_s").sum()).filter(pl.col("excess_s") >= ctx.floor_s)
-            .select("path"))
+            .select("path").collect())
 
 
 def _shared_finding(ctx: Context, path: str, rows: pl.DataFrame, lock: pl.DataFrame
