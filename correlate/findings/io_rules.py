@@ -23,17 +23,19 @@ def small_requests(ctx: Context) -> list[dict[str, Any]]:
     """Files read or written in requests whose mean size is under ``SMALL_REQUEST``: the time
     inside those requests less what their bytes would take at the best throughput of the run's
     large requests (none in the run: all of it, said in ``partial``)."""
-    f = ctx.task_files.filter(pl.col("io_time_s").is_not_null() & (pl.col("ops") > 0))
-    if f.is_empty():
-        return []
-    f = f.with_columns(mean=pl.col("bytes") / pl.col("ops"),
-                       attribution=pl.col("attribution").cast(pl.String))
+    # (lazily: each step reads its columns only, where a filter of a big run's task_files
+    # copies all of them)
+    f = (ctx.task_files.lazy().filter(pl.col("io_time_s").is_not_null() & (pl.col("ops") > 0))
+         .with_columns(mean=pl.col("bytes") / pl.col("ops")))
     # the best throughput of a file's large requests: the host's, least disturbed by others
     large = f.filter((pl.col("mean") >= LARGE_REQUEST) & (pl.col("io_time_s") > 0)).group_by(
         "op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).max())
     small = (f.filter((pl.col("mean") < SMALL_REQUEST) & (pl.col("ops") >= SMALL_MIN_OPS))
+             .select("execution_id", "key", "path", "op", "bytes", "ops", "io_time_s",
+                     pl.col("attribution").cast(pl.String))
              .join(large, on="op", how="left")
-             .join(ctx.tasks.select("execution_id", "prefix"), on="execution_id"))
+             .join(ctx.tasks.lazy().select("execution_id", "prefix"), on="execution_id")
+             .collect())
     if small.is_empty():
         return []
     small = small.with_columns(excess_s=(pl.col("io_time_s") - pl.when(pl.col("rate") > 0)
