@@ -2,8 +2,10 @@
 OUT (tables only, as ``correlate RUN -o OUT --no-reports`` does) in this process while a
 thread reads the resident memory every 10 ms; at each new high-water mark of a stage it
 keeps the main thread's innermost calls inside correlate, and prints, stage by stage, its
-wall time, its peak and where the peak was reached. A stage's peak is what the stage holds
-on entry plus its own transient tables: the place named is where the transient was largest.
+wall time, the memory it began with, its peak and where the peak was reached. A stage's peak
+is what the stage holds on entry plus its own transient tables: the place named is where the
+transient was largest. (Freed memory stays resident for the allocator's decay time: run with
+``_RJEM_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0`` to see what is live.)
 
     python benchmarks/stage_peaks.py RUN OUT
 """
@@ -36,6 +38,7 @@ class Peaks:
 
     def __init__(self) -> None:
         self.stage, self.peak, self.where, self.began = "load", 0, [""], time.perf_counter()
+        self.entry = _rss()
         self.main = threading.main_thread().ident
 
     def sample(self) -> None:
@@ -50,9 +53,10 @@ class Peaks:
 
     def next(self, stage: str) -> None:
         now = time.perf_counter()
-        print(f"{self.stage}: {now - self.began:.1f} s, peak {self.peak / 1e9:.2f} GB at",
-              *self.where, sep="\n    ", flush=True)
+        print(f"{self.stage}: {now - self.began:.1f} s, at entry {self.entry / 1e9:.2f} GB, "
+              f"peak {self.peak / 1e9:.2f} GB at", *self.where, sep="\n    ", flush=True)
         self.stage, self.peak, self.where, self.began = stage, 0, [""], now
+        self.entry = _rss()
 
 
 def _rss() -> int:

@@ -24,6 +24,7 @@ from correlate.attribution import spill
 from correlate.attribution.shares import METHOD
 from correlate.console import Progress
 from correlate.frames import allocator
+from correlate.frames.beside import beside
 from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.prefixes import key_split_groups, key_splits
 from correlate.frames.texts import as_codes
@@ -80,7 +81,7 @@ def _tasks_table(att: attribution.Attribution, key_waits: pl.DataFrame, frames: 
              (key_waits, ["key"], False), (inputs, ["key", "worker"], True),
              (_spans_of_keys(frames), ["key"], False))
     t = ex.hstack([column for side, on, nulls in sides
-                   for column in _beside(ex, side, on, nulls)])
+                   for column in beside(ex, side, on, nulls)])
     io_cols = ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"]
     measured = [pl.when(pl.col("attribution").is_not_null()).then(pl.col(c).fill_null(0.0))
                 .otherwise(pl.col(c)).alias(c) for c in io_cols]
@@ -93,14 +94,6 @@ def _tasks_table(att: attribution.Attribution, key_waits: pl.DataFrame, frames: 
                                 pl.lit("none", METHOD)),
         window_source=pl.col("window_source").cast(pl.String),
     )
-
-
-def _beside(ex: pl.DataFrame, side: pl.DataFrame, on: list[str], nulls_equal: bool
-            ) -> list[pl.Series]:
-    """``side``'s columns but ``on``, a row per execution in ``ex``'s order (null where
-    ``side`` has no row of its ``on``; ``side`` has at most one row per ``on``)."""
-    return ex.select(on).join(side, on=on, how="left", nulls_equal=nulls_equal,
-                              maintain_order="left", validate="m:1").drop(on).get_columns()
 
 
 def _spans_of_keys(frames: RunFrames) -> pl.DataFrame:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from correlate.frames.beside import with_beside
 from correlate.frames.scalars import integer, rounded
 from correlate.frames.texts import per_text
 
@@ -104,7 +105,7 @@ def _ended_before(ex: pl.DataFrame, times: pl.DataFrame, at: str, name: str
     ``<name>_stop``)."""
     ends = ex.select(pl.col("execution_id").alias(f"{name}_prev"),
                      pl.col("stop_ns").alias(f"{name}_stop")).sort(f"{name}_stop")
-    return (times.drop_nulls(at).sort(at)
+    return (times.select("execution_id", at).drop_nulls(at).sort(at)
             .join_asof(ends, left_on=at, right_on=f"{name}_stop", strategy="backward")
             .select("execution_id", f"{name}_prev", f"{name}_stop"))
 
@@ -113,7 +114,8 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
           ) -> pl.DataFrame:
     """Per timed execution: its predecessor (``pred_id``, ``pred_stop``), through which
     ``gate``, and its task's submission and assignment times (``submitted_ns``,
-    ``assigned_ns``; null: not recorded)."""
+    ``assigned_ns``; null: not recorded). (Each candidate's columns are dropped once its
+    gate is known: a big run's executions are many, and every join copies what is left.)"""
     ex = timed(tasks)
     # (one row per key: waits.scheduler_waits groups by key)
     times = assigned.select(k=_hashed(assigned, "key"), submitted_ns="submitted_ns",
@@ -123,19 +125,6 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     for part in ("wait_paused_s", "wait_free_thread_s"):
         if part in ex.columns:  # (null stays null: not recorded)
             on_worker = on_worker + pl.col(part).fill_null(0.0)
-    k = _hashed(ex, "key")
-    g = (ex.select("execution_id", "start_ns", "stop_ns", "wait_queued_s",
-                   on_worker.alias("wait_thread_s"), k=k)
-         .join(_inputs(ex, k, dependencies), on="execution_id", how="left")
-         .join(_thread_before(ex), on="execution_id", how="left")
-         .join(times, on="k", how="left").drop("k"))
-    # a task submitted late: what its client had likely waited for (a graph submitted after an
-    # earlier one's results came back); a task queued by the scheduler: the execution whose end
-    # freed the thread it was then assigned to
-    queued = g.filter(pl.col("wait_queued_s") > 0)
-    g = (g.join(_ended_before(ex, g, "submitted_ns", "client"), on="execution_id", how="left")
-         .join(_ended_before(ex, queued, "assigned_ns", "queue"), on="execution_id",
-               how="left"))
     # a thread's previous execution is a predecessor only if it ended before this one started,
     # after its inputs, and after the task was ready on its worker (its inputs there, its
     # assignment received): had the task been ready later, it did not wait for the thread
@@ -144,13 +133,31 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
                       & (pl.col("thread_stop") <= pl.col("start_ns"))
                       & (pl.col("wait_thread_s").is_null() | (pl.col("thread_stop") > ready)))
               .then("thread_stop"))
+    # (the candidates' own tables first, the largest transients, before the executions')
+    k = _hashed(ex, "key")
+    inputs, before = _inputs(ex, k, dependencies), _thread_before(ex)
+    by_id = ["execution_id"]
+    g = with_beside(ex.select("execution_id", "start_ns", "stop_ns", "wait_queued_s",
+                              on_worker.alias("wait_thread_s"), k=k), before, by_id)
+    del before
+    g = with_beside(g.select("execution_id", "stop_ns", "wait_queued_s", "k", "thread_prev",
+                             thread_gate=thread), inputs, by_id)
+    del inputs, k
+    g = g.join(times, on="k", how="left").drop("k")
     # a task that reached the scheduler after its inputs ended waited for its client: the
-    # execution that ended last before that is its predecessor (if it ended after the rest)
+    # execution that ended last before that (a graph submitted after an earlier one's results
+    # came back) is its predecessor, if it ended after the rest
     client = (pl.when(pl.col("input_stop").is_null()
                       | (pl.col("submitted_ns") > pl.col("input_stop")))
               .then("client_stop"))
-    g = g.with_columns(thread_gate=thread, client_gate=client).with_columns(
-        latest=pl.max_horizontal("input_stop", "thread_gate", "client_gate", "queue_stop"))
+    g = (with_beside(g, _ended_before(ex, g, "submitted_ns", "client"), by_id)
+         .with_columns(client_gate=client).drop("client_stop"))
+    # a task queued by the scheduler: the execution whose end freed the thread it was then
+    # assigned to
+    queued = _ended_before(ex, g.filter(pl.col("wait_queued_s") > 0), "assigned_ns", "queue")
+    g = with_beside(g.drop("wait_queued_s"), queued, by_id)
+    del queued
+    latest = pl.max_horizontal("input_stop", "thread_gate", "client_gate", "queue_stop")
     # (each candidate a column of its own: one expression nesting them all is evaluated once
     # per use, several times over)
     gate = (pl.when(pl.col("input_stop") == pl.col("latest")).then(pl.lit("dependency"))
@@ -158,8 +165,7 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
             .when(pl.col("queue_stop") == pl.col("latest")).then(pl.lit("queue"))
             .when(pl.col("client_gate") == pl.col("latest")).then(pl.lit("submission"))
             .otherwise(pl.lit("first")))
-    g = g.with_columns(gate=gate)
-    return g.select(
+    return g.with_columns(latest=latest).with_columns(gate=gate).select(
         "execution_id", "stop_ns", "submitted_ns", "assigned_ns", "gate",
         pred_id=pl.when(pl.col("gate") == "dependency").then("input_id")
         .when(pl.col("gate") == "thread").then("thread_prev")
