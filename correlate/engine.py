@@ -68,20 +68,33 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
     return ex
 
 
-def _tasks_table(att: attribution.Attribution, key_waits: pl.DataFrame, frames: RunFrames
-                 ) -> pl.DataFrame:
+def _task_sides(att: attribution.Attribution, key_waits: pl.DataFrame, frames: RunFrames
+                ) -> list[tuple[pl.DataFrame, list[str], bool]]:
+    """The tables whose columns the tasks table puts beside the executions: (table, the
+    columns it is joined on, whether a null joins a null)."""
+    by_id = ["execution_id"]
     inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
                                    frames.dependencies)
-    ex = coroutines.with_awaiting(att.executions, frames.execution_slices)
+    return [(att.io_totals, by_id, False), (att.spill_columns, by_id, False),
+            (att.read_back, ["key", "worker"], True), (att.methods, by_id, False),
+            (key_waits, ["key"], False), (inputs, ["key", "worker"], True),
+            (_spans_of_keys(frames), ["key"], False)]
+
+
+def _tasks_table(executions: pl.DataFrame, sides: list[tuple[pl.DataFrame, list[str], bool]],
+                 frames: RunFrames) -> pl.DataFrame:
+    """The tasks table: the executions with the columns of ``sides`` (``_task_sides``; a list
+    handed over, each table let go once its columns are made: a big run's are gigabytes)."""
+    ex = coroutines.with_awaiting(executions, frames.execution_slices)
     # each side table's columns in the executions' row order, put beside them at once (a join
     # of the executions with each would copy all their columns once per side table)
-    by_id = ["execution_id"]
-    sides = ((att.io_totals, by_id, False), (att.spill_columns, by_id, False),
-             (att.read_back, ["key", "worker"], True), (att.methods, by_id, False),
-             (key_waits, ["key"], False), (inputs, ["key", "worker"], True),
-             (_spans_of_keys(frames), ["key"], False))
-    t = ex.hstack([column for side, on, nulls in sides
-                   for column in beside(ex, side, on, nulls)])
+    columns: list[pl.Series] = []
+    while sides:
+        side, on, nulls = sides.pop(0)
+        columns += beside(ex, side, on, nulls)
+        del side
+    t = ex.hstack(columns)
+    del columns
     io_cols = ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"]
     measured = [pl.when(pl.col("attribution").is_not_null()).then(pl.col(c).fill_null(0.0))
                 .otherwise(pl.col(c)).alias(c) for c in io_cols]
@@ -141,13 +154,13 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     progress.begin("tasks", rows=ex.height)
     # what the summary takes of the executions
     executed, on_other_threads = ex.height, task_threads.summary(elsewhere, ex)
-    # executions of workers that died: the rows they never wrote, and the results lost
-    made = lost.with_lost(_tasks_table(att, line.key_waits, frames), frames.startstops,
-                          frames.processes, line.released)
-    # every per-execution table the tasks table was made of is let go before it is conformed
-    # and written (the summary and the findings read the tasks table)
-    del ex, elsewhere
+    # each table the tasks table is made of let go once its columns are made; executions of
+    # workers that died: the rows they never wrote, and the results lost
+    sides = _task_sides(att, line.key_waits, frames)
     att, line = _tasks_made(att), replace(line, key_waits=line.key_waits.clear())
+    made = lost.with_lost(_tasks_table(ex, sides, frames), frames.startstops, frames.processes,
+                          line.released)
+    del ex, elsewhere
     kept = {"tasks": as_codes(put(sink, "tasks", made), _TASK_TEXTS),  # (read, never written)
             "task_files": task_files,
             "unattributed": put(sink, "unattributed", att.unattributed),

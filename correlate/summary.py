@@ -30,8 +30,8 @@ def _totals(d: dict[str, Any]) -> dict[str, Any]:
 def _per_process(tables: dict[str, pl.DataFrame]) -> list[dict[str, Any]]:
     """Bytes read and written per process, attributed or not (every source's I/O is in
     task_files or unattributed), busiest first."""
-    files = tables["task_files"].join(tables["tasks"].select("execution_id", "host", "pid"),
-                                      on="execution_id", how="left")
+    files = tables["task_files"].select("execution_id", "op", "bytes", "ops").join(
+        tables["tasks"].select("execution_id", "host", "pid"), on="execution_id", how="left")
     cols = ["host", "pid", "op", "bytes", "ops"]
     rows = pl.concat([files.select(cols), tables["unattributed"].select(cols)],
                      how="vertical_relaxed").with_columns(pl.col("op").cast(pl.String))

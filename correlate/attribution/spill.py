@@ -117,7 +117,8 @@ def per_execution(ex: pl.DataFrame, spill: pl.DataFrame, counted: bool) -> pl.Da
         zero = 0 if counted else None
         return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
                                            in keyed.drop("key").schema.items()))
-    last = ex.group_by("key").agg(pl.col("execution_id").max())
+    # (the columns it reads first: a group-by of every column of the executions copies them)
+    last = ex.select("key", "execution_id").group_by("key").agg(pl.col("execution_id").max())
     # (the spilled keys, read off file names, as text: coded like the engine's to join them)
     figures = last.join(keyed.with_columns(pl.col("key").cast(last.schema["key"])), on="key",
                         how="left").drop("key")

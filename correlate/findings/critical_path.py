@@ -110,16 +110,12 @@ def _ended_before(ex: pl.DataFrame, times: pl.DataFrame, at: str, name: str
             .select("execution_id", f"{name}_prev", f"{name}_stop"))
 
 
-def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
-          ) -> pl.DataFrame:
-    """Per timed execution: its predecessor (``pred_id``, ``pred_stop``), through which
-    ``gate``, and its task's submission and assignment times (``submitted_ns``,
-    ``assigned_ns``; null: not recorded). (Each candidate's columns are dropped once its
-    gate is known: a big run's executions are many, and every join copies what is left.)"""
-    ex = timed(tasks)
-    # (one row per key: waits.scheduler_waits groups by key)
-    times = assigned.select(k=_hashed(assigned, "key"), submitted_ns="submitted_ns",
-                            assigned_ns="assigned_ns")
+def _thread_and_inputs(ex: pl.DataFrame, dependencies: pl.DataFrame, times: pl.DataFrame
+                       ) -> pl.DataFrame:
+    """Per execution: the thread's previous execution where it gated it (``thread_prev``,
+    ``thread_gate``), the input that ended last (``input_id``, ``input_stop``), and its
+    task's ``times`` (submitted_ns, assigned_ns by ``k``), with ``stop_ns`` and
+    ``wait_queued_s``."""
     # (the whole of its wait on the worker: a memory pause of the worker is part of it)
     on_worker = pl.col("wait_thread_s")
     for part in ("wait_paused_s", "wait_free_thread_s"):
@@ -136,26 +132,44 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     # (the candidates' own tables first, the largest transients, before the executions')
     k = _hashed(ex, "key")
     inputs, before = _inputs(ex, k, dependencies), _thread_before(ex)
-    by_id = ["execution_id"]
     g = with_beside(ex.select("execution_id", "start_ns", "stop_ns", "wait_queued_s",
-                              on_worker.alias("wait_thread_s"), k=k), before, by_id)
+                              on_worker.alias("wait_thread_s"), k=k), before, _BY_ID)
     del before
     g = with_beside(g.select("execution_id", "stop_ns", "wait_queued_s", "k", "thread_prev",
-                             thread_gate=thread), inputs, by_id)
+                             thread_gate=thread), inputs, _BY_ID)
     del inputs, k
-    g = g.join(times, on="k", how="left").drop("k")
+    return g.join(times, on="k", how="left").drop("k")
+
+
+_BY_ID = ["execution_id"]
+
+
+def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
+          ) -> pl.DataFrame:
+    """Per timed execution: its predecessor (``pred_id``, ``pred_stop``), through which
+    ``gate``, and its task's submission and assignment times (``submitted_ns``,
+    ``assigned_ns``; null: not recorded). (Each candidate's columns are dropped once its
+    gate is known: a big run's executions are many, and every join copies what is left.)"""
+    ex = timed(tasks)
+    # (one row per key, as waits.scheduler_waits groups them: a key given twice is taken
+    # once, each execution in one row)
+    times = assigned.select(k=_hashed(assigned, "key"), submitted_ns="submitted_ns",
+                            assigned_ns="assigned_ns")
+    if times.height != times.get_column("k").n_unique():
+        times = times.unique("k", keep="first", maintain_order=True)
+    g = _thread_and_inputs(ex, dependencies, times)
     # a task that reached the scheduler after its inputs ended waited for its client: the
     # execution that ended last before that (a graph submitted after an earlier one's results
     # came back) is its predecessor, if it ended after the rest
     client = (pl.when(pl.col("input_stop").is_null()
                       | (pl.col("submitted_ns") > pl.col("input_stop")))
               .then("client_stop"))
-    g = (with_beside(g, _ended_before(ex, g, "submitted_ns", "client"), by_id)
+    g = (with_beside(g, _ended_before(ex, g, "submitted_ns", "client"), _BY_ID)
          .with_columns(client_gate=client).drop("client_stop"))
     # a task queued by the scheduler: the execution whose end freed the thread it was then
     # assigned to
     queued = _ended_before(ex, g.filter(pl.col("wait_queued_s") > 0), "assigned_ns", "queue")
-    g = with_beside(g.drop("wait_queued_s"), queued, by_id)
+    g = with_beside(g.drop("wait_queued_s"), queued, _BY_ID)
     del queued
     latest = pl.max_horizontal("input_stop", "thread_gate", "client_gate", "queue_stop")
     # (each candidate a column of its own: one expression nesting them all is evaluated once

@@ -7,6 +7,7 @@ from typing import Any
 import polars as pl
 
 from correlate.findings.context import Context, finding, span_saved
+from correlate.frames.beside import with_beside
 from correlate.frames.scalars import integer, number
 
 # --- small-requests ----------------------------------------------------------------------
@@ -163,9 +164,13 @@ def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
     takes ``1 − 1/times`` of its time. Silent without DXT (counters have no ranges)."""
     if ctx.evidence.segments is None or not ctx.evidence.dxt:
         return []
-    f = ctx.task_files.filter((pl.col("op").cast(pl.String) == "read")
-                              & pl.col("io_time_s").is_not_null())
-    per_path = f.group_by("path").agg(read=pl.col("bytes").sum(), spent=pl.col("io_time_s").sum())
+    # (lazy: a filter of task_files copies every column of the rows it keeps, a big run's
+    # reads are millions)
+    f = (ctx.task_files.lazy().filter((pl.col("op").cast(pl.String) == "read")
+                                      & pl.col("io_time_s").is_not_null())
+         .select("execution_id", "key", "path", "bytes", "io_time_s"))
+    per_path = f.group_by("path").agg(read=pl.col("bytes").sum(),
+                                      spent=pl.col("io_time_s").sum()).collect()
     # (the excess is a share of the reads' time: files whose reads took less than the floor
     # cannot be reported, and their ranges are not read)
     paths = per_path.filter((pl.col("read") >= REPEATED_MIN_BYTES)
@@ -182,7 +187,7 @@ def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
     shares = repeat_shares(ctx.evidence.segments, repeated.get_column("path").to_list())
     out = []
     for r in repeated.sort("read", "path", descending=[True, False]).iter_rows(named=True):
-        rows = f.filter(pl.col("path") == r["path"]).join(
+        rows = f.filter(pl.col("path") == r["path"]).collect().join(
             ctx.tasks.select("execution_id", "prefix"), on="execution_id")
         excess = rows.join(shares, on=["execution_id", "path"], how="left").group_by(
             "execution_id").agg(excess_s=pl.col("io_time_s").sum() * pl.col("repeat").first()
@@ -380,15 +385,20 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     # had a single user to compare with and none of them was written)
     if (integer(f.get_column("users").max()) or 0) < SHARED_MIN:
         return []
-    lone = (f.filter((pl.col("users") == 1) & (pl.col("io_time_s") > 0))
-            .group_by("op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).median()))
-    f = f.filter(pl.col("users") >= SHARED_MIN).join(lone, on="op", how="left")
+    lone = (f.lazy().filter((pl.col("users") == 1) & (pl.col("io_time_s") > 0))
+            .group_by("op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).median())
+            .collect())
+    shared_rows = f.get_column("users") >= SHARED_MIN
+    f = with_beside(f if shared_rows.all() else f.filter(shared_rows), lone, ["op"])
     if f.is_empty() or (lone.is_empty() and not (f.get_column("op") == "write").any()):
         return []
-    f = f.join(ctx.tasks.select("execution_id", "start_ns", "stop_ns",
-                                outside_s=OUTSIDE_CPU_AND_IO), on="execution_id").with_columns(
-        excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate")).clip(0.0)
-        .fill_null(0.0))
+    # (the timed executions' columns put beside the rows, which are not copied again)
+    f = with_beside(f, ctx.tasks.select("execution_id", "start_ns", "stop_ns",
+                                        outside_s=OUTSIDE_CPU_AND_IO), ["execution_id"])
+    if f.get_column("start_ns").has_nulls():  # (an execution not timed)
+        f = f.filter(pl.col("start_ns").is_not_null())
+    f = f.with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))
+                       .clip(0.0).fill_null(0.0))
     reaching = _reaching(ctx, f)
     if reaching.height < f.get_column("path").n_unique():  # (else a copy keeping every row)
         f = f.join(reaching, on="path", how="semi")

@@ -37,7 +37,9 @@ def tiny_tasks(ctx: Context) -> list[dict[str, Any]]:
     cost is what those waits would save (``wait_saved``: batched into fewer tasks, the
     overhead is paid once per batch)."""
     t = ctx.tasks
-    stats = (t.group_by("prefix").agg(runs=pl.len(), median=pl.col("duration_s").median())
+    # (the columns it reads first: a group-by of the whole tasks table copies all of it)
+    stats = (t.select("prefix", "duration_s").group_by("prefix")
+             .agg(runs=pl.len(), median=pl.col("duration_s").median())
              .filter((pl.col("runs") >= TINY_MIN_RUNS)
                      & (pl.col("median") <= TINY_MAX_MEDIAN_S)))
     if stats.is_empty():

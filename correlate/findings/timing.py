@@ -85,13 +85,17 @@ def straggler(ctx: Context) -> list[dict[str, Any]]:
     t = ctx.tasks.select("execution_id", "key", "prefix", "worker", "duration_s", "cpu_s",
                          "io_time_s", *(["input_read_back_s"] if "input_read_back_s"
                                         in ctx.tasks.columns else []))
-    stats = (t.group_by("prefix").agg(runs=pl.len(), median=pl.col("duration_s").median(),
-                                      mad=(pl.col("duration_s") - pl.col("duration_s")
-                                           .median()).abs().median())
+    mad = (pl.col("duration_s") - pl.col("duration_s").median()).abs().median()
+    stats = (t.select("prefix", "duration_s").group_by("prefix")
+             .agg(runs=pl.len(), median=pl.col("duration_s").median(), mad=mad)
              .filter(pl.col("runs") >= STRAGGLER_MIN_RUNS))
-    slow = (t.join(stats, on="prefix")
-            .filter((pl.col("duration_s") > STRAGGLER_FACTOR * pl.col("median"))
-                    & (pl.col("duration_s") > pl.col("median") + STRAGGLER_MADS * pl.col("mad")))
+    far = ((pl.col("duration_s") > STRAGGLER_FACTOR * pl.col("median"))
+           & (pl.col("duration_s") > pl.col("median") + STRAGGLER_MADS * pl.col("mad")))
+    # (which rows first, from their prefix and duration: a join of every row copies them all)
+    keep = (t.select("prefix", "duration_s").join(stats, on="prefix", how="left",
+                                                  maintain_order="left")
+            .select(far.fill_null(False)).to_series())
+    slow = (t.filter(keep).join(stats, on="prefix")
             .join(ctx.path.select("execution_id", on_path=pl.lit(True)), on="execution_id",
                   how="left")
             .with_columns(excess_s=pl.col("duration_s") - pl.col("median"),
@@ -141,21 +145,27 @@ def peer_cpu(tasks: pl.DataFrame) -> pl.DataFrame:
     during its window, each spread evenly over its own window. One sweep per process over the
     starts and ends (no pairwise join): the running executions' summed CPU rate as a step
     function, its integral read at each execution's start and end (rows at one instant share
-    the integral: no time passes between them)."""
+    the integral: no time passes between them). A process at a time: a sweep holds two rows
+    per execution, a big run's whole would be gigabytes."""
     t = tasks.select("execution_id", "host", "pid", "start_ns", "stop_ns", "cpu_s",
                      "duration_s").filter(
         pl.col("cpu_s").is_not_null() & (pl.col("duration_s") > 0)).select(
         "execution_id", "start_ns", "stop_ns", "cpu_s",
         rate=pl.col("cpu_s") / pl.col("duration_s"),
-        proc=pl.struct("host", "pid").hash(seed=0))  # (a hash sorts faster than the strings)
-    ev = pl.concat([t.select("proc", "execution_id", t="start_ns", d="rate",
-                             end=pl.lit(False)),
-                    t.select("proc", "execution_id", t="stop_ns", d=-pl.col("rate"),
-                             end=pl.lit(True))]).sort("proc", "t")
-    ev = ev.with_columns(r=pl.col("d").cum_sum().over("proc"))
-    step = pl.when(pl.col("proc") == pl.col("proc").shift(1)).then(
-        pl.col("r").shift(1) * (pl.col("t") - pl.col("t").shift(1))).fill_null(0.0)
-    ev = ev.with_columns(i=step.cum_sum().over("proc") * 1e-9)
+        proc=pl.struct("host", "pid").hash(seed=0))  # (a hash groups faster than the strings)
+    parts = [_peer_cpu_of(part) for part in t.partition_by("proc", include_key=False)]
+    return (pl.concat(parts) if parts else
+            pl.DataFrame(schema={"execution_id": pl.Int64, "peer_cpu_s": pl.Float64}))
+
+
+def _peer_cpu_of(t: pl.DataFrame) -> pl.DataFrame:
+    """``peer_cpu`` of one process's executions."""
+    ev = pl.concat([t.select("execution_id", t="start_ns", d="rate", end=pl.lit(False)),
+                    t.select("execution_id", t="stop_ns", d=-pl.col("rate"), end=pl.lit(True))]
+                   ).sort("t")
+    ev = ev.with_columns(r=pl.col("d").cum_sum())
+    step = (pl.col("r").shift(1) * (pl.col("t") - pl.col("t").shift(1))).fill_null(0.0)
+    ev = ev.with_columns(i=step.cum_sum() * 1e-9)
     at_start = ev.filter(~pl.col("end")).select("execution_id", i0="i").sort("execution_id")
     at_stop = ev.filter(pl.col("end")).select("execution_id", i1="i").sort("execution_id")
     return at_start.join(at_stop, on="execution_id").join(
@@ -180,7 +190,9 @@ def thread_contention(ctx: Context) -> list[dict[str, Any]]:
     if t.is_empty():  # (the usual case: no sweep over every execution)
         return []
     proc = pl.struct("host", "pid").hash(seed=0)  # (faster to group and join than strings)
-    per_process = ctx.tasks.group_by(proc=proc).agg(threads=pl.col("thread_id").n_unique())
+    # (the columns it reads first: a group-by of the whole tasks table copies all of it)
+    per_process = (ctx.tasks.select("host", "pid", "thread_id").group_by(proc=proc)
+                   .agg(threads=pl.col("thread_id").n_unique()))
     waited = (t.with_columns(proc=proc).join(peer_cpu(ctx.tasks), on="execution_id", how="left")
               .join(per_process, on="proc")
               .filter((pl.col("threads") > 1)

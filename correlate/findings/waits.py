@@ -16,8 +16,11 @@ from correlate.frames.scalars import number
 
 def _path_waits(ctx: Context, column: str, *extra: str) -> pl.DataFrame:
     """The path's links that waited in ``column``, with their task figures ``extra``."""
-    return (ctx.path.filter(pl.col(column) > 0)
-            .join(ctx.tasks.select("execution_id", *extra), on="execution_id", how="left"))
+    links = ctx.path.filter(pl.col(column) > 0)
+    # (the links' executions first: a join hashes every execution of a big run's tasks)
+    ids = links.get_column("execution_id").implode()
+    return links.join(ctx.tasks.select("execution_id", *extra)
+                      .filter(pl.col("execution_id").is_in(ids)), on="execution_id", how="left")
 
 
 def waiting_for_inputs(ctx: Context) -> list[dict[str, Any]]:

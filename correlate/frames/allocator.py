@@ -12,7 +12,10 @@ The C allocator (glibc's malloc: numpy arrays, Python bytes, the Darshan logs in
 the same treatment: by default it maps every block over 32 MiB (an inflated DXT region is
 larger) fresh from the kernel and unmaps it when freed, and gives back freed memory at the top
 of its heap; ``keep_freed_c_memory`` makes it take every block from its heaps and keep what is
-freed for the next one. What each setting saves: docs/performance.md.
+freed for the next one, in one heap for every thread: glibc gives each thread that allocates
+a heap of its own (the threads that decode Darshan logs), and what those keep,
+``release_freed_c_memory`` does not give back, for the rest of the run. What each setting
+saves: docs/performance.md.
 
 jemalloc reads ``_RJEM_MALLOC_CONF`` once, when polars loads, and ``import polars`` writes its
 own default there when it finds none (and appends a value it finds to that default): so
@@ -37,7 +40,7 @@ def settings() -> str:
 
 
 #: ``mallopt`` parameters (glibc's malloc.h)
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+M_TRIM_THRESHOLD, M_MMAP_MAX, M_ARENA_MAX = -1, -4, -8
 
 
 def configure() -> None:
@@ -49,16 +52,18 @@ def configure() -> None:
 
 
 def keep_freed_c_memory() -> bool:
-    """glibc's malloc: no block mapped on its own, and freed memory kept (up to 1 GiB at the
-    top of the heap). False where the C library has no ``mallopt`` (not glibc), and when the
-    user tuned glibc's malloc through ``GLIBC_TUNABLES`` (theirs wins)."""
-    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+    """glibc's malloc: no block mapped on its own, freed memory kept (up to 1 GiB at the top
+    of the heap), and one heap for every thread. False where the C library has no ``mallopt``
+    (not glibc), and when the user tuned glibc's malloc through ``GLIBC_TUNABLES`` or
+    ``MALLOC_ARENA_MAX`` (theirs wins)."""
+    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "") or "MALLOC_ARENA_MAX" in os.environ:
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError):  # no C library to open by None (Windows)
         return False
-    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
+    return (bool(mallopt(M_ARENA_MAX, 1)) and bool(mallopt(M_MMAP_MAX, 0))
+            and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30)))
 
 
 def release_freed_c_memory() -> None:

@@ -13,7 +13,10 @@ def beside(frame: pl.DataFrame, side: pl.DataFrame, on: list[str],
            nulls_equal: bool = False) -> list[pl.Series]:
     """``side``'s columns but ``on``, a row per row of ``frame`` in its order (null where
     ``side`` has no row of its ``on``). ``side`` holds at most one row per ``on`` (checked:
-    polars raises otherwise)."""
+    polars raises otherwise), rows whose ``on`` has a null aside unless ``nulls_equal`` (they
+    join nothing: a join's validation would count them as one key)."""
+    if not nulls_equal and side.select(pl.any_horizontal(pl.col(on).is_null()).any()).item():
+        side = side.drop_nulls(on)
     return frame.select(on).join(side, on=on, how="left", nulls_equal=nulls_equal,
                                  maintain_order="left", validate="m:1").drop(on).get_columns()
 

@@ -86,7 +86,7 @@ def with_lost(tasks: pl.DataFrame, startstops: pl.DataFrame, processes: pl.DataF
         return tasks
     added = unrecorded(tasks, startstops, processes, workers)
     t = pl.concat([tasks, added], how="diagonal_relaxed") if added.height else tasks
-    again = t.group_by("key").agg(last_start=pl.col("start_ns").max())
+    again = t.select("key", "start_ns").group_by("key").agg(last_start=pl.col("start_ns").max())
     return (t.join(again, on="key", how="left", maintain_order="left")
             .with_columns(status=pl.when(pl.col("worker").is_in(workers)
                                          & (pl.col("status") == "ok")

@@ -67,3 +67,24 @@ def test_frames_the_caller_keeps_stay_whole(run, tmp_path, monkeypatch):
 def _watched(df: pl.DataFrame, watched: dict[str, weakref.ref], name: str) -> pl.DataFrame:
     watched[name] = weakref.ref(df)
     return df
+
+
+def test_each_side_of_the_tasks_table_goes_once_its_columns_are_made(run, tmp_path,
+                                                                       monkeypatch):
+    frames = run_folder.load(run).collected()
+    sides: list[weakref.ref] = []
+    alive_then: list[int] = []
+    beside = engine.beside
+
+    def spying(ex, side, on, nulls_equal=False):
+        gc.collect()
+        alive_then.append(sum(ref() is not None for ref in sides))
+        sides.append(weakref.ref(side))
+        return beside(ex, side, on, nulls_equal)
+
+    monkeypatch.setattr(engine, "beside", spying)
+    engine.correlate_to([frames], tmp_path / "out")
+    assert len(sides) == 7
+    # (each side's table, made for the tasks table or held by the attribution, is gone by
+    # the time the next side's columns are made)
+    assert alive_then == [0] * 7

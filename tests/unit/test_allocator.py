@@ -90,3 +90,34 @@ def test_a_users_own_malloc_tunables_win() -> None:
     kept, faults = _faults_of_second_block("keep", **mine)
     assert kept == "False"
     assert faults > 4000
+
+
+THREAD = """
+import os, sys, threading
+from correlate.frames import allocator
+kept = allocator.keep_freed_c_memory()
+PAGE = os.sysconf("SC_PAGE_SIZE")
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+def work():  # as a thread decoding Darshan logs does: blocks it frees once done
+    blocks = [bytearray(1 << 20) for _ in range(256)]  # 256 MiB, every page touched
+    del blocks
+before = rss()
+t = threading.Thread(target=work)
+t.start()
+t.join()
+allocator.release_freed_c_memory()
+print(kept, (rss() - before) >> 20)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="no /proc (not Linux)")
+def test_memory_a_thread_freed_is_given_back_on_release() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    out = subprocess.run([sys.executable, "-c", THREAD], check=True, capture_output=True,
+                         text=True, env=env).stdout.split()
+    if out[0] != "True":
+        pytest.skip("the C library has no mallopt (not glibc)")
+    # a heap of the thread's own would keep what it freed (about 64 MiB) for the whole run
+    assert int(out[1]) < 16
