@@ -104,7 +104,8 @@ def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions:
         held = by_process(_numbered(segments))
         sizes = {process: seg.height for process, seg in held.items()}
     order = sorted(sizes, key=process_order)
-    ran = {(host, pid): n for host, pid, n in executions.group_by("host", "pid").len().rows()}
+    ran = {(host, pid): n for host, pid, n
+           in executions.select("host", "pid").group_by("host", "pid").len().rows()}
     groups = runs_up_to(order, [sizes[p] + ran.get(p, 0) for p in order], rows)
     ex, mk, op = (_per_group(df, groups) for df in (executions, markers, opens))
     return [Partition(
@@ -159,7 +160,9 @@ def _segments_table(att: IOAttribution, spill_key: pl.Series) -> pl.DataFrame:
 def _segment_totals(segments: pl.DataFrame) -> pl.DataFrame:
     """Per (host, pid, attribution): segments, bytes and I/O time (ns, exact) of the output
     ``segments`` rows — what the summary needs of them, without the table itself."""
-    return segments.group_by("host", "pid", "attribution").agg(
+    # (the columns it reads first: a group-by copies every column of its frame)
+    return segments.select("host", "pid", "attribution", "length", "start_ns", "stop_ns"
+                           ).group_by("host", "pid", "attribution").agg(
         segments=pl.len(), bytes=pl.col("length").sum(),
         io_time_ns=(pl.col("stop_ns") - pl.col("start_ns")).sum()
     ).with_columns(pl.col("attribution").cast(pl.String))

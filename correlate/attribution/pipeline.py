@@ -95,7 +95,8 @@ def attribute(frames: RunFrames, executions: pl.DataFrame, windows: pl.DataFrame
 def _methods(ex: pl.DataFrame, per_process: pl.DataFrame) -> pl.DataFrame:
     """execution_id → the method its process allowed; an execution recorded without the
     thread that method ties bytes by gets ``window-split``."""
-    methods = ex.join(per_process, on=["host", "pid"], how="inner", nulls_equal=True)
+    methods = ex.select("execution_id", "host", "pid", "thread_id").join(
+        per_process, on=["host", "pid"], how="inner", nulls_equal=True)
     return methods.select("execution_id", attribution=pl.when(
         pl.col("attribution").is_in(BY_THREAD) & pl.col("thread_id").is_null())
         .then(pl.lit("window-split")).otherwise(pl.col("attribution")))

@@ -168,7 +168,8 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
          .with_columns(client_gate=client).drop("client_stop"))
     # a task queued by the scheduler: the execution whose end freed the thread it was then
     # assigned to
-    queued = _ended_before(ex, g.filter(pl.col("wait_queued_s") > 0), "assigned_ns", "queue")
+    queued = _ended_before(ex, g.select("execution_id", "assigned_ns", "wait_queued_s")
+                           .filter(pl.col("wait_queued_s") > 0), "assigned_ns", "queue")
     g = with_beside(g.drop("wait_queued_s"), queued, _BY_ID)
     del queued
     latest = pl.max_horizontal("input_stop", "thread_gate", "client_gate", "queue_stop")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from correlate.frames.beside import beside
+
 _KEYS = ["host", "pid", "execution_seq"]
 
 
@@ -55,6 +57,8 @@ def with_awaiting(executions: pl.DataFrame, slices: pl.DataFrame) -> pl.DataFram
     slices (the time its coroutine spent suspended); null for tasks run on a thread."""
     running = slices.group_by(_KEYS).agg(
         running_ns=(pl.col("local_stop_ns") - pl.col("local_start_ns")).sum())
-    return executions.join(running, on=_KEYS, how="left", nulls_equal=True).with_columns(
+    # (its column put beside the executions, which a join would copy: one row per execution)
+    return executions.hstack(beside(executions, running, _KEYS, nulls_equal=True)
+                             ).with_columns(
         awaiting_s=(pl.col("local_stop_ns") - pl.col("local_start_ns") - pl.col("running_ns"))
         .clip(0) / 1e9).drop("running_ns")

@@ -85,7 +85,7 @@ def summary(tasks: pl.DataFrame) -> dict[str, Any]:
     known from the worker's transitions or the execution's own record)."""
     out: dict[str, Any] = {}
     for status in HANDED_BACK:
-        rows = tasks.filter(pl.col("status") == status)
+        rows = tasks.select("prefix", "duration_s", "status").filter(pl.col("status") == status)
         per = rows.group_by("prefix").agg(executions=pl.len()).sort(
             "executions", "prefix", descending=[True, False])
         out[status] = {

@@ -69,11 +69,12 @@ def unrecorded(tasks: pl.DataFrame, startstops: pl.DataFrame, processes: pl.Data
 def results_lost(transitions: pl.DataFrame) -> pl.Series:
     """Keys whose result the scheduler lost with a worker: released from memory by its
     worker cleanup (each such key is recomputed when still wanted)."""
-    return (transitions.filter((pl.col("side") == "scheduler")
-                               & (pl.col("start").cast(pl.String) == "memory")
-                               & (pl.col("finish").cast(pl.String) == "released")
-                               & pl.col("stimulus_id").str.starts_with(WORKER_CLEANUP))
-            .get_column("key").cast(pl.String).unique())
+    # (lazily: a filter of the transitions, a run's largest table, copies every column)
+    return (transitions.lazy().filter((pl.col("side") == "scheduler")
+                                      & (pl.col("start").cast(pl.String) == "memory")
+                                      & (pl.col("finish").cast(pl.String) == "released")
+                                      & pl.col("stimulus_id").str.starts_with(WORKER_CLEANUP))
+            .select("key").collect().get_column("key").cast(pl.String).unique())
 
 
 def with_lost(tasks: pl.DataFrame, startstops: pl.DataFrame, processes: pl.DataFrame,
@@ -103,7 +104,8 @@ def summary(tasks: pl.DataFrame, processes: pl.DataFrame,
     how many of those have rows only from the scheduler's records), the tasks recomputed, the
     compute seconds lost, and the lost executions per prefix (``span_s``, the critical
     path's share, is added once the path is known: ``span_lost``)."""
-    rows = tasks.filter(pl.col("status") == LOST)
+    rows = tasks.select("key", "prefix", "duration_s", "window_source", "status").filter(
+        pl.col("status") == LOST)
     per = rows.group_by("prefix").agg(executions=pl.len()).sort(
         "executions", "prefix", descending=[True, False])
     return {

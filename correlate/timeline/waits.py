@@ -55,9 +55,10 @@ def ready_to_executing(transitions: pl.DataFrame, time: pl.Expr,
     clock shift) it became ready and executing there; only on ``workers`` where given."""
     # (the worker cast after the filter: the engine's worker column is Categorical, and a
     # run's transitions are its largest table)
-    t = transitions.with_columns(t=time).filter(
-        (pl.col("side") == "worker") & pl.col("finish").is_in(["ready", "executing"])
-    ).with_columns(pl.col("worker").cast(pl.String))
+    # (lazily: the filter copies the columns read only)
+    t = (transitions.lazy().with_columns(t=time).filter(
+        (pl.col("side") == "worker") & pl.col("finish").is_in(["ready", "executing"]))
+        .select("key", pl.col("worker").cast(pl.String), "finish", "t").collect())
     if workers is not None:
         t = t.filter(pl.col("worker").is_in(workers.implode()))
     return t.group_by("key").agg(
