@@ -1,4 +1,4 @@
-"""The client of the lost-work test: 400 tasks of 20 ms held as futures on two workers; once
+"""The client of the lost-work test: 1,000 tasks of 20 ms held as futures on two workers; once
 40 have finished it SIGKILLs the worker whose address comes first (its results die with it),
 then a task that needs every result makes the scheduler recompute the lost ones. Writes the
 killed worker's address to OUT and shuts the cluster down.
@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-TILES = 400
+TILES = 1000
 
 
 def tile(i: int) -> int:
@@ -34,8 +34,8 @@ def main(argv: list[str]) -> None:
         pids = client.run(os.getpid)
         victim = sorted(pids)[0]
         # (the victim still has tasks to run when the kill comes, however late this loop sees
-        # the 40th: its last executions are not flushed yet; with 120 a loaded host let it
-        # finish and flush its share first)
+        # the 40th: its last executions are not flushed yet; with 120 tasks, and once with
+        # 400 (about 2 s of work), a loaded host let it finish and flush its share first)
         futures = client.map(tile, range(TILES), key=[f"tile-{i}" for i in range(TILES)])
         while sum(f.done() for f in futures) < 40:
             time.sleep(0.01)
