@@ -209,3 +209,15 @@ def test_work_pinned_to_one_thread_is_idle_threads_unless_it_ran_on_an_event_loo
     looped = tasks.with_columns(awaiting_s=pl.when(pl.col("prefix") == "pinned")
                                 .then(pl.lit(0.5)))
     assert [f for f in _analyse(looped, files) if f["kind"] == "idle-threads"] == []
+
+
+def test_a_straggler_is_named_alone_among_its_prefixs_executions():
+    # GIVEN eight executions of 100 ms and one of 1 s, each on a thread of its own, and two
+    # executions of another prefix, too few to have a spread
+    tasks = _tasks([*((f"part-{i}", i, 0, 100 + i, "ok") for i in range(8)),
+                    ("part-8", 8, 0, 1000, "ok"), ("other-0", 9, 0, 900, "ok"),
+                    ("other-1", 10, 0, 100, "ok")])
+    found = [f for f in _analyse(tasks, _files(tasks, [])) if f["kind"] == "straggler"]
+    # THEN only the slow one is a straggler, costing at most its time beyond the median
+    assert [(f["prefixes"], f["keys"]) for f in found] == [(["part"], ["part-8"])]
+    assert 0 < found[0]["cost_s"] <= 1.0 - 0.1035
