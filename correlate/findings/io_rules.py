@@ -392,16 +392,20 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
     f = with_beside(f if shared_rows.all() else f.filter(shared_rows), lone, ["op"])
     if f.is_empty() or (lone.is_empty() and not (f.get_column("op") == "write").any()):
         return []
+    f = f.with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))
+                       .clip(0.0).fill_null(0.0))
+    # (the paths that could reach the floor first, the rows of executions not timed among
+    # them: their excesses only raise a bound; the usual case keeps none)
+    reaching = _reaching(ctx, f)
+    if reaching.is_empty():
+        return []
+    if reaching.height < f.get_column("path").n_unique():  # (else a copy keeping every row)
+        f = f.join(reaching, on="path", how="semi")
     # (the timed executions' columns put beside the rows, which are not copied again)
     f = with_beside(f, ctx.tasks.select("execution_id", "start_ns", "stop_ns",
                                         outside_s=OUTSIDE_CPU_AND_IO), ["execution_id"])
     if f.get_column("start_ns").has_nulls():  # (an execution not timed)
         f = f.filter(pl.col("start_ns").is_not_null())
-    f = f.with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))
-                       .clip(0.0).fill_null(0.0))
-    reaching = _reaching(ctx, f)
-    if reaching.height < f.get_column("path").n_unique():  # (else a copy keeping every row)
-        f = f.join(reaching, on="path", how="semi")
     at_once = users_at_once(f.select("path", "execution_id", "start_ns", "stop_ns").unique())
     shared = (f.drop("start_ns", "stop_ns", "outside_s", "users")  # (read no further)
               .join(at_once, on="path").filter(pl.col("at_once") >= SHARED_MIN)
@@ -418,14 +422,16 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
 
 def _reaching(ctx: Context, f: pl.DataFrame) -> pl.DataFrame:
     """The paths of ``f`` whose cost could reach the floor: at most the excess of their calls
-    and, for a written file, its users' time outside CPU and I/O (``lock_waits``' bound);
-    the others are neither swept nor reported."""
+    and, for a written file, its timed users' time outside CPU and I/O (``lock_waits``'
+    bound); the others are neither swept nor reported."""
     # (lazily: each step reads its columns only, where a filter or a semi join of ``f`` would
     # copy all of them first)
     lf = f.lazy()
     written = lf.filter(pl.col("op") == "write").select("path").unique()
-    waits = (lf.select("path", "execution_id", "outside_s").join(written, on="path", how="semi")
-             .unique().select("path", excess_s="outside_s"))
+    waits = (lf.select("path", "execution_id").join(written, on="path", how="semi").unique()
+             .join(ctx.tasks.lazy().select("execution_id", outside_s=OUTSIDE_CPU_AND_IO),
+                   on="execution_id")
+             .select("path", excess_s="outside_s"))
     return (pl.concat([lf.select("path", "excess_s"), waits]).group_by("path")
             .agg(pl.col("excess_s").sum()).filter(pl.col("excess_s") >= ctx.floor_s)
             .select("path").collect())
