@@ -45,6 +45,8 @@ WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "paused", "fr
                "other")
 #: statuses of an execution whose result a dependent could use (null: not recorded)
 _PRODUCED = ("ok", "memory")
+#: the join column of the gates' per-execution tables
+_BY_ID = ["execution_id"]
 
 
 def timed(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -140,8 +142,6 @@ def _thread_and_inputs(ex: pl.DataFrame, dependencies: pl.DataFrame, times: pl.D
     del inputs, k
     return g.join(times, on="k", how="left").drop("k")
 
-
-_BY_ID = ["execution_id"]
 
 
 def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFrame
