@@ -94,7 +94,6 @@ def _tasks_table(executions: pl.DataFrame, sides: list[tuple[pl.DataFrame, list[
         columns += beside(ex, side, on, nulls)
         del side
     t = ex.hstack(columns)
-    del columns
     io_cols = ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"]
     measured = [pl.when(pl.col("attribution").is_not_null()).then(pl.col(c).fill_null(0.0))
                 .otherwise(pl.col(c)).alias(c) for c in io_cols]

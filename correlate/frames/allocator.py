@@ -53,17 +53,17 @@ def configure() -> None:
 
 def keep_freed_c_memory() -> bool:
     """glibc's malloc: no block mapped on its own, freed memory kept (up to 1 GiB at the top
-    of the heap), and one heap for every thread. False where the C library has no ``mallopt``
-    (not glibc), and when the user tuned glibc's malloc through ``GLIBC_TUNABLES`` or
-    ``MALLOC_ARENA_MAX`` (theirs wins)."""
-    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "") or "MALLOC_ARENA_MAX" in os.environ:
+    of the heap), and one heap for every thread unless the user chose how many
+    (``MALLOC_ARENA_MAX``: theirs wins). False where the C library has no ``mallopt`` (not
+    glibc), and when the user tuned glibc's malloc through ``GLIBC_TUNABLES`` (theirs wins)."""
+    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError):  # no C library to open by None (Windows)
         return False
-    return (bool(mallopt(M_ARENA_MAX, 1)) and bool(mallopt(M_MMAP_MAX, 0))
-            and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30)))
+    heaps = "MALLOC_ARENA_MAX" in os.environ or bool(mallopt(M_ARENA_MAX, 1))
+    return heaps and bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
 
 
 def release_freed_c_memory() -> None:

@@ -81,6 +81,15 @@ def test_freed_c_memory_is_reused_instead_of_faulted_in_again() -> None:
     assert faults_kept < faults_default / 10
 
 
+def test_a_users_own_heap_count_leaves_the_other_settings() -> None:
+    if _faults_of_second_block("keep")[0] != "True":
+        pytest.skip("the C library has no mallopt (not glibc)")
+    kept, faults = _faults_of_second_block("keep", MALLOC_ARENA_MAX="4")
+    # the freed 64 MiB block is still kept and reused: only the heap count is theirs
+    assert kept == "True"
+    assert faults < 4000
+
+
 def test_a_users_own_malloc_tunables_win() -> None:
     if _faults_of_second_block("keep")[0] != "True":
         pytest.skip("the C library has no mallopt (not glibc)")
