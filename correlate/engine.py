@@ -68,21 +68,26 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
     return ex
 
 
+#: a table whose columns the tasks table puts beside the executions: (table, the columns it is
+#: joined on, whether a null joins a null, the value of an execution it has no row for)
+Side = tuple[pl.DataFrame, list[str], bool, Any]
+
+
 def _task_sides(att: attribution.Attribution, key_waits: pl.DataFrame, frames: RunFrames
-                ) -> list[tuple[pl.DataFrame, list[str], bool]]:
-    """The tables whose columns the tasks table puts beside the executions: (table, the
-    columns it is joined on, whether a null joins a null)."""
+                ) -> list[Side]:
+    """The tables whose columns the tasks table puts beside the executions."""
     by_id = ["execution_id"]
     inputs = waits.transfer_inputs(frames.startstops, frames.transfers, frames.transfer_keys,
                                    frames.dependencies)
-    return [(att.io_totals, by_id, False), (att.spill_columns, by_id, False),
-            (att.read_back, ["key", "worker"], True), (att.methods, by_id, False),
-            (key_waits, ["key"], False), (inputs, ["key", "worker"], True),
-            (_spans_of_keys(frames), ["key"], False)]
+    return [(att.io_totals, by_id, False, None),
+            (att.spill_columns, by_id, False, att.spill_absent),
+            (att.read_back, ["key", "worker"], True, None), (att.methods, by_id, False, None),
+            (key_waits, ["key"], False, None), (inputs, ["key", "worker"], True, None),
+            (_spans_of_keys(frames), ["key"], False, None)]
 
 
-def _tasks_table(executions: pl.DataFrame, sides: list[tuple[pl.DataFrame, list[str], bool]],
-                 frames: RunFrames) -> pl.DataFrame:
+def _tasks_table(executions: pl.DataFrame, sides: list[Side], frames: RunFrames
+                 ) -> pl.DataFrame:
     """The tasks table: the executions with the columns of ``sides`` (``_task_sides``; a list
     handed over, each table let go once its columns are made: a big run's are gigabytes)."""
     ex = coroutines.with_awaiting(executions, frames.execution_slices)
@@ -90,8 +95,9 @@ def _tasks_table(executions: pl.DataFrame, sides: list[tuple[pl.DataFrame, list[
     # of the executions with each would copy all their columns once per side table)
     columns: list[pl.Series] = []
     while sides:
-        side, on, nulls = sides.pop(0)
-        columns += beside(ex, side, on, nulls)
+        side, on, nulls, absent = sides.pop(0)
+        columns += [c if absent is None else c.fill_null(absent)
+                    for c in beside(ex, side, on, nulls)]
         del side
     t = ex.hstack(columns)
     io_cols = ["read_bytes", "write_bytes", "read_ops", "write_ops", "io_time_s"]

@@ -287,3 +287,14 @@ def test_executions_whose_text_was_lost_are_not_also_missing(tmp_path, lost):
         assert rows.height < exp.executions
         n = int(missing[0].split()[0])
         assert n == exp.executions - rows.height
+
+
+def test_executions_of_keys_never_spilled_show_zero_spill(correlated):
+    """DXT traced every file: the executions whose keys no spill file held have spill figures
+    of measured zeros, not unknown (the tasks table puts them in without a row of them per
+    execution before)."""
+    _exp, _run, out, _summary = correlated
+    spill = pl.read_parquet(out / "tasks.parquet").select(
+        "spilled_bytes", "spill_write_s", "spill_writes", "unspilled_bytes", "unspill_read_s")
+    assert spill.height == 300
+    assert spill.null_count().sum_horizontal().item() == 0

@@ -42,8 +42,10 @@ class Attribution:
     unattributed: pl.DataFrame
     #: spill per key and process (``spill.spill_io``, with the counters' spill)
     spilled: pl.DataFrame
-    #: execution_id, its key's spill figures (on the key's last execution)
+    #: execution_id, its key's spill figures (on the key's last execution), and the figure of
+    #: an execution it has no row for (``spill.per_execution``)
     spill_columns: pl.DataFrame
+    spill_absent: int | None
     #: key, worker, the inputs' read-back from spill (Dask's own ``disk-read``)
     read_back: pl.DataFrame
     #: what the summary takes: the segments' totals per (host, pid, attribution), the C stdio
@@ -80,11 +82,13 @@ def attribute(frames: RunFrames, executions: pl.DataFrame, windows: pl.DataFrame
         *untraced.across_processes(*(parts.pop(n) for n in ("task_files", "io_totals"))),
         parts.pop("unattributed"), parts["spill"],
         passes.Run(frames, ex, clocks, windows, counted))
+    spill_columns, spill_absent = spill.per_execution(ex, spilled,
+                                                      _counts_every_file(frames, counted))
     return Attribution(
         executions=ex, clocks=clocks, methods=methods, task_files=files, io_totals=io_totals,
         unattributed=helper_commands.relabel(doubtful.relabel(unattributed, frames.file_opens),
                                              frames.darshan_logs), spilled=spilled,
-        spill_columns=spill.per_execution(ex, spilled, _counts_every_file(frames, counted)),
+        spill_columns=spill_columns, spill_absent=spill_absent,
         read_back=spill.input_read_back(frames.startstops),
         segment_totals=parts["segment_totals"],
         stdio_totals=stdio_totals(frames.io_file_counters),

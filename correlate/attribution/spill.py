@@ -108,23 +108,32 @@ def per_key(spill: pl.DataFrame) -> pl.DataFrame:
         unspill_read_s=by_op("read", "io_time_s"))
 
 
-def per_execution(ex: pl.DataFrame, spill: pl.DataFrame, counted: bool) -> pl.DataFrame:
+def per_execution(ex: pl.DataFrame, spill: pl.DataFrame, counted: bool
+                  ) -> tuple[pl.DataFrame, int | None]:
     """execution_id → its key's spill figures (``per_key``), on the key's last execution; zero
     where the run's Darshan logs count every file (``counted``: DXT, or POSIX counters) and
-    none is the key's spill, null where no log did."""
+    none is the key's spill, null where no log did; null on a spilled key's other executions
+    (which of its runs wrote the files is not known). Returned as the rows of the executions
+    whose figures are not that zero or null (a spilled key's executions) and the figure of
+    every execution without a row: a big run's executions would otherwise hold a column of
+    zeros per figure until the tasks table is made."""
     keyed = per_key(spill)
+    absent = 0 if counted else None
     if keyed.is_empty():  # (the usual case: no string group-by over every key)
-        zero = 0 if counted else None
-        return ex.select("execution_id", *(pl.lit(zero, dtype).alias(name) for name, dtype
-                                           in keyed.drop("key").schema.items()))
+        return (keyed.drop("key").select(pl.lit(0, pl.Int64).alias("execution_id"), pl.all())
+                .clear(), absent)
     # (the columns it reads first: a group-by of every column of the executions copies them)
     last = ex.select("key", "execution_id").group_by("key").agg(pl.col("execution_id").max())
     # (the spilled keys, read off file names, as text: coded like the engine's to join them)
     figures = last.join(keyed.with_columns(pl.col("key").cast(last.schema["key"])), on="key",
-                        how="left").drop("key")
+                        how="inner").drop("key")
     if not counted:
-        return figures
-    return figures.with_columns(pl.exclude("execution_id").fill_null(0))
+        return figures, absent
+    earlier = (ex.select("key", "execution_id").join(figures.select("execution_id"),
+                                                     on="execution_id", how="anti")
+               .join(keyed.select(pl.col("key").cast(last.schema["key"])), on="key",
+                     how="semi").drop("key"))
+    return pl.concat([figures, earlier], how="diagonal"), absent
 
 
 def input_read_back(startstops: pl.DataFrame) -> pl.DataFrame:

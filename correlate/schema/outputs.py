@@ -130,7 +130,7 @@ TASKS = Table(
         Column("wait_external_s", "Float64", "waiting for data from outside Dask "
                "(scattered or external-state dependencies)"),
         Column("spilled_bytes", "Float64", "bytes of this task's result written to a spill "
-               "file (DXT; on its key's last execution; null: no DXT)"),
+               "file (DXT; on its key's last execution, null on its others; null: no DXT)"),
         Column("spill_write_s", "Float64", "time writing them"),
         Column("spill_writes", "Int64", "times its result was written to disk"),
         Column("unspilled_bytes", "Float64", "bytes of its result read back from disk"),
