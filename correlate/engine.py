@@ -182,7 +182,11 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
     progress.begin("findings")
-    found = _findings(frames, kept, line.assigned, sink)
+    evidence = _evidence(frames, sink)
+    # (what the rules read of the startstops is in the evidence: a big run's go)
+    frames = replace(frames, startstops=frames.startstops.clear(),
+                     transfer_keys=frames.transfer_keys.clear())
+    found = _findings(kept, frames.dependencies, line.assigned, evidence, sink)
     summary.update(found.summary)
     if summary["lost"]["executions"]:  # what recomputing the lost results cost the span
         summary["lost"]["span_s"] = lost.span_lost(kept["tasks"], found.critical_path)
@@ -243,16 +247,21 @@ def _functions(frames: RunFrames, ex: pl.DataFrame, sink: TableSink) -> int:
     return sum(profiled)
 
 
-def _findings(frames: RunFrames, kept: dict[str, pl.DataFrame], assigned: pl.DataFrame,
-              sink: TableSink) -> findings.Analysis:
-    """Write the critical path and the findings (the rules read the tables of ``kept`` and
-    the segments back from the sink); return them, with their part of the summary."""
-    evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
-                                 segments=sink.scan("segments"),
-                                 process_cpu=frames.clock_samples,
-                                 file_counters=frames.io_file_counters,
-                                 stored=findings.stored(frames.startstops))
-    found = findings.analyse(kept["tasks"], kept["task_files"], frames.dependencies, assigned,
+def _evidence(frames: RunFrames, sink: TableSink) -> findings.Evidence:
+    """What the rules read besides the tables: the segments back from the sink, the processes'
+    CPU, the files' counters and the results stored to disk."""
+    return findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
+                             segments=sink.scan("segments"), process_cpu=frames.clock_samples,
+                             file_counters=frames.io_file_counters,
+                             stored=findings.stored(frames.startstops))
+
+
+def _findings(kept: dict[str, pl.DataFrame], dependencies: pl.DataFrame,
+              assigned: pl.DataFrame, evidence: findings.Evidence, sink: TableSink
+              ) -> findings.Analysis:
+    """Write the critical path and the findings (the rules read the tables of ``kept``);
+    return them, with their part of the summary."""
+    found = findings.analyse(kept["tasks"], kept["task_files"], dependencies, assigned,
                              evidence)
     put(sink, "critical_path", found.critical_path)
     put(sink, "findings", found.findings)

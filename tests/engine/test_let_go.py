@@ -12,7 +12,7 @@ import weakref
 import polars as pl
 import pytest
 
-from correlate import console, engine
+from correlate import console, engine, findings
 from correlate.sources import run_folder
 from testing.synthetic import write_run
 
@@ -88,3 +88,26 @@ def test_each_side_of_the_tasks_table_goes_once_its_columns_are_made(run, tmp_pa
     # (each side's table, made for the tasks table or held by the attribution, is gone by
     # the time the next side's columns are made)
     assert alive_then == [0] * 7
+
+
+def test_the_startstops_go_before_the_findings_rules_run(run, tmp_path, monkeypatch):
+    """What the rules read of the startstops (the results stored to disk) is taken first; a
+    big run's startstops are not held while the rules copy the tasks table's columns."""
+    watched: dict[str, weakref.ref] = {}
+    alive: list[bool] = []
+    stored, analyse = findings.stored, findings.analyse
+
+    def taking(startstops):
+        watched["startstops"] = weakref.ref(startstops)
+        return stored(startstops)
+
+    def analysing(*args, **kwargs):
+        gc.collect()
+        alive.append(watched["startstops"]() is not None)
+        return analyse(*args, **kwargs)
+
+    monkeypatch.setattr(findings, "stored", taking)
+    monkeypatch.setattr(findings, "analyse", analysing)
+    engine.correlate_to([run_folder.load(run).collected()], tmp_path / "out")
+    assert alive == [False]
+    assert pl.read_parquet(tmp_path / "out" / "findings.parquet").columns  # (written)
