@@ -380,8 +380,12 @@ def decode(frame: pl.DataFrame, table: str, lookup: Lookup) -> tuple[pl.DataFram
     position, everything = _positions(lookup), lookup.texts
     plain = [c for c in ids if c not in pairs]
     coded = [c for c in plain if _declared(table, c) == pl.Categorical]
-    out = frame.with_columns(**{f"_text_{c}": pl.lit(everything).gather(position(c))
-                                for c in plain if c not in coded})
+    texts = [c for c in plain if c not in coded]
+    if texts:
+        at = frame.select(**{c: position(c) for c in texts})
+        out = frame.with_columns(**{f"_text_{c}": _texts(at[c], everything) for c in texts})
+    else:
+        out = frame
     if coded:
         at = frame.select(**{c: position(c) for c in coded})
         out = out.with_columns(**{f"_text_{c}": lookup.categorical(at[c]) for c in coded})
@@ -401,6 +405,25 @@ def decode(frame: pl.DataFrame, table: str, lookup: Lookup) -> tuple[pl.DataFram
     return out, int(lost or 0)
 
 
+def _texts(at: pl.Series, everything: pl.Series) -> pl.Series:
+    """The texts at positions ``at`` of ``everything`` (null: none), in buffers of their own:
+    a gather of ``everything`` hands back views into its buffers, and a column of a few rows
+    (a worker's clock markers) would keep every text of the run (each task's key, each
+    stimulus id) alive for as long as it lives."""
+    known, rows = _distinct(at)
+    return pl.concat([pl.Series(everything.gather(known).to_arrow()),
+                      pl.Series([None], dtype=pl.String)]).gather(rows)
+
+
+def _distinct(at: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """The distinct positions of ``at`` (sorted), and each row's index among them (null: one
+    past the last)."""
+    known = at.drop_nulls().unique().sort()
+    where = np.searchsorted(known.to_numpy(), at.fill_null(0).to_numpy())
+    where[at.is_null().to_numpy()] = known.len()
+    return known, pl.Series(where, dtype=pl.UInt32)
+
+
 def _declared(table: str, column: str) -> pl.DataType:
     """The type ``table`` declares ``column`` to be once decoded (text unless it says
     otherwise: a column only run format 3 has, such as a carried one, is text)."""
@@ -414,11 +437,8 @@ def _pair(at: pl.Series, everything: pl.Series, dtypes: list[pl.DataType]
     ``everything`` (null: none): each distinct pair's text split once, not each row's (a few
     dozen pairs in millions of rows), and cast once: a Categorical column is gathered as its
     codes, never as a text per row."""
-    known = at.drop_nulls().unique().sort()
+    known, rows = _distinct(at)  # (the null text after the others)
     texts = pl.concat([everything.gather(known), pl.Series([None], dtype=pl.String)])
-    where = np.searchsorted(known.to_numpy(), at.fill_null(0).to_numpy())
-    where[at.is_null().to_numpy()] = known.len()  # (the null text after the others)
-    rows = pl.Series(where, dtype=pl.UInt32)
     parts = texts.str.split_exact(PAIR_SEP, 1).struct.unnest()
     first, second = (pl.select(pl.when(p != PAIR_NULL).then(p)).to_series().cast(dtype)
                      .gather(rows)
