@@ -15,6 +15,8 @@ def beside(frame: pl.DataFrame, side: pl.DataFrame, on: list[str],
     ``side`` has no row of its ``on``). ``side`` holds at most one row per ``on`` (checked:
     polars raises otherwise), rows whose ``on`` has a null aside unless ``nulls_equal`` (they
     join nothing: a join's validation would count them as one key)."""
+    if side.is_empty():  # (a join would still hash every row of ``frame``'s ``on``)
+        return side.drop(on).clear(frame.height).get_columns()
     if not nulls_equal and side.select(pl.any_horizontal(pl.col(on).is_null()).any()).item():
         side = side.drop_nulls(on)
     return frame.select(on).join(side, on=on, how="left", nulls_equal=nulls_equal,
