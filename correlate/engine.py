@@ -157,8 +157,7 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
     put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     progress.begin("tasks", rows=ex.height)
-    # what the summary takes of the executions
-    executed, on_other_threads = ex.height, task_threads.summary(elsewhere, ex)
+    executed, on_other_threads = ex.height, task_threads.summary(elsewhere, ex)  # (summary's)
     # each table the tasks table is made of let go once its columns are made; executions of
     # workers that died: the rows they never wrote, and the results lost
     sides = _task_sides(att, line.key_waits, frames)
@@ -182,10 +181,7 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
     progress.begin("findings")
-    evidence = _evidence(frames, sink)
-    # (what the rules read of the startstops is in the evidence: a big run's go)
-    frames = replace(frames, startstops=frames.startstops.clear(),
-                     transfer_keys=frames.transfer_keys.clear())
+    evidence, frames = _evidence(frames, sink)
     found = _findings(kept, frames.dependencies, line.assigned, evidence, sink)
     summary.update(found.summary)
     if summary["lost"]["executions"]:  # what recomputing the lost results cost the span
@@ -247,13 +243,17 @@ def _functions(frames: RunFrames, ex: pl.DataFrame, sink: TableSink) -> int:
     return sum(profiled)
 
 
-def _evidence(frames: RunFrames, sink: TableSink) -> findings.Evidence:
-    """What the rules read besides the tables: the segments back from the sink, the processes'
-    CPU, the files' counters and the results stored to disk."""
-    return findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
-                             segments=sink.scan("segments"), process_cpu=frames.clock_samples,
-                             file_counters=frames.io_file_counters,
-                             stored=findings.stored(frames.startstops))
+def _evidence(frames: RunFrames, sink: TableSink) -> tuple[findings.Evidence, RunFrames]:
+    """What the rules read besides the tables (the segments back from the sink, the
+    processes' CPU, the files' counters and the results stored to disk), and ``frames``
+    without the tables no rule reads (the startstops: a big run's are gigabytes)."""
+    evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
+                                 segments=sink.scan("segments"),
+                                 process_cpu=frames.clock_samples,
+                                 file_counters=frames.io_file_counters,
+                                 stored=findings.stored(frames.startstops))
+    return evidence, replace(frames, startstops=frames.startstops.clear(),
+                             transfer_keys=frames.transfer_keys.clear())
 
 
 def _findings(kept: dict[str, pl.DataFrame], dependencies: pl.DataFrame,
