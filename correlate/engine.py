@@ -56,7 +56,8 @@ class Correlated:
 
 def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
     """Deterministic ``execution_id`` (0..n−1) and prefix/group filled from the key as Dask
-    names them (a task forgotten before the scheduler's flush has no names logged)."""
+    names them (a task forgotten before the scheduler's flush has no names logged), as
+    Categorical."""
     ex = executions.sort("host", "pid", "local_start_ns", "key", "thread_id", nulls_last=True,
                          maintain_order=True)
     ex = ex.with_row_index("execution_id").with_columns(pl.col("execution_id").cast(pl.Int64))
@@ -65,7 +66,9 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
     if ex.get_column("group").has_nulls():
         ex = ex.with_columns(group=pl.coalesce("group", key_split_groups(
             ex.get_column("key"), ex.get_column("prefix"))))
-    return ex
+    # (as codes until the tasks table is written: a big run's executions would hold a text
+    # per row of each, and a tuple key's group is as long as the key)
+    return ex.with_columns(pl.col("prefix", "group").cast(pl.Categorical))
 
 
 #: a table whose columns the tasks table puts beside the executions: (table, the columns it is
