@@ -68,3 +68,5 @@ def test_executions_without_names_logged_get_dasks_group_not_their_prefix():
     got = number_executions(ex).sort("local_start_ns")
     assert got.select("prefix", "group").rows() == [
         ("array", "array-6aa3"), ("inc", "inc"), ("x", "x-2")]
+    # (as codes, filled ones too: a big run's executions hold no text per row of them)
+    assert (got.schema["prefix"], got.schema["group"]) == (pl.Categorical, pl.Categorical)
