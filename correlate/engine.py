@@ -73,7 +73,7 @@ def number_executions(executions: pl.DataFrame) -> pl.DataFrame:
 
 #: a table whose columns the tasks table puts beside the executions: (table, the columns it is
 #: joined on, whether a null joins a null, the value of an execution it has no row for)
-Side = tuple[pl.DataFrame, list[str], bool, Any]
+Side = tuple[pl.DataFrame, list[str], bool, int | None]
 
 
 def _task_sides(att: attribution.Attribution, key_waits: pl.DataFrame, frames: RunFrames
