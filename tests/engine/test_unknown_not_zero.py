@@ -145,7 +145,9 @@ def test_sleep_is_not_compute_and_the_event_loop_is_not_a_thread(no_darshan):
     assert naps["cpu_s"].sum() < 0.1 * NAPS * NAP_S
     assert budget["other_s"].sum() >= 0.95 * NAPS * NAP_S
     # 2 executor threads per worker, whichever ran coroutines; their time is a line of its own
-    assert budget["threads"].to_list() == [2, 2]
+    assert budget["threads"].to_list() == [2, 2], (  # (CI at 65682f4 saw [3, 3] once)
+        tasks.group_by("worker", "thread_id", "prefix").agg(
+            pl.len(), coroutine=agg.is_coroutine().sum()).sort("worker", "thread_id").rows())
     assert budget["coroutines"].sum() == 4 and budget["coroutine_s"].sum() >= 4 * 0.05
     lanes = agg.lanes(tasks)
     loops = lanes.filter(pl.col("label").str.ends_with("event loop"))
