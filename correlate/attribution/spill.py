@@ -125,14 +125,13 @@ def per_execution(ex: pl.DataFrame, spill: pl.DataFrame, counted: bool
     # (the columns it reads first: a group-by of every column of the executions copies them)
     last = ex.select("key", "execution_id").group_by("key").agg(pl.col("execution_id").max())
     # (the spilled keys, read off file names, as text: coded like the engine's to join them)
-    figures = last.join(keyed.with_columns(pl.col("key").cast(last.schema["key"])), on="key",
-                        how="inner").drop("key")
+    keyed = keyed.with_columns(pl.col("key").cast(last.schema["key"]))
+    figures = last.join(keyed, on="key", how="inner").drop("key")
     if not counted:
         return figures, absent
     earlier = (ex.select("key", "execution_id").join(figures.select("execution_id"),
                                                      on="execution_id", how="anti")
-               .join(keyed.select(pl.col("key").cast(last.schema["key"])), on="key",
-                     how="semi").drop("key"))
+               .join(keyed.select("key"), on="key", how="semi").drop("key"))
     return pl.concat([figures, earlier], how="diagonal"), absent
 
 

@@ -39,6 +39,7 @@ from correlate.schema.run import (
     STRINGS,
     stored_columns,
 )
+from correlate.sources.stream_strings import compact
 
 if TYPE_CHECKING:
     from correlate.sources.stream_strings import Lookup
@@ -380,15 +381,11 @@ def decode(frame: pl.DataFrame, table: str, lookup: Lookup) -> tuple[pl.DataFram
     position, everything = _positions(lookup), lookup.texts
     plain = [c for c in ids if c not in pairs]
     coded = [c for c in plain if _declared(table, c) == pl.Categorical]
-    texts = [c for c in plain if c not in coded]
-    if texts:
-        at = frame.select(**{c: position(c) for c in texts})
-        out = frame.with_columns(**{f"_text_{c}": _texts(at[c], everything) for c in texts})
-    else:
-        out = frame
-    if coded:
-        at = frame.select(**{c: position(c) for c in coded})
-        out = out.with_columns(**{f"_text_{c}": lookup.categorical(at[c]) for c in coded})
+    at = frame.select(**{c: position(c) for c in plain})
+    # (the text columns before the coded ones, in the order they always were)
+    out = frame.with_columns(**{f"_text_{c}": _texts(at[c], everything)
+                                for c in plain if c not in coded},
+                             **{f"_text_{c}": lookup.categorical(at[c]) for c in coded})
     textless = [pl.col(c).is_not_null() & pl.col(f"_text_{c}").is_null() for c in plain]
     if pairs:
         at = frame.select(**{c: position(c) for c in pairs})
@@ -411,7 +408,7 @@ def _texts(at: pl.Series, everything: pl.Series) -> pl.Series:
     (a worker's clock markers) would keep every text of the run (each task's key, each
     stimulus id) alive for as long as it lives."""
     known, rows = _distinct(at)
-    return pl.concat([pl.Series(everything.gather(known).to_arrow()),
+    return pl.concat([compact(everything.gather(known)),
                       pl.Series([None], dtype=pl.String)]).gather(rows)
 
 

@@ -104,7 +104,7 @@ def lookup(read: Callable[[], Iterable[pl.DataFrame]], processes: int) -> Lookup
     kept, start = [], 0
     for chunk in read():
         texts = chunk.filter(pl.col("id").is_not_null())["text"].cast(pl.String)
-        kept.append(_compact(texts.filter(keep.slice(start, texts.len()))))
+        kept.append(compact(texts.filter(keep.slice(start, texts.len()))))
         start += texts.len()
     return Lookup(pl.concat(kept), counts.lengths, at)
 
@@ -136,9 +136,9 @@ class _Order:
         return bool(ok)
 
 
-def _compact(texts: pl.Series) -> pl.Series:
-    """``texts`` in buffers of their own: a filter of a chunk's texts keeps views into the
-    chunk's buffers (all of its texts, as read), and would keep every chunk read."""
+def compact(texts: pl.Series) -> pl.Series:
+    """``texts`` in buffers of their own: a filter or gather of texts keeps views into its
+    source's buffers (a chunk's texts, as read, would keep every chunk read)."""
     return pl.Series(texts.name, texts.to_arrow())
 
 
@@ -163,7 +163,7 @@ def _joined(chunks: Iterable[pl.DataFrame], processes: int) -> Lookup:
         if new.height:
             rows = rows.join(new, on="text", how="left", maintain_order="left", suffix="_new"
                              ).with_columns(pl.coalesce("uid", "uid_new").alias("uid"))
-            seen = pl.concat([seen, new.select(_compact(new["text"]), "uid")])
+            seen = pl.concat([seen, new.select(compact(new["text"]), "uid")])
         pairs.append(rows.select("_proc", "id", "uid"))
     ids = (pl.concat(pairs).unique(["_proc", "id"], keep="first") if pairs
            else pl.DataFrame(schema={"_proc": pl.Int64, "id": pl.Int64, "uid": pl.UInt32}))
