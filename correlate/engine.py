@@ -31,7 +31,7 @@ from correlate.frames.texts import as_codes
 from correlate.functions import functions_by_process
 from correlate.outcome import Seen
 from correlate.schema import OUTPUT_FORMAT_VERSION, outputs
-from correlate.sinks import MemorySink, ParquetSink, TableSink, put
+from correlate.sinks import MemorySink, ParquetSink, TableSink, put, put_kept
 from correlate.sources.frames import RunFrames
 from correlate.summary import (
     build_summary,
@@ -113,7 +113,8 @@ def _tasks_table(executions: pl.DataFrame, sides: list[Side], frames: RunFrames
         attribution=pl.coalesce(pl.col("io_method").cast(METHOD, strict=False),
                                 pl.col("attribution").cast(METHOD, strict=False),
                                 pl.lit("none", METHOD)),
-        window_source=pl.col("window_source").cast(pl.String),
+        # (as codes: the tasks table's texts are made a part at a time as it is written)
+        window_source=pl.col("window_source").cast(pl.Categorical),
     )
 
 
@@ -168,7 +169,7 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     made = lost.with_lost(_tasks_table(ex, sides, frames), frames.startstops, frames.processes,
                           line.released)
     del ex, elsewhere
-    kept = {"tasks": as_codes(put(sink, "tasks", made), _TASK_TEXTS),  # (read, never written)
+    kept = {"tasks": put_kept(sink, "tasks", made, _TASK_TEXTS),
             "task_files": task_files,
             "unattributed": put(sink, "unattributed", att.unattributed),
             "clocks": put(sink, "clocks", att.clocks)}
@@ -208,9 +209,9 @@ def _numbered(frames: RunFrames) -> tuple[RunFrames, pl.DataFrame, pl.DataFrame]
     return replace(frames, executions=frames.executions.clear()), number_executions(own), elsewhere
 
 
-#: the tasks table's texts the summary and the findings read but join no other table by, kept
-#: as codes once the table is written
-_TASK_TEXTS = ("prefix", "group", "status", "window_source", "transfer_sources")
+#: the tasks table's texts kept as codes once the table is written, for the summary and the
+#: findings (the key joins the other tables' keys, Categorical too)
+_TASK_TEXTS = ("key", "prefix", "group", "status", "window_source", "transfer_sources")
 
 
 def _tasks_made(att: attribution.Attribution) -> attribution.Attribution:

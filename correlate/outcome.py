@@ -129,8 +129,8 @@ def job_outcome(facts: dict[str, Any], transitions: pl.DataFrame | pl.LazyFrame 
     transitions or what ``seen_in`` took of them."""
     from correlate.frames.prefixes import key_splits
 
-    raised = (tasks.select("key", "status").filter(pl.col("status") == "error").select("key")
-              .unique()
+    raised = (tasks.select("key", "status").filter(pl.col("status") == "error")
+              .select(pl.col("key").cast(pl.String)).unique()  # (as the transitions' names)
               if "status" in tasks.columns else pl.DataFrame({"key": []}, schema={"key": pl.String}))
     code = facts.get("exit_code")
     code = code if isinstance(code, int) and not isinstance(code, bool) else None

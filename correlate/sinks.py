@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -20,6 +21,7 @@ from polars.io.plugins import register_io_source
 
 from correlate.frames.sorting import order_of, output_order, sorted_for_output
 from correlate.frames.spill import Coded, spilled_coded
+from correlate.frames.texts import as_codes
 from correlate.schema import TABLES, conform
 
 #: parquet compression of every output table: LZ4 writes faster than zstd for somewhat more
@@ -109,6 +111,24 @@ def put_in_parts(sink: TableSink, name: str, df: pl.DataFrame) -> None:
     take = df.slice if rows is None else (lambda i, n: df[rows.slice(i, n)])
     sink.write_parts(name, (conform(take(i, PART_ROWS), table, path=name)
                             for i in range(0, df.height, PART_ROWS)))
+
+
+def put_kept(sink: TableSink, name: str, df: pl.DataFrame, codes: tuple[str, ...]
+             ) -> pl.DataFrame:
+    """``put`` for a big table the engine keeps for the summary and the findings: written a
+    part at a time (``put_in_parts``) and returned as ``put`` returns it, but with its
+    columns of ``codes`` as Categorical (``as_codes``), those already Categorical left so:
+    the texts of the whole table are never made (only each part's, as it is written)."""
+    put_in_parts(sink, name, df)
+    table = TABLES[name]
+    df = sorted_for_output(df, table).rechunk()
+    kept = {n: df.get_column(n) for n in codes
+            if n in table.names and df.schema.get(n) == pl.Categorical}
+    rest = conform(df.drop(kept), replace(
+        table, columns=tuple(c for c in table.columns if c.name not in kept),
+        sort_by=tuple(c for c in table.sort_by if c not in kept)), path=name)
+    return as_codes(pl.DataFrame([kept[n] if n in kept else rest.get_column(n)
+                                  for n in table.names]), codes)
 
 
 class Merged:

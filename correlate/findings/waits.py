@@ -53,7 +53,6 @@ def stored(startstops: pl.DataFrame) -> pl.DataFrame | None:
     if startstops.is_empty():
         return None
     return (startstops.filter(pl.col("action") == "disk-write")
-            .with_columns(pl.col("key").cast(pl.String))  # (the tasks table's key is text)
             .group_by("key", "worker")
             .agg(store_s=(pl.col("reported_stop_ns") - pl.col("reported_start_ns")).sum() / 1e9))
 

@@ -111,3 +111,31 @@ def test_a_written_table_scans_back_from_the_output_folder(tmp_path: Path) -> No
     got = sink.scan("task_files").filter(pl.col("bytes") > 1).select("key").collect()
     assert got["key"].to_list() == ["k2-1", "k2-2", "k0-1", "k0-2", "k1-1", "k1-2"]
     assert sink.paths == [out / "task_files.parquet"]
+
+
+def test_a_kept_table_is_written_in_parts_as_put_writes_it_and_kept_with_codes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``put_kept``: the file holds what ``put`` writes (texts, output order), written a
+    part at a time; the table kept is ``put``'s with the named columns as Categorical codes,
+    in output order and one chunk, whether they came as codes or as texts."""
+    from correlate import sinks
+    from correlate.frames.texts import as_codes
+
+    monkeypatch.setattr(sinks, "PART_ROWS", 2)
+    n = 7
+    made = pl.concat([pl.DataFrame({  # two chunks, out of order
+        "execution_id": [n - 1 - i for i in rows], "key": [f"k{i % 3}" for i in rows],
+        "prefix": [f"p{i % 2}" for i in rows], "status": ["ok"] * len(rows),
+        "cpu_s": [0.5 * i for i in rows]}) for rows in (range(4), range(4, n))], rechunk=False)
+    made = made.with_columns(pl.col("key", "prefix").cast(pl.Categorical))
+    codes = ("key", "prefix", "status", "group")
+    kept = sinks.put_kept(ParquetSink(tmp_path), "tasks", made, codes)
+    memory = MemorySink()
+    expected = sinks.put(memory, "tasks", made)
+    written = pl.read_parquet(tmp_path / "tasks.parquet")
+    assert written.equals(memory.tables["tasks"])
+    assert written["execution_id"].to_list() == list(range(n))
+    assert kept.equals(as_codes(expected, codes))
+    assert kept.schema == as_codes(expected, codes).schema
+    assert all(kept.schema[c] == pl.Categorical for c in ("key", "prefix", "status"))
+    assert kept.n_chunks("all") == [1] * kept.width
