@@ -57,25 +57,33 @@ def timed(tasks: pl.DataFrame) -> pl.DataFrame:
     return tasks.filter(pl.col("start_ns").is_not_null() & pl.col("stop_ns").is_not_null())
 
 
-def _hashed(df: pl.DataFrame, col: str) -> pl.Series:
-    """A key as a 64-bit hash of its text: joins, sorts and groups on it are several times
-    faster than on the strings (two of a run's million keys share a hash with a chance of
-    about 1 in 10^7); the tasks table's keys are text, the engine's Categorical (each
-    distinct key hashed once: ``per_text``)."""
-    return per_text(df.get_column(col), lambda texts: texts.hash(seed=0))
+def _as_codes(*keys: pl.Series) -> bool:
+    """Whether every key column is Categorical (the engine's tables; one set of codes)."""
+    return all(k.dtype == pl.Categorical for k in keys)
 
 
-def _inputs(ex: pl.DataFrame, k: pl.Series, dependencies: pl.DataFrame) -> pl.DataFrame:
+def _key_ids(df: pl.DataFrame, col: str, codes: bool) -> pl.Series:
+    """A key as an integer: joins, sorts and groups on it are several times faster than on
+    the strings. Its Categorical code where every key table holds codes (``codes``: exact,
+    and no text is made: a big run's are gigabytes), else a 64-bit hash of its text (two of
+    a run's million keys share a hash with a chance of about 1 in 10^7; a Categorical
+    column's distinct keys each hashed once: ``per_text``)."""
+    keys = df.get_column(col)
+    return keys.to_physical() if codes else per_text(keys, lambda texts: texts.hash(seed=0))
+
+
+def _inputs(ex: pl.DataFrame, k: pl.Series, dependencies: pl.DataFrame, codes: bool
+            ) -> pl.DataFrame:
     """execution_id → the execution of its dependency that ended last (input_id, input_stop):
     of each dependency key, its executions that produced a result (the last to end wins).
-    ``k``: each execution's key, ``_hashed``."""
+    ``k``: each execution's key, ``_key_ids``."""
     made = ex.select(pl.col("status"), d=k, input_id="execution_id", input_stop="stop_ns"
                      ).filter(pl.col("status").is_null() | pl.col("status").is_in(_PRODUCED)
                               ).drop("status")
     # (one row per edge and execution of its dependency: a repeated edge or a key that ran
     # twice only adds rows that the maximum passes over)
-    per_key = (dependencies.select(k=_hashed(dependencies, "key"),
-                                   d=_hashed(dependencies, "depends_on"))
+    per_key = (dependencies.select(k=_key_ids(dependencies, "key", codes),
+                                   d=_key_ids(dependencies, "depends_on", codes))
                .join(made, on="d").group_by("k")
                .agg(pl.col("input_id").get(pl.col("input_stop").arg_max()),
                     pl.col("input_stop").max()))
@@ -112,11 +120,11 @@ def _ended_before(ex: pl.DataFrame, times: pl.DataFrame, at: str, name: str
             .select("execution_id", f"{name}_prev", f"{name}_stop"))
 
 
-def _thread_and_inputs(ex: pl.DataFrame, dependencies: pl.DataFrame, times: pl.DataFrame
-                       ) -> pl.DataFrame:
+def _thread_and_inputs(ex: pl.DataFrame, dependencies: pl.DataFrame, times: pl.DataFrame,
+                       codes: bool) -> pl.DataFrame:
     """Per execution: the thread's previous execution where it gated it (``thread_prev``,
     ``thread_gate``), the input that ended last (``input_id``, ``input_stop``), and its
-    task's ``times`` (submitted_ns, assigned_ns by ``k``), with ``stop_ns`` and
+    task's ``times`` (submitted_ns, assigned_ns by ``k``: ``_key_ids``), with ``stop_ns`` and
     ``wait_queued_s``."""
     # (the whole of its wait on the worker: a memory pause of the worker is part of it)
     on_worker = pl.col("wait_thread_s")
@@ -132,8 +140,8 @@ def _thread_and_inputs(ex: pl.DataFrame, dependencies: pl.DataFrame, times: pl.D
                       & (pl.col("wait_thread_s").is_null() | (pl.col("thread_stop") > ready)))
               .then("thread_stop"))
     # (the candidates' own tables first, the largest transients, before the executions')
-    k = _hashed(ex, "key")
-    inputs, before = _inputs(ex, k, dependencies), _thread_before(ex)
+    k = _key_ids(ex, "key", codes)
+    inputs, before = _inputs(ex, k, dependencies, codes), _thread_before(ex)
     g = with_beside(ex.select("execution_id", "start_ns", "stop_ns", "wait_queued_s",
                               on_worker.alias("wait_thread_s"), k=k), before, _BY_ID)
     del before
@@ -153,11 +161,14 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     ex = timed(tasks)
     # (one row per key, as waits.scheduler_waits groups them: a key given twice is taken
     # once, each execution in one row)
-    times = assigned.select(k=_hashed(assigned, "key"), submitted_ns="submitted_ns",
+    codes = _as_codes(*(df.get_column(c) for df, c in ((ex, "key"), (dependencies, "key"),
+                                                        (dependencies, "depends_on"),
+                                                        (assigned, "key"))))
+    times = assigned.select(k=_key_ids(assigned, "key", codes), submitted_ns="submitted_ns",
                             assigned_ns="assigned_ns")
     if times.height != times.get_column("k").n_unique():
         times = times.unique("k", keep="first", maintain_order=True)
-    g = _thread_and_inputs(ex, dependencies, times)
+    g = _thread_and_inputs(ex, dependencies, times, codes)
     # a task that reached the scheduler after its inputs ended waited for its client: the
     # execution that ended last before that (a graph submitted after an earlier one's results
     # came back) is its predecessor, if it ended after the rest

@@ -192,3 +192,24 @@ def test_movable_work_is_the_waiting_that_idle_threads_could_have_taken():
     assert movable_s(tasks, 2) == 8.0
     # with one thread in all, nothing was idle while B waited
     assert movable_s(tasks.head(2), 1) == 0.0
+
+
+def test_keys_as_codes_give_the_path_their_texts_give():
+    """The engine's keys are Categorical, joined by their codes when every key table holds
+    codes, else by a hash of their text: the same path either way, and with a table of text
+    beside tables of codes."""
+    tasks = _tasks([("a-0", 1, 0, 50, 0, None), ("a-1", 2, 0, 120, 0, None),
+                    ("b-0", 1, 125, 200, 80, None), ("c-0", 2, 210, 300, 0, None)])
+    deps = _deps([("b-0", "a-1"), ("c-0", "b-0")])
+    times = _times([("a-0", 0, 0), ("a-1", 0, 0), ("b-0", 0, 121), ("c-0", 0, 205)])
+
+    def coded(df: pl.DataFrame, *names: str) -> pl.DataFrame:
+        return df.with_columns(pl.col(names).cast(pl.Categorical))
+
+    texts = critical_path(tasks, deps, times)
+    assert texts.select("key", pl.col("gate").cast(pl.String)).rows() == [
+        ("a-1", "first"), ("b-0", "dependency"), ("c-0", "dependency")]
+    for t, d, s in ((coded(tasks, "key"), coded(deps, "key", "depends_on"),
+                     coded(times, "key")), (coded(tasks, "key"), deps, times)):
+        path = critical_path(t, d, s)
+        assert path.with_columns(pl.col("key").cast(pl.String)).equals(texts)
