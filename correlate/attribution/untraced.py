@@ -9,7 +9,7 @@ import polars as pl
 
 from correlate.attribution import passes
 from correlate.attribution.exact import task_io_totals
-from correlate.frames.sorting import sorted_for_output
+from correlate.frames.sorting import has_repeats, sorted_for_output
 from correlate.schema import TABLES
 
 
@@ -50,7 +50,7 @@ def across_processes(task_files: pl.DataFrame, io_totals: pl.DataFrame
     """task_files and per-execution totals once an execution has I/O from several processes'
     partitions (a P2P shuffle's barrier holds the shard writes of every worker): its totals
     summed again over all its rows, one row per execution."""
-    if not io_totals.get_column("execution_id").is_duplicated().any():
+    if not has_repeats(io_totals.get_column("execution_id")):
         return task_files, io_totals
     files = sorted_for_output(task_files, TABLES["task_files"])
     return files, task_io_totals(files)

@@ -125,6 +125,17 @@ def _dense_rank(col: Any, nulls: int) -> tuple[Any, int]:
     return (rank - 1).fill_null(top), (top - 1 + nulls).bit_length()
 
 
+def has_repeats(values: Any) -> bool:
+    """Whether a value is in more than one row: where the values are sorted (a run's
+    per-execution tables, in execution order) its neighbours are compared, without the hash
+    table ``is_duplicated`` builds (a big run's ids are tens of millions)."""
+    if values.len() < 2:
+        return False
+    if not values.has_nulls() and values.is_sorted():
+        return bool((values.slice(1) == values.slice(0, values.len() - 1)).any())
+    return bool(values.is_duplicated().any())
+
+
 def sorted_for_output(df: Any, table: Table) -> Any:
     """Sort by the table's identifying columns so output is deterministic (``output_order``)."""
     rows = output_order(df, table)
