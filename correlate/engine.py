@@ -27,11 +27,10 @@ from correlate.frames import allocator
 from correlate.frames.beside import beside
 from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.prefixes import key_split_groups, key_splits
-from correlate.frames.texts import as_codes
 from correlate.functions import functions_by_process
 from correlate.outcome import Seen
 from correlate.schema import OUTPUT_FORMAT_VERSION, outputs
-from correlate.sinks import MemorySink, ParquetSink, TableSink, put, put_kept
+from correlate.sinks import MemorySink, ParquetSink, TableSink, put, put_kept, read_back
 from correlate.sources.frames import RunFrames
 from correlate.summary import (
     build_summary,
@@ -155,10 +154,9 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     progress.begin("task_functions")
     profiled = _functions(frames, ex, sink)
     progress.begin("task_files")
-    task_files = as_codes(put(sink, "task_files", att.task_files.join(  # sorted by partition
-        ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left")),
-        ("key",))  # (the key's text per row is read by no rule and no join)
-    att = replace(att, task_files=task_files)  # the output copy only: the partitions' let go
+    put(sink, "task_files", att.task_files.join(  # sorted by partition
+        ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
+    att = replace(att, task_files=att.task_files.clear())  # (read back for the summary)
     put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
     progress.begin("tasks", rows=ex.height)
     executed, on_other_threads = ex.height, task_threads.summary(elsewhere, ex)  # (summary's)
@@ -166,14 +164,14 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     # workers that died: the rows they never wrote, and the results lost
     sides = _task_sides(att, line.key_waits, frames)
     att, line = _tasks_made(att), replace(line, key_waits=line.key_waits.clear())
-    made = lost.with_lost(_tasks_table(ex, sides, frames), frames.startstops, frames.processes,
-                          line.released)
+    tasks = put_kept(sink, "tasks", lost.with_lost(_tasks_table(ex, sides, frames),
+                     frames.startstops, frames.processes, line.released), _TASK_TEXTS)
     del ex, elsewhere
-    kept = {"tasks": put_kept(sink, "tasks", made, _TASK_TEXTS),
-            "task_files": task_files,
+    # (task_files read back, its key as codes: held until now, it was a big run's gigabyte
+    # beside the tasks table as that was made; no rule and no join reads the key's text)
+    kept = {"tasks": tasks, "task_files": read_back(sink, "task_files", ("key",)),
             "unattributed": put(sink, "unattributed", att.unattributed),
             "clocks": put(sink, "clocks", att.clocks)}
-    del made
     if not line.arrived.is_empty():
         kept["arrivals"] = put(sink, "arrivals", line.arrived)
         kept["arrival_steps"] = put(sink, "arrival_steps", arrivals.steps_table(

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 
 import polars as pl
 
-from correlate.frames.per_process import Process
+from correlate.frames.per_process import Process, by_process
 from correlate.frames.sorting import sorted_for_output
 from correlate.schema import TABLES, conform
 
@@ -42,10 +42,9 @@ def functions_by_process(rows_per_process: Iterable[tuple[Process, pl.DataFrame]
     """``task_functions`` one process at a time (the join and group-by of one process's
     profile rows alive at once), in the order of ``rows_per_process``: output order when it
     is ``process_order`` (``execution_id`` runs over processes so: ``number_executions``)."""
-    # (the columns the join reads: a partition copies what it is given, and a big run's
-    # executions are gigabytes)
-    executions = ex.select("host", "pid", "execution_seq", "execution_id", "key").partition_by(
-        "host", "pid", as_dict=True)
+    # (the columns the join reads, as slices where each process's rows are together: a
+    # partition copies what it is given, and a big run's executions are gigabytes)
+    executions = by_process(ex.select("host", "pid", "execution_seq", "execution_id", "key"))
     table = TABLES["task_functions"]
     for process, rows in rows_per_process:
         own = executions.get(process)

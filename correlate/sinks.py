@@ -20,7 +20,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 
 from correlate.frames.sorting import order_of, output_order, sorted_for_output
-from correlate.frames.spill import Coded, spilled_coded
+from correlate.frames.spill import Coded, contiguous, spilled_coded
 from correlate.frames.texts import as_codes
 from correlate.schema import TABLES, conform
 
@@ -120,8 +120,20 @@ def put_kept(sink: TableSink, name: str, df: pl.DataFrame, codes: tuple[str, ...
     columns of ``codes`` as Categorical (``as_codes``), those already Categorical left so:
     the texts of the whole table are never made (only each part's, as it is written)."""
     put_in_parts(sink, name, df)
+    return _with_codes(sorted_for_output(df, TABLES[name]).rechunk(), name, codes)
+
+
+def read_back(sink: TableSink, name: str, codes: tuple[str, ...]) -> pl.DataFrame:
+    """A table ``sink`` has written, read back as ``put_kept`` keeps it (one chunk per
+    column, the columns of ``codes`` as Categorical, cast as read): a big table a later
+    stage reads need not be held by the stages in between."""
+    return contiguous(_with_codes(sink.scan(name).with_columns(
+        pl.col(codes).cast(pl.Categorical)).collect(), name, codes))
+
+
+def _with_codes(df: pl.DataFrame, name: str, codes: tuple[str, ...]) -> pl.DataFrame:
+    """``conform`` to table ``name``, its columns of ``codes`` as Categorical."""
     table = TABLES[name]
-    df = sorted_for_output(df, table).rechunk()
     kept = {n: df.get_column(n) for n in codes
             if n in table.names and df.schema.get(n) == pl.Categorical}
     rest = conform(df.drop(kept), replace(

@@ -123,6 +123,18 @@ def parts_of(keys: pl.Series, parts: int) -> pl.Series:
     return per_text(keys, lambda texts: texts.to_frame("key").select(part_of(parts)).to_series())
 
 
+def contiguous(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with every column in one chunk, one column at a time (a frame read from hundreds
+    of parts has as many chunks, and polars copies all of it on the first select or gather
+    that needs them aligned). A column already in one chunk is left as it is: a value every
+    row shares (the host of a one-host run, tagged on each process's parts) stays one value
+    instead of becoming one string per row."""
+    for name, chunks in zip(df.columns, df.n_chunks("all"), strict=True):
+        if chunks > 1:
+            df = df.with_columns(df.get_column(name).rechunk())
+    return df
+
+
 def spill_path(suffix: str) -> Path:
     """A new file's path in the spill folder."""
     folder = _spill_folder()

@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from correlate.errors import InputError, first_line
+from correlate.frames import spill
 from correlate.frames.per_process import Process, by_process, process_order
 from correlate.frames.spill import in_part
 from correlate.schema import TABLES, conform
@@ -93,7 +94,7 @@ class RunFrames:
             got = df.collect()
         except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
             raise unreadable(self.lazy_parts, name, err) from None
-        return _contiguous(got) if contiguous else got
+        return spill.contiguous(got) if contiguous else got
 
     def transition_parts(self, parts: int) -> list[pl.LazyFrame]:
         """The transitions in ``parts`` parts by key (``spill.in_part``): every key's rows in
@@ -124,18 +125,6 @@ class RunFrames:
         lazy: dict[str, Any] = {n: self.table(n) for n in self.table_names()
                                 if isinstance(getattr(self, n), pl.LazyFrame)}
         return replace(self, **lazy) if lazy else self
-
-
-def _contiguous(df: pl.DataFrame) -> pl.DataFrame:
-    """``df`` with every column in one chunk, one column at a time (a frame read from hundreds
-    of parts has as many chunks, and polars copies all of it on the first select or gather
-    that needs them aligned). A column already in one chunk is left as it is: a value every
-    row shares (the host of a one-host run, tagged on each process's parts) stays one value
-    instead of becoming one string per row."""
-    for name, chunks in zip(df.columns, df.n_chunks("all"), strict=True):
-        if chunks > 1:
-            df = df.with_columns(df.get_column(name).rechunk())
-    return df
 
 
 def unreadable(parts: tuple[str, ...] | list, what: str, err: Exception) -> InputError:

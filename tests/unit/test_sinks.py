@@ -117,7 +117,8 @@ def test_a_kept_table_is_written_in_parts_as_put_writes_it_and_kept_with_codes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``put_kept``: the file holds what ``put`` writes (texts, output order), written a
     part at a time; the table kept is ``put``'s with the named columns as Categorical codes,
-    in output order and one chunk, whether they came as codes or as texts."""
+    in output order and one chunk, whether they came as codes or as texts; ``read_back``
+    reads the file back as that table."""
     from correlate import sinks
     from correlate.frames.texts import as_codes
 
@@ -129,7 +130,8 @@ def test_a_kept_table_is_written_in_parts_as_put_writes_it_and_kept_with_codes(
         "cpu_s": [0.5 * i for i in rows]}) for rows in (range(4), range(4, n))], rechunk=False)
     made = made.with_columns(pl.col("key", "prefix").cast(pl.Categorical))
     codes = ("key", "prefix", "status", "group")
-    kept = sinks.put_kept(ParquetSink(tmp_path), "tasks", made, codes)
+    sink = ParquetSink(tmp_path)
+    kept = sinks.put_kept(sink, "tasks", made, codes)
     memory = MemorySink()
     expected = sinks.put(memory, "tasks", made)
     written = pl.read_parquet(tmp_path / "tasks.parquet")
@@ -139,3 +141,8 @@ def test_a_kept_table_is_written_in_parts_as_put_writes_it_and_kept_with_codes(
     assert kept.schema == as_codes(expected, codes).schema
     assert all(kept.schema[c] == pl.Categorical for c in ("key", "prefix", "status"))
     assert kept.n_chunks("all") == [1] * kept.width
+    # read back from the file (its parts' chunks): the table kept, one chunk per column
+    back = sinks.read_back(sink, "tasks", codes)
+    assert back.equals(kept) and back.schema == kept.schema
+    assert back.n_chunks("all") == [1] * back.width
+
