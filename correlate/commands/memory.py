@@ -62,15 +62,15 @@ PARTITIONS_HERE_WITH_CLUSTER = 5
 #: synthetic runs (see the module's docstring): bytes for the process, per execution, per
 #: transition of the part read at once
 FIXED_BYTES = 840_000_000
-EXECUTION_COST = 1_510
-TRANSITION_COST = 72
+EXECUTION_COST = 620
+TRANSITION_COST = 135
 #: what writing task_lifecycles.jsonl adds per task of the chunk it builds at once
 #: (``correlate RUN`` writes it up to ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
 #: the load of a run folder of format 3, per byte of its streams and snapshots (fitted to the
 #: load's peak RSS in the 200k, 1M, 2M and 10M runs)
 LOAD_FIXED_BYTES = 800_000_000
-LOAD_STREAM_FACTOR = 1.15
+LOAD_STREAM_FACTOR = 0.86
 #: both terms are told this much above the fit: one run's peak differs from the next one's
 #: (when the allocator gives freed memory back; docs/performance.md, "Memory limit")
 MARGIN = 1.05
