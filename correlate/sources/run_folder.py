@@ -815,13 +815,15 @@ def _read_streams(run_dir: Path, reader: _Reader,
     """Format 3's streams, decoded table by table, appended to ``per_table``. The transitions
     of a run of more than ``KEYED_ROWS_PER_PART`` are spilled in parts by key
     (``reader.key_parts``), both sides' alike, so that the timeline reads them a part at a
-    time."""
+    time. The tables a big run spills (``LAZY_TABLES``) are decoded first: decoded after the
+    tables held whole, their chunks' transients came on top of those."""
     held = {n: t.name for n, (t, _c) in raw.IN_FILE_OF.items()}
     parts = parts_for(sum(reader.rows(name) for name in KEYED_TABLES),
                       spill.KEYED_ROWS_PER_PART)
-    for name in [t.name for t in raw.RUN_TABLES
-                 if any(n in reader.stored or n in reader.pending or n in reader.done
-                        or n in reader.snapshots for n in (t.name, held.get(t.name)))]:
+    names = [t.name for t in raw.RUN_TABLES
+             if any(n in reader.stored or n in reader.pending or n in reader.done
+                    or n in reader.snapshots for n in (t.name, held.get(t.name)))]
+    for name in sorted(names, key=lambda n: n not in LAZY_TABLES):  # (stable: else as listed)
         try:
             if name in LAZY_TABLES and reader.rows(name) > CHUNK_ROWS:
                 _spill_chunks(reader, name, parts if name in KEYED_TABLES else 1, per_table)
