@@ -118,9 +118,11 @@ def put_kept(sink: TableSink, name: str, df: pl.DataFrame, codes: tuple[str, ...
     """``put`` for a big table the engine keeps for the summary and the findings: written a
     part at a time (``put_in_parts``) and returned as ``put`` returns it, but with its
     columns of ``codes`` as Categorical (``as_codes``), those already Categorical left so:
-    the texts of the whole table are never made (only each part's, as it is written)."""
+    the texts of the whole table are never made (only each part's, as it is written). Put
+    in order first (the table kept is the whole of it in order), so written in slices."""
+    df = sorted_for_output(df, TABLES[name]).rechunk()
     put_in_parts(sink, name, df)
-    return _with_codes(sorted_for_output(df, TABLES[name]).rechunk(), name, codes)
+    return _with_codes(df, name, codes)
 
 
 def read_back(sink: TableSink, name: str, codes: tuple[str, ...]) -> pl.DataFrame:
