@@ -30,6 +30,7 @@ import polars as pl
 import correlate.schema.run as raw
 from correlate.errors import InputError, UnsupportedVersionError, first_line
 from correlate.frames import allocator, spill
+from correlate.frames.beside import beside
 from correlate.frames.mappers import Mapper, local_map
 from correlate.frames.per_process import Process, by_process
 from correlate.frames.spill import parts_for, spilled, spilled_parts
@@ -854,6 +855,9 @@ def _read_streams(run_dir: Path, reader: _Reader,
             if taken is not None:
                 reader.taken = (per_table[name][-1], taken)
             del decoded
+        # (what decoding a table freed in the C heap, its arrays of positions and codes, back
+        # to the system: kept, a big run's load carried gigabytes of it to its end)
+        allocator.release_freed_c_memory()
 
 
 def _spill_chunks(reader: _Reader, name: str, parts: int,
@@ -875,6 +879,7 @@ def _spill_chunks(reader: _Reader, name: str, parts: int,
         for p, scan in enumerate(scans):
             spills[p].append(scan)
         del chunk, scans
+        allocator.release_freed_c_memory()  # (as after each table: ``_read_streams``)
     if not spills[0]:
         return
     if parts > 1:
@@ -1120,8 +1125,10 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
     if "worker" not in ex.columns:
         ex = ex.with_columns(host=pl.lit(None, pl.String), pid=pl.lit(None, pl.Int64),
                              worker=pl.lit(None, pl.String))
+    # (window_source as the table's Enum: a text per row would be a big run's 0.3 GB)
     executions = _with_names(ex, sched, taken["released"]).with_columns(
-        cpu_s=pl.col("thread_cpu_ns") / 1e9, window_source=pl.lit("executor-hook"))
+        cpu_s=pl.col("thread_cpu_ns") / 1e9, window_source=pl.lit(
+            "executor-hook", TABLES["executions"].column("window_source").polars_dtype()))
     transitions = _transitions(sched, t["worker_transitions"])
     transfers, transfer_keys = _transfers(t["worker_transfers"], t["worker_transfer_keys"])
     deps = _empty_or(t["task_dependencies"], "task_dependencies")
@@ -1206,7 +1213,8 @@ def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame, released: pl.Data
     (``_taken``: a third of the transitions), are used first, and the other transitions are
     read only for keys not named there (missed or recreated tasks)."""
     named = sched.filter(pl.col("prefix").is_not_null())
-    out = executions.join(released, on="key", how="left")
+    # (the names put beside the executions: a join would copy every column of a big run's)
+    out = executions.hstack(beside(executions, released, ["key"]))
     unnamed = out.filter(pl.col("prefix").is_null()).select("key")
     if unnamed.is_empty():
         return out
@@ -1215,9 +1223,8 @@ def _with_names(executions: pl.DataFrame, sched: pl.LazyFrame, released: pl.Data
     if later.is_empty():
         return out
     rest = _names(later.lazy().join(unnamed.lazy(), on="key", how="semi"))
-    return out.join(rest, on="key", how="left", suffix="_", maintain_order="left").select(
-        *(pl.coalesce(c, f"{c}_").alias(c) if c in ("prefix", "group") else c
-          for c in out.columns))
+    return out.with_columns(out.get_column(c.name).fill_null(c)
+                            for c in beside(out, rest, ["key"]))
 
 
 def _transitions(sched: pl.LazyFrame, worker: pl.LazyFrame | None) -> pl.LazyFrame:
