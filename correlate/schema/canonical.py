@@ -134,7 +134,7 @@ DEPENDENCIES = Table(
     (
         Column("key", "Categorical", "dependent task", nullable=False),
         Column("depends_on", "Categorical", "dependency", nullable=False),
-        Column("client", "String", "submitting client"),
+        Column("client", "Categorical", "submitting client"),
         Column("local_time_ns", "Int64", "submit time, scheduler clock"),
     ),
     sort_by=("key", "depends_on"),

@@ -1132,8 +1132,9 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
     transitions = _transitions(sched, t["worker_transitions"])
     transfers, transfer_keys = _transfers(t["worker_transfers"], t["worker_transfer_keys"])
     deps = _empty_or(t["task_dependencies"], "task_dependencies")
-    deps = deps.filter(pl.col("depends_on").is_not_null()).unique(["key", "depends_on"],
-                                                                maintain_order=True)
+    # (the client as codes, as declared: a few clients' ids, a text per edge of a big graph)
+    deps = deps.with_columns(pl.col("client").cast(pl.Categorical)).filter(
+        pl.col("depends_on").is_not_null()).unique(["key", "depends_on"], maintain_order=True)
     funcs = _func_stats(_lazy_or(t["worker_func_stats"], "worker_func_stats"))
     out = {
         "processes": _processes(processes, io),
