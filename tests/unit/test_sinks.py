@@ -145,4 +145,3 @@ def test_a_kept_table_is_written_in_parts_as_put_writes_it_and_kept_with_codes(
     back = sinks.read_back(sink, "tasks", codes)
     assert back.equals(kept) and back.schema == kept.schema
     assert back.n_chunks("all") == [1] * back.width
-
