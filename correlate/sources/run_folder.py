@@ -254,9 +254,9 @@ class _Reader:
         # (the details' join columns that are not string ids: a chunk's range of them)
         by = [] if details is None else [c for c in raw.DETAILS[name][1]
                                          if f"_at_{c}" not in details[0].columns]
-        for frame in itertools.chain(
+        for frame in _sliced(itertools.chain(
                 run_streams.chunks(self.pending.pop(name, []), rows, rejects,
-                                   FORMAT3_BY_NAME[name]), self._stored(name)):
+                                   FORMAT3_BY_NAME[name]), self._stored(name)), rows):
             if details is not None:  # (the details these rows may have)
                 some = details[0].filter(pl.col("_proc").is_in(frame["_proc"].unique().implode()),
                                          *(pl.col(c).is_between(frame[c].min(), frame[c].max())
@@ -475,6 +475,15 @@ class _Reader:
 
     def _reject(self, part: Path, reason: str) -> None:
         self.rejects.append(("run-folder", str(part), reason, 1))
+
+
+def _sliced(frames: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:
+    """``frames`` in slices of at most ``rows`` rows, in order: a chunk is read whole batches
+    at a time, and one batch can hold far more (a scheduler's first flush after a big graph
+    was submitted: 14M transitions of a 10M-task run), decoded at once it was the load's peak."""
+    for frame in frames:
+        yield from (frame.slice(at, rows) for at in range(0, frame.height, rows)) \
+            if frame.height > rows else (frame,)
 
 
 def _procs(run_dir: Path, reader: _Reader, entries: dict[Path, set[str]] | None = None

@@ -134,7 +134,7 @@ def test_the_strings_were_written_again_and_the_streams_in_many_batches(run: Pat
     assert len(framing(data).batches) > 5
 
 
-@pytest.mark.parametrize("chunk_rows", [1, 150, 1000])
+@pytest.mark.parametrize("chunk_rows", [40, 150, 1000])
 def test_a_table_decoded_in_chunks_is_the_table_decoded_whole(run, monkeypatch,
                                                               chunk_rows) -> None:
     whole = _loaded(run, monkeypatch)
@@ -179,4 +179,24 @@ def test_damage_is_counted_alike_in_chunks(run, tmp_path, monkeypatch) -> None:
     assert any(r.startswith("torn tail") for r in reasons)
     assert any(r.startswith("details of scheduler_transitions") for r in reasons)
     assert any("expected string ids" in r for r in reasons)
+    _assert_same(whole, chunked)
+
+
+def test_a_batch_bigger_than_a_chunk_is_decoded_in_slices(run, monkeypatch) -> None:
+    """A scheduler's first flush after a big graph is submitted can hold more transitions
+    than a chunk: it is decoded a chunk's rows at a time too, to the same frames."""
+    scheduler = next(run.glob("procs/scheduler-*"))
+    batches = framing((scheduler / f"scheduler_transitions{STREAM_SUFFIX}").read_bytes()).batches
+    chunk_rows = max(rows for *_, rows in batches) // 3
+    decoded, heights = run_folder.run_streams.decoded_table, []
+
+    def recorded(frame, name, *args):
+        heights.append((name, frame.height))
+        return decoded(frame, name, *args)
+
+    whole = _loaded(run, monkeypatch)
+    monkeypatch.setattr(run_folder.run_streams, "decoded_table", recorded)
+    chunked = _loaded(run, monkeypatch, chunk_rows=chunk_rows)
+    transitions = [h for name, h in heights if name == "scheduler_transitions"]
+    assert len(transitions) > len(batches) and max(transitions) <= chunk_rows
     _assert_same(whole, chunked)
