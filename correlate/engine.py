@@ -30,7 +30,15 @@ from correlate.frames.prefixes import key_split_groups, key_splits
 from correlate.functions import functions_by_process
 from correlate.outcome import Seen
 from correlate.schema import OUTPUT_FORMAT_VERSION, outputs
-from correlate.sinks import MemorySink, ParquetSink, TableSink, put, put_kept, read_back
+from correlate.sinks import (
+    MemorySink,
+    ParquetSink,
+    TableSink,
+    put,
+    put_in_parts,
+    put_kept,
+    read_back,
+)
 from correlate.sources.frames import RunFrames
 from correlate.summary import (
     build_summary,
@@ -154,7 +162,9 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     progress.begin("task_functions")
     profiled = _functions(frames, ex, sink)
     progress.begin("task_files")
-    put(sink, "task_files", att.task_files.join(  # sorted by partition
+    # (written a part at a time: conformed and made one chunk whole, it was three copies of
+    # a big run's gigabyte held at once; read back below)
+    put_in_parts(sink, "task_files", att.task_files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     att = replace(att, task_files=att.task_files.clear())  # (read back for the summary)
     put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))
