@@ -162,8 +162,7 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     progress.begin("task_functions")
     profiled = _functions(frames, ex, sink)
     progress.begin("task_files")
-    # (written a part at a time: conformed and made one chunk whole, it was three copies of
-    # a big run's gigabyte held at once; read back below)
+    # (in parts: conformed and made one chunk whole, a big run's gigabyte was held thrice)
     put_in_parts(sink, "task_files", att.task_files.join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     att = replace(att, task_files=att.task_files.clear())  # (read back for the summary)
