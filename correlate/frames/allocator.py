@@ -1,9 +1,9 @@
 """Settings of polars' allocator (its bundled jemalloc) for correlate's own processes.
 
 correlate frees and reallocates gigabytes between stages. Freed pages are kept for reuse and go
-back to the kernel over 2 s: a page faulted in fresh costs far more than one reused (no delay
-faults in so many that a run takes 40 % longer); a longer delay carries a stage's freed
-gigabytes into the next stages' peaks (5 s: 0.4-1.8 GB more at several stages of a 10M run). They are huge pages where the kernel allows (madvise), which makes faulting
+back to the kernel over 2 s: a page faulted in fresh costs far more than one reused (with no
+delay a run takes far longer); a longer delay carries a stage's freed gigabytes into the next
+stages' peaks. They are huge pages where the kernel allows (madvise), which makes faulting
 them in cheaper. One arena per core the job may use (its cpuset, as polars counts cores;
 jemalloc's default is four per core): memory one thread freed is reused by the next stage's
 threads instead of faulted in fresh.

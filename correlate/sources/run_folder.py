@@ -480,7 +480,8 @@ class _Reader:
 def _sliced(frames: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:
     """``frames`` in slices of at most ``rows`` rows, in order: a chunk is read whole batches
     at a time, and one batch can hold far more (a scheduler's first flush after a big graph
-    was submitted: 14M transitions of a 10M-task run), decoded at once it was the load's peak."""
+    was submitted, more transitions than the graph has tasks): decoded at once, the load's
+    peak."""
     for frame in frames:
         yield from (frame.slice(at, rows) for at in range(0, frame.height, rows)) \
             if frame.height > rows else (frame,)
