@@ -483,8 +483,7 @@ def _sliced(frames: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]
     was submitted, more transitions than the graph has tasks): decoded at once, the load's
     peak."""
     for frame in frames:
-        yield from (frame.slice(at, rows) for at in range(0, frame.height, rows)) \
-            if frame.height > rows else (frame,)
+        yield from frame.iter_slices(rows) if frame.height > rows else (frame,)
 
 
 def _procs(run_dir: Path, reader: _Reader, entries: dict[Path, set[str]] | None = None
