@@ -86,6 +86,13 @@ TRIM_BYTES = 64 << 20
 #: attributed, when there are at most this many (about 100 B each): a bigger run's are read
 #: from the logs by each attribution partition, so that they are never all in memory at once
 KEEP_SEGMENTS = 1_000_000
+#: raw tables whose canonical table (``_canonical``) is their rows conformed, none of their
+#: other columns read: conformed as each is read, so that the load does not hold those
+#: columns (a big run's gigabyte) while it decodes the tables after them
+CONFORMED = {"task_startstops": "startstops", "task_dependencies": "dependencies",
+             "worker_clock_samples": "clock_samples", "worker_clock_markers": "clock_markers",
+             "host_load_samples": "host_load", "task_file_opens": "file_opens",
+             "scheduler_arrivals": "data_arrivals", "sender_notes": "senders"}
 
 
 #: what a run folder without manifest.json cannot tell, and why
@@ -817,7 +824,7 @@ def _read_parts(d: Path, info: dict[str, Any], closed: Any, manifest: dict[str, 
                 reader.rejects.append(("run-folder", str(d / t.name), time_span.REASON,
                                        bad[None]))
                 reader.impossible[(t.name, info.get("address"))] += bad[None]
-            per_table[t.name].append(_with_proc(df, info))
+            per_table[t.name].append(_held(t.name, _with_proc(df, info)))
 
 
 def _read_streams(run_dir: Path, reader: _Reader,
@@ -848,25 +855,30 @@ def _read_streams(run_dir: Path, reader: _Reader,
                 per_table[raw.CARRIED[name][0].name].append(carried)
         if decoded is not None:
             taken = _taken(decoded.lazy()) if name == "scheduler_transitions" else None
-            let_go = name in LAZY_TABLES and decoded.height > SPILL_ROWS
             if parts > 1 and name in KEYED_TABLES:
                 reader.key_parts[name] = spilled_parts(decoded, parts)
                 per_table[name].append(pl.concat(reader.key_parts[name]))
-                let_go = True
-            elif let_go:
+            elif name in LAZY_TABLES and decoded.height > SPILL_ROWS:
                 per_table[name].append(spilled(decoded))
             else:
-                per_table[name].append(decoded.lazy() if name in LAZY_TABLES else decoded)
-            if let_go:  # (spilled, and not kept as read: the tables decoded after it reuse its memory)
-                details = raw.DETAILS.get(name)
-                for n in (name, *([details[0].name] if details else ())):
-                    reader.done.pop(n, None)
+                per_table[name].append(decoded.lazy() if name in LAZY_TABLES
+                                       else _held(name, decoded))
+            # (not kept as read: what was spilled or conformed away is memory the tables
+            # decoded after it reuse)
+            details = raw.DETAILS.get(name)
+            for n in (name, *([details[0].name] if details else ())):
+                reader.done.pop(n, None)
             if taken is not None:
                 reader.taken = (per_table[name][-1], taken)
             del decoded
         # (what decoding a table freed in the C heap, its arrays of positions and codes, back
         # to the system: kept, a big run's load carried gigabytes of it to its end)
         allocator.release_freed_c_memory()
+
+
+def _held(name: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """A table the load holds until ``_canonical``: conformed now if ``CONFORMED``."""
+    return conform(frame, TABLES[CONFORMED[name]], path=name) if name in CONFORMED else frame
 
 
 def _spill_chunks(reader: _Reader, name: str, parts: int,
