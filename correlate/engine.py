@@ -163,7 +163,7 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     profiled = _functions(frames, ex, sink)
     progress.begin("task_files")
     # (in parts: conformed and made one chunk whole, a big run's gigabyte was held thrice)
-    put_in_parts(sink, "task_files", att.task_files.join(  # sorted by partition
+    put_in_parts(sink, "task_files", att.task_files.collect().join(  # sorted by partition
         ex.select("execution_id", "key"), on="execution_id", how="left", maintain_order="left"))
     att = replace(att, task_files=att.task_files.clear())  # (read back for the summary)
     put(sink, "slices", coroutines.timeline_slices(ex, frames.execution_slices))

@@ -33,6 +33,7 @@ from correlate.attribution.shares import METHOD, IOAttribution
 from correlate.frames.mappers import Mapper, local_map, runs_up_to
 from correlate.frames.per_process import by_process, process_order
 from correlate.frames.sorting import sorted_for_output
+from correlate.frames.spill import Spool
 from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
 from correlate.schema.methods import LABELS, PROCESS, RANK
@@ -51,6 +52,8 @@ SEGMENT_COLUMNS = ["seg_id", "host", "pid", "thread_id", "path", "op", "offset",
 PARTITION_ROWS = 500_000
 PARTIAL_TABLES = ("darshan_clocks", "task_files", "io_totals", "unattributed", "methods",
                   "segment_totals", "spill", "inferred_threads", "shuffle_io")
+#: the partial tables ``attribute_all`` gives back as LazyFrames, spooled (``Spool``)
+SPOOLED = ("task_files",)
 
 
 Process = tuple[Any, Any]
@@ -117,16 +120,15 @@ def split(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame, executions:
 
 def _per_group(df: pl.DataFrame, groups: list[list[Process]]) -> dict[int, pl.DataFrame]:
     """``df``'s rows of each group of processes, one process after another in the group's
-    order (each process's rows in their order); rows of other processes are left out."""
-    keys = pl.DataFrame(
-        [(host, pid, g, i) for g, group in enumerate(groups)
-         for i, (host, pid) in enumerate(group)],
-        schema={"host": df.schema["host"], "pid": df.schema["pid"], "_group": pl.Int64,
-                "_position": pl.Int64}, orient="row")
-    tagged = df.join(keys, on=["host", "pid"], how="inner", nulls_equal=True,
-                     maintain_order="left").sort("_group", "_position", maintain_order=True)
-    return {g: part.drop("_group", "_position")
-            for (g,), part in tagged.partition_by("_group", as_dict=True).items()}
+    order (each process's rows in their order); rows of other processes are left out. Slices
+    of ``df`` where its processes' rows are contiguous (``by_process``): a join and sort
+    copied a big run's executions three times over."""
+    per = by_process(df)
+    out = {}
+    for g, group in enumerate(groups):
+        if rows := [per[p] for p in group if p in per]:
+            out[g] = pl.concat(rows) if len(rows) > 1 else rows[0]
+    return out
 
 
 def _logs_by_process(logs: pl.DataFrame) -> dict[Process, tuple[Logs, int]] | None:
@@ -249,10 +251,10 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
                   executions: pl.DataFrame, markers: pl.DataFrame, opens: pl.DataFrame,
                   worker_clocks: pl.DataFrame, processes: pl.DataFrame, sink: TableSink,
                   mapper: Mapper = local_map, shuffle_owners: pl.DataFrame | None = None
-                  ) -> dict[str, pl.DataFrame]:
+                  ) -> dict[str, Any]:
     """Attribute every partition through ``mapper``: each partition's ``segments`` goes to
     ``sink`` as it arrives, in (host, pid) order (so the whole stays sorted); the other partial
-    tables are concatenated and returned. ``logs`` (``darshan_logs``) says where segments
+    tables are concatenated and returned (those ``SPOOLED`` as LazyFrames). ``logs`` (``darshan_logs``) says where segments
     still in their logs (a LazyFrame) are read from."""
     parts = split(segments, logs, executions, markers, opens, rows=PARTITION_ROWS)
     if not parts:
@@ -260,7 +262,10 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
     marker_paths = markers.get_column("path").unique().to_list()
     fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
                  marker_paths=marker_paths, shuffle_owners=shuffle_owners)
-    pieces: dict[str, list[pl.DataFrame]] = {name: [] for name in PARTIAL_TABLES}
+    pieces: dict[str, list[pl.DataFrame]] = {name: [] for name in PARTIAL_TABLES
+                                             if name not in SPOOLED}
+    # (a row per execution and file: a big run's gigabyte, held from here to its stage)
+    spools = {name: Spool() for name in SPOOLED}
 
     # segments without thread ids are split over the windows they overlap: several shares
     # per segment, a few times the memory of a partition attributed by thread, so one such
@@ -269,9 +274,12 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
 
     def segments_of_each() -> Iterator[pl.DataFrame]:
         for result in mapper(fn, parts, at_once=at_once):
-            for name in PARTIAL_TABLES:
-                pieces[name].append(result[name])
+            for name, dfs in pieces.items():
+                dfs.append(result[name])
+            for name, spool in spools.items():
+                spool.add(result[name])
             yield result["segments"]
 
     sink.write_parts("segments", segments_of_each())
-    return {name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in pieces.items()}
+    return {**{name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in pieces.items()},
+            **{name: spool.lazy() for name, spool in spools.items()}}

@@ -36,8 +36,9 @@ class Attribution:
     #: execution_id, attribution: the method its process allowed (``window-split`` for an
     #: execution recorded without the thread that method needs)
     methods: pl.DataFrame
-    #: the output task_files rows without their key, and each execution's I/O totals
-    task_files: pl.DataFrame
+    #: the output task_files rows without their key (spooled: read at their stage), and
+    #: each execution's I/O totals
+    task_files: pl.LazyFrame
     io_totals: pl.DataFrame
     unattributed: pl.DataFrame
     #: spill per key and process (``spill.spill_io``, with the counters' spill)

@@ -13,21 +13,22 @@ from correlate.frames.sorting import has_repeats, sorted_for_output
 from correlate.schema import TABLES
 
 
-def with_untraced(task_files: pl.DataFrame, io_totals: pl.DataFrame, unattributed: pl.DataFrame,
-                  spilled: pl.DataFrame, given: passes.Run
-                  ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def with_untraced(task_files: pl.LazyFrame, io_totals: pl.DataFrame,
+                  unattributed: pl.DataFrame, spilled: pl.DataFrame, given: passes.Run
+                  ) -> tuple[pl.LazyFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """task_files, per-execution I/O totals, unattributed rows and spill per key
     (``spilled``: the segments' ``spill.spill_io``) with what the untraced passes give (the
     run's C stdio I/O, counted per file by Darshan and untraced by DXT; the POSIX counters of
-    the logs without DXT) added to what the segments gave."""
+    the logs without DXT) added to what the segments gave. task_files is read only when the
+    passes add to it (a big run's, spooled: ``driver.SPOOLED``)."""
     parts = [part for step in passes.untraced_passes() if (part := step(given)) is not None]
     spilled = pl.concat([spilled, *(p.spilled.cast(spilled.schema) for p in parts
                                     if p.spilled is not None)])
     if all(p.files.is_empty() and p.unattributed.is_empty() for p in parts):
         return task_files, io_totals, unattributed, spilled
-    files = sorted_for_output(pl.concat([task_files, *(p.files for p in parts)],
+    files = sorted_for_output(pl.concat([task_files.collect(), *(p.files for p in parts)],
                                         how="diagonal_relaxed"), TABLES["task_files"])
-    return (files, task_io_totals(files),
+    return (files.lazy(), task_io_totals(files),
             pl.concat([unattributed, *(p.unattributed for p in parts)], how="diagonal_relaxed"),
             spilled)
 
@@ -45,12 +46,12 @@ def counted_processes(methods: pl.DataFrame, ex: pl.DataFrame, counted: pl.DataF
     return pl.concat([methods, more.join(methods, on="execution_id", how="anti")])
 
 
-def across_processes(task_files: pl.DataFrame, io_totals: pl.DataFrame
-                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def across_processes(task_files: pl.LazyFrame, io_totals: pl.DataFrame
+                      ) -> tuple[pl.LazyFrame, pl.DataFrame]:
     """task_files and per-execution totals once an execution has I/O from several processes'
     partitions (a P2P shuffle's barrier holds the shard writes of every worker): its totals
     summed again over all its rows, one row per execution."""
     if not has_repeats(io_totals.get_column("execution_id")):
         return task_files, io_totals
-    files = sorted_for_output(task_files, TABLES["task_files"])
-    return files, task_io_totals(files)
+    files = sorted_for_output(task_files.collect(), TABLES["task_files"])
+    return files.lazy(), task_io_totals(files)

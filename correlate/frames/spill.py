@@ -33,6 +33,8 @@ BUCKETS = 64
 #: twice (slower than whole: runs whose whole transitions stay below the load's peak, about
 #: 2M tasks, are read whole)
 KEYED_ROWS_PER_PART = 24_000_000
+#: rows a ``Spool`` holds in memory before it spills them
+SPOOL_ROWS = 1_000_000
 
 
 def bucket(key: str = "key") -> pl.Expr:
@@ -116,6 +118,27 @@ def spilled_parts(frame: pl.DataFrame, parts: int, key: str = "key"
         "_part", maintain_order=True, include_key=False, as_dict=True)
     empty = frame.clear()
     return tuple(spilled(split.pop((p,), empty)) for p in range(parts))
+
+
+class Spool:
+    """A table made a piece at a time, in order (an attribution partition's rows each): the
+    pieces held until together they pass ``rows`` rows, then spilled together, so that a big
+    run's table is never whole in memory from its first piece until a stage reads it
+    (``lazy``: the pieces in order)."""
+
+    def __init__(self, rows: int = SPOOL_ROWS) -> None:
+        self.rows = rows
+        self.held: list[pl.DataFrame] = []
+        self.scans: list[pl.LazyFrame] = []
+
+    def add(self, piece: pl.DataFrame) -> None:
+        self.held.append(piece)
+        if sum(p.height for p in self.held) > self.rows:
+            self.scans.append(spilled(pl.concat(self.held, how="diagonal_relaxed")))
+            self.held = []
+
+    def lazy(self) -> pl.LazyFrame:
+        return pl.concat([*self.scans, *(p.lazy() for p in self.held)], how="diagonal_relaxed")
 
 
 def parts_of(keys: pl.Series, parts: int) -> pl.Series:

@@ -37,9 +37,9 @@ def test_an_execution_with_rows_of_two_partitions_gets_one_row_of_totals():
     files = pl.concat(per_partition)
     totals = pl.concat([task_io_totals(f) for f in per_partition])
     assert totals["execution_id"].to_list() == [0, 1, 1, 2]  # sorted, one repeated
-    _, got = across_processes(files, totals)
+    _, got = across_processes(files.lazy(), totals)
     assert got.select("execution_id", "read_bytes", "read_ops").rows() == [
         (0, 10.0, 1.0), (1, 25.0, 2.0), (2, 1.0, 1.0)]
     # none repeated: the partitions' totals as they are
     alone = totals.filter(pl.col("execution_id") != 1)
-    assert across_processes(files, alone)[1] is alone
+    assert across_processes(files.lazy(), alone)[1] is alone
