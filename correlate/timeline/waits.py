@@ -96,7 +96,7 @@ class ThreadUse(NamedTuple):
 
     #: worker (text), w (its number), first (its first execution's start)
     workers: pl.DataFrame
-    #: per start and stop of an execution, in time order: w, t (worker clock), free (a
+    #: per start and stop of an execution, by worker in time order: w, t (worker clock), free (a
     #: thread was free after it), before (the time a thread was free before it)
     events: pl.DataFrame
 
@@ -112,21 +112,32 @@ def thread_use(executions: pl.DataFrame, processes: pl.DataFrame) -> ThreadUse |
     # each worker's running count after each start (+1) and stop (-1), ends before starts at
     # the same instant; the idle time (a thread free) accumulated up to each event
     ran = executions.select(pl.col("worker").cast(pl.String), "local_start_ns",
-                            "local_stop_ns").join(threads, on="worker").drop("worker")
-    one = pl.lit(1, pl.Int32)
-    ev = (pl.concat([ran.select("w", "nthreads", t="local_start_ns", d=one),
-                     ran.select("w", "nthreads", t="local_stop_ns", d=-one)])
+                            "local_stop_ns").join(threads.select("worker", "w"), on="worker"
+                                                  ).drop("worker")
+    one = pl.lit(1, pl.Int8)
+    ev = (pl.concat([ran.select("w", t="local_start_ns", d=one),
+                     ran.select("w", t="local_stop_ns", d=-one)])
           .drop_nulls().sort("w", "t", "d"))
     del ran
-    ev = ev.with_columns(running=pl.col("d").cum_sum().over("w"),
-                         dt=(pl.col("t").shift(-1).over("w") - pl.col("t")).fill_null(0))
-    ev = ev.with_columns(free=(pl.col("running") < pl.col("nthreads")).cast(pl.Int64)
-                         ).with_columns(
-        before=(pl.col("dt") * pl.col("free")).cum_sum().over("w")
-        - pl.col("dt") * pl.col("free")).select("w", "t", "free", "before")
+    # (each worker's rows one after another: its running sums are the run's less the sum
+    # before its first row, not windows over("w"), which hold a copy of every row per group)
+    first = (pl.col("w") != pl.col("w").shift(1)).fill_null(True)
+
+    def per_worker(x: pl.Expr) -> pl.Expr:
+        total = x.cum_sum()
+        return total - pl.when(first).then(total - x).forward_fill()
+
+    nthreads = pl.lit(threads.get_column("nthreads")).gather(pl.col("w"))
+    ev = ev.with_columns(free=(per_worker(pl.col("d").cast(pl.Int64)) < nthreads)
+                         .cast(pl.Int64),
+                         dt=pl.when(pl.col("w").shift(-1) == pl.col("w"))
+                         .then(pl.col("t").shift(-1) - pl.col("t")).otherwise(0)
+                         ).select("w", "t", "free",
+                                  before=per_worker(pl.col("dt") * pl.col("free"))
+                                  - pl.col("dt") * pl.col("free"))
     firsts = ev.group_by("w").agg(first=pl.col("t").min())
-    return ThreadUse(threads.select("worker", "w").join(firsts, on="w"),
-                     ev.sort("t", maintain_order=True))  # (join_asof's order)
+    # (sorted by time within each worker: what join_asof by worker needs)
+    return ThreadUse(threads.select("worker", "w").join(firsts, on="w"), ev)
 
 
 def thread_waits(transitions: pl.DataFrame) -> pl.DataFrame:
@@ -161,7 +172,7 @@ def free_thread_waits(waiting: pl.DataFrame, use: ThreadUse | None) -> pl.DataFr
         q = waiting.select("key", "w", "first", pl.col(at).alias("t_q")).sort("t_q")
         return q.join_asof(use.events, left_on="t_q", right_on="t", by="w",
                            strategy="backward", check_sortedness=False).select(
-            # (both sorted by time above)
+            # (both sorted by time within each worker)
             "key", idle=pl.when(pl.col("t").is_null()).then(pl.col("t_q") - pl.col("first"))
             .otherwise(pl.col("before") + (pl.col("t_q") - pl.col("t")) * pl.col("free")))
 
