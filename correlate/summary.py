@@ -13,6 +13,7 @@ from correlate import host_load
 from correlate.attribution import doubtful, local_dir, p2p
 from correlate.attribution.counters import untraced_counters
 from correlate.frames.grouping import group_agg, measured_sum, request_means, request_sums
+from correlate.frames.per_process import runs, spread
 from correlate.frames.scalars import count as _count
 from correlate.frames.scalars import rounded as _round
 from correlate.frames.scalars import total as total_of
@@ -30,16 +31,23 @@ def _totals(d: dict[str, Any]) -> dict[str, Any]:
 def _per_process(tables: dict[str, pl.DataFrame]) -> list[dict[str, Any]]:
     """Bytes read and written per process, attributed or not (every source's I/O is in
     task_files or unattributed), busiest first."""
+    # (each task_files row given the number of its execution's run of one process's rows
+    # in tasks, not that process's host and pid: the rows are a big run's largest table)
+    tasks = tables["tasks"]
+    procs = runs(tasks).with_row_index("run")
+    ids = tasks.select("execution_id", run=spread(procs, ["run"]).get_column("run"))
     files = tables["task_files"].select("execution_id", "op", "bytes", "ops").join(
-        tables["tasks"].select("execution_id", "host", "pid"), on="execution_id", how="left")
-    cols = ["host", "pid", "op", "bytes", "ops"]
-    rows = pl.concat([files.select(cols), tables["unattributed"].select(cols)],
-                     how="vertical_relaxed").with_columns(pl.col("op").cast(pl.String))
+        ids, on="execution_id", how="left")
 
     def of(op: str) -> pl.Expr:
         return pl.col("bytes").filter(pl.col("op") == op).sum()
-    per = rows.group_by("host", "pid").agg(read_bytes=of("read"), write_bytes=of("write"),
-                                           ops=pl.col("ops").sum())
+
+    sums = {"read_bytes": of("read"), "write_bytes": of("write"), "ops": pl.col("ops").sum()}
+    per_run = files.group_by("run").agg(**sums).join(
+        procs.select("run", "host", "pid"), on="run", how="left")
+    per = pl.concat([per_run.drop("run"), tables["unattributed"].group_by("host", "pid").agg(
+        **sums)], how="diagonal_relaxed").group_by("host", "pid").agg(
+        pl.col("read_bytes", "write_bytes", "ops").sum())
     per = per.sort(pl.col("read_bytes") + pl.col("write_bytes"), "host", "pid",
                    descending=[True, False, False], nulls_last=True)
     return [{"host": h, "pid": p, "read_bytes": _count(r), "write_bytes": _count(w),
