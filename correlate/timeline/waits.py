@@ -8,8 +8,10 @@ worker side; each difference is taken within one clock, so no alignment is neede
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import polars as pl
 
 SCHEDULER_STATES = {"released", "waiting", "queued", "processing", "memory", "erred",
@@ -163,24 +165,50 @@ def free_thread_waits(waiting: pl.DataFrame, use: ThreadUse | None) -> pl.DataFr
     empty = pl.DataFrame(schema={"key": pl.Categorical, "wait_free_thread_s": pl.Float64})
     if use is None:
         return empty
-    waiting = waiting.join(use.workers, on="worker")  # (workers without a thread count: unknown)
-    if waiting.is_empty():
+    # (each key's worker as its number; workers without a thread count: none, unknown)
+    numbers = waiting.get_column("worker").replace_strict(
+        use.workers.get_column("worker"), use.workers.get_column("w"), default=None)
+    known = numbers.is_not_null()
+    if not known.any():
         return empty
+    waiting = waiting.filter(known) if not known.all() else waiting
+    w = numbers.drop_nulls().to_numpy()
+    numbered = use.workers.get_column("w").to_numpy()
+    first = np.zeros(int(numbered.max()) + 1, np.int64)
+    first[numbered] = use.workers.get_column("first").to_numpy()
+    idle = _idle_until(use.events, w, first[w])
+    ready, executing = (idle(waiting.get_column(c).to_numpy()) for c in ("t_ready", "t_exec"))
+    return pl.DataFrame({"key": waiting.get_column("key"),
+                         "wait_free_thread_s": np.clip((executing - ready) * 1e-9, 0.0, None)})
 
-    def idle_until(at: str) -> pl.DataFrame:
-        # the worker's idle time up to ``at``; before its first execution every thread is free
-        q = waiting.select("key", "w", "first", pl.col(at).alias("t_q")).sort("t_q")
-        return q.join_asof(use.events, left_on="t_q", right_on="t", by="w",
-                           strategy="backward", check_sortedness=False).select(
-            # (both sorted by time within each worker)
-            "key", idle=pl.when(pl.col("t").is_null()).then(pl.col("t_q") - pl.col("first"))
-            .otherwise(pl.col("before") + (pl.col("t_q") - pl.col("t")) * pl.col("free")))
 
-    return (idle_until("t_exec").join(idle_until("t_ready"), on="key", suffix="_ready")
-            .select("key",
-                    wait_free_thread_s=((pl.col("idle") - pl.col("idle_ready")) * 1e-9)
-                    .clip(lower_bound=0.0))
-            .filter(pl.col("wait_free_thread_s").is_not_null()))
+def _idle_until(events: pl.DataFrame, w: np.ndarray, first: np.ndarray
+                ) -> Callable[[np.ndarray], np.ndarray]:
+    """For instants ``t`` of workers ``w`` (numbers, as ``ThreadUse``), each worker's idle
+    time (a thread free) up to ``t``: after its last event at or before ``t``, that event's
+    ``before`` and the time since if a thread was free; before its first (``first``: its
+    first execution's start) every thread is free. Each worker's events are searched apart
+    (sorted by time within it), the instants taken worker by worker."""
+    ev_w, ev_t = events.get_column("w").to_numpy(), events.get_column("t").to_numpy()
+    free, before = events.get_column("free").to_numpy(), events.get_column("before").to_numpy()
+    workers = np.arange(int(max(ev_w.max(initial=0), w.max(initial=0))) + 2)
+    at_e = np.searchsorted(ev_w, workers)
+    order = np.argsort(w, kind="stable")
+    at_q = np.searchsorted(w[order], workers)
+
+    def idle(t: np.ndarray) -> np.ndarray:
+        out = t - first  # (before the worker's first event)
+        for k in range(len(workers) - 1):
+            rows, lo, hi = order[at_q[k]:at_q[k + 1]], at_e[k], at_e[k + 1]
+            if not len(rows) or hi == lo:
+                continue
+            j = lo + np.searchsorted(ev_t[lo:hi], t[rows], side="right") - 1
+            seen = j >= lo
+            j = np.where(seen, j, lo)
+            out[rows] = np.where(seen, before[j] + (t[rows] - ev_t[j]) * free[j], out[rows])
+        return out
+
+    return idle
 
 
 def external_arrivals(transitions: pl.DataFrame) -> pl.DataFrame:
