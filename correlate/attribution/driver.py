@@ -254,8 +254,8 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
                   ) -> dict[str, Any]:
     """Attribute every partition through ``mapper``: each partition's ``segments`` goes to
     ``sink`` as it arrives, in (host, pid) order (so the whole stays sorted); the other partial
-    tables are concatenated and returned (those ``SPOOLED`` as LazyFrames). ``logs`` (``darshan_logs``) says where segments
-    still in their logs (a LazyFrame) are read from."""
+    tables are concatenated and returned (those ``SPOOLED`` as LazyFrames). ``logs``
+    (``darshan_logs``) says where segments still in their logs (a LazyFrame) are read from."""
     parts = split(segments, logs, executions, markers, opens, rows=PARTITION_ROWS)
     if not parts:
         parts = [Partition((), _numbered(SEGMENTS_IN.empty()), executions, markers, opens)]
