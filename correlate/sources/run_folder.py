@@ -1152,27 +1152,21 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
             "executor-hook", TABLES["executions"].column("window_source").polars_dtype()))
     transitions = _transitions(sched, t["worker_transitions"])
     transfers, transfer_keys = _transfers(t["worker_transfers"], t["worker_transfer_keys"])
-    deps = _empty_or(t["task_dependencies"], "task_dependencies")
-    # (the client as codes, as declared: a few clients' ids, a text per edge of a big graph)
-    deps = deps.with_columns(pl.col("client").cast(pl.Categorical)).filter(
-        pl.col("depends_on").is_not_null()).unique(["key", "depends_on"], maintain_order=True)
+    # (conformed as read, ``_held``; the client as codes there, as declared)
+    held = {canonical: _empty_or(t[name], name) for name, canonical in CONFORMED.items()}
+    deps = held.pop("dependencies").filter(pl.col("depends_on").is_not_null()).unique(
+        ["key", "depends_on"], maintain_order=True)
     funcs = _func_stats(_lazy_or(t["worker_func_stats"], "worker_func_stats"))
     out = {
         "processes": _processes(processes, io),
         "executions": executions,
         "transitions": transitions,
-        "startstops": _empty_or(t["task_startstops"], "task_startstops"),
         "transfers": transfers, "transfer_keys": transfer_keys,
         "dependencies": deps,
         "func_stats": funcs,
-        "clock_samples": _empty_or(t["worker_clock_samples"], "worker_clock_samples"),
-        "clock_markers": _empty_or(t["worker_clock_markers"], "worker_clock_markers"),
-        "host_load": _empty_or(t["host_load_samples"], "host_load_samples"),
-        "file_opens": _empty_or(t["task_file_opens"], "task_file_opens"),
+        **held,
         "execution_slices": _empty_or(t["coroutine_slices"], "coroutine_slices").with_columns(
             cpu_s=pl.col("thread_cpu_ns") / 1e9),
-        "data_arrivals": _empty_or(t["scheduler_arrivals"], "scheduler_arrivals"),
-        "senders": _empty_or(t["sender_notes"], "sender_notes"),
         "worker_pauses": _pauses(_empty_or(t["cluster_events"], "cluster_events")),
         **_spans(t),
     }
