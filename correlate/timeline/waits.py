@@ -123,11 +123,11 @@ def thread_use(executions: pl.DataFrame, processes: pl.DataFrame) -> ThreadUse |
     del ran
     # (each worker's rows one after another: its running sums are the run's less the sum
     # before its first row, not windows over("w"), which hold a copy of every row per group)
-    first = (pl.col("w") != pl.col("w").shift(1)).fill_null(True)
+    starts_worker = (pl.col("w") != pl.col("w").shift(1)).fill_null(True)
 
     def per_worker(x: pl.Expr) -> pl.Expr:
         total = x.cum_sum()
-        return total - pl.when(first).then(total - x).forward_fill()
+        return total - pl.when(starts_worker).then(total - x).forward_fill()
 
     nthreads = pl.lit(threads.get_column("nthreads")).gather(pl.col("w"))
     ev = ev.with_columns(free=(per_worker(pl.col("d").cast(pl.Int64)) < nthreads)
@@ -138,7 +138,7 @@ def thread_use(executions: pl.DataFrame, processes: pl.DataFrame) -> ThreadUse |
                                   before=per_worker(pl.col("dt") * pl.col("free"))
                                   - pl.col("dt") * pl.col("free"))
     firsts = ev.group_by("w").agg(first=pl.col("t").min())
-    # (sorted by time within each worker: what join_asof by worker needs)
+    # (sorted by time within each worker: what ``_idle_until`` searches)
     return ThreadUse(threads.select("worker", "w").join(firsts, on="w"), ev)
 
 
@@ -193,7 +193,6 @@ def _idle_until(events: pl.DataFrame, w: np.ndarray, first: np.ndarray
     free, before = events.get_column("free").to_numpy(), events.get_column("before").to_numpy()
     workers = np.arange(int(max(ev_w.max(initial=0), w.max(initial=0))) + 2)
     at_e = np.searchsorted(ev_w, workers)
-
     order = np.argsort(w, kind="stable")
     at_q = np.searchsorted(w[order], workers)
 
