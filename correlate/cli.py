@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from correlate import __version__
-from correlate.errors import CorrelateError
+from correlate.errors import CorrelateError, no_space_left
 from correlate.frames import allocator
 
 #: name -> (module under correlate.commands, one-line help). Each module has
@@ -121,9 +121,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         from correlate.console import error_line
 
+        if no_space_left(err):  # (the user's to fix: where correlate writes)
+            error_line(_no_space(args))
+            return 1
         error_line(f"internal error: {type(err).__name__}: {err} (rerun with --debug for the "
                    "traceback and report it)")
         return 3
+
+
+def _no_space(args: argparse.Namespace) -> str:
+    """The line for a disk that filled: the folders correlate writes to (the output, the
+    spill folder) and what each has free, since the error itself names neither."""
+    import shutil
+    import tempfile
+
+    out = getattr(args, "out", None) or getattr(args, "out_dir", None)
+    if out is None and getattr(args, "run_dir", None) is not None:
+        out = args.run_dir / "correlated"
+    said = []
+    for what, path in (("its output", out), ("its spill folder (TMPDIR)", tempfile.gettempdir())):
+        if path is None:
+            said.append(what)
+            continue
+        path = Path(path)
+        where = next((p for p in (path, *path.parents) if p.exists()), path)
+        try:
+            free = f"{shutil.disk_usage(where).free / 1e9:.1f} GB free"
+        except OSError:
+            free = "free space not known"
+        said.append(f"{what} {path} ({free})")
+    return (f"no space left on device: correlate writes {' and '.join(said)}; free some, or "
+            "give -o or TMPDIR a folder on a larger disk")
 
 
 if __name__ == "__main__":  # pragma: no cover

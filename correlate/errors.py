@@ -5,6 +5,7 @@ Record-level problems are not exceptions: they become rows of the ``rejects`` ta
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -35,3 +36,11 @@ def first_line(err: BaseException) -> str:
     """An error's first line (polars' errors run over several)."""
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def no_space_left(err: BaseException) -> bool:
+    """Whether ``err`` is a disk that filled: Python's ``OSError`` has its errno; polars' (a
+    file written from Rust: an ``OSError`` or, from a sink, a ``ComputeError``) says so only
+    in its text."""
+    return (isinstance(err, OSError) and err.errno == errno.ENOSPC) or any(
+        text in str(err) for text in ("(os error 28)", "No space left on device"))

@@ -227,3 +227,26 @@ def test_an_output_folder_holding_other_files_is_refused_unless_forced(tmp_path,
     again = tmp_path / "again"
     assert main([str(SAMPLE), "-o", str(again), "--no-reports"]) == 0
     assert main([str(SAMPLE), "-o", str(again), "--no-reports"]) == 0  # its own output
+
+
+def test_a_disk_that_fills_is_one_line_naming_where_correlate_writes(tmp_path, capsys,
+                                                                     monkeypatch):
+    """A full disk is the user's to fix, not a bug to report: every table's temporary file
+    (``sinks.ParquetSink``) is a link to /dev/full, whose writes fail as a full disk's do,
+    so polars' own error (a ``ComputeError`` that says so only in its text) reaches the CLI."""
+    from correlate.schema import TABLES
+
+    out, spill = tmp_path / "out", tmp_path / "spill"
+    out.mkdir()
+    spill.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spill))
+    monkeypatch.setattr("tempfile.tempdir", None)  # (read from TMPDIR again)
+    for name in TABLES:
+        (out / f".{name}.parquet.{os.getpid()}.tmp").symlink_to("/dev/full")
+    assert main([str(SAMPLE), "-o", str(out), "--no-reports"]) == 1
+    err = capsys.readouterr().err
+    assert "internal error" not in err
+    line = " ".join(err.split())  # (rich folds a long line on a narrow terminal)
+    assert re.search(rf"no space left on device: correlate writes its output {out} "
+                     rf"\([\d.]+ GB free\) and its spill folder \(TMPDIR\) {spill} "
+                     r"\([\d.]+ GB free\)", line), err
