@@ -370,7 +370,7 @@ def _inconsistent_records(files: pl.DataFrame) -> list[str]:
     """One line counting the bytes of Darshan records that contradict the record of opens,
     given not as Darshan filed them: per method, with the tasks and files (``task_files``'s
     attribution says which rows)."""
-    odd = files.filter(pl.col("attribution").cast(pl.String).is_in(AGAINST_RECORD))
+    odd = files.filter(pl.col("attribution").is_in(AGAINST_RECORD))
     if odd.is_empty():
         return []
     per = {m: b for m, b in odd.group_by(pl.col("attribution").cast(pl.String)).agg(
@@ -386,7 +386,7 @@ def _inconsistent_records(files: pl.DataFrame) -> list[str]:
 
 def _shared_readers(files: pl.DataFrame, shown: int = 5) -> list[str]:
     """A note per file whose helper-thread reads were shared among concurrent readers."""
-    shared = files.filter(pl.col("attribution").cast(pl.String) == "helper-shared")
+    shared = files.filter(pl.col("attribution") == "helper-shared")
     if shared.is_empty():
         return []
     per = shared.group_by("path").agg(pl.col("bytes").sum(),

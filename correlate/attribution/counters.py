@@ -58,7 +58,7 @@ def untraced_counters(counters: pl.DataFrame, logs: pl.DataFrame) -> pl.DataFram
     segment, so the counters are their only account."""
     traced = logs.filter(pl.col("modules").list.contains("DXT_POSIX")
                          & (pl.col("segment_count").fill_null(0) > 0))
-    posix = counters.filter(pl.col("module").cast(pl.String) == "POSIX")
+    posix = counters.filter(pl.col("module") == "POSIX")
     if traced.is_empty():
         return posix
     return posix.join(traced.select(pl.col("log").cast(pl.String)).unique(),

@@ -46,8 +46,8 @@ def labels(rows: pl.DataFrame, opens: pl.DataFrame) -> pl.Series:
     null. ``opens``: the record of opens (``file_opens``: host, pid, path, access)."""
     allowed = (opens.group_by("host", "pid", "path").agg(
         known=pl.col("access").is_not_null().all(),
-        read=pl.col("access").cast(pl.String).is_in(["read", "read-write"]).any(),
-        write=pl.col("access").cast(pl.String).is_in(["write", "read-write"]).any())
+        read=pl.col("access").is_in(["read", "read-write"]).any(),
+        write=pl.col("access").is_in(["write", "read-write"]).any())
         if not opens.is_empty() else
         pl.DataFrame(schema={"host": pl.String, "pid": pl.Int64, "path": pl.String,
                              "known": pl.Boolean, "read": pl.Boolean, "write": pl.Boolean}))

@@ -93,7 +93,7 @@ def give_shard_writes(att: IOAttribution, ids: pl.DataFrame, owners: pl.DataFram
                                           maintain_order="left").get_column("owner")
     take = seg.select(
         (pl.col("op") == "write") & pl.lit(owner).is_not_null()
-        & ~(pl.col("attribution").cast(pl.String).is_in(THREAD_EXACT)
+        & ~(pl.col("attribution").is_in(THREAD_EXACT)
             & (pl.col("attributed_weight") > 0))).to_series()
     if not take.any():
         return att

@@ -230,7 +230,7 @@ def darshan_records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.
     on the process's own clock (``first_ns``/``last_ns``, and ``slack_ns`` around them), the
     host filled from the processes table where the log had no DXT record to name it (the pid
     alone then decides, when one host has it)."""
-    stdio = counters.filter((pl.col("module").cast(pl.String) == module)
+    stdio = counters.filter((pl.col("module") == module)
                             & ((pl.col("read_bytes") > 0) | (pl.col("write_bytes") > 0)))
     if stdio.is_empty():
         return pl.DataFrame(schema={
@@ -240,7 +240,7 @@ def darshan_records(counters: pl.DataFrame, processes: pl.DataFrame, clocks: pl.
             **({"offset_ns": pl.Int64} if keep_offset else {})})
     hosts = (processes.filter(pl.col("pid").is_not_null()).select("pid", "host").unique()
              .filter(pl.col("pid").count().over("pid") == 1).rename({"host": "pid_host"}))
-    darshan = clocks.filter(pl.col("domain").cast(pl.String) == "darshan").select(
+    darshan = clocks.filter(pl.col("domain") == "darshan").select(
         "host", "pid", "offset_ns", "uncertainty_ns").unique(["host", "pid"])
     stdio = stdio.join(hosts, on="pid", how="left").with_columns(
         host=pl.coalesce("host", "pid_host")).join(

@@ -179,7 +179,7 @@ def read_back(startstops: pl.DataFrame, tasks: pl.DataFrame, segments: pl.LazyFr
                  w1=pl.col("stop") + pl.col("off")).sort("w0"))
     if w.height < win.height:  # a window no offset places: its split is unknown
         return out
-    segs = (segments.filter(pl.col("attribution").cast(pl.String) == "spill")
+    segs = (segments.filter(pl.col("attribution") == "spill")
             .select("host", "pid", pl.col("op").cast(pl.String), "length", "start_ns",
                     "stop_ns").collect()
             .with_columns(mid=(pl.col("start_ns") + pl.col("stop_ns")) // 2).sort("mid"))

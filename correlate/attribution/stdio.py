@@ -362,7 +362,7 @@ def _unattributed(rec: pl.DataFrame, processes: pl.DataFrame, opens: pl.DataFram
 
 def stdio_totals(counters: pl.DataFrame) -> dict[str, float]:
     """bytes, ops and time of every STDIO record (the part of the run's I/O DXT lacks)."""
-    stdio = counters.filter(pl.col("module").cast(pl.String) == "STDIO")
+    stdio = counters.filter(pl.col("module") == "STDIO")
     return {"bytes": total(stdio["read_bytes"]) + total(stdio["write_bytes"]),
             "ops": total(stdio["read_ops"]) + total(stdio["write_ops"]),
             "io_time_s": (total(stdio["read_time_s"].fill_null(0))

@@ -93,7 +93,7 @@ def distinct_read_bytes(segments: pl.LazyFrame, paths: list[str]) -> pl.DataFram
     the strings of millions of segments."""
     names = pl.DataFrame({"path": paths}).with_columns(
         h=pl.col("path").hash(seed=0)).with_row_index("g")
-    reads = (segments.filter((pl.col("op").cast(pl.String) == "read")
+    reads = (segments.filter((pl.col("op") == "read")
                              & pl.col("offset").is_not_null())
              .select(h=pl.col("path").hash(seed=0), offset="offset",
                      end=pl.col("offset") + pl.col("length"))
@@ -130,7 +130,7 @@ def repeat_shares(segments: pl.LazyFrame, paths: list[str]) -> pl.DataFrame:
     piece is as many rows as the reads covering it, so the rows grow with how many times the
     bytes were read, not with the file. Reads are weighed by their time, each held by the
     execution ``segments`` names (the largest share of a split read)."""
-    reads = (segments.filter((pl.col("op").cast(pl.String) == "read")
+    reads = (segments.filter((pl.col("op") == "read")
                              & pl.col("offset").is_not_null() & (pl.col("length") > 0)
                              & pl.col("path").is_in(paths))
              .select("seg_id", "path", "execution_id", "start_ns", "offset",
@@ -166,7 +166,7 @@ def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
         return []
     # (lazy: a filter of task_files copies every column of the rows it keeps, a big run's
     # reads are millions)
-    f = (ctx.task_files.lazy().filter((pl.col("op").cast(pl.String) == "read")
+    f = (ctx.task_files.lazy().filter((pl.col("op") == "read")
                                       & pl.col("io_time_s").is_not_null())
          .select("execution_id", "key", "path", "bytes", "io_time_s"))
     per_path = f.group_by("path").agg(read=pl.col("bytes").sum(),

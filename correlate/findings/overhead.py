@@ -46,7 +46,7 @@ def tiny_tasks(ctx: Context) -> list[dict[str, Any]]:
         return []
     overhead = (pl.col("wait_s") - pl.sum_horizontal(
         *(pl.col(c).fill_null(0.0) for c in _NOT_OVERHEAD))).clip(0.0)
-    links = (ctx.path.filter(pl.col("gate").cast(pl.String) != "first")
+    links = (ctx.path.filter(pl.col("gate") != "first")
              .select("prefix", "key", overhead_s=overhead)
              .join(stats, on="prefix"))
     per = (links.group_by("prefix").agg(

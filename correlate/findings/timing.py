@@ -37,7 +37,7 @@ def serial_section(ctx: Context) -> list[dict[str, Any]]:
     alone (had that work run beside the rest, the window would have been shorter by at most
     that)."""
     threads = ctx.threads
-    serial = ctx.path.filter(pl.col("gate").cast(pl.String) == "dependency").select(
+    serial = ctx.path.filter(pl.col("gate") == "dependency").select(
         "execution_id")
     if threads < 2 or serial.is_empty():
         return []
@@ -264,7 +264,7 @@ def idle_threads(ctx: Context) -> list[dict[str, Any]]:
     waited = t.filter(pl.col("wait_thread_s") > 0)
     if threads < 2 or waited.is_empty():
         return []
-    by_thread = number(ctx.path.filter(pl.col("gate").cast(pl.String) == "thread").select(
+    by_thread = number(ctx.path.filter(pl.col("gate") == "thread").select(
         (pl.col("duration_s") + pl.col("wait_s").fill_null(0.0)).sum()).item()) or 0.0
     shorter = max(ctx.window_s - by_thread, busy_s / threads)
     if ctx.window_s - shorter < max(MIN_COST_S, MIN_COST_SHARE * ctx.window_s):

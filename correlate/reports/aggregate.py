@@ -333,7 +333,7 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
             tasks=(pl.col("key" if "key" in df.columns else "execution_id").cast(pl.String)
                    if attributed else pl.lit(None, pl.String)),
             attributed=pl.lit(attributed),
-            refiled=(pl.col("attribution").cast(pl.String) == REFILED if attributed
+            refiled=(pl.col("attribution") == REFILED if attributed
                      else pl.lit(False)),
             doubt=(pl.lit(False) if attributed
                    else doubtful.is_doubtful(pl.col("reason")).fill_null(False)))
@@ -432,7 +432,7 @@ def with_read_times(files: pl.DataFrame, segments: pl.LazyFrame) -> pl.DataFrame
     whose log had counters only): the ranges of the other reads are unknown. Only the
     ``files`` given are looked up in ``segments`` (a report's busiest few, not every file)."""
     paths = files.filter(pl.col("read_bytes") > 0).get_column("path").drop_nulls().to_list()
-    traced = (segments.filter((pl.col("op").cast(pl.String) == "read")
+    traced = (segments.filter((pl.col("op") == "read")
                               & pl.col("path").is_in(paths))
               .group_by("path").agg(traced=pl.col("length").sum()).collect())
     out = files.join(traced, on="path", how="left", maintain_order="left").join(

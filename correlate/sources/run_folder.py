@@ -1178,7 +1178,7 @@ def _canonical(t: dict[str, Any], processes: list[dict[str, Any]],
 
 def _removed(events: pl.DataFrame) -> dict[str, int]:
     """Each worker the scheduler removed → when it last did (scheduler clock)."""
-    gone = (events.filter(pl.col("event").cast(pl.String) == "remove_worker")
+    gone = (events.filter(pl.col("event") == "remove_worker")
             .group_by("address").agg(pl.col("local_time_ns").max()).drop_nulls())
     return {w: int(t) for w, t in gone.sort("address").iter_rows()}
 
@@ -1187,7 +1187,7 @@ def _pauses(events: pl.DataFrame) -> pl.DataFrame:
     """Each worker's paused intervals: a pause ends at the worker's next resume (or its
     removal); one still open where the records end has no end. (A few rows a run: walked.)"""
     ends = ("worker_resumed", "remove_worker")
-    marks = (events.filter(pl.col("event").cast(pl.String).is_in(["worker_paused", *ends]))
+    marks = (events.filter(pl.col("event").is_in(["worker_paused", *ends]))
              .sort("local_time_ns", maintain_order=True))
     rows: list[tuple[str, int, int | None]] = []
     open_: dict[str, int] = {}

@@ -139,7 +139,7 @@ def counter_offsets(counters: pl.DataFrame, clock_markers: pl.DataFrame) -> pl.D
     POSIX counters keep the start of its first write and the end of its last, made at the
     first and last marker's known instants. The offset is the first's difference; the
     uncertainty how far the last's differs from it."""
-    posix = counters.filter(pl.col("module").cast(pl.String) == "POSIX")
+    posix = counters.filter(pl.col("module") == "POSIX")
     if clock_markers.is_empty() or posix.is_empty():
         return TABLES["clocks"].empty()
     marks = clock_markers.group_by("host", "pid", "path").agg(

@@ -28,7 +28,7 @@ def external_state_arrivals(transitions: pl.DataFrame | pl.LazyFrame, keys: pl.D
     wanted = keys.get_column("key").cast(pl.String).implode()
     memory = (transitions.lazy().filter((pl.col("side") == "scheduler")
                                         & (pl.col("finish") == "memory")
-                                        & pl.col("key").cast(pl.String).is_in(wanted))
+                                        & pl.col("key").is_in(wanted))
               .select(pl.col("key").cast(pl.String), "local_time_ns", "worker", "nbytes")
               .collect())
     first = keys.with_columns(pl.col("key").cast(pl.String)).join(

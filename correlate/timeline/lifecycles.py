@@ -106,7 +106,7 @@ def _to_run_timeline(df: pl.DataFrame, time: str, clock: pl.Expr, clocks: pl.Dat
 def _transition_events(tr: pl.DataFrame, clocks: pl.DataFrame) -> list[pl.DataFrame]:
     out = []
     for side in ("scheduler", "worker"):
-        part = tr.filter(pl.col("side").cast(pl.String) == side)
+        part = tr.filter(pl.col("side") == side)
         if part.is_empty():
             continue
         cols = [c for c in part.columns if c not in _TRANSITION_SKIP
@@ -132,7 +132,7 @@ def compute_delays(executions: pl.DataFrame, startstops: pl.DataFrame) -> pl.Dat
                         "scheduler_delay_ns": pl.Int64})
     if "window_source" not in executions.columns or not executions.height:
         return pl.DataFrame(schema=schema)
-    timed = (executions.filter(pl.col("window_source").cast(pl.String) == "executor-hook")
+    timed = (executions.filter(pl.col("window_source") == "executor-hook")
              .select("key", "worker", "local_start_ns")
              .filter(pl.len().over("key", "worker") == 1))
     reported = (startstops.filter(pl.col("action") == "compute")
@@ -160,8 +160,7 @@ def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
     if ex.height:
         cols = ["worker", "host", "pid", "thread_id", "local_start_ns", "local_stop_ns",
                 "cpu_s", "awaiting_s", "status", "window_source"]
-        clock = (pl.when(pl.col("window_source").cast(pl.String).is_in(["startstops",
-                                                                         "task-stream"]))
+        clock = (pl.when(pl.col("window_source").is_in(["startstops", "task-stream"]))
                  .then(pl.lit("worker+scheduler_delay")).otherwise(pl.lit("worker")))
         parts.append(_event_part(ex, "local_start_ns", "execution", clock, cols,
                                  _to_run_timeline(ex, "local_start_ns", clock, clocks, samples)))

@@ -71,8 +71,8 @@ def results_lost(transitions: pl.DataFrame) -> pl.Series:
     worker cleanup (each such key is recomputed when still wanted)."""
     # (lazily: a filter of the transitions, a run's largest table, copies every column)
     return (transitions.lazy().filter((pl.col("side") == "scheduler")
-                                      & (pl.col("start").cast(pl.String) == "memory")
-                                      & (pl.col("finish").cast(pl.String) == "released")
+                                      & (pl.col("start") == "memory")
+                                      & (pl.col("finish") == "released")
                                       & pl.col("stimulus_id").str.starts_with(WORKER_CLEANUP))
             .select("key").collect().get_column("key").cast(pl.String).unique())
 

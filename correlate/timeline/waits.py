@@ -246,7 +246,7 @@ def transfer_inputs(startstops: pl.DataFrame, transfers: pl.DataFrame,
     t_time = (startstops.filter(pl.col("action") == "transfer").group_by("key", "worker")
               .agg(transfer_s=((pl.col("reported_stop_ns") - pl.col("reported_start_ns"))
                                .sum() * 1e-9)))
-    incoming = (transfers.filter(pl.col("direction").cast(pl.String) == "incoming")
+    incoming = (transfers.filter(pl.col("direction") == "incoming")
                 .select("transfer_id", "worker", "peer")
                 .join(transfer_keys, on="transfer_id"))
     fetched = (dependencies.select("key", "depends_on")
