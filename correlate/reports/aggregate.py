@@ -327,11 +327,15 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
     has no keys), ``doubtful_name`` (Darshan's name for some of its I/O is doubtful:
     ``attribution.doubtful``) and ``refiled`` (some of its bytes are a misfiled C stdio
     record's, filed here by the record of opens: ``stdio-refiled``); sorted by total bytes."""
+    # (a task told by its key's code where the key is Categorical: a code per text, so the
+    # same count as the texts', without a text per row of the largest table)
+    task = pl.col("key" if "key" in task_files.columns else "execution_id").to_physical()
+    task_type = task_files.lazy().select(task).collect_schema().dtypes()[0]
+
     def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
         return df.select(
             "path", "op", "bytes", "ops", "io_time_s",
-            tasks=(pl.col("key" if "key" in df.columns else "execution_id").cast(pl.String)
-                   if attributed else pl.lit(None, pl.String)),
+            tasks=task if attributed else pl.lit(None, task_type),
             attributed=pl.lit(attributed),
             refiled=(pl.col("attribution") == REFILED if attributed
                      else pl.lit(False)),
