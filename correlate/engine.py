@@ -176,9 +176,9 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     tasks = put_kept(sink, "tasks", lost.with_lost(_tasks_table(ex, sides, frames),
                      frames.startstops, frames.processes, line.released), _TASK_TEXTS)
     del ex, elsewhere
-    # (task_files read back, its key as codes: held until now, it was a big run's gigabyte
-    # beside the tasks table as that was made; no rule and no join reads the key's text)
-    kept = {"tasks": tasks, "task_files": read_back(sink, "task_files", ("key",)),
+    # (task_files read back, key and paths as codes: held until now, it was a big run's
+    # gigabyte beside the tasks table as that was made; no rule needs a text per row)
+    kept = {"tasks": tasks, "task_files": read_back(sink, "task_files", ("key", "path")),
             "unattributed": put(sink, "unattributed", att.unattributed),
             "clocks": put(sink, "clocks", att.clocks)}
     if not line.arrived.is_empty():

@@ -169,8 +169,11 @@ def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
     f = (ctx.task_files.lazy().filter((pl.col("op") == "read")
                                       & pl.col("io_time_s").is_not_null())
          .select("execution_id", "key", "path", "bytes", "io_time_s"))
+    # (grouped on the paths as held, codes in the engine's kept task_files; named as text
+    # once per file, to meet the segments' paths)
     per_path = f.group_by("path").agg(read=pl.col("bytes").sum(),
-                                      spent=pl.col("io_time_s").sum()).collect()
+                                      spent=pl.col("io_time_s").sum()).collect().with_columns(
+        pl.col("path").cast(pl.String))
     # (the excess is a share of the reads' time: files whose reads took less than the floor
     # cannot be reported, and their ranges are not read)
     paths = per_path.filter((pl.col("read") >= REPEATED_MIN_BYTES)
@@ -187,7 +190,8 @@ def repeated_reads(ctx: Context) -> list[dict[str, Any]]:
     shares = repeat_shares(ctx.evidence.segments, repeated.get_column("path").to_list())
     out = []
     for r in repeated.sort("read", "path", descending=[True, False]).iter_rows(named=True):
-        rows = f.filter(pl.col("path") == r["path"]).collect().join(
+        rows = f.filter(pl.col("path") == r["path"]).collect().with_columns(
+            pl.col("path").cast(pl.String)).join(
             ctx.tasks.select("execution_id", "prefix"), on="execution_id")
         excess = rows.join(shares, on=["execution_id", "path"], how="left").group_by(
             "execution_id").agg(excess_s=pl.col("io_time_s").sum() * pl.col("repeat").first()
@@ -228,7 +232,9 @@ def metadata_shares(ctx: Context, counters: pl.DataFrame) -> pl.DataFrame:
     them). Files no execution read or wrote are left out (no task to give them to)."""
     meta = (counters.filter(pl.col("meta_time_s") > 0)
             .group_by("host", "pid", "path")
-            .agg(pl.col("meta_time_s").sum(), pl.col("opens").sum()))
+            .agg(pl.col("meta_time_s").sum(), pl.col("opens").sum())
+            # (as the task_files' paths are held: codes in the engine's kept table)
+            .with_columns(pl.col("path").cast(ctx.task_files.schema["path"])))
     used = (ctx.task_files.join(meta.select("path").unique(), on="path", how="semi")
             .select("execution_id", "path").unique()
             .join(ctx.tasks.select("execution_id", "host", "pid", "prefix", "key"),

@@ -331,10 +331,13 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
     # same count as the texts', without a text per row of the largest table)
     task = pl.col("key" if "key" in task_files.columns else "execution_id").to_physical()
     task_type = task_files.lazy().select(task).collect_schema().dtypes()[0]
+    # (the paths grouped as task_files holds them, codes in the engine's kept table, and
+    # named as text once per file)
+    path = pl.col("path").cast(task_files.schema["path"])
 
     def per_path(df: pl.DataFrame, attributed: bool) -> pl.DataFrame:
         return df.select(
-            "path", "op", "bytes", "ops", "io_time_s",
+            path, "op", "bytes", "ops", "io_time_s",
             tasks=task if attributed else pl.lit(None, task_type),
             attributed=pl.lit(attributed),
             refiled=(pl.col("attribution") == REFILED if attributed
@@ -355,7 +358,8 @@ def files(task_files: pl.DataFrame, unattributed: pl.DataFrame) -> pl.DataFrame:
         doubtful_name=pl.col("doubt").any(),
         refiled=pl.col("refiled").any(),
     )
-    return agg.with_columns(total_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
+    return agg.with_columns(pl.col("path").cast(pl.String),
+                            total_bytes=pl.col("read_bytes") + pl.col("write_bytes"),
                             **request_means()).sort(
         "total_bytes", "path", descending=[True, False], nulls_last=True)
 
