@@ -30,9 +30,10 @@ from correlate.frames.texts import per_text
 BUCKETS = 64
 #: rows of the keyed tables (the transitions) a part holds at most (where the buckets allow):
 #: a run of more is spilled in parts by the load and read a part at a time by the timeline,
-#: twice (slower than whole: runs whose whole transitions stay below the load's peak, about
-#: 2M tasks, are read whole)
-KEYED_ROWS_PER_PART = 24_000_000
+#: twice (slower than whole: runs of up to about 1.4M tasks, eleven transitions each, are read
+#: whole). A part's rows and what the timeline makes of them set the peak of the timeline's
+#: two stages (docs/performance.md, 10M executions)
+KEYED_ROWS_PER_PART = 16_000_000
 #: rows a ``Spool`` holds in memory before it spills them
 SPOOL_ROWS = 1_000_000
 
