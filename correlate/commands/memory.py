@@ -7,8 +7,8 @@ during it; an imported format's rows are counted once it is loaded.
 The need is the larger of two peaks. The load's: a run folder of format 3 is read a table at a
 time (a big one a chunk of batches at a time), but what it keeps grows with its streams' and
 snapshots' bytes (each process's distinct strings, the tables held whole, what is taken from
-the transitions), ``LOAD_FIXED_BYTES`` + ``LOAD_STREAM_FACTOR`` × those bytes (formats 1 and
-2's parts are scanned, not held). The correlation's, the largest of its stages' (the
+the transitions), the lower of two lines in those bytes (``LOAD_LINES``; formats 1 and 2's
+parts are scanned, not held). The correlation's, the largest of its stages' (the
 timeline's, the attribution's, the tasks table's and the findings'), linear in what they hold
 at once: a fixed part (the interpreter, polars, the small tables); per execution, the tables
 kept per execution (the executions, each key's waits, the tasks table: ``EXECUTION_COST``);
@@ -67,10 +67,12 @@ TRANSITION_COST = 135
 #: what writing task_lifecycles.jsonl adds per task of the chunk it builds at once
 #: (``correlate RUN`` writes it up to ``LIFECYCLES_MAX_TASKS`` tasks), with the rows held by then
 LIFECYCLE_BYTES = 13_000
-#: the load of a run folder of format 3, per byte of its streams and snapshots (fitted to the
-#: load's peak RSS in the 200k, 1M, 2M and 10M runs)
-LOAD_FIXED_BYTES = 800_000_000
-LOAD_STREAM_FACTOR = 0.86
+#: the load of a run folder of format 3, per byte of its streams and snapshots: the lower of
+#: two lines, each fitted to the load's peak RSS in the 200k, 1M, 2M and 10M runs (the first
+#: through the smaller runs, the second through the 2M and 10M runs): it grows less than the
+#: bytes as a run grows, a big scheduler's strings being written again past the collectors'
+#: bound and kept once each
+LOAD_LINES = ((800_000_000, 0.86), (1_730_000_000, 0.463))
 #: both terms are told this much above the fit: one run's peak differs from the next one's
 #: (when the allocator gives freed memory back; docs/performance.md, "Memory limit")
 MARGIN = 1.05
@@ -181,7 +183,7 @@ def need_to_load(counts: RowCounts) -> Need:
 
 def _load_peak(counts: RowCounts) -> float:
     """The load's own peak, from the bytes of format 3's streams and snapshots."""
-    return MARGIN * (LOAD_FIXED_BYTES + LOAD_STREAM_FACTOR * counts.stream_bytes)
+    return MARGIN * min(fixed + factor * counts.stream_bytes for fixed, factor in LOAD_LINES)
 
 
 def check_load(run_dir: Path, limit: int | None) -> None:

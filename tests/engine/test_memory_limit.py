@@ -112,7 +112,7 @@ def test_the_load_is_part_of_the_need(run: Path) -> None:
     counts.stream_bytes *= 1000
     big = memory.need_before_load(counts)
     assert big.alone > small.alone and big.with_cluster > small.with_cluster
-    assert big.alone >= memory.LOAD_STREAM_FACTOR * counts.stream_bytes
+    assert big.alone >= min(factor for _fixed, factor in memory.LOAD_LINES) * counts.stream_bytes
 
 
 def test_a_generous_limit_completes(run: Path, tmp_path: Path,
