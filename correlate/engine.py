@@ -173,8 +173,7 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     # workers that died: the rows they never wrote, and the results lost
     sides = _task_sides(att, line.key_waits, frames)
     att, line = _tasks_made(att), replace(line, key_waits=line.key_waits.clear())
-    tasks = put_kept(sink, "tasks", lost.with_lost(_tasks_table(ex, sides, frames),
-                     frames.startstops, frames.processes, line.released), _TASK_TEXTS)
+    tasks = _tasks_kept(sink, ex, sides, frames, line.released)
     del ex, elsewhere
     # (task_files read back, key and paths as codes: held until now, it was a big run's
     # gigabyte beside the tasks table as that was made; no rule needs a text per row)
@@ -218,7 +217,19 @@ def _numbered(frames: RunFrames) -> tuple[RunFrames, pl.DataFrame, pl.DataFrame]
 
 #: the tasks table's texts kept as codes once the table is written, for the summary and the
 #: findings (the key joins the other tables' keys, Categorical too)
-_TASK_TEXTS = ("key", "prefix", "group", "status", "window_source", "transfer_sources")
+_TASK_TEXTS = ("key", "prefix", "status", "window_source", "transfer_sources")
+#: the tasks table's columns no stage after it reads (nor the terminal's summary): written,
+#: not kept (the reports and compare read the written table)
+_NOT_KEPT = ("group", "span_id", "thread_inferred", "attribution", "wait_dependencies_s")
+
+
+def _tasks_kept(sink: TableSink, ex: pl.DataFrame, sides: list[Side], frames: RunFrames,
+                released: pl.Series) -> pl.DataFrame:
+    """The tasks table written (``_tasks_table`` with the results lost, ``lost.with_lost``),
+    and as the later stages read it: its texts as codes, without the columns none reads."""
+    tasks = lost.with_lost(_tasks_table(ex, sides, frames), frames.startstops,
+                           frames.processes, released)
+    return put_kept(sink, "tasks", tasks, _TASK_TEXTS).drop(_NOT_KEPT)
 
 
 def _tasks_made(att: attribution.Attribution) -> attribution.Attribution:
