@@ -17,6 +17,7 @@ import pytest
 from correlate.cli import main
 from testing.darshan_counts import counter_bytes
 from testing.raw_parts import read_raw
+from testing.synthetic import write_run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "run-v1"
 
@@ -250,3 +251,27 @@ def test_a_disk_that_fills_is_one_line_naming_where_correlate_writes(tmp_path, c
     assert re.search(rf"no space left on device: correlate writes its output {out} "
                      rf"\([\d.]+ GB free\) and its spill folder \(TMPDIR\) {spill} "
                      r"\([\d.]+ GB free\)", line), err
+
+
+def test_a_spill_that_fills_the_disk_during_the_load_is_not_blamed_on_the_run(
+        tmp_path, capsys, monkeypatch):
+    """The load spills a big table as it decodes it (here every table past ten rows): a
+    spill file that cannot be written (a link to /dev/full) is the disk's fault, not
+    unreadable data in the run folder's streams."""
+    from correlate.frames import spill
+    from correlate.sources import run_folder
+
+    made = iter(range(1_000_000))
+
+    def full(suffix: str) -> Path:
+        link = tmp_path / f"spill-{next(made)}{suffix}"
+        link.symlink_to("/dev/full")
+        return link
+
+    run = tmp_path / "run"  # (run format 3: its streams decoded a chunk at a time)
+    write_run(run, workers=2, threads=2, executions=200, segments=400, seed=3)
+    monkeypatch.setattr(run_folder, "CHUNK_ROWS", 10)
+    monkeypatch.setattr(spill, "spill_path", full)
+    assert main([str(run), "-o", str(tmp_path / "out"), "--no-reports"]) == 1
+    err = capsys.readouterr().err
+    assert "no space left on device" in err and "unreadable" not in err, err

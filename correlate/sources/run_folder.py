@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 import correlate.schema.run as raw
-from correlate.errors import InputError, UnsupportedVersionError, first_line
+from correlate.errors import InputError, UnsupportedVersionError, first_line, no_space_left
 from correlate.frames import allocator, spill
 from correlate.frames.beside import beside
 from correlate.frames.mappers import Mapper, local_map
@@ -739,6 +739,8 @@ def load(run_dir: Path, mapper: Mapper = local_map,
         frames["func_stats_by_process"] = _func_stats_by_process(per_table, reader.process_parts)
         _missing(tables, frames["executions"], procs, manifest, reader, taken)
     except (OSError, pl.exceptions.PolarsError) as err:  # a part's data is damaged
+        if no_space_left(err):  # (a spill written meanwhile: not the run folder's fault)
+            raise
         raise unreadable(reader.unchecked, str(run_dir), err) from None
     facts = _run_facts(manifest, processes, procs, reader)
     facts["workers_removed_ns"] = _removed(_empty_or(tables.get("cluster_events"),
@@ -847,6 +849,8 @@ def _read_streams(run_dir: Path, reader: _Reader,
                 continue
             decoded = reader.decoded(name)
         except (OSError, pl.exceptions.PolarsError) as err:  # batches that read, data that not
+            if no_space_left(err):  # (its spill written: not the streams' fault)
+                raise
             raise InputError(run_dir / "procs", f"{name}: unreadable data in the process "
                              f"folders' streams: {first_line(err)}") from None
         if decoded is not None and name in raw.CARRIED:
