@@ -31,10 +31,26 @@ def group_agg(df: pl.DataFrame, keys: Sequence[str], where: pl.Expr | None = Non
         keep = df.select(where.fill_null(False)).to_series()
         if not keep.all():  # (a filter that keeps every row still copies every column)
             df = df.filter(keep)
-    ordered = df.sort(keys, nulls_last=True, maintain_order=True).with_columns(
-        pl.struct(keys).rle_id().alias(_GROUP)).set_sorted(_GROUP)
-    return ordered.group_by(_GROUP, maintain_order=True).agg(
-        pl.col(keys).first(), **aggs).drop(_GROUP)
+    if any(agg.meta.has_multiple_outputs() for agg in aggs.values()):
+        ordered = df.sort(keys, nulls_last=True, maintain_order=True).with_columns(
+            pl.struct(keys).rle_id().alias(_GROUP)).set_sorted(_GROUP)
+        return ordered.group_by(_GROUP, maintain_order=True).agg(
+            pl.col(keys).first(), **aggs).drop(_GROUP)
+    # the rows' order found once, and each aggregation given only its own columns in that
+    # order: the same rows in the same order as the whole frame sorted (the same sums), without
+    # every column of a big table sorted at once
+    order = df.select(pl.arg_sort_by(keys, nulls_last=True, maintain_order=True)).to_series()
+    keyed = df.select(keys).gather(order)
+    group = keyed.select(pl.struct(keys).rle_id().alias(_GROUP)).to_series().set_sorted()
+    out = keyed.with_columns(group).group_by(_GROUP, maintain_order=True).agg(
+        pl.col(keys).first())
+    del keyed
+    for name, agg in aggs.items():
+        read = list(dict.fromkeys(agg.meta.root_names()))  # (none: a count of rows)
+        rows = df.select(read).gather(order).with_columns(group) if read else group.to_frame()
+        out = out.with_columns(rows.group_by(_GROUP, maintain_order=True).agg(agg.alias(name))
+                               .get_column(name))
+    return out.drop(_GROUP)
 
 
 def measured_sum(column: str | pl.Expr) -> pl.Expr:

@@ -44,3 +44,20 @@ def test_only_the_columns_read_are_ordered_and_any_column_can_still_be_read():
     # THEN the same groups and sums as group_by, in key order
     assert got.rows() == [("a", 2.0, 1, "/y"), ("b", 5.0, 2, "/z")]
     assert wild.rows() == [("a", 3.0), ("b", 8.0)]
+
+
+def test_each_aggregation_on_its_own_columns_gives_the_whole_frame_sorted_s_floats():
+    # GIVEN float columns in a few large groups, one aggregation reading two columns
+    rng = np.random.default_rng(2)
+    df = pl.DataFrame({"g": rng.integers(0, 5, 300_000), "x": rng.random(300_000) * 1e3,
+                       "y": rng.random(300_000), "other": rng.random(300_000)})
+    df = df.with_columns(g=pl.when(pl.col("g") != 3).then("g"))
+    aggs = {"x": pl.col("x").sum(), "y": pl.col("y").filter(pl.col("x") > 500).sum(),
+            "n": pl.len(), "last": pl.col("y").last()}
+    # WHEN grouped, and the whole frame sorted by the key and aggregated in one pass
+    got = group_agg(df, ["g"], **aggs)
+    ordered = df.sort("g", nulls_last=True, maintain_order=True).with_columns(
+        r=pl.col("g").rle_id()).set_sorted("r")
+    whole = ordered.group_by("r", maintain_order=True).agg(pl.col("g").first(), **aggs)
+    # THEN the same floats to the last bit, the same groups in the same order
+    assert got.equals(whole.drop("r"))
