@@ -15,6 +15,11 @@ from correlate.errors import InputError
 from correlate.sources import FORMATS
 
 
+def output_folder(args: argparse.Namespace) -> Path:
+    """Where ``correlate RUN`` writes: ``-o``, else the run folder's ``correlated``."""
+    return Path(args.out or (args.run_dir / "correlated"))
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, help="run folder written by `collect`, or an imported one")
     p.add_argument("-o", "--out", type=Path, default=None,
@@ -134,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir: Path = args.run_dir
     if not run_dir.exists():
         raise InputError(run_dir, "no such file or directory")
-    out = args.out or (run_dir / "correlated")
+    out = output_folder(args)
     if not args.force:
         refuse_other_files(out)
     limit = memory.limit_of(args)
