@@ -26,6 +26,9 @@ CHUNK_BYTES = 128 << 20
 SEEDS = (7, 1_000_003)
 #: ``Lookup.codes`` of a text not yet cast
 _NO_CODE = np.iinfo(np.uint32).max
+#: rows of the strings a numpy operation takes at a time where a whole column's temporary
+#: would be gigabytes
+_BLOCK = 1 << 22
 
 
 class Lookup:
@@ -79,34 +82,96 @@ def lookup(read: Callable[[], Iterable[pl.DataFrame]], processes: int) -> Lookup
     if not hashed:
         return Lookup(pl.Series("text", [], pl.String), [0] * processes,
                       pl.Series("at", [], pl.UInt32))
-    rows = pl.concat(hashed, rechunk=True)  # (a sort of many chunks is twice as slow)
+    numbered = _numbered(pl.concat(hashed, rechunk=True))
     del hashed
-    # each row's text as a number, 1, 2… by hash (a sort: a join of every row with the first
-    # of each hash, or a test of each row against every hash before it, is a random probe of
-    # a table of every distinct text per row, several times slower once that outgrows the
-    # cache); 0 where no text was written
-    uid = rows["h"].rank("dense").fill_null(0).to_numpy()
-    index = np.arange(len(uid), dtype=np.uint32)
-    first = np.full(int(uid.max(initial=0)) + 1, len(uid), np.uint32)
-    np.minimum.at(first, uid, index)  # (each number's first row)
-    check = rows["check"].fill_null(0).to_numpy()
-    if (check != check[first[uid]]).any():
+    if numbered is None:  # (two texts under one hash: told apart by value)
         return _joined(read(), processes)
-    del rows, check
-    is_first = (first[uid] == index) & (uid > 0)
-    # the numbers in the order each text was first written (the order ``texts`` keeps)
-    written = np.zeros(len(first), np.uint32)
-    written[uid[is_first]] = np.arange(int(is_first.sum()), dtype=np.uint32)
-    at = pl.Series("at", written[uid], pl.UInt32)
-    at = pl.select(pl.when(pl.lit(pl.Series(uid > 0))).then(at)).to_series().alias("at")
-    del first, index, written, uid
-    keep = pl.Series(is_first)
+    at, keep = numbered
     kept, start = [], 0
     for chunk in read():
         texts = chunk.filter(pl.col("id").is_not_null())["text"].cast(pl.String)
         kept.append(compact(texts.filter(keep.slice(start, texts.len()))))
         start += texts.len()
     return Lookup(pl.concat(kept), counts.lengths, at)
+
+
+def _numbered(rows: pl.DataFrame) -> tuple[pl.Series, pl.Series] | None:
+    """Each row's text as a number, 0, 1… in the order the texts were first written (null:
+    no text), and whether each row is its text's first; None where two texts share the hash
+    ``h`` but not the ``check``.
+
+    The rows are put in order of their hash by one sort of 64-bit integers, each the hash's
+    high bits with the row's index in the low ones (several times faster than ranking the
+    hashes, or than sorting the rows by them: a sort with a payload, or a hash table probed
+    per row, is a random access per row into tables larger than the cache); the few groups
+    of high bits that hold more than one hash are put in order again (``_untangle``)."""
+    n = rows.height
+    bits = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << bits) - 1)
+    valid = rows.get_column("h").is_not_null()
+    order = _by_high_bits(rows.get_column("h"), valid, low)
+    by_hash = pl.DataFrame({"h": _untangle(order, rows.get_column("h"), low),
+                            "check": rows.get_column("check").gather(pl.Series(order))})
+    same = pl.col("h") == pl.col("h").shift(1)
+    if by_hash.select((same & (pl.col("check") != pl.col("check").shift(1))).any()).item():
+        return None
+    new = by_hash.select(~same.fill_null(False)).to_series()
+    del by_hash
+    firsts = pl.Series(order).filter(new)
+    is_first = pl.repeat(False, n, eager=True).scatter(firsts, True)
+    # each text's number: how many texts were first written before its first row
+    written = (is_first.cum_sum().cast(pl.UInt32) - 1).gather(firsts)
+    numbers = np.zeros(n, np.uint32)
+    numbers[order] = written.gather(new.cum_sum().cast(pl.UInt32) - 1).to_numpy()
+    return (pl.select(pl.when(pl.lit(valid)).then(pl.lit(pl.Series(numbers)))).to_series()
+            .alias("at"), is_first)
+
+
+def _by_high_bits(hashes: pl.Series, valid: pl.Series, low: np.uint64) -> np.ndarray:
+    """The rows with a hash (``valid``) in order of their hash's bits above ``low``, then of
+    index: one sort of the two packed in a 64-bit integer (the index in the bits of
+    ``low``)."""
+    n = hashes.len()
+    filled = hashes.fill_null(0).to_numpy()
+    key = np.empty(n, np.uint64)
+    for start in range(0, n, _BLOCK):  # (a block at a time: no temporary as long as the rows)
+        block = slice(start, start + _BLOCK)
+        np.bitwise_or(filled[block] & ~low, np.arange(start, min(start + _BLOCK, n),
+                                                      dtype=np.uint64), out=key[block])
+    del filled
+    if not valid.all():
+        key = key[valid.to_numpy()]
+    keys = pl.Series(key).sort().to_numpy()
+    del key
+    order = np.empty(len(keys), np.uint32)
+    for start in range(0, len(keys), _BLOCK):
+        order[start:start + _BLOCK] = keys[start:start + _BLOCK] & low
+    return order
+
+
+def _untangle(order: np.ndarray, hashes: pl.Series, low: np.uint64) -> pl.Series:
+    """The hashes at ``order`` (rows in order of their hash's high bits, then of index),
+    with ``order`` changed in place so that in each group of high bits holding more than
+    one hash the rows are in order of hash, then index (few: their rows were in index
+    order, the hashes interleaved)."""
+    at = hashes.gather(pl.Series(order))  # (a numpy array of indices: several times slower)
+    by_high = at.to_numpy()  # (in order of high bits: a group's ends found by search)
+    changes = [np.empty(0, np.int64)]  # where a hash follows another of the same high bits
+    for start in range(0, len(by_high), _BLOCK):
+        block = by_high[max(start - 1, 0):start + _BLOCK]
+        step = block[1:] ^ block[:-1]
+        changes.append(np.flatnonzero((step != 0) & (step <= low)) + max(start - 1, 0))
+    groups = np.unique(by_high[np.concatenate(changes)] & ~low)
+    if not len(groups):
+        return at
+    starts = np.searchsorted(by_high, groups, side="left")
+    ends = np.searchsorted(by_high, groups | low, side="right")
+    tangled = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends, strict=True)])
+    rows, their = order[tangled], by_high[tangled]
+    untangled = np.lexsort((rows, their))
+    order[tangled] = rows[untangled]
+    del by_high
+    return at.scatter(tangled, their[untangled])
 
 
 class _Order:
@@ -128,9 +193,14 @@ class _Order:
         if first != self.last and self.lengths[first]:  # (a process met again after another)
             return False
         start = self.lengths[first] if first == self.last else 0
-        ok = chunk.select((pl.col("id") == pl.int_range(pl.len()).over("_proc") + pl.when(
-            pl.col("_proc") == first).then(start).otherwise(0)).all()).item()
-        for p, n in chunk.group_by("_proc").len().iter_rows():
+        # each row's place in its process's run of rows (the processes one after another)
+        at = np.asarray(procs.to_numpy())
+        starts = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+        lengths = np.diff(np.r_[starts, len(at)])
+        expected = np.arange(len(at)) - np.repeat(starts, lengths)
+        expected[:lengths[0]] += start
+        ok = np.array_equal(chunk["id"].to_numpy(), expected)
+        for p, n in zip(at[starts].tolist(), lengths.tolist(), strict=True):
             self.lengths[p] += n
         self.last = int(procs[-1])
         return bool(ok)

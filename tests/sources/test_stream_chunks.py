@@ -33,7 +33,11 @@ def _by_id(strings: stream_strings.Lookup) -> list[list[str | None]]:
     return out
 
 
-def test_each_distinct_text_is_kept_once_and_every_id_finds_its_own() -> None:
+def test_each_distinct_text_is_kept_once_and_every_id_finds_its_own(monkeypatch) -> None:
+    def joined(*_args: object) -> None:
+        raise AssertionError("ids in order, texts under their own hashes: found without a join")
+
+    monkeypatch.setattr(stream_strings, "_joined", joined)
     chunks = [_strings(0, [0, 1, 2], ["a", "b", "c"]),  # (the map starts again: a, b again)
               pl.concat([_strings(0, [3, 4, 5], ["a", "d", "b"]),
                          _strings(2, [0, 1], ["b", "z"])]),  # (b in another process too)
@@ -70,6 +74,18 @@ def test_texts_that_share_a_hash_are_still_told_apart(monkeypatch) -> None:
     strings = lookup(lambda: chunks, 2)
     assert strings.texts.n_unique() == strings.texts.len() == 3
     assert _by_id(strings) == [["ab", "cd", "ab"], ["ef", "cd"]]
+
+
+def test_hashes_that_share_their_high_bits_keep_each_text_once(monkeypatch) -> None:
+    """Texts hashed to small numbers (their length: every hash's high bits alike) whose rows
+    interleave: each text still kept once, each id finding its own."""
+    monkeypatch.setattr(stream_strings, "_hash", lambda text, seed: text.str.len_bytes().cast(
+        pl.UInt64))
+    chunks = [_strings(0, [0, 1, 2, 3], ["a", "bb", "c", "bb"]),
+              _strings(1, [0, 1, 2], ["ddd", "a", None])]
+    strings = lookup(lambda: chunks, 2)
+    assert strings.texts.to_list() == ["a", "bb", "ddd"]
+    assert _by_id(strings) == [["a", "bb", "a", "bb"], ["ddd", "a", None]]
 
 
 @pytest.fixture(scope="module")
