@@ -92,6 +92,11 @@ def test_chunked_writing_gives_the_same_file(tmp_path):
     assert write_lifecycles(run, whole) == 64
     assert write_lifecycles(run, chunked, keys_per_chunk=7) == 64
     assert chunked.read_bytes() == whole.read_bytes()
+    # in parts by key (a big run's): each part's keys in order, the same lines
+    parted = tmp_path / "parted.jsonl"
+    assert write_lifecycles(run, parted, keys_per_chunk=5, parts=3) == 64
+    lines = parted.read_text().splitlines()
+    assert sorted(lines) == sorted(whole.read_text().splitlines()) and lines != sorted(lines)
     stories = [json.loads(x) for x in whole.read_text().splitlines()]
     assert sum(len(s["depends_on"]) for s in stories) == sum(len(s["dependents"])
                                                               for s in stories) > 0

@@ -98,9 +98,14 @@ class RunFrames:
 
     def transition_parts(self, parts: int) -> list[pl.LazyFrame]:
         """The transitions in ``parts`` parts by key (``spill.in_part``): every key's rows in
-        one part, in their order."""
-        if len(self.transitions_in_parts) == parts:
-            return list(self.transitions_in_parts)
+        one part, in their order. Where the source spilled them in parts, part ``p`` is read
+        from the one that holds its keys (``parts`` a multiple of those: ``b % parts % n ==
+        b % n`` when ``n`` divides ``parts``)."""
+        spilled = self.transitions_in_parts
+        if len(spilled) == parts:
+            return list(spilled)
+        if spilled and parts % len(spilled) == 0:
+            return [spilled[p % len(spilled)].filter(in_part(p, parts)) for p in range(parts)]
         if parts == 1:
             return [self.transitions.lazy()]
         return [self.transitions.lazy().filter(in_part(p, parts)) for p in range(parts)]

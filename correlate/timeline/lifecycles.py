@@ -32,16 +32,25 @@ from typing import Any
 
 import polars as pl
 
+from correlate.frames import spill
 from correlate.frames.prefixes import key_split_groups, key_splits
+from correlate.frames.spill import parts_for
 from correlate.sources.frames import RunFrames
 from correlate.timeline import align, coroutines
+from correlate.timeline.message_bounds import combined as combined_bounds
 from correlate.timeline.message_bounds import message_bounds
 
 _TRANSITION_SKIP = ("key", "side", "local_time_ns", "prefix", "group")
+#: what ``message_bounds`` reads of the transitions
+_BOUNDS: list[str | pl.Expr] = ["side", "key", "worker", "host", "pid", "local_time_ns", "start",
+                                "finish"]
 #: keys whose lines are built and written at once: a chunk's events and lines are what the
 #: writer holds beyond the run's rows, so this bounds it (and a chunk of the whole run was
 #: slower to build than several: docs/performance.md, "Memory limit")
 KEYS_PER_CHUNK = 20_000
+#: transitions a part of ``write_lifecycles`` holds at most (where the buckets allow): a
+#: part's rows are held as read and dealt to its chunks, twice, beside the run's other tables
+LIFECYCLE_ROWS_PER_PART = 4_000_000
 
 
 def _json_object(df: pl.DataFrame, cols: list[str]) -> pl.Expr:
@@ -144,12 +153,32 @@ def compute_delays(executions: pl.DataFrame, startstops: pl.DataFrame) -> pl.Dat
             .cast(schema))
 
 
-def run_clocks(frames: RunFrames) -> pl.DataFrame:
+def run_clocks(frames: RunFrames, parts: int | None = None) -> pl.DataFrame:
     """The worker clocks' offsets from the scheduler's (``clocks`` rows), estimated as for the
     run's ``events.parquet``: from every task message of the run, so compute them before taking
-    a slice of keys."""
+    a slice of keys. The transitions are read in ``parts`` parts by key (default:
+    ``key_parts``), as the engine's timeline reads them: each task's messages are in one."""
+    bounds = [message_bounds(replace(frames, transitions=t).table("transitions", _BOUNDS))
+              for t in frames.transition_parts(parts or key_parts(frames))]
     return align.worker_offsets(frames.clock_samples, frames.processes,
-                                message_bounds(frames.transitions))
+                                combined_bounds(bounds))
+
+
+def _lifecycle_parts(frames: RunFrames) -> int:
+    """How many parts by key a run's lifecycles are written in: about
+    ``LIFECYCLE_ROWS_PER_PART`` transitions each, a multiple of the parts the source spilled
+    them in (each part then read from one of those: ``RunFrames.transition_parts``)."""
+    spilled = len(frames.transitions_in_parts) or 1
+    rows = frames.transitions.lazy().select(pl.len()).collect().item()
+    within = -(-parts_for(rows, LIFECYCLE_ROWS_PER_PART) // spilled)
+    return spilled * max(1, min(within, spill.BUCKETS // spilled))
+
+
+def key_parts(frames: RunFrames) -> int:
+    """How many parts by key a run's lifecycles are built in: the parts its transitions were
+    spilled in, else as many as the engine's timeline would read them in."""
+    return len(frames.transitions_in_parts) or parts_for(
+        frames.transitions.lazy().select(pl.len()).collect().item(), spill.KEYED_ROWS_PER_PART)
 
 
 def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
@@ -293,12 +322,6 @@ def all_keys(frames: RunFrames) -> pl.Series:
                           "key"))]).unique().sort("key")["key"]
 
 
-def _key_ranges(keys: pl.Series, keys_per_chunk: int) -> list[tuple[str, str]]:
-    """Consecutive (first, last) ranges of the sorted ``keys``, ``keys_per_chunk`` each."""
-    return [(keys[i], keys[min(i + keys_per_chunk, keys.len()) - 1])
-            for i in range(0, keys.len(), keys_per_chunk)]
-
-
 def _key_slice(frames: RunFrames, lo: str, hi: str) -> RunFrames:
     """The rows about keys ``lo <= key <= hi`` (dependency edges from or to them)."""
     def inside(col: str) -> pl.Expr:
@@ -326,22 +349,101 @@ def with_transitions(frames: RunFrames) -> RunFrames:
 
 
 def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = KEYS_PER_CHUNK,
-                     clocks: pl.DataFrame | None = None) -> int:
-    """Write ``task_lifecycles.jsonl`` (a chunk of keys at a time, so memory stays bounded on
-    runs with millions of tasks); returns the number of tasks written. ``clocks``: the run's
-    ``clocks`` table when it was just correlated (default: ``run_clocks``, the same offsets)."""
-    frames = with_transitions(frames)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ranges = _key_ranges(all_keys(frames), keys_per_chunk)
+                     clocks: pl.DataFrame | None = None, parts: int | None = None) -> int:
+    """Write ``task_lifecycles.jsonl`` a chunk of ``keys_per_chunk`` keys at a time, in key
+    order, so that memory stays bounded on runs with millions of tasks; returns the number of
+    tasks written. A run of more than ``LIFECYCLE_ROWS_PER_PART`` transitions (or given
+    ``parts``) is written a part at a time, each part's keys in key order (the parts by the
+    hash of the key, ``spill.in_part``: a part's keys are read once, never sought in the whole
+    run).
+    ``clocks``: the run's ``clocks`` table when it was just correlated (default:
+    ``run_clocks``, the same offsets)."""
     clocks = run_clocks(frames) if clocks is None else clocks
+    parts = parts or _lifecycle_parts(frames)
+    path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
     with path.open("wb") as fh:
-        for lo, hi in ranges:
-            part = frames if len(ranges) == 1 else _key_slice(frames, lo, hi)
-            # edges list neighbours from other chunks: keep this chunk's keys only
-            lines = lifecycle_lines(part, clocks).filter(
-                pl.col("key").is_between(pl.lit(lo), pl.lit(hi)))
-            # one column, never quoted: each row is written as its JSON text
-            lines.select("line").write_csv(fh, include_header=False, quote_style="never")
-            written += lines.height
+        for taken in _key_parts(frames, parts):
+            for chunk, keys in _key_chunks(taken, keys_per_chunk):
+                # edges list neighbours from other chunks: keep this chunk's keys only
+                lines = lifecycle_lines(chunk, clocks).filter(
+                    pl.col("key").is_in(keys.implode()))
+                # one column, never quoted: each row is written as its JSON text
+                lines.select("line").write_csv(fh, include_header=False, quote_style="never")
+                written += lines.height
     return written
+
+
+#: the tables a key's lifecycle reads by key (``dependencies`` also by ``depends_on``)
+_KEYED = ("executions", "startstops", "transfer_keys")
+
+
+#: a part of a run's keys handed over (a one-element list whose taker pops it, so that its
+#: tables are let go once dealt to chunks) with its keys, sorted
+Part = list[tuple[RunFrames, pl.Series]]
+
+
+def _key_parts(frames: RunFrames, parts: int) -> Iterator[Part]:
+    """``frames`` a part of the keys at a time (``spill.in_part``; an edge is in the part of
+    each of its keys), the part's transitions read."""
+    if parts == 1:
+        yield [_with_keys(with_transitions(frames))]
+        return
+    part_of = {name: spill.parts_of(getattr(frames, name).get_column("key"), parts)
+               for name in _KEYED}
+    deps = frames.dependencies
+    edge = (spill.parts_of(deps.get_column("key"), parts),
+            spill.parts_of(deps.get_column("depends_on"), parts))
+    for p, transitions in enumerate(frames.transition_parts(parts)):
+        yield [_with_keys(replace(
+            frames, transitions=replace(frames, transitions=transitions).table("transitions"),
+            transitions_in_parts=(), dependencies=deps.filter((edge[0] == p) | (edge[1] == p)),
+            **{name: getattr(frames, name).filter(part_of[name] == p) for name in _KEYED}),
+            (p, parts))]
+
+
+def _with_keys(part: RunFrames, which: tuple[int, int] | None = None
+               ) -> tuple[RunFrames, pl.Series]:
+    """``part`` with its keys, sorted: those of part ``which`` (p of n) only, when given (the
+    other keys of its edges are another part's)."""
+    keys = all_keys(part)
+    return part, keys if which is None else keys.filter(spill.parts_of(keys, which[1])
+                                                         == which[0])
+
+
+def _key_chunks(taken: Part, keys_per_chunk: int) -> Iterator[tuple[RunFrames, pl.Series]]:
+    """A part (handed over) a chunk of ``keys_per_chunk`` of its keys at a time, with the
+    chunk's keys: each table's rows dealt to their chunks in one pass (an edge to the chunks
+    of both its keys), the part's own tables let go."""
+    part, keys = taken.pop()
+    if keys.len() <= keys_per_chunk:
+        yield part, keys
+        return
+    chunk_of = pl.DataFrame({"key": keys}).with_columns(
+        _chunk=pl.int_range(pl.len(), dtype=pl.Int64) // keys_per_chunk)
+    dealt = {name: _dealt(getattr(part, name), "key", chunk_of)
+             for name in ("transitions", *_KEYED)}
+    by_key, by_input = (_dealt(part.dependencies, col, chunk_of, "_edge")
+                        for col in ("key", "depends_on"))
+    none = part.dependencies.clear().with_row_index("_edge")
+    part = replace(part, transitions=part.transitions.clear(), dependencies=none.drop("_edge"),
+                   **{name: getattr(part, name).clear() for name in _KEYED})
+    for c in range(-(-keys.len() // keys_per_chunk)):
+        edges = pl.concat([by_key.get(c, none), by_input.get(c, none)]).unique(
+            "_edge", keep="first", maintain_order=True).sort("_edge").drop("_edge")
+        yield (replace(part, dependencies=edges, **{
+            name: rows.pop(c, getattr(part, name)) for name, rows in dealt.items()}),
+            keys.slice(c * keys_per_chunk, keys_per_chunk))
+
+
+def _dealt(df: pl.DataFrame, col: str, chunk_of: pl.DataFrame, index: str | None = None
+           ) -> dict[int, pl.DataFrame]:
+    """``df``'s rows by the chunk of their ``col`` (``chunk_of``: key → ``_chunk``), in their
+    order; with a row number ``index`` when given (the same row dealt by two columns)."""
+    if index is not None:
+        df = df.with_row_index(index)
+    chunk = df.select(pl.col(col).cast(pl.String)).join(
+        chunk_of, left_on=col, right_on="key", how="left", maintain_order="left"
+    ).get_column("_chunk")
+    return {c: rows for (c,), rows in df.with_columns(_chunk=chunk).drop_nulls("_chunk")
+            .partition_by("_chunk", as_dict=True, maintain_order=True, include_key=False).items()}

@@ -56,6 +56,22 @@ def test_every_key_is_in_one_part_of_every_table() -> None:
             assert (r.select(spill.in_part(p, n)).to_series()).all()
 
 
+def test_parts_of_the_spilled_parts_are_read_from_the_part_holding_their_keys() -> None:
+    """More parts than the source spilled (a multiple): each is read from the spilled part
+    that holds its keys, and holds what the whole table's part holds, in its order."""
+    from correlate.sources.frames import RunFrames
+
+    rows = pl.DataFrame({"key": [f"('x-{i % 900}', 0)" for i in range(6_000)]}
+                        ).with_row_index("i")
+    frames = RunFrames(transitions=rows, transitions_in_parts=spill.spilled_parts(rows, 3))
+    whole = RunFrames(transitions=rows)
+    for n in (3, 6, 9):
+        parts = [p.collect() for p in frames.transition_parts(n)]
+        assert [p.equals(w.collect()) for p, w in zip(parts, whole.transition_parts(n),
+                                                         strict=True)] == [True] * n
+        assert sum(p.height for p in parts) == rows.height and min(p.height for p in parts) > 0
+
+
 def test_a_part_spilled_as_codes_reads_back_as_it_was() -> None:
     """The timeline's second pass and ``Merged`` spill Categorical columns as their codes and
     take them back as the same Categorical columns (not looked up text by text again)."""
