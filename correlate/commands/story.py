@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
     from correlate.console import results
     from correlate.sources.detect import load
-    from correlate.timeline.lifecycles import all_keys, story, with_transitions
+    from correlate.timeline.lifecycles import matching_keys, story
 
     if not args.run_dir.exists():
         raise InputError(args.run_dir, "no such file or directory")
@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
             results().print(Text("\n".join(story_lines(told))))
             return 0
     memory.check_load(run_dir, memory.limit_of(args))
-    frames = with_transitions(load(run_dir, args.format, lazy=True))
-    key = _pick(all_keys(frames).to_list(), args.key)
+    frames = load(run_dir, args.format, lazy=True)
+    key = _pick(matching_keys(frames, args.key), args.key)
     # the story is the command's output: stdout
     results().print(Text("\n".join(story_lines(story(frames, key)))))
     return 0

@@ -336,10 +336,28 @@ def _key_slice(frames: RunFrames, lo: str, hi: str) -> RunFrames:
 
 
 def story(frames: RunFrames, key: str) -> dict[str, Any]:
-    """One task's lifecycle object, built from that key's rows only (any run size)."""
-    lines = lifecycle_lines(_key_slice(frames, key, key), run_clocks(frames)).filter(
+    """One task's lifecycle object, built from that key's rows only (any run size: only the
+    part of the transitions that holds its key is read, ``_lifecycle_parts``)."""
+    parts = _lifecycle_parts(frames)
+    p = spill.parts_of(pl.Series([key]), parts)[0]
+    part = replace(frames, transitions=frames.transition_parts(parts)[p],
+                   transitions_in_parts=())
+    lines = lifecycle_lines(_key_slice(part, key, key), run_clocks(frames)).filter(
         pl.col("key") == key)
     return json.loads(lines["line"][0])
+
+
+def matching_keys(frames: RunFrames, wanted: str) -> list[str]:
+    """Every task key any table mentions that contains ``wanted`` (itself included), sorted:
+    each table's distinct keys looked at, the transitions a part at a time."""
+    text = pl.col("key").cast(pl.String)
+    tables = [*(t.select(pl.col("key").unique()) for t in frames.transition_parts(
+        key_parts(frames))), *(getattr(frames, n).lazy().select("key") for n in _KEYED),
+        frames.dependencies.lazy().select("key"),
+        frames.dependencies.lazy().select(key="depends_on")]
+    hits = [t.select(text).filter(text.str.contains(wanted, literal=True)).collect()
+            for t in tables]
+    return pl.concat(hits).unique().sort("key").get_column("key").to_list()
 
 
 def with_transitions(frames: RunFrames) -> RunFrames:
