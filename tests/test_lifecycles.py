@@ -114,15 +114,22 @@ def test_values_that_look_like_json_survive_and_only_null_fields_go():
     assert all("worker" not in e for e in story["events"])
 
 
-def test_one_task_story_equals_its_object_in_the_whole_view():
+@pytest.mark.parametrize("rows_per_part", [None, 40], ids=["whole", "in-parts"])
+def test_one_task_story_equals_its_object_in_the_whole_view(monkeypatch, rows_per_part):
+    """Read whole, or (a big run's) only the part of the transitions that holds the key."""
     from correlate.sources.detect import load as load_run
-    from correlate.timeline.lifecycles import all_keys, story
+    from correlate.timeline import lifecycles as module
+    from correlate.timeline.lifecycles import all_keys, matching_keys, story
 
     run = load_run(Path(__file__).resolve().parents[1] / "samples" / "run-v1")
     whole = {s["key"]: s for s in lifecycles(run)}
     assert all_keys(run).to_list() == sorted(whole)
+    if rows_per_part:
+        monkeypatch.setattr(module, "LIFECYCLE_ROWS_PER_PART", rows_per_part)
+        assert module._lifecycle_parts(run) > 3
     for key in list(whole)[::9]:
         assert story(run, key) == whole[key], key
+        assert matching_keys(run, key[2:-2]) == sorted(k for k in whole if key[2:-2] in k)
 
 
 def test_run_writes_lifecycles_up_to_the_limit_and_the_command_writes_them_beyond(
