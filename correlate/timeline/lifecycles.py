@@ -175,8 +175,9 @@ def _lifecycle_parts(frames: RunFrames) -> int:
 
 
 def key_parts(frames: RunFrames) -> int:
-    """How many parts by key a run's lifecycles are built in: the parts its transitions were
-    spilled in, else as many as the engine's timeline would read them in."""
+    """How many parts by key the transitions are read in where only a part at a time is held
+    (the clocks' message bounds, the keys asked for): the parts the source spilled them in,
+    else as many as the engine's timeline would read them in."""
     return len(frames.transitions_in_parts) or parts_for(
         frames.transitions.lazy().select(pl.len()).collect().item(), spill.KEYED_ROWS_PER_PART)
 
@@ -373,8 +374,7 @@ def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = KEYS_P
     tasks written. A run of more than ``LIFECYCLE_ROWS_PER_PART`` transitions (or given
     ``parts``) is written a part at a time, each part's keys in key order (the parts by the
     hash of the key, ``spill.in_part``: a part's keys are read once, never sought in the whole
-    run).
-    ``clocks``: the run's ``clocks`` table when it was just correlated (default:
+    run). ``clocks``: the run's ``clocks`` table when it was just correlated (default:
     ``run_clocks``, the same offsets)."""
     clocks = run_clocks(frames) if clocks is None else clocks
     parts = parts or _lifecycle_parts(frames)
