@@ -185,7 +185,8 @@ def key_parts(frames: RunFrames) -> int:
 def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
     """key, run_time_ns, kind, event (one JSON object per event), in no particular order."""
     parts = _transition_events(frames.table("transitions"), clocks)
-    ex = coroutines.with_awaiting(frames.executions, frames.execution_slices)
+    ex = (frames.executions if "awaiting_s" in frames.executions.columns
+          else coroutines.with_awaiting(frames.executions, frames.execution_slices))
     samples = frames.clock_samples
     if ex.height:
         cols = ["worker", "host", "pid", "thread_id", "local_start_ns", "local_stop_ns",
@@ -378,6 +379,11 @@ def write_lifecycles(frames: RunFrames, path: Path, keys_per_chunk: int = KEYS_P
     ``run_clocks``, the same offsets)."""
     clocks = run_clocks(frames) if clocks is None else clocks
     parts = parts or _lifecycle_parts(frames)
+    # (each execution's time awaiting found once: the coroutine slices are not by key, and
+    # each chunk would read all of them)
+    frames = replace(frames, executions=coroutines.with_awaiting(frames.executions,
+                                                                 frames.execution_slices),
+                     execution_slices=frames.execution_slices.clear())
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
     with path.open("wb") as fh:

@@ -18,6 +18,7 @@ from test_cluster_groundtruth import _expected
 from correlate.engine import correlate_to
 from correlate.reports import write_reports
 from correlate.sources.run_folder import load
+from correlate.timeline.lifecycles import write_lifecycles
 from testing.darshan_writer import write_logs_from_truth
 
 pytestmark = pytest.mark.cluster
@@ -33,6 +34,8 @@ def recorded(tmp_path_factory):
     out = tmp / "out"
     correlate_to(load(run), out)
     write_reports(out)
+    # (in chunks of five keys: each chunk's coroutines' awaits found as in the whole run)
+    write_lifecycles(load(run), out / "task_lifecycles.jsonl", keys_per_chunk=5)
     return Tables(out), truth
 
 
@@ -76,6 +79,13 @@ def test_a_coroutines_cpu_is_the_loops_cpu_in_its_slices_and_its_awaits_are_not_
             assert 0.012 <= r["awaiting_s"] <= r["duration_s"], r["key"]
         else:
             assert r["awaiting_s"] is None
+    # each task's life says the same of its execution
+    told = {s["key"]: [e.get("awaiting_s") for e in s["events"] if e["kind"] == "execution"]
+            for s in map(json.loads, (result.out / "task_lifecycles.jsonl").read_text()
+                         .splitlines())}
+    assert {k: v for k, v in told.items() if v != [None]} == {
+        r["key"]: [r["awaiting_s"]] for r in got.iter_rows(named=True)
+        if r["awaiting_s"] is not None}
 
 
 def test_each_coroutine_execution_has_its_own_yappi_rows(recorded):
