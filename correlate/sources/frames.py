@@ -96,6 +96,14 @@ class RunFrames:
             raise unreadable(self.lazy_parts, name, err) from None
         return spill.contiguous(got) if contiguous else got
 
+    def keyed_parts(self) -> int:
+        """How many parts by key the transitions are read in where a part at a time is held:
+        the parts the source spilled them in, else about ``spill.KEYED_ROWS_PER_PART`` rows
+        each."""
+        return len(self.transitions_in_parts) or spill.parts_for(
+            self.transitions.lazy().select(pl.len()).collect().item(),
+            spill.KEYED_ROWS_PER_PART)
+
     def transition_parts(self, parts: int) -> list[pl.LazyFrame]:
         """The transitions in ``parts`` parts by key (``spill.in_part``): every key's rows in
         one part, in their order. Where the source spilled them in parts, part ``p`` is read

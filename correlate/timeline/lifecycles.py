@@ -157,9 +157,10 @@ def run_clocks(frames: RunFrames, parts: int | None = None) -> pl.DataFrame:
     """The worker clocks' offsets from the scheduler's (``clocks`` rows), estimated as for the
     run's ``events.parquet``: from every task message of the run, so compute them before taking
     a slice of keys. The transitions are read in ``parts`` parts by key (default:
-    ``key_parts``), as the engine's timeline reads them: each task's messages are in one."""
+    ``RunFrames.keyed_parts``, as the engine's timeline reads them): each task's messages are
+    in one."""
     bounds = [message_bounds(replace(frames, transitions=t).table("transitions", _BOUNDS))
-              for t in frames.transition_parts(parts or key_parts(frames))]
+              for t in frames.transition_parts(parts or frames.keyed_parts())]
     return align.worker_offsets(frames.clock_samples, frames.processes,
                                 combined_bounds(bounds))
 
@@ -172,14 +173,6 @@ def _lifecycle_parts(frames: RunFrames) -> int:
     rows = frames.transitions.lazy().select(pl.len()).collect().item()
     within = -(-parts_for(rows, LIFECYCLE_ROWS_PER_PART) // spilled)
     return spilled * max(1, min(within, spill.BUCKETS // spilled))
-
-
-def key_parts(frames: RunFrames) -> int:
-    """How many parts by key the transitions are read in where only a part at a time is held
-    (the clocks' message bounds, the keys asked for): the parts the source spilled them in,
-    else as many as the engine's timeline would read them in."""
-    return len(frames.transitions_in_parts) or parts_for(
-        frames.transitions.lazy().select(pl.len()).collect().item(), spill.KEYED_ROWS_PER_PART)
 
 
 def _events(frames: RunFrames, clocks: pl.DataFrame) -> pl.DataFrame:
@@ -354,7 +347,7 @@ def matching_keys(frames: RunFrames, wanted: str) -> list[str]:
     each table's distinct keys looked at, the transitions a part at a time."""
     text = pl.col("key").cast(pl.String)
     tables = [*(t.select(pl.col("key").unique()) for t in frames.transition_parts(
-        key_parts(frames))), *(getattr(frames, n).lazy().select("key") for n in _KEYED),
+        frames.keyed_parts())), *(getattr(frames, n).lazy().select("key") for n in _KEYED),
         frames.dependencies.lazy().select("key"),
         frames.dependencies.lazy().select(key="depends_on")]
     hits = [t.select(text).filter(text.str.contains(wanted, literal=True)).collect()

@@ -13,7 +13,6 @@ import polars as pl
 from correlate import outcome
 from correlate.console import Progress
 from correlate.frames import spill
-from correlate.frames.spill import parts_for
 from correlate.outcome import Seen
 from correlate.sinks import Merged, TableSink, cuts, put_in_parts
 from correlate.sources.frames import RunFrames
@@ -61,8 +60,7 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     ``events`` is merged back into its order."""
     progress.begin("transitions")
     if parts is None:
-        parts = len(frames.transitions_in_parts) or parts_for(
-            frames.transitions.lazy().select(pl.len()).collect().item(), spill.KEYED_ROWS_PER_PART)
+        parts = frames.keyed_parts()
     ended, bounds, released, seen, times, rows = [], [], [], [], [], 0
     # each part as the second pass reads it: one part is read once and kept; more are spilled
     # as read, their Categorical columns as codes (read back without looking each text up)
