@@ -4,8 +4,8 @@ of the transitions or one range of ``events`` a call) and printed, largest first
 number of calls and the highest resident memory sampled (every 20 ms) while the step ran;
 ``--rows-per-part`` forces the transitions into parts of that many rows
 (``spill.KEYED_ROWS_PER_PART``) to time the path a big run takes on a smaller one. The steps
-nest (``Merged.put`` holds ``Merged._in_order``, which holds ``Coded.take``): the sums are
-not to be added up.
+nest (``Merged.put`` holds ``Merged._in_order`` and ``Coded.take``, ``_Taken.add`` the
+waits' steps): the sums are not to be added up.
 
     CORRELATE_STAGE_LOG=stages.jsonl python benchmarks/bench_timeline_functions.py RUN OUT \
         [--rows-per-part N]
@@ -32,10 +32,11 @@ from correlate.timeline import align, endings, lost, pipeline, waits  # noqa: E4
 
 #: the steps timed: (module or class, its function names)
 STEPS: list[tuple[Any, list[str]]] = [
-    (pipeline, ["_read", "_events_table", "_key_waits", "_with_free_thread_waits",
-                "_with_external_waits", "message_bounds"]),
+    (pipeline, ["_read", "_events_table", "_with_free_thread_waits", "_with_external_waits",
+                "message_bounds"]),
+    (pipeline._Taken, ["add", "key_waits"]),
     (waits, ["thread_use", "thread_waits", "free_thread_waits", "scheduler_waits",
-             "paused_waits", "external_arrivals"]),
+             "pause_rows", "paused_waits", "external_arrivals"]),
     (endings, ["with_endings"]), (lost, ["results_lost"]), (outcome, ["seen_part", "seen_of"]),
     (align, ["worker_offsets", "worker_shift"]), (spill, ["spilled_coded"]),
     (sinks, ["output_order", "conform", "spilled_coded"]),

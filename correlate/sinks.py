@@ -11,7 +11,7 @@ computed, in order, and never all in memory.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Final, Protocol
@@ -151,15 +151,24 @@ class Merged:
     into ranges of the table's first sort key (never null) at ``cuts`` and spilled range by
     range (``add``); ``put`` then reads each range of every part, puts it in order and
     writes it. Any cuts give the same table; cuts near the quantiles of the first key keep
-    each range near ``PART_ROWS``."""
+    each range near ``PART_ROWS``.
+
+    Rows whose first sort key is not known yet (a time on the run timeline, before the
+    workers' clocks are) are cut at a provisional value of it (``add``'s ``at``) and made
+    when read back (``put``'s ``made``); the key made differs from the value cut at by
+    ``moved`` at most (the clocks' change), so a later range can hold rows that sort
+    before some of this one's: those rows of a range are carried to the next (a
+    bounded-lag merge). A carry beyond ``CARRIED_ROWS`` sends the rest through a merge by
+    the key made, spilled again: slower, never held whole."""
 
     def __init__(self, name: str, cuts: list[int]) -> None:
         self.table = TABLES[name]
         self.cuts = pl.Series(sorted(set(cuts)), dtype=pl.Int64)
         self.ranges: list[list[Coded]] = [[] for _ in range(self.cuts.len() + 1)]
 
-    def add(self, df: pl.DataFrame) -> None:
-        where = self.cuts.search_sorted(df.get_column(self.table.sort_by[0]), side="right")
+    def add(self, df: pl.DataFrame, at: pl.Series | None = None) -> None:
+        where = self.cuts.search_sorted(df.get_column(self.table.sort_by[0]) if at is None
+                                        else at, side="right")
         # each range's rows gathered and spilled one range at a time, in their order in
         # ``df`` (a partition of ``df`` by range would copy all of it at once)
         order = order_of(where)
@@ -170,17 +179,62 @@ class Merged:
             if end > start:
                 self.ranges[r].append(spilled_coded(df[order.slice(start, end - start)]))
 
-    def put(self, sink: TableSink) -> None:
+    def put(self, sink: TableSink, made: Made | None = None,
+            moved: tuple[int, int] = (0, 0)) -> None:
         sink.write_parts(self.table.name,
-                         (df for df in map(self._in_order, self.ranges) if df.height))
+                         (df for df in self._merged(made, moved) if df.height))
 
-    def _in_order(self, parts: list[Coded]) -> pl.DataFrame:
-        if not parts:
-            return self.table.empty()  # (conformed)
-        # (each piece's file removed as read: a big run's spill folder holds one range at a time)
-        df = pl.concat([p.take() for p in parts])
+    def _merged(self, made: Made | None, moved: tuple[int, int]) -> Iterator[pl.DataFrame]:
+        """Each range's rows in order, those a later range may precede (first sort key at or
+        past the next cut, moved as far down as a key can be) carried to the next range."""
+        first = self.table.sort_by[0]
+        carried = None
+        ends = [*(c + moved[0] for c in self.cuts), None]
+        while self.ranges:
+            parts, end = self.ranges.pop(0), ends.pop(0)
+            df = pl.concat([p.take() for p in parts]) if parts else None
+            if df is not None and made is not None:
+                df = made(df)
+            df = pl.concat([d for d in (carried, df) if d is not None]) if (
+                carried is not None or df is not None) else self.table.empty()
+            if end is None:
+                yield self._in_order(df)
+                return
+            later = df.get_column(first) >= end
+            carried = df.filter(later) if later.any() else None
+            yield self._in_order(df if carried is None else df.filter(~later))
+            if carried is not None and carried.height > CARRIED_ROWS:
+                # (clocks far apart: the rest merged again)
+                yield from self._again(carried, made, moved, ends[:-1])
+                return
+
+    def _again(self, carried: pl.DataFrame, made: Made | None, moved: tuple[int, int],
+               ends: list[int]) -> Iterator[pl.DataFrame]:
+        """The rows carried and those of the ranges not yet read (``ends``: their cuts moved
+        down), merged by the first sort key made (spilled again)."""
+        spread = moved[1] - moved[0]
+        again = Merged(self.table.name, [
+            *cuts(carried.get_column(self.table.sort_by[0]), carried.height),
+            *ends, *(e + spread for e in ends)])
+        again.add(carried)
+        del carried
+        while self.ranges:
+            parts = self.ranges.pop(0)
+            if parts:
+                df = pl.concat([p.take() for p in parts])
+                again.add(df if made is None else made(df))
+        yield from again._merged(None, (0, 0))
+
+    def _in_order(self, df: pl.DataFrame) -> pl.DataFrame:
         rows = output_order(df, self.table)
         return conform(df if rows is None else df[rows], self.table, path=self.table.name)
+
+
+#: what makes an output table's rows from those ``Merged`` spilled
+Made = Callable[[pl.DataFrame], pl.DataFrame]
+#: rows ``Merged`` carries from one range to the next at most before it merges the rest by
+#: the first sort key again
+CARRIED_ROWS = 4 * PART_ROWS
 
 
 def cuts(sample: pl.Series, rows: int) -> list[int]:

@@ -29,8 +29,8 @@ from correlate.frames.texts import per_text
 #: with ``b % n == p`` (so a stage reads a keyed table in at most this many parts)
 BUCKETS = 64
 #: rows of the keyed tables (the transitions) a part holds at most (where the buckets allow):
-#: a run of more is spilled in parts by the load and read a part at a time by the timeline,
-#: twice (slower than whole: runs of up to about 1.4M tasks, eleven transitions each, are read
+#: a run of more is spilled in parts by the load and read a part at a time by the timeline
+#: (slower than whole: runs of up to about 1.4M tasks, eleven transitions each, are read
 #: whole). A part's rows and what the timeline makes of them set the peak of the timeline's
 #: two stages (docs/performance.md, 10M executions)
 KEYED_ROWS_PER_PART = 16_000_000

@@ -232,6 +232,21 @@ def containment_offsets(io_segments: pl.DataFrame, executions: pl.DataFrame,
     return conform(out, TABLES["clocks"])
 
 
+def shift_changes(before: pl.DataFrame, after: pl.DataFrame) -> tuple[int, int]:
+    """The lowest and highest change of any row's ``worker_shift`` from clocks ``before`` to
+    clocks ``after`` (0 among them: a row with no offset in either). A row's shift is its own
+    process's offset, else its host's median, else 0: a process of either, one of every host
+    with none of its own, and one of no host stand for every row."""
+    procs = pl.concat([c.select("host", "pid") for c in (before, after)]).unique()
+    rows = pl.concat([procs, procs.select("host").unique().with_columns(pid=pl.lit(-1, pl.Int64)),
+                      pl.DataFrame({"host": [None], "pid": [-1]}, schema=procs.schema)])
+    change = pl.col("change")
+    low, high = (worker_shift(rows, after) - worker_shift(rows, before)).to_frame("change"
+                                                                                ).select(
+        low=pl.min_horizontal(change.min(), 0), high=pl.max_horizontal(change.max(), 0)).row(0)
+    return low, high
+
+
 def _offsets(clocks: pl.DataFrame, domain: str, name: str) -> pl.DataFrame:
     return clocks.filter(pl.col("domain") == domain).select("host", "pid",
                                                             pl.col("offset_ns").alias(name))

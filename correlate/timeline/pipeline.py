@@ -6,13 +6,12 @@ engine reads the result, never the parts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
 from correlate import outcome
 from correlate.console import Progress
-from correlate.frames import spill
 from correlate.outcome import Seen
 from correlate.sinks import Merged, TableSink, cuts, put_in_parts
 from correlate.sources.frames import RunFrames
@@ -45,82 +44,108 @@ class Timeline:
     seen: Seen
 
 
-#: every how many transitions one's time is kept, to cut ``events`` into ranges
-TIME_SAMPLE = 1_000
-
-
 def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progress,
           parts: int | None = None) -> Timeline:
     """Events and waits first: the transitions (the largest raw table) are let go before the
     attribution builds its tables, which reuse their pages (a lower peak RSS). They are read
-    in ``parts`` parts by key (default: the parts the source spilled them in, else by
-    ``KEYED_ROWS_PER_PART``), every key's rows in one part, twice (before and after the
-    workers' clocks are known; the second time from this stage's own spill): what is taken
-    per key is the same, the workers' clocks are combined from every part's bounds, and
-    ``events`` is merged back into its order."""
+    once, in ``parts`` parts by key (default: the parts the source spilled them in, else by
+    ``KEYED_ROWS_PER_PART``), every key's rows in one part: what is taken per key is the
+    same, and the workers' clocks are combined from every part's bounds. ``events`` needs
+    those clocks: one part is kept until they are known; more are spilled by range of their
+    own times and merged into the events' order once the clocks are known (``Merged``)."""
     progress.begin("transitions")
     if parts is None:
         parts = frames.keyed_parts()
-    ended, bounds, released, seen, times, rows = [], [], [], [], [], 0
-    # each part as the second pass reads it: one part is read once and kept; more are spilled
-    # as read, their Categorical columns as codes (read back without looking each text up)
-    again: list[pl.DataFrame | spill.Coded] = []
+    taken, kept, merged = _Taken(), None, None
     for part in frames.transition_parts(parts):
         transitions = _read(frames, part)
-        again.append(transitions if parts == 1 else spill.spilled_coded(transitions))
-        if parts > 1:  # (to cut events into ranges)
-            rows += transitions.height
-            times.append(transitions.get_column("local_time_ns").gather_every(TIME_SAMPLE))
-        ended.append(endings.handed_back(ex, transitions))
-        bounds.append(message_bounds(transitions))
-        released.append(lost.results_lost(transitions))  # keys whose result died with a worker
-        # (how the job ended, for the summary: taken now, not by reading them all again)
-        seen.append(outcome.seen_part(transitions))
-        del transitions
-    ex = endings.with_endings(ex, pl.concat(ended))
-    worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
-                                         message_bounds_of(bounds))
-    progress.begin("events and waits")
-    # (events: cut at the transitions' times, which are the events' but for the workers'
-    # clock offsets: ranges about PART_ROWS each)
-    events = Merged("events", cuts(pl.concat(times), rows)) if parts > 1 else None
-    key_waits, waiting, external = [], [], []
-    while again:
-        kept = again.pop(0)
-        transitions = kept.take() if isinstance(kept, spill.Coded) else kept
-        del kept
-        if events is None:
-            put_in_parts(sink, "events", _events_table(transitions, worker_clocks))
+        taken.add(transitions, ex, frames)
+        if parts == 1:
+            kept = transitions
         else:
-            events.add(_events_table(transitions, worker_clocks))
-        key_waits.append(_key_waits(transitions, frames, worker_clocks))
-        waiting.append(waits.thread_waits(transitions))
-        external.append(waits.external_arrivals(transitions).drop_nulls("t_arrival"))
+            merged = merged or _Events(frames, transitions, taken.bounds[0], parts)
+            merged.add(transitions)
         del transitions
-    if events is not None:
-        events.put(sink)
-    waited = _with_free_thread_waits(pl.concat(key_waits), pl.concat(waiting), ex, frames)
-    waited, arrived = _with_external_waits(waited, pl.concat(external), frames)
+    ex = endings.with_endings(ex, pl.concat(taken.ended))
+    worker_clocks = align.worker_offsets(frames.clock_samples, frames.processes,
+                                         message_bounds_of(taken.bounds))
+    progress.begin("events and waits")
+    if merged is not None:
+        merged.put(sink, worker_clocks)
+    elif kept is not None:
+        put_in_parts(sink, "events", _events_table(kept, worker_clocks))
+    del kept, merged
+    waited = _with_free_thread_waits(taken.key_waits(frames, worker_clocks),
+                                     pl.concat(taken.waiting), ex, frames)
+    waited, arrived = _with_external_waits(waited, pl.concat(taken.external), frames)
     # the scheduler's times of each key (its clock: the run timeline), the critical path's gates
     return Timeline(
         ex, worker_clocks, waited.drop("t_wait", "t_proc"), arrived,
         waited.select("key", submitted_ns="t_wait", assigned_ns="t_proc"),
-        pl.concat(released).unique(), outcome.seen_of(seen, frames.clock_samples))
+        pl.concat(taken.released).unique(), outcome.seen_of(taken.seen, frames.clock_samples))
+
+
+class _Events:
+    """``events`` of a run read in parts: each part cut into ranges of its time on the
+    workers' clocks as its first part's message bounds give them (the clocks all parts give
+    move them by a little: ``Merged``'s carry), merged once the clocks are known."""
+
+    def __init__(self, frames: RunFrames, first: pl.DataFrame, bounds: pl.DataFrame,
+                 parts: int) -> None:
+        self.clocks = align.worker_offsets(frames.clock_samples, frames.processes,
+                                           message_bounds_of([bounds]))
+        # (cut at the first part's times: a sample of every key's)
+        times = _events_table(first, self.clocks).get_column("time_ns")
+        self.merged = Merged("events", cuts(times.gather_every(max(1, times.len() // 10_000)),
+                                            times.len() * parts))
+
+    def add(self, transitions: pl.DataFrame) -> None:
+        self.merged.add(transitions, _events_table(transitions, self.clocks)
+                        .get_column("time_ns"))
+
+    def put(self, sink: TableSink, worker_clocks: pl.DataFrame) -> None:
+        self.merged.put(sink, lambda df: _events_table(df, worker_clocks),
+                        align.shift_changes(self.clocks, worker_clocks))
+
+
+@dataclass
+class _Taken:
+    """What is taken from each part of the transitions (every key's rows in one part)."""
+
+    ended: list[pl.DataFrame] = field(default_factory=list)
+    bounds: list[pl.DataFrame] = field(default_factory=list)
+    released: list[pl.Series] = field(default_factory=list)
+    seen: list[outcome.SeenPart] = field(default_factory=list)
+    scheduler: list[pl.DataFrame] = field(default_factory=list)
+    paused: list[pl.DataFrame] = field(default_factory=list)
+    waiting: list[pl.DataFrame] = field(default_factory=list)
+    external: list[pl.DataFrame] = field(default_factory=list)
+
+    def add(self, transitions: pl.DataFrame, ex: pl.DataFrame, frames: RunFrames) -> None:
+        self.ended.append(endings.handed_back(ex, transitions))
+        self.bounds.append(message_bounds(transitions))
+        self.released.append(lost.results_lost(transitions))  # results died with a worker
+        # (how the job ended, for the summary: taken now, not by reading them all again)
+        self.seen.append(outcome.seen_part(transitions))
+        self.scheduler.append(waits.scheduler_waits(transitions))
+        # (the rows of a pause's waits, measured once the workers' clocks are known)
+        self.paused.append(waits.pause_rows(transitions, frames.worker_pauses))
+        self.waiting.append(waits.thread_waits(transitions))
+        self.external.append(waits.external_arrivals(transitions).drop_nulls("t_arrival"))
+
+    def key_waits(self, frames: RunFrames, worker_clocks: pl.DataFrame) -> pl.DataFrame:
+        """Per key: its scheduler-side waits, and the part of its wait on its worker that the
+        worker was paused (memory)."""
+        rows = pl.concat(self.paused)
+        paused = waits.paused_waits(rows, frames.worker_pauses,
+                                    align.worker_shift(rows, worker_clocks)
+                                    if not rows.is_empty() else pl.Series([]))
+        return pl.concat(self.scheduler).join(paused, on="key", how="left")
 
 
 def _read(frames: RunFrames, part: pl.LazyFrame) -> pl.DataFrame:
     """A part of the transitions, the columns the timeline uses."""
     return replace(frames, transitions=part).table("transitions", TRANSITION_COLUMNS)
-
-
-def _key_waits(transitions: pl.DataFrame, frames: RunFrames, worker_clocks: pl.DataFrame
-               ) -> pl.DataFrame:
-    """Per key of ``transitions``: its scheduler-side waits, and the part of its wait on its
-    worker that the worker was paused (memory)."""
-    paused = waits.paused_waits(transitions, frames.worker_pauses,
-                                align.worker_shift(transitions, worker_clocks)
-                                if not frames.worker_pauses.is_empty() else pl.Series([]))
-    return waits.scheduler_waits(transitions).join(paused, on="key", how="left")
 
 
 def _with_free_thread_waits(key_waits: pl.DataFrame, waiting: pl.DataFrame,

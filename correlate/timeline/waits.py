@@ -69,6 +69,20 @@ def ready_to_executing(transitions: pl.DataFrame, time: pl.Expr,
         t_exec=pl.col("t").filter(pl.col("finish") == "executing").min()).drop_nulls()
 
 
+def pause_rows(transitions: pl.DataFrame, pauses: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``transitions`` that ``paused_waits`` measures against ``pauses``: taken
+    from each part of the transitions before the workers' clocks are known (none without
+    pauses, the usual case)."""
+    rows = transitions.lazy().select("key", "worker", "finish", "local_time_ns", "side",
+                                     "host", "pid")
+    if pauses.is_empty():
+        return rows.clear().collect()
+    return rows.filter((pl.col("side") == "worker")
+                       & pl.col("finish").is_in(["ready", "executing"])).filter(
+        pl.col("worker").cast(pl.String).is_in(pauses.get_column("worker").unique().implode())
+    ).collect()
+
+
 def paused_waits(transitions: pl.DataFrame, pauses: pl.DataFrame, shift: pl.Series
                  ) -> pl.DataFrame:
     """Per key whose wait for a thread (its first worker-side ready → executing) overlapped a

@@ -107,3 +107,71 @@ def test_a_table_merged_from_parts_is_in_its_order(monkeypatch) -> None:
     expected = events.sort("time_ns", "side", "key", "start", "finish", maintain_order=True)
     assert got.select(expected.columns).equals(
         expected.with_columns(pl.col("side").cast(got.schema["side"])))
+
+
+@pytest.mark.parametrize("carried_rows", [10**9, 50], ids=["carried", "merged-again"])
+def test_rows_cut_at_a_provisional_time_merge_into_the_order_of_the_time_made(
+        monkeypatch, carried_rows: int) -> None:
+    """``events`` is cut into ranges at a provisional time (each process's clock as the
+    first part's bounds set it) and put in the order of the time made once the clocks are
+    known (each process's moved, both ways): rows that a later range's precede are carried,
+    or, past ``CARRIED_ROWS``, merged again by the time made."""
+    monkeypatch.setattr(sinks, "PART_ROWS", 400)
+    monkeypatch.setattr(sinks, "CARRIED_ROWS", carried_rows)
+    again, merged_again = [], sinks.Merged._again
+
+    def counted(self, *args):
+        again.append(1)
+        return merged_again(self, *args)
+
+    monkeypatch.setattr(sinks.Merged, "_again", counted)
+    n, moved = 4_000, {1: 0, 2: -3_003, 3: 2_501, 4: -404}  # (no two rows at one time)
+    rows = pl.DataFrame({
+        "local_time_ns": [(i * 7_919) % n * 10 for i in range(n)],
+        "pid": [1 + i % 4 for i in range(n)], "side": ["worker"] * n,
+        "key": [f"k{i % 60}" for i in range(n)], "start": ["a"] * n, "finish": ["b"] * n,
+        "stimulus_id": [str(i) for i in range(n)]})
+    by_pid = pl.DataFrame({"pid": list(moved), "moved": list(moved.values())})
+
+    def made(df: pl.DataFrame) -> pl.DataFrame:
+        return df.join(by_pid, on="pid", how="left", maintain_order="left").with_columns(
+            time_ns=pl.col("local_time_ns") + pl.col("moved")).drop("moved")
+
+    def merged(bounds: tuple[int, int]) -> pl.DataFrame:
+        out = sinks.Merged("events", sinks.cuts(rows["local_time_ns"], n))
+        for p in range(3):
+            part = rows.filter(spill.in_part(p, 3)).with_columns(
+                pl.col("key").cast(pl.Categorical))
+            out.add(part, at=part["local_time_ns"])
+        assert len(out.ranges) == 10
+        sink = sinks.MemorySink()
+        out.put(sink, made, bounds)
+        return sink.tables["events"]
+
+    got = merged((min(moved.values()), max(moved.values())))
+    expected = made(rows).sort("time_ns")
+    assert got["time_ns"].equals(expected["time_ns"])
+    assert got["stimulus_id"].equals(expected["stimulus_id"])
+    assert len(again) == (carried_rows < n)
+    if not again:  # (the clocks' moves matter: merged as if none moved, the order is lost)
+        assert not merged((0, 0))["time_ns"].is_sorted()
+
+
+def test_the_clocks_change_is_bounded_for_every_row() -> None:
+    """``shift_changes`` bounds the change of any row's shift: its own process's offset, its
+    host's median where it has none, else none."""
+    from correlate.timeline import align
+
+    def clocks(offsets: dict[tuple[str, int], int]) -> pl.DataFrame:
+        return pl.DataFrame({"host": [h for h, _ in offsets], "pid": [p for _, p in offsets],
+                             "domain": ["worker"] * len(offsets),
+                             "offset_ns": list(offsets.values())})
+
+    before = clocks({("a", 1): 100, ("a", 2): 300, ("b", 1): -50})
+    after = clocks({("a", 1): 90, ("a", 2): 340, ("b", 1): -50, ("b", 2): -80})
+    rows = pl.DataFrame({"host": ["a", "a", "a", "b", "b", "b", "c", None],
+                         "pid": [1, 2, 9, 1, 2, 9, 1, 1]})
+    change = align.worker_shift(rows, after) - align.worker_shift(rows, before)
+    assert change.to_list() == [-10, 40, 15, -0, -30, -15, 0, 0]
+    assert align.shift_changes(before, after) == (-30, 40)
+    assert align.shift_changes(after, after) == (0, 0)

@@ -17,6 +17,7 @@ from collect_job import record
 from correlate.cli import main as correlate_main
 from correlate.engine import correlate_frames
 from correlate.sources.run_folder import load
+from tests.engine.key_parts import assert_same, correlated
 
 pytestmark = pytest.mark.cluster
 
@@ -158,3 +159,16 @@ def test_the_pause_is_a_memory_pressure_finding(paused):
     assert 0.3 < f["cost_s"] <= on_path + 1e-9 and on_path <= paused_s + 0.05
     # the pauses held the job back: no finding says its waits were the threads'
     assert not [g for g in result.summary["findings"] if g["kind"] == "idle-threads"]
+
+
+def test_the_paused_waits_read_in_parts_are_those_read_whole(paused, monkeypatch):
+    """A big run's transitions are read a part of the keys at a time, the workers' clocks
+    known only after the last: the waits through a pause are measured from what each part
+    kept of them, and every table is the same as read whole."""
+    frames, result, _truth, _run = paused
+    whole = {**result.tables, "summary": result.summary}
+    assert whole["tasks"]["wait_paused_s"].drop_nulls().sum() > 0.3
+    rows = frames.transitions.lazy().select(pl.len()).collect().item()
+    in_parts, _ = correlated(frames, monkeypatch, rows // 4,
+                             spilled=False)
+    assert_same(whole, in_parts)
