@@ -151,7 +151,7 @@ class Merged:
     into ranges of the table's first sort key (never null) at ``cuts`` and spilled range by
     range (``add``); ``put`` then reads each range of every part, puts it in order and
     writes it. Any cuts give the same table; cuts near the quantiles of the first key keep
-    each range near ``PART_ROWS``.
+    each range near ``RANGE_ROWS``.
 
     Rows whose first sort key is not known yet (a time on the run timeline, before the
     workers' clocks are) are cut at a provisional value of it (``add``'s ``at``) and made
@@ -232,15 +232,19 @@ class Merged:
 
 #: what makes an output table's rows from those ``Merged`` spilled
 Made = Callable[[pl.DataFrame], pl.DataFrame]
+#: rows of a range of ``Merged``, about: each part's rows of a range are one spilled piece,
+#: whose file costs a write and a read whatever its size, and a range is held whole to be
+#: put in order
+RANGE_ROWS = 2_000_000
 #: rows ``Merged`` carries from one range to the next at most before it merges the rest by
 #: the first sort key again
-CARRIED_ROWS = 4 * PART_ROWS
+CARRIED_ROWS = 4_000_000
 
 
 def cuts(sample: pl.Series, rows: int) -> list[int]:
-    """Cuts of a first sort key for ``Merged``: ranges of about ``PART_ROWS`` rows of a
+    """Cuts of a first sort key for ``Merged``: ranges of about ``RANGE_ROWS`` rows of a
     table of ``rows`` rows whose key is ``sample`` (a sample of its values, any order)."""
-    ranges = -(-rows // PART_ROWS)
+    ranges = -(-rows // RANGE_ROWS)
     if ranges < 2 or sample.is_empty():
         return []
     sample = sample.drop_nulls().sort()

@@ -27,7 +27,7 @@ def correlated(run: Path | RunFrames, monkeypatch: Any, rows_per_part: int | Non
         frames = detect.load(run, lazy=True) if isinstance(run, Path) else run
         if rows_per_part is not None:
             m.setattr(spill, "KEYED_ROWS_PER_PART", rows_per_part)
-            m.setattr(sinks, "PART_ROWS", max(1, rows_per_part // 3))  # several ranges
+            m.setattr(sinks, "RANGE_ROWS", max(1, rows_per_part // 3))  # several ranges
         result = correlate_frames(frames)
     return {**result.tables, "summary": result.summary}, len(frames.transitions_in_parts)
 

@@ -88,7 +88,7 @@ def test_a_part_spilled_as_codes_reads_back_as_it_was() -> None:
 
 
 def test_a_table_merged_from_parts_is_in_its_order(monkeypatch) -> None:
-    monkeypatch.setattr(sinks, "PART_ROWS", 500)
+    monkeypatch.setattr(sinks, "RANGE_ROWS", 500)
     n = 3_000
     events = pl.DataFrame({
         "time_ns": [(i * 7919) % 1_000 for i in range(n)],  # (ties across parts)
@@ -116,7 +116,7 @@ def test_rows_cut_at_a_provisional_time_merge_into_the_order_of_the_time_made(
     first part's bounds set it) and put in the order of the time made once the clocks are
     known (each process's moved, both ways): rows that a later range's precede are carried,
     or, past ``CARRIED_ROWS``, merged again by the time made."""
-    monkeypatch.setattr(sinks, "PART_ROWS", 400)
+    monkeypatch.setattr(sinks, "RANGE_ROWS", 400)
     monkeypatch.setattr(sinks, "CARRIED_ROWS", carried_rows)
     again, merged_again = [], sinks.Merged._again
 
