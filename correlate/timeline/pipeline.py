@@ -52,7 +52,8 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     ``KEYED_ROWS_PER_PART``), every key's rows in one part: what is taken per key is the
     same, and the workers' clocks are combined from every part's bounds. ``events`` needs
     those clocks: one part is kept until they are known; more are spilled by range of their
-    own times and merged into the events' order once the clocks are known (``Merged``)."""
+    times on the clocks the first part gives, and merged into the events' order once every
+    part's clocks are known (``_Events``)."""
     progress.begin("transitions")
     if parts is None:
         parts = frames.keyed_parts()
