@@ -136,8 +136,8 @@ def _no_space(args: argparse.Namespace) -> str:
     import tempfile
 
     out = getattr(args, "out", None) or getattr(args, "out_dir", None)
-    if args.command == "run":  # (its default output folder)
-        out = _command_module("run").output_folder(args)
+    if args.command in ("run", "compare"):  # (their default output folders)
+        out = _command_module(args.command).output_folder(args)
     said = []
     for what, path in (("its output", out), ("its spill folder (TMPDIR)", tempfile.gettempdir())):
         if path is None:

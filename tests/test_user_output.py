@@ -253,6 +253,24 @@ def test_a_disk_that_fills_is_one_line_naming_where_correlate_writes(tmp_path, c
                      r"\([\d.]+ GB free\)", line), err
 
 
+def test_a_disk_that_fills_under_a_comparison_names_its_default_output_folder(
+        tmp_path, capsys, monkeypatch):
+    """``correlate compare`` without ``-o`` writes into ``./compare-<BEFORE>-vs-<AFTER>``,
+    chosen inside the command: the full-disk line names that folder too (the sample run
+    correlated into it, each table's temporary file a link to /dev/full)."""
+    from correlate.schema import TABLES
+
+    monkeypatch.chdir(tmp_path)
+    before = tmp_path / "compare-run-v1-vs-run-v1" / "before"
+    before.mkdir(parents=True)
+    for name in TABLES:
+        (before / f".{name}.parquet.{os.getpid()}.tmp").symlink_to("/dev/full")
+    assert main(["compare", str(SAMPLE), str(SAMPLE)]) == 1
+    line = " ".join(capsys.readouterr().err.split())
+    assert re.search(r"no space left on device: correlate writes its output "
+                     r"compare-run-v1-vs-run-v1 \([\d.]+ GB free\) and its spill", line), line
+
+
 def test_a_spill_that_fills_the_disk_during_the_load_is_not_blamed_on_the_run(
         tmp_path, capsys, monkeypatch):
     """The load spills a big table as it decodes it (here every table past ten rows): a

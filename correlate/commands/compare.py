@@ -52,6 +52,13 @@ def sides(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
     return [args.runs[0]], [args.runs[1]]
 
 
+def output_folder(args: argparse.Namespace) -> Path:
+    """Where ``correlate compare`` writes: ``-o``, else ``default_out`` of the first run of
+    each side."""
+    before, after = sides(args)
+    return args.out or default_out(before[0], after[0])
+
+
 def default_out(before: Path, after: Path) -> Path:
     """``./compare-<before>-vs-<after>`` from the run folders' names (``correlated`` output
     folders are named by their run)."""
@@ -113,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from correlate.reports.writer import ReportOptions
 
     before, after = sides(args)
-    out = args.out or default_out(before[0], after[0])
+    out = output_folder(args)
     loaded = {side: [read_outputs(_output_dir(
         p, out / (side if len(paths) == 1 else f"{side}-{i + 1}"))) for i, p in enumerate(paths)]
               for side, paths in (("before", before), ("after", after))}
