@@ -61,10 +61,10 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
     for part in frames.transition_parts(parts):
         transitions = _read(frames, part)
         taken.add(transitions, ex, frames)
-        if parts == 1:
+        if parts == 1 or not (merged or transitions.height):  # (one part, or none with rows yet)
             kept = transitions
-        else:
-            merged = merged or _Events(frames, transitions, taken.bounds[0], parts)
+        else:  # (cut at the first part with rows)
+            merged = merged or _Events(frames, transitions, taken.bounds[-1], parts)
             merged.add(transitions)
         del transitions
     ex = endings.with_endings(ex, pl.concat(taken.ended))
@@ -88,7 +88,7 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
 
 class _Events:
     """``events`` of a run read in parts: each part cut into ranges of its time on the
-    workers' clocks as its first part's message bounds give them (the clocks all parts give
+    workers' clocks as the first part's message bounds give them (the clocks all parts give
     move them by a little: ``Merged``'s carry), merged once the clocks are known."""
 
     def __init__(self, frames: RunFrames, first: pl.DataFrame, bounds: pl.DataFrame,

@@ -39,6 +39,18 @@ def test_the_transitions_in_parts_give_every_table_as_whole(run: Path, monkeypat
     assert_same(whole, parts)
 
 
+def test_parts_without_rows_give_every_table_as_whole(tmp_path, monkeypatch) -> None:
+    """A run of a dozen tasks read in as many parts as there are buckets: most parts hold
+    no key, the first among them."""
+    run = tmp_path / "run"
+    write_run(run, workers=2, threads=1, hosts=1, executions=12, segments=24, seed=2,
+              profile="off")
+    whole, _ = correlated(run, monkeypatch)
+    parts, _ = correlated(run, monkeypatch, rows_per_part=1, spilled=False)
+    assert spill.parts_for(whole["events"].height, 1) == spill.BUCKETS
+    assert_same(whole, parts)
+
+
 def test_every_key_is_in_one_part_of_every_table() -> None:
     keys = pl.DataFrame({"key": [f"('x-{i}', {i % 7})" for i in range(5_000)]})
     for n in (2, 3, 7):
