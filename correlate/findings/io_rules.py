@@ -8,6 +8,7 @@ import polars as pl
 
 from correlate.findings.context import Context, finding, span_saved
 from correlate.frames.beside import with_beside
+from correlate.frames.rows import kept
 from correlate.frames.scalars import integer, number
 
 # --- small-requests ----------------------------------------------------------------------
@@ -395,7 +396,7 @@ def shared_file(ctx: Context) -> list[dict[str, Any]]:
             .group_by("op").agg(rate=(pl.col("bytes") / pl.col("io_time_s")).median())
             .collect())
     shared_rows = f.get_column("users") >= SHARED_MIN
-    f = with_beside(f if shared_rows.all() else f.filter(shared_rows), lone, ["op"])
+    f = with_beside(kept(f, shared_rows), lone, ["op"])
     if f.is_empty() or (lone.is_empty() and not (f.get_column("op") == "write").any()):
         return []
     f = f.with_columns(excess_s=(pl.col("io_time_s") - pl.col("bytes") / pl.col("rate"))

@@ -15,6 +15,7 @@ from correlate.findings.context import (
     finding,
     span_saved,
 )
+from correlate.frames.rows import kept
 from correlate.frames.scalars import integer, number
 
 # --- serial-section ----------------------------------------------------------------------
@@ -257,8 +258,7 @@ def idle_threads(ctx: Context) -> list[dict[str, Any]]:
     t = ctx.tasks.select("execution_id", "key", "prefix", "worker", "host", "pid", "thread_id",
                          "start_ns", "stop_ns", "duration_s", "wait_thread_s")
     if "awaiting_s" in ctx.tasks.columns:
-        sync = ctx.tasks.get_column("awaiting_s").is_null()
-        t = t if sync.all() else t.filter(sync)
+        t = kept(t, ctx.tasks.get_column("awaiting_s").is_null())
     threads = t.select("host", "pid", "thread_id").unique().height
     busy_s = number(t.get_column("duration_s").sum()) or 0.0
     if threads < 2 or not (t.get_column("wait_thread_s") > 0).any():

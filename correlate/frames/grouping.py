@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from correlate.frames.rows import kept
+
 _GROUP = "__group"
 
 
@@ -28,9 +30,7 @@ def group_agg(df: pl.DataFrame, keys: Sequence[str], where: pl.Expr | None = Non
                 for name in e.meta.root_names()}
         df = df.select(*keys, *(c for c in df.columns if c in used and c not in keys))
     if where is not None:
-        keep = df.select(where.fill_null(False)).to_series()
-        if not keep.all():  # (a filter that keeps every row still copies every column)
-            df = df.filter(keep)
+        df = kept(df, df.select(where.fill_null(False)).to_series())
     if any(agg.meta.has_multiple_outputs() for agg in aggs.values()):
         ordered = df.sort(keys, nulls_last=True, maintain_order=True).with_columns(
             pl.struct(keys).rle_id().alias(_GROUP)).set_sorted(_GROUP)

@@ -14,6 +14,8 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
+from correlate.frames.rows import kept
+
 SCHEDULER_STATES = {"released", "waiting", "queued", "processing", "memory", "erred",
                     "forgotten", "no-worker"}
 
@@ -185,7 +187,7 @@ def free_thread_waits(waiting: pl.DataFrame, use: ThreadUse | None) -> pl.DataFr
     known = numbers.is_not_null()
     if not known.any():
         return empty
-    waiting = waiting.filter(known) if not known.all() else waiting
+    waiting = kept(waiting, known)
     w = numbers.drop_nulls().to_numpy()
     numbered = use.workers.get_column("w").to_numpy()
     first = np.zeros(int(numbered.max()) + 1, np.int64)

@@ -34,3 +34,13 @@ def test_a_value_shared_by_every_row_is_not_spelled_out_per_row() -> None:
     # a million times "node0" as string views would be 16 MB; kept as one value it is nothing
     assert got.estimated_size() < 1_000_000 * 8 + 1_000_000
     assert got.get_column("host").unique().to_list() == ["node0"]
+
+
+def test_rows_kept_by_a_mask_are_the_frame_itself_when_every_row_is() -> None:
+    from correlate.frames.rows import kept
+
+    df = pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    assert kept(df, pl.Series([True, True, True])) is df  # (not a copy of every column)
+    assert kept(df, pl.Series([True, False, True])).equals(df.filter(pl.Series([True, False,
+                                                                                True])))
+    assert kept(df, pl.Series([False] * 3)).is_empty()
