@@ -147,7 +147,8 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     it was built from. ``progress`` is told each stage as it begins."""
     progress = progress or Progress()
     progress.begin("executions")
-    frames, numbered, elsewhere = _numbered(_taken(frames).conformed())
+    frames, stored = _startstops_read(_taken(frames).conformed())
+    frames, numbered, elsewhere = _numbered(frames)
     line = timeline.build(frames, numbered, sink, progress)
     del numbered
     ex = line.executions
@@ -191,7 +192,7 @@ def _correlate(frames: RunFrames | list[RunFrames], mapper: Mapper, sink: TableS
     summary["warnings"] += profile_warnings(summary["profile"])
     # (last: the rules read the tables above, and the segments back from the sink)
     progress.begin("findings")
-    evidence, frames = _evidence(frames, sink)
+    evidence, frames = _evidence(frames, sink, stored)
     found = _findings(kept, frames.dependencies, line.assigned, evidence, sink)
     summary.update(found.summary)
     if summary["lost"]["executions"]:  # what recomputing the lost results cost the span
@@ -204,6 +205,14 @@ def _taken(frames: RunFrames | list[RunFrames]) -> RunFrames:
     """The frames, taken out of a list that hands them over (the caller keeps no reference,
     so each table is let go once the engine is done with it)."""
     return frames.pop() if isinstance(frames, list) else frames
+
+
+def _startstops_read(frames: RunFrames) -> tuple[RunFrames, pl.DataFrame | None]:
+    """``frames`` with only the startstops a stage reads (``lost.startstops_read``), and the
+    results stored to disk the findings read (``findings.stored``: taken of them all, since a
+    run with no startstops at all has none measured, not none stored)."""
+    return (replace(frames, startstops=lost.startstops_read(frames.startstops, frames.processes)),
+            findings.stored(frames.startstops))
 
 
 def _numbered(frames: RunFrames) -> tuple[RunFrames, pl.DataFrame, pl.DataFrame]:
@@ -265,15 +274,15 @@ def _functions(frames: RunFrames, ex: pl.DataFrame, sink: TableSink) -> int:
     return sum(profiled)
 
 
-def _evidence(frames: RunFrames, sink: TableSink) -> tuple[findings.Evidence, RunFrames]:
+def _evidence(frames: RunFrames, sink: TableSink, stored: pl.DataFrame | None
+              ) -> tuple[findings.Evidence, RunFrames]:
     """What the rules read besides the tables (the segments back from the sink, the
-    processes' CPU, the files' counters and the results stored to disk), and ``frames``
-    without the tables no rule reads (the startstops: a big run's are gigabytes)."""
+    processes' CPU, the files' counters and ``stored``, the results stored to disk), and
+    ``frames`` without the tables no rule reads."""
     evidence = findings.Evidence(io_captured=io_captured(frames), dxt=dxt_captured(frames),
                                  segments=sink.scan("segments"),
                                  process_cpu=frames.clock_samples,
-                                 file_counters=frames.io_file_counters,
-                                 stored=findings.stored(frames.startstops))
+                                 file_counters=frames.io_file_counters, stored=stored)
     return evidence, replace(frames, startstops=frames.startstops.clear(),
                              transfer_keys=frames.transfer_keys.clear())
 

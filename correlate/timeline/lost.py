@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from correlate.frames.prefixes import key_split_groups, key_splits
+from correlate.frames.rows import kept
 from correlate.frames.scalars import integer
 from correlate.sources.missing import WORKER_CLEANUP
 
@@ -33,6 +34,16 @@ def died(processes: pl.DataFrame) -> list[str]:
     return sorted(processes.filter((pl.col("role") == "worker")
                                    & (pl.col("closed_cleanly") == False)  # noqa: E712
                                    ).get_column("worker").drop_nulls().unique().to_list())
+
+
+def startstops_read(startstops: pl.DataFrame, processes: pl.DataFrame) -> pl.DataFrame:
+    """The startstops the engine reads after the load: every one but the compute startstops of
+    workers that closed, which only ``unrecorded`` would read, and only of workers that died.
+    A run has a compute startstop per execution: held from the load to the findings, they
+    were a big run's largest table after the executions."""
+    keep = (pl.col("action") != "compute").fill_null(True) | pl.col("worker").is_in(
+        died(processes))
+    return kept(startstops, startstops.select(keep).to_series())
 
 
 def unrecorded(tasks: pl.DataFrame, startstops: pl.DataFrame, processes: pl.DataFrame,

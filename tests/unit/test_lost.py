@@ -67,6 +67,27 @@ def test_unwritten_executions_come_from_startstops_and_only_released_keys_are_lo
     assert lost.summary(out, PROCESSES)["died_ns"] == {DEAD: None}
 
 
+def test_the_startstops_read_after_the_load_are_all_but_closed_workers_computes():
+    ss = pl.concat([computes([("x-1", DEAD, 10, 20), ("x-1", ALIVE, 100, 130),
+                              ("v-1", DEAD, 40, 50), ("w-1", ALIVE, 140, 180)]),
+                    computes([("x-1", ALIVE, 90, 99), ("y-1", None, 1, 2)]).with_columns(
+                        action=pl.Series(["transfer", None]))])
+    read = lost.startstops_read(ss, PROCESSES)
+    assert sorted(read.select("key", "worker", "action").rows(), key=str) == sorted([
+        ("x-1", DEAD, "compute"), ("v-1", DEAD, "compute"), ("x-1", ALIVE, "transfer"),
+        ("y-1", None, None)], key=str)
+    t = tasks([(0, "x-1", "x", "x", DEAD, 10, 20, 1e-8, 0.5, "ok", "executor-hook"),
+               (1, "x-1", "x", "x", ALIVE, 100, 130, 3e-8, 0.5, "ok", "executor-hook")])
+    released = cleanup(["x-1"])["key"]
+    assert lost.with_lost(t, read, PROCESSES, released).equals(
+        lost.with_lost(t, ss, PROCESSES, released))
+    # every worker closed: no compute startstop is read, and the frame is not copied
+    alive = PROCESSES.with_columns(closed_cleanly=pl.lit(True))
+    assert lost.startstops_read(ss, alive).get_column("action").to_list() == ["transfer", None]
+    transfers = ss.filter(pl.col("action") == "transfer")
+    assert lost.startstops_read(transfers, alive) is transfers
+
+
 def test_no_worker_died_leaves_the_tasks_as_they_are():
     t = tasks([(0, "x-1", "x", "x", ALIVE, 10, 20, 1e-8, 0.5, "ok", "executor-hook")])
     alive = PROCESSES.with_columns(closed_cleanly=pl.lit(True))
