@@ -82,8 +82,9 @@ def lookup(read: Callable[[], Iterable[pl.DataFrame]], processes: int) -> Lookup
     if not hashed:
         return Lookup(pl.Series("text", [], pl.String), [0] * processes,
                       pl.Series("at", [], pl.UInt32))
-    numbered = _numbered(pl.concat(hashed, rechunk=True))
-    del hashed
+    rows = [pl.concat(hashed, rechunk=True)]
+    del hashed  # (the chunks' hashes copied into one frame: not held beside it)
+    numbered = _numbered(rows)
     if numbered is None:  # (two texts under one hash: told apart by value)
         return _joined(read(), processes)
     at, keep = numbered
@@ -95,16 +96,18 @@ def lookup(read: Callable[[], Iterable[pl.DataFrame]], processes: int) -> Lookup
     return Lookup(pl.concat(kept), counts.lengths, at)
 
 
-def _numbered(rows: pl.DataFrame) -> tuple[pl.Series, pl.Series] | None:
+def _numbered(handed: list[pl.DataFrame]) -> tuple[pl.Series, pl.Series] | None:
     """Each row's text as a number, 0, 1… in the order the texts were first written (null:
     no text), and whether each row is its text's first; None where two texts share the hash
-    ``h`` but not the ``check``.
+    ``h`` but not the ``check``. The rows (h, check) are handed over in a list, and let go
+    once put in order of their hash (a big run's are gigabytes).
 
     The rows are put in order of their hash by one sort of 64-bit integers, each the hash's
     high bits with the row's index in the low ones (several times faster than ranking the
     hashes, or than sorting the rows by them: a sort with a payload, or a hash table probed
     per row, is a random access per row into tables larger than the cache); the few groups
     of high bits that hold more than one hash are put in order again (``_untangle``)."""
+    rows = handed.pop()
     n = rows.height
     bits = max(1, (n - 1).bit_length())
     low = np.uint64((1 << bits) - 1)
@@ -112,6 +115,7 @@ def _numbered(rows: pl.DataFrame) -> tuple[pl.Series, pl.Series] | None:
     order = _by_high_bits(rows.get_column("h"), valid, low)
     by_hash = pl.DataFrame({"h": _untangle(order, rows.get_column("h"), low),
                             "check": rows.get_column("check").gather(pl.Series(order))})
+    del rows
     same = pl.col("h") == pl.col("h").shift(1)
     if by_hash.select((same & (pl.col("check") != pl.col("check").shift(1))).any()).item():
         return None
