@@ -66,8 +66,8 @@ _CODED_KEY = Column("key", "Categorical", _KEY.doc, nullable=False)
 SCHEDULER_TRANSITIONS = Table(
     "scheduler_transitions", "Every task transition seen by the scheduler.",
     (_T, _CODED_KEY,
-     Column("prefix", "String", "task prefix name"),
-     Column("group", "String", "task group name"),
+     Column("prefix", "Categorical", "task prefix name"),
+     Column("group", "Categorical", "task group name"),
      Column("start", "Categorical", "state before", nullable=False),
      Column("finish", "Categorical", "state after", nullable=False),
      Column("stimulus_id", "String", "Dask stimulus id"),
