@@ -40,6 +40,9 @@ from correlate.frames.texts import per_text
 #: last before its assignment, or (a task submitted late) the execution that ended last
 #: before it reached the scheduler
 GATES = ("first", "dependency", "thread", "queue", "submission")
+#: (as the critical path table's Enum from the start: a text per execution is a big run's
+#: hundreds of megabytes)
+_GATE = pl.Enum(GATES)
 #: the causes a wait before a link is split into (columns ``wait_<cause>_s``)
 WAIT_CAUSES = ("submission", "scheduler", "transfer", "read_back", "paused", "free_thread",
                "other")
@@ -186,11 +189,11 @@ def gates(tasks: pl.DataFrame, dependencies: pl.DataFrame, assigned: pl.DataFram
     latest = pl.max_horizontal("input_stop", "thread_gate", "client_gate", "queue_stop")
     # (each candidate a column of its own: one expression nesting them all is evaluated once
     # per use, several times over)
-    gate = (pl.when(pl.col("input_stop") == pl.col("latest")).then(pl.lit("dependency"))
-            .when(pl.col("thread_gate") == pl.col("latest")).then(pl.lit("thread"))
-            .when(pl.col("queue_stop") == pl.col("latest")).then(pl.lit("queue"))
-            .when(pl.col("client_gate") == pl.col("latest")).then(pl.lit("submission"))
-            .otherwise(pl.lit("first")))
+    gate = (pl.when(pl.col("input_stop") == pl.col("latest")).then(pl.lit("dependency", _GATE))
+            .when(pl.col("thread_gate") == pl.col("latest")).then(pl.lit("thread", _GATE))
+            .when(pl.col("queue_stop") == pl.col("latest")).then(pl.lit("queue", _GATE))
+            .when(pl.col("client_gate") == pl.col("latest")).then(pl.lit("submission", _GATE))
+            .otherwise(pl.lit("first", _GATE)))
     return g.with_columns(latest=latest).with_columns(gate=gate).select(
         "execution_id", "stop_ns", "submitted_ns", "assigned_ns", "gate",
         pred_id=pl.when(pl.col("gate") == "dependency").then("input_id")

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from correlate.findings.critical_path import critical_path, walk
+from correlate.findings.critical_path import GATES, critical_path, gates, walk
 from correlate.schema import TABLES, conform
 
 MS = 1_000_000
@@ -44,6 +44,8 @@ def test_a_task_ready_before_its_thread_freed_is_released_by_the_thread():
     tasks = _tasks([("a-0", 1, 0, 100, 0, None), ("b-0", 1, 101, 150, 90, None)])
     times = _times([("a-0", 0, 0), ("b-0", 0, 0)])
     assert _path(tasks, _deps([]), times) == [("a-0", "first"), ("b-0", "thread")]
+    # (a code per execution, as the critical path table declares it, never a text per row)
+    assert gates(tasks, _deps([]), times).schema["gate"] == pl.Enum(GATES)
 
 
 def test_a_task_ready_only_after_its_thread_freed_did_not_wait_for_it():
