@@ -63,8 +63,9 @@ def build(frames: RunFrames, ex: pl.DataFrame, sink: TableSink, progress: Progre
         taken.add(transitions, ex, frames)
         if parts == 1 or not (merged or transitions.height):  # (one part, or none with rows yet)
             kept = transitions
-        else:  # (cut at the first part with rows)
-            merged = merged or _Events(frames, taken.bounds[-1], parts)
+        elif merged is None:  # (cut at the first part with rows)
+            merged = _Events(frames, taken.bounds[-1], parts, transitions)
+        else:
             merged.add(transitions)
         del transitions
     ex = endings.with_endings(ex, pl.concat(taken.ended))
@@ -91,23 +92,26 @@ class _Events:
     workers' clocks as the first part's message bounds give them (the clocks all parts give
     move them by a little: ``Merged``'s carry), merged once the clocks are known."""
 
-    def __init__(self, frames: RunFrames, bounds: pl.DataFrame, parts: int) -> None:
+    def __init__(self, frames: RunFrames, bounds: pl.DataFrame, parts: int,
+                 first: pl.DataFrame) -> None:
+        """``first``: the first part with rows, whose bounds are ``bounds``, added."""
         self.clocks = align.worker_offsets(frames.clock_samples, frames.processes,
                                            message_bounds_of([bounds]))
-        self.parts = parts
-        self.merged: Merged | None = None
+        # (cut at the first part's times: a sample of every key's)
+        times = self._times(first)
+        self.merged = Merged("events", cuts(times.gather_every(max(1, times.len() // 10_000)),
+                                            times.len() * parts))
+        self.merged.add(first, times)
 
     def add(self, transitions: pl.DataFrame) -> None:
-        times = _events_table(transitions, self.clocks).get_column("time_ns")
-        if self.merged is None:  # (cut at the first part's times: a sample of every key's)
-            self.merged = Merged("events", cuts(
-                times.gather_every(max(1, times.len() // 10_000)), times.len() * self.parts))
-        self.merged.add(transitions, times)
+        self.merged.add(transitions, self._times(transitions))
+
+    def _times(self, transitions: pl.DataFrame) -> pl.Series:
+        return _events_table(transitions, self.clocks).get_column("time_ns")
 
     def put(self, sink: TableSink, worker_clocks: pl.DataFrame) -> None:
-        if self.merged is not None:
-            self.merged.put(sink, lambda df: _events_table(df, worker_clocks),
-                            align.shift_changes(self.clocks, worker_clocks))
+        self.merged.put(sink, lambda df: _events_table(df, worker_clocks),
+                        align.shift_changes(self.clocks, worker_clocks))
 
 
 @dataclass
