@@ -3,22 +3,29 @@
 ``MemorySink`` keeps them (``correlate_frames``: tests, small runs); ``ParquetSink`` writes each
 one into the output folder at once (temp name, then renamed), so the engine can drop it before the next stage: a large
 run never holds its two largest tables (``segments`` and ``events``, about ten rows per
-execution each) together. A table produced in parts (``segments``, one part per process) is written by polars'
-streaming engine straight from the iterator of parts: parts are encoded while the next one is
-computed, in order, and never all in memory.
+execution each) together. A table produced in parts is written by polars' streaming engine
+straight from the iterator of parts: parts are encoded while the next one is computed, in
+order, and never all in memory. A table whose parts are computed in other processes
+(``segments``, a part per attribution partition, on a cluster's workers with ``--cluster``)
+is written by them, a parquet file each (``PartWriter``), and becomes a parquet dataset: a
+folder ``<name>.parquet`` of its parts in order, which polars, pyarrow and Dask read as one
+table, so that its rows never pass through this process.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 import polars as pl
 from polars.io.plugins import register_io_source
 
+from correlate.errors import CorrelateError
 from correlate.frames.sorting import order_of, output_order, sorted_for_output
 from correlate.frames.spill import Coded, contiguous, spilled_coded
 from correlate.frames.texts import as_codes
@@ -34,9 +41,37 @@ class TableSink(Protocol):
 
     def write_parts(self, name: str, parts: Iterator[pl.DataFrame]) -> None: ...
 
+    def part_writer(self, name: str) -> PartWriter | None:
+        """Where parts of ``name`` computed in other processes are written by them (None: they
+        are handed back to ``write_parts``); ``write_written`` then makes the table of them."""
+        ...
+
+    def write_written(self, name: str, written: Iterator[Written]) -> None: ...
+
     def scan(self, name: str) -> pl.LazyFrame:
         """A table already written, read back lazily (select and filter before collecting)."""
         ...
+
+
+class Written(NamedTuple):
+    """A part a ``PartWriter`` wrote: its file and its rows (``height``, as a frame's)."""
+
+    path: str
+    height: int
+
+
+@dataclass(frozen=True)
+class PartWriter:
+    """Writes a part of a table (conformed to it) as a parquet file of its own in ``folder``,
+    from whichever process computes it (pickled to a cluster's workers, which must see the
+    folder)."""
+
+    folder: str
+
+    def __call__(self, df: pl.DataFrame) -> Written:
+        path = os.path.join(self.folder, f"{uuid.uuid4().hex}.parquet")
+        df.write_parquet(path, compression=COMPRESSION, statistics=False)
+        return Written(path, df.height)
 
 
 class MemorySink:
@@ -52,6 +87,12 @@ class MemorySink:
         got = list(parts)
         self.tables[name] = (pl.concat(got, how="diagonal_relaxed") if got
                              else TABLES[name].empty())
+
+    def part_writer(self, name: str) -> PartWriter | None:
+        return None
+
+    def write_written(self, name: str, written: Iterator[Written]) -> None:
+        raise TypeError("MemorySink keeps frames: its part_writer is None")
 
     def scan(self, name: str) -> pl.LazyFrame:
         return self.tables[name].lazy()
@@ -73,6 +114,38 @@ class ParquetSink:
         self._sink(name, register_io_source(lambda *_: parts,
                                              schema=TABLES[name].polars_schema()))
 
+    def part_writer(self, name: str) -> PartWriter | None:
+        folder = self._parts_folder(name)
+        shutil.rmtree(folder, ignore_errors=True)  # (a killed run's of the same pid)
+        folder.mkdir()
+        return PartWriter(str(folder))
+
+    def write_written(self, name: str, written: Iterator[Written]) -> None:
+        """The folder ``<name>.parquet`` of the parts ``written`` (by ``part_writer(name)``),
+        in the order given: ``part-NNNNN.parquet`` (an empty part of the table's schema where
+        none was given). It replaces the table written before, file or folder."""
+        folder, path = self._parts_folder(name), self.out_dir / f"{name}.parquet"
+        try:
+            n = -1
+            for n, part in enumerate(written):
+                try:
+                    os.replace(part.path, folder / f"part-{n:05d}.parquet")
+                except FileNotFoundError:
+                    raise CorrelateError(part.path, "a part of the output table "
+                                         f"{name} written by a worker, not found here: with "
+                                         "--cluster, the output folder must be on a file "
+                                         "system the cluster's workers share") from None
+            if n < 0:
+                TABLES[name].empty().write_parquet(folder / "part-00000.parquet",
+                                                   compression=COMPRESSION)
+            _replaced(path, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        self.paths.append(path)
+
+    def _parts_folder(self, name: str) -> Path:
+        return self.out_dir / f".{name}.parquet.{os.getpid()}.parts"
+
     def scan(self, name: str) -> pl.LazyFrame:
         return pl.scan_parquet(self.out_dir / f"{name}.parquet")
 
@@ -87,6 +160,19 @@ class ParquetSink:
         finally:
             tmp.unlink(missing_ok=True)
         self.paths.append(path)
+
+
+def _replaced(path: Path, folder: Path) -> None:
+    """``folder`` renamed to ``path``; what ``path`` was (a file or a folder of an earlier
+    run) moved aside first, then removed: a folder renamed onto a file, or onto a folder that
+    holds files, fails."""
+    aside = path.with_name(f".{path.name}.{os.getpid()}.old")
+    had = path.exists()
+    if had:
+        os.replace(path, aside)
+    os.replace(folder, path)
+    if had:
+        shutil.rmtree(aside) if aside.is_dir() else aside.unlink()
 
 
 def put(sink: TableSink, name: str, df: pl.DataFrame) -> pl.DataFrame:

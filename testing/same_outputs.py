@@ -21,7 +21,7 @@ def differences(expected: Path, actual: Path) -> list[str]:
     names = sorted({p.name for p in expected.iterdir()} | {p.name for p in actual.iterdir()})
     for name in names:
         a, b = expected / name, actual / name
-        if not (a.is_file() and b.is_file()):
+        if not (a.exists() and b.exists()):  # (a parquet table may be a folder of parts)
             if name.endswith((".parquet", ".json", ".jsonl")):
                 found.append(f"{name}: only in {expected if a.exists() else actual}")
             continue

@@ -21,7 +21,7 @@ that at most three partitions' data are alive at once, or as tasks on a Dask clu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -38,7 +38,7 @@ from correlate.schema import conform
 from correlate.schema.darshan import IO_SEGMENTS as SEGMENTS_IN
 from correlate.schema.methods import LABELS, PROCESS, RANK
 from correlate.schema.outputs import SEGMENTS, TASK_FILES
-from correlate.sinks import TableSink
+from correlate.sinks import PartWriter, TableSink
 from correlate.sources import darshan_logs
 from correlate.timeline import align
 
@@ -238,6 +238,14 @@ def _of(df: pl.DataFrame, processes: set[Process]) -> pl.DataFrame:
     return df.join(keys, on=["host", "pid"], how="semi", nulls_equal=True, maintain_order="left")
 
 
+def _segments_written(fn: Callable[[Partition], dict[str, Any]], writer: PartWriter,
+                      part: Partition) -> dict[str, Any]:
+    """``fn``'s tables of ``part``, its segments written by ``writer`` (``Written``)."""
+    result = fn(part)
+    result["segments"] = writer(result.pop("segments"))
+    return result
+
+
 def _without_thread_ids(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame) -> bool:
     """Whether some segments have no thread id: read from a DXT v1 log (Darshan before 3.5
     recorded none), or in a table with null ``thread_id``s."""
@@ -253,7 +261,8 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
                   mapper: Mapper = local_map, shuffle_owners: pl.DataFrame | None = None
                   ) -> dict[str, Any]:
     """Attribute every partition through ``mapper``: each partition's ``segments`` goes to
-    ``sink`` as it arrives, in (host, pid) order (so the whole stays sorted); the other partial
+    ``sink`` in (host, pid) order (so the whole stays sorted), written where the partition
+    runs when the sink gives a ``part_writer``, else handed to it as it arrives; the other partial
     tables are concatenated and returned (those ``SPOOLED`` as LazyFrames). ``logs``
     (``darshan_logs``) says where segments still in their logs (a LazyFrame) are read from."""
     parts = split(segments, logs, executions, markers, opens, rows=PARTITION_ROWS)
@@ -262,6 +271,11 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
     marker_paths = markers.get_column("path").unique().to_list()
     fn = partial(attribute_partition, worker_clocks=worker_clocks, processes=processes,
                  marker_paths=marker_paths, shuffle_owners=shuffle_owners)
+    # (where the sink takes them, each partition's segments are written where it runs: on
+    # a cluster, the run's segments never pass through this process)
+    writer = sink.part_writer("segments")
+    if writer is not None:
+        fn = partial(_segments_written, fn, writer)
     pieces: dict[str, list[pl.DataFrame]] = {name: [] for name in PARTIAL_TABLES
                                              if name not in SPOOLED}
     # (a row per execution and file: a big run's gigabyte, held from here to its stage)
@@ -272,7 +286,7 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
     # partition is attributed at a time (while the one before is written)
     at_once = 1 if _without_thread_ids(segments, logs) else 2
 
-    def segments_of_each() -> Iterator[pl.DataFrame]:
+    def segments_of_each() -> Iterator[Any]:
         for result in mapper(fn, parts, at_once=at_once):
             for name, dfs in pieces.items():
                 dfs.append(result[name])
@@ -280,6 +294,9 @@ def attribute_all(segments: pl.DataFrame | pl.LazyFrame, logs: pl.DataFrame,
                 spool.add(result[name])
             yield result["segments"]
 
-    sink.write_parts("segments", segments_of_each())
+    if writer is None:
+        sink.write_parts("segments", segments_of_each())
+    else:
+        sink.write_written("segments", segments_of_each())
     return {**{name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in pieces.items()},
             **{name: spool.lazy() for name, spool in spools.items()}}

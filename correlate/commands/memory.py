@@ -20,11 +20,10 @@ small enough that ``correlate RUN`` writes task_lifecycles.jsonl, what the chunk
 builds at once adds. The constants are fitted to the peak RSS of the load and of the later
 stages of the synthetic runs (docs/performance.md, "Memory limit"), and both terms told
 ``MARGIN`` above the fit.
-With ``--cluster`` the partitions run on the cluster's workers, but their results (each
-process's attributed segments) come back through this process, received and deserialized one
-at a time while the one before is written: measured, that holds more here than the partitions
-computed here do (``PARTITIONS_HERE_WITH_CLUSTER``), and the load stays here too, so
-``--cluster`` does not lower this process's need.
+With ``--cluster`` the partitions run on the cluster's workers, which write their attributed
+segments into the output folder themselves: this process holds none of them (but a run of one
+partition, which runs here: ``PARTITIONS_HERE_WITH_CLUSTER``); the load and the stages after
+the attribution stay here.
 
 The limit (``SIZE`` like ``4GB``, ``500MB``; ``none``: no check) defaults to the memory this
 process may use: its cgroup's limit or the memory the system has available, whichever is
@@ -55,9 +54,9 @@ SEGMENT_BYTES = 114
 #: partitions' segments alive at once in this process (``local_map``: two computed, one
 #: waiting)
 PARTITIONS_AT_ONCE = 3
-#: with ``--cluster``: the partitions' worth of segments this process holds while the results
-#: come back (fitted to the driver's peak RSS in the attribution of the 1M run, local:2)
-PARTITIONS_HERE_WITH_CLUSTER = 5
+#: with ``--cluster``: the partitions' segments this process holds (a run of one partition runs
+#: it here; the others are written by the workers)
+PARTITIONS_HERE_WITH_CLUSTER = 1
 #: fitted to the largest peak RSS of the stages after the load in the 200k, 1M, 2M and 10M
 #: synthetic runs (see the module's docstring): bytes for the process, per execution, per
 #: transition of the part read at once
@@ -248,9 +247,9 @@ def check(run: Path, needed: Need, limit: int | None, cluster: str | None,
         rows += "; at least: its Darshan logs not read yet"
     how = "run it where more memory is free, or pass --memory-limit none to try anyway"
     if not cluster and command_has_cluster:
-        how += (f" (--cluster would not lower it: this process needs "
-                f"{_gb(needed.with_cluster)} with it, the load and the partitions' results "
-                "staying here)")
+        how += (f" (with --cluster this process needs about {_gb(needed.with_cluster)}: the "
+                "I/O attribution runs on the cluster's workers, the load and the other stages "
+                "here)")
     raise MemoryLimitError(run, f"needs about {_gb(mine)} of memory ({rows}), more than the "
                                 f"{_gb(limit)} it may use (--memory-limit): {how}")
 

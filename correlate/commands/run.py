@@ -30,7 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", metavar="ADDRESS", default=None,
                    help="read the Darshan logs and attribute each process's I/O as tasks on this "
                         "Dask scheduler (tcp://host:8786), or on a LocalCluster started for the "
-                        "run: `local` (2 worker processes) or `local:N`; same output as without")
+                        "run: `local` (2 worker processes) or `local:N`; same output as without "
+                        "(the workers read the run folder and write segments.parquet's parts: "
+                        "both on a file system they share)")
     memory.add_argument(p, "told from its row counts (before a run folder of ours is loaded, "
                            "and before --cluster starts one; once an imported one is)")
     p.add_argument("--group-by", metavar="KEY", action="append", default=[],

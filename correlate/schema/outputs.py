@@ -225,7 +225,11 @@ CLOCKS = Table(
 SEGMENTS = Table(
     "segments",
     "Every DXT segment on the run timeline with the execution that holds (most of) it; what the "
-    "timeline views and the trace draw.",
+    "timeline views and the trace draw. Written as a parquet dataset: `segments.parquet` is a "
+    "folder of one file per attribution partition (whole processes, in host and pid order, "
+    "each written where its partition ran: on a cluster's workers with `--cluster`), which "
+    "polars, pyarrow, pandas and Dask read as one table (DuckDB: "
+    "`segments.parquet/*.parquet`).",
     (
         Column("seg_id", "Int64", "row of the input segment table", nullable=False),
         Column("host", "String", "host"),

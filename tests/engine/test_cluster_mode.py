@@ -77,3 +77,44 @@ def test_partitions_without_thread_ids_are_attributed_one_at_a_time(tmp_path: Pa
 
     correlate_frames(detect.load(run, lazy=True), mapper=recording)
     assert asked == [1 if threads == "threadless" else 2]
+
+
+def test_the_workers_write_the_segments_and_this_process_receives_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --cluster each partition's attributed segments are written by the worker that
+    computed them into the output folder (a file per partition, in (host, pid) order): what
+    comes back is where it wrote them, and the table is the single process's, row for row."""
+    from correlate.attribution import driver
+    from correlate.engine import correlate_to
+    from correlate.frames.cluster import mapper_for
+    from correlate.sinks import Written
+    from correlate.sources import detect
+
+    run = tmp_path / "run"
+    write_run(run, workers=3, threads=2, executions=300, segments=3000, seed=4)
+    monkeypatch.setattr(driver, "PARTITION_ROWS", 1500)  # (a partition per process)
+    single = tmp_path / "single"
+    correlate_to(detect.load(run, lazy=True), single)
+    got: list[object] = []
+
+    def recording(mapper):  # type: ignore[no-untyped-def]
+        def mapped(fn, items, at_once=2):  # type: ignore[no-untyped-def]
+            for result in mapper(fn, items, at_once):
+                if isinstance(result, dict) and "segments" in result:
+                    got.append(result["segments"])
+                yield result
+        return mapped
+
+    clustered = tmp_path / "cluster"
+    with mapper_for("local:2") as mapper:
+        correlate_to(detect.load(run, lazy=True), clustered, mapper=recording(mapper))
+    assert len(got) >= 3 and all(isinstance(w, Written) for w in got)
+    parts = sorted((clustered / "segments.parquet").iterdir())
+    assert [p.name for p in parts] == [f"part-{i:05d}.parquet" for i in range(len(got))]
+    assert [pl.read_parquet(p).height for p in parts] == [w.height for w in got]
+    pids = [pl.read_parquet(p)["pid"] for p in parts]  # (whole processes, in order)
+    assert all(a.max() < b.min() for a, b in zip(pids, pids[1:], strict=False))
+    assert len(list((single / "segments.parquet").iterdir())) == len(parts)  # (here too)
+    for name in OUTPUT_TABLES:
+        assert pl.read_parquet(single / f"{name}.parquet").equals(
+            pl.read_parquet(clustered / f"{name}.parquet")), name

@@ -36,7 +36,9 @@ def test_a_tiny_limit_refuses_at_once_with_the_figure_needed(run: Path, tmp_path
     assert m, err
     needed = memory.need_before_load(row_counts.count(run))
     assert float(m.group(1)) == round(needed.alone / 1e9, 1)
-    assert "--memory-limit none" in err and "--cluster would not lower it" in err
+    assert "--memory-limit none" in err
+    cluster = re.search(r"with --cluster this process needs about ([\d.]+) GB", err)
+    assert cluster and float(cluster.group(1)) == round(needed.with_cluster / 1e9, 1), err
     assert not (out / "tasks.parquet").exists()  # refused before any table was written
 
 
@@ -126,10 +128,11 @@ def test_a_generous_limit_completes(run: Path, tmp_path: Path,
         assert shown not in err
 
 
-def test_the_need_grows_with_the_rows_and_a_cluster_does_not_lower_it(
+def test_the_need_grows_with_the_rows_and_a_cluster_lowers_it_by_the_partitions(
         run: Path, tmp_path: Path) -> None:
     """Before the load and after it (an imported format's check) the need is told the same
-    way; with --cluster the partitions' results come back here: no lower."""
+    way; with --cluster the partitions run on the workers, which write their segments: this
+    process holds one partition's at most (a run of one partition runs here)."""
     small = memory.need_before_load(row_counts.count(run))
     loaded = memory.need(detect.load(run, lazy=True))
     assert small.rows == loaded.rows
@@ -138,8 +141,11 @@ def test_the_need_grows_with_the_rows_and_a_cluster_does_not_lower_it(
     write_run(bigger, workers=6, threads=2, executions=800, segments=16_000, seed=5)
     big = memory.need_before_load(row_counts.count(bigger))
     assert big.alone > small.alone
-    assert small.with_cluster >= small.alone  # (2 workers: every partition either way)
-    assert big.with_cluster > big.alone  # (6 workers: more partitions' worth held here)
+    assert small.with_cluster < small.alone and big.with_cluster < big.alone
+    # (the largest process's segments held, not the three largest)
+    per_process = [n for n in row_counts.count(bigger).segments.values()]
+    assert big.alone - big.with_cluster == pytest.approx(
+        memory.MARGIN * memory.SEGMENT_BYTES * sum(sorted(per_process)[-3:-1]), abs=2)
     assert big.rows["DXT segments"] == 16_000
 
 

@@ -145,3 +145,55 @@ def test_a_kept_table_is_written_in_parts_as_put_writes_it_and_kept_with_codes(
     back = sinks.read_back(sink, "tasks", codes)
     assert back.equals(kept) and back.schema == kept.schema
     assert back.n_chunks("all") == [1] * back.width
+
+
+def test_parts_written_elsewhere_become_a_folder_of_parts_read_as_one_table(tmp_path: Path
+                                                                             ) -> None:
+    # GIVEN an output folder holding an earlier run's table as one file
+    sink = ParquetSink(tmp_path)
+    sink.write_parts("task_files", iter(_parts()[:1]))
+    # WHEN parts are written by the part writer (as a cluster's workers do) and handed over in
+    # an order of their own
+    writer = sink.part_writer("task_files")
+    assert writer is not None and MemorySink().part_writer("task_files") is None
+    written = [writer(part) for part in _parts()]
+    sink.write_written("task_files", iter(written[::-1]))
+    # THEN the table is a folder of one file per part, in the order handed over, read as one
+    # table by polars and pyarrow, and nothing else is left beside it
+    folder = tmp_path / "task_files.parquet"
+    assert sorted(p.name for p in folder.iterdir()) == [f"part-0000{i}.parquet" for i in range(3)]
+    back = pl.read_parquet(folder)
+    assert back.equals(pl.concat(_parts()[::-1]))
+    assert [w.height for w in written] == [3, 3, 3]
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(folder).num_rows == 9
+    assert sink.scan("task_files").select(pl.len()).collect().item() == 9
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]
+    # AND written again, it replaces the folder; with no parts it is an empty table
+    sink.write_written("task_files", iter([sink.part_writer("task_files")(_parts()[0])]))
+    assert pl.read_parquet(folder).equals(_parts()[0])
+    sink.part_writer("task_files")
+    sink.write_written("task_files", iter([]))
+    empty = pl.read_parquet(folder)
+    assert empty.height == 0 and empty.schema == TABLES["task_files"].polars_schema()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]
+
+
+def test_a_part_this_process_cannot_see_is_one_clear_error(tmp_path: Path) -> None:
+    """A worker that wrote its part where this process does not see it (an output folder not
+    on a file system the cluster shares): the error names the part, and the earlier table
+    stays."""
+    from correlate.errors import CorrelateError
+    from correlate.sinks import Written
+
+    sink = ParquetSink(tmp_path)
+    sink.write_parts("task_files", iter(_parts()))
+    writer = sink.part_writer("task_files")
+    assert writer is not None
+    lost = Written(str(tmp_path / "elsewhere" / "p.parquet"), 3)
+    with pytest.raises(CorrelateError, match="file system the cluster's workers share") as err:
+        sink.write_written("task_files", iter([writer(_parts()[0]), lost]))
+    assert err.value.path == lost.path
+    assert pl.read_parquet(tmp_path / "task_files.parquet").height == 9
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]
