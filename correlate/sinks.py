@@ -118,7 +118,7 @@ class ParquetSink:
         folder = self._parts_folder(name)
         shutil.rmtree(folder, ignore_errors=True)  # (a killed run's of the same pid)
         folder.mkdir()
-        return PartWriter(str(folder))
+        return PartWriter(str(folder.absolute()))  # (a worker's folder is not this one's)
 
     def write_written(self, name: str, written: Iterator[Written]) -> None:
         """The folder ``<name>.parquet`` of the parts ``written`` (by ``part_writer(name)``),

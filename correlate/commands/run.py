@@ -149,7 +149,10 @@ def run(args: argparse.Namespace) -> int:
     with progress() as stages, ExitStack() as cluster:
         counts = _count_before_load(run_dir, fmt, limit, args.cluster, stages)
         mapper = cluster.enter_context(mapper_for(args.cluster))  # (started once counted)
-        frames = _load(run_dir, fmt, counts, limit, args.cluster, stages, mapper)
+        # (a cluster's workers read the Darshan logs by the paths the load gives them: from
+        # a folder of their own, a relative path names another file or none)
+        frames = _load(run_dir.absolute() if args.cluster else run_dir, fmt, counts, limit,
+                       args.cluster, stages, mapper)
         _check_group_keys(run_dir, frames, tuple(args.group_by))
         inputs = record(run_dir, out, frames.facts.get("run_id"))
         # kept here only for task_lifecycles.jsonl: a run with more keys has more tasks than

@@ -118,3 +118,33 @@ def test_the_workers_write_the_segments_and_this_process_receives_none(
     for name in OUTPUT_TABLES:
         assert pl.read_parquet(single / f"{name}.parquet").equals(
             pl.read_parquet(clustered / f"{name}.parquet")), name
+
+
+def test_workers_in_another_folder_read_and_write_by_the_paths_they_are_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`correlate run -o out --cluster ADDRESS` given relative paths, on a cluster whose
+    workers run in another folder (as on other nodes): they read the Darshan logs and write
+    the segments where this process means, and the tables are the single process's."""
+    import os
+
+    from distributed import Client, LocalCluster
+
+    from correlate.attribution import driver
+    from correlate.sources import run_folder
+
+    write_run(tmp_path / "run", workers=3, threads=2, executions=300, segments=3000, seed=4)
+    monkeypatch.setattr(driver, "PARTITION_ROWS", 1500)  # (more than one: run on the workers)
+    monkeypatch.setattr(run_folder, "KEEP_SEGMENTS", 0)  # (read from the logs by the workers)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    assert main(["run", "-o", "single", "--no-reports"]) == 0
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"}
+                      ) as cluster, Client(cluster) as client:
+        client.run(os.chdir, str(tmp_path / "elsewhere"))
+        assert main(["run", "-o", "clustered", "--no-reports", "--cluster",
+                     cluster.scheduler_address]) == 0
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    for name in OUTPUT_TABLES:
+        assert pl.read_parquet(tmp_path / "single" / f"{name}.parquet").equals(
+            pl.read_parquet(tmp_path / "clustered" / f"{name}.parquet")), name
