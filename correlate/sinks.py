@@ -5,11 +5,12 @@ one into the output folder at once (temp name, then renamed), so the engine can 
 run never holds its two largest tables (``segments`` and ``events``, about ten rows per
 execution each) together. A table produced in parts is written by polars' streaming engine
 straight from the iterator of parts: parts are encoded while the next one is computed, in
-order, and never all in memory. A table whose parts are computed in other processes
-(``segments``, a part per attribution partition, on a cluster's workers with ``--cluster``)
-is written by them, a parquet file each (``PartWriter``), and becomes a parquet dataset: a
-folder ``<name>.parquet`` of its parts in order, which polars, pyarrow and Dask read as one
-table, so that its rows never pass through this process.
+order, and never all in memory. A table whose parts are computed apart (``segments``, a part
+per attribution partition: in this process's threads, or on a cluster's workers with
+``--cluster``) is written where each part is computed, a parquet file each (``PartWriter``),
+and becomes a parquet dataset: a folder ``<name>.parquet`` of its parts in order, which
+polars, pyarrow and Dask read as one table; on a cluster its rows never pass through this
+process.
 """
 
 from __future__ import annotations
