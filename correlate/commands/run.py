@@ -111,14 +111,23 @@ def _load(run_dir: Path, fmt: str, counts: Any, limit: int | None, cluster: str 
     from correlate.sources import row_counts, run_folder
     from correlate.sources.detect import load
 
+    if cluster:  # (its workers read the Darshan logs by the paths the load gives them: from
+        run_dir = run_dir.absolute()  # a folder of their own, a relative one names another)
     if counts is not None:
         stages.begin("read the Darshan logs' records")
         row_counts.add_darshan(counts, run_dir, mapper)
         stages.end()
         memory.check(run_dir, memory.need_before_load(counts), limit, cluster)
     stages.begin("load run folder")
-    frames = (run_folder.load(run_dir, mapper, counts.darshan) if counts is not None
-              else load(run_dir, fmt, mapper, lazy=True))
+    if counts is not None:
+        # (handed over: kept in the counts, its tables outlived the engine's use of them, and
+        # a Categorical column of theirs kept every text of polars' categories alive, a big
+        # run's keys, through the reports)
+        darshan, counts.darshan = counts.darshan, None
+        frames = run_folder.load(run_dir, mapper, darshan)
+        del darshan
+    else:
+        frames = load(run_dir, fmt, mapper, lazy=True)
     stages.end()
     if counts is None and limit is not None:  # an imported format: counted once loaded
         memory.check(run_dir, memory.need(frames), limit, cluster)
@@ -149,10 +158,7 @@ def run(args: argparse.Namespace) -> int:
     with progress() as stages, ExitStack() as cluster:
         counts = _count_before_load(run_dir, fmt, limit, args.cluster, stages)
         mapper = cluster.enter_context(mapper_for(args.cluster))  # (started once counted)
-        # (a cluster's workers read the Darshan logs by the paths the load gives them: from
-        # a folder of their own, a relative path names another file or none)
-        frames = _load(run_dir.absolute() if args.cluster else run_dir, fmt, counts, limit,
-                       args.cluster, stages, mapper)
+        frames = _load(run_dir, fmt, counts, limit, args.cluster, stages, mapper)
         _check_group_keys(run_dir, frames, tuple(args.group_by))
         inputs = record(run_dir, out, frames.facts.get("run_id"))
         # kept here only for task_lifecycles.jsonl: a run with more keys has more tasks than

@@ -19,13 +19,18 @@ from correlate.timeline import align, arrivals, endings, lost, waits
 from correlate.timeline.message_bounds import combined as message_bounds_of
 from correlate.timeline.message_bounds import message_bounds
 
-#: what events and waits read of the transitions (read once, let go after both); the columns
-#: with a handful of distinct values, and the key (one transition per state a task passes
-#: through), are held as Categorical (4 bytes a row instead of a 16-byte string view and the key's text, and no string
-#: copied when the table is made contiguous or put in order) and written back as strings
-TRANSITION_COLUMNS: list[str | pl.Expr] = [
-    "local_time_ns", "side", "pid", "stimulus_id",
-    *(pl.col(c).cast(pl.Categorical) for c in ("key", "host", "worker", "start", "finish"))]
+
+def transition_columns() -> list[str | pl.Expr]:
+    """What events and waits read of the transitions (read once, let go after both); the
+    columns with a handful of distinct values, and the key (one transition per state a task
+    passes through), are held as Categorical (4 bytes a row instead of a 16-byte string view
+    and the key's text, and no string copied when the table is made contiguous or put in
+    order) and written back as strings. Made when read: an expression that casts to
+    Categorical holds polars' categories, and one held by the module kept every text ever
+    cast (a big run's keys) until the process ended, the reports included."""
+    return ["local_time_ns", "side", "pid", "stimulus_id",
+            *(pl.col(c).cast(pl.Categorical) for c in ("key", "host", "worker", "start",
+                                                        "finish"))]
 
 
 @dataclass(frozen=True)
@@ -151,7 +156,7 @@ class _Taken:
 
 def _read(frames: RunFrames, part: pl.LazyFrame) -> pl.DataFrame:
     """A part of the transitions, the columns the timeline uses."""
-    return replace(frames, transitions=part).table("transitions", TRANSITION_COLUMNS)
+    return replace(frames, transitions=part).table("transitions", transition_columns())
 
 
 def _with_free_thread_waits(key_waits: pl.DataFrame, waiting: pl.DataFrame,

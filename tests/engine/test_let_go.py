@@ -111,3 +111,27 @@ def test_the_startstops_go_before_the_findings_rules_run(run, tmp_path, monkeypa
     engine.correlate_to([run_folder.load(run).collected()], tmp_path / "out")
     assert alive == [False]
     assert pl.read_parquet(tmp_path / "out" / "findings.parquet").columns  # (written)
+
+
+def test_no_text_stays_in_polars_categories_once_the_tables_are_written(run, tmp_path):
+    """Once `correlate RUN` has written its tables, before its reports, nothing of the run
+    holds polars' categories (each text ever cast to Categorical, a big run's keys: gigabytes
+    the reports would run beside): a new text cast to Categorical is the first category. In
+    a process of its own (the test process's modules may hold some)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, polars as pl\n"
+        "import correlate.reports as reports\n"
+        "def first_code(out):\n"
+        "    code = pl.select(pl.lit('probe').cast(pl.Categorical)).to_series()\n"
+        "    print('first code', code.to_physical()[0])\n"
+        "    return []\n"
+        "reports.write_reports = first_code\n"
+        "from correlate.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(run), "-o", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "first code 0" in done.stdout.splitlines(), done.stdout[-1000:]
