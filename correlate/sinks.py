@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -28,7 +29,7 @@ from polars.io.plugins import register_io_source
 
 from correlate.errors import CorrelateError
 from correlate.frames.sorting import order_of, output_order, sorted_for_output
-from correlate.frames.spill import Coded, contiguous, spilled_coded
+from correlate.frames.spill import Coded, contiguous, remove_orphans, spilled_coded
 from correlate.frames.texts import as_codes
 from correlate.schema import TABLES, conform
 
@@ -116,8 +117,11 @@ class ParquetSink:
                                              schema=TABLES[name].polars_schema()))
 
     def part_writer(self, name: str) -> PartWriter | None:
+        """(The parts folders that runs killed on this host left, gigabytes at 10M executions,
+        removed first: those whose process is gone, and this pid's own.)"""
         folder = self._parts_folder(name)
-        shutil.rmtree(folder, ignore_errors=True)  # (a killed run's of the same pid)
+        remove_orphans(self.out_dir, self._parts_prefix(name))
+        shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         return PartWriter(str(folder.absolute()))  # (a worker's folder is not this one's)
 
@@ -145,7 +149,11 @@ class ParquetSink:
         self.paths.append(path)
 
     def _parts_folder(self, name: str) -> Path:
-        return self.out_dir / f".{name}.parquet.{os.getpid()}.parts"
+        return self.out_dir / f"{self._parts_prefix(name)}{os.getpid()}-parts"
+
+    @staticmethod
+    def _parts_prefix(name: str) -> str:
+        return f".{name}.parquet.{socket.gethostname()}-"
 
     def scan(self, name: str) -> pl.LazyFrame:
         return pl.scan_parquet(self.out_dir / f"{name}.parquet")

@@ -197,3 +197,26 @@ def test_a_part_this_process_cannot_see_is_one_clear_error(tmp_path: Path) -> No
     assert err.value.path == lost.path
     assert pl.read_parquet(tmp_path / "task_files.parquet").height == 9
     assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]
+
+
+def test_parts_a_killed_run_left_on_this_host_are_removed_others_kept(tmp_path: Path) -> None:
+    """A run killed while its partitions wrote leaves their folder (hidden, beside the
+    tables): the next run's writer removes those of this host whose process is gone, and
+    leaves a live process's and another host's."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    host = socket.gethostname()
+    names = [f".segments.parquet.{host}-{gone}-parts", f".segments.parquet.{host}-1-parts",
+             f".segments.parquet.other-host-{gone}-parts"]
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "x.parquet").write_bytes(b"part")
+    writer = ParquetSink(tmp_path).part_writer("segments")
+    assert writer is not None
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([*names[1:], f".segments.parquet.{host}-{os.getpid()}-parts"])
