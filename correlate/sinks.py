@@ -44,8 +44,9 @@ class TableSink(Protocol):
     def write_parts(self, name: str, parts: Iterator[pl.DataFrame]) -> None: ...
 
     def part_writer(self, name: str) -> PartWriter | None:
-        """Where parts of ``name`` computed in other processes are written by them (None: they
-        are handed back to ``write_parts``); ``write_written`` then makes the table of them."""
+        """What writes each part of ``name`` where it is computed (a partition's thread, a
+        cluster's worker; None: the parts are handed to ``write_parts``); ``write_written``
+        then makes the table of them."""
         ...
 
     def write_written(self, name: str, written: Iterator[Written]) -> None: ...
