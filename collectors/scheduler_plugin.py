@@ -56,6 +56,8 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         self._details: list = []
         self._startstops: list = []
         self._graphs: deque = deque()
+        #: keys the last flush wrote as forgotten (their texts let go at the next)
+        self._forgotten: list[str] = []
         self._annotations: deque = deque()
         self._append_transition: Callable[[tuple], None] = self._transitions.extend
         #: values the transitions buffer holds before a row is counted as dropped (the bound
@@ -203,8 +205,13 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         """Flush-time: turn raw hook arguments into table rows (off the event loop)."""
         sink = self.sink
         assert sink is not None
-        self._expand_transitions(sink)
-        for t_ns, client, deps in drain(self._graphs):
+        graphs = list(drain(self._graphs))
+        # (a key's text is held from its graph's flush, before any row names it, to the flush
+        # after the one that says its task was forgotten, whose rows all name it by that id)
+        sink.hold_texts([key_str(key) for _t, _c, deps in graphs for key in deps or ()],
+                        self._forgotten)
+        self._forgotten = self._expand_transitions(sink)
+        for t_ns, client, deps in graphs:
             for key, dset in (deps or {}).items():
                 k = key_str(key)
                 for dep in dset or ():
@@ -266,8 +273,10 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                                     str(k[2]), str(k[3]), float(v)))
         sink.write_snapshots({"spans": spans, "span_metrics": metrics})  # (one file)
 
-    def _expand_transitions(self, sink: ProcessSink) -> None:
+    def _expand_transitions(self, sink: ProcessSink) -> list[str]:
+        """The buffered transitions, details and startstops written; the keys forgotten."""
         # a key makes several transitions: rendered and looked up once per flush
+        forgotten: list[str] = []
         transitions = take(self._transitions, _TRANSITION)
         if transitions:
             times, keys, starts, finishes, stimuli = transitions
@@ -277,8 +286,11 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                 ts = get(key)
                 prefix[key], group[key] = ((ts.prefix.name, ts.group.name) if ts is not None
                                            else (None, None))
+            texts = key_texts(keys)
+            sink.hold_texts(texts, [])  # (before the batch, whose other texts may fill the map)
+            forgotten = [k for k, f in zip(texts, finishes, strict=True) if f == "forgotten"]
             sink.write_columns("scheduler_transitions", [
-                times, key_texts(keys), list(map(prefix.__getitem__, keys)),
+                times, texts, list(map(prefix.__getitem__, keys)),
                 list(map(group.__getitem__, keys)), starts, finishes, stimuli])
         details = take(self._details, _DETAIL)
         if details:
@@ -300,6 +312,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                     [workers[i] for i in keep], [threads[i] for i in keep],
                     [actions[i] for i in keep], [int(starts[i] * 1e9) for i in keep],
                     [int(stops[i] * 1e9) for i in keep], [sources[i] for i in keep]])
+        return forgotten
 
     def _event(self, row: tuple) -> None:
         # workers and clients still leave after the scheduler closed this plugin's sink (a

@@ -33,7 +33,7 @@ import os
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,21 +136,52 @@ _ID_KIND = "int32"
 MISTYPED = "a value not of its column's type"
 
 
+#: distinct values a process's map of strings holds before it starts again (``Strings``)
+STRINGS_LIMIT = 1 << 17
+#: task keys a process's map of strings holds at most (``Strings.hold``): a key held costs an
+#: entry of the map and one of the set of held values, about 100 bytes
+HELD_LIMIT = 1 << 22
+
+
 class Strings:
     """The process's table of repeated text: each distinct value gets an integer id once, and
     rows hold the id (``strings.arrows``: id, text). The ids a process hands out never repeat,
     and are written in order (``correlate`` reads a text as the id-th row). The map is bounded:
-    past ``limit`` distinct values it starts again empty, and a value seen again gets a new id
-    (its text is written twice, rows stay right)."""
+    past ``limit`` distinct values it starts again, keeping only the values held (``hold``), and
+    a value seen again gets a new id (its text is written twice, rows stay right)."""
 
-    def __init__(self, limit: int = 1 << 17) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = STRINGS_LIMIT if limit is None else limit
         # a pair of values (``PAIRS``) is a key too: a tuple, never equal to a str
         self.ids: dict[Any, int | None] = {None: None, (None, None): None}
         self.next = 0
         #: ids handed out and not yet written, and their texts
         self.new_ids: list[int] = []
         self.new_texts: list[str] = []
+        #: values the map keeps when it starts again, until released (``hold``)
+        self.held: set[Any] = set()
+
+    def hold(self, values: list) -> None:
+        """Keep ``values`` (those encoded by then) in the map when it starts again, until
+        ``release``: a scheduler's task keys, named again at each of a task's transitions for
+        as long as it lives, whatever came between (a graph of a million tasks is submitted at
+        once), are then written once, not once per fill of the map. At most ``HELD_LIMIT``
+        values are held (each costs the map an entry it would have let go): past it, the
+        first of ``values`` until it is reached."""
+        held = self.held
+        if len(held) + len(values) <= HELD_LIMIT:
+            held.update(values)
+            return
+        room = HELD_LIMIT - len(held)
+        for value in values:
+            if room <= 0:
+                break
+            if value not in held:
+                held.add(value)
+                room -= 1
+
+    def release(self, values: Iterable[Any]) -> None:
+        self.held.difference_update(values)
 
     def encode(self, values: list) -> list:
         return self._encode(set(values), values)
@@ -167,9 +198,10 @@ class Strings:
         ids = self.ids
         missing = distinct.difference(ids)
         if missing:
-            if len(ids) + len(missing) > self.limit:
-                ids.clear()
-                ids[None] = ids[(None, None)] = None
+            # (the held values do not count: the map starts again after ``limit`` others)
+            if len(ids) + len(missing) > self.limit + len(self.held):
+                self._start_again()
+                ids = self.ids
                 missing = distinct.difference(ids)
             new = list(missing)
             start = self.next
@@ -181,6 +213,13 @@ class Strings:
             else:
                 self.new_texts.extend(map(text or _text, new))
         return list(map(ids.__getitem__, values))
+
+    def _start_again(self) -> None:
+        """The map emptied but for the held values it has (one held before it is encoded,
+        as the rest of its batch may fill the map, stays held)."""
+        ids = self.ids
+        self.ids = {None: None, (None, None): None,
+                    **{v: ids[v] for v in self.held if v in ids}}
 
 
 def _text(value: Any) -> str:
@@ -382,6 +421,12 @@ class ProcessSink:
             columns = [c[:self.max_rows] for c in columns]
         with self._lock:
             self._write(table, columns)
+
+    def hold_texts(self, held: list, released: list) -> None:
+        """Texts the strings let go, then those they keep (``Strings.hold``)."""
+        with self._lock:
+            self.strings.release(released)
+            self.strings.hold(held)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

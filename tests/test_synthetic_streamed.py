@@ -5,13 +5,14 @@ tiny strings bound, so every path of the streamed write is taken."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from correlate.schema import TABLES
 from correlate.schema.run import STREAM_SUFFIX, STRINGS
-from correlate.sources.run_streams import framing
+from correlate.sources.run_streams import framing, read_stream
 from testing.raw_parts import read_table
 from testing.synthetic import parts, write_run
 from testing.synthetic.job import Job
@@ -62,6 +63,11 @@ def test_streamed_tables_equal_the_unstreamed(tmp_path, monkeypatch):
                                               if "scheduler-" in k)]
     assert sum(sched) > sum(next(v for k, v in _batches(whole, STRINGS.name).items()
                                  if "scheduler-" in k))
+    # but a task's key once, as the scheduler plugin holds it (``collectors.sink.Strings``)
+    proc = next((run / "procs").glob("scheduler-*"))
+    keys = {k for f in b[(proc.name, "scheduler_transitions")] for k in f["key"].to_list()}
+    texts = Counter(read_stream(proc / f"{STRINGS.name}{STREAM_SUFFIX}").frame["text"])
+    assert len(keys) >= 900 and {k: texts[k] for k in keys} == dict.fromkeys(keys, 1)
 
 
 def test_transition_rows_flush_by_flush_are_the_whole_table_cut(tmp_path):

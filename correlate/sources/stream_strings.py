@@ -1,11 +1,13 @@
 """Run format 3's strings: every process's ``strings.arrows`` read a chunk of batches at a time
 (small processes' together), every distinct text kept once.
 
-A collector's map of strings is bounded and starts again empty past its bound, so a text used
-all along (a scheduler's task key, met again at each of its transitions) is written once per
-epoch: a big scheduler writes eight or nine texts per task. Kept as written, they would be most
-of what the load holds; kept once, with an integer per id saying where its text is (``Lookup``),
-they cost a task's key once (shared by the processes that name it) and four bytes per id.
+A collector's map of strings is bounded and starts again past its bound, so a text used all
+along is written once per fill of the map: the scheduler's task keys, met again at each of
+their transitions, now only in runs written before the scheduler held them (there a big
+scheduler wrote five to nine texts per task); still its other texts, and any process's. Kept as
+written, they would be most of what the load holds; kept once, with an integer per id saying
+where its text is (``Lookup``), they cost a task's key once (shared by the processes that name
+it) and four bytes per id.
 
 Texts are told apart by a 64-bit hash, computed in a first read that keeps no text; the second
 read keeps the first text of each hash. A second hash of another seed checks the first: where

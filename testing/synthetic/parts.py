@@ -34,8 +34,10 @@ STREAM_EXECUTIONS = 200_000
 #: rows built at a time when streaming
 CHUNK_ROWS = 1 << 20
 
-#: the collectors' bound on a process's map of strings (``collectors.sink.Strings``)
+#: the collectors' bound on a process's map of strings, and on the keys it holds
+#: (``collectors.sink.Strings``)
 STRINGS_LIMIT = 1 << 17
+HELD_LIMIT = 1 << 22
 
 
 def chunk_rows(executions: int) -> int | None:
@@ -94,33 +96,59 @@ def with_string_ids(tables: list[tuple[Table, pa.Table]]) -> tuple[list[pa.Table
 class Strings:
     """A process's strings handed out as the collectors do (``collectors.sink.Strings``): ids in
     order, the texts not written yet appended to ``strings.arrows`` before the batch that uses
-    them, and the map bounded (past ``limit`` values it starts again empty; a text seen again
-    gets a new id). Column at a time, with pyarrow, for the streamed write."""
+    them, and the map bounded (past ``limit`` values it starts again, keeping only the values
+    held; a text seen again gets a new id). The scheduler's keys are held as its plugin holds
+    them: from their transitions' batch, before it is encoded, to the flush after the one
+    that says they were forgotten (``hold``, ``flushed``). A batch's distinct values are
+    looked up in a dict (a scheduler's map holds a million keys: rebuilt per batch as a
+    pyarrow value set, it cost the generator more than the rest of its work)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = STRINGS_LIMIT if limit is None else limit
-        self.known = pa.array([], pa.string())
-        self.known_ids = pa.array([], pa.int32())
+        self.ids: dict[str, int] = {}
         self.next = 0
         self.new: list[pa.Array] = []
         self.start = 0  # the first id in ``new``
+        self.held: set[str] = set()
+        #: keys said forgotten in this flush (let go at the next: ``flushed``), and in the last
+        self.forgotten: list[str] = []
+        self.releasing: list[str] = []
+
+    def hold(self, values: pa.Array | pa.ChunkedArray) -> None:
+        """As the collectors hold values: past ``HELD_LIMIT``, the first until it is
+        reached."""
+        held = self.held
+        for value in pc.unique(values).drop_null().to_pylist():
+            if len(held) >= HELD_LIMIT:
+                break
+            held.add(value)
+
+    def flushed(self) -> None:
+        """A flush has been written: the keys forgotten in the one before are let go."""
+        self.held.difference_update(self.releasing)
+        self.releasing, self.forgotten = self.forgotten, []
 
     def encode(self, values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
         distinct = pc.unique(values).drop_null()  # in the order they first appear
-        missing = pc.filter(distinct, pc.invert(pc.is_in(distinct, value_set=self.known)))
-        if len(missing):
-            if len(self.known) + len(missing) > self.limit:
-                self.known = pa.array([], pa.string())
-                self.known_ids = pa.array([], pa.int32())
-                missing = distinct
-            ids = pa.array(np.arange(self.next, self.next + len(missing), dtype=np.int32))
+        texts = distinct.to_pylist()
+        ids = self.ids
+        missing = [v for v in texts if v not in ids]
+        if missing:
+            if len(ids) + len(missing) > self.limit + len(self.held):
+                self.ids = ids = {v: ids[v] for v in self.held if v in ids}
+                missing = [v for v in texts if v not in ids]
+            ids.update(zip(missing, range(self.next, self.next + len(missing)), strict=True))
             self.next += len(missing)
-            self.known = pa.concat_arrays([self.known, missing])
-            self.known_ids = pa.concat_arrays([self.known_ids, ids])
-            self.new.append(missing)
-        return pc.take(self.known_ids, pc.index_in(values, value_set=self.known))
+            self.new.append(pa.array(missing, pa.string()))
+        known = pa.array([ids[v] for v in texts], pa.int32())
+        return pc.take(known, pc.index_in(values, value_set=distinct))
 
     def encoded(self, table: Table, t: pa.Table) -> pa.Table:
+        if table.name == "scheduler_transitions":
+            self.hold(t.column("key"))
+            finish = t.column("finish").cast(pa.string())
+            self.forgotten += pc.filter(t.column("key"),
+                                        pc.equal(finish, "forgotten")).to_pylist()
         return pa.table({name: self.encode(_text(table, t, name)) if dtype == "id"
                          else t.column(name) for name, dtype in stored_columns(table)})
 
@@ -214,13 +242,16 @@ class PartWriter:
         """A snapshot table (the last one a process wrote), written with the others."""
         self.snapshots.append((table, arrays))
 
-    def _windows(self) -> Any:
-        """(table, rows, build) of every non-empty batch, flush by flush."""
+    def _windows(self, flushed: Callable[[], None] | None = None) -> Any:
+        """(table, rows, build) of every non-empty batch, flush by flush; ``flushed()`` called
+        after each flush, empty ones too."""
         for k in range(len(self.flushes) + 1):
             for table, window in self.tables:
                 n, build = window(k)
                 if n > 0:
                     yield table, n, build
+            if flushed is not None:
+                flushed()
 
     def write(self) -> dict[str, int]:
         rows = {table.name: 0 for table, _ in self.tables}
@@ -284,7 +315,7 @@ class PartWriter:
                 append(STRINGS.name, new)
 
         step = self.chunk_rows or 1
-        for table, n, build in self._windows():
+        for table, n, build in self._windows(strings.flushed):
             rows[table.name] += n
             data = pa.concat_tables([
                 strings.encoded(table, arrow_table(table, build(lo, min(n, lo + step))))
