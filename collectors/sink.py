@@ -139,7 +139,7 @@ MISTYPED = "a value not of its column's type"
 #: distinct values a process's map of strings holds before it starts again (``Strings``)
 STRINGS_LIMIT = 1 << 17
 #: task keys a process's map of strings holds at most (``Strings.hold``): a key held costs an
-#: entry of the map and one of the set of held values, about 100 bytes
+#: entry of the map and one of the set of held values, about 110 bytes
 HELD_LIMIT = 1 << 22
 
 
@@ -162,12 +162,12 @@ class Strings:
         self.held: set[Any] = set()
 
     def hold(self, values: list) -> None:
-        """Keep ``values`` (those encoded by then) in the map when it starts again, until
-        ``release``: a scheduler's task keys, named again at each of a task's transitions for
-        as long as it lives, whatever came between (a graph of a million tasks is submitted at
-        once), are then written once, not once per fill of the map. At most ``HELD_LIMIT``
-        values are held (each costs the map an entry it would have let go): past it, the
-        first of ``values`` until it is reached."""
+        """Keep ``values`` in the map (once encoded) when it starts again, until ``release``:
+        a scheduler's task keys, named again at each of a task's transitions for as long as it
+        lives, whatever came between (a graph of a million tasks is submitted at once), are
+        then written once, not once per fill of the map. At most ``HELD_LIMIT`` values are
+        held (each costs the map an entry it would have let go): past it, the first of
+        ``values`` until it is reached."""
         held = self.held
         if len(held) + len(values) <= HELD_LIMIT:
             held.update(values)

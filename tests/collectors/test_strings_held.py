@@ -113,6 +113,27 @@ def test_a_key_is_written_once_while_its_task_lives_and_again_after_it_is_forgot
         "forgotten"]
 
 
+def test_a_graph_s_keys_are_held_from_its_flush_before_their_transitions(tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr(sink_module, "STRINGS_LIMIT", 16)
+    plugin = _plugin(tmp_path)
+    keys = [f"g-{i}" for i in range(30)]
+    plugin.scheduler.tasks.update({k: SimpleNamespace(dependencies=(), annotations={})
+                                   for k in keys})
+    plugin.update_graph(plugin.scheduler, client="c", tasks=keys)  # (their edges' rows)
+    plugin.sink.flush()
+    for i in range(40):  # other tasks' transitions fill the map before the graph's come
+        plugin.transition(f"x-{i}", "released", "waiting", stimulus_id=f"fill-{i}")
+    plugin.sink.flush()
+    for key in keys:
+        plugin.transition(key, "released", "waiting", stimulus_id="graph")
+    plugin.sink.flush()
+    plugin.sink.stop()
+    texts = _written_texts(tmp_path / "procs" / "scheduler-h-1")
+    assert {k: texts[k] for k in keys} == dict.fromkeys(keys, 1)
+    assert read_raw(tmp_path, "task_dependencies")["key"].sort().to_list() == sorted(keys)
+
+
 def _inc(x: int) -> int:
     return x + 1
 
