@@ -118,10 +118,9 @@ class ParquetSink:
                                              schema=TABLES[name].polars_schema()))
 
     def part_writer(self, name: str) -> PartWriter | None:
-        """(The parts folders that runs killed on this host left, gigabytes at 10M executions,
-        removed first: those whose process is gone, and this pid's own.)"""
+        """(This pid's own parts folder removed first: ``_swept``.)"""
         folder = self._parts_folder(name)
-        remove_orphans(self.out_dir, self._parts_prefix(name))
+        self._swept(name)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         return PartWriter(str(folder.absolute()))  # (a worker's folder is not this one's)
@@ -144,17 +143,19 @@ class ParquetSink:
             if n < 0:
                 TABLES[name].empty().write_parquet(folder / "part-00000.parquet",
                                                    compression=COMPRESSION)
-            _replaced(path, folder)
+            _replaced(path, folder, self.out_dir / f"{_own_prefix(name)}{os.getpid()}.old")
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         self.paths.append(path)
 
     def _parts_folder(self, name: str) -> Path:
-        return self.out_dir / f"{self._parts_prefix(name)}{os.getpid()}-parts"
+        return self.out_dir / f"{_own_prefix(name)}{os.getpid()}-parts"
 
-    @staticmethod
-    def _parts_prefix(name: str) -> str:
-        return f".{name}.parquet.{socket.gethostname()}-"
+    def _swept(self, name: str) -> None:
+        """What runs killed on this host left of table ``name`` while they wrote it (a parts
+        folder, a table half written, an earlier table moved aside: gigabytes at 10M
+        executions), removed: those whose process is gone."""
+        remove_orphans(self.out_dir, _own_prefix(name))
 
     def scan(self, name: str) -> pl.LazyFrame:
         return pl.scan_parquet(self.out_dir / f"{name}.parquet")
@@ -163,7 +164,8 @@ class ParquetSink:
         """Written under a temp name and renamed: a reader of the folder meanwhile sees the
         previous table or the new one, whole, never a half-written file."""
         path = self.out_dir / f"{name}.parquet"
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self._swept(name)
+        tmp = path.with_name(f"{_own_prefix(name)}{os.getpid()}.tmp")
         try:
             lf.sink_parquet(tmp, compression=COMPRESSION, statistics=False)
             os.replace(tmp, path)
@@ -172,11 +174,17 @@ class ParquetSink:
         self.paths.append(path)
 
 
-def _replaced(path: Path, folder: Path) -> None:
+def _own_prefix(name: str) -> str:
+    """The start of the name of what this host's writers leave beside table ``name`` while they
+    write it (then the pid, and ``-parts``, ``.tmp`` or ``.old``): hidden, and the same table's
+    only."""
+    return f".{name}.parquet.{socket.gethostname()}-"
+
+
+def _replaced(path: Path, folder: Path, aside: Path) -> None:
     """``folder`` renamed to ``path``; what ``path`` was (a file or a folder of an earlier
     run) moved aside first, then removed: a folder renamed onto a file, or onto a folder that
     holds files, fails."""
-    aside = path.with_name(f".{path.name}.{os.getpid()}.old")
     had = path.exists()
     if had:
         os.replace(path, aside)

@@ -15,6 +15,7 @@ import atexit
 import functools
 import math
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -190,16 +191,20 @@ def sweep() -> None:
 
 
 def remove_orphans(tmp: Path, mine: str) -> None:
-    """The folders ``<mine><pid>-…`` in ``tmp`` whose process is gone, removed (another
-    user's, or one whose pid is alive, are left)."""
+    """The folders and files ``<mine><pid>…`` in ``tmp`` whose process is gone, removed
+    (another user's, or one whose pid is alive, are left)."""
     try:
-        folders = [f for f in tmp.iterdir() if f.name.startswith(mine)]
+        entries = [e for e in tmp.iterdir() if e.name.startswith(mine)]
     except OSError:
         return
-    for folder in folders:
-        pid = folder.name[len(mine):].partition("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
+    for entry in entries:
+        pid = re.match(r"\d+", entry.name[len(mine):])
+        if pid is None or _alive(int(pid[0])):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:

@@ -199,18 +199,22 @@ def test_a_part_this_process_cannot_see_is_one_clear_error(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["task_files.parquet"]
 
 
+def _gone_pid() -> str:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def test_parts_a_killed_run_left_on_this_host_are_removed_others_kept(tmp_path: Path) -> None:
     """A run killed while its partitions wrote leaves their folder (hidden, beside the
     tables): the next run's writer removes those of this host whose process is gone, and
     leaves a live process's and another host's."""
     import os
     import socket
-    import subprocess
-    import sys
 
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    host = socket.gethostname()
+    gone, host = _gone_pid(), socket.gethostname()
     names = [f".segments.parquet.{host}-{gone}-parts", f".segments.parquet.{host}-1-parts",
              f".segments.parquet.other-host-{gone}-parts"]
     for name in names:
@@ -220,3 +224,27 @@ def test_parts_a_killed_run_left_on_this_host_are_removed_others_kept(tmp_path: 
     assert writer is not None
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == sorted([*names[1:], f".segments.parquet.{host}-{os.getpid()}-parts"])
+
+
+@pytest.mark.parametrize("left", ["{host}-{pid}.tmp", "{host}-{pid}.old", "{host}-{pid}-parts"])
+def test_what_a_killed_run_left_of_a_table_is_removed_when_it_is_written_again(
+        tmp_path: Path, left: str) -> None:
+    """A table half written (``.tmp``) or an earlier one moved aside (``.old``) by a run killed
+    then: removed by the next run's write of that table, whether whole or in parts; another
+    table's, a live process's and another host's are left."""
+    import socket
+
+    gone, host = _gone_pid(), socket.gethostname()
+    mine = tmp_path / f".task_files.parquet.{left.format(host=host, pid=gone)}"
+    kept = [tmp_path / f".task_files.parquet.{left.format(host=host, pid=1)}",
+            tmp_path / f".tasks.parquet.{left.format(host=host, pid=gone)}",
+            tmp_path / f".task_files.parquet.{left.format(host='other-host', pid=gone)}"]
+    for path in (mine, *kept):
+        if path.name.endswith("-parts"):
+            path.mkdir()
+            (path / "x.parquet").write_bytes(b"part")
+        else:
+            path.write_bytes(b"half a table")
+    ParquetSink(tmp_path).write("task_files", pl.concat(_parts()))
+    assert not mine.exists() and all(p.exists() for p in kept)
+    assert pl.read_parquet(tmp_path / "task_files.parquet").height == 9
