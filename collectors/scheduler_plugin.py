@@ -13,6 +13,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +209,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
         graphs = list(drain(self._graphs))
         # (a key's text is held from its graph's flush, before any row names it, to the flush
         # after the one that says its task was forgotten, whose rows all name it by that id)
-        sink.hold_texts([key_str(key) for _t, _c, deps in graphs for key in deps or ()],
+        sink.hold_texts(key_texts([key for _t, _c, deps in graphs for key in deps or ()]),
                         self._forgotten)
         self._forgotten = self._expand_transitions(sink)
         for t_ns, client, deps in graphs:
@@ -288,7 +289,7 @@ class CorrelateSchedulerPlugin(SchedulerPlugin):
                                            else (None, None))
             texts = key_texts(keys)
             sink.hold_texts(texts, [])  # (before the batch, whose other texts may fill the map)
-            forgotten = [k for k, f in zip(texts, finishes, strict=True) if f == "forgotten"]
+            forgotten = list(compress(texts, map("forgotten".__eq__, finishes)))
             sink.write_columns("scheduler_transitions", [
                 times, texts, list(map(prefix.__getitem__, keys)),
                 list(map(group.__getitem__, keys)), starts, finishes, stimuli])

@@ -33,7 +33,8 @@ import os
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,8 @@ MISTYPED = "a value not of its column's type"
 
 #: distinct values a process's map of strings holds before it starts again (``Strings``)
 STRINGS_LIMIT = 1 << 17
+#: the string-id columns that hold task keys (``Strings.encode_keys``)
+KEY_COLUMNS = frozenset({"key", "depends_on"})
 #: task keys a process's map of strings holds at most (``Strings.hold``): a key held costs an
 #: entry of the map and one of the set of held values, about 110 bytes
 HELD_LIMIT = 1 << 22
@@ -146,28 +149,35 @@ HELD_LIMIT = 1 << 22
 class Strings:
     """The process's table of repeated text: each distinct value gets an integer id once, and
     rows hold the id (``strings.arrows``: id, text). The ids a process hands out never repeat,
-    and are written in order (``correlate`` reads a text as the id-th row). The map is bounded:
-    past ``limit`` distinct values it starts again, keeping only the values held (``hold``), and
-    a value seen again gets a new id (its text is written twice, rows stay right)."""
+    and are written in order (``correlate`` reads a text as the id-th row). Two maps, each
+    bounded: the task keys' (``encode_keys``: the columns of ``KEY_COLUMNS``) and the other
+    texts'; past ``limit`` distinct values a map starts again (the keys' keeping the values
+    held: ``hold``), and a value seen again gets a new id (its text is written twice, rows
+    stay right). Apart, the keys of a graph are not let go for the stimulus ids and states
+    between their transitions, and the other texts' map stays small (its lookups cheap)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = STRINGS_LIMIT if limit is None else limit
         # a pair of values (``PAIRS``) is a key too: a tuple, never equal to a str
         self.ids: dict[Any, int | None] = {None: None, (None, None): None}
+        self.keys: dict[Any, int | None] = {None: None}
         self.next = 0
         #: ids handed out and not yet written, and their texts
         self.new_ids: list[int] = []
         self.new_texts: list[str] = []
-        #: values the map keeps when it starts again, until released (``hold``)
+        #: keys the map keeps when it starts again, until released (``hold``)
         self.held: set[Any] = set()
+        #: keys given an id since the map last started again (those not held are let go
+        #: when it starts again: its bound, not the number of keys held, sets that cost)
+        self.recent: list[Any] = []
 
     def hold(self, values: list) -> None:
-        """Keep ``values`` in the map (once encoded) when it starts again, until ``release``:
-        a scheduler's task keys, named again at each of a task's transitions for as long as it
-        lives, whatever came between (a graph of a million tasks is submitted at once), are
-        then written once, not once per fill of the map. At most ``HELD_LIMIT`` values are
-        held (each costs the map an entry it would have let go): past it, the first of
-        ``values`` until it is reached."""
+        """Keep the keys ``values`` in the map (once encoded) when it starts again, until
+        ``release``: a scheduler's task keys, named again at each of a task's transitions for
+        as long as it lives, whatever came between (a graph of a million tasks is submitted at
+        once), are then written once, not once per fill of the map. At most ``HELD_LIMIT``
+        keys are held (each costs the map an entry it would have let go): past it, the first
+        of ``values`` until it is reached."""
         held = self.held
         if len(held) + len(values) <= HELD_LIMIT:
             held.update(values)
@@ -180,33 +190,39 @@ class Strings:
                 held.add(value)
                 room -= 1
 
-    def release(self, values: Iterable[Any]) -> None:
+    def release(self, values: list) -> None:
+        """Let the keys ``values`` go: a key given again gets a new id."""
         self.held.difference_update(values)
+        _consume(map(self.keys.pop, values, repeat(None)))
+        self.keys[None] = None  # (were it among them)
 
     def encode(self, values: list) -> list:
-        return self._encode(set(values), values)
+        return self._encode(self.ids, set(values), values)
+
+    def encode_keys(self, values: list) -> list:
+        return self._encode(self.keys, set(values), values)
 
     def encode_pairs(self, first: list, second: list) -> list:
         """The ids of the pairs ``(first[i], second[i])``, each pair an id of its own. The
         pairs are made as they are looked up, not kept: a list of them would be as many
         objects for the garbage collector to count (and trip on) as there are rows."""
-        return self._encode(set(zip(first, second, strict=True)), zip(first, second, strict=True),
-                            _pair_text)
+        return self._encode(self.ids, set(zip(first, second, strict=True)),
+                            zip(first, second, strict=True), _pair_text)
 
-    def _encode(self, distinct: set, values: Any, text: Callable[[Any], str] | None = None
-                ) -> list:
-        ids = self.ids
+    def _encode(self, ids: dict[Any, int | None], distinct: set, values: Any,
+                text: Callable[[Any], str] | None = None) -> list:
+        keys = ids is self.keys
         missing = distinct.difference(ids)
         if missing:
-            # (the held values do not count: the map starts again after ``limit`` others)
-            if len(ids) + len(missing) > self.limit + len(self.held):
-                self._start_again()
-                ids = self.ids
+            if (len(self.recent) if keys else len(ids)) + len(missing) > self.limit:
+                self._start_again(keys)
                 missing = distinct.difference(ids)
             new = list(missing)
             start = self.next
             self.next += len(new)
             ids.update(zip(new, range(start, self.next), strict=True))
+            if keys:
+                self.recent += new
             self.new_ids.extend(range(start, self.next))
             if text is None and set(map(type, new)) == {str}:
                 self.new_texts.extend(new)  # (text is its own: no call per value)
@@ -214,12 +230,24 @@ class Strings:
                 self.new_texts.extend(map(text or _text, new))
         return list(map(ids.__getitem__, values))
 
-    def _start_again(self) -> None:
-        """The map emptied but for the held values it has (one held before it is encoded,
-        as the rest of its batch may fill the map, stays held)."""
-        ids = self.ids
-        self.ids = {None: None, (None, None): None,
-                    **{v: ids[v] for v in self.held if v in ids}}
+    def _start_again(self, keys: bool) -> None:
+        """A map emptied: the keys' but for the held ones (a key is given once since the
+        last start again: a start again costs the map's bound, not the keys held)."""
+        if not keys:
+            self.ids.clear()
+            self.ids[None] = self.ids[(None, None)] = None
+        elif self.held:
+            gone = set(self.recent).difference(self.held)
+            _consume(map(self.keys.pop, gone, repeat(None)))  # (a released key is gone)
+        else:
+            self.keys.clear()
+            self.keys[None] = None
+        if keys:
+            self.recent = []
+
+
+def _consume(calls: Iterator[Any]) -> None:
+    deque(calls, maxlen=0)  # (each call made, none kept, no Python loop)
 
 
 def _text(value: Any) -> str:
@@ -279,7 +307,8 @@ def kinds_of(table: Any) -> list[str]:
 def plan_of(table: Any, stream: Any = None) -> list[tuple[str, int, int]]:
     """How each column on disk of ``stream``'s stream (the table's own by default; another's
     for a table written in it, ``IN_FILE_OF``) comes from ``table``'s columns: ("value" |
-    "id", i, -1), ("pair", i, j), or ("null", -1, -1) for one the table does not have."""
+    "id" | "key", i, -1), ("pair", i, j), or ("null", -1, -1) for one the table does not
+    have ("key": a string id of ``KEY_COLUMNS``)."""
     stream = table if stream is None else stream
     index = {c.name: i for i, c in enumerate(table.columns)}
     pairs = PAIRS.get(stream.name, {})
@@ -290,7 +319,8 @@ def plan_of(table: Any, stream: Any = None) -> list[tuple[str, int, int]]:
             a, b = pairs[name]
             out.append(("pair", index[a], index[b]))
         elif name in index:
-            out.append(("id" if name in ids else "value", index[name], -1))
+            out.append(("value" if name not in ids else "key" if name in KEY_COLUMNS
+                        else "id", index[name], -1))
         else:
             out.append(("null", -1, -1))
     return out
@@ -495,6 +525,8 @@ class ProcessSink:
                 out.append(columns[i])
             elif how == "id":
                 out.append(strings.encode(columns[i]))
+            elif how == "key":
+                out.append(strings.encode_keys(columns[i]))
             elif how == "null":
                 out.append([None] * len(columns[0]))
             else:

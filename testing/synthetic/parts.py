@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from collectors.sink import HELD_LIMIT, KEY_COLUMNS, STRINGS_LIMIT
 from correlate.schema import Table
 from correlate.schema.run import (
     PAIR_NULL,
@@ -34,10 +35,6 @@ STREAM_EXECUTIONS = 200_000
 #: rows built at a time when streaming
 CHUNK_ROWS = 1 << 20
 
-#: the collectors' bound on a process's map of strings, and on the keys it holds
-#: (``collectors.sink.Strings``)
-STRINGS_LIMIT = 1 << 17
-HELD_LIMIT = 1 << 22
 
 
 def chunk_rows(executions: int) -> int | None:
@@ -96,27 +93,29 @@ def with_string_ids(tables: list[tuple[Table, pa.Table]]) -> tuple[list[pa.Table
 class Strings:
     """A process's strings handed out as the collectors do (``collectors.sink.Strings``): ids in
     order, the texts not written yet appended to ``strings.arrows`` before the batch that uses
-    them, and the map bounded (past ``limit`` values it starts again, keeping only the values
-    held; a text seen again gets a new id). The scheduler's keys are held as its plugin holds
-    them: from their transitions' batch, before it is encoded, to the flush after the one
-    that says they were forgotten (``hold``, ``flushed``). A batch's distinct values are
-    looked up in a dict (a scheduler's map holds a million keys: rebuilt per batch as a
-    pyarrow value set, it cost the generator more than the rest of its work)."""
+    them, two maps (task keys', ``KEY_COLUMNS``, and the other texts'), each bounded (past
+    ``limit`` values it starts again, the keys' keeping only the keys held; a text seen again
+    gets a new id). The scheduler's keys are held as its plugin holds them: from their
+    transitions' batch, before it is encoded, to the flush after the one that says they were
+    forgotten (``hold``, ``flushed``). A batch's distinct values are looked up in dicts (a
+    scheduler's map holds a million keys: rebuilt per batch as a pyarrow value set, it cost the
+    generator more than the rest of its work)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = STRINGS_LIMIT if limit is None else limit
         self.ids: dict[str, int] = {}
+        self.keys: dict[str, int] = {}
         self.next = 0
         self.new: list[pa.Array] = []
         self.start = 0  # the first id in ``new``
         self.held: set[str] = set()
+        self.recent: list[str] = []  # keys given an id since the keys' map started again
         #: keys said forgotten in this flush (let go at the next: ``flushed``), and in the last
         self.forgotten: list[str] = []
         self.releasing: list[str] = []
 
     def hold(self, values: pa.Array | pa.ChunkedArray) -> None:
-        """As the collectors hold values: past ``HELD_LIMIT``, the first until it is
-        reached."""
+        """As the collectors hold keys: past ``HELD_LIMIT``, the first until it is reached."""
         held = self.held
         for value in pc.unique(values).drop_null().to_pylist():
             if len(held) >= HELD_LIMIT:
@@ -126,22 +125,35 @@ class Strings:
     def flushed(self) -> None:
         """A flush has been written: the keys forgotten in the one before are let go."""
         self.held.difference_update(self.releasing)
+        for key in self.releasing:
+            self.keys.pop(key, None)
         self.releasing, self.forgotten = self.forgotten, []
 
-    def encode(self, values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    def encode(self, values: pa.ChunkedArray | pa.Array, keys: bool = False
+               ) -> pa.ChunkedArray | pa.Array:
         distinct = pc.unique(values).drop_null()  # in the order they first appear
         texts = distinct.to_pylist()
-        ids = self.ids
+        ids = self.keys if keys else self.ids
         missing = [v for v in texts if v not in ids]
         if missing:
-            if len(ids) + len(missing) > self.limit + len(self.held):
-                self.ids = ids = {v: ids[v] for v in self.held if v in ids}
+            if (len(self.recent) if keys else len(ids)) + len(missing) > self.limit:
+                self._start_again(keys)
                 missing = [v for v in texts if v not in ids]
             ids.update(zip(missing, range(self.next, self.next + len(missing)), strict=True))
+            if keys:
+                self.recent += missing
             self.next += len(missing)
             self.new.append(pa.array(missing, pa.string()))
         known = pa.array([ids[v] for v in texts], pa.int32())
         return pc.take(known, pc.index_in(values, value_set=distinct))
+
+    def _start_again(self, keys: bool) -> None:
+        if not keys:
+            self.ids.clear()
+            return
+        for key in set(self.recent).difference(self.held):
+            self.keys.pop(key, None)
+        self.recent = []
 
     def encoded(self, table: Table, t: pa.Table) -> pa.Table:
         if table.name == "scheduler_transitions":
@@ -149,8 +161,9 @@ class Strings:
             finish = t.column("finish").cast(pa.string())
             self.forgotten += pc.filter(t.column("key"),
                                         pc.equal(finish, "forgotten")).to_pylist()
-        return pa.table({name: self.encode(_text(table, t, name)) if dtype == "id"
-                         else t.column(name) for name, dtype in stored_columns(table)})
+        return pa.table({name: self.encode(_text(table, t, name), name in KEY_COLUMNS)
+                         if dtype == "id" else t.column(name)
+                         for name, dtype in stored_columns(table)})
 
     def take_new(self) -> pa.Table | None:
         """The (id, text) rows handed out since the last call, or None."""

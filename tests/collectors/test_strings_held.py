@@ -25,43 +25,56 @@ def _texts(strings: Strings) -> dict[int, str]:
     return dict(zip(strings.new_ids, strings.new_texts, strict=True))
 
 
-def test_held_values_keep_their_id_when_the_map_starts_again():
+def test_held_keys_keep_their_id_when_the_map_starts_again():
     strings = Strings(limit=4)
-    first = strings.encode(["k1", "k2", "s1"])
+    first = strings.encode_keys(["k1", "k2", "k3"])
     strings.hold(["k1", "k2"])
-    later = strings.encode(["s2", "s3", "s4", "s5", "k1", "s1"])  # past the bound: again
+    later = strings.encode_keys(["x1", "x2", "x3", "x4", "k1", "k3"])  # past the bound: again
     assert later[4] == first[0]  # held: its id and text kept
     assert later[5] != first[2]  # not held: a new id, its text again
-    assert Counter(_texts(strings).values()) == {"k1": 1, "k2": 1, "s1": 2, "s2": 1, "s3": 1,
-                                                 "s4": 1, "s5": 1}
+    assert Counter(_texts(strings).values()) == {"k1": 1, "k2": 1, "k3": 2, "x1": 1, "x2": 1,
+                                                 "x3": 1, "x4": 1}
     strings.release(["k1"])
-    again = strings.encode([f"x{i}" for i in range(8)] + ["k1", "k2"])
+    again = strings.encode_keys([f"y{i}" for i in range(8)] + ["k1", "k2"])
     assert again[-1] == first[1] and again[-2] != first[0]
 
 
-def test_held_values_do_not_count_against_the_bound():
+def test_held_keys_do_not_count_against_the_bound():
     strings = Strings(limit=4)
-    strings.encode([f"k{i}" for i in range(100)])
-    strings.hold([f"k{i}" for i in range(100)])
+    keys = [f"k{i}" for i in range(100)]
+    first = strings.encode_keys(keys)
+    strings.hold(keys)
+    for batch in (["a", "b", "c"], ["d", "e", "f"], ["g", "h"]):  # room for 4 besides them
+        strings.encode_keys(batch)
     before = strings.next
-    ids = strings.encode(["a", "b", "c"])  # room for 4 values besides the 100 held
-    assert strings.next == before + 3 and "k0" in strings.ids and len(set(ids)) == 3
+    again = strings.encode_keys([*keys, "h", "g"])
+    assert again[:100] == first and set(again[100:]) == {before - 2, before - 1}
+    assert strings.next == before and "a" not in strings.keys
 
 
-def test_a_value_held_before_it_is_encoded_keeps_its_id_when_its_batch_fills_the_map():
+def test_the_keys_map_is_not_filled_by_other_texts():
+    strings = Strings(limit=4)
+    key = strings.encode_keys(["k"])  # (not held: a worker's keys)
+    strings.encode([f"stimulus-{i}" for i in range(10)])  # the other map starts again
+    assert strings.encode_keys(["k"]) == key and strings.ids.keys() >= {None, (None, None)}
+    strings.encode_keys(["a", "b", "c", "d"])  # the keys' map starts again
+    assert strings.encode_keys(["k"]) != key
+
+
+def test_a_key_held_before_it_is_encoded_keeps_its_id_when_its_batch_fills_the_map():
     strings = Strings(limit=2)
-    strings.encode(["a", "b"])
+    strings.encode_keys(["a", "b"])
     strings.hold(["k"])
-    key = strings.encode(["k"])  # a batch's keys, then its stimuli, which fill the map
-    strings.encode(["s1", "s2", "s3"])
-    assert "a" not in strings.ids and strings.encode(["k"]) == key
+    key = strings.encode_keys(["k", "c"])  # the map starts again before "k" is given its id
+    strings.encode_keys(["d", "e", "f"])
+    assert "a" not in strings.keys and strings.encode_keys(["k"]) == key[:1]
     assert list(_texts(strings).values()).count("k") == 1
 
 
 def test_past_the_held_limit_the_first_values_are_held_until_some_are_released(monkeypatch):
     monkeypatch.setattr(sink_module, "HELD_LIMIT", 5)
     strings = Strings(limit=2)
-    strings.encode(list("abcdefg"))
+    strings.encode_keys(list("abcdefg"))
     strings.hold(list("abcc"))
     strings.hold(list("cdefg"))
     assert strings.held == set("abcde")
