@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -243,7 +244,8 @@ def test_a_disk_that_fills_is_one_line_naming_where_correlate_writes(tmp_path, c
     monkeypatch.setenv("TMPDIR", str(spill))
     monkeypatch.setattr("tempfile.tempdir", None)  # (read from TMPDIR again)
     for name in TABLES:
-        (out / f".{name}.parquet.{os.getpid()}.tmp").symlink_to("/dev/full")
+        (out / f".{name}.parquet.{socket.gethostname()}-{os.getpid()}.tmp"
+         ).symlink_to("/dev/full")
     assert main([str(SAMPLE), "-o", str(out), "--no-reports"]) == 1
     err = capsys.readouterr().err
     assert "internal error" not in err
@@ -264,7 +266,8 @@ def test_a_disk_that_fills_under_a_comparison_names_its_default_output_folder(
     before = tmp_path / "compare-run-v1-vs-run-v1" / "before"
     before.mkdir(parents=True)
     for name in TABLES:
-        (before / f".{name}.parquet.{os.getpid()}.tmp").symlink_to("/dev/full")
+        (before / f".{name}.parquet.{socket.gethostname()}-{os.getpid()}.tmp"
+         ).symlink_to("/dev/full")
     assert main(["compare", str(SAMPLE), str(SAMPLE)]) == 1
     line = " ".join(capsys.readouterr().err.split())
     assert re.search(r"no space left on device: correlate writes its output "

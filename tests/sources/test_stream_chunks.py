@@ -90,11 +90,13 @@ def test_hashes_that_share_their_high_bits_keep_each_text_once(monkeypatch) -> N
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
-    """A run whose collectors' maps of strings started again many times (a small bound), with
-    many batches per stream (a short flush interval)."""
+    """A run whose collectors' maps of strings started again many times (a small bound), keys
+    written again as the collectors did before they held them (as they still do past the
+    bound on held keys), with many batches per stream (a short flush interval)."""
     folder = tmp_path_factory.mktemp("chunks") / "run"
     with pytest.MonkeyPatch.context() as m:
         m.setattr(synthetic_parts, "STRINGS_LIMIT", 97)
+        m.setattr(synthetic_parts, "HELD_LIMIT", 0)
         m.setattr(synthetic_parts, "STREAM_EXECUTIONS", 0)  # (written as the collectors do)
         m.setattr(synthetic_parts, "CHUNK_ROWS", 50)
         write_run(folder, workers=3, threads=2, executions=600, segments=1200, seed=8,
