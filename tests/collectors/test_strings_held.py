@@ -14,11 +14,10 @@ from distributed import Client, LocalCluster
 
 import collectors
 from collectors import sink as sink_module
-from collectors.scheduler_plugin import CorrelateSchedulerPlugin
-from collectors.sink import ProcessSink, Strings
-from correlate.schema import run as schema
+from collectors.sink import Strings
 from correlate.sources import run_streams
 from testing.raw_parts import read_raw
+from tests.collectors.test_scheduler_rows import _plugin
 
 
 def _texts(strings: Strings) -> dict[int, str]:
@@ -81,16 +80,6 @@ def test_past_the_held_limit_the_first_values_are_held_until_some_are_released(m
     strings.release(["a", "b"])
     strings.hold(list("fgh"))
     assert strings.held == set("cdefg")
-
-
-def _plugin(tmp_path):
-    plugin = CorrelateSchedulerPlugin(str(tmp_path))
-    plugin.scheduler = SimpleNamespace(tasks={})
-    plugin.sink = ProcessSink(tmp_path / "procs" / "scheduler-h-1", {t.name: t for t in (
-        schema.SCHEDULER_TRANSITIONS_3, schema.TRANSITION_DETAILS, schema.TASK_STARTSTOPS,
-        schema.TASK_DEPENDENCIES)})
-    plugin.sink.before_flush.append(plugin._expand)
-    return plugin
 
 
 def _written_texts(proc) -> Counter[str]:
