@@ -36,7 +36,6 @@ STREAM_EXECUTIONS = 200_000
 CHUNK_ROWS = 1 << 20
 
 
-
 def chunk_rows(executions: int) -> int | None:
     """``PartWriter``'s ``chunk_rows`` for a process whose tables cover ``executions``."""
     return CHUNK_ROWS if executions > STREAM_EXECUTIONS else None
