@@ -236,14 +236,10 @@ class Strings:
         if not keys:
             self.ids.clear()
             self.ids[None] = self.ids[(None, None)] = None
-        elif self.held:
-            gone = set(self.recent).difference(self.held)
-            _consume(map(self.keys.pop, gone, repeat(None)))  # (a released key is gone)
-        else:
-            self.keys.clear()
-            self.keys[None] = None
-        if keys:
-            self.recent = []
+            return
+        gone = set(self.recent).difference(self.held)
+        _consume(map(self.keys.pop, gone, repeat(None)))  # (a released key is gone)
+        self.recent = []
 
 
 def _consume(calls: Iterator[Any]) -> None:
